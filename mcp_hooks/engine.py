@@ -1,0 +1,572 @@
+"""One event -> one ``Outcome``: select, order, run, chain, aggregate; the stop loop guard.
+
+The engine knows nothing of MCP, the command line or any agent host: adapters build an
+``Event``, call ``Engine.fire`` and translate the ``Outcome`` back.
+
+Running an event:
+
+1. Select the hooks whose trigger resolves to the event (matchers on tool events only).
+2. Async hooks start at once with the original payload; they cannot block or modify, and
+   their results go to the event log when they finish, after the reply.
+3. Sync hooks run one after another in ``discovery.run_order``; each sees ``tool_input``
+   (and, after a tool, ``tool_output``) as modified by the hooks before it.
+4. Per sync hook: exit 0 allows, and its stdout (if any) must be a JSON object; exit 2
+   denies with stderr as the reason; any other exit, a timeout or unparsable stdout fails
+   open with a warning, unless the hook sets ``metadata.on_error: block``. The first deny
+   ends the chain.
+5. ``before_stop`` denied -> ``continue_working``. The loop guard counts consecutive blocks
+   per session; the next ``before_stop`` carries ``stop_hook_active`` and
+   ``stop_block_count``; at the cap the stop is allowed and the outcome says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import anyio
+from anyio.abc import TaskGroup
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+
+from mcp_hooks.discovery import Registry
+from mcp_hooks.errors import InvalidEventError
+from mcp_hooks.eventlog import EventLog
+from mcp_hooks.events import canonical_event
+from mcp_hooks.hookfile import HookSpec
+from mcp_hooks.runner import RunResult, run_hook
+
+Status = Literal["allow", "deny", "error", "timeout", "scheduled"]
+DEFAULT_STOP_BLOCK_CAP = 8
+AGENT_TEXT_CAP = 4000  # characters of a reason or context handed to the agent
+
+
+class Event(BaseModel):
+    """One lifecycle event, as an adapter hands it to the engine.
+
+    Attributes:
+        event_type: canonical name or any alias.
+        work_dir: the project the hooks run in (their cwd); default the registry's project.
+        payload: further fields for the hooks (``stop_reason``, ``subagent_name``, ...).
+        context: free-form object passed to hooks as ``context``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    event_type: StrictStr
+    session_id: StrictStr | None = None
+    work_dir: StrictStr | None = None
+    tool_name: StrictStr | None = None
+    tool_input: dict[str, Any] | None = None
+    tool_use_id: StrictStr | None = None
+    tool_output: Any = None
+    error: Any = None
+    payload: dict[str, Any] = Field(default_factory=dict)
+    context: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def create(cls, **fields: Any) -> Event:
+        """Build an event, naming the field at fault if one is malformed.
+
+        Raises:
+            InvalidEventError: a field has the wrong type (``tool_input`` not an object, ...).
+        """
+        try:
+            return cls(**fields)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            name = ".".join(str(p) for p in err["loc"])
+            want = "a JSON object" if name in _OBJECT_FIELDS else "a string"
+            raise InvalidEventError(name, f"must be {want}: {err['msg']}") from None
+
+
+_OBJECT_FIELDS = {"tool_input", "payload", "context"}
+
+
+class HookRun(BaseModel):
+    """What one hook did in one event."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    scope: str
+    priority: int
+    mode: Literal["sync", "async"]
+    status: Status
+    exit_code: int | None = None
+    duration_ms: float = 0.0
+    message: str | None = None
+
+
+class Outcome(BaseModel):
+    """The one decision an agent must follow after an event.
+
+    Attributes:
+        decision: ``allow`` or ``deny``.
+        reason: why it was denied (the first blocking hook's reason), for the agent.
+        blocked_by: the hook that denied.
+        modified_input: the tool input to use instead, when a hook rewrote it; else null.
+        modified_output: the tool output to use instead (``after_tool``), when a hook rewrote it.
+        additional_context: text the hooks ask the agent to read.
+        continue_working: ``before_stop`` was denied: keep working, with ``reason`` as feedback.
+        hooks: one entry per hook woken, in the order they ran (async ones ``scheduled``).
+        warnings: hooks that failed open, ignored fields, the loop guard overriding a block.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    event_type: str
+    decision: Literal["allow", "deny"] = "allow"
+    reason: str | None = None
+    blocked_by: str | None = None
+    modified_input: dict[str, Any] | None = None
+    modified_output: Any = None
+    additional_context: list[str] = Field(default_factory=list)
+    continue_working: bool = False
+    hooks: list[HookRun] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def denied(self) -> bool:
+        return self.decision == "deny"
+
+
+HookDone = Callable[[HookRun], Awaitable[None]]
+
+
+def cap_text(text: str, limit: int = AGENT_TEXT_CAP) -> str:
+    """Shorten text meant for an agent, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[... {len(text) - limit} more characters cut; see the event log]"
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class _Verdict:
+    """One sync hook's effect on the chain."""
+
+    __slots__ = ("context", "deny", "log", "message", "modified_input", "modified_output",
+                 "reason", "status", "warning")
+
+    def __init__(self, status: Status) -> None:
+        self.status: Status = status
+        self.deny = False
+        self.reason: str | None = None
+        self.message: str | None = None
+        self.modified_input: dict[str, Any] | None = None
+        self.modified_output: Any = None
+        self.context: str | None = None
+        self.warning: str | None = None
+        self.log: str | None = None
+
+
+class Engine:
+    """Fires events at the hooks of a ``Registry``.
+
+    Use as an async context manager: async hooks run in the engine's task group, and leaving
+    the block waits for them (each bounded by its own timeout).
+
+    Args:
+        registry: where the hooks come from.
+        log: where to append event records; None for no log.
+        stop_block_cap: consecutive ``before_stop`` blocks allowed per session before the
+            loop guard lets the agent stop; 0 turns the guard off.
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        log: EventLog | None = None,
+        stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
+    ) -> None:
+        self.registry = registry
+        self.log = log
+        self.stop_block_cap = stop_block_cap
+        self._stop_blocks: dict[str, int] = {}
+        self._tg: TaskGroup | None = None
+        self._base_env = dict(os.environ)
+
+    async def __aenter__(self) -> Engine:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        tg, self._tg = self._tg, None
+        assert tg is not None
+        if exc is None:
+            return await tg.__aexit__(None, None, None)
+        # The caller's own error wins: stop the async hooks (their groups are killed) and
+        # let it propagate as it was, not wrapped in an exception group.
+        tg.cancel_scope.cancel()
+        try:
+            await tg.__aexit__(None, None, None)
+        except BaseException:
+            pass
+        return None
+
+    # -- firing --------------------------------------------------------------------------
+
+    async def fire(self, event: Event, *, on_hook_done: HookDone | None = None) -> Outcome:
+        """Run the hooks an event wakes and return the one decision.
+
+        Args:
+            event: the event.
+            on_hook_done: awaited after each sync hook finishes (for progress reports).
+
+        Raises:
+            UnknownEventError: the event type is not in the catalogue.
+            InvalidEventError: ``work_dir`` is not a folder.
+        """
+        name = canonical_event(event.event_type)
+        self.registry.refresh()
+        hooks = self.registry.select(name, event.tool_name, event.tool_input)
+        work_dir = self._work_dir(event)
+        payload = self._payload(name, event, work_dir)
+        guard = self._guard_before(name, event, payload)
+        if not hooks:
+            outcome = Outcome(event_type=name)
+            if guard is not None:
+                self._guard_after(guard, outcome)
+            self._log_event(event, name, outcome, {})
+            return outcome
+
+        runs: list[HookRun] = []
+        for hook in hooks:
+            if hook.is_async:
+                runs.append(self._schedule(hook, payload, work_dir, event))
+
+        outputs: dict[str, RunResult] = {}
+        warnings: list[str] = []
+        contexts: list[str] = []
+        tool_input = event.tool_input
+        tool_output = event.tool_output
+        input_changed = output_changed = False
+        decision: Literal["allow", "deny"] = "allow"
+        reason = blocked_by = None
+        for hook in hooks:
+            if hook.is_async:
+                continue
+            if "tool_input" in payload:
+                payload["tool_input"] = tool_input
+            if name == "after_tool":
+                payload["tool_output"] = tool_output
+            result = await self._run(hook, payload, work_dir, event)
+            outputs[hook.name] = result
+            verdict = _judge(hook, name, result)
+            run = HookRun(
+                name=hook.name, scope=hook.scope, priority=hook.priority, mode="sync",
+                status=verdict.status, exit_code=result.exit_code,
+                duration_ms=round(result.duration_ms, 3), message=verdict.message,
+            )
+            runs.append(run)
+            if verdict.warning:
+                warnings.append(verdict.warning)
+            if verdict.context:
+                contexts.append(cap_text(verdict.context))
+            if verdict.modified_input is not None:
+                tool_input, input_changed = verdict.modified_input, True
+            if verdict.modified_output is not None:
+                tool_output, output_changed = verdict.modified_output, True
+            if on_hook_done is not None:
+                await on_hook_done(run)
+            if verdict.deny:
+                decision, blocked_by = "deny", hook.name
+                reason = cap_text(verdict.reason or f"blocked by hook {hook.name}")
+                break
+
+        outcome = Outcome(
+            event_type=name,
+            decision=decision,
+            reason=reason,
+            blocked_by=blocked_by,
+            modified_input=tool_input if input_changed and decision == "allow" else None,
+            modified_output=tool_output if output_changed and decision == "allow" else None,
+            additional_context=contexts,
+            continue_working=decision == "deny" and name == "before_stop",
+            hooks=runs,
+            warnings=warnings,
+        )
+        if guard is not None:
+            outcome = self._guard_after(guard, outcome)
+        self._log_event(event, name, outcome, outputs)
+        return outcome
+
+    def _work_dir(self, event: Event) -> str:
+        if event.work_dir is not None:
+            work_dir = event.work_dir
+        elif self.registry.project_dir is not None:
+            work_dir = str(self.registry.project_dir)
+        else:
+            work_dir = os.getcwd()
+        if not os.path.isdir(work_dir):
+            raise InvalidEventError("work_dir", f"{work_dir} is not an existing folder")
+        return work_dir
+
+    def _payload(self, name: str, event: Event, work_dir: str) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "event_type": name,
+            "timestamp": _now(),
+            "session_id": event.session_id,
+            "work_dir": work_dir,
+        }
+        if event.tool_name is not None or name in ("before_tool", "after_tool",
+                                                   "after_tool_failure"):
+            payload["tool_name"] = event.tool_name
+            payload["tool_input"] = event.tool_input
+            payload["tool_use_id"] = event.tool_use_id
+        if name == "after_tool" or event.tool_output is not None:
+            payload["tool_output"] = event.tool_output
+        if name == "after_tool_failure" or event.error is not None:
+            payload["error"] = event.error
+        for key, value in event.payload.items():
+            payload.setdefault(key, value)
+        payload["context"] = event.context
+        return payload
+
+    def _env(self, hook: HookSpec, event: Event, work_dir: str) -> dict[str, str]:
+        env = dict(self._base_env)
+        env["AGENT_HOOKS_EVENT"] = hook.trigger
+        env["AGENT_HOOKS_HOOK_NAME"] = hook.name
+        env["AGENT_HOOKS_HOOK_DIR"] = str(hook.dir)
+        env["AGENT_HOOKS_WORK_DIR"] = work_dir
+        env["AGENT_HOOKS_SESSION_ID"] = event.session_id or ""
+        return env
+
+    async def _run(
+        self, hook: HookSpec, payload: dict[str, Any], work_dir: str, event: Event
+    ) -> RunResult:
+        payload["event_type"] = hook.trigger  # as the hook's own trigger spells it
+        data = json.dumps(payload, ensure_ascii=False, default=str).encode()
+        return await run_hook(
+            hook.entry, data, cwd=work_dir, env=self._env(hook, event, work_dir),
+            timeout=hook.timeout / 1000,
+        )
+
+    # -- async hooks ---------------------------------------------------------------------
+
+    def _schedule(
+        self, hook: HookSpec, payload: dict[str, Any], work_dir: str, event: Event
+    ) -> HookRun:
+        frozen = dict(payload)  # the original payload, whatever sync hooks do next
+        run = HookRun(name=hook.name, scope=hook.scope, priority=hook.priority, mode="async",
+                      status="scheduled")
+        if self._tg is None:
+            raise RuntimeError("an Engine must be entered (async with engine:) to run async hooks")
+        self._tg.start_soon(self._run_async, hook, frozen, work_dir, event)
+        return run
+
+    async def _run_async(
+        self, hook: HookSpec, payload: dict[str, Any], work_dir: str, event: Event
+    ) -> None:
+        result = await self._run(hook, payload, work_dir, event)
+        if result.timed_out:
+            status: Status = "timeout"
+        elif result.exit_code == 0:
+            status = "allow"
+        else:
+            status = "error"
+        if self.log is not None:
+            self.log.append({
+                "ts": _now(),
+                "kind": "async_result",
+                "event": canonical_event(event.event_type),
+                "session_id": event.session_id,
+                "hook": _hook_record(hook, status, result, None),
+            })
+
+    # -- the stop loop guard -------------------------------------------------------------
+
+    def _guard_before(self, name: str, event: Event, payload: dict[str, Any]) -> tuple[str, int] | None:
+        if name != "before_stop":
+            return None
+        key = event.session_id or ""
+        count = self._stop_blocks.get(key, 0) if event.session_id else 0
+        given = event.payload.get("stop_block_count")
+        if isinstance(given, int) and not isinstance(given, bool):
+            count = max(count, given)
+        payload["stop_block_count"] = count
+        payload["stop_hook_active"] = count > 0 or bool(event.payload.get("stop_hook_active"))
+        return key, count
+
+    def _guard_after(self, guard: tuple[str, int], outcome: Outcome) -> Outcome:
+        key, count = guard
+        if not outcome.continue_working:
+            self._stop_blocks.pop(key, None)
+            return outcome
+        if self.stop_block_cap and count >= self.stop_block_cap:
+            self._stop_blocks.pop(key, None)
+            note = (
+                f"loop guard: the stop was allowed after {count} consecutive blocks "
+                f"(cap {self.stop_block_cap}); {outcome.blocked_by} still says: {outcome.reason}"
+            )
+            return outcome.model_copy(update={
+                "decision": "allow", "continue_working": False, "reason": None,
+                "blocked_by": None, "warnings": [*outcome.warnings, note],
+            })
+        if key:
+            self._stop_blocks[key] = count + 1
+        return outcome
+
+    # -- the log -------------------------------------------------------------------------
+
+    def _log_event(
+        self, event: Event, name: str, outcome: Outcome, outputs: dict[str, RunResult]
+    ) -> None:
+        if self.log is None:
+            return
+        hooks = []
+        for run in outcome.hooks:
+            result = outputs.get(run.name)
+            record = run.model_dump()
+            if result is not None:
+                if result.stdout:
+                    record["stdout"] = _decode(result.stdout)
+                if result.stderr:
+                    record["stderr"] = _decode(result.stderr)
+            hooks.append(record)
+        self.log.append({
+            "ts": _now(),
+            "kind": "event",
+            "event": name,
+            "event_type": event.event_type,
+            "session_id": event.session_id,
+            "work_dir": event.work_dir,
+            "tool_name": event.tool_name,
+            "decision": outcome.decision,
+            "reason": outcome.reason,
+            "blocked_by": outcome.blocked_by,
+            "continue_working": outcome.continue_working,
+            "modified_input": outcome.modified_input is not None,
+            "hooks": hooks,
+            "warnings": outcome.warnings,
+        })
+
+
+def _hook_record(
+    hook: HookSpec, status: Status, result: RunResult, message: str | None
+) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "name": hook.name, "scope": hook.scope, "mode": "async" if hook.is_async else "sync",
+        "status": status, "exit_code": result.exit_code,
+        "duration_ms": round(result.duration_ms, 3), "message": message,
+    }
+    if result.spawn_error:
+        record["message"] = result.spawn_error
+    if result.stdout:
+        record["stdout"] = _decode(result.stdout)
+    if result.stderr:
+        record["stderr"] = _decode(result.stderr)
+    return record
+
+
+def _tail(data: bytes, size: int, limit: int = 500) -> str:
+    text = _decode(data).strip()
+    if len(text) > limit:
+        text = "..." + text[-limit:]
+    if size > len(data):
+        text += f" [{size - len(data)} bytes beyond the 1 MiB kept were dropped]"
+    return text
+
+
+def _judge(hook: HookSpec, event: str, result: RunResult) -> _Verdict:
+    """Turn one sync run into its effect on the chain (exit codes, stdout JSON, fail policy)."""
+    if result.spawn_error is not None:
+        return _failure(hook, "error", f"could not start: {result.spawn_error}")
+    if result.timed_out:
+        return _failure(hook, "timeout", f"timed out after {hook.timeout} ms and was killed")
+    code = result.exit_code
+    if code == 2:
+        verdict = _Verdict("deny")
+        verdict.deny = True
+        stderr = _decode(result.stderr).strip()
+        verdict.reason = stderr or f"blocked by hook {hook.name} (exit 2, no reason given)"
+        verdict.message = cap_text(verdict.reason, 500)
+        return verdict
+    if code != 0:
+        how = f"exit {code}" if code is not None and code >= 0 else f"killed by signal {-(code or 0)}"
+        detail = _tail(result.stderr, result.stderr_size)
+        return _failure(hook, "error", f"{how}" + (f": {detail}" if detail else ""))
+    return _parse_stdout(hook, event, result)
+
+
+def _failure(hook: HookSpec, status: Status, what: str) -> _Verdict:
+    verdict = _Verdict(status)
+    verdict.message = what
+    if hook.on_error == "block":
+        verdict.deny = True
+        verdict.reason = f"hook {hook.name} failed and fails closed (metadata.on_error: block): {what}"
+        verdict.warning = f"{hook.name}: {what}; blocked because it fails closed"
+    else:
+        verdict.warning = f"{hook.name}: {what}; allowed (fail open)"
+    return verdict
+
+
+def _parse_stdout(hook: HookSpec, event: str, result: RunResult) -> _Verdict:
+    text = _decode(result.stdout).strip()
+    if not text:
+        return _Verdict("allow")
+    if result.stdout_size > len(result.stdout):
+        return _failure(hook, "error", "stdout is over 1 MiB, so it cannot be a decision")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return _failure(hook, "error", f"stdout is not JSON: {cap_text(text, 200)!r}")
+    if not isinstance(data, dict):
+        return _failure(hook, "error", f"stdout must be a JSON object, got {type(data).__name__}")
+
+    notes: list[str] = []
+    decision = data.get("decision", "allow")
+    if decision in ("deny", "block"):
+        verdict = _Verdict("deny")
+        verdict.deny = True
+        reason = data.get("reason")
+        verdict.reason = str(reason) if reason else f"blocked by hook {hook.name}"
+        verdict.message = cap_text(verdict.reason, 500)
+    else:
+        verdict = _Verdict("allow")
+        if decision not in ("allow", "approve"):
+            notes.append(f"decision {decision!r} is not allow or deny; treated as allow")
+
+    modified = data.get("modified_input")
+    if modified is not None:
+        if not isinstance(modified, dict):
+            notes.append("modified_input must be a JSON object; ignored")
+        elif event != "before_tool":
+            notes.append(f"modified_input only applies to before_tool, not {event}; ignored")
+        else:
+            verdict.modified_input = modified
+    if "modified_output" in data and data["modified_output"] is not None:
+        if event != "after_tool":
+            notes.append(f"modified_output only applies to after_tool, not {event}; ignored")
+        else:
+            verdict.modified_output = data["modified_output"]
+    context = data.get("additional_context")
+    if isinstance(context, list):
+        context = "\n".join(str(c) for c in context)
+    if context:
+        verdict.context = str(context)
+    log = data.get("log")
+    if log and verdict.message is None:
+        verdict.message = cap_text(str(log), 500)
+    if notes:
+        verdict.warning = f"{hook.name}: " + "; ".join(notes)
+    return verdict

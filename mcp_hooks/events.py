@@ -1,0 +1,162 @@
+"""The event catalogue: canonical names, aliases, layers and payload fields, as data.
+
+Canonical names are the snake_case ones of the Agent Hooks spec (plus ``after_stop`` and
+``post_compact`` from its kebab-case edition). Every other spelling found in the seed
+documents is an alias: a hook may subscribe with any of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_hooks.errors import UnknownEventError
+
+BASE_FIELDS: tuple[str, ...] = ("event_type", "timestamp", "session_id", "work_dir", "context")
+TOOL_FIELDS: tuple[str, ...] = ("tool_name", "tool_input", "tool_use_id")
+
+
+@dataclass(frozen=True)
+class EventInfo:
+    """One canonical event.
+
+    Attributes:
+        name: canonical snake_case name.
+        layer: session, turn, react, subagent or context.
+        summary: when the event fires.
+        on_deny: what a deny (exit 2, ``decision: deny``) does to the agent.
+        fields: payload fields beyond the base ones, in the order hooks usually read them.
+        aliases: every other accepted spelling.
+    """
+
+    name: str
+    layer: str
+    summary: str
+    on_deny: str
+    fields: tuple[str, ...]
+    aliases: tuple[str, ...]
+
+    @property
+    def can_block(self) -> bool:
+        """Every event of the spec may be blocked; ``on_deny`` says what that means."""
+        return True
+
+    @property
+    def is_tool_event(self) -> bool:
+        return self.layer == "react"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "layer": self.layer,
+            "summary": self.summary,
+            "can_block": self.can_block,
+            "on_deny": self.on_deny,
+            "payload_fields": [*BASE_FIELDS, *self.fields],
+            "aliases": list(self.aliases),
+        }
+
+
+def _event(
+    name: str, layer: str, summary: str, on_deny: str, fields: tuple[str, ...], *aliases: str
+) -> EventInfo:
+    return EventInfo(name, layer, summary, on_deny, fields, aliases)
+
+
+EVENTS: dict[str, EventInfo] = {
+    e.name: e
+    for e in (
+        _event(
+            "session_start", "session", "an agent session starts",
+            "the session should not start; the reason says why",
+            ("model", "args"), "pre-session",
+        ),
+        _event(
+            "session_end", "session", "an agent session ends",
+            "reported to the user; the session ends anyway",
+            ("duration_seconds", "total_steps", "exit_reason"), "post-session",
+        ),
+        _event(
+            "before_agent", "turn", "before the agent processes the user's input",
+            "the input is refused; the reason says why",
+            ("prompt",), "pre-agent-turn", "pre_reply",
+        ),
+        _event(
+            "after_agent", "turn", "after the agent has produced its reply",
+            "the reply is flagged; the reason says why",
+            ("prompt", "response"), "post-agent-turn", "post_reply",
+        ),
+        _event(
+            "before_stop", "turn", "the agent is about to stop and hand back (quality gate)",
+            "the agent keeps working, with the reason as its next instruction",
+            ("stop_reason", "step_count", "final_message", "stop_hook_active",
+             "stop_block_count"),
+            "pre-agent-turn-stop",
+        ),
+        _event(
+            "after_stop", "turn", "the agent has stopped",
+            "reported to the user",
+            ("stop_reason", "step_count", "final_message"), "post-agent-turn-stop",
+        ),
+        _event(
+            "before_tool", "react", "a tool is about to run",
+            "the tool does not run; the agent is told the reason",
+            TOOL_FIELDS, "pre-tool-call", "pre-tool-use", "pre_acting",
+        ),
+        _event(
+            "after_tool", "react", "a tool has run successfully",
+            "the agent is told the result was rejected, and why",
+            (*TOOL_FIELDS, "tool_output"), "post-tool-call", "post-tool-use", "post_acting",
+        ),
+        _event(
+            "after_tool_failure", "react", "a tool has failed",
+            "the agent is told the reason beside the failure",
+            (*TOOL_FIELDS, "error"), "post-tool-call-failure",
+        ),
+        _event(
+            "subagent_start", "subagent", "a subagent is about to start",
+            "the subagent does not start; the reason says why",
+            ("subagent_name", "subagent_type", "task_description"), "pre-subagent",
+        ),
+        _event(
+            "subagent_stop", "subagent", "a subagent has stopped",
+            "the parent agent is told the reason",
+            ("subagent_name", "subagent_type", "result"), "post-subagent",
+        ),
+        _event(
+            "pre_compact", "context", "the context is about to be compacted",
+            "the compaction should not happen; the reason says why",
+            ("trigger", "token_count"), "pre-context-compact",
+        ),
+        _event(
+            "post_compact", "context", "the context has been compacted",
+            "reported to the user",
+            ("trigger", "token_count"), "post-context-compact",
+        ),
+    )
+}
+
+ALIASES: dict[str, str] = {alias: e.name for e in EVENTS.values() for alias in e.aliases}
+TOOL_EVENTS: frozenset[str] = frozenset(n for n, e in EVENTS.items() if e.is_tool_event)
+_SPELLINGS: dict[str, str] = {**{n: n for n in EVENTS}, **ALIASES}
+
+
+def canonical_event(name: str) -> str:
+    """The canonical name of an event given under any accepted spelling.
+
+    Raises:
+        UnknownEventError: the name is neither canonical nor an alias.
+    """
+    try:
+        return _SPELLINGS[name]
+    except (KeyError, TypeError):
+        raise UnknownEventError(str(name), list(EVENTS)) from None
+
+
+def is_known_event(name: str) -> bool:
+    return name in _SPELLINGS
+
+
+def catalogue() -> list[dict[str, Any]]:
+    """The catalogue as JSON-ready data (for ``hooks://events`` and ``mcp-hooks events``)."""
+    return [e.as_dict() for e in EVENTS.values()]

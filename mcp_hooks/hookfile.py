@@ -1,0 +1,339 @@
+"""HOOK.md -> ``HookSpec``: frontmatter validation and entry-script resolution.
+
+A hook is a folder ``<name>/`` holding ``HOOK.md`` (YAML frontmatter, then prose for people)
+and an entry script, the first found of ``scripts/run`` (executable), ``scripts/run.sh``
+(executed directly when executable, else with ``sh``) and ``scripts/run.py`` (run with this
+Python). Fields, types and ranges follow the appendix of the Agent Hooks spec; our own
+extensions live under ``metadata`` so a hook stays valid for every other implementation.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+import frontmatter
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, StrictStr
+from pydantic import ValidationError as _ValidationError
+
+from mcp_hooks.errors import HookFileError, UnknownEventError
+from mcp_hooks.events import TOOL_EVENTS, canonical_event
+
+Scope = Literal["user", "project"]
+HOOK_FILES = ("HOOK.md", "hook.md")
+NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+KNOWN_KEYS = frozenset(
+    {"name", "description", "trigger", "matcher", "timeout", "async", "priority", "metadata"}
+)
+_FM = frontmatter.YAMLHandler()
+
+# How to fix each field, appended to the validator's own message.
+_HINTS = {
+    "name": "1-64 characters of lowercase letters, digits and single hyphens, equal to the folder name",
+    "description": "a string of 1-1024 characters saying what the hook does",
+    "trigger": "an event name such as before_tool, before_stop, session_start",
+    "timeout": "milliseconds, an integer from 100 to 600000 (default 30000)",
+    "async": "true or false (default false)",
+    "priority": "an integer from 0 to 1000, higher runs first (default 100)",
+    "metadata": "a mapping of free keys",
+    "matcher": "a mapping with optional keys tool and pattern (regular expressions)",
+    "matcher.tool": "a regular expression that must match the whole tool name",
+    "matcher.pattern": "a regular expression searched in the tool input's string values",
+    "metadata.on_error": "allow (fail open, the default) or block (fail closed)",
+}
+
+
+class _MatcherFields(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tool: StrictStr | None = None
+    pattern: StrictStr | None = None
+
+
+class _Frontmatter(BaseModel):
+    """The frontmatter schema, declared once; every message names the field at fault."""
+
+    model_config = ConfigDict(extra="allow")
+    name: StrictStr = Field(min_length=1, max_length=64)
+    description: StrictStr = Field(min_length=1, max_length=1024)
+    trigger: StrictStr
+    matcher: _MatcherFields | None = None
+    timeout: StrictInt = Field(default=30000, ge=100, le=600000)
+    is_async: StrictBool = Field(default=False, alias="async")
+    priority: StrictInt = Field(default=100, ge=0, le=1000)
+    metadata: dict[str, Any] | None = None
+
+
+class HookSpec(BaseModel):
+    """One valid hook, as the index holds it.
+
+    Attributes:
+        name: the hook's name (equal to its folder name).
+        trigger: the event as the hook spells it (its payload's ``event_type`` uses this).
+        event: the canonical event name the trigger resolves to.
+        timeout: milliseconds.
+        entry: the argv that runs the hook's entry script.
+        on_error: ``allow`` fails open (the spec's default); ``block`` fails closed.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    trigger: str
+    event: str
+    matcher_tool: str | None = None
+    matcher_pattern: str | None = None
+    timeout: int = 30000
+    is_async: bool = False
+    priority: int = 100
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    scope: Scope
+    dir: Path
+    hook_file: Path
+    entry: tuple[str, ...]
+    on_error: Literal["allow", "block"] = "allow"
+
+    _tool_re: re.Pattern[str] | None = PrivateAttr(default=None)
+    _pattern_re: re.Pattern[str] | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        if self.matcher_tool is not None:
+            self._tool_re = re.compile(self.matcher_tool)
+        if self.matcher_pattern is not None:
+            self._pattern_re = re.compile(self.matcher_pattern)
+
+    @property
+    def has_matcher(self) -> bool:
+        return self._tool_re is not None or self._pattern_re is not None
+
+    @property
+    def tool_re(self) -> re.Pattern[str] | None:
+        return self._tool_re
+
+    def matches(self, tool_name: str | None, tool_input: Any) -> bool:
+        """Whether the matcher admits this tool call (hooks without one match every call).
+
+        ``tool`` must match the whole tool name (``Shell`` does not match ``PowerShell``);
+        ``pattern`` is searched in every string value of the input, recursively.
+        """
+        if self._tool_re is not None and (
+            tool_name is None or self._tool_re.fullmatch(tool_name) is None
+        ):
+            return False
+        return self._pattern_re is None or _search_strings(self._pattern_re, tool_input)
+
+    def frontmatter(self) -> dict[str, Any]:
+        """The metadata a client sees in listings (no prose, no script)."""
+        matcher = {
+            k: v for k, v in (("tool", self.matcher_tool), ("pattern", self.matcher_pattern)) if v
+        }
+        return {
+            "name": self.name,
+            "description": self.description,
+            "trigger": self.trigger,
+            "event": self.event,
+            "scope": self.scope,
+            "priority": self.priority,
+            "async": self.is_async,
+            "timeout": self.timeout,
+            "matcher": matcher or None,
+            "on_error": self.on_error,
+        }
+
+    def read_text(self) -> str:
+        """The whole HOOK.md, read now (progressive disclosure: only when asked)."""
+        return self.hook_file.read_text(encoding="utf-8")
+
+
+def _search_strings(pattern: re.Pattern[str], value: Any) -> bool:
+    if isinstance(value, str):
+        return pattern.search(value) is not None
+    if isinstance(value, dict):
+        return any(_search_strings(pattern, v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_search_strings(pattern, v) for v in value)
+    return False
+
+
+def find_hook_file(hook_dir: Path) -> Path | None:
+    for name in HOOK_FILES:
+        candidate = hook_dir / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def resolve_entry(hook_dir: Path, hook_file: Path) -> tuple[str, ...]:
+    """The argv that runs a hook, by the spec's order ``scripts/run`` > ``run.sh`` > ``run.py``.
+
+    Raises:
+        HookFileError: no entry script, or ``scripts/run`` is not executable.
+    """
+    scripts = hook_dir / "scripts"
+    run = scripts / "run"
+    if run.is_file():
+        if not os.access(run, os.X_OK):
+            raise HookFileError(
+                hook_file, "scripts/run", f"{run} is not executable; fix it with: chmod +x {run}"
+            )
+        return (str(run),)
+    run_sh = scripts / "run.sh"
+    if run_sh.is_file():
+        return (str(run_sh),) if os.access(run_sh, os.X_OK) else ("/bin/sh", str(run_sh))
+    run_py = scripts / "run.py"
+    if run_py.is_file():
+        return (sys.executable, str(run_py))
+    raise HookFileError(
+        hook_file,
+        "scripts",
+        f"no entry script: add an executable {scripts}/run, or {scripts}/run.sh or run.py",
+    )
+
+
+def parse_frontmatter(hook_file: Path, text: str) -> dict[str, Any]:
+    """The frontmatter of a HOOK.md as a mapping.
+
+    Raises:
+        HookFileError: no frontmatter block, malformed YAML, or not a mapping.
+    """
+    if not _FM.detect(text):
+        raise HookFileError(
+            hook_file, None, "no YAML frontmatter: the file must start with a line '---'"
+        )
+    try:
+        fm_text, _body = _FM.split(text)
+    except ValueError:
+        raise HookFileError(
+            hook_file, None, "the frontmatter is not closed: add a line '---' after it"
+        ) from None
+    try:
+        data = yaml.load(fm_text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f"line {mark.line + 2}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise HookFileError(hook_file, None, f"{line}malformed YAML: {problem}") from None
+    if not isinstance(data, dict):
+        raise HookFileError(
+            hook_file, None, "the frontmatter must be a mapping of fields (name: ..., trigger: ...)"
+        )
+    return data
+
+
+def load_hook(hook_dir: Path, scope: Scope, *, strict: bool = False) -> tuple[HookSpec, list[str]]:
+    """Load and validate one hook folder.
+
+    Args:
+        hook_dir: the hook's folder (its name is the hook's name).
+        scope: ``user`` or ``project``.
+        strict: unknown frontmatter keys are errors instead of warnings.
+
+    Returns:
+        The spec, and warnings (unknown keys) that did not stop it loading.
+
+    Raises:
+        HookFileError: the hook is invalid; the error names file, field and fix.
+    """
+    hook_file = find_hook_file(hook_dir)
+    if hook_file is None:
+        raise HookFileError(hook_dir, None, "no HOOK.md in this hook folder; add one")
+    try:
+        text = hook_file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise HookFileError(hook_file, None, "not UTF-8 text") from None
+    except OSError as exc:
+        raise HookFileError(hook_file, None, f"cannot be read: {exc.strerror}") from None
+    fm = _validate(hook_file, parse_frontmatter(hook_file, text))
+
+    warnings: list[str] = []
+    for key in sorted(set(fm.model_extra or {}) - KNOWN_KEYS):
+        reason = "unknown field; put extensions under metadata"
+        if strict:
+            raise HookFileError(hook_file, key, reason)
+        warnings.append(f"{hook_file}: {key}: {reason}")
+
+    folder = hook_dir.name
+    if not NAME_RE.match(fm.name):
+        raise HookFileError(
+            hook_file, "name", f"{fm.name!r} is not lowercase kebab-case ({_HINTS['name']})"
+        )
+    if fm.name != folder:
+        raise HookFileError(
+            hook_file,
+            "name",
+            f"is {fm.name!r} but the folder is {folder!r}; rename one so they match",
+        )
+    try:
+        event = canonical_event(fm.trigger)
+    except UnknownEventError as exc:
+        raise HookFileError(hook_file, "trigger", str(exc)) from None
+
+    tool = pattern = None
+    if fm.matcher is not None:
+        tool, pattern = fm.matcher.tool, fm.matcher.pattern
+        for key, regex in (("matcher.tool", tool), ("matcher.pattern", pattern)):
+            if regex is not None:
+                try:
+                    re.compile(regex)
+                except re.error as exc:
+                    raise HookFileError(
+                        hook_file, key, f"{regex!r} does not compile: {exc}"
+                    ) from None
+        if event not in TOOL_EVENTS and (tool or pattern):
+            warnings.append(
+                f"{hook_file}: matcher: ignored, matchers apply to tool events only "
+                f"({', '.join(sorted(TOOL_EVENTS))})"
+            )
+            tool = pattern = None
+
+    metadata = fm.metadata or {}
+    on_error = metadata.get("on_error", "allow")
+    if on_error not in ("allow", "block"):
+        raise HookFileError(
+            hook_file, "metadata.on_error", f"{on_error!r}: {_HINTS['metadata.on_error']}"
+        )
+    if fm.is_async and on_error == "block":
+        warnings.append(
+            f"{hook_file}: metadata.on_error: ignored on an async hook, which cannot block"
+        )
+
+    spec = HookSpec(
+        name=fm.name,
+        description=fm.description,
+        trigger=fm.trigger,
+        event=event,
+        matcher_tool=tool,
+        matcher_pattern=pattern,
+        timeout=fm.timeout,
+        is_async=fm.is_async,
+        priority=fm.priority,
+        metadata=metadata,
+        scope=scope,
+        dir=hook_dir,
+        hook_file=hook_file,
+        entry=resolve_entry(hook_dir, hook_file),
+        on_error=on_error,
+    )
+    return spec, warnings
+
+
+def _validate(hook_file: Path, data: dict[str, Any]) -> _Frontmatter:
+    try:
+        return _Frontmatter.model_validate(data)
+    except _ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or None
+        if err["type"] == "missing":
+            reason = f"required field is missing ({_HINTS.get(field or '', '')})"
+        else:
+            got = err.get("input")
+            shown = repr(got) if not isinstance(got, dict) else "a mapping"
+            reason = f"{err['msg'].lower()}, got {shown}"
+            hint = _HINTS.get(field or "")
+            if hint:
+                reason += f" ({hint})"
+        raise HookFileError(hook_file, field, reason) from None
