@@ -1,0 +1,96 @@
+"""The options every command shares, and what they turn into.
+
+``--user-dir``, ``--project-dir``, ``--log`` / ``--no-log`` and ``--stop-block-cap`` mean the
+same in ``fire``, ``serve``, ``proxy`` and ``bridge``; this module declares them once and
+builds the ``Registry`` and ``EventLog`` they describe. Environment variables give the same
+settings to commands a host runs for us: ``MCP_HOOKS_USER_DIR``, ``MCP_HOOKS_PROJECT_DIR``,
+``MCP_HOOKS_LOG`` (a path, or ``off``) and ``MCP_HOOKS_STOP_BLOCK_CAP``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from mcp_hooks.discovery import Registry, find_project_dir
+from mcp_hooks.engine import DEFAULT_STOP_BLOCK_CAP
+from mcp_hooks.eventlog import EventLog, default_log_path
+
+
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    """Declare the shared options on a subcommand's parser."""
+    group = parser.add_argument_group("hook folders and log")
+    group.add_argument(
+        "--user-dir", type=Path, metavar="DIR",
+        help="user hooks folder (default $XDG_CONFIG_HOME/agents/hooks, ~/.config/agents/hooks)",
+    )
+    group.add_argument(
+        "--project-dir", type=Path, metavar="DIR",
+        help="project whose .agents/hooks to load (default: the nearest folder at or above "
+        "the current one that has .agents/hooks, else the current folder)",
+    )
+    group.add_argument(
+        "--log", type=Path, metavar="FILE",
+        help="event log (default $XDG_STATE_HOME/mcp-hooks/events.jsonl)",
+    )
+    group.add_argument("--no-log", action="store_true", help="do not write the event log")
+    group.add_argument(
+        "--stop-block-cap", type=int, metavar="N", default=None,
+        help=f"consecutive before_stop blocks per session before the stop is allowed anyway "
+        f"(default {DEFAULT_STOP_BLOCK_CAP}; 0 = no cap)",
+    )
+
+
+def user_dir(args: argparse.Namespace) -> Path | None:
+    given: Path | None = getattr(args, "user_dir", None)
+    if given is not None:
+        return given.expanduser()
+    env = os.environ.get("MCP_HOOKS_USER_DIR")
+    return Path(env).expanduser() if env else None
+
+
+def project_dir(args: argparse.Namespace) -> Path:
+    given: Path | None = getattr(args, "project_dir", None)
+    if given is not None:
+        return given.expanduser().resolve()
+    env = os.environ.get("MCP_HOOKS_PROJECT_DIR")
+    if env:
+        return Path(env).expanduser().resolve()
+    return find_project_dir(Path.cwd())
+
+
+def event_log(args: argparse.Namespace) -> EventLog | None:
+    if getattr(args, "no_log", False):
+        return None
+    given: Path | None = getattr(args, "log", None)
+    if given is not None:
+        return EventLog(given.expanduser())
+    env = os.environ.get("MCP_HOOKS_LOG")
+    if env:
+        return None if env.lower() in ("off", "0", "false", "none") else EventLog(Path(env))
+    return EventLog(default_log_path())
+
+
+def log_path(args: argparse.Namespace) -> Path:
+    """Where the event log is read from (``mcp-hooks log``), even when writing is off."""
+    given: Path | None = getattr(args, "log", None)
+    if given is not None:
+        return given.expanduser()
+    env = os.environ.get("MCP_HOOKS_LOG")
+    if env and env.lower() not in ("off", "0", "false", "none"):
+        return Path(env)
+    return default_log_path()
+
+
+def stop_block_cap(args: argparse.Namespace) -> int:
+    given: int | None = getattr(args, "stop_block_cap", None)
+    if given is not None:
+        return given
+    env = os.environ.get("MCP_HOOKS_STOP_BLOCK_CAP")
+    return int(env) if env and env.isdigit() else DEFAULT_STOP_BLOCK_CAP
+
+
+def registry(args: argparse.Namespace, *, strict: bool = False) -> Registry:
+    """The Registry the options describe (user folder plus the project's)."""
+    return Registry(user_dir(args), project_dir(args), strict=strict)

@@ -1,0 +1,102 @@
+"""Readable text for people: an outcome, the hook table, event-log lines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_hooks.discovery import Registry
+from mcp_hooks.engine import Outcome
+from mcp_hooks.hookfile import HookSpec
+
+_MARK = {"allow": "ok", "deny": "DENY", "error": "ERR", "timeout": "TIME", "scheduled": "bg"}
+
+
+def _paint(text: str, code: str, color: bool) -> str:
+    return f"\033[{code}m{text}\033[0m" if color else text
+
+
+def format_outcome(outcome: Outcome, *, color: bool = False) -> str:
+    """The decision on one line, then one line per hook, then reason, context and warnings."""
+    if outcome.denied:
+        head = _paint("DENIED", "1;31", color) + f"  {outcome.event_type}  by {outcome.blocked_by}"
+        if outcome.continue_working:
+            head += "  (keep working)"
+    else:
+        head = _paint("ALLOWED", "1;32", color) + f"  {outcome.event_type}"
+        if not outcome.hooks:
+            head += "  (no hook matched)"
+    lines = [head]
+    if outcome.reason:
+        lines.append(_indent("reason: ", outcome.reason))
+    if outcome.modified_input is not None:
+        lines.append(f"  modified input: {outcome.modified_input}")
+    if outcome.modified_output is not None:
+        lines.append(f"  modified output: {outcome.modified_output}")
+    for text in outcome.additional_context:
+        lines.append(_indent("context: ", text))
+    for run in outcome.hooks:
+        code = "-" if run.exit_code is None else str(run.exit_code)
+        line = (f"  {_MARK[run.status]:<4} {run.name:<28} {run.scope:<7} p{run.priority:<4} "
+                f"{run.mode:<5} exit {code:<3} {run.duration_ms:8.1f} ms")
+        if run.message:
+            first = run.message.strip().splitlines()[0] if run.message.strip() else ""
+            line += f"  {first[:80]}"
+        lines.append(line)
+    for warning in outcome.warnings:
+        lines.append(_paint(f"  warning: {warning}", "33", color))
+    return "\n".join(lines)
+
+
+def _indent(label: str, text: str) -> str:
+    pad = " " * (2 + len(label))
+    body = text.strip().splitlines() or [""]
+    return "\n".join([f"  {label}{body[0]}", *(pad + line for line in body[1:])])
+
+
+def format_hooks(registry: Registry, hooks: list[HookSpec]) -> str:
+    """The hook table, then invalid hooks with their errors, then warnings."""
+    lines = [f"user hooks:    {registry.user_dir}",
+             f"project hooks: {registry.project_dir}/.agents/hooks" if registry.project_dir
+             else "project hooks: (none)", ""]
+    if hooks:
+        rows = [("NAME", "TRIGGER", "SCOPE", "PRIO", "MODE", "TIMEOUT", "MATCHER")]
+        for h in hooks:
+            matcher = " ".join(
+                f"{k}={v}" for k, v in (("tool", h.matcher_tool), ("pattern", h.matcher_pattern))
+                if v
+            ) or "-"
+            rows.append((h.name, h.trigger, h.scope, str(h.priority),
+                         "async" if h.is_async else "sync", f"{h.timeout / 1000:g}s", matcher))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+        for row in rows:
+            cells = [cell.ljust(w) for cell, w in zip(row, widths)]
+            lines.append("  ".join([*cells, row[-1]]).rstrip())
+    else:
+        lines.append("no hooks installed (create one with `mcp-hooks new NAME --trigger EVENT`)")
+    if registry.invalid:
+        lines += ["", f"invalid hooks ({len(registry.invalid)}), not loaded:"]
+        lines += [f"  {invalid}" for invalid in registry.invalid]
+    if registry.warnings:
+        lines += ["", "warnings:"] + [f"  {w}" for w in registry.warnings]
+    return "\n".join(lines)
+
+
+def format_log_record(record: dict[str, Any]) -> str:
+    """One event-log record on one line."""
+    ts = str(record.get("ts", ""))[:23].replace("T", " ")
+    if record.get("kind") == "async_result":
+        hook = record.get("hook") or {}
+        return (f"{ts}  {record.get('event', '?'):<18} async {hook.get('name')}: "
+                f"{hook.get('status')} (exit {hook.get('exit_code')}, "
+                f"{hook.get('duration_ms')} ms)")
+    hooks = ", ".join(f"{h.get('name')}={h.get('status')}" for h in record.get("hooks") or [])
+    decision = str(record.get("decision", "?")).upper()
+    line = f"{ts}  {record.get('event', '?'):<18} {decision:<5}"
+    if record.get("tool_name"):
+        line += f" tool={record['tool_name']}"
+    if record.get("session_id"):
+        line += f" session={record['session_id']}"
+    line += f"  [{hooks or 'no hooks'}]"
+    if record.get("reason"):
+        line += f"  reason: {str(record['reason']).splitlines()[0][:100]}"
+    return line

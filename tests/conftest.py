@@ -1,0 +1,100 @@
+"""Shared fixtures: a guard against the real home directory, and fresh hook folders."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+MCP_HOOKS = str(BIN / "mcp-hooks")
+
+
+class RealHomeTouched(AssertionError):
+    """A test reached for the real home directory instead of the folders it was given."""
+
+
+@pytest.fixture(autouse=True)
+def guard_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Any test that touches the real home fails.
+
+    ``~/.config/agents/hooks`` is a real discovery root and ``~/.local/state`` holds the real
+    event log: in-process, ``expanduser("~")`` raises; for subprocesses, HOME points at a
+    path under /dev/null that can be neither read nor created. XDG folders point at fresh
+    temporary ones, so code that honours them works.
+    """
+    xdg = tmp_path_factory.mktemp("xdg")
+    monkeypatch.setenv("HOME", "/dev/null/real-home-is-off-limits")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(xdg / "state"))
+    for var in ("MCP_HOOKS_USER_DIR", "MCP_HOOKS_PROJECT_DIR", "MCP_HOOKS_LOG",
+                "MCP_HOOKS_TOKEN", "MCP_HOOKS_STOP_BLOCK_CAP"):
+        monkeypatch.delenv(var, raising=False)
+    real_expanduser = os.path.expanduser
+
+    def expanduser(path: str | os.PathLike[str]) -> str:
+        text = os.fspath(path)
+        if text.startswith("~"):
+            raise RealHomeTouched(f"test touched the home directory via expanduser({text!r})")
+        return real_expanduser(text)
+
+    monkeypatch.setattr(os.path, "expanduser", expanduser)
+    yield
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+HookFactory = Callable[..., Path]
+
+
+def write_hook(
+    root: Path,
+    name: str,
+    *,
+    trigger: str = "before_tool",
+    script: str = "exit 0\n",
+    description: str | None = None,
+    extra: str = "",
+    entry: str = "scripts/run",
+    executable: bool = True,
+) -> Path:
+    """Write a hook folder: HOOK.md with the given frontmatter, and a sh entry script."""
+    hook_dir = root / name
+    (hook_dir / "scripts").mkdir(parents=True, exist_ok=True)
+    front = f"name: {name}\ndescription: {description or 'test hook ' + name}\ntrigger: {trigger}\n"
+    (hook_dir / "HOOK.md").write_text(f"---\n{front}{textwrap.dedent(extra)}---\n\n# {name}\n")
+    path = hook_dir / entry
+    body = script if script.startswith("#!") else "#!/bin/sh\n" + script
+    if entry.endswith(".py"):
+        body = script
+    path.write_text(body)
+    if executable:
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return hook_dir
+
+
+@pytest.fixture
+def user_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "user-hooks"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    d = tmp_path / "project"
+    (d / ".agents" / "hooks").mkdir(parents=True)
+    return d
+
+
+@pytest.fixture
+def project_hooks(project: Path) -> Path:
+    return project / ".agents" / "hooks"
