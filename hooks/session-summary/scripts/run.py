@@ -1,0 +1,68 @@
+"""Write a Markdown summary of the ending session from the mcp-hooks event log."""
+
+import json
+import os
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+
+def state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "mcp-hooks"
+
+
+def log_path() -> Path:
+    env = os.environ.get("MCP_HOOKS_LOG")
+    if env and env.lower() not in ("off", "0", "false", "none"):
+        return Path(env)
+    return state_dir() / "events.jsonl"
+
+
+def main() -> int:
+    payload = json.load(sys.stdin)
+    session = payload.get("session_id") or "unknown-session"
+    events = []
+    try:
+        with open(log_path(), encoding="utf-8", errors="replace") as f:
+            for line in f:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict) and record.get("session_id") == session:
+                    events.append(record)
+    except OSError:
+        pass
+    tools = Counter(e.get("tool_name") for e in events if e.get("event") == "before_tool")
+    denials = [e for e in events if e.get("decision") == "deny"]
+    failures = [(e.get("event"), h) for e in events for h in e.get("hooks") or []
+                if h.get("status") in ("error", "timeout")]
+    lines = [f"# Session {session}", "",
+             f"- work dir: {payload.get('work_dir')}",
+             f"- duration: {payload.get('duration_seconds', '?')} s, steps: "
+             f"{payload.get('total_steps', '?')}, exit: {payload.get('exit_reason', '?')}",
+             f"- events logged: {len(events)}; tool calls checked: {sum(tools.values())}; "
+             f"denied: {len(denials)}; failed hooks: {len(failures)}", ""]
+    if tools:
+        lines += ["## Tools", ""] + [f"- {name}: {n}" for name, n in tools.most_common()] + [""]
+    if denials:
+        lines += ["## Denied", ""] + [
+            f"- {e.get('ts')} {e.get('event')} {e.get('tool_name') or ''} by {e.get('blocked_by')}: "
+            f"{str(e.get('reason') or '').splitlines()[0][:200]}" for e in denials] + [""]
+    if failures:
+        lines += ["## Failed hooks", ""] + [
+            f"- {event}: {h.get('name')} {h.get('status')}: {h.get('message')}" for event, h in failures] + [""]
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", session)[:100]
+    out = state_dir() / "sessions" / f"{safe}.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines), encoding="utf-8")
+    print(json.dumps({
+        "additional_context": f"Session summary written to {out}: {sum(tools.values())} tool "
+                              f"calls checked, {len(denials)} denied, {len(failures)} failed hooks.",
+    }))
+    return 0
+
+
+sys.exit(main())
