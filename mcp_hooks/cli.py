@@ -117,18 +117,18 @@ def _add_log_parser(sub: Any) -> None:
 
 
 def _add_serve_parser(sub: Any) -> None:
-    p = sub.add_parser("serve", help="run the MCP server (stdio, streamable HTTP or SSE)")
-    p.add_argument("--transport", choices=("stdio", "http", "sse"), default="stdio")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8765)
-    p.add_argument("--token", help="bearer token for HTTP/SSE (or MCP_HOOKS_TOKEN)")
-    p.add_argument("--root", action="append", type=Path, metavar="DIR",
-                   help="a folder clients may name as work_dir (repeatable; default the project)")
-    p.add_argument("--stateless", action="store_true", help="stateless streamable HTTP")
-    p.add_argument("--allowed-host", action="append", metavar="HOST",
-                   help="Host header to accept (DNS-rebinding protection behind a hostname)")
-    p.add_argument("--log-level", default="INFO",
-                   choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    from mcp_hooks.transport import add_transport_arguments  # light: imports no SDK
+
+    p = sub.add_parser(
+        "serve", help="run the MCP server (stdio, streamable HTTP or SSE)",
+        description="Serve fire_hook_event, list_hooks, get_hook and the hooks:// resources "
+        "over MCP. HTTP and SSE bind 127.0.0.1 unless told otherwise; any other address "
+        "needs a token (--token or MCP_HOOKS_TOKEN).",
+    )
+    add_transport_arguments(p)
+    p.add_argument("--root", action="append", type=Path, metavar="DIR", default=[],
+                   help="a folder whose subfolders clients may name as work_dir "
+                   "(repeatable; default the project dir)")
     options.add_common_options(p)
 
 
@@ -238,7 +238,8 @@ def cmd_fire(args: argparse.Namespace) -> int:
 
     async def run() -> int:
         async with Engine(
-            registry, log=options.event_log(args), stop_block_cap=options.stop_block_cap(args)
+            registry, log=options.event_log(args), stop_block_cap=options.stop_block_cap(args),
+            detach_async=True,
         ) as engine:
             outcome = await engine.fire(event)
             if args.json:

@@ -1,0 +1,413 @@
+"""Serve an MCP server over stdio, streamable HTTP or SSE, with the options mcp-hooks shares.
+
+Every mcp-hooks command that serves MCP (``serve``, ``proxy``) offers the same transport
+options and the same safety rules, declared and enforced here once:
+
+- ``--transport stdio|http|sse``: stdio (default), streamable HTTP at ``/mcp``, or the older
+  SSE transport at ``/sse`` (messages are POSTed to ``/messages/``).
+- ``--host`` (default 127.0.0.1) and ``--port`` (0 picks a free port; the URL actually served
+  is announced on stderr).
+- ``--token`` or ``MCP_HOOKS_TOKEN``: HTTP and SSE then require ``Authorization: Bearer
+  <token>`` on every request (compared in constant time; 401 otherwise). Binding an address
+  that is not loopback without a token is refused with a message saying how to set one.
+- ``--stateless``: stateless streamable HTTP (no session ids; for replicas behind a load
+  balancer; the server cannot push list-changed notifications then).
+- ``--allowed-host``: DNS-rebinding protection for a server reached by a real hostname: the
+  ``Host`` (and ``Origin``) headers must name a loopback address or one of these hosts.
+  Loopback binds get the check for loopback names automatically.
+- ``--log-level``: logs go to stderr only; on stdio, stdout carries nothing but the protocol.
+
+Usage::
+
+    options = options_from_args(args)   # after add_transport_arguments(parser)
+    options.check()                     # TransportConfigError: refuse to start, say why
+    configure_logging(options.log_level)
+    await serve(server, options, routes=[Route("/hook", endpoint, methods=["POST"])])
+
+``server`` may be a high-level ``MCPServer`` or a low-level ``Server``. Extra Starlette
+routes are mounted beside the MCP endpoint on HTTP and SSE, behind the same bearer check.
+``build_http_app`` returns the ASGI app itself, for tests and other ASGI servers.
+
+This module imports the MCP SDK, Starlette and uvicorn only inside the functions that serve,
+so ``add_transport_arguments`` is cheap to call while building the command-line parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import ipaddress
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from mcp_hooks.errors import MCPHooksError
+
+if TYPE_CHECKING:
+    import anyio
+    from mcp.server import MCPServer, Server
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.applications import Starlette
+    from starlette.routing import BaseRoute
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+TransportName = Literal["stdio", "http", "sse"]
+TOKEN_ENV = "MCP_HOOKS_TOKEN"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+MCP_PATH = "/mcp"
+SSE_PATH = "/sse"
+MESSAGES_PATH = "/messages/"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+_LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
+
+logger = logging.getLogger("mcp_hooks.transport")
+
+
+class TransportConfigError(MCPHooksError):
+    """Options that must not be served (a public bind without a token, ...); the message
+    says how to fix them."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names only this machine (127.0.0.0/8, ::1, localhost)."""
+    name = host.strip("[]").lower()
+    if name in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """How to serve: transport, address, token and HTTP settings.
+
+    Attributes:
+        transport: ``stdio``, ``http`` (streamable HTTP at ``/mcp``) or ``sse`` (``/sse``).
+        host: address to bind (HTTP/SSE).
+        port: port to bind; 0 picks a free one.
+        token: bearer token every HTTP/SSE request must carry; None for none.
+        stateless: stateless streamable HTTP.
+        allowed_hosts: extra ``Host`` header values accepted (DNS-rebinding protection).
+        log_level: stderr log level name.
+    """
+
+    transport: TransportName = "stdio"
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    token: str | None = None
+    stateless: bool = False
+    allowed_hosts: tuple[str, ...] = ()
+    log_level: str = "WARNING"
+
+    def check(self) -> None:
+        """Refuse options that would expose the server.
+
+        Raises:
+            TransportConfigError: a non-loopback HTTP/SSE bind without a token, a bad port.
+        """
+        if self.transport == "stdio":
+            return
+        if not 0 <= self.port <= 65535:
+            raise TransportConfigError(f"--port {self.port} is not a TCP port (0-65535)")
+        if self.token is None and not is_loopback(self.host):
+            raise TransportConfigError(
+                f"refusing to serve {self.transport} on {self.host}, which is reachable from "
+                f"other machines, without a token. Set one with --token TOKEN or the "
+                f"{TOKEN_ENV} environment variable (for example: export {TOKEN_ENV}="
+                f"\"$(openssl rand -hex 32)\"); clients then send 'Authorization: Bearer "
+                f"TOKEN'. Or bind --host 127.0.0.1."
+            )
+
+    def url(self, port: int | None = None) -> str:
+        """The URL a client connects to (for HTTP/SSE)."""
+        host = self.host
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        path = SSE_PATH if self.transport == "sse" else MCP_PATH
+        return f"http://{host}:{self.port if port is None else port}{path}"
+
+
+def add_transport_arguments(
+    parser: argparse.ArgumentParser, *, default_port: int = DEFAULT_PORT
+) -> None:
+    """Declare the transport options on a command's parser (cheap: imports nothing heavy)."""
+    group = parser.add_argument_group("transport")
+    group.add_argument(
+        "--transport", choices=("stdio", "http", "sse"), default="stdio",
+        help="stdio (default), streamable HTTP at /mcp, or SSE at /sse",
+    )
+    group.add_argument(
+        "--host", default=DEFAULT_HOST,
+        help=f"address to bind for http/sse (default {DEFAULT_HOST}; any other address "
+        "needs a token)",
+    )
+    group.add_argument(
+        "--port", type=int, default=default_port,
+        help=f"port for http/sse (default {default_port}; 0 picks a free one)",
+    )
+    group.add_argument(
+        "--token", metavar="TOKEN",
+        help=f"require 'Authorization: Bearer TOKEN' on http/sse (default ${TOKEN_ENV})",
+    )
+    group.add_argument(
+        "--stateless", action="store_true",
+        help="stateless streamable HTTP, for replicas behind a load balancer",
+    )
+    group.add_argument(
+        "--allowed-host", action="append", metavar="HOST", default=[],
+        help="accept this Host header (repeatable): DNS-rebinding protection when the "
+        "server is reached by a real hostname",
+    )
+    group.add_argument(
+        "--log-level", default="WARNING", type=str.upper, choices=LOG_LEVELS,
+        help="stderr log level (default WARNING)",
+    )
+
+
+def options_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> ServeOptions:
+    """The ``ServeOptions`` a parsed command line (and ``MCP_HOOKS_TOKEN``) describe."""
+    env = os.environ if environ is None else environ
+    token = getattr(args, "token", None) or env.get(TOKEN_ENV) or None
+    return ServeOptions(
+        transport=cast(TransportName, getattr(args, "transport", "stdio")),
+        host=getattr(args, "host", DEFAULT_HOST),
+        port=getattr(args, "port", DEFAULT_PORT),
+        token=token,
+        stateless=bool(getattr(args, "stateless", False)),
+        allowed_hosts=tuple(getattr(args, "allowed_host", None) or ()),
+        log_level=str(getattr(args, "log_level", "WARNING")).upper(),
+    )
+
+
+def configure_logging(level: str = "WARNING") -> None:
+    """Send every log record to stderr (never stdout, which may carry the protocol)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+
+
+# -- HTTP ------------------------------------------------------------------------------------
+
+
+class BearerTokenMiddleware:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``.
+
+    The token is compared in constant time (``hmac.compare_digest``); a missing or wrong
+    token gets 401 with ``WWW-Authenticate: Bearer``. Lifespan events pass through.
+    """
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or self._authorized(scope):
+            await self.app(scope, receive, send)
+            return
+        from starlette.responses import JSONResponse
+
+        response = JSONResponse(
+            {"error": "unauthorized",
+             "error_description": "send 'Authorization: Bearer <token>' with the server's token"},
+            status_code=401,
+            headers={"WWW-Authenticate": 'Bearer realm="mcp-hooks"'},
+        )
+        await response(scope, receive, send)
+
+    def _authorized(self, scope: Scope) -> bool:
+        for name, value in scope.get("headers", ()):
+            if name == b"authorization":
+                scheme, _, given = bytes(value).partition(b" ")
+                if scheme.lower() != b"bearer":
+                    return False
+                return hmac.compare_digest(given.strip(), self._token)
+        return False
+
+
+def _lowlevel(server: MCPServer | Server[Any]) -> Server[Any]:
+    from mcp.server import MCPServer
+
+    if isinstance(server, MCPServer):
+        # The SDK's own in-memory transport unwraps MCPServer the same way.
+        return server._lowlevel_server
+    return server
+
+
+def transport_security(options: ServeOptions) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection: on for loopback binds and whenever hosts are allowed."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    if not options.allowed_hosts and not is_loopback(options.host):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = ["127.0.0.1", "localhost", "[::1]", *options.allowed_hosts]
+    hosts: list[str] = []
+    origins: list[str] = []
+    for name in names:
+        hosts += [name, f"{name}:*"]
+        for scheme in ("http", "https"):
+            origins += [f"{scheme}://{name}", f"{scheme}://{name}:*"]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+def build_http_app(
+    server: MCPServer | Server[Any],
+    options: ServeOptions,
+    routes: Sequence[BaseRoute] = (),
+) -> ASGIApp:
+    """The ASGI app serving ``server`` over streamable HTTP (``/mcp``) or SSE (``/sse``).
+
+    Args:
+        server: the MCP server.
+        options: transport (``http`` or ``sse``), token, stateless, allowed hosts.
+        routes: extra Starlette routes, mounted beside the MCP endpoint, behind the token.
+    """
+    lowlevel = _lowlevel(server)
+    security = transport_security(options)
+    app: ASGIApp
+    if options.transport == "sse":
+        app = _sse_app(lowlevel, security, routes)
+    elif options.transport == "http":
+        from starlette.routing import Route
+
+        app = lowlevel.streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            stateless_http=options.stateless,
+            transport_security=security,
+            host=options.host,
+            custom_starlette_routes=cast("list[Route]", list(routes)),
+        )
+    else:
+        raise ValueError(f"no HTTP app for transport {options.transport!r}")
+    if options.token:
+        app = BearerTokenMiddleware(app, options.token)
+    return app
+
+
+def _sse_app(
+    lowlevel: Server[Any],
+    security: TransportSecuritySettings | None,
+    extra: Sequence[BaseRoute],
+) -> Starlette:
+    from mcp.server.sse import SseServerTransport
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Mount, Route
+
+    sse = SseServerTransport(MESSAGES_PATH, security_settings=security)
+
+    async def handle_sse(request: Request) -> Response:
+        async with sse.connect_sse(request.scope, request.receive, request._send) as streams:
+            await lowlevel.run(streams[0], streams[1], lowlevel.create_initialization_options())
+        return Response()
+
+    routes: list[BaseRoute] = [
+        Route(SSE_PATH, endpoint=handle_sse, methods=["GET"]),
+        Mount(MESSAGES_PATH, app=sse.handle_post_message),
+        *extra,
+    ]
+    return Starlette(routes=routes)
+
+
+# -- serving ---------------------------------------------------------------------------------
+
+
+async def serve(
+    server: MCPServer | Server[Any],
+    options: ServeOptions,
+    *,
+    routes: Sequence[BaseRoute] = (),
+    on_ready: Callable[[str], Awaitable[None] | None] | None = None,
+    shutdown: anyio.Event | None = None,
+) -> None:
+    """Serve until the client disconnects (stdio) or the process is interrupted (HTTP/SSE).
+
+    Args:
+        server: a high-level ``MCPServer`` or a low-level ``Server``.
+        options: how to serve; ``options.check()`` is called first.
+        routes: extra Starlette routes for HTTP/SSE (ignored on stdio).
+        on_ready: called with the URL once HTTP/SSE is listening (the stdio "URL" is
+            ``stdio:``); the URL is also announced on stderr.
+        shutdown: for HTTP/SSE, an event that stops the server gracefully when set.
+
+    Raises:
+        TransportConfigError: the options must not be served.
+    """
+    options.check()
+    lowlevel = _lowlevel(server)
+    if options.transport == "stdio":
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read_stream, write_stream):
+            if on_ready is not None:
+                await _maybe_await(on_ready("stdio:"))
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        return
+    await _serve_http(server, options, routes, on_ready, shutdown)
+
+
+async def _maybe_await(value: Awaitable[None] | None) -> None:
+    if value is not None:
+        await value
+
+
+async def _serve_http(
+    server: MCPServer | Server[Any],
+    options: ServeOptions,
+    routes: Sequence[BaseRoute],
+    on_ready: Callable[[str], Awaitable[None] | None] | None,
+    shutdown: anyio.Event | None,
+) -> None:
+    import anyio
+    import uvicorn
+
+    app = build_http_app(server, options, routes)
+    config = uvicorn.Config(
+        app, host=options.host, port=options.port, log_config=None,
+        log_level=options.log_level.lower(), lifespan="on", timeout_graceful_shutdown=2,
+    )
+    web = uvicorn.Server(config)
+    failed: list[str] = []
+
+    async def run_web() -> None:
+        try:
+            await web.serve()
+        except SystemExit:  # uvicorn exits when it cannot bind; it has logged why
+            failed.append(f"cannot listen on {options.host}:{options.port}")
+            web.should_exit = True
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_web)
+        while not web.started:
+            if failed:
+                raise TransportConfigError(failed[0] + " (is the port in use?)")
+            await anyio.sleep(0.01)
+        port = options.port
+        for sock in (s for srv in getattr(web, "servers", []) for s in srv.sockets):
+            port = sock.getsockname()[1]
+            break
+        url = options.url(port)
+        auth = "bearer token required" if options.token else "no token"
+        print(f"mcp-hooks: serving {options.transport} at {url} ({auth})",
+              file=sys.stderr, flush=True)
+        if on_ready is not None:
+            await _maybe_await(on_ready(url))
+        if shutdown is not None:
+            await shutdown.wait()
+            web.should_exit = True
