@@ -75,7 +75,8 @@ def _add_fire_parser(sub: Any) -> None:
         help="further payload fields, a JSON object ('-' reads stdin), e.g. "
         '\'{"stop_reason": "no_tool_calls"}\'',
     )
-    p.add_argument("--session", metavar="ID", help="session id (the stop loop guard is per session)")
+    p.add_argument("--session", metavar="ID",
+                   help="session id (the stop loop guard counts per session)")
     p.add_argument("--work-dir", metavar="DIR", help="the hooks' working folder (default: project)")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     options.add_common_options(p)

@@ -133,7 +133,9 @@ class Registry:
         index = self._index.get(event)
         return list(index.hooks) if index else []
 
-    def select(self, event: str, tool_name: str | None = None, tool_input: Any = None) -> list[HookSpec]:
+    def select(
+        self, event: str, tool_name: str | None = None, tool_input: Any = None
+    ) -> list[HookSpec]:
         """The hooks a canonical event wakes, in run order, matchers applied."""
         index = self._index.get(event)
         if index is None:

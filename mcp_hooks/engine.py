@@ -21,12 +21,11 @@ Running an event:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
@@ -183,6 +182,9 @@ class Engine:
         log: where to append event records; None for no log.
         stop_block_cap: consecutive ``before_stop`` blocks allowed per session before the
             loop guard lets the agent stop; 0 turns the guard off.
+        detach_async: run async hooks in a detached process instead of the engine's task
+            group, so a short-lived caller (``mcp-hooks fire``, a host bridge) can exit at
+            once; their results still reach the log.
     """
 
     def __init__(
@@ -191,10 +193,12 @@ class Engine:
         *,
         log: EventLog | None = None,
         stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
+        detach_async: bool = False,
     ) -> None:
         self.registry = registry
         self.log = log
         self.stop_block_cap = stop_block_cap
+        self.detach_async = detach_async
         self._stop_blocks: dict[str, int] = {}
         self._tg: TaskGroup | None = None
         self._base_env = dict(os.environ)
@@ -217,10 +221,8 @@ class Engine:
         # The caller's own error wins: stop the async hooks (their groups are killed) and
         # let it propagate as it was, not wrapped in an exception group.
         tg.cancel_scope.cancel()
-        try:
+        with contextlib.suppress(BaseException):
             await tg.__aexit__(None, None, None)
-        except BaseException:
-            pass
         return None
 
     # -- firing --------------------------------------------------------------------------
@@ -246,13 +248,16 @@ class Engine:
             outcome = Outcome(event_type=name)
             if guard is not None:
                 self._guard_after(guard, outcome)
-            self._log_event(event, name, outcome, {})
+            self._log_event(event, name, work_dir, outcome, {})
             return outcome
 
         runs: list[HookRun] = []
+        detached: list[dict[str, Any]] = []
         for hook in hooks:
             if hook.is_async:
-                runs.append(self._schedule(hook, payload, work_dir, event))
+                runs.append(self._schedule(hook, payload, work_dir, event, detached))
+        if detached:
+            self._spawn_detached(name, event, detached)
 
         outputs: dict[str, RunResult] = {}
         warnings: list[str] = []
@@ -307,7 +312,7 @@ class Engine:
         )
         if guard is not None:
             outcome = self._guard_after(guard, outcome)
-        self._log_event(event, name, outcome, outputs)
+        self._log_event(event, name, work_dir, outcome, outputs)
         return outcome
 
     def _work_dir(self, event: Event) -> str:
@@ -351,51 +356,69 @@ class Engine:
         env["AGENT_HOOKS_SESSION_ID"] = event.session_id or ""
         return env
 
+    @staticmethod
+    def _stdin(hook: HookSpec, payload: dict[str, Any]) -> bytes:
+        payload["event_type"] = hook.trigger  # as the hook's own trigger spells it
+        return json.dumps(payload, ensure_ascii=False, default=str).encode()
+
     async def _run(
         self, hook: HookSpec, payload: dict[str, Any], work_dir: str, event: Event
     ) -> RunResult:
-        payload["event_type"] = hook.trigger  # as the hook's own trigger spells it
-        data = json.dumps(payload, ensure_ascii=False, default=str).encode()
         return await run_hook(
-            hook.entry, data, cwd=work_dir, env=self._env(hook, event, work_dir),
-            timeout=hook.timeout / 1000,
+            hook.entry, self._stdin(hook, payload), cwd=work_dir,
+            env=self._env(hook, event, work_dir), timeout=hook.timeout / 1000,
         )
 
     # -- async hooks ---------------------------------------------------------------------
 
     def _schedule(
-        self, hook: HookSpec, payload: dict[str, Any], work_dir: str, event: Event
+        self, hook: HookSpec, payload: dict[str, Any], work_dir: str, event: Event,
+        detached: list[dict[str, Any]],
     ) -> HookRun:
         frozen = dict(payload)  # the original payload, whatever sync hooks do next
         run = HookRun(name=hook.name, scope=hook.scope, priority=hook.priority, mode="async",
                       status="scheduled")
-        if self._tg is None:
+        if self.detach_async:
+            detached.append({
+                "hook": {"name": hook.name, "scope": hook.scope, "priority": hook.priority},
+                "argv": list(hook.entry),
+                "stdin": self._stdin(hook, frozen).decode(),
+                "cwd": work_dir,
+                "env": {k: v for k, v in self._env(hook, event, work_dir).items()
+                        if k.startswith("AGENT_HOOKS_")},
+                "timeout": hook.timeout / 1000,
+            })
+        elif self._tg is None:
             raise RuntimeError("an Engine must be entered (async with engine:) to run async hooks")
-        self._tg.start_soon(self._run_async, hook, frozen, work_dir, event)
+        else:
+            self._tg.start_soon(self._run_async, hook, frozen, work_dir, event)
         return run
+
+    def _spawn_detached(self, name: str, event: Event, jobs: list[dict[str, Any]]) -> None:
+        from mcp_hooks.detached import spawn
+
+        spawn({
+            "event": name,
+            "session_id": event.session_id,
+            "log": str(self.log.path) if self.log is not None else None,
+            "jobs": jobs,
+        })
 
     async def _run_async(
         self, hook: HookSpec, payload: dict[str, Any], work_dir: str, event: Event
     ) -> None:
         result = await self._run(hook, payload, work_dir, event)
-        if result.timed_out:
-            status: Status = "timeout"
-        elif result.exit_code == 0:
-            status = "allow"
-        else:
-            status = "error"
         if self.log is not None:
-            self.log.append({
-                "ts": _now(),
-                "kind": "async_result",
-                "event": canonical_event(event.event_type),
-                "session_id": event.session_id,
-                "hook": _hook_record(hook, status, result, None),
-            })
+            self.log.append(async_record(
+                canonical_event(event.event_type), event.session_id,
+                {"name": hook.name, "scope": hook.scope, "priority": hook.priority}, result,
+            ))
 
     # -- the stop loop guard -------------------------------------------------------------
 
-    def _guard_before(self, name: str, event: Event, payload: dict[str, Any]) -> tuple[str, int] | None:
+    def _guard_before(
+        self, name: str, event: Event, payload: dict[str, Any]
+    ) -> tuple[str, int] | None:
         if name != "before_stop":
             return None
         key = event.session_id or ""
@@ -429,7 +452,8 @@ class Engine:
     # -- the log -------------------------------------------------------------------------
 
     def _log_event(
-        self, event: Event, name: str, outcome: Outcome, outputs: dict[str, RunResult]
+        self, event: Event, name: str, work_dir: str, outcome: Outcome,
+        outputs: dict[str, RunResult],
     ) -> None:
         if self.log is None:
             return
@@ -449,7 +473,7 @@ class Engine:
             "event": name,
             "event_type": event.event_type,
             "session_id": event.session_id,
-            "work_dir": event.work_dir,
+            "work_dir": work_dir,
             "tool_name": event.tool_name,
             "decision": outcome.decision,
             "reason": outcome.reason,
@@ -461,21 +485,26 @@ class Engine:
         })
 
 
-def _hook_record(
-    hook: HookSpec, status: Status, result: RunResult, message: str | None
+def async_record(
+    event: str, session_id: str | None, hook: dict[str, Any], result: RunResult
 ) -> dict[str, Any]:
+    """The log record of one finished async hook."""
+    if result.timed_out:
+        status: Status = "timeout"
+    elif result.exit_code == 0:
+        status = "allow"
+    else:
+        status = "error"
     record: dict[str, Any] = {
-        "name": hook.name, "scope": hook.scope, "mode": "async" if hook.is_async else "sync",
-        "status": status, "exit_code": result.exit_code,
-        "duration_ms": round(result.duration_ms, 3), "message": message,
+        **hook, "mode": "async", "status": status, "exit_code": result.exit_code,
+        "duration_ms": round(result.duration_ms, 3), "message": result.spawn_error,
     }
-    if result.spawn_error:
-        record["message"] = result.spawn_error
     if result.stdout:
         record["stdout"] = _decode(result.stdout)
     if result.stderr:
         record["stderr"] = _decode(result.stderr)
-    return record
+    return {"ts": _now(), "kind": "async_result", "event": event, "session_id": session_id,
+            "hook": record}
 
 
 def _tail(data: bytes, size: int, limit: int = 500) -> str:
@@ -502,7 +531,8 @@ def _judge(hook: HookSpec, event: str, result: RunResult) -> _Verdict:
         verdict.message = cap_text(verdict.reason, 500)
         return verdict
     if code != 0:
-        how = f"exit {code}" if code is not None and code >= 0 else f"killed by signal {-(code or 0)}"
+        how = (f"exit {code}" if code is not None and code >= 0
+               else f"killed by signal {-(code or 0)}")
         detail = _tail(result.stderr, result.stderr_size)
         return _failure(hook, "error", f"{how}" + (f": {detail}" if detail else ""))
     return _parse_stdout(hook, event, result)
@@ -513,7 +543,9 @@ def _failure(hook: HookSpec, status: Status, what: str) -> _Verdict:
     verdict.message = what
     if hook.on_error == "block":
         verdict.deny = True
-        verdict.reason = f"hook {hook.name} failed and fails closed (metadata.on_error: block): {what}"
+        verdict.reason = (
+            f"hook {hook.name} failed and fails closed (metadata.on_error: block): {what}"
+        )
         verdict.warning = f"{hook.name}: {what}; blocked because it fails closed"
     else:
         verdict.warning = f"{hook.name}: {what}; allowed (fail open)"

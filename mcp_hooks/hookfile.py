@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-import frontmatter
+import frontmatter.default_handlers
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, StrictStr
 from pydantic import ValidationError as _ValidationError
@@ -29,11 +29,11 @@ NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 KNOWN_KEYS = frozenset(
     {"name", "description", "trigger", "matcher", "timeout", "async", "priority", "metadata"}
 )
-_FM = frontmatter.YAMLHandler()
+_FM = frontmatter.default_handlers.YAMLHandler()
 
 # How to fix each field, appended to the validator's own message.
 _HINTS = {
-    "name": "1-64 characters of lowercase letters, digits and single hyphens, equal to the folder name",
+    "name": "1-64 lowercase letters, digits and single hyphens, equal to the folder name",
     "description": "a string of 1-1024 characters saying what the hook does",
     "trigger": "an event name such as before_tool, before_stop, session_start",
     "timeout": "milliseconds, an integer from 100 to 600000 (default 30000)",

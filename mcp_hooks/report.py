@@ -69,7 +69,7 @@ def format_hooks(registry: Registry, hooks: list[HookSpec]) -> str:
                          "async" if h.is_async else "sync", f"{h.timeout / 1000:g}s", matcher))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
         for row in rows:
-            cells = [cell.ljust(w) for cell, w in zip(row, widths)]
+            cells = [cell.ljust(w) for cell, w in zip(row, widths, strict=False)]
             lines.append("  ".join([*cells, row[-1]]).rstrip())
     else:
         lines.append("no hooks installed (create one with `mcp-hooks new NAME --trigger EVENT`)")

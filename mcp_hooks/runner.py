@@ -270,7 +270,7 @@ async def run_hook(
         if scope.cancelled_caught:
             timed_out = True
             _killpg(proc.pid, signal.SIGTERM)
-            with anyio.move_on_after(kill_grace), anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True), anyio.move_on_after(kill_grace):
                 await pump.wait_exit()
             _killpg(proc.pid, signal.SIGKILL)
         proc.wait()

@@ -63,10 +63,10 @@ class ChangeWatcher:
         if self._fd < 0 or self._libc is None:
             return
         for d in dirs:
-            if self._libc.inotify_add_watch(self._fd, os.fsencode(d), _MASK) < 0:
-                if ctypes.get_errno() == 28:  # ENOSPC: out of watches, fall back to polling
-                    self.close()
-                    return
+            added = self._libc.inotify_add_watch(self._fd, os.fsencode(d), _MASK)
+            if added < 0 and ctypes.get_errno() == 28:  # ENOSPC: out of watches, poll instead
+                self.close()
+                return
 
     def changed(self) -> bool:
         """Whether something changed since the last call (may say yes spuriously)."""
@@ -81,9 +81,7 @@ class ChangeWatcher:
                 hit = True
             if hit:
                 return True
-            if self._missing and any(p.exists() for p in self._missing):
-                return True
-            return False
+            return any(p.exists() for p in self._missing)
         now = time.monotonic()
         if now - self._last_poll >= self.poll_interval:
             self._last_poll = now

@@ -1,0 +1,77 @@
+"""Async hooks for short-lived callers: run them in a detached process, log their results.
+
+``mcp-hooks fire`` and the host bridges exit as soon as the decision is printed; an async
+hook (a formatter, a notifier) must not hold them up, nor die with them. The engine hands
+such hooks to ``spawn``, which starts ``python -m mcp_hooks.detached`` in a session of its
+own with the jobs as JSON on stdin and returns at once. That process runs the hooks exactly
+as the engine would (same runner, timeouts, process-group kills) and appends their results
+to the event log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+
+def spawn(job: dict[str, Any]) -> None:
+    """Start the detached runner with ``job``; never waits for it, never raises."""
+    try:
+        read_fd, write_fd = os.pipe()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        try:
+            os.posix_spawn(
+                sys.executable,
+                [sys.executable, "-m", "mcp_hooks.detached"],
+                os.environ,
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, read_fd, 0),
+                    (os.POSIX_SPAWN_DUP2, devnull, 1),
+                    (os.POSIX_SPAWN_DUP2, devnull, 2),
+                    (os.POSIX_SPAWN_CLOSE, write_fd),
+                ],
+                setsid=True,
+            )
+        finally:
+            os.close(read_fd)
+            os.close(devnull)
+        with os.fdopen(write_fd, "wb") as pipe:
+            pipe.write(json.dumps(job).encode())
+    except OSError as exc:
+        print(f"mcp-hooks: could not start async hooks: {exc}", file=sys.stderr)
+
+
+async def _run(job: dict[str, Any]) -> None:
+    import anyio
+
+    from mcp_hooks.engine import async_record
+    from mcp_hooks.eventlog import EventLog
+    from mcp_hooks.runner import run_hook
+
+    log = EventLog(job["log"]) if job.get("log") else None
+    base_env = dict(os.environ)
+
+    async def one(spec: dict[str, Any]) -> None:
+        result = await run_hook(
+            spec["argv"], spec["stdin"].encode(), cwd=spec["cwd"],
+            env={**base_env, **spec["env"]}, timeout=spec["timeout"],
+        )
+        if log is not None:
+            log.append(async_record(job["event"], job.get("session_id"), spec["hook"], result))
+
+    async with anyio.create_task_group() as tg:
+        for spec in job["jobs"]:
+            tg.start_soon(one, spec)
+
+
+def main() -> None:
+    import anyio
+
+    job = json.loads(sys.stdin.buffer.read())
+    anyio.run(_run, job)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,591 @@
+"""The engine against real hook folders and real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp_hooks import Engine, Event, EventLog, Registry
+from mcp_hooks.engine import AGENT_TEXT_CAP, HookRun, Outcome
+from mcp_hooks.errors import InvalidEventError, UnknownEventError
+from tests.conftest import write_hook
+
+pytestmark = pytest.mark.anyio
+
+
+async def fire(registry: Registry, log: EventLog | None = None, cap: int = 8,
+               **fields: Any) -> Outcome:
+    async with Engine(registry, log=log, stop_block_cap=cap) as engine:
+        return await engine.fire(Event.create(**fields))
+
+
+def shell(tool_input: dict[str, Any] | None = None, **more: Any) -> dict[str, Any]:
+    return {"event_type": "before_tool", "tool_name": "Shell",
+            "tool_input": tool_input or {"command": "ls"}, **more}
+
+
+# -- exit codes and stdout shapes ---------------------------------------------------------
+
+
+async def test_no_hooks_allows(user_dir: Path, project: Path) -> None:
+    outcome = await fire(Registry(user_dir, project), **shell())
+    assert outcome.decision == "allow"
+    assert outcome.hooks == [] and outcome.reason is None and outcome.modified_input is None
+
+
+async def test_exit_2_denies_with_stderr_as_reason(user_dir: Path, project: Path) -> None:
+    write_hook(user_dir, "no-rm", script="cat >/dev/null\necho 'rm is not allowed' >&2\nexit 2\n")
+    outcome = await fire(Registry(user_dir, project), **shell({"command": "rm -rf x"}))
+    assert outcome.decision == "deny"
+    assert outcome.reason == "rm is not allowed"
+    assert outcome.blocked_by == "no-rm"
+    assert outcome.continue_working is False
+    assert outcome.hooks[0].status == "deny" and outcome.hooks[0].exit_code == 2
+
+
+async def test_exit_2_without_stderr_still_denies_with_a_reason(user_dir: Path) -> None:
+    write_hook(user_dir, "silent", script="exit 2\n")
+    outcome = await fire(Registry(user_dir), **shell())
+    assert outcome.denied
+    assert "silent" in (outcome.reason or "") and "no reason" in (outcome.reason or "")
+
+
+@pytest.mark.parametrize("stdout", [
+    '{"decision": "deny", "reason": "json says no"}',
+    '{"decision": "block", "reason": "json says no"}',
+])
+async def test_stdout_json_deny_and_block(user_dir: Path, stdout: str) -> None:
+    write_hook(user_dir, "j", script=f"echo '{stdout}'\n")
+    outcome = await fire(Registry(user_dir), **shell())
+    assert outcome.denied and outcome.reason == "json says no" and outcome.blocked_by == "j"
+
+
+async def test_stdout_allow_with_log_and_context(user_dir: Path) -> None:
+    write_hook(user_dir, "ctx", script="""echo '{"decision": "allow", "log": "checked", "additional_context": "prod is frozen"}'\n""")
+    outcome = await fire(Registry(user_dir), **shell())
+    assert outcome.decision == "allow"
+    assert outcome.additional_context == ["prod is frozen"]
+    assert outcome.hooks[0].message == "checked"
+
+
+@pytest.mark.parametrize(("code", "label"), [(1, "exit 1"), (3, "exit 3"), (127, "exit 127")])
+async def test_other_exit_codes_fail_open_with_a_warning(user_dir: Path, code: int,
+                                                         label: str) -> None:
+    write_hook(user_dir, "crashy", script=f"echo 'boom' >&2\nexit {code}\n")
+    outcome = await fire(Registry(user_dir), **shell())
+    assert outcome.decision == "allow"
+    assert outcome.hooks[0].status == "error" and outcome.hooks[0].exit_code == code
+    assert any(label in w and "boom" in w and "fail open" in w for w in outcome.warnings)
+
+
+@pytest.mark.parametrize("stdout", [
+    "not json at all",
+    "[1, 2, 3]",
+    '"a string"',
+    "{broken",
+])
+async def test_unparsable_or_non_object_stdout_fails_open(user_dir: Path, stdout: str) -> None:
+    write_hook(user_dir, "garbage", script=f"printf '%s' '{stdout}'\n")
+    outcome = await fire(Registry(user_dir), **shell())
+    assert outcome.decision == "allow"
+    assert outcome.hooks[0].status == "error"
+    assert outcome.warnings and "garbage" in outcome.warnings[0]
+
+
+async def test_binary_garbage_on_stdout_fails_open(user_dir: Path) -> None:
+    write_hook(user_dir, "binary", script="head -c 4096 /dev/urandom\n")
+    outcome = await fire(Registry(user_dir), **shell())
+    assert outcome.decision == "allow"
+    assert outcome.hooks[0].status == "error"
+    json.dumps(outcome.model_dump())  # the outcome stays serialisable
+
+
+async def test_on_error_block_fails_closed(user_dir: Path) -> None:
+    write_hook(user_dir, "strict", script="exit 1\n", extra="metadata:\n  on_error: block\n")
+    outcome = await fire(Registry(user_dir), **shell())
+    assert outcome.denied and outcome.blocked_by == "strict"
+    assert "fails closed" in (outcome.reason or "")
+
+
+async def test_missing_interpreter_is_an_error_result(user_dir: Path) -> None:
+    write_hook(user_dir, "noint", script="#!/no/such/interpreter\nexit 0\n")
+    outcome = await fire(Registry(user_dir), **shell())
+    assert outcome.decision == "allow"
+    assert outcome.hooks[0].status == "error"
+    assert "could not start" in (outcome.hooks[0].message or "")
+
+
+async def test_script_removed_after_indexing_is_an_error_result(user_dir: Path) -> None:
+    hook = write_hook(user_dir, "gone")
+    registry = Registry(user_dir)
+    (hook / "scripts" / "run").unlink()
+    async with Engine(registry) as engine:
+        # the registry notices and drops the hook; either way the event must not raise
+        outcome = await engine.fire(Event.create(**shell()))
+    assert outcome.decision == "allow"
+
+
+# -- ordering, chaining, first block ------------------------------------------------------
+
+
+async def test_order_priority_then_user_before_project_then_name(
+    user_dir: Path, project: Path, project_hooks: Path, tmp_path: Path
+) -> None:
+    trace = tmp_path / "trace"
+    script = f'echo "$AGENT_HOOKS_HOOK_NAME" >> {trace}\n'
+    write_hook(user_dir, "b-user", script=script, extra="priority: 100\n")
+    write_hook(project_hooks, "a-project", script=script, extra="priority: 100\n")
+    write_hook(user_dir, "z-user", script=script, extra="priority: 100\n")
+    write_hook(project_hooks, "high", script=script, extra="priority: 500\n")
+    write_hook(user_dir, "low", script=script, extra="priority: 0\n")
+    write_hook(user_dir, "a-user", script=script, extra="priority: 100\n")
+    outcome = await fire(Registry(user_dir, project), **shell())
+    expected = ["high", "a-user", "b-user", "z-user", "a-project", "low"]
+    assert [h.name for h in outcome.hooks] == expected
+    assert trace.read_text().split() == expected
+
+
+async def test_project_hook_replaces_user_hook_of_same_name(
+    user_dir: Path, project: Path, project_hooks: Path
+) -> None:
+    write_hook(user_dir, "same", script="echo user >&2\nexit 2\n")
+    write_hook(project_hooks, "same", script="exit 0\n")
+    outcome = await fire(Registry(user_dir, project), **shell())
+    assert outcome.decision == "allow"
+    assert [(h.name, h.scope) for h in outcome.hooks] == [("same", "project")]
+
+
+async def test_first_block_ends_the_chain(user_dir: Path, tmp_path: Path) -> None:
+    ran = tmp_path / "ran"
+    write_hook(user_dir, "first", script="echo stop >&2\nexit 2\n", extra="priority: 900\n")
+    write_hook(user_dir, "second", script=f"touch {ran}\n", extra="priority: 10\n")
+    outcome = await fire(Registry(user_dir), **shell())
+    assert outcome.blocked_by == "first"
+    assert [h.name for h in outcome.hooks] == ["first"]
+    assert not ran.exists()
+
+
+async def test_modified_input_chains_to_later_hooks(user_dir: Path, tmp_path: Path) -> None:
+    seen = tmp_path / "seen.json"
+    write_hook(user_dir, "rewrite", extra="priority: 900\n",
+               script="""echo '{"modified_input": {"command": "ls -la"}}'\n""")
+    write_hook(user_dir, "observer", extra="priority: 10\n", script=f"cat > {seen}\n")
+    outcome = await fire(Registry(user_dir), **shell({"command": "ls"}))
+    assert outcome.modified_input == {"command": "ls -la"}
+    assert json.loads(seen.read_text())["tool_input"] == {"command": "ls -la"}
+
+
+async def test_modified_input_is_null_when_denied_later(user_dir: Path) -> None:
+    write_hook(user_dir, "rewrite", extra="priority: 900\n",
+               script="""echo '{"modified_input": {"command": "ls -la"}}'\n""")
+    write_hook(user_dir, "deny", extra="priority: 10\n", script="exit 2\n")
+    outcome = await fire(Registry(user_dir), **shell())
+    assert outcome.denied and outcome.modified_input is None
+
+
+async def test_modified_input_outside_before_tool_is_ignored_with_warning(
+    user_dir: Path,
+) -> None:
+    write_hook(user_dir, "late", trigger="after_tool",
+               script="""echo '{"modified_input": {"command": "x"}}'\n""")
+    outcome = await fire(Registry(user_dir), event_type="after_tool", tool_name="Shell",
+                         tool_input={"command": "ls"}, tool_output="ok")
+    assert outcome.modified_input is None
+    assert any("only applies to before_tool" in w for w in outcome.warnings)
+
+
+async def test_modified_output_chains_after_tool(user_dir: Path, tmp_path: Path) -> None:
+    seen = tmp_path / "seen.json"
+    write_hook(user_dir, "redact", trigger="after_tool", extra="priority: 900\n",
+               script="""echo '{"modified_output": "[redacted]"}'\n""")
+    write_hook(user_dir, "observer", trigger="after_tool", script=f"cat > {seen}\n")
+    outcome = await fire(Registry(user_dir), event_type="after_tool", tool_name="ReadFile",
+                         tool_input={"path": "a"}, tool_output="secret=1")
+    assert outcome.modified_output == "[redacted]"
+    assert json.loads(seen.read_text())["tool_output"] == "[redacted]"
+
+
+async def test_additional_context_collected_in_order(user_dir: Path) -> None:
+    for name, prio in (("one", 300), ("two", 200)):
+        write_hook(user_dir, name, extra=f"priority: {prio}\n",
+                   script=f"""echo '{{"additional_context": "from {name}"}}'\n""")
+    outcome = await fire(Registry(user_dir), **shell())
+    assert outcome.additional_context == ["from one", "from two"]
+
+
+async def test_reason_handed_to_agent_is_capped(user_dir: Path, tmp_path: Path) -> None:
+    write_hook(user_dir, "loud", script="head -c 50000 /dev/zero | tr '\\0' x >&2\nexit 2\n")
+    log = EventLog(tmp_path / "log.jsonl")
+    outcome = await fire(Registry(user_dir), log=log, **shell())
+    assert outcome.denied
+    assert len(outcome.reason or "") < AGENT_TEXT_CAP + 200
+    assert "more characters cut" in (outcome.reason or "")
+    record = next(r for r in log.read() if r["kind"] == "event")
+    assert len(record["hooks"][0]["stderr"]) == 50000  # the full output stays in the log
+
+
+# -- payload and environment -------------------------------------------------------------
+
+
+async def test_payload_and_environment(user_dir: Path, project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_hook(user_dir, "spy", trigger="pre-tool-call",
+               script=f'cat > {out}.json\nenv | grep ^AGENT_HOOKS_ | sort > {out}.env\n'
+                      f'pwd > {out}.cwd\n')
+    await fire(Registry(user_dir, project), session_id="s-1", work_dir=str(project),
+               **shell({"command": "ls"}, tool_use_id="t-9"), context={"k": 1},
+               payload={"extra": True})
+    payload = json.loads(Path(f"{out}.json").read_text())
+    assert payload["event_type"] == "pre-tool-call"  # as its own trigger spells it
+    assert payload["session_id"] == "s-1" and payload["work_dir"] == str(project)
+    assert payload["tool_name"] == "Shell" and payload["tool_input"] == {"command": "ls"}
+    assert payload["tool_use_id"] == "t-9" and payload["context"] == {"k": 1}
+    assert payload["extra"] is True
+    assert payload["timestamp"].endswith("Z")
+    env = dict(line.split("=", 1) for line in Path(f"{out}.env").read_text().splitlines())
+    assert env == {
+        "AGENT_HOOKS_EVENT": "pre-tool-call",
+        "AGENT_HOOKS_HOOK_DIR": str(user_dir / "spy"),
+        "AGENT_HOOKS_HOOK_NAME": "spy",
+        "AGENT_HOOKS_SESSION_ID": "s-1",
+        "AGENT_HOOKS_WORK_DIR": str(project),
+    }
+    assert Path(f"{out}.cwd").read_text().strip() == str(project)
+
+
+@pytest.mark.parametrize(("trigger", "fired"), [
+    ("pre-tool-use", "before_tool"), ("pre_acting", "before_tool"),
+    ("post-tool-call", "after_tool"), ("post_reply", "after_agent"),
+    ("pre-agent-turn-stop", "before_stop"), ("post-context-compact", "post_compact"),
+])
+async def test_aliases_wake_hooks_of_any_spelling(user_dir: Path, tmp_path: Path,
+                                                  trigger: str, fired: str) -> None:
+    out = tmp_path / "payload.json"
+    write_hook(user_dir, "alias", trigger=trigger, script=f"cat > {out}\n")
+    outcome = await fire(Registry(user_dir), event_type=fired, tool_name="Shell",
+                         tool_input={"command": "ls"})
+    assert [h.name for h in outcome.hooks] == ["alias"]
+    assert json.loads(out.read_text())["event_type"] == trigger
+    # and firing by an alias works the same way
+    outcome = await fire(Registry(user_dir), event_type=trigger, tool_name="Shell",
+                         tool_input={"command": "ls"})
+    assert outcome.event_type == fired and [h.name for h in outcome.hooks] == ["alias"]
+
+
+# -- matchers ----------------------------------------------------------------------------
+
+
+async def test_tool_matcher_is_a_full_match(user_dir: Path) -> None:
+    write_hook(user_dir, "shell-only", script="exit 2\n", extra="matcher:\n  tool: Shell\n")
+    assert (await fire(Registry(user_dir), **shell())).denied
+    power = await fire(Registry(user_dir), event_type="before_tool", tool_name="PowerShell",
+                       tool_input={"command": "ls"})
+    assert power.decision == "allow" and power.hooks == []
+
+
+async def test_pattern_searches_every_string_value_recursively(user_dir: Path) -> None:
+    write_hook(user_dir, "py", script="exit 2\n",
+               extra='matcher:\n  tool: "WriteFile|EditFile"\n  pattern: "\\\\.py$"\n')
+    registry = Registry(user_dir)
+    hit = await fire(registry, event_type="before_tool", tool_name="EditFile",
+                     tool_input={"edits": [{"file": {"path": "src/app.py"}}]})
+    assert hit.denied
+    miss = await fire(registry, event_type="before_tool", tool_name="EditFile",
+                      tool_input={"path": "README.md"})
+    assert miss.hooks == []
+    other_tool = await fire(registry, event_type="before_tool", tool_name="ReadFile",
+                            tool_input={"path": "a.py"})
+    assert other_tool.hooks == []
+
+
+async def test_regex_tool_matcher_and_no_matcher(user_dir: Path) -> None:
+    write_hook(user_dir, "mcp", script="exit 2\n", extra='matcher:\n  tool: "mcp__.*"\n')
+    write_hook(user_dir, "all", script="exit 0\n", extra="priority: 999\n")
+    outcome = await fire(Registry(user_dir), event_type="before_tool",
+                         tool_name="mcp__github__create_issue", tool_input={})
+    assert [h.name for h in outcome.hooks] == ["all", "mcp"] and outcome.denied
+
+
+# -- timeouts, floods, grandchildren -----------------------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def test_timeout_kills_the_whole_group(user_dir: Path, tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    write_hook(user_dir, "slow", extra="timeout: 300\n", script=(
+        "trap '' TERM\n"  # ignore SIGTERM: the group must still die by SIGKILL
+        f"sleep 60 & echo $! >> {pids}\n"
+        f"echo $$ >> {pids}\n"
+        "wait\n"
+    ))
+    started = time.monotonic()
+    outcome = await fire(Registry(user_dir), **shell())
+    elapsed = time.monotonic() - started
+    assert outcome.decision == "allow"
+    assert outcome.hooks[0].status == "timeout"
+    assert any("timed out after 300 ms" in w for w in outcome.warnings)
+    assert elapsed < 3
+    for pid in map(int, pids.read_text().split()):
+        assert not _alive(pid), f"process {pid} survived the timeout"
+
+
+async def test_timeout_fails_closed_when_asked(user_dir: Path) -> None:
+    write_hook(user_dir, "slow", script="sleep 10\n",
+               extra="timeout: 200\nmetadata:\n  on_error: block\n")
+    outcome = await fire(Registry(user_dir), **shell())
+    assert outcome.denied and outcome.hooks[0].status == "timeout"
+
+
+async def test_grandchild_holding_stdout_does_not_hang_the_event(
+    user_dir: Path, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "grandchild"
+    write_hook(user_dir, "daemon", extra="timeout: 20000\n", script=(
+        f"sleep 30 & echo $! > {pid_file}\n"  # inherits stdout and keeps it open
+        "echo 'bye' >&2\nexit 2\n"
+    ))
+    started = time.monotonic()
+    outcome = await fire(Registry(user_dir), **shell())
+    assert time.monotonic() - started < 5
+    assert outcome.denied and outcome.reason == "bye"
+    os.kill(int(pid_file.read_text()), 9)
+
+
+async def test_output_flood_is_capped_and_drained(user_dir: Path, tmp_path: Path) -> None:
+    write_hook(user_dir, "flood", script=(
+        "head -c 5000000 /dev/zero | tr '\\0' a\n"
+        "head -c 3000000 /dev/zero | tr '\\0' b >&2\n"
+        "exit 1\n"
+    ))
+    log = EventLog(tmp_path / "log.jsonl")
+    outcome = await fire(Registry(user_dir), log=log, **shell())
+    assert outcome.decision == "allow" and outcome.hooks[0].status == "error"
+    assert any("bytes beyond the 1 MiB kept were dropped" in w for w in outcome.warnings)
+    record = next(r for r in log.read() if r["kind"] == "event")
+    assert len(record["hooks"][0]["stdout"]) == 1 << 20
+    assert len(record["hooks"][0]["stderr"]) == 1 << 20
+
+
+async def test_hook_that_never_reads_a_large_payload(user_dir: Path) -> None:
+    write_hook(user_dir, "deaf", script="exit 0\n")
+    big = {"command": "x" * 3_000_000}
+    outcome = await fire(Registry(user_dir), **shell(big))
+    assert outcome.decision == "allow" and outcome.hooks[0].status == "allow"
+
+
+async def test_hook_that_reads_a_large_payload(user_dir: Path) -> None:
+    write_hook(user_dir, "reader", script="n=$(wc -c); [ \"$n\" -gt 3000000 ] || exit 1\n")
+    outcome = await fire(Registry(user_dir), **shell({"command": "y" * 3_000_000}))
+    assert outcome.hooks[0].status == "allow", outcome.warnings
+
+
+# -- async hooks -------------------------------------------------------------------------
+
+
+async def test_async_hooks_do_not_delay_or_block(user_dir: Path, tmp_path: Path) -> None:
+    done = tmp_path / "done"
+    seen = tmp_path / "seen.json"
+    write_hook(user_dir, "bg", extra="async: true\n",
+               script=f"cat > {seen}\nsleep 0.5\necho finished\ntouch {done}\nexit 2\n")
+    write_hook(user_dir, "rewrite", extra="priority: 999\n",
+               script="""echo '{"modified_input": {"command": "changed"}}'\n""")
+    log = EventLog(tmp_path / "log.jsonl")
+    async with Engine(Registry(user_dir), log=log) as engine:
+        started = time.monotonic()
+        outcome = await engine.fire(Event.create(**shell({"command": "orig"})))
+        assert time.monotonic() - started < 0.4
+        assert outcome.decision == "allow"
+        assert {h.name: h.status for h in outcome.hooks} == {"bg": "scheduled",
+                                                              "rewrite": "allow"}
+        assert not done.exists()
+    assert done.exists()  # leaving the engine waited for it
+    assert json.loads(seen.read_text())["tool_input"] == {"command": "orig"}
+    records = list(log.read())
+    result = next(r for r in records if r["kind"] == "async_result")
+    assert result["hook"]["name"] == "bg" and result["hook"]["stdout"] == "finished\n"
+
+
+async def test_async_hook_timeout_is_logged_and_killed(user_dir: Path, tmp_path: Path) -> None:
+    write_hook(user_dir, "bg", extra="async: true\ntimeout: 200\n", script="sleep 30\n")
+    log = EventLog(tmp_path / "log.jsonl")
+    started = time.monotonic()
+    async with Engine(Registry(user_dir), log=log) as engine:
+        await engine.fire(Event.create(**shell()))
+    assert time.monotonic() - started < 3
+    result = next(r for r in log.read() if r["kind"] == "async_result")
+    assert result["hook"]["status"] == "timeout"
+
+
+async def test_detached_async_hooks_outlive_the_engine(user_dir: Path, tmp_path: Path) -> None:
+    done = tmp_path / "done"
+    write_hook(user_dir, "bg", extra="async: true\n", script=f"sleep 0.3\ntouch {done}\n")
+    log = EventLog(tmp_path / "log.jsonl")
+    async with Engine(Registry(user_dir), log=log, detach_async=True) as engine:
+        await engine.fire(Event.create(**shell()))
+    assert not done.exists()
+    with anyio.fail_after(15):
+        while not any(r["kind"] == "async_result" for r in log.read()):
+            await anyio.sleep(0.05)
+    assert done.exists()
+
+
+# -- before_stop and the loop guard -------------------------------------------------------
+
+
+async def test_before_stop_block_means_continue_working(user_dir: Path) -> None:
+    write_hook(user_dir, "gate", trigger="before_stop", script="echo 'tests fail' >&2\nexit 2\n")
+    outcome = await fire(Registry(user_dir), event_type="before_stop", session_id="s")
+    assert outcome.denied and outcome.continue_working and outcome.reason == "tests fail"
+
+
+async def test_loop_guard_counts_and_overrides_at_the_cap(user_dir: Path, tmp_path: Path) -> None:
+    seen = tmp_path / "seen"
+    write_hook(user_dir, "gate", trigger="before_stop",
+               script=f"cat >> {seen}; echo >> {seen}\necho 'not yet' >&2\nexit 2\n")
+    log = EventLog(tmp_path / "log.jsonl")
+    async with Engine(Registry(user_dir), log=log, stop_block_cap=3) as engine:
+        outcomes = [await engine.fire(Event.create(event_type="before_stop", session_id="s1"))
+                    for _ in range(4)]
+        other = await engine.fire(Event.create(event_type="before_stop", session_id="s2"))
+        again = await engine.fire(Event.create(event_type="before_stop", session_id="s1"))
+    assert [o.continue_working for o in outcomes] == [True, True, True, False]
+    assert outcomes[3].decision == "allow"
+    assert any("loop guard" in w and "not yet" in w for w in outcomes[3].warnings)
+    payloads = [json.loads(line) for line in seen.read_text().splitlines() if line.strip()]
+    assert [(p["stop_hook_active"], p["stop_block_count"]) for p in payloads[:4]] == [
+        (False, 0), (True, 1), (True, 2), (True, 3)]
+    assert other.continue_working  # sessions are counted apart
+    assert again.continue_working  # the count starts over after the forced stop
+    assert json.loads(seen.read_text().splitlines()[-1])["stop_block_count"] == 0
+    logged = [r for r in log.read() if r["kind"] == "event"]
+    assert any("loop guard" in w for w in logged[3]["warnings"])
+
+
+async def test_loop_guard_resets_when_a_stop_is_allowed(user_dir: Path, tmp_path: Path) -> None:
+    flag = tmp_path / "pass"
+    write_hook(user_dir, "gate", trigger="before_stop",
+               script=f"[ -e {flag} ] && exit 0\necho no >&2\nexit 2\n")
+    async with Engine(Registry(user_dir), stop_block_cap=2) as engine:
+        first = await engine.fire(Event.create(event_type="before_stop", session_id="s"))
+        flag.touch()
+        allowed = await engine.fire(Event.create(event_type="before_stop", session_id="s"))
+        flag.unlink()
+        after = [await engine.fire(Event.create(event_type="before_stop", session_id="s"))
+                 for _ in range(2)]
+    assert first.continue_working and not allowed.continue_working
+    assert [o.continue_working for o in after] == [True, True]
+
+
+async def test_loop_guard_honours_the_callers_flag(user_dir: Path, tmp_path: Path) -> None:
+    seen = tmp_path / "seen.json"
+    write_hook(user_dir, "gate", trigger="before_stop", script=f"cat > {seen}\n")
+    await fire(Registry(user_dir), event_type="before_stop",
+               payload={"stop_hook_active": True, "stop_reason": "no_tool_calls"})
+    payload = json.loads(seen.read_text())
+    assert payload["stop_hook_active"] is True and payload["stop_reason"] == "no_tool_calls"
+
+
+async def test_cap_zero_turns_the_guard_off(user_dir: Path) -> None:
+    write_hook(user_dir, "gate", trigger="before_stop", script="exit 2\n")
+    async with Engine(Registry(user_dir), stop_block_cap=0) as engine:
+        outcomes = [await engine.fire(Event.create(event_type="before_stop", session_id="s"))
+                    for _ in range(10)]
+    assert all(o.continue_working for o in outcomes)
+
+
+# -- progress callback, bad events, the log ----------------------------------------------
+
+
+async def test_on_hook_done_reports_each_sync_hook(user_dir: Path) -> None:
+    write_hook(user_dir, "a", extra="priority: 2\n")
+    write_hook(user_dir, "b", extra="priority: 1\n", script="exit 1\n")
+    seen: list[HookRun] = []
+
+    async def progress(run: HookRun) -> None:
+        seen.append(run)
+
+    async with Engine(Registry(user_dir)) as engine:
+        await engine.fire(Event.create(**shell()), on_hook_done=progress)
+    assert [(r.name, r.status) for r in seen] == [("a", "allow"), ("b", "error")]
+
+
+async def test_unknown_event_type_raises(user_dir: Path) -> None:
+    with pytest.raises(UnknownEventError, match="unknown event type 'before_everything'"):
+        await fire(Registry(user_dir), event_type="before_everything")
+
+
+@pytest.mark.parametrize(("fields", "field"), [
+    ({"tool_input": ["not", "an", "object"]}, "tool_input"),
+    ({"payload": "nope"}, "payload"),
+    ({"context": 5}, "context"),
+    ({"session_id": 12}, "session_id"),
+])
+def test_malformed_event_fields_name_the_field(fields: dict[str, Any], field: str) -> None:
+    with pytest.raises(InvalidEventError, match=f"^{field}: must be"):
+        Event.create(event_type="before_tool", **fields)
+
+
+async def test_work_dir_must_exist(user_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(InvalidEventError, match="work_dir"):
+        await fire(Registry(user_dir), event_type="before_tool",
+                   work_dir=str(tmp_path / "missing"))
+
+
+async def test_every_event_is_logged_as_one_line(user_dir: Path, tmp_path: Path) -> None:
+    write_hook(user_dir, "deny", script="echo nope >&2\nexit 2\n")
+    log = EventLog(tmp_path / "state" / "events.jsonl")
+    await fire(Registry(user_dir), log=log, session_id="s", **shell())
+    await fire(Registry(user_dir), log=log, event_type="session_start", session_id="s")
+    records = list(log.read())
+    assert [r["event"] for r in records] == ["before_tool", "session_start"]
+    first = records[0]
+    assert first["decision"] == "deny" and first["reason"] == "nope"
+    assert first["hooks"][0]["name"] == "deny" and first["hooks"][0]["duration_ms"] > 0
+    assert first["session_id"] == "s" and first["tool_name"] == "Shell"
+
+
+async def test_a_failing_log_never_fails_the_event(
+    user_dir: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    log = EventLog(blocker / "cannot" / "events.jsonl")
+    write_hook(user_dir, "deny", script="exit 2\n")
+    outcome = await fire(Registry(user_dir), log=log, **shell())
+    assert outcome.denied
+    assert "cannot write the event log" in capfd.readouterr().err
+
+
+async def test_concurrent_events_share_one_engine(user_dir: Path, tmp_path: Path) -> None:
+    write_hook(user_dir, "sleepy", script="sleep 0.2\n")
+    log = EventLog(tmp_path / "log.jsonl")
+    results: list[Outcome] = []
+    async with Engine(Registry(user_dir), log=log) as engine:
+        started = time.monotonic()
+
+        async def one(i: int) -> None:
+            results.append(await engine.fire(Event.create(**shell(), session_id=f"s{i}")))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(20):
+                tg.start_soon(one, i)
+        assert time.monotonic() - started < 2.0  # in parallel, not 20 x 0.2 s
+    assert len(results) == 20 and all(r.hooks[0].status == "allow" for r in results)
+    assert len(list(log.read())) == 20
