@@ -1,0 +1,1 @@
+"""End-to-end tests against the real agent hosts (see docs/e2e.md)."""

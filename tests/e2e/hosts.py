@@ -1,0 +1,726 @@
+"""Install, configure and run the real agent hosts for the end-to-end tests.
+
+Each host is a pinned release from its registry (npm; kimi-cli from PyPI), installed once
+into a cache folder outside the repository and reused by later runs:
+
+    $MCP_HOOKS_E2E_CACHE (default /var/tmp/mcp-hooks-cache)
+        hosts/<host>-<version>/     npm --prefix folder (or a venv for kimi-cli)
+        npm/                        npm's download cache
+        pip/                        pip's download cache
+
+An install goes to a temporary sibling folder, is checked by running ``<bin> --version``
+and only then renamed into place, so an interrupted install is never reused. A lock file
+serialises concurrent installs of the same host.
+
+Every host run gets a fresh HOME (and CODEX_HOME, KIMI_SHARE_DIR, XDG dirs inside it), a
+minimal environment built from scratch (nothing of the caller's environment leaks in but
+PATH), stdin from /dev/null and a timeout. How each host is driven offline is recorded in
+``shared/hosts/host-e2e.md``; the short version is in the ``Host`` subclasses below.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+DEFAULT_CACHE = Path("/var/tmp/mcp-hooks-cache")
+RUN_TIMEOUT = 120.0  # seconds per host run; a hung host fails the test, not CI
+INSTALL_TIMEOUT = 900.0
+COMPLETE = ".mcp-hooks-complete"
+
+
+def cache_root() -> Path:
+    """The cache folder for host installs (``$MCP_HOOKS_E2E_CACHE`` or /var/tmp/...)."""
+    return Path(os.environ.get("MCP_HOOKS_E2E_CACHE") or DEFAULT_CACHE)
+
+
+class HostUnavailable(Exception):
+    """A host cannot be installed on this machine (the message says why)."""
+
+
+@dataclass
+class InstallInfo:
+    """Where a host is installed and what the install cost."""
+
+    host: str
+    version: str
+    prefix: Path
+    binary: Path
+    installed_now: bool
+    seconds: float
+    size_bytes: int = 0
+
+
+@dataclass
+class RunResult:
+    """One host run."""
+
+    argv: list[str]
+    returncode: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+
+    def describe(self) -> str:
+        """A short text for assertion messages: exit code, time, output tails."""
+        return (
+            f"argv={self.argv!r}\nexit={self.returncode} timed_out={self.timed_out} "
+            f"seconds={self.seconds:.2f}\n--- stdout (tail) ---\n{self.stdout[-3000:]}\n"
+            f"--- stderr (tail) ---\n{self.stderr[-3000:]}"
+        )
+
+
+@dataclass
+class Sandbox:
+    """The folders of one host run: a project, a HOME and a scratch folder."""
+
+    root: Path
+    project: Path = field(init=False)
+    home: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.project = self.root / "project"
+        self.home = self.root / "home"
+        self.project.mkdir(parents=True, exist_ok=True)
+        self.home.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def user_hooks(self) -> Path:
+        """The user-level HOOK.md folder mcp-hooks reads under this HOME."""
+        return self.home / ".config" / "agents" / "hooks"
+
+    @property
+    def project_hooks(self) -> Path:
+        """The project-level HOOK.md folder."""
+        return self.project / ".agents" / "hooks"
+
+
+def _dir_size(path: Path) -> int:
+    total = 0
+    seen: set[tuple[int, int]] = set()
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                continue
+            seen.add(key)
+            total += st.st_size
+    return total
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def base_env(home: Path, extra_path: list[str] | None = None) -> dict[str, str]:
+    """A minimal environment for a host process whose HOME is ``home``.
+
+    Only PATH is taken from the caller (plus the given folders in front of it); every
+    per-user location points inside ``home``.
+    """
+    path_parts = [*(extra_path or []), os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")]
+    env = {
+        "PATH": os.pathsep.join(p for p in path_parts if p),
+        "HOME": str(home),
+        "USER": os.environ.get("USER", "root"),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "CI": "true",
+        "TMPDIR": str(home / "tmp"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+    }
+    (home / "tmp").mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def run_process(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float = RUN_TIMEOUT,
+) -> RunResult:
+    """Run ``argv`` with stdin from /dev/null and a timeout that kills its process group."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
+    timed_out = False
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, 9)
+        out, err = proc.communicate()
+    return RunResult(
+        argv=list(argv),
+        returncode=None if timed_out else proc.returncode,
+        stdout=out,
+        stderr=err,
+        seconds=time.perf_counter() - start,
+        timed_out=timed_out,
+    )
+
+
+class Host:
+    """One agent host: how to install it, configure it and run one prompt offline."""
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    package: ClassVar[str]
+    bin_name: ClassVar[str]
+    #: the name of the shell tool as the host's hooks see it (for native hook configs)
+    native_shell_tool: ClassVar[str]
+
+    def __init__(self, info: InstallInfo) -> None:
+        self.info = info
+
+    # --- install ------------------------------------------------------------------
+
+    @classmethod
+    def prefix(cls) -> Path:
+        """The cache folder this host version installs into."""
+        return cache_root() / "hosts" / f"{cls.name}-{cls.version}"
+
+    @classmethod
+    def find_binary(cls, prefix: Path) -> Path:
+        """The executable inside an install prefix."""
+        return prefix / "node_modules" / ".bin" / cls.bin_name
+
+    @classmethod
+    def check_tools(cls) -> None:
+        """Raise HostUnavailable when the tools to install this host are missing."""
+        for tool in ("node", "npm"):
+            if shutil.which(tool) is None:
+                raise HostUnavailable(f"`{tool}` is not on PATH; {cls.name} installs from npm")
+
+    @classmethod
+    def install_into(cls, tmp: Path, env: dict[str, str]) -> None:
+        """Install the pinned package into the fresh folder ``tmp``."""
+        npm_cache = cache_root() / "npm"
+        argv = [
+            "npm",
+            "install",
+            "--prefix",
+            str(tmp),
+            "--cache",
+            str(npm_cache),
+            "--no-audit",
+            "--no-fund",
+            "--no-update-notifier",
+            "--prefer-offline",
+            "--loglevel",
+            "error",
+            f"{cls.package}@{cls.version}",
+        ]
+        res = run_process(argv, cwd=tmp, env=env, timeout=INSTALL_TIMEOUT)
+        if res.returncode != 0:
+            raise RuntimeError(
+                f"npm install of {cls.package}@{cls.version} failed:\n{res.describe()}"
+            )
+
+    @classmethod
+    def version_argv(cls, binary: Path) -> list[str]:
+        """The command that prints the host's version."""
+        return [str(binary), "--version"]
+
+    @classmethod
+    def ensure_installed(cls) -> InstallInfo:
+        """Install the pinned host into the cache unless a complete install is there."""
+        cls.check_tools()
+        prefix = cls.prefix()
+        start = time.perf_counter()
+        if (prefix / COMPLETE).exists():
+            return cls._info(prefix, installed_now=False, seconds=time.perf_counter() - start)
+        with _locked(prefix.parent / f".{prefix.name}.lock"):
+            if (prefix / COMPLETE).exists():
+                return cls._info(prefix, installed_now=False, seconds=time.perf_counter() - start)
+            tmp = prefix.parent / f"{prefix.name}.partial-{os.getpid()}"
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+            home = tmp.parent / f".{prefix.name}.home-{os.getpid()}"
+            shutil.rmtree(home, ignore_errors=True)
+            home.mkdir(parents=True)
+            try:
+                env = base_env(home)
+                env["npm_config_cache"] = str(cache_root() / "npm")
+                env["npm_config_logs_dir"] = str(cache_root() / "npm" / "_logs")
+                # npm's global config (CA file, registry) lives outside HOME and still
+                # applies; pip's config is read from /etc and the environment.
+                for key in (
+                    "PIP_INDEX_URL",
+                    "PIP_EXTRA_INDEX_URL",
+                    "PIP_FIND_LINKS",
+                    "PIP_CERT",
+                    "PIP_DEFAULT_TIMEOUT",
+                    "NODE_EXTRA_CA_CERTS",
+                    "SSL_CERT_FILE",
+                    "npm_config_registry",
+                    "HTTPS_PROXY",
+                    "HTTP_PROXY",
+                    "NO_PROXY",
+                    "https_proxy",
+                    "http_proxy",
+                    "no_proxy",
+                ):
+                    if key in os.environ:
+                        env[key] = os.environ[key]
+                cls.install_into(tmp, env)
+                binary = cls.find_binary(tmp)
+                res = run_process(cls.version_argv(binary), cwd=tmp, env=env, timeout=120)
+                if res.returncode != 0 or cls.version not in res.stdout:
+                    raise RuntimeError(f"{cls.name} installed but does not run:\n{res.describe()}")
+                (tmp / COMPLETE).write_text(
+                    json.dumps({"version": cls.version, "reported": res.stdout.strip()}) + "\n"
+                )
+                if prefix.exists():
+                    shutil.rmtree(prefix)
+                tmp.rename(prefix)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+                shutil.rmtree(home, ignore_errors=True)
+            return cls._info(prefix, installed_now=True, seconds=time.perf_counter() - start)
+
+    @classmethod
+    def _info(cls, prefix: Path, *, installed_now: bool, seconds: float) -> InstallInfo:
+        return InstallInfo(
+            host=cls.name,
+            version=cls.version,
+            prefix=prefix,
+            binary=cls.find_binary(prefix),
+            installed_now=installed_now,
+            seconds=seconds,
+            size_bytes=_dir_size(prefix) if installed_now else 0,
+        )
+
+    # --- one run --------------------------------------------------------------------
+
+    def configure(self, box: Sandbox, base_url: str) -> None:
+        """Write the host's user config (model provider, auth, trust) into ``box``."""
+
+    def env(self, box: Sandbox, base_url: str, extra_path: list[str]) -> dict[str, str]:
+        """The environment of a host run against the fake at ``base_url``."""
+        return base_env(box.home, extra_path)
+
+    def argv(self, prompt: str) -> list[str]:
+        """The command line of one non-interactive run."""
+        raise NotImplementedError
+
+    def run(
+        self,
+        box: Sandbox,
+        base_url: str,
+        *,
+        prompt: str = "Do the task.",
+        extra_path: list[str] | None = None,
+        timeout: float = RUN_TIMEOUT,
+    ) -> RunResult:
+        """Run the host once in ``box.project`` against the fake model at ``base_url``."""
+        env = self.env(box, base_url, extra_path or [])
+        return run_process(self.argv(prompt), cwd=box.project, env=env, timeout=timeout)
+
+    # --- hand-written native hooks (harness check, no mcp-hooks involved) -----------
+
+    def write_native_hooks(self, box: Sandbox, pre_script: Path, stop_script: Path) -> None:
+        """Configure the host's own hooks: ``pre_script`` before its shell tool, ``stop_script``
+        at stop."""
+        raise NotImplementedError
+
+
+def _claude_shaped(matcher: str, pre: Path, stop: Path, stop_event: str = "Stop") -> dict[str, Any]:
+    return {
+        "hooks": {
+            "PreToolUse": [
+                {"matcher": matcher, "hooks": [{"type": "command", "command": str(pre)}]}
+            ],
+            stop_event: [{"hooks": [{"type": "command", "command": str(stop)}]}],
+        }
+    }
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+class ClaudeCode(Host):
+    """Claude Code: Anthropic Messages at ``ANTHROPIC_BASE_URL``; ``-p`` with
+    ``--allowedTools Bash`` (bypass flags are refused as root)."""
+
+    name = "claude-code"
+    version = "2.1.197"
+    package = "@anthropic-ai/claude-code"
+    bin_name = "claude"
+    native_shell_tool = "Bash"
+
+    @classmethod
+    def find_binary(cls, prefix: Path) -> Path:
+        # The postinstall links the native binary to bin/claude.exe (the `claude` bin);
+        # when install scripts were skipped, the platform package's binary works the same.
+        exe = prefix / "node_modules" / "@anthropic-ai" / "claude-code" / "bin" / "claude.exe"
+        if exe.is_file() and exe.stat().st_size > 1_000_000:
+            return prefix / "node_modules" / ".bin" / "claude"
+        scope = prefix / "node_modules" / "@anthropic-ai"
+        for candidate in sorted(scope.glob("claude-code-linux-*/claude")):
+            return candidate
+        return prefix / "node_modules" / ".bin" / "claude"
+
+    def env(self, box: Sandbox, base_url: str, extra_path: list[str]) -> dict[str, str]:
+        env = base_env(box.home, extra_path)
+        env.update(
+            ANTHROPIC_BASE_URL=base_url,
+            ANTHROPIC_API_KEY="sk-fake",
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            DISABLE_TELEMETRY="1",
+            DISABLE_AUTOUPDATER="1",
+        )
+        return env
+
+    def argv(self, prompt: str) -> list[str]:
+        return [
+            str(self.info.binary),
+            "-p",
+            prompt,
+            "--output-format",
+            "json",
+            "--allowedTools",
+            "Bash",
+        ]
+
+    def write_native_hooks(self, box: Sandbox, pre_script: Path, stop_script: Path) -> None:
+        _write_json(
+            box.project / ".claude" / "settings.json",
+            _claude_shaped("Bash", pre_script, stop_script),
+        )
+
+
+class Codex(Host):
+    """Codex CLI: OpenAI Responses from a custom provider in ``$CODEX_HOME/config.toml``;
+    ``exec --dangerously-bypass-hook-trust`` and a trusted project."""
+
+    name = "codex"
+    version = "0.169.0"
+    package = "@openai/codex"
+    bin_name = "codex"
+    native_shell_tool = "Bash"
+
+    @staticmethod
+    def codex_home(box: Sandbox) -> Path:
+        """``CODEX_HOME`` of a run: ``<home>/.codex``."""
+        return box.home / ".codex"
+
+    def configure(self, box: Sandbox, base_url: str) -> None:
+        home = self.codex_home(box)
+        home.mkdir(parents=True, exist_ok=True)
+        project = str(box.project).replace("\\", "\\\\").replace('"', '\\"')
+        (home / "config.toml").write_text(
+            'model = "fake-model"\n'
+            'model_provider = "fake"\n'
+            "\n"
+            "[model_providers.fake]\n"
+            'name = "fake"\n'
+            f'base_url = "{base_url}/v1"\n'
+            'env_key = "FAKE_API_KEY"\n'
+            'wire_api = "responses"\n'
+            "\n"
+            f'[projects."{project}"]\n'
+            'trust_level = "trusted"\n'
+        )
+
+    def env(self, box: Sandbox, base_url: str, extra_path: list[str]) -> dict[str, str]:
+        env = base_env(box.home, extra_path)
+        env.update(CODEX_HOME=str(self.codex_home(box)), FAKE_API_KEY="sk-fake")
+        return env
+
+    def argv(self, prompt: str) -> list[str]:
+        return [
+            str(self.info.binary),
+            "exec",
+            "--dangerously-bypass-hook-trust",
+            "--skip-git-repo-check",
+            "-s",
+            "workspace-write",
+            prompt,
+        ]
+
+    def write_native_hooks(self, box: Sandbox, pre_script: Path, stop_script: Path) -> None:
+        _write_json(
+            self.codex_home(box) / "hooks.json", _claude_shaped("Bash", pre_script, stop_script)
+        )
+
+
+class GeminiCli(Host):
+    """Gemini CLI: Gemini API at ``GOOGLE_GEMINI_BASE_URL``; API-key auth selected in the
+    user settings, a trusted workspace, and a pinned model (no router call)."""
+
+    name = "gemini-cli"
+    version = "0.61.0"
+    package = "@google/gemini-cli"
+    bin_name = "gemini"
+    native_shell_tool = "run_shell_command"
+    model = "gemini-2.5-flash"
+
+    def configure(self, box: Sandbox, base_url: str) -> None:
+        _write_json(
+            box.home / ".gemini" / "settings.json",
+            {"security": {"auth": {"selectedType": "gemini-api-key"}}},
+        )
+
+    def env(self, box: Sandbox, base_url: str, extra_path: list[str]) -> dict[str, str]:
+        env = base_env(box.home, extra_path)
+        env.update(
+            GEMINI_API_KEY="fake",
+            GOOGLE_GEMINI_BASE_URL=base_url,
+            GEMINI_CLI_TRUST_WORKSPACE="true",
+        )
+        return env
+
+    def argv(self, prompt: str) -> list[str]:
+        return [
+            str(self.info.binary),
+            "-p",
+            prompt,
+            "-m",
+            self.model,
+            "--output-format",
+            "json",
+            "--yolo",
+        ]
+
+    def write_native_hooks(self, box: Sandbox, pre_script: Path, stop_script: Path) -> None:
+        cfg = {
+            "hooks": {
+                "BeforeTool": [
+                    {
+                        "matcher": "run_shell_command",
+                        "hooks": [{"name": "pre", "type": "command", "command": str(pre_script)}],
+                    }
+                ],
+                "AfterAgent": [
+                    {"hooks": [{"name": "stop", "type": "command", "command": str(stop_script)}]}
+                ],
+            }
+        }
+        _write_json(box.project / ".gemini" / "settings.json", cfg)
+
+
+def find_python313() -> Path | None:
+    """A CPython >= 3.13 interpreter for kimi-cli (3.12.1 crashes it), or None."""
+    candidates: list[str] = []
+    if os.environ.get("MCP_HOOKS_E2E_PYTHON313"):
+        candidates.append(os.environ["MCP_HOOKS_E2E_PYTHON313"])
+    for name in ("python3.13", "python3.14"):
+        found = shutil.which(name)
+        if found:
+            candidates.append(found)
+    # the account's home from the password database: tests point HOME elsewhere
+    pyenv_root = Path(
+        os.environ.get("PYENV_ROOT") or Path(pwd.getpwuid(os.getuid()).pw_dir) / ".pyenv"
+    )
+    candidates += sorted(str(p) for p in pyenv_root.glob("versions/3.1[3-9]*/bin/python3"))
+    candidates += ["/usr/bin/python3.13", "/usr/local/bin/python3.13"]
+    for cand in candidates:
+        if not os.path.exists(cand):
+            continue
+        try:
+            out = subprocess.run(
+                [cand, "-c", "import sys; print(sys.version_info >= (3, 13))"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if out.returncode == 0 and out.stdout.strip() == "True":
+            return Path(cand)
+    return None
+
+
+class KimiCli(Host):
+    """kimi-cli 1.51.0 from PyPI (1.52.0 is an archive tombstone; never run ``kimi`` bare):
+    Chat Completions from a provider in ``$KIMI_SHARE_DIR/config.toml``; hooks live only
+    in that user config."""
+
+    name = "kimi-cli"
+    version = "1.51.0"
+    package = "kimi-cli"
+    bin_name = "kimi"
+    native_shell_tool = "Shell"
+
+    @classmethod
+    def find_binary(cls, prefix: Path) -> Path:
+        return prefix / "bin" / "kimi"
+
+    @classmethod
+    def check_tools(cls) -> None:
+        if find_python313() is None:
+            raise HostUnavailable(
+                "kimi-cli 1.51.0 needs CPython >= 3.13 (3.12.1 crashes it) and none was found; "
+                "set MCP_HOOKS_E2E_PYTHON313 to one"
+            )
+
+    @classmethod
+    def install_into(cls, tmp: Path, env: dict[str, str]) -> None:
+        python = find_python313()
+        assert python is not None
+        res = run_process([str(python), "-m", "venv", str(tmp)], cwd=tmp, env=env, timeout=300)
+        if res.returncode != 0:
+            raise RuntimeError(f"venv for kimi-cli failed:\n{res.describe()}")
+        argv = [
+            str(tmp / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--cache-dir",
+            str(cache_root() / "pip"),
+            f"{cls.package}=={cls.version}",
+        ]
+        res = run_process(argv, cwd=tmp, env=env, timeout=INSTALL_TIMEOUT)
+        if res.returncode != 0:
+            raise RuntimeError(f"pip install of kimi-cli=={cls.version} failed:\n{res.describe()}")
+
+    @classmethod
+    def ensure_installed(cls) -> InstallInfo:
+        # A venv records its own absolute path in its scripts: a renamed venv breaks, so
+        # kimi installs in place (still marked complete only after `--version` works).
+        cls.check_tools()
+        prefix = cls.prefix()
+        start = time.perf_counter()
+        with _locked(prefix.parent / f".{prefix.name}.lock"):
+            if (prefix / COMPLETE).exists():
+                return cls._info(prefix, installed_now=False, seconds=time.perf_counter() - start)
+            shutil.rmtree(prefix, ignore_errors=True)
+            prefix.mkdir(parents=True)
+            home = prefix.parent / f".{prefix.name}.home-{os.getpid()}"
+            home.mkdir(parents=True, exist_ok=True)
+            try:
+                env = base_env(home)
+                for key in (
+                    "PIP_INDEX_URL",
+                    "PIP_EXTRA_INDEX_URL",
+                    "PIP_FIND_LINKS",
+                    "PIP_CERT",
+                    "PIP_DEFAULT_TIMEOUT",
+                    "SSL_CERT_FILE",
+                ):
+                    if key in os.environ:
+                        env[key] = os.environ[key]
+                cls.install_into(prefix, env)
+                env["KIMI_SHARE_DIR"] = str(home / "kimi")
+                res = run_process(
+                    cls.version_argv(cls.find_binary(prefix)), cwd=prefix, env=env, timeout=120
+                )
+                if res.returncode != 0 or cls.version not in res.stdout + res.stderr:
+                    raise RuntimeError(f"kimi-cli installed but does not run:\n{res.describe()}")
+                (prefix / COMPLETE).write_text(json.dumps({"version": cls.version}) + "\n")
+            except BaseException:
+                shutil.rmtree(prefix, ignore_errors=True)
+                raise
+            finally:
+                shutil.rmtree(home, ignore_errors=True)
+            return cls._info(prefix, installed_now=True, seconds=time.perf_counter() - start)
+
+    @staticmethod
+    def share_dir(box: Sandbox) -> Path:
+        """``KIMI_SHARE_DIR`` of a run: ``<home>/.kimi``."""
+        return box.home / ".kimi"
+
+    def configure(self, box: Sandbox, base_url: str) -> None:
+        share = self.share_dir(box)
+        share.mkdir(parents=True, exist_ok=True)
+        (share / "config.toml").write_text(
+            'default_model = "fake"\n'
+            "telemetry = false\n"
+            "\n"
+            "[providers.fake]\n"
+            'type = "openai_legacy"\n'
+            f'base_url = "{base_url}/v1"\n'
+            'api_key = "sk-fake"\n'
+            "\n"
+            "[models.fake]\n"
+            'provider = "fake"\n'
+            'model = "fake-model"\n'
+            "max_context_size = 128000\n"
+        )
+
+    def env(self, box: Sandbox, base_url: str, extra_path: list[str]) -> dict[str, str]:
+        env = base_env(box.home, extra_path)
+        env["KIMI_SHARE_DIR"] = str(self.share_dir(box))
+        return env
+
+    def argv(self, prompt: str) -> list[str]:
+        return [str(self.info.binary), "--print", "-p", prompt]
+
+    def write_native_hooks(self, box: Sandbox, pre_script: Path, stop_script: Path) -> None:
+        cfg = self.share_dir(box) / "config.toml"
+        with open(cfg, "a") as fh:
+            fh.write(
+                "\n[[hooks]]\n"
+                'event = "PreToolUse"\n'
+                'matcher = "Shell"\n'
+                f"command = {json.dumps(str(pre_script))}\n"
+                "\n[[hooks]]\n"
+                'event = "Stop"\n'
+                f"command = {json.dumps(str(stop_script))}\n"
+            )
+
+
+HOSTS: dict[str, type[Host]] = {cls.name: cls for cls in (ClaudeCode, Codex, GeminiCli, KimiCli)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python tests/e2e/hosts.py [HOST...]``: install (or find) hosts and print the cost."""
+    names = (argv if argv is not None else sys.argv[1:]) or list(HOSTS)
+    for name in names:
+        try:
+            info = HOSTS[name].ensure_installed()
+        except HostUnavailable as exc:
+            print(f"{name}: unavailable: {exc}")
+            continue
+        state = "installed" if info.installed_now else "cached"
+        size = f", {info.size_bytes / 1e6:.0f} MB" if info.size_bytes else ""
+        print(f"{name} {info.version}: {state} in {info.seconds:.1f} s{size} -> {info.binary}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,439 @@
+"""End to end: the real agent hosts, a scripted fake model on loopback, real hooks.
+
+Two layers:
+
+1. **Harness** (no mcp-hooks involved): each host runs with a hand-written native hook
+   config whose pre-tool script exits 2. This proves the fake model, the flags and the
+   sandboxed HOME drive the host the way ``shared/hosts/host-e2e.md`` recorded, so a
+   failure in layer 2 is about mcp-hooks, not about the harness.
+2. **mcp-hooks**: ``mcp-hooks install <host>`` writes the host's config; HOOK.md folders
+   (project ``.agents/hooks`` or the user folder) then gate the real host through
+   ``mcp-hooks bridge <host>``:
+
+   * a ``before_tool`` hook blocks a shell command: its side effect does not happen and
+     the model's next request carries the hook's reason;
+   * an allowed command runs (its marker file appears);
+   * a ``before_stop`` gate makes the host take one more turn (one more model request,
+     carrying the gate's reason), and the loop ends;
+   * a gate that never relents still lets the run end (the host's loop flag or cap).
+
+Assertions are on files and on the fake model's request log, never on the host's output
+text. Host installs are cached outside the repository (see ``hosts.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import RUN_TIMES, bridges_importable
+from .fake_model import WIRES, FakeModelServer, Script
+from .hosts import Host, RunResult, Sandbox, run_process
+
+pytestmark = pytest.mark.e2e
+
+ALL_HOSTS = ["claude-code", "codex", "gemini-cli", "kimi-cli"]
+#: hosts with a project-level hook config (kimi-cli reads hooks from its user config only)
+PROJECT_SCOPE_HOSTS = ["claude-code", "codex", "gemini-cli"]
+
+DENY_REASON = "E2E-DENY: writing forbidden-marker.txt is refused by the HOOK.md policy"
+STOP_REASON = "E2E-STOP-GATE: run the checks once more before finishing"
+NATIVE_REASON = "E2E-NATIVE: blocked by the hand-written native hook"
+
+needs_bridges = pytest.mark.skipif(
+    not bridges_importable(),
+    reason="mcp_hooks.hosts.install is not importable yet (host bridges not landed)",
+)
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+def _write_exec(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def write_hook(
+    folder: Path,
+    name: str,
+    *,
+    trigger: str,
+    body: str,
+    payload_dir: Path,
+    matcher: dict[str, str] | None = None,
+    priority: int = 100,
+) -> Path:
+    """A HOOK.md folder whose ``scripts/run`` saves its payload, then runs ``body`` (sh)."""
+    hook_dir = folder / name
+    front = [
+        f"name: {name}",
+        f"description: {json.dumps('end-to-end test hook ' + name)}",
+        f"trigger: {trigger}",
+        f"priority: {priority}",
+    ]
+    if matcher:
+        front.append(f"matcher: {json.dumps(matcher)}")
+    hook_dir.mkdir(parents=True, exist_ok=True)
+    (hook_dir / "HOOK.md").write_text("---\n" + "\n".join(front) + "\n---\n\n# " + name + "\n")
+    payload_dir.mkdir(parents=True, exist_ok=True)
+    _write_exec(
+        hook_dir / "scripts" / "run",
+        f'#!/bin/sh\nf="{payload_dir}/$(date +%s%N)-$$.json"\ncat > "$f"\n' + body,
+    )
+    return hook_dir
+
+
+def payloads(payload_dir: Path) -> list[dict[str, Any]]:
+    """The payloads a hook saved, in the order it ran."""
+    if not payload_dir.exists():
+        return []
+    return [json.loads(p.read_text()) for p in sorted(payload_dir.glob("*.json"))]
+
+
+def model_requests(fake: FakeModelServer) -> list[dict[str, Any]]:
+    """The logged requests that were conversation turns (not schema/token side calls)."""
+    return [
+        r for r in fake.requests() if (r.get("reply") or {}).get("kind") in ("tool_call", "text")
+    ]
+
+
+def tool_results(rec: dict[str, Any]) -> list[str]:
+    return WIRES[rec["api"]].tool_results(rec["body"])
+
+
+def user_side_text(rec: dict[str, Any]) -> str:
+    return "\n".join(WIRES[rec["api"]].user_texts(rec["body"]))
+
+
+def log_dump(fake: FakeModelServer) -> str:
+    lines = []
+    for r in fake.requests():
+        body = r.get("body") or {}
+        wire = WIRES.get(r.get("api", ""))
+        results = wire.tool_results(body) if wire else []
+        texts = [t[-300:] for t in wire.user_texts(body)[-2:]] if wire else []
+        lines.append(
+            f"#{r.get('n')} {r.get('path')} -> {r.get('reply')}\n"
+            f"   tool results: {results}\n   user texts (tail): {texts}"
+        )
+    return "\n".join(lines)
+
+
+def run_host(
+    host: Host,
+    box: Sandbox,
+    fake: FakeModelServer,
+    request: pytest.FixtureRequest,
+    extra_path: list[str] | None = None,
+) -> RunResult:
+    result = host.run(box, fake.url, extra_path=extra_path)
+    RUN_TIMES.append((host.name, request.node.name, result.seconds))
+    assert not result.timed_out, f"{host.name} hung:\n{result.describe()}\n{log_dump(fake)}"
+    return result
+
+
+def context(host: Host, box: Sandbox, fake: FakeModelServer, result: RunResult) -> str:
+    """Everything useful for a failed assertion."""
+    files = sorted(
+        str(p.relative_to(box.root))
+        for p in box.root.rglob("*")
+        if p.is_file() and ".git" not in p.parts and "node_modules" not in p.parts
+    )
+    return (
+        f"{result.describe()}\n--- fake model log ---\n{log_dump(fake)}\n"
+        f"--- files ---\n{files[:80]}"
+    )
+
+
+# --- layer 1: the harness itself ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("host_name", ALL_HOSTS)
+@pytest.mark.parametrize("mode", ["block", "allow"])
+def test_harness_native_hook(
+    host_name: str,
+    mode: str,
+    host_factory: Callable[[str], Host],
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """A hand-written native pre-tool hook (exit 2 / exit 0) gates the host's shell tool."""
+    host = host_factory(host_name)
+    seen = box.root / "native-payloads"
+    code = 2 if mode == "block" else 0
+    pre = _write_exec(
+        box.root / "native" / "pre.sh",
+        f'#!/bin/sh\nf="{seen}/pre-$(date +%s%N).json"\nmkdir -p "{seen}"\ncat > "$f"\n'
+        f"echo '{NATIVE_REASON}' >&2\nexit {code}\n",
+    )
+    stop = _write_exec(
+        box.root / "native" / "stop.sh",
+        f'#!/bin/sh\nmkdir -p "{seen}"\ncat > "{seen}/stop-$(date +%s%N).json"\nexit 0\n',
+    )
+    fake_model.script = Script(commands=["echo hello > marker.txt"])
+    host.configure(box, fake_model.url)
+    host.write_native_hooks(box, pre, stop)
+
+    result = run_host(host, box, fake_model, request)
+    why = context(host, box, fake_model, result)
+
+    pre_payloads = [json.loads(p.read_text()) for p in sorted(seen.glob("pre-*.json"))]
+    assert pre_payloads, f"the native pre-tool hook never ran\n{why}"
+    assert pre_payloads[0]["tool_name"] == host.native_shell_tool, why
+    assert "echo hello > marker.txt" in json.dumps(pre_payloads[0]["tool_input"]), why
+    assert list(seen.glob("stop-*.json")), f"the native stop hook never ran\n{why}"
+
+    reqs = model_requests(fake_model)
+    after = [r for r in reqs if tool_results(r)]
+    assert after, f"no request carried a tool result\n{why}"
+    marker = box.project / "marker.txt"
+    if mode == "block":
+        assert not marker.exists(), f"blocked command ran anyway\n{why}"
+        assert any(NATIVE_REASON in t for t in tool_results(after[0])), why
+    else:
+        assert marker.read_text().strip() == "hello", why
+        assert not any(NATIVE_REASON in t for t in tool_results(after[0])), why
+
+
+# --- layer 2: mcp-hooks install + bridge -----------------------------------------------------
+
+
+def install(
+    mcp_hooks_exe: Path,
+    host: Host,
+    box: Sandbox,
+    fake: FakeModelServer,
+    scope: str,
+    *extra: str,
+) -> None:
+    """Run the real ``mcp-hooks install <host> --scope <scope>`` as a user would."""
+    env = host.env(box, fake.url, [str(mcp_hooks_exe.parent)])
+    argv = [str(mcp_hooks_exe), "install", host.name, "--scope", scope, *extra]
+    res = run_process(argv, cwd=box.project, env=env, timeout=60)
+    assert res.returncode == 0, f"mcp-hooks install failed:\n{res.describe()}"
+
+
+def hooks_folder(box: Sandbox, scope: str) -> Path:
+    return box.project_hooks if scope == "project" else box.user_hooks
+
+
+def write_tool_policy(folder: Path, box: Sandbox) -> tuple[Path, Path]:
+    """Two before_tool hooks on the canonical ``Shell`` tool: an auditor that allows (runs
+    first) and a guard that denies commands mentioning ``forbidden-marker``."""
+    audit = box.root / "audit-payloads"
+    guard = box.root / "guard-payloads"
+    write_hook(
+        folder,
+        "audit-shell",
+        trigger="before_tool",
+        payload_dir=audit,
+        priority=900,
+        matcher={"tool": "Shell"},
+        body="exit 0\n",
+    )
+    write_hook(
+        folder,
+        "deny-forbidden",
+        trigger="before_tool",
+        payload_dir=guard,
+        priority=500,
+        matcher={"tool": "Shell", "pattern": "forbidden-marker"},
+        body=f"echo '{DENY_REASON}' >&2\nexit 2\n",
+    )
+    return audit, guard
+
+
+def _scopes() -> list[Any]:
+    out = [pytest.param(h, "project", id=f"{h}-project") for h in PROJECT_SCOPE_HOSTS]
+    out += [pytest.param(h, "user", id=f"{h}-user") for h in ALL_HOSTS]
+    return out
+
+
+def _host_scope(host_name: str) -> str:
+    return "project" if host_name in PROJECT_SCOPE_HOSTS else "user"
+
+
+@needs_bridges
+@pytest.mark.parametrize(("host_name", "scope"), _scopes())
+def test_before_tool_hook_blocks_shell_command(
+    host_name: str,
+    scope: str,
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """The command's side effect does not happen, and the model receives the reason."""
+    host = host_factory(host_name)
+    audit, guard = write_tool_policy(hooks_folder(box, scope), box)
+    command = "echo hello > forbidden-marker.txt"
+    fake_model.script = Script(commands=[command])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, scope)
+
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    why = context(host, box, fake_model, result)
+
+    assert not (box.project / "forbidden-marker.txt").exists(), f"the denied command ran\n{why}"
+    guard_seen = payloads(guard)
+    assert guard_seen, f"the deny hook never ran (bridge not called, or Shell not matched)\n{why}"
+    audit_seen = payloads(audit)
+    assert audit_seen, why
+    first = audit_seen[0]
+    # one vocabulary across hosts: the canonical tool name and input keys
+    assert first.get("tool_name") == "Shell", first
+    assert (first.get("tool_input") or {}).get("command") == command, first
+    assert first.get("event_type") in ("before_tool", "pre-tool-call", "pre_tool_use"), first
+
+    reqs = model_requests(fake_model)
+    after = [r for r in reqs if tool_results(r)]
+    assert after, f"the host never sent the model a tool result\n{why}"
+    assert any(DENY_REASON in t for t in tool_results(after[0])), (
+        f"the model did not receive the hook's reason\n{why}"
+    )
+    assert (reqs[-1].get("reply") or {}).get("kind") == "text", why
+
+
+@needs_bridges
+@pytest.mark.parametrize("host_name", ALL_HOSTS)
+def test_allowed_shell_command_runs(
+    host_name: str,
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """A command no hook denies runs (the hooks ran, and emitted no decision of their own)."""
+    host = host_factory(host_name)
+    scope = _host_scope(host_name)
+    audit, guard = write_tool_policy(hooks_folder(box, scope), box)
+    command = "echo hello > allowed-marker.txt"
+    fake_model.script = Script(commands=[command])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, scope)
+
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    why = context(host, box, fake_model, result)
+
+    marker = box.project / "allowed-marker.txt"
+    assert marker.exists(), f"the allowed command did not run\n{why}"
+    assert marker.read_text().strip() == "hello", why
+    seen = payloads(audit)
+    assert seen, f"the audit hook never ran: the bridge was not called\n{why}"
+    assert (seen[0].get("tool_input") or {}).get("command") == command, seen[0]
+    assert not payloads(guard), "the guard's pattern does not match; it must not run"
+    assert not any(DENY_REASON in json.dumps(r["body"]) for r in fake_model.requests()), why
+
+
+def write_stop_gate(folder: Path, box: Sandbox, *, always: bool) -> tuple[Path, Path]:
+    """A before_stop hook: blocks the first stop (or every stop, ``always``)."""
+    seen = box.root / "stop-payloads"
+    fired = box.root / "stop-gate.fired"
+    if always:
+        body = f"echo '{STOP_REASON}' >&2\nexit 2\n"
+    else:
+        body = (
+            f'if [ -e "{fired}" ]; then exit 0; fi\n'
+            f'touch "{fired}"\n'
+            f"echo '{STOP_REASON}' >&2\nexit 2\n"
+        )
+    write_hook(folder, "stop-gate", trigger="before_stop", payload_dir=seen, body=body)
+    return seen, fired
+
+
+@needs_bridges
+@pytest.mark.parametrize("host_name", ALL_HOSTS)
+def test_before_stop_gate_takes_one_more_turn(
+    host_name: str,
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """The gate blocks the first stop: exactly one more model turn, carrying its reason."""
+    host = host_factory(host_name)
+    scope = _host_scope(host_name)
+    seen, fired = write_stop_gate(hooks_folder(box, scope), box, always=False)
+    fake_model.script = Script(commands=[])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, scope)
+
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    why = context(host, box, fake_model, result)
+
+    assert fired.exists(), f"the before_stop hook never blocked (bridge not called at stop)\n{why}"
+    reqs = model_requests(fake_model)
+    carrying = [i for i, r in enumerate(reqs) if STOP_REASON in user_side_text(r)]
+    assert carrying, f"no model request carried the stop gate's reason\n{why}"
+    assert carrying[0] >= 1, why
+    assert carrying[0] == len(reqs) - 1, f"expected exactly one more turn after the gate\n{why}"
+    stops = payloads(seen)
+    assert len(stops) == 2, f"expected the gate to run twice (block, then allow)\n{why}"
+    assert all(p.get("event_type") in ("before_stop", "pre-agent-turn-stop") for p in stops), stops
+    assert result.returncode == 0, why
+
+
+@needs_bridges
+@pytest.mark.parametrize("host_name", ALL_HOSTS)
+def test_before_stop_gate_that_never_relents_still_ends(
+    host_name: str,
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """A gate that blocks every stop: the run still ends (the host's loop flag is honoured,
+    or its own cap), long before the fake model's runaway-loop cap."""
+    host = host_factory(host_name)
+    scope = _host_scope(host_name)
+    seen, _fired = write_stop_gate(hooks_folder(box, scope), box, always=True)
+    fake_model.script = Script(commands=[], max_requests=30)
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, scope)
+
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    why = context(host, box, fake_model, result)
+
+    everything = fake_model.requests()
+    assert not any(
+        (r.get("reply") or {}).get("message") == "fake model: request cap reached"
+        for r in everything
+    ), f"the stop loop never ended\n{why}"
+    reqs = model_requests(fake_model)
+    carrying = [r for r in reqs if STOP_REASON in user_side_text(r)]
+    assert carrying, f"the gate never made the host continue\n{why}"
+    assert len(reqs) <= 10, f"{len(reqs)} model turns for one stop gate\n{why}"
+    assert len(payloads(seen)) >= 2, why
+
+
+@needs_bridges
+def test_install_keeps_unrelated_user_settings(
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Gemini CLI refuses to run without its auth setting: a user-scope install that merged
+    badly into ``~/.gemini/settings.json`` would break the host (exit 41)."""
+    host = host_factory("gemini-cli")
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, "user")
+    settings = json.loads((box.home / ".gemini" / "settings.json").read_text())
+    assert settings["security"]["auth"]["selectedType"] == "gemini-api-key", settings
+    fake_model.script = Script(commands=[])
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    assert result.returncode == 0, context(host, box, fake_model, result)
