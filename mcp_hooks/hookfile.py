@@ -213,8 +213,9 @@ def parse_frontmatter(hook_file: Path, text: str) -> dict[str, Any]:
     try:
         data = yaml.load(fm_text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f"line {mark.line + 2}: " if mark is not None else ""
+        # The YAML text starts right after the opening '---', so its line i is file line i+1.
+        mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
+        line = f"line {mark.line + 1}: " if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise HookFileError(hook_file, None, f"{line}malformed YAML: {problem}") from None
     if not isinstance(data, dict):

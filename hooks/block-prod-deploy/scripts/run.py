@@ -6,15 +6,16 @@ import re
 import sys
 
 PROD = r"(?:prod|production|prd)\b"
+READ_ONLY = r"(?!\s+(?:get|describe|logs|top|explain|version|diff|config\s+view)\b)"
 RULES = [
-    re.compile(r"(?i)\b(?:deploy|release|promote|rollout|ship)[\w:.-]*\b.*?\b" + PROD),
-    re.compile(r"(?i)\b[\w:.-]*" + PROD[3:-2] + r"[\w:.-]*deploy"),
-    re.compile(r"(?i)\bkubectl\b(?!\s+(?:get|describe|logs|top|explain|version|config\s+view)\b)"
-               r".*?(?:--context|--namespace|-n|--cluster)[= ]\S*" + PROD),
-    re.compile(r"(?i)\bkubectl\b(?!\s+(?:get|describe|logs|top|explain|version)\b).*\bproduction\b"),
-    re.compile(r"(?i)\bhelm\s+(?:upgrade|install|uninstall|delete|rollback)\b.*?" + PROD),
-    re.compile(r"(?i)\bterraform\s+(?:apply|destroy|import)\b.*?" + PROD),
-    re.compile(r"(?i)\bpulumi\s+(?:up|destroy|refresh)\b.*?" + PROD),
+    re.compile(r"(?i)\b(?:deploy|release|promote|rollout|ship)[\w:.-]*.*?\b" + PROD),
+    re.compile(r"(?i)\b(?:prod|production)[\w:.-]*(?:deploy|release|rollout)"),
+    re.compile(r"(?i)\bkubectl\b" + READ_ONLY +
+               r".*?(?:--context|--namespace|--cluster|-n)[= ]\S*\b" + PROD),
+    re.compile(r"(?i)\bkubectl\b" + READ_ONLY + r".*\bproduction\b"),
+    re.compile(r"(?i)\bhelm\s+(?:upgrade|install|uninstall|delete|rollback)\b.*?\b" + PROD),
+    re.compile(r"(?i)\bterraform\s+(?:apply|destroy|import)\b.*?\b" + PROD),
+    re.compile(r"(?i)\bpulumi\s+(?:up|destroy|refresh)\b.*?\b" + PROD),
     re.compile(r"(?i)\bgit\s+push\b.*?\s(?:\S+:)?(?:refs/heads/)?(?:prod|production)\b"),
 ]
 

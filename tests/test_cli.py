@@ -1,0 +1,215 @@
+"""The mcp-hooks command, run as the installed console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import MCP_HOOKS, write_hook
+
+
+def run(*args: str, cwd: Path | None = None, stdin: str | None = None,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([MCP_HOOKS, *args], cwd=cwd, input=stdin, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def hooks(user_dir: Path) -> Path:
+    write_hook(user_dir, "no-rm", extra="priority: 900\nmatcher:\n  tool: Shell\n  pattern: rm\n",
+               script="echo 'rm refused' >&2\nexit 2\n")
+    write_hook(user_dir, "ctx", script="""echo '{"additional_context": "be careful"}'\n""")
+    return user_dir
+
+
+def test_fire_denied_exits_2_and_says_why(hooks: Path, project: Path) -> None:
+    done = run("fire", "before_tool", "--tool", "Shell", "--input", '{"command": "rm -rf x"}',
+               "--user-dir", str(hooks), "--project-dir", str(project))
+    assert done.returncode == 2, done.stderr
+    assert done.stdout.startswith("DENIED  before_tool  by no-rm")
+    assert "reason: rm refused" in done.stdout
+    assert "DENY no-rm" in done.stdout
+
+
+def test_fire_allowed_exits_0_with_one_line_per_hook(hooks: Path, project: Path) -> None:
+    done = run("fire", "pre-tool-call", "--tool", "Shell", "--input", '{"command": "ls"}',
+               "--user-dir", str(hooks), "--project-dir", str(project))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "ALLOWED  before_tool"
+    assert any("context: be careful" in line for line in lines)
+    assert any(line.strip().startswith("ok   ctx") for line in lines)
+
+
+def test_fire_json_is_the_outcome(hooks: Path, project: Path) -> None:
+    done = run("fire", "before_tool", "--tool", "Shell", "--input", "-", "--json",
+               "--user-dir", str(hooks), "--project-dir", str(project),
+               stdin='{"command": "rm a"}')
+    outcome = json.loads(done.stdout)
+    assert done.returncode == 2
+    assert outcome["decision"] == "deny" and outcome["blocked_by"] == "no-rm"
+    assert set(outcome) >= {"event_type", "reason", "modified_input", "additional_context",
+                            "continue_working", "hooks", "warnings"}
+
+
+def test_fire_writes_the_log_and_log_reads_it(hooks: Path, project: Path, tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    run("fire", "before_tool", "--tool", "Shell", "--input", '{"command": "rm x"}',
+        "--session", "s-7", "--user-dir", str(hooks), "--project-dir", str(project),
+        "--log", str(log))
+    run("fire", "session_start", "--session", "other", "--user-dir", str(hooks),
+        "--project-dir", str(project), "--log", str(log))
+    shown = run("log", "--log", str(log), "--session", "s-7")
+    assert shown.returncode == 0
+    assert "before_tool" in shown.stdout and "DENY" in shown.stdout
+    assert "rm refused" in shown.stdout and "session_start" not in shown.stdout
+    raw = run("log", "--log", str(log), "--json")
+    assert [json.loads(line)["event"] for line in raw.stdout.splitlines()] == [
+        "before_tool", "session_start"]
+
+
+def test_default_log_location_and_no_log(hooks: Path, project: Path) -> None:
+    state = Path(os.environ["XDG_STATE_HOME"])
+    run("fire", "session_start", "--user-dir", str(hooks), "--project-dir", str(project),
+        "--no-log")
+    assert not (state / "mcp-hooks" / "events.jsonl").exists()
+    run("fire", "session_start", "--user-dir", str(hooks), "--project-dir", str(project))
+    assert (state / "mcp-hooks" / "events.jsonl").exists()
+
+
+def test_log_follow_prints_new_events(hooks: Path, project: Path, tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    follower = subprocess.Popen([MCP_HOOKS, "log", "--follow", "--log", str(log)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        run("fire", "after_agent", "--user-dir", str(hooks), "--project-dir", str(project),
+            "--log", str(log))
+        assert follower.stdout is not None
+        line = follower.stdout.readline()
+        assert "after_agent" in line
+    finally:
+        follower.terminate()
+        follower.communicate(timeout=10)
+
+
+@pytest.mark.parametrize("args", [
+    ["fire", "before_everything"],
+    ["fire", "before_tool", "--input", "{not json"],
+    ["fire", "before_tool", "--input", "[1]"],
+    ["fire", "before_tool", "--payload", '"x"'],
+    ["fire"],
+    ["no-such-command"],
+    ["fire", "before_tool", "--bogus-flag"],
+    [],
+])
+def test_usage_errors_exit_64_never_2(args: list[str], user_dir: Path) -> None:
+    done = run(*args)
+    assert done.returncode == 64, (done.stdout, done.stderr)
+    assert done.stderr.strip()
+
+
+def test_unknown_event_message_lists_the_events() -> None:
+    done = run("fire", "before_everything")
+    assert "unknown event type 'before_everything'" in done.stderr
+    assert "before_tool" in done.stderr
+
+
+def test_list_table_and_invalid_hooks(hooks: Path, project: Path) -> None:
+    write_hook(hooks, "broken", extra="timeout: 1\n")
+    done = run("list", "--user-dir", str(hooks), "--project-dir", str(project))
+    assert done.returncode == 0
+    assert "NAME" in done.stdout and "no-rm" in done.stdout and "ctx" in done.stdout
+    assert "invalid hooks (1), not loaded:" in done.stdout
+    assert f"{hooks / 'broken' / 'HOOK.md'}: timeout:" in done.stdout
+    data = json.loads(run("list", "--json", "--user-dir", str(hooks),
+                          "--project-dir", str(project)).stdout)
+    assert [h["name"] for h in data["hooks"]] == ["no-rm", "ctx"]
+    assert data["invalid"][0]["field"] == "timeout"
+
+
+def test_show_prints_hook_md(hooks: Path, project: Path) -> None:
+    done = run("show", "ctx", "--user-dir", str(hooks), "--project-dir", str(project))
+    assert done.stdout.startswith("---\nname: ctx")
+    missing = run("show", "nope", "--user-dir", str(hooks), "--project-dir", str(project))
+    assert missing.returncode == 64 and "no hook named 'nope'" in missing.stderr
+
+
+def test_events_lists_aliases() -> None:
+    done = run("events")
+    assert "before_tool" in done.stdout and "pre-tool-use" in done.stdout
+    data = json.loads(run("events", "--json").stdout)
+    assert len(data) == 13
+
+
+def test_validate_reports_file_field_reason(user_dir: Path) -> None:
+    write_hook(user_dir, "good")
+    bad = write_hook(user_dir, "bad", extra="priority: high\n")
+    extra = write_hook(user_dir, "extra", extra="colour: red\n")
+    done = run("validate", str(user_dir))
+    assert done.returncode == 1
+    assert f"{bad / 'HOOK.md'}: priority: " in done.stderr
+    assert "ok  good" in done.stdout and "ok  extra" in done.stdout
+    assert "3 hook(s) checked, 1 problem(s)" in done.stderr
+    strict = run("validate", "--strict", str(extra))
+    assert strict.returncode == 1
+    assert f"{extra / 'HOOK.md'}: colour: unknown field" in strict.stderr
+    clean = run("validate", str(user_dir / "good"))
+    assert clean.returncode == 0 and "1 hook(s) checked, 0 problem(s)" in clean.stdout
+
+
+def test_validate_defaults_to_user_and_project(user_dir: Path, project: Path,
+                                                project_hooks: Path) -> None:
+    write_hook(project_hooks, "proj", extra="async: maybe\n")
+    done = run("validate", "--user-dir", str(user_dir), "--project-dir", str(project))
+    assert done.returncode == 1 and "proj/HOOK.md: async:" in done.stderr
+
+
+def test_new_scaffolds_a_working_hook(user_dir: Path, project: Path) -> None:
+    done = run("new", "check-things", "--trigger", "before_tool", "--tool", "Shell",
+               "--user-dir", str(user_dir), "--project-dir", str(project))
+    assert done.returncode == 0, done.stderr
+    assert run("validate", "--strict", str(user_dir / "check-things")).returncode == 0
+    fired = run("fire", "before_tool", "--tool", "Shell", "--input", '{"command": "ls"}',
+                "--user-dir", str(user_dir), "--project-dir", str(project))
+    assert fired.returncode == 0 and "ok   check-things" in fired.stdout
+    again = run("new", "check-things", "--trigger", "before_tool", "--user-dir", str(user_dir))
+    assert again.returncode == 1 and "already exists" in again.stderr
+    in_project = run("new", "proj-hook", "--trigger", "before_stop", "--project",
+                     "--project-dir", str(project), "--user-dir", str(user_dir))
+    assert in_project.returncode == 0
+    assert (project / ".agents" / "hooks" / "proj-hook" / "HOOK.md").is_file()
+
+
+@pytest.mark.parametrize("args", [
+    ["new", "Bad_Name", "--trigger", "before_tool"],
+    ["new", "ok-name", "--trigger", "nope"],
+    ["new", "ok-name", "--trigger", "before_stop", "--tool", "Shell"],
+])
+def test_new_rejects_bad_input(args: list[str], user_dir: Path) -> None:
+    done = run(*args, "--user-dir", str(user_dir))
+    assert done.returncode == 64 and done.stderr
+    assert list(user_dir.iterdir()) == []
+
+
+def test_project_dir_found_from_a_subfolder(hooks: Path, project: Path,
+                                            project_hooks: Path) -> None:
+    write_hook(project_hooks, "proj-deny", script="echo 'project says no' >&2\nexit 2\n")
+    sub = project / "src" / "deep"
+    sub.mkdir(parents=True)
+    done = run("fire", "before_tool", "--tool", "Read", "--user-dir", str(hooks), cwd=sub)
+    assert done.returncode == 2 and "project says no" in done.stdout
+
+
+def test_environment_variables_configure_a_host_run(hooks: Path, project: Path,
+                                                    tmp_path: Path) -> None:
+    log = tmp_path / "env-log.jsonl"
+    done = run("fire", "before_tool", "--tool", "Shell", "--input", '{"command": "rm"}',
+               env={"MCP_HOOKS_USER_DIR": str(hooks), "MCP_HOOKS_PROJECT_DIR": str(project),
+                    "MCP_HOOKS_LOG": str(log)})
+    assert done.returncode == 2 and log.exists()

@@ -1,0 +1,177 @@
+"""HOOK.md parsing and validation: every field, type and range, and clear errors."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcp_hooks.errors import HookFileError
+from mcp_hooks.hookfile import load_hook
+from tests.conftest import write_hook
+
+
+def load(hook_dir: Path, strict: bool = False) -> object:
+    return load_hook(hook_dir, "user", strict=strict)
+
+
+def test_defaults_and_every_field(user_dir: Path) -> None:
+    hook = write_hook(user_dir, "full", trigger="pre-tool-call", extra=(
+        "matcher:\n  tool: Shell\n  pattern: 'rm -rf'\n"
+        "timeout: 5000\nasync: true\npriority: 999\nmetadata:\n  owner: sec\n"
+    ))
+    spec, warnings = load_hook(hook, "project")
+    assert warnings == []
+    assert (spec.name, spec.trigger, spec.event) == ("full", "pre-tool-call", "before_tool")
+    assert (spec.matcher_tool, spec.matcher_pattern) == ("Shell", "rm -rf")
+    assert (spec.timeout, spec.is_async, spec.priority) == (5000, True, 999)
+    assert spec.metadata == {"owner": "sec"} and spec.scope == "project"
+    assert spec.entry == (str(hook / "scripts" / "run"),)
+    assert spec.on_error == "allow"
+
+    plain = write_hook(user_dir, "plain")
+    spec, _ = load_hook(plain, "user")
+    assert (spec.timeout, spec.is_async, spec.priority) == (30000, False, 100)
+    assert spec.matcher_tool is None and spec.metadata == {}
+
+
+def test_lowercase_hook_md_is_accepted(user_dir: Path) -> None:
+    hook = write_hook(user_dir, "lower")
+    (hook / "HOOK.md").rename(hook / "hook.md")
+    spec, _ = load_hook(hook, "user")
+    assert spec.hook_file.name == "hook.md"
+
+
+def test_entry_script_order(user_dir: Path) -> None:
+    hook = write_hook(user_dir, "order", entry="scripts/run.py", script="print('x')\n")
+    spec, _ = load_hook(hook, "user")
+    assert spec.entry == (sys.executable, str(hook / "scripts" / "run.py"))
+    (hook / "scripts" / "run.sh").write_text("exit 0\n")  # not executable: run with sh
+    spec, _ = load_hook(hook, "user")
+    assert spec.entry == ("/bin/sh", str(hook / "scripts" / "run.sh"))
+    (hook / "scripts" / "run.sh").chmod(0o755)
+    spec, _ = load_hook(hook, "user")
+    assert spec.entry == (str(hook / "scripts" / "run.sh"),)
+    (hook / "scripts" / "run").write_text("#!/bin/sh\nexit 0\n")
+    (hook / "scripts" / "run").chmod(0o755)
+    spec, _ = load_hook(hook, "user")
+    assert spec.entry == (str(hook / "scripts" / "run"),)
+
+
+@pytest.mark.parametrize(("extra", "field", "words"), [
+    ("timeout: 50\n", "timeout", "greater than or equal to 100"),
+    ("timeout: 600001\n", "timeout", "less than or equal to 600000"),
+    ("timeout: '5000'\n", "timeout", "valid integer"),
+    ("timeout: true\n", "timeout", "valid integer"),
+    ("priority: -1\n", "priority", "greater than or equal to 0"),
+    ("priority: 1001\n", "priority", "less than or equal to 1000"),
+    ("priority: 1.5\n", "priority", "valid integer"),
+    ("async: 'yes'\n", "async", "valid boolean"),
+    ("metadata: [1, 2]\n", "metadata", "valid dictionary"),
+    ("matcher: Shell\n", "matcher", "dictionary"),
+    ("matcher:\n  tool: 5\n", "matcher.tool", "valid string"),
+    ("matcher:\n  tools: Shell\n", "matcher.tools", "extra inputs"),
+    ("matcher:\n  tool: '(unclosed'\n", "matcher.tool", "does not compile"),
+    ("matcher:\n  pattern: '[a-'\n", "matcher.pattern", "does not compile"),
+    ("metadata:\n  on_error: explode\n", "metadata.on_error", "allow (fail open"),
+])
+def test_wrong_types_and_ranges_name_the_field(user_dir: Path, extra: str, field: str,
+                                               words: str) -> None:
+    hook = write_hook(user_dir, "bad", extra=extra)
+    with pytest.raises(HookFileError) as info:
+        load(hook)
+    assert info.value.field == field
+    assert words in info.value.reason
+    assert str(info.value).startswith(f"{hook / 'HOOK.md'}: {field}: ")
+
+
+@pytest.mark.parametrize(("front", "field", "words"), [
+    ("description: x\ntrigger: before_tool\n", "name", "required field is missing"),
+    ("name: miss\ntrigger: before_tool\n", "description", "required field is missing"),
+    ("name: miss\ndescription: x\n", "trigger", "required field is missing"),
+    ("name: miss\ndescription: ''\ntrigger: before_tool\n", "description", "at least 1"),
+    ("name: miss\ndescription: x\ntrigger: before_lunch\n", "trigger", "unknown event type"),
+    ("name: other-name\ndescription: x\ntrigger: before_tool\n", "name", "but the folder is"),
+    ("name: Miss\ndescription: x\ntrigger: before_tool\n", "name", "kebab-case"),
+    (f"name: {'a' * 65}\ndescription: x\ntrigger: before_tool\n", "name", "at most 64"),
+    (f"name: miss\ndescription: {'d' * 1025}\ntrigger: before_tool\n", "description",
+     "at most 1024"),
+])
+def test_missing_and_invalid_required_fields(user_dir: Path, front: str, field: str,
+                                             words: str) -> None:
+    hook = user_dir / "miss"
+    (hook / "scripts").mkdir(parents=True)
+    (hook / "scripts" / "run.sh").write_text("exit 0\n")
+    (hook / "HOOK.md").write_text(f"---\n{front}---\n")
+    with pytest.raises(HookFileError) as info:
+        load(hook)
+    assert info.value.field == field and words in info.value.reason
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("no frontmatter here\n", "no YAML frontmatter"),
+    ("---\nname: x\n", "not closed"),
+    ("---\nname: [unclosed\n---\n", "line 2: malformed YAML"),
+    ("---\n- a\n- b\n---\n", "must be a mapping"),
+    ("---\nname: a\n  bad: indent\n---\n", "malformed YAML"),
+])
+def test_malformed_files(user_dir: Path, text: str, words: str) -> None:
+    hook = write_hook(user_dir, "broken")
+    (hook / "HOOK.md").write_text(text)
+    with pytest.raises(HookFileError) as info:
+        load(hook)
+    assert words in info.value.reason and info.value.field is None
+
+
+def test_not_utf8(user_dir: Path) -> None:
+    hook = write_hook(user_dir, "latin")
+    (hook / "HOOK.md").write_bytes(b"---\nname: latin\ndescription: caf\xe9\n---\n")
+    with pytest.raises(HookFileError, match="not UTF-8"):
+        load(hook)
+
+
+def test_missing_hook_md(user_dir: Path) -> None:
+    (user_dir / "empty").mkdir()
+    with pytest.raises(HookFileError, match="no HOOK.md"):
+        load(user_dir / "empty")
+
+
+def test_missing_and_non_executable_script(user_dir: Path) -> None:
+    hook = write_hook(user_dir, "noexec", executable=False)
+    with pytest.raises(HookFileError) as info:
+        load(hook)
+    assert info.value.field == "scripts/run" and "chmod +x" in info.value.reason
+    (hook / "scripts" / "run").unlink()
+    with pytest.raises(HookFileError) as info:
+        load(hook)
+    assert info.value.field == "scripts" and "no entry script" in info.value.reason
+
+
+def test_unknown_keys_warn_and_fail_when_strict(user_dir: Path) -> None:
+    hook = write_hook(user_dir, "extra", extra="colour: blue\n")
+    spec, warnings = load_hook(hook, "user")
+    assert spec.name == "extra"
+    assert warnings == [f"{hook / 'HOOK.md'}: colour: unknown field; put extensions under metadata"]
+    with pytest.raises(HookFileError) as info:
+        load(hook, strict=True)
+    assert info.value.field == "colour"
+
+
+def test_matcher_on_a_non_tool_event_is_ignored_with_a_warning(user_dir: Path) -> None:
+    hook = write_hook(user_dir, "stopper", trigger="before_stop",
+                      extra="matcher:\n  tool: Shell\n")
+    spec, warnings = load_hook(hook, "user")
+    assert spec.matcher_tool is None
+    assert any("matchers apply to tool events only" in w for w in warnings)
+
+
+def test_matcher_semantics(user_dir: Path) -> None:
+    hook = write_hook(user_dir, "m", extra="matcher:\n  tool: 'Write|Edit'\n  pattern: '\\.env$'\n")
+    spec, _ = load_hook(hook, "user")
+    assert spec.matches("Write", {"path": "app/.env"})
+    assert spec.matches("Edit", {"nested": [{"deep": {"path": ".env"}}]})
+    assert not spec.matches("WriteFile", {"path": ".env"})  # tool is a full match
+    assert not spec.matches("Write", {"path": ".env.example"})
+    assert not spec.matches(None, {"path": ".env"})
+    assert not spec.matches("Write", {"size": 5})

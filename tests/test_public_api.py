@@ -1,0 +1,17 @@
+"""The package exports exactly what it means to."""
+
+from __future__ import annotations
+
+import mcp_hooks
+
+
+def test_exported_names() -> None:
+    assert mcp_hooks.__all__ == sorted(mcp_hooks.__all__)
+    assert set(mcp_hooks.__all__) == {
+        "EVENTS", "Engine", "Event", "EventLog", "HookFileError", "HookRun", "HookSpec",
+        "InvalidEventError", "InvalidHook", "MCPHooksError", "Outcome", "Registry",
+        "UnknownEventError", "__version__", "canonical_event", "default_log_path",
+        "default_user_dir", "load_hook", "project_hooks_dir",
+    }
+    for name in mcp_hooks.__all__:
+        assert hasattr(mcp_hooks, name), name
