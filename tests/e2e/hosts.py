@@ -339,8 +339,13 @@ class Host:
         """The environment of a host run against the fake at ``base_url``."""
         return base_env(box.home, extra_path)
 
-    def argv(self, prompt: str) -> list[str]:
-        """The command line of one non-interactive run."""
+    def argv(self, prompt: str, pre_approved: bool = True) -> list[str]:
+        """The command line of one non-interactive run.
+
+        ``pre_approved`` grants the shell tool up front (the host's own permission flag);
+        without it, a host that asks before running commands cannot ask in a headless run
+        and refuses the command unless something else (a hook) approves it.
+        """
         raise NotImplementedError
 
     def run(
@@ -351,10 +356,12 @@ class Host:
         prompt: str = "Do the task.",
         extra_path: list[str] | None = None,
         timeout: float = RUN_TIMEOUT,
+        pre_approved: bool = True,
     ) -> RunResult:
         """Run the host once in ``box.project`` against the fake model at ``base_url``."""
         env = self.env(box, base_url, extra_path or [])
-        return run_process(self.argv(prompt), cwd=box.project, env=env, timeout=timeout)
+        argv = self.argv(prompt, pre_approved)
+        return run_process(argv, cwd=box.project, env=env, timeout=timeout)
 
     # --- hand-written native hooks (harness check, no mcp-hooks involved) -----------
 
@@ -413,16 +420,9 @@ class ClaudeCode(Host):
         )
         return env
 
-    def argv(self, prompt: str) -> list[str]:
-        return [
-            str(self.info.binary),
-            "-p",
-            prompt,
-            "--output-format",
-            "json",
-            "--allowedTools",
-            "Bash",
-        ]
+    def argv(self, prompt: str, pre_approved: bool = True) -> list[str]:
+        argv = [str(self.info.binary), "-p", prompt, "--output-format", "json"]
+        return [*argv, "--allowedTools", "Bash"] if pre_approved else argv
 
     def write_native_hooks(self, box: Sandbox, pre_script: Path, stop_script: Path) -> None:
         _write_json(
@@ -469,7 +469,9 @@ class Codex(Host):
         env.update(CODEX_HOME=str(self.codex_home(box)), FAKE_API_KEY="sk-fake")
         return env
 
-    def argv(self, prompt: str) -> list[str]:
+    def argv(self, prompt: str, pre_approved: bool = True) -> list[str]:
+        # `codex exec` never asks for approval (its policy is fixed to "never"); the
+        # workspace-write sandbox is what limits commands, so pre_approved changes nothing.
         return [
             str(self.info.binary),
             "exec",
@@ -512,17 +514,9 @@ class GeminiCli(Host):
         )
         return env
 
-    def argv(self, prompt: str) -> list[str]:
-        return [
-            str(self.info.binary),
-            "-p",
-            prompt,
-            "-m",
-            self.model,
-            "--output-format",
-            "json",
-            "--yolo",
-        ]
+    def argv(self, prompt: str, pre_approved: bool = True) -> list[str]:
+        argv = [str(self.info.binary), "-p", prompt, "-m", self.model, "--output-format", "json"]
+        return [*argv, "--yolo"] if pre_approved else argv
 
     def write_native_hooks(self, box: Sandbox, pre_script: Path, stop_script: Path) -> None:
         cfg = {
@@ -687,7 +681,8 @@ class KimiCli(Host):
         env["KIMI_SHARE_DIR"] = str(self.share_dir(box))
         return env
 
-    def argv(self, prompt: str) -> list[str]:
+    def argv(self, prompt: str, pre_approved: bool = True) -> list[str]:
+        # print mode approves every tool call itself
         return [str(self.info.binary), "--print", "-p", prompt]
 
     def write_native_hooks(self, box: Sandbox, pre_script: Path, stop_script: Path) -> None:

@@ -294,6 +294,10 @@ def test_before_tool_hook_blocks_shell_command(
     assert first.get("tool_name") == "Shell", first
     assert (first.get("tool_input") or {}).get("command") == command, first
     assert first.get("event_type") in ("before_tool", "pre-tool-call", "pre_tool_use"), first
+    # ... and the host's own view kept under `host` (docs/hosts.md)
+    host_view = first.get("host") or {}
+    assert host_view.get("name") == host.name, first
+    assert host_view.get("tool_name") == host.native_shell_tool, first
 
     reqs = model_requests(fake_model)
     after = [r for r in reqs if tool_results(r)]
@@ -380,7 +384,9 @@ def test_before_stop_gate_takes_one_more_turn(
     assert carrying[0] >= 1, why
     assert carrying[0] == len(reqs) - 1, f"expected exactly one more turn after the gate\n{why}"
     stops = payloads(seen)
-    assert len(stops) == 2, f"expected the gate to run twice (block, then allow)\n{why}"
+    # kimi-cli re-triggers a stop at most once and does not fire Stop again afterwards
+    expected_runs = 1 if host_name == "kimi-cli" else 2
+    assert len(stops) == expected_runs, f"expected the gate to run {expected_runs}x\n{why}"
     assert all(p.get("event_type") in ("before_stop", "pre-agent-turn-stop") for p in stops), stops
     assert result.returncode == 0, why
 
@@ -416,7 +422,7 @@ def test_before_stop_gate_that_never_relents_still_ends(
     carrying = [r for r in reqs if STOP_REASON in user_side_text(r)]
     assert carrying, f"the gate never made the host continue\n{why}"
     assert len(reqs) <= 10, f"{len(reqs)} model turns for one stop gate\n{why}"
-    assert len(payloads(seen)) >= 2, why
+    assert len(payloads(seen)) >= 1, why
 
 
 @needs_bridges
@@ -437,3 +443,77 @@ def test_install_keeps_unrelated_user_settings(
     fake_model.script = Script(commands=[])
     result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
     assert result.returncode == 0, context(host, box, fake_model, result)
+
+
+#: hosts whose pre-tool hook can rewrite a tool's input (kimi-cli 1.51.0 has no such form)
+REWRITE_HOSTS = ["claude-code", "codex", "gemini-cli"]
+
+
+@needs_bridges
+@pytest.mark.parametrize("host_name", ALL_HOSTS)
+def test_modified_input_rewrites_the_command(
+    host_name: str,
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """A hook's ``modified_input`` (canonical keys) reaches the host's rewrite form: the
+    rewritten command runs instead of the original. Where the host has no rewrite form the
+    original runs (with a warning); a rewrite is never dropped silently on a host that has one.
+    """
+    host = host_factory(host_name)
+    scope = _host_scope(host_name)
+    seen = box.root / "rewrite-payloads"
+    rewritten = "echo rewritten > rewritten-marker.txt"
+    write_hook(
+        hooks_folder(box, scope),
+        "rewrite-shell",
+        trigger="before_tool",
+        payload_dir=seen,
+        matcher={"tool": "Shell", "pattern": "rewrite-me"},
+        body=f"printf '%s' {json.dumps(json.dumps({'modified_input': {'command': rewritten}}))}\n",
+    )
+    fake_model.script = Script(commands=["echo original > rewrite-me.txt"])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, scope)
+
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    why = context(host, box, fake_model, result)
+
+    assert payloads(seen), f"the rewrite hook never ran\n{why}"
+    original = box.project / "rewrite-me.txt"
+    new = box.project / "rewritten-marker.txt"
+    if host_name in REWRITE_HOSTS:
+        assert new.exists(), f"the rewritten command did not run\n{why}"
+        assert not original.exists(), f"the original command ran as well\n{why}"
+    else:
+        assert original.exists() and not new.exists(), why
+
+
+@needs_bridges
+def test_plain_allow_does_not_approve_the_tool(
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Never auto-approve: Claude Code run without ``--allowedTools`` refuses a command it
+    cannot ask about; a hook that merely allows must not turn that into a yes."""
+    host = host_factory("claude-code")
+    audit, _guard = write_tool_policy(box.project_hooks, box)
+    fake_model.script = Script(commands=["echo hello > allowed-marker.txt"])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, "project")
+
+    env_path = [str(mcp_hooks_exe.parent)]
+    result = host.run(box, fake_model.url, extra_path=env_path, pre_approved=False)
+    RUN_TIMES.append((host.name, request.node.name, result.seconds))
+    why = context(host, box, fake_model, result)
+    assert not result.timed_out, why
+    assert payloads(audit), f"the allowing hook never ran\n{why}"
+    assert not (box.project / "allowed-marker.txt").exists(), (
+        f"a plain allow approved the command past Claude Code's own permission check\n{why}"
+    )
