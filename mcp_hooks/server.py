@@ -26,6 +26,7 @@ import sys
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
+from functools import cached_property
 from pathlib import Path
 from types import TracebackType
 from typing import Annotated, Any
@@ -43,8 +44,8 @@ from mcp.server.mcpserver.resources import FunctionResource
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from mcp_types import Resource as MCPResource
-from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcp_hooks import __version__
@@ -410,8 +411,48 @@ def _describe_validation(exc: ValidationError) -> str:
     return "invalid arguments: " + "; ".join(parts)
 
 
+def simplify_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The same JSON schema, cheaper to validate and to read: ``$ref``s inlined, titles
+    dropped, and ``anyOf: [{type: T}, {type: null}]`` written as ``type: [T, null]``."""
+    defs: dict[str, Any] = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(n) for n in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return walk(defs[ref.rsplit("/", 1)[1]])
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in ("$defs", "title"):
+                continue
+            if key == "properties" and isinstance(value, dict):
+                out[key] = {name: walk(sub) for name, sub in value.items()}
+            else:
+                out[key] = walk(value)
+        any_of = out.get("anyOf")
+        if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:
+            other = next(a for a in any_of if a != {"type": "null"})
+            simple = isinstance(other, dict) and set(other) == {"type"}
+            if simple and isinstance(other["type"], str):
+                del out["anyOf"]
+                out["type"] = [other["type"], "null"]
+        return out
+
+    result: dict[str, Any] = walk(schema)
+    return result
+
+
 class _Tool(Tool):
-    """A tool whose argument errors read as one line naming the field, not a pydantic dump."""
+    """A tool whose argument errors read as one line naming the field, not a pydantic dump,
+    and whose output schema is simplified (clients validate every result against it)."""
+
+    @cached_property
+    def output_schema(self) -> dict[str, Any] | None:
+        schema = self.fn_metadata.output_schema
+        return None if schema is None else simplify_schema(schema)
 
     async def run(
         self, arguments: dict[str, Any], context: Any, convert_result: bool = False
@@ -536,7 +577,7 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
             "subagent_name, ... (see the hooks://events resource)")] = None,
         context: Annotated[dict[str, Any] | None, Field(
             description="free-form context handed to the hooks")] = None,
-    ) -> Outcome:
+    ) -> Annotated[CallToolResult, Outcome]:
         size = _payload_size((tool_input, tool_output, error, payload, context))
         if size > MAX_PAYLOAD_BYTES:
             raise BadRequest(
@@ -554,9 +595,14 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
             raise BadRequest(str(exc)) from None
         progress = _Progress(ctx, service, event)
         try:
-            return await service.fire(event, on_hook_done=progress)
+            outcome = await service.fire(event, on_hook_done=progress)
         except MCPHooksError as exc:
             raise BadRequest(str(exc)) from None
+        # Compact JSON text beside the structured copy: every byte is parsed by the client.
+        return CallToolResult(
+            content=[TextContent(type="text", text=outcome.model_dump_json())],
+            structured_content=outcome.model_dump(mode="json"),
+        )
 
     async def list_hooks(
         event_type: Annotated[str | None, Field(
