@@ -1,0 +1,249 @@
+"""``mcp-hooks serve`` as a real process: stdio, streamable HTTP (with and without a token,
+stateless), SSE, DNS-rebinding protection, and the refusal to serve a public address
+without a token."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.conftest import MCP_HOOKS, write_hook
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "correct-horse-battery-staple"
+
+
+@pytest.fixture
+def serve_args(project: Path, user_dir: Path, tmp_path: Path, project_hooks: Path) -> list[str]:
+    write_hook(project_hooks, "no-rm", script="echo 'no rm -rf here' >&2\nexit 2\n",
+               extra="matcher:\n  tool: Bash\n  pattern: 'rm -rf'\n")
+    return ["serve", "--project-dir", str(project), "--user-dir", str(user_dir),
+            "--log", str(tmp_path / "events.jsonl")]
+
+
+class Served:
+    """A running ``mcp-hooks serve`` process and the URL it announced."""
+
+    def __init__(self, proc: subprocess.Popen[str], url: str, lines: queue.Queue[str]) -> None:
+        self.proc = proc
+        self.url = url
+        self.lines = lines
+
+
+@contextmanager
+def served(args: list[str], env: dict[str, str] | None = None) -> Iterator[Served]:
+    proc = subprocess.Popen([MCP_HOOKS, *args], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.put(line)
+        lines.put("")
+
+    threading.Thread(target=pump, daemon=True).start()
+    try:
+        url = ""
+        seen = []
+        while not url:
+            line = lines.get(timeout=30)
+            seen.append(line)
+            if not line:
+                raise AssertionError("server exited before serving:\n" + "".join(seen))
+            found = re.search(r"serving \w+ at (\S+)", line)
+            if found:
+                url = found.group(1)
+        yield Served(proc, url, lines)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        assert proc.stdout is not None
+        assert proc.stdout.read() == "", "HTTP servers print nothing on stdout"
+        proc.stdout.close()
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+async def check_session(client: Client) -> None:
+    tools = {t.name for t in (await client.list_tools()).tools}
+    assert tools == {"fire_hook_event", "list_hooks", "get_hook"}
+    result = await client.call_tool("fire_hook_event", {
+        "event_type": "before_tool", "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}})
+    assert result.structured_content is not None
+    assert result.structured_content["decision"] == "deny"
+    assert result.structured_content["reason"] == "no rm -rf here"
+    index = await client.read_resource("hooks://index")
+    assert "no-rm" in index.contents[0].model_dump()["text"]
+
+
+# -- stdio -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_stdio_console_script(serve_args: list[str], mode: str) -> None:
+    params = StdioServerParameters(command=MCP_HOOKS, args=serve_args, env=dict(os.environ))
+    async with Client(params, mode=mode) as client:
+        await check_session(client)
+
+
+def test_stdio_stdout_carries_only_protocol(serve_args: list[str], project_hooks: Path) -> None:
+    write_hook(project_hooks, "chatty", trigger="session_start",
+               script="echo 'hook stdout noise'\necho 'hook stderr noise' >&2\nexit 1\n")
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "fire_hook_event", "arguments": {"event_type": "session_start"}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "fire_hook_event", "arguments": {"event_type": "bogus"}}},
+    ]
+    proc = subprocess.Popen([MCP_HOOKS, *serve_args, "--log-level", "DEBUG"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    for request in requests:
+        proc.stdin.write(json.dumps(request) + "\n")
+    proc.stdin.flush()
+    replies = []
+    while len([r for r in replies if "id" in r]) < 3:
+        line = proc.stdout.readline()
+        assert line, "the server closed stdout early"
+        replies.append(json.loads(line))  # every line on stdout is a JSON-RPC message
+    proc.stdin.close()
+    proc.stdin = None  # closed: communicate() must not flush it
+    rest, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 0, stderr
+    assert rest == ""
+    assert "DEBUG" in stderr  # the logs went to stderr
+    assert all(r["jsonrpc"] == "2.0" for r in replies)
+    by_id = {r["id"]: r for r in replies if "id" in r}
+    assert set(by_id) == {1, 2, 3}
+    assert by_id[1]["result"]["serverInfo"]["name"] == "mcp-hooks"
+    outcome = by_id[2]["result"]["structuredContent"]
+    assert outcome["hooks"][0]["status"] == "error"  # exit 1: failed open
+    assert by_id[3]["result"]["isError"] is True
+    assert not any("hook stdout noise" in json.dumps(r) for r in replies if "id" not in r)
+
+
+# -- streamable HTTP ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_http_without_token(serve_args: list[str], mode: str) -> None:
+    with served([*serve_args, "--transport", "http", "--port", "0"]) as server:
+        assert server.url.startswith("http://127.0.0.1:") and server.url.endswith("/mcp")
+        async with Client(server.url, mode=mode) as client:
+            await check_session(client)
+
+
+async def test_http_stateless(serve_args: list[str]) -> None:
+    with served([*serve_args, "--transport", "http", "--port", "0", "--stateless"]) as server:
+        for mode in ("legacy", "auto"):
+            async with Client(server.url, mode=mode) as client:
+                await check_session(client)
+
+
+async def test_http_token(serve_args: list[str]) -> None:
+    env = {**os.environ, "MCP_HOOKS_TOKEN": TOKEN}
+    with served([*serve_args, "--transport", "http", "--port", "0"], env=env) as server:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        async with httpx2.AsyncClient() as http:
+            for headers in ({}, {"Authorization": "Bearer wrong"},
+                            {"Authorization": f"Basic {TOKEN}"},
+                            {"Authorization": f"Bearer {TOKEN}x"}):
+                response = await http.post(server.url, json=body, headers=headers)
+                assert response.status_code == 401, headers
+                assert response.headers["www-authenticate"].startswith("Bearer")
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        for mode in ("legacy", "auto"):
+            async with httpx2.AsyncClient(headers=headers, timeout=30) as http, Client(
+                streamable_http_client(server.url, http_client=http), mode=mode
+            ) as client:
+                await check_session(client)
+
+
+async def test_dns_rebinding_protection(serve_args: list[str]) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    accept = {"Accept": "application/json, text/event-stream"}
+    with served([*serve_args, "--transport", "http", "--port", "0",
+                 "--allowed-host", "hooks.example.com"]) as server:
+        async with httpx2.AsyncClient() as http:
+            evil = await http.post(server.url, json=body, headers={**accept,
+                                                                   "Host": "evil.example"})
+            assert evil.status_code in (403, 421), evil.text
+            good = await http.post(server.url, json=body, headers={
+                **accept, "Host": "hooks.example.com"})
+            assert good.status_code not in (403, 421), good.text
+
+
+# -- SSE ---------------------------------------------------------------------------------------
+
+
+async def test_sse_with_token(serve_args: list[str]) -> None:
+    with served([*serve_args, "--transport", "sse", "--port", "0", "--token", TOKEN]) as server:
+        assert server.url.endswith("/sse")
+        async with httpx2.AsyncClient() as http:
+            denied = await http.get(server.url)
+            assert denied.status_code == 401
+        async with Client(sse_client(server.url, headers={"Authorization": f"Bearer {TOKEN}"}),
+                          mode="legacy") as client:
+            await check_session(client)
+
+
+# -- refusals ----------------------------------------------------------------------------------
+
+
+def test_public_bind_without_token_is_refused(serve_args: list[str]) -> None:
+    for transport in ("http", "sse"):
+        done = subprocess.run([MCP_HOOKS, *serve_args, "--transport", transport,
+                               "--host", "0.0.0.0", "--port", "0"],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 64
+        assert "MCP_HOOKS_TOKEN" in done.stderr and "--token" in done.stderr
+        assert done.stdout == ""
+
+
+def test_public_bind_with_token_serves(serve_args: list[str]) -> None:
+    env = {**os.environ, "MCP_HOOKS_TOKEN": TOKEN}
+    with served([*serve_args, "--transport", "http", "--host", "0.0.0.0", "--port", "0"],
+                env=env) as server:
+        port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+        response = httpx2.post(f"http://127.0.0.1:{port}/mcp", json={})
+        assert response.status_code == 401
+
+
+def test_missing_root_is_refused(serve_args: list[str], tmp_path: Path) -> None:
+    done = subprocess.run([MCP_HOOKS, *serve_args, "--root", str(tmp_path / "nope")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 64 and "--root" in done.stderr
+
+
+def test_port_in_use_is_reported(serve_args: list[str]) -> None:
+    with served([*serve_args, "--transport", "http", "--port", "0"]) as first:
+        port = first.url.rsplit(":", 1)[1].split("/")[0]
+        done = subprocess.run([MCP_HOOKS, *serve_args, "--transport", "http", "--port", port],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 1
+        assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
