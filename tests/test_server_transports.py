@@ -9,6 +9,7 @@ import os
 import queue
 import re
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -247,3 +248,11 @@ def test_port_in_use_is_reported(serve_args: list[str]) -> None:
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 1
         assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+
+
+def test_demo_script_runs() -> None:
+    demo = Path(__file__).resolve().parent.parent / "examples" / "demo_server.py"
+    done = subprocess.run([sys.executable, str(demo)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "demo passed" in done.stdout
