@@ -3,37 +3,63 @@
 The engine is a plain library: a ``Registry`` finds hooks, an ``Engine`` fires an ``Event``
 at them and returns one ``Outcome``. The MCP server, the command line, the gating proxy and
 the host bridges are thin adapters over it.
+
+Names are imported on first use, so ``mcp-hooks fire`` and the host bridges (a new process
+per event) load only the modules they need.
 """
 
 from __future__ import annotations
 
-from mcp_hooks.discovery import InvalidHook, Registry, default_user_dir, project_hooks_dir
-from mcp_hooks.engine import Engine, Event, HookRun, Outcome
-from mcp_hooks.errors import HookFileError, InvalidEventError, MCPHooksError, UnknownEventError
-from mcp_hooks.eventlog import EventLog, default_log_path
-from mcp_hooks.events import EVENTS, canonical_event
-from mcp_hooks.hookfile import HookSpec, load_hook
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "EVENTS",
-    "Engine",
-    "Event",
-    "EventLog",
-    "HookFileError",
-    "HookRun",
-    "HookSpec",
-    "InvalidEventError",
-    "InvalidHook",
-    "MCPHooksError",
-    "Outcome",
-    "Registry",
-    "UnknownEventError",
-    "__version__",
-    "canonical_event",
-    "default_log_path",
-    "default_user_dir",
-    "load_hook",
-    "project_hooks_dir",
-]
+_EXPORTS = {
+    "EVENTS": "mcp_hooks.events",
+    "Engine": "mcp_hooks.engine",
+    "Event": "mcp_hooks.engine",
+    "EventLog": "mcp_hooks.eventlog",
+    "HookFileError": "mcp_hooks.errors",
+    "HookRun": "mcp_hooks.engine",
+    "HookSpec": "mcp_hooks.hookfile",
+    "InvalidEventError": "mcp_hooks.errors",
+    "InvalidHook": "mcp_hooks.discovery",
+    "MCPHooksError": "mcp_hooks.errors",
+    "Outcome": "mcp_hooks.engine",
+    "Registry": "mcp_hooks.discovery",
+    "UnknownEventError": "mcp_hooks.errors",
+    "canonical_event": "mcp_hooks.events",
+    "default_log_path": "mcp_hooks.eventlog",
+    "default_user_dir": "mcp_hooks.discovery",
+    "load_hook": "mcp_hooks.hookfile",
+    "project_hooks_dir": "mcp_hooks.discovery",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+if TYPE_CHECKING:
+    from mcp_hooks.discovery import InvalidHook, Registry, default_user_dir, project_hooks_dir
+    from mcp_hooks.engine import Engine, Event, HookRun, Outcome
+    from mcp_hooks.errors import (
+        HookFileError,
+        InvalidEventError,
+        MCPHooksError,
+        UnknownEventError,
+    )
+    from mcp_hooks.eventlog import EventLog, default_log_path
+    from mcp_hooks.events import EVENTS, canonical_event
+    from mcp_hooks.hookfile import HookSpec, load_hook
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcp_hooks' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

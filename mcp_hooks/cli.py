@@ -17,11 +17,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from mcp_hooks import options
-from mcp_hooks.discovery import default_user_dir, project_hooks_dir
-from mcp_hooks.errors import HookFileError, MCPHooksError
-from mcp_hooks.events import EVENTS, canonical_event
-from mcp_hooks.hookfile import NAME_RE, find_hook_file, load_hook
+# pydantic looks for plugins through package metadata when it builds the first model, which
+# costs more than the rest of its import; the command line wants none, so skip that search
+# while our models are built (the variable is not left for hooks to inherit).
+_plugins_were = os.environ.get("PYDANTIC_DISABLE_PLUGINS")
+os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+try:
+    from mcp_hooks import options
+    from mcp_hooks.discovery import default_user_dir, project_hooks_dir
+    from mcp_hooks.engine import Engine, Event
+    from mcp_hooks.errors import HookFileError, MCPHooksError
+    from mcp_hooks.events import EVENTS, canonical_event
+    from mcp_hooks.hookfile import NAME_RE, find_hook_file, load_hook
+finally:
+    if _plugins_were is None:
+        del os.environ["PYDANTIC_DISABLE_PLUGINS"]
+    else:
+        os.environ["PYDANTIC_DISABLE_PLUGINS"] = _plugins_were
 
 EXIT_OK = 0
 EXIT_PROBLEM = 1
@@ -134,43 +146,79 @@ def _add_serve_parser(sub: Any) -> None:
 
 
 def _add_proxy_parser(sub: Any) -> None:
-    p = sub.add_parser("proxy", help="gate every tool of upstream MCP servers through the hooks")
-    p.add_argument("--config", type=Path, metavar="FILE", help="an mcpServers config file")
-    p.add_argument("--upstream", action="append", metavar="NAME=COMMAND", default=[],
-                   help="one stdio upstream without a file (repeatable)")
-    p.add_argument("--prefix", action="store_true", help="always prefix tools <server>__")
-    p.add_argument("--transport", choices=("stdio", "http", "sse"), default="stdio")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8766)
-    p.add_argument("--token", help="bearer token for HTTP/SSE (or MCP_HOOKS_TOKEN)")
-    p.add_argument("--root", action="append", type=Path, metavar="DIR")
-    p.add_argument("--stateless", action="store_true")
-    p.add_argument("--allowed-host", action="append", metavar="HOST")
-    p.add_argument("--log-level", default="INFO",
-                   choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    from mcp_hooks.transport import add_transport_arguments
+
+    p = sub.add_parser(
+        "proxy", help="gate every tool of upstream MCP servers through the hooks",
+        description="Serve the tools, resources and prompts of upstream MCP servers; every "
+        "tools/call passes through the before_tool / after_tool hooks first.",
+    )
+    up = p.add_argument_group("upstream servers")
+    up.add_argument("--config", type=Path, metavar="FILE",
+                    help="an mcpServers JSON file (Claude Desktop, .mcp.json, Cursor, VS Code)")
+    up.add_argument("--upstream", action="append", metavar="NAME=COMMAND", default=[],
+                    help="one more upstream without a file: NAME='command args' (stdio) or "
+                    "NAME=https://host/mcp (streamable HTTP); repeatable")
+    up.add_argument("--prefix", action="store_true",
+                    help="prefix every tool and prompt <server>__ (default: only on collisions)")
+    up.add_argument("--timeout", type=float, metavar="SECONDS", default=60.0,
+                    help="how long one upstream call may take (default 60)")
+    up.add_argument("--startup-timeout", type=float, metavar="SECONDS", default=30.0,
+                    help="how long an upstream may take to start (default 30)")
+    add_transport_arguments(p, default_port=8766)
     options.add_common_options(p)
 
 
 def _add_bridge_parser(sub: Any) -> None:
-    p = sub.add_parser("bridge", help="answer an agent host's native hook (reads its payload)")
+    p = sub.add_parser(
+        "bridge", help="answer an agent host's native hook (its payload on stdin)",
+        description="The command an agent host's hook config runs: reads the host's JSON "
+        "payload on stdin, fires our event, answers in the host's own JSON and exit code. "
+        "A payload it cannot read exits 1 (the host carries on), never 2.",
+    )
     p.add_argument("host", help="claude-code, codex, gemini-cli, cursor, copilot-cli, kimi-cli")
-    p.add_argument("--event", metavar="NAME", help="the host's event name, if not in the payload")
+    p.add_argument("--event", metavar="NAME",
+                   help="the host's event name (default: the payload's hook_event_name)")
     options.add_common_options(p)
 
 
 def _add_install_parser(sub: Any) -> None:
-    p = sub.add_parser("install", help="write an agent host's hook config to run the bridge")
-    p.add_argument("host")
-    p.add_argument("--scope", choices=("project", "user"), default="project")
-    p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
+    p = sub.add_parser(
+        "install", help="write an agent host's hook config to run our hooks",
+        description="Merge our entries into the host's hook config (keeping every other "
+        "entry, with a backup of the previous file). Running it again changes nothing.",
+    )
+    p.add_argument("host", help="claude-code, codex, gemini-cli, cursor, copilot-cli, kimi-cli")
+    p.add_argument("--scope", choices=("project", "user"), default=None,
+                   help="the project's config (default) or the user's (Kimi CLI: user only)")
+    p.add_argument("--dry-run", action="store_true", help="print the diff; write nothing")
+    p.add_argument("--config", type=Path, metavar="FILE",
+                   help="write this config file instead of the host's usual one")
+    p.add_argument("--via", choices=("command", "server", "http", "mcp"), default="command",
+                   help="command: run `mcp-hooks bridge` (default); server: forward to a "
+                   "running `mcp-hooks serve --transport http` with curl, falling back to the "
+                   "bridge; http / mcp: Claude Code's native http / mcp_tool hook types")
+    p.add_argument("--event", dest="events", action="append", metavar="EVENT",
+                   help="only this event (host or canonical name; repeatable; default all)")
+    p.add_argument("--url", metavar="URL",
+                   help="the server for --via server/http (default http://127.0.0.1:8765)")
+    p.add_argument("--token", help="the server's bearer token (or MCP_HOOKS_TOKEN)")
+    p.add_argument("--server-name", metavar="NAME",
+                   help="--via mcp: our server's name in Claude Code's MCP config "
+                   "(default mcp-hooks)")
+    p.add_argument("--bridge-command", metavar="CMD",
+                   help="how the host starts mcp-hooks (default: this mcp-hooks, absolute)")
     options.add_common_options(p)
 
 
 def _add_uninstall_parser(sub: Any) -> None:
     p = sub.add_parser("uninstall", help="remove our entries from an agent host's hook config")
-    p.add_argument("host")
-    p.add_argument("--scope", choices=("project", "user"), default="project")
-    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("host", help="claude-code, codex, gemini-cli, cursor, copilot-cli, kimi-cli")
+    p.add_argument("--scope", choices=("project", "user"), default=None,
+                   help="the project's config (default) or the user's (Kimi CLI: user only)")
+    p.add_argument("--dry-run", action="store_true", help="print the diff; write nothing")
+    p.add_argument("--config", type=Path, metavar="FILE",
+                   help="write this config file instead of the host's usual one")
     options.add_common_options(p)
 
 
@@ -214,9 +262,7 @@ def _json_arg(text: str | None, what: str, *, want_object: bool = True) -> Any:
 
 
 def cmd_fire(args: argparse.Namespace) -> int:
-    import anyio
-
-    from mcp_hooks.engine import Engine, Event
+    import asyncio
 
     try:
         canonical_event(args.event)
@@ -252,7 +298,7 @@ def cmd_fire(args: argparse.Namespace) -> int:
             sys.stdout.flush()
             return EXIT_DENIED if outcome.denied else EXIT_OK
 
-    return anyio.run(run)
+    return asyncio.run(run())
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -24,13 +24,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import anyio
-from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from mcp_hooks.discovery import Registry
@@ -39,6 +37,9 @@ from mcp_hooks.eventlog import EventLog
 from mcp_hooks.events import canonical_event
 from mcp_hooks.hookfile import HookSpec
 from mcp_hooks.runner import RunResult, run_hook
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
 
 Status = Literal["allow", "deny", "error", "timeout", "scheduled"]
 DEFAULT_STOP_BLOCK_CAP = 8
@@ -150,7 +151,9 @@ def _decode(data: bytes) -> str:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """ISO 8601 UTC with milliseconds, e.g. 2026-01-15T10:30:00.123Z."""
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
 
 
 class _Verdict:
@@ -204,8 +207,11 @@ class Engine:
         self._base_env = dict(os.environ)
 
     async def __aenter__(self) -> Engine:
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
+        if not self.detach_async:  # short-lived callers never load anyio's task groups
+            import anyio
+
+            self._tg = anyio.create_task_group()
+            await self._tg.__aenter__()
         return self
 
     async def __aexit__(
@@ -215,7 +221,8 @@ class Engine:
         tb: TracebackType | None,
     ) -> bool | None:
         tg, self._tg = self._tg, None
-        assert tg is not None
+        if tg is None:
+            return None
         if exc is None:
             return await tg.__aexit__(None, None, None)
         # The caller's own error wins: stop the async hooks (their groups are killed) and
@@ -277,7 +284,7 @@ class Engine:
             result = await self._run(hook, payload, work_dir, event)
             outputs[hook.name] = result
             verdict = _judge(hook, name, result)
-            run = HookRun(
+            run = HookRun.model_construct(  # fields are typed already: skip re-validation
                 name=hook.name, scope=hook.scope, priority=hook.priority, mode="sync",
                 status=verdict.status, exit_code=result.exit_code,
                 duration_ms=round(result.duration_ms, 3), message=verdict.message,
@@ -298,7 +305,7 @@ class Engine:
                 reason = cap_text(verdict.reason or f"blocked by hook {hook.name}")
                 break
 
-        outcome = Outcome(
+        outcome = Outcome.model_construct(
             event_type=name,
             decision=decision,
             reason=reason,

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-import frontmatter.default_handlers
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, StrictStr
 from pydantic import ValidationError as _ValidationError
@@ -29,7 +28,8 @@ NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 KNOWN_KEYS = frozenset(
     {"name", "description", "trigger", "matcher", "timeout", "async", "priority", "metadata"}
 )
-_FM = frontmatter.default_handlers.YAMLHandler()
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*$", re.S | re.M)
+_OPENING = re.compile(r"\A---[ \t]*\r?$", re.M)
 
 # How to fix each field, appended to the validator's own message.
 _HINTS = {
@@ -148,6 +148,13 @@ class HookSpec(BaseModel):
         """The whole HOOK.md, read now (progressive disclosure: only when asked)."""
         return self.hook_file.read_text(encoding="utf-8")
 
+    def document(self) -> tuple[dict[str, Any], str]:
+        """The HOOK.md read now, as its parsed frontmatter and its prose."""
+        import frontmatter
+
+        post = frontmatter.loads(self.read_text())
+        return dict(post.metadata), post.content
+
 
 def _search_strings(pattern: re.Pattern[str], value: Any) -> bool:
     if isinstance(value, str):
@@ -200,22 +207,22 @@ def parse_frontmatter(hook_file: Path, text: str) -> dict[str, Any]:
     Raises:
         HookFileError: no frontmatter block, malformed YAML, or not a mapping.
     """
-    if not _FM.detect(text):
+    if not _OPENING.match(text):
         raise HookFileError(
             hook_file, None, "no YAML frontmatter: the file must start with a line '---'"
         )
-    try:
-        fm_text, _body = _FM.split(text)
-    except ValueError:
+    found = _FRONTMATTER.match(text)
+    if found is None:
         raise HookFileError(
             hook_file, None, "the frontmatter is not closed: add a line '---' after it"
-        ) from None
+        )
+    fm_text = found.group(1)
     try:
         data = yaml.load(fm_text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
-        # The YAML text starts right after the opening '---', so its line i is file line i+1.
+        # The YAML text starts on the line after the opening '---': its line i is file line i+2.
         mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
-        line = f"line {mark.line + 1}: " if mark is not None else ""
+        line = f"line {mark.line + 2}: " if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise HookFileError(hook_file, None, f"{line}malformed YAML: {problem}") from None
     if not isinstance(data, dict):

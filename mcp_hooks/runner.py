@@ -1,11 +1,17 @@
 """One hook as a subprocess: payload on stdin, capped output, timeout, process-group kill.
 
-The child runs in a session (and process group) of its own, with the payload on stdin and
-stdout/stderr on separate pipes. Pipes are pumped by event-loop callbacks rather than tasks,
-and the child's exit is watched through a pidfd, so a run costs little more than the spawn
-itself, and a child that exits while a grandchild still holds its stdout does not hang the
-event. On timeout the whole group gets SIGTERM, a short grace, then SIGKILL; the leader is
-reaped only after the group is killed, so its pid cannot be reused in between.
+The child runs in a session (and so a process group) of its own, with the payload on stdin
+and stdout/stderr on separate pipes, never through a shell. Pipes are pumped by event-loop
+callbacks rather than tasks, and the child's exit is watched through a pidfd, so a run costs
+little more than the spawn itself, and a child that exits while a grandchild still holds its
+stdout does not hang the event. On timeout the whole group gets SIGTERM, a short grace, then
+SIGKILL; the leader is reaped only after the group is killed, so its pid (the group's id)
+cannot be reused in between.
+
+Spawning uses ``posix_spawn`` (a vfork-style spawn, the cheapest Python offers) when the
+child's working folder can be set safely: when it is already the process's own, or when this
+is the only thread (the folder is switched around the spawn). Otherwise ``subprocess.Popen``
+with ``cwd``.
 
 Nothing here raises for a hook's failure: a spawn error, a timeout or a crash is a
 ``RunResult`` with the matching fields set.
@@ -18,16 +24,17 @@ import errno
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import anyio
-
 OUTPUT_CAP = 1 << 20  # bytes kept per stream; the rest is drained and counted
 KILL_GRACE = 0.2  # seconds between SIGTERM and SIGKILL
 _CHUNK = 1 << 16
+_PIPE_ROOM = 1 << 16  # a payload this small fits an empty pipe: write it in one go
 _HAS_PIDFD = hasattr(os, "pidfd_open")
+_HAS_SPAWN = hasattr(os, "posix_spawn") and hasattr(os, "POSIX_SPAWN_DUP2")
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,97 @@ class RunResult:
     duration_ms: float = 0.0
     timed_out: bool = False
     spawn_error: str | None = None
+
+
+class _Child:
+    """A spawned child: its pid and our ends of its three pipes."""
+
+    __slots__ = ("err_fd", "in_fd", "out_fd", "pid", "popen", "returncode")
+
+    def __init__(self, pid: int, in_fd: int, out_fd: int, err_fd: int,
+                 popen: subprocess.Popen[bytes] | None = None) -> None:
+        self.pid = pid
+        self.in_fd = in_fd
+        self.out_fd = out_fd
+        self.err_fd = err_fd
+        self.popen = popen
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self._set(status)
+        return self.returncode
+
+    def wait(self) -> int:
+        while self.returncode is None:
+            try:
+                _, status = os.waitpid(self.pid, 0)
+            except ChildProcessError:  # reaped elsewhere
+                self.returncode = -1
+                break
+            except InterruptedError:
+                continue
+            self._set(status)
+        assert self.returncode is not None
+        return self.returncode
+
+    def _set(self, status: int) -> None:
+        self.returncode = os.waitstatus_to_exitcode(status)
+        if self.popen is not None:
+            self.popen.returncode = self.returncode  # it must not wait for it again
+
+
+def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> _Child:
+    """Start ``argv`` in a new session with three pipes; raises OSError."""
+    if _HAS_SPAWN:
+        here = _cwd_or_none()
+        if here == cwd:
+            return _posix_spawn(argv, env)
+        if threading.active_count() == 1 and here is not None:
+            os.chdir(cwd)  # no other thread can see the switch
+            try:
+                return _posix_spawn(argv, env)
+            finally:
+                os.chdir(here)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True,
+                            bufsize=0)
+    assert proc.stdin and proc.stdout and proc.stderr
+    fds = (os.dup(proc.stdin.fileno()), os.dup(proc.stdout.fileno()),
+           os.dup(proc.stderr.fileno()))
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        stream.close()
+    return _Child(proc.pid, *fds, popen=proc)
+
+
+def _cwd_or_none() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
+def _posix_spawn(argv: Sequence[str], env: Mapping[str, str]) -> _Child:
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    try:
+        pid = os.posix_spawn(
+            argv[0], list(argv), env,
+            file_actions=[(os.POSIX_SPAWN_DUP2, in_r, 0), (os.POSIX_SPAWN_DUP2, out_w, 1),
+                          (os.POSIX_SPAWN_DUP2, err_w, 2)],
+            setsid=True,
+        )
+    except BaseException:
+        for fd in (in_w, out_r, err_r):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (in_r, out_w, err_w):
+            os.close(fd)
+    return _Child(pid, in_w, out_r, err_r)
 
 
 class _Stream:
@@ -86,40 +184,45 @@ class _Stream:
 
 
 class _Pump:
-    """Feeds stdin and drains stdout/stderr from loop callbacks until the child exits."""
+    """Feeds stdin and drains stdout/stderr from loop callbacks until the child exits.
 
-    def __init__(
-        self, loop: asyncio.AbstractEventLoop, proc: subprocess.Popen[bytes], payload: bytes,
-        cap: int,
-    ) -> None:
-        assert proc.stdin and proc.stdout and proc.stderr
+    ``done`` resolves when the child has exited (not yet reaped), or when the timeout fires
+    first (``timed_out`` set).
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, child: _Child, payload: bytes,
+                 cap: int, timeout: float) -> None:
         self.loop = loop
-        self.proc = proc
+        self.child = child
         self.done: asyncio.Future[None] = loop.create_future()
         self.exited = False
-        self.out = _Stream(proc.stdout.fileno(), cap)
-        self.err = _Stream(proc.stderr.fileno(), cap)
+        self.timed_out = False
+        self.out = _Stream(child.out_fd, cap)
+        self.err = _Stream(child.err_fd, cap)
         self.open_streams = 2
         self.pidfd = -1
         self.payload = memoryview(payload)
-        self.stdin_fd: int | None = proc.stdin.fileno()
-        for fd in (self.out.fd, self.err.fd, self.stdin_fd):
-            os.set_blocking(fd, False)
+        self.stdin_fd: int | None = child.in_fd
+        os.set_blocking(child.out_fd, False)
+        os.set_blocking(child.err_fd, False)
         self._feed()
-        loop.add_reader(self.out.fd, self._on_readable, self.out)
-        loop.add_reader(self.err.fd, self._on_readable, self.err)
+        loop.add_reader(child.out_fd, self._on_readable, self.out)
+        loop.add_reader(child.err_fd, self._on_readable, self.err)
         if _HAS_PIDFD:
             try:
-                self.pidfd = os.pidfd_open(proc.pid)
+                self.pidfd = os.pidfd_open(child.pid)
             except OSError:
                 self.pidfd = -1
         if self.pidfd >= 0:
             loop.add_reader(self.pidfd, self._on_exit)
+        self.timer = loop.call_later(timeout, self._on_timeout)
 
     def _feed(self) -> None:
         fd = self.stdin_fd
         if fd is None:
             return
+        if len(self.payload) > _PIPE_ROOM and os.get_blocking(fd):
+            os.set_blocking(fd, False)  # a large payload goes in as the child reads it
         while self.payload:
             try:
                 n = os.write(fd, self.payload)
@@ -139,65 +242,60 @@ class _Pump:
     def _close_stdin(self) -> None:
         if self.stdin_fd is not None:
             self.loop.remove_writer(self.stdin_fd)
+            os.close(self.stdin_fd)
             self.stdin_fd = None
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
 
     def _on_readable(self, stream: _Stream) -> None:
         if stream.read_available():
             self.loop.remove_reader(stream.fd)
             self.open_streams -= 1
-            self._maybe_done()
+            if self.open_streams == 0 and self.pidfd < 0:
+                self._finish()  # no pidfd: end of both pipes stands for the child's exit
 
     def _on_exit(self) -> None:
         self.loop.remove_reader(self.pidfd)
         self.exited = True
         # What the child wrote before exiting is in the pipes now; take it and stop
         # listening, so a grandchild holding the pipes open cannot hang the event.
-        for stream in (self.out, self.err):
-            stream.read_available()
+        self.out.read_available()
+        self.err.read_available()
         self._finish()
 
-    def _maybe_done(self) -> None:
-        if self.open_streams == 0 and self.pidfd < 0:
-            self._finish()  # no pidfd: end of both pipes stands for the child's exit
+    def _on_timeout(self) -> None:
+        self.timed_out = True
+        self._finish()
 
     def _finish(self) -> None:
         if not self.done.done():
             self.done.set_result(None)
 
-    def wait_exit(self) -> asyncio.Future[None]:
-        """A future that resolves when the child has exited (not reaped)."""
-        if self.exited or self.pidfd < 0:
-            fut: asyncio.Future[None] = self.loop.create_future()
-            if self.exited:
-                fut.set_result(None)
-            else:
-                self._poll_exit(fut)
-            return fut
-        if self.done.done():
-            self.done = self.loop.create_future()
-        return self.done
-
-    def _poll_exit(self, fut: asyncio.Future[None]) -> None:
-        if fut.done():
-            return
-        if self.proc.poll() is not None:
-            fut.set_result(None)
-        else:
-            self.loop.call_later(0.01, self._poll_exit, fut)
+    async def wait_exit(self, limit: float) -> None:
+        """Wait up to ``limit`` seconds for the child to exit (without reaping it)."""
+        deadline = self.loop.time() + limit
+        while not self.exited and self.loop.time() < deadline:
+            if self.pidfd < 0:
+                if self.child.poll() is not None:
+                    return
+            elif _pidfd_ready(self.pidfd):
+                return
+            await asyncio.sleep(0.01)
 
     def close(self) -> None:
+        self.timer.cancel()
         self._close_stdin()
-        for stream in (self.out, self.err):
-            self.loop.remove_reader(stream.fd)
+        for fd in (self.out.fd, self.err.fd):
+            self.loop.remove_reader(fd)
+            os.close(fd)
         if self.pidfd >= 0:
             self.loop.remove_reader(self.pidfd)
             os.close(self.pidfd)
             self.pidfd = -1
-        assert self.proc.stdout and self.proc.stderr
-        self.proc.stdout.close()
-        self.proc.stderr.close()
+
+
+def _pidfd_ready(pidfd: int) -> bool:
+    import select
+
+    return bool(select.select([pidfd], [], [], 0)[0])
 
 
 def _killpg(pgid: int, sig: int) -> None:
@@ -232,7 +330,7 @@ async def run_hook(
     """Run one hook to completion or timeout.
 
     Args:
-        argv: the command (never run through a shell).
+        argv: the command, an absolute path first (never run through a shell).
         payload: bytes for stdin; a child that never reads them is fine.
         cwd: the working directory.
         env: the whole environment of the child.
@@ -241,51 +339,36 @@ async def run_hook(
         kill_grace: seconds between SIGTERM and SIGKILL on timeout.
 
     Returns:
-        The result; never raises for anything the hook does.
+        The result; never raises for anything the hook does. Cancelled from outside, it
+        kills the process group and reaps the child before the cancellation goes on.
     """
     start = time.perf_counter()
     try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-            bufsize=0,
-        )
+        child = _spawn(argv, cwd, env)
     except OSError as exc:
-        return RunResult(
-            exit_code=None,
-            duration_ms=(time.perf_counter() - start) * 1000,
-            spawn_error=_spawn_error(argv, exc),
-        )
-    pump = _Pump(asyncio.get_running_loop(), proc, payload, output_cap)
-    timed_out = False
-    reaped = False
+        return RunResult(exit_code=None, duration_ms=(time.perf_counter() - start) * 1000,
+                         spawn_error=_spawn_error(argv, exc))
+    pump = _Pump(asyncio.get_running_loop(), child, payload, output_cap, timeout)
     try:
-        with anyio.move_on_after(timeout) as scope:
-            await pump.done
-        if scope.cancelled_caught:
-            timed_out = True
-            _killpg(proc.pid, signal.SIGTERM)
-            with anyio.CancelScope(shield=True), anyio.move_on_after(kill_grace):
-                await pump.wait_exit()
-            _killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        reaped = True
+        await pump.done
+        if pump.timed_out and not pump.exited:
+            _killpg(child.pid, signal.SIGTERM)
+            await pump.wait_exit(kill_grace)
+            _killpg(child.pid, signal.SIGKILL)
+        else:
+            pump.timed_out = False
+        child.wait()
     finally:
-        if not reaped:  # cancelled from outside: leave nothing behind
-            _killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        if child.returncode is None:  # cancelled from outside: leave nothing behind
+            _killpg(child.pid, signal.SIGKILL)
+            child.wait()
         pump.close()
     return RunResult(
-        exit_code=None if timed_out else proc.returncode,
+        exit_code=None if pump.timed_out else child.returncode,
         stdout=pump.out.value(),
         stderr=pump.err.value(),
         stdout_size=pump.out.size,
         stderr_size=pump.err.size,
         duration_ms=(time.perf_counter() - start) * 1000,
-        timed_out=timed_out,
+        timed_out=pump.timed_out,
     )

@@ -20,7 +20,9 @@ class RealHomeTouched(AssertionError):
 
 
 @pytest.fixture(autouse=True)
-def guard_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def guard_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
     """Any test that touches the real home fails.
 
     ``~/.config/agents/hooks`` is a real discovery root and ``~/.local/state`` holds the real

@@ -67,7 +67,9 @@ async def test_stdout_json_deny_and_block(user_dir: Path, stdout: str) -> None:
 
 
 async def test_stdout_allow_with_log_and_context(user_dir: Path) -> None:
-    write_hook(user_dir, "ctx", script="""echo '{"decision": "allow", "log": "checked", "additional_context": "prod is frozen"}'\n""")
+    write_hook(user_dir, "ctx", script=(
+        """echo '{"decision": "allow", "log": "checked", """
+        """"additional_context": "prod is frozen"}'\n"""))
     outcome = await fire(Registry(user_dir), **shell())
     assert outcome.decision == "allow"
     assert outcome.additional_context == ["prod is frozen"]

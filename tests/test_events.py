@@ -28,7 +28,7 @@ def test_thirteen_canonical_events_in_five_layers() -> None:
         "subagent_stop", "pre_compact", "post_compact"]
     assert {e.layer for e in EVENTS.values()} == {"session", "turn", "react", "subagent",
                                                   "context"}
-    assert TOOL_EVENTS == {"before_tool", "after_tool", "after_tool_failure"}
+    assert {"before_tool", "after_tool", "after_tool_failure"} == TOOL_EVENTS
     assert all(e.can_block for e in EVENTS.values())
 
 
@@ -43,7 +43,7 @@ def test_canonical_names_resolve_to_themselves() -> None:
 
 
 def test_unknown_event_names_the_choices() -> None:
-    with pytest.raises(UnknownEventError, match="unknown event type 'PreToolUse'.*before_tool"):
+    with pytest.raises(UnknownEventError, match=r"unknown event type 'PreToolUse'.*before_tool"):
         canonical_event("PreToolUse")
 
 

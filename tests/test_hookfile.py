@@ -133,7 +133,7 @@ def test_not_utf8(user_dir: Path) -> None:
 
 def test_missing_hook_md(user_dir: Path) -> None:
     (user_dir / "empty").mkdir()
-    with pytest.raises(HookFileError, match="no HOOK.md"):
+    with pytest.raises(HookFileError, match=r"no HOOK\.md"):
         load(user_dir / "empty")
 
 
