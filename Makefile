@@ -1,0 +1,41 @@
+# mcp-hooks: `make demo` shows it working, `make test` checks everything, `make bench` measures.
+# Each target creates .venv and installs the package (with its dev tools) when needed.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: demo test lint typecheck pytest bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/demo.py
+
+test: lint typecheck pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check mcp_hooks tests bench examples
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+# pytest exits 5 when it collected no test: say so and fail, never pass by accident.
+pytest: $(STAMP)
+	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; \
+	exit $$rc
+
+bench: $(STAMP)
+	@for b in bench/bench_*.py; do \
+		echo "== $$b"; PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python $$b || exit 1; \
+	done
+	@echo "figures written to bench/RESULTS.md"
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache *.egg-info
