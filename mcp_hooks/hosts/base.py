@@ -1,0 +1,262 @@
+"""What every host bridge has in common: the translated call, the reply, the host interface.
+
+A host module maps three things and nothing else:
+
+1. the host's event name -> our canonical event (``Host.events``);
+2. the host's payload -> the fields of an engine ``Event`` (``Host.translate``), the tool
+   renamed into the shared vocabulary and the host's own view kept under ``host``;
+3. our ``Outcome`` -> the host's stdout JSON, stderr and exit code (``Host.reply``).
+
+This module must stay cheap to import: the bridge runs as a new process on every tool call.
+It imports the engine only for type checking.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from mcp_hooks.hosts.vocab import RewriteError, ToolMap, Vocabulary
+
+if TYPE_CHECKING:
+    from mcp_hooks.engine import Outcome
+
+EXIT_FAIL_OPEN = 1  # every host treats exit 1 as "hook failed, carry on"; never 2 by accident
+
+
+class BridgeInputError(ValueError):
+    """A payload the bridge cannot translate (not JSON, not an object, unknown event)."""
+
+
+@dataclass
+class Call:
+    """One host hook call, translated.
+
+    Attributes:
+        host_event: the event as the host names it.
+        event: our canonical event.
+        fields: keyword arguments for ``Event.create`` (all but ``event_type``).
+        tool: the vocabulary entry of the host's tool, when it has a canonical name.
+        host_tool_name: the tool's name as the host sent it.
+        host_tool_input: the tool's input as the host sent it.
+        payload: the host's whole payload.
+        notes: warnings from the translation itself (for stderr and the user).
+    """
+
+    host_event: str
+    event: str
+    fields: dict[str, Any]
+    tool: ToolMap | None = None
+    host_tool_name: str | None = None
+    host_tool_input: dict[str, Any] | None = None
+    payload: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def session_id(self) -> str | None:
+        value = self.fields.get("session_id")
+        return value if isinstance(value, str) else None
+
+
+@dataclass
+class Reply:
+    """What the bridge prints and how it exits."""
+
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int = 0
+
+    @classmethod
+    def json(cls, data: Mapping[str, Any], stderr: str = "") -> Reply:
+        return cls(json.dumps(data, ensure_ascii=False) if data else "", stderr, 0)
+
+
+def fail_open(message: str) -> Reply:
+    """The reply for a call the bridge cannot handle: say why, let the host carry on."""
+    return Reply("", f"mcp-hooks bridge: {message}; the host carries on (fail open)\n",
+                 EXIT_FAIL_OPEN)
+
+
+def load_payload(raw: bytes) -> dict[str, Any]:
+    """The host's payload from stdin bytes.
+
+    Raises:
+        BridgeInputError: empty, not JSON, or not a JSON object.
+    """
+    text = raw.decode("utf-8", errors="replace").strip()
+    if not text:
+        raise BridgeInputError("no payload on stdin (expected the host's hook JSON)")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise BridgeInputError(f"stdin is not JSON ({exc}): {text[:120]!r}") from None
+    if not isinstance(data, dict):
+        raise BridgeInputError(f"stdin must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def joined(parts: list[str]) -> str:
+    return "\n\n".join(p for p in parts if p)
+
+
+def warning_text(outcome: Outcome, notes: list[str]) -> str:
+    """One line per warning, for stderr and the user-facing message fields."""
+    return "\n".join(f"mcp-hooks: {w}" for w in (*notes, *outcome.warnings))
+
+
+def denied_by(outcome: Outcome) -> str:
+    return f"mcp-hooks: {outcome.event_type} denied by {outcome.blocked_by or 'a hook'}"
+
+
+class Host:
+    """One agent host: its events, payload fields and answer forms.
+
+    Subclasses set the class attributes and override ``reply``; most need nothing else.
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    # host event -> canonical event; the install set is the keys of ``install_events``
+    events: ClassVar[dict[str, str]]
+    install_events: ClassVar[tuple[str, ...]]
+    tool_events: ClassVar[frozenset[str]] = frozenset()
+    vocabulary: ClassVar[Vocabulary]
+    event_key: ClassVar[str] = "hook_event_name"
+    session_keys: ClassVar[tuple[str, ...]] = ("session_id",)
+    cwd_keys: ClassVar[tuple[str, ...]] = ("cwd",)
+    project_env: ClassVar[tuple[str, ...]] = ()
+    tool_name_keys: ClassVar[tuple[str, ...]] = ("tool_name",)
+    tool_input_keys: ClassVar[tuple[str, ...]] = ("tool_input",)
+    tool_use_id_keys: ClassVar[tuple[str, ...]] = ("tool_use_id",)
+    output_keys: ClassVar[tuple[str, ...]] = ("tool_response",)
+    error_keys: ClassVar[tuple[str, ...]] = ("error",)
+    stop_flag_key: ClassVar[str] = "stop_hook_active"
+    # payload fields copied into the event payload under our names (host key -> our key)
+    field_map: ClassVar[dict[str, str]] = {}
+
+    # -- in ------------------------------------------------------------------------------
+
+    def event_of(self, payload: Mapping[str, Any], flag: str | None) -> str:
+        """The host's event name: the ``--event`` flag wins, else the payload's field.
+
+        Raises:
+            BridgeInputError: no event name, or one this host does not have.
+        """
+        name = flag or payload.get(self.event_key)
+        if not isinstance(name, str) or not name:
+            raise BridgeInputError(
+                f"no event name: the payload has no {self.event_key!r} and no --event was given"
+            )
+        if name not in self.events:
+            raise BridgeInputError(
+                f"{self.title} event {name!r} is not bridged; known: {', '.join(self.events)}"
+            )
+        return name
+
+    def work_dir(self, payload: Mapping[str, Any]) -> str | None:
+        """The folder the agent works in, as the host reports it."""
+        for key in self.cwd_keys:
+            value = payload.get(key)
+            if isinstance(value, list) and value and isinstance(value[0], str):
+                value = value[0]
+            if isinstance(value, str) and value and os.path.isdir(value):
+                return value
+        for var in self.project_env:
+            value = os.environ.get(var)
+            if value and os.path.isdir(value):
+                return value
+        return None
+
+    def translate(self, host_event: str, payload: dict[str, Any]) -> Call:
+        """The host's payload as the fields of one engine ``Event``."""
+        event = self.events[host_event]
+        fields: dict[str, Any] = {}
+        session = _first(payload, self.session_keys)
+        if session is not None:
+            fields["session_id"] = str(session)
+        work_dir = self.work_dir(payload)
+        if work_dir is not None:
+            fields["work_dir"] = work_dir
+        extra: dict[str, Any] = {}
+        for host_key, our_key in self.field_map.items():
+            if host_key in payload:
+                extra[our_key] = payload[host_key]
+        call = Call(host_event, event, fields, payload=payload)
+        tool_name, tool_input = self.host_tool(host_event, payload)
+        host: dict[str, Any] = {"name": self.name, "event": host_event}
+        if tool_name is not None or event in ("before_tool", "after_tool", "after_tool_failure"):
+            tool_input = tool_input if isinstance(tool_input, dict) else {}
+            call.host_tool_name, call.host_tool_input = tool_name, tool_input
+            name, canonical_input = self.canonical_tool(tool_name or "", tool_input, payload)
+            call.tool = self.tool_map(host_event, tool_name or "")
+            fields["tool_name"] = name
+            fields["tool_input"] = canonical_input
+            use_id = _first(payload, self.tool_use_id_keys)
+            if use_id is not None:
+                fields["tool_use_id"] = str(use_id)
+            host["tool_name"] = tool_name
+            host["tool_input"] = tool_input
+        if event == "after_tool":
+            fields["tool_output"] = _first(payload, self.output_keys)
+        if event == "after_tool_failure":
+            fields["error"] = _first(payload, self.error_keys)
+        if event == "before_stop":
+            self.stop_fields(payload, extra)
+        excluded = {*self.tool_input_keys}
+        host["payload"] = {k: v for k, v in payload.items() if k not in excluded}
+        extra["host"] = host
+        fields["payload"] = extra
+        self.adjust(call)
+        return call
+
+    def host_tool(self, host_event: str, payload: Mapping[str, Any]) -> tuple[str | None, Any]:
+        """The tool name and input as the host sent them (None when the event has none)."""
+        return _first(payload, self.tool_name_keys), _first(payload, self.tool_input_keys)
+
+    def tool_map(self, host_event: str, tool_name: str) -> ToolMap | None:
+        return self.vocabulary.get(tool_name)
+
+    def canonical_tool(
+        self, tool_name: str, tool_input: dict[str, Any], payload: Mapping[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
+        return self.vocabulary.canonical(tool_name, tool_input)
+
+    def stop_fields(self, payload: Mapping[str, Any], extra: dict[str, Any]) -> None:
+        """Pass the host's own stop-loop flag on, so our loop guard and hooks see it."""
+        flag = payload.get(self.stop_flag_key)
+        if isinstance(flag, bool):
+            extra["stop_hook_active"] = flag
+
+    def adjust(self, call: Call) -> None:
+        """A last host-specific touch on the translated call (default: none)."""
+
+    # -- out -----------------------------------------------------------------------------
+
+    def host_input(self, call: Call, outcome: Outcome) -> tuple[dict[str, Any] | None, str | None]:
+        """The rewrite in the host tool's shape, or None and why it cannot be expressed."""
+        if outcome.modified_input is None:
+            return None, None
+        original = call.host_tool_input or {}
+        if call.tool is None:
+            return dict(outcome.modified_input), None
+        try:
+            return call.tool.to_host(outcome.modified_input, original), None
+        except RewriteError as exc:
+            return None, f"the rewrite by a hook was not applied: {exc}"
+
+    def reply(self, call: Call, outcome: Outcome) -> Reply:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def _first(payload: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if key in payload:
+            return payload[key]
+    return None

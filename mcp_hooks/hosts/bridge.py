@@ -1,0 +1,169 @@
+"""``mcp-hooks bridge <host>``: the command a host's native hook config runs.
+
+Reads the host's payload on stdin, translates it (``Host.translate``), fires the event at the
+engine, and answers in the host's own stdout JSON, stderr and exit code (``Host.reply``).
+
+It never blocks by accident: a payload it cannot read (not JSON, not an object, an event the
+host module does not know) or an engine failure is reported on stderr with exit 1, which
+every host treats as "the hook failed, carry on" (fail open). Only a hook's deny blocks, and
+only in the host's own block form.
+
+A host runs this as a new process on every tool call, so the import graph stays small: the
+host module, the engine and the options; never the MCP SDK, Starlette or the server.
+
+Stop loops across processes: the engine's loop guard counts consecutive ``before_stop``
+blocks per session in memory, and each bridge run is a new process, so the bridge keeps the
+count in a small file per host and session (``$XDG_STATE_HOME/mcp-hooks/stop/``) and passes
+it as ``stop_block_count``; the host's own flag (``stop_hook_active``, Cursor's
+``loop_count``) is passed too. A stop the host reports as not being a continuation resets
+the count, as does any stop that is allowed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp_hooks.hosts import UnknownHostError, get_host
+from mcp_hooks.hosts.base import BridgeInputError, Call, Host, Reply, fail_open, load_payload
+
+if TYPE_CHECKING:
+    from mcp_hooks.engine import Outcome
+
+EXIT_USAGE = 64
+STOP_STATE_TTL = 3600.0  # seconds; an interrupted loop's count is forgotten after this
+
+
+def bridge_command(args: argparse.Namespace) -> int:
+    """Run one host hook call: stdin payload in, host answer out. Returns the exit code."""
+    try:
+        host = get_host(args.host)
+    except UnknownHostError as exc:
+        print(f"mcp-hooks bridge: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    raw = sys.stdin.buffer.read()
+    reply = answer(host, raw, args)
+    if reply.stdout:
+        sys.stdout.write(reply.stdout + "\n")
+        sys.stdout.flush()
+    if reply.stderr:
+        sys.stderr.write(reply.stderr)
+        sys.stderr.flush()
+    return reply.exit_code
+
+
+def answer(host: Host, raw: bytes, args: argparse.Namespace) -> Reply:
+    """The host's answer to one payload; never raises."""
+    try:
+        payload = load_payload(raw)
+        host_event = host.event_of(payload, getattr(args, "event", None))
+        call = host.translate(host_event, payload)
+    except BridgeInputError as exc:
+        return fail_open(str(exc))
+    except Exception as exc:  # a payload shape we did not foresee must not block the host
+        return fail_open(f"could not read the {host.title} payload: {type(exc).__name__}: {exc}")
+    try:
+        outcome = fire_call(call, args)
+    except Exception as exc:
+        return fail_open(f"the engine failed on {call.host_event}: {type(exc).__name__}: {exc}")
+    try:
+        return host.reply(call, outcome)
+    except Exception as exc:
+        return fail_open(f"could not answer {call.host_event}: {type(exc).__name__}: {exc}")
+
+
+def fire_call(call: Call, args: argparse.Namespace) -> Outcome:
+    """Fire the translated call at a fresh engine over the registry the options describe."""
+    import anyio
+
+    from mcp_hooks import options
+    from mcp_hooks.discovery import Registry, find_project_dir
+    from mcp_hooks.engine import Engine, Event
+
+    if getattr(args, "project_dir", None) is not None or os.environ.get("MCP_HOOKS_PROJECT_DIR"):
+        project = options.project_dir(args)
+    else:
+        start = call.fields.get("work_dir") or os.getcwd()
+        project = find_project_dir(Path(start))
+    registry = Registry(options.user_dir(args), project)
+    stop_state = _StopState(call) if call.event == "before_stop" else None
+    if stop_state is not None:
+        stop_state.before()
+    event = Event.create(event_type=call.event, **call.fields)
+
+    async def run() -> Outcome:
+        engine = Engine(registry, log=options.event_log(args),
+                        stop_block_cap=options.stop_block_cap(args), detach_async=True)
+        async with engine:
+            return await engine.fire(event)
+
+    try:
+        outcome: Outcome = anyio.run(run)
+    finally:
+        registry.close()
+    if stop_state is not None:
+        stop_state.after(outcome)
+    return outcome
+
+
+class _StopState:
+    """The consecutive stop-block count of one host session, kept between bridge runs."""
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self.extra: dict[str, Any] = call.fields.setdefault("payload", {})
+        host = self.extra.get("host", {}).get("name", "host")
+        session = call.session_id
+        self.path: Path | None = None
+        if session:
+            digest = hashlib.sha256(f"{host}\0{session}".encode()).hexdigest()[:32]
+            self.path = _state_dir() / f"{host}-{digest}"
+
+    def before(self) -> None:
+        flag = self.extra.get("stop_hook_active")
+        count = 0 if flag is False else self._read()
+        given = self.extra.get("stop_block_count")
+        if isinstance(given, int) and not isinstance(given, bool):
+            count = max(count, given)
+        self.extra["stop_block_count"] = count
+        if count and flag is None:
+            self.extra["stop_hook_active"] = True
+
+    def after(self, outcome: Outcome) -> None:
+        if self.path is None:
+            return
+        if outcome.continue_working:
+            count = self.extra.get("stop_block_count", 0) + 1
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.path.write_text(str(count))
+            except OSError:
+                pass
+        else:
+            self.path.unlink(missing_ok=True)
+
+    def _read(self) -> int:
+        if self.path is None:
+            return 0
+        try:
+            st = self.path.stat()
+            if time.time() - st.st_mtime > STOP_STATE_TTL:
+                return 0
+            return max(0, int(self.path.read_text().strip() or 0))
+        except (OSError, ValueError):
+            return 0
+
+
+def _state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(base) / "mcp-hooks" / "stop"
+
+
+__all__ = ["BridgeInputError", "answer", "bridge_command", "fire_call"]

@@ -1,0 +1,130 @@
+"""Claude Code: ``hooks`` in ``.claude/settings.json``; JSON on stdin, JSON on stdout.
+
+Carries over: a deny (``permissionDecision: deny`` on PreToolUse, ``decision: block`` where
+the event has it), a rewrite (``updatedInput``, with no permission decision so Claude Code's
+own permission prompt still happens), context (``additionalContext``), a rewritten tool
+output (``updatedToolOutput``), the stop gate (``decision: block`` + ``reason`` on Stop and
+SubagentStop; ``stop_hook_active`` is passed to our loop guard). Warnings go to
+``systemMessage`` (the user sees them) and stderr.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from mcp_hooks.hosts.base import Call, Host, Reply, denied_by, joined, warning_text
+from mcp_hooks.hosts.vocab import CLAUDE_CODE, Vocabulary
+
+if TYPE_CHECKING:
+    from mcp_hooks.engine import Outcome
+
+
+class ClaudeShaped(Host):
+    """Claude Code's output contract, which Codex follows too (with its own differences)."""
+
+    # events whose block form is top-level decision: block + reason
+    decision_events: ClassVar[frozenset[str]] = frozenset()
+    # events that carry hookSpecificOutput.additionalContext to the model
+    context_events: ClassVar[frozenset[str]] = frozenset()
+    stop_events: ClassVar[frozenset[str]] = frozenset({"Stop", "SubagentStop"})
+    rewrite_decision: ClassVar[str | None] = None  # permissionDecision sent with updatedInput
+    output_rewrite: ClassVar[bool] = True
+
+    def reply(self, call: Call, outcome: Outcome) -> Reply:
+        event = call.host_event
+        out: dict[str, Any] = {}
+        specific: dict[str, Any] = {"hookEventName": event}
+        notes = list(call.notes)
+        contexts = list(outcome.additional_context)
+        reason = outcome.reason or denied_by(outcome)
+
+        if outcome.denied:
+            if event == "PreToolUse":
+                specific["permissionDecision"] = "deny"
+                specific["permissionDecisionReason"] = reason
+            elif event in self.decision_events:
+                out["decision"] = "block"
+                out["reason"] = joined([reason, *contexts]) if event in self.stop_events else reason
+                if event in self.stop_events:
+                    contexts = []
+            elif event in self.context_events:
+                contexts.insert(0, reason)  # the model reads the reason beside the result
+            else:
+                notes.append(f"{self.title} cannot block {event}; {outcome.blocked_by} said: "
+                             f"{reason}")
+        else:
+            if event == "PreToolUse":
+                rewritten, why = self.host_input(call, outcome)
+                if why:
+                    notes.append(why)
+                if rewritten is not None:
+                    specific["updatedInput"] = rewritten
+                    if self.rewrite_decision:
+                        specific["permissionDecision"] = self.rewrite_decision
+            elif outcome.modified_output is not None:
+                if event == "PostToolUse" and self.output_rewrite:
+                    specific["updatedToolOutput"] = outcome.modified_output
+                else:
+                    notes.append(f"{self.title} cannot rewrite the output of {event}; ignored")
+
+        if contexts:
+            if event in self.context_events:
+                specific["additionalContext"] = joined(contexts)
+            elif event in self.stop_events:
+                # additionalContext on a stop keeps the agent working: only a block may do that
+                notes.append("context from a stop hook that allowed the stop is not passed on "
+                             f"(on {event} it would keep the agent working): {joined(contexts)}")
+            else:
+                notes.append(f"{self.title} takes no context on {event}: {joined(contexts)}")
+
+        if len(specific) > 1:
+            out["hookSpecificOutput"] = specific
+        warnings = warning_text(outcome, notes)
+        if warnings:
+            out["systemMessage"] = warnings
+        return Reply.json(out, stderr=warnings + "\n" if warnings else "")
+
+
+class ClaudeCode(ClaudeShaped):
+    name = "claude-code"
+    title = "Claude Code"
+    events: ClassVar[dict[str, str]] = {
+        "SessionStart": "session_start",
+        "SessionEnd": "session_end",
+        "UserPromptSubmit": "before_agent",
+        "PreToolUse": "before_tool",
+        "PostToolUse": "after_tool",
+        "PostToolUseFailure": "after_tool_failure",
+        "Stop": "before_stop",
+        "SubagentStart": "subagent_start",
+        "SubagentStop": "subagent_stop",
+        "PreCompact": "pre_compact",
+        "PostCompact": "post_compact",
+    }
+    install_events = tuple(events)
+    tool_events = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+    vocabulary: ClassVar[Vocabulary] = CLAUDE_CODE
+    project_env = ("CLAUDE_PROJECT_DIR",)
+    field_map: ClassVar[dict[str, str]] = {
+        "prompt": "prompt",
+        "last_assistant_message": "final_message",
+        "agent_type": "subagent_type",
+        "agent_id": "subagent_name",
+        "trigger": "trigger",
+        "custom_instructions": "custom_instructions",
+        "source": "source",
+        "reason": "exit_reason",
+        "model": "model",
+        "permission_mode": "permission_mode",
+        "transcript_path": "transcript_path",
+    }
+    decision_events = frozenset(
+        {"PostToolUse", "Stop", "SubagentStop", "UserPromptSubmit", "PreCompact"}
+    )
+    context_events = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
+                                "PostToolUseFailure", "SubagentStart"})
+    # None: Claude Code's permission flow decides. "allow" would approve the call silently.
+    rewrite_decision = None
+
+
+HOST = ClaudeCode()

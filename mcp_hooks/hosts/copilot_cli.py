@@ -1,0 +1,125 @@
+"""GitHub Copilot CLI: ``.github/hooks/*.json`` (``~/.copilot/hooks/*.json`` for the user).
+
+Copilot's camelCase events (``preToolUse``, ``agentStop``, ...) send camelCase payloads with
+no event name in them (``sessionId``, ``toolName``, ``toolArgs``), so the installed command
+passes ``--event``; the VS Code-compatible PascalCase events (``PreToolUse``, ``Stop``, ...)
+send snake_case payloads with ``hook_event_name``. Both are accepted. Tools are lowercase
+(``bash``, ``view``, ``create``, ``edit``, ...).
+
+Carries over: deny on ``preToolUse`` (``permissionDecision: deny`` + reason; exit codes do
+not block there), a rewrite (``modifiedArgs``, no permission decision), the stop gate
+(``decision: block`` + ``reason`` on ``agentStop``/``subagentStop``), context
+(``additionalContext`` on ``postToolUseFailure`` and ``subagentStart``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from mcp_hooks.hosts.base import Call, Host, Reply, denied_by, joined, warning_text
+from mcp_hooks.hosts.vocab import COPILOT_CLI, Vocabulary
+
+if TYPE_CHECKING:
+    from mcp_hooks.engine import Outcome
+
+_PRE_TOOL = frozenset({"preToolUse", "PreToolUse"})
+_STOPS = frozenset({"agentStop", "subagentStop", "Stop", "SubagentStop"})
+_CONTEXT = frozenset({"postToolUseFailure", "PostToolUseFailure", "subagentStart"})
+
+
+class CopilotCli(Host):
+    name = "copilot-cli"
+    title = "Copilot CLI"
+    events: ClassVar[dict[str, str]] = {
+        "sessionStart": "session_start",
+        "sessionEnd": "session_end",
+        "userPromptSubmitted": "before_agent",
+        "preToolUse": "before_tool",
+        "postToolUse": "after_tool",
+        "postToolUseFailure": "after_tool_failure",
+        "agentStop": "before_stop",
+        "subagentStart": "subagent_start",
+        "subagentStop": "subagent_stop",
+        "preCompact": "pre_compact",
+        # the VS Code-compatible spellings
+        "SessionStart": "session_start",
+        "SessionEnd": "session_end",
+        "UserPromptSubmit": "before_agent",
+        "PreToolUse": "before_tool",
+        "PostToolUse": "after_tool",
+        "PostToolUseFailure": "after_tool_failure",
+        "Stop": "before_stop",
+        "SubagentStop": "subagent_stop",
+        "PreCompact": "pre_compact",
+    }
+    install_events = ("sessionStart", "sessionEnd", "userPromptSubmitted", "preToolUse",
+                      "postToolUse", "postToolUseFailure", "agentStop", "subagentStart",
+                      "subagentStop", "preCompact")
+    tool_events = frozenset({"preToolUse", "postToolUse", "postToolUseFailure", "PreToolUse",
+                             "PostToolUse", "PostToolUseFailure"})
+    vocabulary: ClassVar[Vocabulary] = COPILOT_CLI
+    session_keys = ("sessionId", "session_id")
+    tool_name_keys = ("toolName", "tool_name")
+    tool_input_keys = ("toolArgs", "tool_input")
+    tool_use_id_keys = ("toolCallId", "tool_use_id")
+    output_keys = ("toolResult", "tool_result")
+    field_map: ClassVar[dict[str, str]] = {
+        "prompt": "prompt",
+        "stopReason": "stop_reason",
+        "stop_reason": "stop_reason",
+        "agentName": "subagent_name",
+        "agent_name": "subagent_name",
+        "trigger": "trigger",
+        "source": "source",
+        "reason": "exit_reason",
+        "transcriptPath": "transcript_path",
+        "transcript_path": "transcript_path",
+    }
+
+    def host_tool(self, host_event: str, payload: Mapping[str, Any]) -> tuple[str | None, Any]:
+        name, args = super().host_tool(host_event, payload)
+        if isinstance(args, str):  # toolArgs may arrive as a JSON string
+            try:
+                args = json.loads(args)
+            except ValueError:
+                args = {"input": args}
+        return name, args
+
+    def reply(self, call: Call, outcome: Outcome) -> Reply:
+        event = call.host_event
+        out: dict[str, Any] = {}
+        notes = list(call.notes)
+        contexts = list(outcome.additional_context)
+        if outcome.denied:
+            reason = outcome.reason or denied_by(outcome)
+            if event in _PRE_TOOL:
+                out = {"permissionDecision": "deny", "permissionDecisionReason": reason}
+            elif event in _STOPS:
+                out = {"decision": "block", "reason": joined([reason, *contexts])}
+                contexts = []
+            elif event in _CONTEXT:
+                contexts.insert(0, reason)
+            else:
+                notes.append(f"Copilot CLI cannot block {event}; {outcome.blocked_by} said: "
+                             f"{reason}")
+        elif event in _PRE_TOOL:
+            rewritten, why = self.host_input(call, outcome)
+            if why:
+                notes.append(why)
+            if rewritten is not None:
+                out["modifiedArgs"] = rewritten
+        if outcome.modified_output is not None and not outcome.denied:
+            notes.append(f"Copilot CLI cannot rewrite the output of {event} from a command "
+                         "hook; ignored")
+        if contexts:
+            if event in _CONTEXT:
+                out["additionalContext"] = joined(contexts)
+            else:
+                notes.append(f"Copilot CLI takes no context on {event}: {joined(contexts)}")
+        warnings = warning_text(outcome, notes)
+        return Reply.json(out, stderr=warnings + "\n" if warnings else "")
+
+
+HOST = CopilotCli()

@@ -1,0 +1,208 @@
+"""Bridge calls answered by a running server: an HTTP endpoint and an MCP tool.
+
+A bridge run costs a Python start per hook call. A server that is already running answers
+the same call in milliseconds, with its engine and registry warm:
+
+- ``bridge_routes(engine_for, token)``: ``POST /hooks/bridge/{host}?event=<HostEvent>``
+  takes the host's payload as the body and returns the host's stdout JSON (empty body for a
+  plain allow). It exists only when the server has a bearer token, and checks it itself too
+  (constant time). A payload it cannot answer gets ``422`` with the reason, so the forward
+  script's ``curl -f`` falls back to the local bridge, which reports the same reason.
+  ``install --via server`` writes a command that uses it, ``install claude-code --via http``
+  a Claude Code ``http`` hook.
+- ``bridge_hook``: an MCP tool whose text result is Claude Code's hook JSON, for Claude
+  Code's ``mcp_tool`` hooks (``install claude-code --via mcp``). Claude Code substitutes
+  ``${field}`` from its hook input into the tool's string arguments; the tool rebuilds the
+  hook input from them (see ``mcp_tool_payload``).
+
+Both take ``engine_for(work_dir)``: the server's engine for a project folder (an entered
+``Engine``, or an awaitable of one). The server module wires them; this module imports the
+MCP SDK and Starlette only inside the functions that build routes.
+"""
+
+from __future__ import annotations
+
+import hmac
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from mcp_hooks.hosts import UnknownHostError, get_host
+from mcp_hooks.hosts.base import BridgeInputError, Host, Reply, fail_open, load_payload
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from mcp_hooks.engine import Engine
+
+EngineFor = Callable[[str | None], "Engine | Awaitable[Engine]"]
+BRIDGE_PATH = "/hooks/bridge/{host}"
+TOOL_NAME = "bridge_hook"
+TOOL_DESCRIPTION = (
+    "Answer an agent host's native hook call (Claude Code mcp_tool hooks): pass the hook's "
+    "input fields; the result text is the host's hook JSON (empty for a plain allow)."
+)
+
+
+async def answer_payload(host: Host, payload: dict[str, Any], event: str | None,
+                         engine_for: EngineFor) -> Reply:
+    """The host's answer to one payload, fired at the server's engine; never raises."""
+    from mcp_hooks.engine import Event
+
+    try:
+        host_event = host.event_of(payload, event)
+        call = host.translate(host_event, payload)
+    except BridgeInputError as exc:
+        return fail_open(str(exc))
+    except Exception as exc:
+        return fail_open(f"could not read the {host.title} payload: {type(exc).__name__}: {exc}")
+    try:
+        engine = engine_for(call.fields.get("work_dir"))
+        if inspect.isawaitable(engine):
+            engine = await engine
+        outcome = await engine.fire(Event.create(event_type=call.event, **call.fields))
+        return host.reply(call, outcome)
+    except Exception as exc:
+        return fail_open(f"the engine failed on {call.host_event}: {type(exc).__name__}: {exc}")
+
+
+def bridge_routes(engine_for: EngineFor, token: str | None) -> list[Route]:
+    """The forwarding endpoint, to mount beside ``/mcp``; empty without a token."""
+    from starlette.responses import PlainTextResponse, Response
+    from starlette.routing import Route
+
+    if not token:
+        return []
+    expected = f"Bearer {token}".encode()
+
+    async def endpoint(request: Request) -> Response:
+        given = request.headers.get("authorization", "").encode()
+        if not hmac.compare_digest(given, expected):
+            return PlainTextResponse("missing or wrong bearer token\n", status_code=401)
+        try:
+            host = get_host(request.path_params["host"])
+        except UnknownHostError as exc:
+            return PlainTextResponse(f"{exc}\n", status_code=404)
+        try:
+            payload = load_payload(await request.body())
+        except BridgeInputError as exc:
+            return PlainTextResponse(f"mcp-hooks bridge: {exc}\n", status_code=422)
+        reply = await answer_payload(host, payload, request.query_params.get("event"),
+                                     engine_for)
+        if reply.exit_code != 0:
+            return PlainTextResponse(reply.stderr, status_code=422)
+        return Response(reply.stdout, media_type="application/json")
+
+    return [Route(BRIDGE_PATH, endpoint, methods=["POST"])]
+
+
+# -- the MCP tool for Claude Code mcp_tool hooks ------------------------------------------
+
+_LEAF_PREFIX = "input_"
+
+
+def _unstring(value: Any) -> Any:
+    """A substituted value back to JSON where it was JSON text (objects, booleans)."""
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped[:1] in ("{", "[") or stripped in ("true", "false", "null"):
+            try:
+                return json.loads(stripped)
+            except ValueError:
+                return value
+    return value
+
+
+def mcp_tool_payload(arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``(host, hook input)`` from the ``bridge_hook`` tool's arguments.
+
+    Claude Code puts each hook input field in its own string argument (``${session_id}``,
+    ``${tool_input}``, ...). Objects and booleans that arrive as JSON text are parsed back;
+    when ``tool_input`` is not an object (say ``"[object Object]"``), it is rebuilt from the
+    ``input_<key>`` leaves (``${tool_input.command}``, ...). ``payload`` may carry the whole
+    hook input at once instead.
+    """
+    args = {k: v for k, v in arguments.items() if v is not None}
+    host = str(args.pop("host", None) or "claude-code")
+    payload: dict[str, Any] = {}
+    whole = _unstring(args.pop("payload", None))
+    if isinstance(whole, dict):
+        payload.update(whole)
+    leaves = {k[len(_LEAF_PREFIX):]: v for k, v in list(args.items())
+              if k.startswith(_LEAF_PREFIX)}
+    for key in list(args):
+        if key.startswith(_LEAF_PREFIX):
+            del args[key]
+    for key, value in args.items():
+        if value == "" and key not in payload:
+            continue  # a field the hook input did not have substitutes to ""
+        payload[key] = _unstring(value)
+    if "tool_name" in payload and not isinstance(payload.get("tool_input"), dict):
+        payload["tool_input"] = {k: _unstring(v) for k, v in leaves.items()
+                                 if v not in ("", None, "undefined")}
+    return host, payload
+
+
+async def bridge_hook(engine_for: EngineFor, arguments: dict[str, Any]) -> tuple[str, bool]:
+    """Run the ``bridge_hook`` tool: ``(text, is_error)``.
+
+    The text is the host's hook JSON, which Claude Code reads like a command hook's stdout
+    (empty text: a plain allow). ``is_error`` is set when the call could not be answered;
+    Claude Code then carries on (a non-blocking error), as it does for a failed command hook.
+    """
+    host_label, payload = mcp_tool_payload(arguments)
+    try:
+        host = get_host(host_label)
+    except UnknownHostError as exc:
+        return str(exc), True
+    reply = await answer_payload(host, payload, None, engine_for)
+    if reply.exit_code != 0:
+        return reply.stderr.strip(), True
+    return reply.stdout, False
+
+
+def register_bridge_tool(server: Any, engine_for: EngineFor) -> None:
+    """Add the ``bridge_hook`` tool to a high-level ``MCPServer``."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    async def bridge_hook_tool(
+        hook_event_name: str,
+        host: str = "claude-code",
+        session_id: str | None = None,
+        cwd: str | None = None,
+        tool_name: str | None = None,
+        tool_input: Any = None,
+        tool_use_id: str | None = None,
+        tool_response: Any = None,
+        error: Any = None,
+        stop_hook_active: Any = None,
+        last_assistant_message: str | None = None,
+        prompt: str | None = None,
+        payload: Any = None,
+        input_command: str | None = None,
+        input_description: str | None = None,
+        input_file_path: str | None = None,
+        input_content: str | None = None,
+        input_old_string: str | None = None,
+        input_new_string: str | None = None,
+        input_path: str | None = None,
+        input_pattern: str | None = None,
+        input_url: str | None = None,
+        input_query: str | None = None,
+        input_prompt: str | None = None,
+    ) -> str:
+        arguments = dict(locals())
+        text, is_error = await bridge_hook(engine_for, arguments)
+        if is_error:
+            raise ToolError(text)
+        return text
+
+    server.add_tool(bridge_hook_tool, name=TOOL_NAME, description=TOOL_DESCRIPTION,
+                    structured_output=False)
+
+
+__all__ = ["BRIDGE_PATH", "TOOL_NAME", "answer_payload", "bridge_hook", "bridge_routes",
+           "mcp_tool_payload", "register_bridge_tool"]

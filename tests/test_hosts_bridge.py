@@ -1,0 +1,413 @@
+"""``mcp-hooks bridge <host>`` as the hosts run it: the real console script, a new process
+per call, the host's payload on stdin, real HOOK.md hooks in a project folder.
+
+Payloads come from tests/fixtures/hosts (the hosts' docs and real runs). Each host answers
+in its own form: blocks, rewrites, context, stop gates; a plain allow grants no permission;
+unreadable input exits 1 (the host carries on), never 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import MCP_HOOKS, write_hook
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hosts"
+
+RECORD = 'cat > "$RECORD_DIR/$AGENT_HOOKS_EVENT.json"\n'
+REWRITE_EDIT = """\
+import json, sys
+payload = json.load(sys.stdin)
+data = dict(payload["tool_input"])
+data["edits"] = [dict(e, new_string="REWRITTEN") for e in data["edits"]]
+print(json.dumps({"modified_input": data}))
+"""
+REWRITE_SHELL = """\
+import json, sys
+payload = json.load(sys.stdin)
+data = dict(payload["tool_input"])
+data["command"] = data["command"] + " -- --ci"
+print(json.dumps({"modified_input": data}))
+"""
+
+
+def fixture(host: str, name: str, project: Path) -> dict[str, Any]:
+    text = (FIXTURES / host / f"{name}.json").read_text().replace("$PROJECT", str(project))
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+@pytest.fixture
+def hooks(project_hooks: Path, tmp_path: Path) -> Path:
+    """The hook library every bridge test runs against; returns the record folder."""
+    records = tmp_path / "records"
+    records.mkdir()
+    for event in ("before_tool", "after_tool", "after_tool_failure", "before_stop",
+                  "before_agent", "session_start"):
+        write_hook(project_hooks, f"record-{event.replace('_', '-')}", trigger=event,
+                   script=RECORD, extra="priority: 1000\n")
+    write_hook(project_hooks, "deny-rm", script='echo "rm -rf is not allowed here" >&2\nexit 2\n',
+               extra="priority: 900\nmatcher:\n  tool: Shell\n  pattern: 'rm -rf'\n")
+    write_hook(project_hooks, "protect-env",
+               script="""echo '{"decision": "deny", "reason": "secrets stay out"}'\n""",
+               extra="priority: 900\nmatcher:\n  tool: WriteFile|EditFile\n  pattern: '\\.env$'\n")
+    write_hook(project_hooks, "rewrite-edit", script=REWRITE_EDIT, entry="scripts/run.py",
+               extra="matcher:\n  tool: EditFile\n")
+    write_hook(project_hooks, "rewrite-shell", script=REWRITE_SHELL, entry="scripts/run.py",
+               extra="matcher:\n  tool: Shell\n  pattern: '^npm test$'\n")
+    write_hook(project_hooks, "prompt-rule", trigger="before_agent",
+               script="""echo '{"additional_context": "Project rule: use pnpm"}'\n""")
+    write_hook(project_hooks, "after-note", trigger="after_tool",
+               script="""echo '{"additional_context": "formatted the file"}'\n""")
+    write_hook(project_hooks, "tests-gate", trigger="before_stop",
+               script='echo "Run the test suite before finishing" >&2\nexit 2\n')
+    return records
+
+
+def bridge(host: str, payload: Any, user_dir: Path, records: Path | None = None,
+           *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if records is not None:
+        env["RECORD_DIR"] = str(records)
+    data = payload if isinstance(payload, str) else json.dumps(payload)
+    return subprocess.run(
+        [MCP_HOOKS, "bridge", host, "--user-dir", str(user_dir), *args],
+        input=data, capture_output=True, text=True, env=env, timeout=60,
+    )
+
+
+def out(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert result.returncode == 0, result.stderr
+    if not result.stdout.strip():
+        return {}
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def recorded(records: Path, event: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((records / f"{event}.json").read_text())
+    return data
+
+
+# -- a dangerous shell command is blocked in each host's own form ----------------------------
+
+
+def _rm(host: str, name: str, project: Path) -> tuple[dict[str, Any], list[str]]:
+    payload = fixture(host, name, project)
+    flags: list[str] = []
+    if host == "codex":
+        payload["tool_input"]["command"] = "rm -rf build"
+    if host == "copilot-cli":
+        flags = ["--event", "preToolUse"]
+    return payload, flags
+
+
+@pytest.mark.parametrize(("host", "name", "check"), [
+    ("claude-code", "PreToolUse.rm", lambda o: o["hookSpecificOutput"] == {
+        "hookEventName": "PreToolUse", "permissionDecision": "deny",
+        "permissionDecisionReason": "rm -rf is not allowed here"}),
+    ("codex", "PreToolUse.bash", lambda o: o["hookSpecificOutput"]["permissionDecision"] == "deny"
+        and o["hookSpecificOutput"]["permissionDecisionReason"] == "rm -rf is not allowed here"),
+    ("gemini-cli", "BeforeTool.rm", lambda o: o == {
+        "decision": "deny", "reason": "rm -rf is not allowed here"}),
+    ("kimi-cli", "PreToolUse.rm", lambda o: o["hookSpecificOutput"]["permissionDecision"] == "deny"
+        and o["hookSpecificOutput"]["permissionDecisionReason"] == "rm -rf is not allowed here"),
+    ("cursor", "beforeShellExecution", lambda o: o["permission"] == "deny"
+        and o["agent_message"] == "rm -rf is not allowed here"),
+    ("copilot-cli", "preToolUse.bash", lambda o: o == {
+        "permissionDecision": "deny", "permissionDecisionReason": "rm -rf is not allowed here"}),
+])
+def test_a_dangerous_command_is_blocked(host: str, name: str, check: Any, hooks: Path,
+                                        user_dir: Path, project: Path) -> None:
+    payload, flags = _rm(host, name, project)
+    result = bridge(host, payload, user_dir, hooks, *flags)
+    answer = out(result)
+    assert check(answer), answer
+    seen = recorded(hooks, "before_tool")
+    assert seen["tool_name"] == "Shell" and "rm -rf" in seen["tool_input"]["command"]
+    assert seen["host"]["name"] == host
+
+
+@pytest.mark.parametrize(("host", "name", "flags"), [
+    ("claude-code", "PreToolUse.bash", []), ("codex", "PreToolUse.bash", []),
+    ("gemini-cli", "BeforeTool.shell", []), ("kimi-cli", "PreToolUse.shell", []),
+    ("cursor", "beforeShellExecution.ok", []), ("copilot-cli", "preToolUse.ok",
+                                                ["--event", "preToolUse"]),
+])
+def test_an_allowed_command_grants_no_permission(host: str, name: str, flags: list[str],
+                                                 hooks: Path, user_dir: Path,
+                                                 project: Path) -> None:
+    result = bridge(host, fixture(host, name, project), user_dir, hooks, *flags)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == ""  # no decision at all: the host's own prompts happen
+    seen = recorded(hooks, "before_tool")
+    assert seen["tool_name"] == "Shell"
+    assert seen["event_type"] == "before_tool"
+    assert seen["work_dir"] == str(project)
+
+
+def test_the_hook_sees_canonical_input_and_the_hosts_own(hooks: Path, user_dir: Path,
+                                                         project: Path) -> None:
+    payload = fixture("claude-code", "PreToolUse.bash", project)
+    out(bridge("claude-code", payload, user_dir, hooks))
+    seen = recorded(hooks, "before_tool")
+    assert seen["tool_input"] == {"command": "echo hello > marker.txt",
+                                  "description": "Write hello to marker.txt"}
+    assert seen["tool_use_id"] == "toolu_01FakeModelCall0000000001"
+    assert seen["session_id"] == payload["session_id"]
+    host = seen["host"]
+    assert host["tool_name"] == "Bash" and host["event"] == "PreToolUse"
+    assert host["payload"]["permission_mode"] == "default"
+    assert "tool_input" not in host["payload"]
+
+
+def test_mcp_and_unknown_tools_pass_unchanged(hooks: Path, user_dir: Path,
+                                              project: Path) -> None:
+    out(bridge("claude-code", fixture("claude-code", "PreToolUse.mcp", project), user_dir, hooks))
+    seen = recorded(hooks, "before_tool")
+    assert seen["tool_name"] == "mcp__memory__create_entities"
+    assert seen["tool_input"] == {"entities": [{"name": "x", "entityType": "y",
+                                                "observations": []}]}
+    out(bridge("gemini-cli", fixture("gemini-cli", "BeforeTool.mcp", project), user_dir, hooks))
+    assert recorded(hooks, "before_tool")["tool_name"] == "mcp__github__create_issue"
+
+
+def test_a_secret_write_is_blocked_on_every_file_tool(hooks: Path, user_dir: Path,
+                                                      project: Path) -> None:
+    gemini = out(bridge("gemini-cli", fixture("gemini-cli", "BeforeTool.write_file", project),
+                        user_dir, hooks))
+    assert gemini == {"decision": "deny", "reason": "secrets stay out"}
+    copilot = out(bridge("copilot-cli", fixture("copilot-cli", "preToolUse.create", project),
+                         user_dir, hooks, "--event", "preToolUse"))
+    assert copilot["permissionDecision"] == "deny"
+    assert recorded(hooks, "before_tool")["tool_input"]["content"] == "A=1\n"
+
+
+# -- rewrites go back in the host's shape --------------------------------------------------
+
+
+def test_claude_code_rewrite_is_updated_input_without_a_permission_decision(
+        hooks: Path, user_dir: Path, project: Path) -> None:
+    answer = out(bridge("claude-code", fixture("claude-code", "PreToolUse.edit", project),
+                        user_dir, hooks))
+    specific = answer["hookSpecificOutput"]
+    assert specific["updatedInput"] == {"file_path": f"{project}/src/app.py",
+                                        "old_string": "hi", "new_string": "REWRITTEN",
+                                        "replace_all": False}
+    assert "permissionDecision" not in specific
+
+
+def test_claude_code_multiedit_rewrite_keeps_its_list(hooks: Path, user_dir: Path,
+                                                      project: Path) -> None:
+    answer = out(bridge("claude-code", fixture("claude-code", "PreToolUse.multiedit", project),
+                        user_dir, hooks))
+    edits = answer["hookSpecificOutput"]["updatedInput"]["edits"]
+    assert [e["new_string"] for e in edits] == ["REWRITTEN", "REWRITTEN"]
+    assert edits[1]["replace_all"] is True
+
+
+def test_codex_rewrite_carries_allow_only_with_updated_input(hooks: Path, user_dir: Path,
+                                                             project: Path) -> None:
+    payload = fixture("codex", "PreToolUse.bash", project)
+    payload["tool_input"]["command"] = "npm test"
+    answer = out(bridge("codex", payload, user_dir, hooks))
+    assert answer["hookSpecificOutput"] == {"hookEventName": "PreToolUse",
+                                            "updatedInput": {"command": "npm test -- --ci"},
+                                            "permissionDecision": "allow"}
+
+
+@pytest.mark.parametrize(("host", "name", "flags", "pick", "expected"), [
+    ("gemini-cli", "BeforeTool.replace", [], lambda o: o["hookSpecificOutput"]["tool_input"],
+     {"file_path": "/a.py", "instruction": "rename", "old_string": "x",
+      "new_string": "REWRITTEN", "allow_multiple": False}),
+    ("copilot-cli", "preToolUse.edit", ["--event", "preToolUse"], lambda o: o["modifiedArgs"],
+     {"path": "/a.py", "old_str": "x", "new_str": "REWRITTEN"}),
+])
+def test_rewrites_in_gemini_and_copilot_shapes(host: str, name: str, flags: list[str],
+                                               pick: Any, expected: dict[str, Any],
+                                               hooks: Path, user_dir: Path,
+                                               project: Path) -> None:
+    answer = out(bridge(host, fixture(host, name, project), user_dir, hooks, *flags))
+    got = pick(answer)
+    for key in ("file_path", "path"):
+        if key in expected:
+            expected[key] = f"{project}{expected[key]}"
+    assert got == expected
+    assert "permissionDecision" not in answer
+
+
+def test_cursor_rewrite_is_updated_input_on_pre_tool_use(hooks: Path, user_dir: Path,
+                                                         project: Path) -> None:
+    payload = fixture("cursor", "preToolUse", project)
+    payload["tool_input"]["command"] = "npm test"
+    answer = out(bridge("cursor", payload, user_dir, hooks))
+    assert answer == {"updated_input": {"command": "npm test -- --ci"}}
+
+
+def test_kimi_has_no_rewrite_so_it_warns(hooks: Path, user_dir: Path, project: Path) -> None:
+    result = bridge("kimi-cli", fixture("kimi-cli", "PreToolUse.strreplace", project),
+                    user_dir, hooks)
+    assert result.returncode == 0
+    assert result.stdout.strip() == ""
+    assert "Kimi CLI cannot rewrite" in result.stderr
+    assert recorded(hooks, "before_tool")["tool_input"]["edits"] == [
+        {"old_string": "x", "new_string": "y", "replace_all": False}]
+
+
+# -- context ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("host", "name", "pick"), [
+    ("claude-code", "UserPromptSubmit", lambda r: json.loads(r)["hookSpecificOutput"][
+        "additionalContext"]),
+    ("codex", "UserPromptSubmit", lambda r: json.loads(r)["hookSpecificOutput"][
+        "additionalContext"]),
+    ("gemini-cli", "BeforeAgent", lambda r: json.loads(r)["hookSpecificOutput"][
+        "additionalContext"]),
+    ("kimi-cli", "UserPromptSubmit", lambda r: r.strip()),
+])
+def test_context_reaches_the_hosts_context_field(host: str, name: str, pick: Any, hooks: Path,
+                                                 user_dir: Path, project: Path) -> None:
+    result = bridge(host, fixture(host, name, project), user_dir, hooks)
+    assert result.returncode == 0, result.stderr
+    assert pick(result.stdout) == "Project rule: use pnpm"
+    assert recorded(hooks, "before_agent")["prompt"]
+
+
+def test_after_tool_context_and_failures(hooks: Path, user_dir: Path, project: Path) -> None:
+    claude = out(bridge("claude-code", fixture("claude-code", "PostToolUse.bash", project),
+                        user_dir, hooks))
+    assert claude["hookSpecificOutput"]["additionalContext"] == "formatted the file"
+    seen = recorded(hooks, "after_tool")
+    assert seen["tool_output"]["noOutputExpected"] is True
+    gemini = out(bridge("gemini-cli", fixture("gemini-cli", "AfterTool.error", project),
+                        user_dir, hooks))
+    assert gemini == {}
+    failure = recorded(hooks, "after_tool_failure")
+    assert failure["error"]["message"] == "exit code 1"
+    cursor = bridge("cursor", fixture("cursor", "afterShellExecution", project), user_dir, hooks)
+    assert cursor.stdout.strip() == "" and "Cursor takes no context" in cursor.stderr
+
+
+# -- stop gates and loops ------------------------------------------------------------------
+
+
+def test_claude_code_stop_gate_and_loop_guard_across_runs(hooks: Path, user_dir: Path,
+                                                         project: Path) -> None:
+    first = fixture("claude-code", "Stop", project)
+    again = fixture("claude-code", "Stop.active", project)
+    cap = ("--stop-block-cap", "2")
+    one = out(bridge("claude-code", first, user_dir, hooks, *cap))
+    assert one == {"decision": "block", "reason": "Run the test suite before finishing"}
+    assert recorded(hooks, "before_stop")["stop_block_count"] == 0
+    two = out(bridge("claude-code", again, user_dir, hooks, *cap))
+    assert two["decision"] == "block"
+    seen = recorded(hooks, "before_stop")
+    assert seen["stop_hook_active"] is True and seen["stop_block_count"] == 1
+    three = out(bridge("claude-code", again, user_dir, hooks, *cap))
+    assert "decision" not in three
+    assert "loop guard" in three["systemMessage"]
+    assert recorded(hooks, "before_stop")["stop_block_count"] == 2
+    # a new turn (the host says it is not a continuation) starts counting again
+    four = out(bridge("claude-code", first, user_dir, hooks, *cap))
+    assert four["decision"] == "block"
+    assert recorded(hooks, "before_stop")["stop_block_count"] == 0
+
+
+@pytest.mark.parametrize(("host", "name", "flags", "check"), [
+    ("codex", "Stop", [], lambda o: o == {"decision": "block",
+                                         "reason": "Run the test suite before finishing"}),
+    ("gemini-cli", "AfterAgent", [], lambda o: o == {
+        "decision": "deny", "reason": "Run the test suite before finishing"}),
+    ("kimi-cli", "Stop", [], lambda o: o["hookSpecificOutput"]["permissionDecision"] == "deny"),
+    ("cursor", "stop", [], lambda o: o == {
+        "followup_message": "Run the test suite before finishing"}),
+    ("copilot-cli", "agentStop", ["--event", "agentStop"], lambda o: o == {
+        "decision": "block", "reason": "Run the test suite before finishing"}),
+])
+def test_stop_gates_in_each_hosts_form(host: str, name: str, flags: list[str], check: Any,
+                                       hooks: Path, user_dir: Path, project: Path) -> None:
+    answer = out(bridge(host, fixture(host, name, project), user_dir, hooks, *flags))
+    assert check(answer), answer
+    assert recorded(hooks, "before_stop")["event_type"] == "before_stop"
+
+
+def test_the_hosts_loop_flags_reach_the_loop_guard(hooks: Path, user_dir: Path,
+                                                   project: Path) -> None:
+    loop = out(bridge("cursor", fixture("cursor", "stop.loop", project), user_dir, hooks,
+                      "--stop-block-cap", "2"))
+    assert "followup_message" not in loop
+    seen = recorded(hooks, "before_stop")
+    assert seen["stop_block_count"] == 2 and seen["stop_hook_active"] is True
+    retry = out(bridge("gemini-cli", fixture("gemini-cli", "AfterAgent.retry", project),
+                       user_dir, hooks))
+    assert retry["decision"] == "deny"
+    assert recorded(hooks, "before_stop")["stop_hook_active"] is True
+
+
+# -- failures never block by accident ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("host", "stdin", "flags", "message"), [
+    ("claude-code", "this is not json", [], "not JSON"),
+    ("codex", "[1, 2, 3]", [], "JSON object"),
+    ("gemini-cli", "", [], "no payload"),
+    ("claude-code", '{"hook_event_name": "Elicitation"}', [], "not bridged"),
+    ("copilot-cli", '{"sessionId": "s", "toolName": "bash"}', [], "no event name"),
+    ("cursor", '{"hook_event_name": "stop"}', ["--event", "nope"], "not bridged"),
+])
+def test_unreadable_input_fails_open_with_a_clear_message(host: str, stdin: str,
+                                                          flags: list[str], message: str,
+                                                          user_dir: Path) -> None:
+    result = bridge(host, stdin, user_dir, None, *flags)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert message in result.stderr and "fail open" in result.stderr
+
+
+def test_unknown_host_is_a_usage_error(user_dir: Path) -> None:
+    result = bridge("vim", "{}", user_dir)
+    assert result.returncode == 64 and "unknown host" in result.stderr
+
+
+def test_a_crashing_hook_fails_open_with_a_warning_the_user_sees(
+        user_dir: Path, project: Path, project_hooks: Path) -> None:
+    write_hook(project_hooks, "broken", script="echo boom >&2\nexit 3\n")
+    answer = out(bridge("claude-code", fixture("claude-code", "PreToolUse.bash", project),
+                        user_dir))
+    assert "hookSpecificOutput" not in answer
+    assert "broken" in answer["systemMessage"] and "fail open" in answer["systemMessage"]
+
+
+def test_a_missing_work_dir_falls_back_and_still_answers(hooks: Path, user_dir: Path,
+                                                         project: Path) -> None:
+    payload = fixture("claude-code", "PreToolUse.rm", project)
+    payload["cwd"] = str(project / "does-not-exist")
+    result = subprocess.run(
+        [MCP_HOOKS, "bridge", "claude-code", "--user-dir", str(user_dir)],
+        input=json.dumps(payload), capture_output=True, text=True, cwd=project,
+        env={**os.environ, "RECORD_DIR": str(hooks)}, timeout=60,
+    )
+    assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_bridge_imports_no_server_stack(hooks: Path, user_dir: Path, project: Path) -> None:
+    code = (
+        "import sys, io, json\n"
+        "from mcp_hooks import cli\n"
+        f"sys.stdin = io.TextIOWrapper(io.BytesIO({json.dumps(fixture('claude-code', 'PreToolUse.bash', project)).encode()!r}))\n"  # noqa: E501
+        f"cli.main(['bridge', 'claude-code', '--user-dir', {str(user_dir)!r}])\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('mcp', 'starlette', 'httpx', 'uvicorn') or m == 'mcp_hooks.server')\n"
+        "print(json.dumps(bad), file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "RECORD_DIR": str(hooks)}, timeout=60)
+    assert json.loads(result.stderr.strip().splitlines()[-1]) == []
