@@ -177,9 +177,10 @@ class Registry:
 
     def _load(self, scope: Scope, hook_dir: Path) -> _Loaded:
         signature: list[Any] = [scope]
+        base = str(hook_dir)
         for rel in _SIGNATURE_FILES:
             try:
-                st = os.stat(hook_dir / rel)
+                st = os.stat(f"{base}/{rel}")
                 signature.append((st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode))
             except OSError:
                 signature.append(None)
@@ -204,8 +205,7 @@ class Registry:
         for scope, hook_dir in self._hook_dirs():
             seen.add(hook_dir)
             watched.append(hook_dir)
-            if (hook_dir / "scripts").is_dir():
-                watched.append(hook_dir / "scripts")
+            watched.append(hook_dir / "scripts")  # a missing one is skipped by the watcher
             loaded = self._load(scope, hook_dir)
             if isinstance(loaded, InvalidHook):
                 invalid.append(loaded)

@@ -9,17 +9,18 @@ extensions live under ``metadata`` so a hook stays valid for every other impleme
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, StrictStr
 from pydantic import ValidationError as _ValidationError
 
 from mcp_hooks.errors import HookFileError, UnknownEventError
+from mcp_hooks import yamlsubset
 from mcp_hooks.events import TOOL_EVENTS, canonical_event
 
 Scope = Literal["user", "project"]
@@ -30,6 +31,9 @@ KNOWN_KEYS = frozenset(
 )
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*$", re.S | re.M)
 _OPENING = re.compile(r"\A---[ \t]*\r?$", re.M)
+# Matchers are compiled once per distinct pattern (re's own cache holds 512: a library of
+# thousands of hooks would thrash it and compile every pattern twice).
+_compile = functools.lru_cache(maxsize=65536)(re.compile)
 
 # How to fix each field, appended to the validator's own message.
 _HINTS = {
@@ -102,9 +106,9 @@ class HookSpec(BaseModel):
 
     def model_post_init(self, context: Any, /) -> None:
         if self.matcher_tool is not None:
-            self._tool_re = re.compile(self.matcher_tool)
+            self._tool_re = _compile(self.matcher_tool)
         if self.matcher_pattern is not None:
-            self._pattern_re = re.compile(self.matcher_pattern)
+            self._pattern_re = _compile(self.matcher_pattern)
 
     @property
     def has_matcher(self) -> bool:
@@ -168,9 +172,8 @@ def _search_strings(pattern: re.Pattern[str], value: Any) -> bool:
 
 def find_hook_file(hook_dir: Path) -> Path | None:
     for name in HOOK_FILES:
-        candidate = hook_dir / name
-        if candidate.is_file():
-            return candidate
+        if os.path.isfile(f"{hook_dir}/{name}"):
+            return hook_dir / name
     return None
 
 
@@ -180,20 +183,20 @@ def resolve_entry(hook_dir: Path, hook_file: Path) -> tuple[str, ...]:
     Raises:
         HookFileError: no entry script, or ``scripts/run`` is not executable.
     """
-    scripts = hook_dir / "scripts"
-    run = scripts / "run"
-    if run.is_file():
+    scripts = f"{hook_dir}/scripts"
+    run = f"{scripts}/run"
+    if os.path.isfile(run):
         if not os.access(run, os.X_OK):
             raise HookFileError(
                 hook_file, "scripts/run", f"{run} is not executable; fix it with: chmod +x {run}"
             )
-        return (str(run),)
-    run_sh = scripts / "run.sh"
-    if run_sh.is_file():
-        return (str(run_sh),) if os.access(run_sh, os.X_OK) else ("/bin/sh", str(run_sh))
-    run_py = scripts / "run.py"
-    if run_py.is_file():
-        return (sys.executable, str(run_py))
+        return (run,)
+    run_sh = f"{scripts}/run.sh"
+    if os.path.isfile(run_sh):
+        return (run_sh,) if os.access(run_sh, os.X_OK) else ("/bin/sh", run_sh)
+    run_py = f"{scripts}/run.py"
+    if os.path.isfile(run_py):
+        return (sys.executable, run_py)
     raise HookFileError(
         hook_file,
         "scripts",
@@ -217,6 +220,11 @@ def parse_frontmatter(hook_file: Path, text: str) -> dict[str, Any]:
             hook_file, None, "the frontmatter is not closed: add a line '---' after it"
         )
     fm_text = found.group(1)
+    simple = yamlsubset.load(fm_text)
+    if simple is not None:
+        return simple
+    import yaml
+
     try:
         data = yaml.load(fm_text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
@@ -286,7 +294,7 @@ def load_hook(hook_dir: Path, scope: Scope, *, strict: bool = False) -> tuple[Ho
         for key, regex in (("matcher.tool", tool), ("matcher.pattern", pattern)):
             if regex is not None:
                 try:
-                    re.compile(regex)
+                    _compile(regex)
                 except re.error as exc:
                     raise HookFileError(
                         hook_file, key, f"{regex!r} does not compile: {exc}"

@@ -1,0 +1,90 @@
+"""The plain subset of YAML that HOOK.md frontmatter is written in, read without PyYAML.
+
+Building the index of 10,000 hooks, or starting ``mcp-hooks fire``, should not pay for a
+general YAML parser when the frontmatter is ``key: value`` lines and one level of nested
+mappings. ``load`` reads exactly that subset and returns None for anything else, so the
+caller hands the text to PyYAML and every answer is the one PyYAML would give:
+
+- keys are plain words; values are single-line scalars or a block of indented ``key: value``
+  lines one level deep;
+- scalars: integers, ``true``/``false``, ``null``/``~``, quoted strings without escapes, and
+  plain strings that no YAML 1.1 implicit type could claim (they start with a letter and are
+  not a boolean or null word);
+- anything else - flow collections, lists, block scalars, anchors, tags, comments after a
+  value, tabs, duplicate keys, deeper nesting, floats, dates - is declined.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_LINE = re.compile(r"( *)([A-Za-z_][A-Za-z0-9_-]*):(?:[ ]+(.*?))?[ ]*$")
+_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+_SINGLE = re.compile(r"'((?:[^']|'')*)'")
+_DOUBLE = re.compile(r'"([^"\\]*)"')
+_BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False,
+          "FALSE": False}
+_NULLS = {"null", "Null", "NULL", "~"}
+# YAML 1.1 booleans PyYAML resolves that a person may not mean as such: let PyYAML decide.
+_AMBIGUOUS = {"yes", "Yes", "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF"}
+_DECLINE = object()
+
+
+def _scalar(text: str) -> Any:
+    if _INT.fullmatch(text):
+        return int(text)
+    if text in _BOOLS:
+        return _BOOLS[text]
+    if text in _NULLS:
+        return None
+    first = text[0]
+    if first == "'":
+        quoted = _SINGLE.fullmatch(text)
+        return quoted.group(1).replace("''", "'") if quoted else _DECLINE
+    if first == '"':
+        quoted = _DOUBLE.fullmatch(text)
+        return quoted.group(1) if quoted else _DECLINE
+    if (not first.isalpha() or text in _AMBIGUOUS or " #" in text or ": " in text
+            or text.endswith(":")):
+        return _DECLINE
+    return text
+
+
+def load(text: str) -> dict[str, Any] | None:
+    """The mapping the text holds, or None when it is outside the subset (use PyYAML)."""
+    root: dict[str, Any] = {}
+    block: dict[str, Any] | None = None
+    block_indent = 0
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        found = _LINE.fullmatch(line)
+        if found is None or "\t" in line:
+            return None
+        indent, key, value = len(found.group(1)), found.group(2), found.group(3)
+        if indent == 0:
+            if key in root:
+                return None
+            if not value:
+                block = root[key] = {}
+                block_indent = 0
+                continue
+            block = None
+            parsed = _scalar(value)
+            if parsed is _DECLINE:
+                return None
+            root[key] = parsed
+            continue
+        if block is None or not value or key in block:
+            return None
+        if block_indent == 0:
+            block_indent = indent
+        elif indent != block_indent:
+            return None
+        parsed = _scalar(value)
+        if parsed is _DECLINE:
+            return None
+        block[key] = parsed
+    return {k: (v if v != {} else None) for k, v in root.items()}
