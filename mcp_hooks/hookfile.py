@@ -19,8 +19,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, StrictStr
 from pydantic import ValidationError as _ValidationError
 
-from mcp_hooks.errors import HookFileError, UnknownEventError
 from mcp_hooks import yamlsubset
+from mcp_hooks.errors import HookFileError, UnknownEventError
 from mcp_hooks.events import TOOL_EVENTS, canonical_event
 
 Scope = Literal["user", "project"]
