@@ -110,6 +110,9 @@ def box(tmp_path: Path) -> Sandbox:
 
 
 def _find_mcp_hooks() -> Path | None:
+    override = os.environ.get("MCP_HOOKS_E2E_EXE")
+    if override:
+        return Path(override)
     candidates = [
         Path(sys.executable).parent / "mcp-hooks",
         REPO / ".venv" / "bin" / "mcp-hooks",
@@ -125,7 +128,9 @@ def _find_mcp_hooks() -> Path | None:
 
 @pytest.fixture(scope="session")
 def mcp_hooks_exe() -> Path:
-    """The real ``mcp-hooks`` console script (beside ``sys.executable``, or the repo venv)."""
+    """The real ``mcp-hooks`` console script: ``$MCP_HOOKS_E2E_EXE`` if set (to test another
+    build, e.g. one installed with pipx), else the one beside ``sys.executable``, else the
+    repo's venv."""
     exe = _find_mcp_hooks()
     if exe is None:
         pytest.fail(
@@ -137,7 +142,10 @@ def mcp_hooks_exe() -> Path:
 
 
 def bridges_importable() -> bool:
-    """Whether ``mcp_hooks.hosts.install`` exists (the host bridges have landed)."""
+    """Whether ``mcp_hooks.hosts.install`` exists (the host bridges have landed), or
+    ``$MCP_HOOKS_E2E_EXE`` names an mcp-hooks build to test."""
+    if os.environ.get("MCP_HOOKS_E2E_EXE"):
+        return True
     try:
         return importlib.util.find_spec("mcp_hooks.hosts.install") is not None
     except ModuleNotFoundError:

@@ -33,7 +33,7 @@ import pytest
 
 from .conftest import RUN_TIMES, bridges_importable
 from .fake_model import WIRES, FakeModelServer, Script
-from .hosts import Host, RunResult, Sandbox, run_process
+from .hosts import RUN_TIMEOUT, Host, RunResult, Sandbox, run_process
 
 pytestmark = pytest.mark.e2e
 
@@ -133,8 +133,9 @@ def run_host(
     fake: FakeModelServer,
     request: pytest.FixtureRequest,
     extra_path: list[str] | None = None,
+    timeout: float = RUN_TIMEOUT,
 ) -> RunResult:
-    result = host.run(box, fake.url, extra_path=extra_path)
+    result = host.run(box, fake.url, extra_path=extra_path, timeout=timeout)
     RUN_TIMES.append((host.name, request.node.name, result.seconds))
     assert not result.timed_out, f"{host.name} hung:\n{result.describe()}\n{log_dump(fake)}"
     return result
@@ -406,11 +407,13 @@ def test_before_stop_gate_that_never_relents_still_ends(
     host = host_factory(host_name)
     scope = _host_scope(host_name)
     seen, _fired = write_stop_gate(hooks_folder(box, scope), box, always=True)
-    fake_model.script = Script(commands=[], max_requests=30)
+    # Gemini CLI's own loop detection hangs a headless run after about 20 identical turns:
+    # the fake refuses earlier, and the timeout is short, so a loop costs seconds, not minutes.
+    fake_model.script = Script(commands=[], max_requests=16)
     host.configure(box, fake_model.url)
     install(mcp_hooks_exe, host, box, fake_model, scope)
 
-    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)], timeout=60)
     why = context(host, box, fake_model, result)
 
     everything = fake_model.requests()
