@@ -766,6 +766,13 @@ def serve_command(args: argparse.Namespace) -> int:
         return 64
     configure_logging(options.log_level)
     service = HookService.from_args(args)
+    if not getattr(args, "root", None) and service.roots == [Path("/")]:
+        # Started in / (as some desktop hosts do) with no project named: every folder on the
+        # machine would be a root, so any folder's .agents/hooks could be made to run.
+        print("mcp-hooks serve: no project to serve: the server was started in / and would "
+              "accept any folder as work_dir; pass --project-dir DIR (or --root DIR)",
+              file=sys.stderr)
+        return 64
     for root in service.roots:
         if not root.is_dir():
             print(f"mcp-hooks serve: --root {root} is not an existing folder", file=sys.stderr)

@@ -241,6 +241,14 @@ def test_missing_root_is_refused(serve_args: list[str], tmp_path: Path) -> None:
     assert done.returncode == 64 and "--root" in done.stderr
 
 
+def test_started_in_filesystem_root_without_a_project_is_refused(user_dir: Path) -> None:
+    done = subprocess.run([MCP_HOOKS, "serve", "--user-dir", str(user_dir), "--no-log"],
+                          cwd="/", capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 64
+    assert "--project-dir" in done.stderr and done.stdout == ""
+
+
 def test_port_in_use_is_reported(serve_args: list[str]) -> None:
     with served([*serve_args, "--transport", "http", "--port", "0"]) as first:
         port = first.url.rsplit(":", 1)[1].split("/")[0]
