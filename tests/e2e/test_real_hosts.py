@@ -327,6 +327,7 @@ def test_allowed_shell_command_runs(
     fake_model.script = Script(commands=[command])
     host.configure(box, fake_model.url)
     install(mcp_hooks_exe, host, box, fake_model, scope)
+    install(mcp_hooks_exe, host, box, fake_model, scope)  # idempotent: the hooks run once
 
     result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
     why = context(host, box, fake_model, result)
@@ -336,6 +337,7 @@ def test_allowed_shell_command_runs(
     assert marker.read_text().strip() == "hello", why
     seen = payloads(audit)
     assert seen, f"the audit hook never ran: the bridge was not called\n{why}"
+    assert len(seen) == 1, f"installed twice, the hook ran {len(seen)} times\n{why}"
     assert (seen[0].get("tool_input") or {}).get("command") == command, seen[0]
     assert not payloads(guard), "the guard's pattern does not match; it must not run"
     assert not any(DENY_REASON in json.dumps(r["body"]) for r in fake_model.requests()), why
@@ -520,3 +522,95 @@ def test_plain_allow_does_not_approve_the_tool(
     assert not (box.project / "allowed-marker.txt").exists(), (
         f"a plain allow approved the command past Claude Code's own permission check\n{why}"
     )
+
+
+CONTEXT_TEXT = "E2E-CONTEXT: the linter found nothing to report"
+#: hosts that hand a hook's context after a tool to the model (kimi-cli 1.51.0 does not)
+CONTEXT_HOSTS = ["claude-code", "codex", "gemini-cli"]
+
+
+@needs_bridges
+@pytest.mark.parametrize("host_name", CONTEXT_HOSTS)
+def test_after_tool_context_reaches_the_model(
+    host_name: str,
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """An ``after_tool`` hook's ``additional_context`` is in the model's next request."""
+    host = host_factory(host_name)
+    seen = box.root / "context-payloads"
+    out = json.dumps({"additional_context": CONTEXT_TEXT})
+    write_hook(box.project_hooks, "lint-report", trigger="after_tool", payload_dir=seen,
+               matcher={"tool": "Shell"}, body=f"printf '%s' {json.dumps(out)}\n")  # fmt: skip
+    command = "echo hello > context-marker.txt"
+    fake_model.script = Script(commands=[command])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, "project")
+
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    why = context(host, box, fake_model, result)
+
+    assert (box.project / "context-marker.txt").exists(), why
+    got = payloads(seen)
+    assert got, f"the after_tool hook never ran\n{why}"
+    assert got[0].get("tool_name") == "Shell", got[0]
+    after = [r for r in model_requests(fake_model) if tool_results(r)]
+    assert after, why
+    assert CONTEXT_TEXT in json.dumps(after[0]["body"]), (
+        f"the context never reached the model\n{why}"
+    )
+
+
+@needs_bridges
+@pytest.mark.parametrize("host_name", ALL_HOSTS)
+def test_uninstall_removes_only_ours(
+    host_name: str,
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """After ``mcp-hooks uninstall`` the host still runs (its config stays valid, its own
+    settings kept) and our hooks no longer gate it."""
+    host = host_factory(host_name)
+    scope = _host_scope(host_name)
+    _audit, guard = write_tool_policy(hooks_folder(box, scope), box)
+    fake_model.script = Script(commands=["echo hello > forbidden-marker.txt"])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, scope)
+    env = host.env(box, fake_model.url, [str(mcp_hooks_exe.parent)])
+    argv = [str(mcp_hooks_exe), "uninstall", host.name, "--scope", scope]
+    res = run_process(argv, cwd=box.project, env=env, timeout=60)
+    assert res.returncode == 0, f"mcp-hooks uninstall failed:\n{res.describe()}"
+
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    why = context(host, box, fake_model, result)
+    assert result.returncode == 0, why
+    assert not payloads(guard), f"a hook still ran after uninstall\n{why}"
+    assert (box.project / "forbidden-marker.txt").exists(), why
+
+
+@needs_bridges
+def test_user_dir_given_at_install_is_used(
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """``install --user-dir DIR``: the bridge the host runs reads its hooks from DIR."""
+    host = host_factory("codex")
+    mine = box.root / "my-hooks"
+    _audit, guard = write_tool_policy(mine, box)
+    fake_model.script = Script(commands=["echo hello > forbidden-marker.txt"])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, "user", "--user-dir", str(mine))
+
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    why = context(host, box, fake_model, result)
+    assert payloads(guard), f"hooks in --user-dir never ran\n{why}"
+    assert not (box.project / "forbidden-marker.txt").exists(), why
