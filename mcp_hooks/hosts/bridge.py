@@ -79,7 +79,7 @@ def answer(host: Host, raw: bytes, args: argparse.Namespace) -> Reply:
 
 def fire_call(call: Call, args: argparse.Namespace) -> Outcome:
     """Fire the translated call at a fresh engine over the registry the options describe."""
-    import anyio
+    import asyncio
 
     from mcp_hooks import options
     from mcp_hooks.discovery import Registry, find_project_dir
@@ -103,7 +103,7 @@ def fire_call(call: Call, args: argparse.Namespace) -> Outcome:
             return await engine.fire(event)
 
     try:
-        outcome: Outcome = anyio.run(run)
+        outcome: Outcome = asyncio.run(run())
     finally:
         registry.close()
     if stop_state is not None:

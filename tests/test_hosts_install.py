@@ -1,0 +1,321 @@
+"""``mcp-hooks install`` / ``uninstall`` on real config files in temporary folders.
+
+Every host's config is written through the real console script, with HOME, CODEX_HOME and
+KIMI_SHARE_DIR pointed at temporary folders: entries merged, unrelated ones kept, a second
+install changes nothing, a backup of the previous file, a dry run writes nothing, uninstall
+removes only ours, and the command written really runs the bridge.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_hooks.hosts import get_host
+from tests.conftest import MCP_HOOKS, write_hook
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    tomllib = pytest.importorskip("tomli")
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hosts"
+
+# (host, scope, config path relative to the project or the fake home, config kind)
+TARGETS = [
+    ("claude-code", "project", "project/.claude/settings.json", "claude"),
+    ("claude-code", "user", "home/.claude/settings.json", "claude"),
+    ("codex", "user", "codex-home/hooks.json", "claude"),
+    ("codex", "project", "project/.codex/hooks.json", "claude"),
+    ("gemini-cli", "project", "project/.gemini/settings.json", "claude"),
+    ("gemini-cli", "user", "home/.gemini/settings.json", "claude"),
+    ("cursor", "project", "project/.cursor/hooks.json", "flat"),
+    ("cursor", "user", "home/.cursor/hooks.json", "flat"),
+    ("copilot-cli", "project", "project/.github/hooks/mcp-hooks.json", "copilot"),
+    ("copilot-cli", "user", "home/.copilot/hooks/mcp-hooks.json", "copilot"),
+    ("kimi-cli", "user", "kimi-share/config.toml", "kimi"),
+]
+
+
+@pytest.fixture
+def env(tmp_path: Path, project: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir()
+    return {**os.environ, "HOME": str(home), "CODEX_HOME": str(tmp_path / "codex-home"),
+            "KIMI_SHARE_DIR": str(tmp_path / "kimi-share")}
+
+
+def run(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([MCP_HOOKS, *args], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=60)
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def our_commands(kind: str, text: str) -> dict[str, str]:
+    """Event -> our command, read back from a written config."""
+    found: dict[str, str] = {}
+    if kind == "kimi":
+        for hook in tomllib.loads(text).get("hooks", []):
+            if " bridge " in hook["command"]:
+                found[hook["event"]] = hook["command"]
+        return found
+    data = json.loads(text)
+    for event, entries in data.get("hooks", {}).items():
+        for entry in entries:
+            handlers = entry.get("hooks", [entry]) if kind == "claude" else [entry]
+            for handler in handlers:
+                command = handler.get("command") or handler.get("bash") or ""
+                if " bridge " in command:
+                    found[event] = command
+    return found
+
+
+def backups(env: dict[str, str]) -> list[Path]:
+    folder = Path(env["XDG_STATE_HOME"]) / "mcp-hooks" / "backups"
+    return sorted(folder.iterdir()) if folder.is_dir() else []
+
+
+@pytest.mark.parametrize(("host", "scope", "rel", "kind"), TARGETS)
+def test_install_writes_every_event_and_is_idempotent(host: str, scope: str, rel: str,
+                                                      kind: str, env: dict[str, str],
+                                                      project: Path, tmp_path: Path) -> None:
+    args = ["install", host, "--scope", scope]
+    ok(run(env, project, *args))
+    path = tmp_path / rel
+    text = path.read_text()
+    commands = our_commands(kind, text)
+    assert list(commands) == list(get_host(host).install_events)
+    for event, command in commands.items():
+        assert command.startswith(f"{MCP_HOOKS} bridge {host} --event {event}")
+        assert "--user-dir" not in command and "--project-dir" not in command
+    again = ok(run(env, project, *args))
+    assert "already up to date" in again
+    assert path.read_text() == text
+    assert backups(env) == []  # nothing existed before, nothing changed after
+
+
+@pytest.mark.parametrize(("host", "scope", "rel", "kind"), TARGETS)
+def test_uninstall_removes_only_ours(host: str, scope: str, rel: str, kind: str,
+                                     env: dict[str, str], project: Path,
+                                     tmp_path: Path) -> None:
+    path = tmp_path / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    original = _foreign_config(kind)
+    path.write_text(original)
+    ok(run(env, project, "install", host, "--scope", scope))
+    merged = path.read_text()
+    assert our_commands(kind, merged)
+    _assert_foreign_kept(kind, merged)
+    first_backup = backups(env)
+    assert len(first_backup) == 1 and first_backup[0].read_text() == original
+    ok(run(env, project, "uninstall", host, "--scope", scope))
+    after = path.read_text()
+    assert our_commands(kind, after) == {}
+    if kind == "kimi":
+        assert after == original
+    else:
+        assert json.loads(after) == json.loads(original)
+    assert "already up to date" in ok(run(env, project, "uninstall", host, "--scope", scope))
+
+
+def _foreign_config(kind: str) -> str:
+    if kind == "kimi":
+        return ('default_model = "fake"\ntelemetry = false\n\n[providers.fake]\n'
+                'type = "openai_legacy"\nbase_url = "http://127.0.0.1:9/v1"\n\n'
+                '[[hooks]]\nevent = "PreToolUse"\nmatcher = "Shell"\n'
+                'command = "/opt/hooks/audit.sh"\n')
+    if kind == "claude":
+        return json.dumps({
+            "permissions": {"allow": ["Bash(ls)"]},
+            "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "command": "/opt/hooks/audit.sh"}]}],
+                "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}]},
+            "model": "opus",
+        }, indent=4)
+    event = "beforeShellExecution" if kind == "flat" else "preToolUse"
+    handler: dict[str, Any] = ({"command": "/opt/hooks/audit.sh"} if kind == "flat" else
+                               {"type": "command", "bash": "/opt/hooks/audit.sh"})
+    return json.dumps({"version": 1, "hooks": {event: [handler]}})
+
+
+def _assert_foreign_kept(kind: str, text: str) -> None:
+    if kind == "kimi":
+        data = tomllib.loads(text)
+        assert data["providers"]["fake"]["type"] == "openai_legacy"
+        assert data["hooks"][0]["command"] == "/opt/hooks/audit.sh"
+        return
+    data = json.loads(text)
+    assert "/opt/hooks/audit.sh" in json.dumps(data)
+    if kind == "claude":
+        assert data["permissions"] == {"allow": ["Bash(ls)"]} and data["model"] == "opus"
+        assert data["hooks"]["PreToolUse"][0]["matcher"] == "Bash"
+        assert data["hooks"]["Notification"][0]["hooks"][0]["command"] == "notify-send hi"
+
+
+def test_a_file_only_we_wrote_is_removed_by_uninstall(env: dict[str, str],
+                                                      project: Path) -> None:
+    ok(run(env, project, "install", "copilot-cli"))
+    path = project / ".github" / "hooks" / "mcp-hooks.json"
+    assert path.exists()
+    ok(run(env, project, "uninstall", "copilot-cli"))
+    assert not path.exists()
+
+
+def test_dry_run_prints_the_diff_and_writes_nothing(env: dict[str, str], project: Path) -> None:
+    path = project / ".gemini" / "settings.json"
+    path.parent.mkdir()
+    path.write_text('{"security": {"auth": {"selectedType": "gemini-api-key"}}}\n')
+    before = path.read_text()
+    output = ok(run(env, project, "install", "gemini-cli", "--dry-run"))
+    assert output.startswith(f"--- {path}")
+    assert '+    "BeforeTool": [' in output and "dry run" in output
+    assert path.read_text() == before and backups(env) == []
+    ok(run(env, project, "install", "gemini-cli"))
+    output = ok(run(env, project, "uninstall", "gemini-cli", "--dry-run"))
+    assert '-    "BeforeTool": [' in output
+    assert our_commands("claude", path.read_text())
+
+
+def test_gemini_entries_are_named_with_a_millisecond_timeout(env: dict[str, str],
+                                                             project: Path) -> None:
+    ok(run(env, project, "install", "gemini-cli", "--event", "before_tool"))
+    data = json.loads((project / ".gemini" / "settings.json").read_text())
+    handler = data["hooks"]["BeforeTool"][0]["hooks"][0]
+    assert handler["name"] == "mcp-hooks" and handler["timeout"] == 600000
+    assert list(data["hooks"]) == ["BeforeTool"]
+
+
+def test_events_can_be_chosen_by_host_or_canonical_name(env: dict[str, str],
+                                                        project: Path) -> None:
+    ok(run(env, project, "install", "cursor", "--event", "before_tool", "--event", "stop"))
+    data = json.loads((project / ".cursor" / "hooks.json").read_text())
+    assert list(data["hooks"]) == ["beforeShellExecution", "beforeMCPExecution",
+                                   "beforeReadFile", "stop"]
+    result = run(env, project, "install", "cursor", "--event", "nonsense")
+    assert result.returncode == 1 and "no event 'nonsense'" in result.stderr
+
+
+def test_folders_given_to_install_are_passed_to_the_bridge(env: dict[str, str], project: Path,
+                                                           tmp_path: Path) -> None:
+    hooks = tmp_path / "my-hooks"
+    hooks.mkdir()
+    ok(run(env, project, "install", "codex", "--scope", "user", "--user-dir", str(hooks),
+           "--event", "PreToolUse"))
+    command = our_commands("claude", (tmp_path / "codex-home" / "hooks.json").read_text())[
+        "PreToolUse"]
+    assert command.endswith(f"--event PreToolUse --user-dir {hooks}")
+
+
+def test_unreadable_configs_are_left_alone(env: dict[str, str], project: Path) -> None:
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text("{not json")
+    result = run(env, project, "install", "claude-code")
+    assert result.returncode == 1 and "not valid JSON" in result.stderr
+    assert path.read_text() == "{not json"
+    path.write_text('{"hooks": []}')
+    result = run(env, project, "install", "claude-code")
+    assert result.returncode == 1 and "must be an object" in result.stderr
+    kimi = Path(env["KIMI_SHARE_DIR"]) / "config.toml"
+    kimi.parent.mkdir()
+    kimi.write_text("this = = broken\n")
+    result = run(env, project, "install", "kimi-cli")
+    assert result.returncode == 1 and "not valid TOML" in result.stderr
+    assert kimi.read_text() == "this = = broken\n"
+
+
+def test_usage_errors(env: dict[str, str], project: Path) -> None:
+    result = run(env, project, "install", "kimi-cli", "--scope", "project")
+    assert result.returncode == 1 and "use --scope user" in result.stderr
+    result = run(env, project, "install", "vim")
+    assert result.returncode == 64 and "unknown host" in result.stderr
+    result = run(env, project, "install", "codex", "--via", "http")
+    assert result.returncode == 1 and "Claude Code hook type" in result.stderr
+    result = run(env, project, "install", "codex", "--via", "server")
+    assert result.returncode == 1 and "token" in result.stderr
+
+
+# -- the written command works when the host runs it ---------------------------------------
+
+
+def _deny_hook(project: Path) -> None:
+    write_hook(project / ".agents" / "hooks", "deny-rm",
+               script='echo "no rm here" >&2\nexit 2\n',
+               extra="matcher:\n  tool: Shell\n  pattern: 'rm -rf'\n")
+
+
+def test_the_installed_command_runs_the_bridge(env: dict[str, str], project: Path,
+                                               tmp_path: Path) -> None:
+    _deny_hook(project)
+    ok(run(env, project, "install", "claude-code", "--event", "PreToolUse"))
+    ok(run(env, project, "install", "kimi-cli", "--event", "PreToolUse"))
+    claude = our_commands("claude", (project / ".claude" / "settings.json").read_text())
+    kimi = our_commands("kimi", (tmp_path / "kimi-share" / "config.toml").read_text())
+    for host, command in (("claude-code", claude["PreToolUse"]),
+                          ("kimi-cli", kimi["PreToolUse"])):
+        payload = (FIXTURES / host / "PreToolUse.rm.json").read_text().replace(
+            "$PROJECT", str(project))
+        # as the hosts do: a shell runs the command string, in some other folder
+        result = subprocess.run(["sh", "-c", command], input=payload, capture_output=True,
+                                text=True, env=env, cwd=tmp_path, timeout=60)
+        answer = json.loads(result.stdout)
+        assert answer["hookSpecificOutput"]["permissionDecision"] == "deny", result.stderr
+        assert answer["hookSpecificOutput"]["permissionDecisionReason"] == "no rm here"
+
+
+def test_via_server_falls_back_to_the_bridge_when_no_server_answers(
+        env: dict[str, str], project: Path, tmp_path: Path) -> None:
+    _deny_hook(project)
+    env = {**env, "MCP_HOOKS_TOKEN": "s3cret"}
+    ok(run(env, project, "install", "codex", "--scope", "user", "--via", "server",
+           "--url", "http://127.0.0.1:9", "--event", "PreToolUse"))
+    text = (tmp_path / "codex-home" / "hooks.json").read_text()
+    command = json.loads(text)["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    folder = Path(env["XDG_CONFIG_HOME"]) / "mcp-hooks"
+    script, header = folder / "mcp-hooks-forward.sh", folder / "forward.header"
+    assert command.startswith(f"{script} http://127.0.0.1:9 codex PreToolUse")
+    assert stat.S_IMODE(header.stat().st_mode) == 0o600
+    assert header.read_text() == "Authorization: Bearer s3cret\n"
+    assert "s3cret" not in text and "s3cret" not in script.read_text()
+    payload = (FIXTURES / "codex" / "PreToolUse.bash.json").read_text().replace(
+        "$PROJECT", str(project)).replace("echo hello > marker.txt", "rm -rf build")
+    result = subprocess.run(["sh", "-c", command], input=payload, capture_output=True,
+                            text=True, env=env, cwd=tmp_path, timeout=60)
+    assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    ok(run(env, project, "uninstall", "codex", "--scope", "user"))
+    assert not (tmp_path / "codex-home" / "hooks.json").exists()
+
+
+def test_claude_code_native_http_and_mcp_tool_forms(env: dict[str, str],
+                                                    project: Path) -> None:
+    ok(run(env, project, "install", "claude-code", "--via", "http", "--event", "PreToolUse",
+           "--url", "http://127.0.0.1:8765/"))
+    path = project / ".claude" / "settings.json"
+    handler = json.loads(path.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
+    assert handler["type"] == "http"
+    assert handler["url"] == "http://127.0.0.1:8765/hooks/bridge/claude-code?event=PreToolUse"
+    assert handler["headers"] == {"Authorization": "Bearer $MCP_HOOKS_TOKEN"}
+    assert handler["allowedEnvVars"] == ["MCP_HOOKS_TOKEN"]
+    ok(run(env, project, "install", "claude-code", "--via", "mcp", "--event", "PreToolUse",
+           "--event", "Stop"))
+    hooks = json.loads(path.read_text())["hooks"]
+    assert len(hooks["PreToolUse"]) == 1  # the http form was replaced, not added to
+    tool = hooks["PreToolUse"][0]["hooks"][0]
+    assert tool["type"] == "mcp_tool" and tool["server"] == "mcp-hooks"
+    assert tool["tool"] == "bridge_hook"
+    assert tool["input"]["tool_input"] == "${tool_input}"
+    assert tool["input"]["input_command"] == "${tool_input.command}"
+    assert hooks["Stop"][0]["hooks"][0]["input"]["stop_hook_active"] == "${stop_hook_active}"
+    ok(run(env, project, "uninstall", "claude-code"))
+    assert not path.exists()
