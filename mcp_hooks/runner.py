@@ -33,6 +33,10 @@ OUTPUT_CAP = 1 << 20  # bytes kept per stream; the rest is drained and counted
 KILL_GRACE = 0.2  # seconds between SIGTERM and SIGKILL
 _CHUNK = 1 << 16
 _PIPE_ROOM = 1 << 16  # a payload this small fits an empty pipe: write it in one go
+# With a pidfd to tell us the child exited, its output waits in the pipes (64 KiB each) and is
+# read once at exit: no wake-up per pipe for a quick hook. A hook still running after this
+# long gets readers, so one that writes more than a pipe holds is drained, never stuck.
+_READ_DELAY = 0.005
 _HAS_PIDFD = hasattr(os, "pidfd_open")
 _HAS_SPAWN = hasattr(os, "posix_spawn") and hasattr(os, "POSIX_SPAWN_DUP2")
 
@@ -206,16 +210,26 @@ class _Pump:
         os.set_blocking(child.out_fd, False)
         os.set_blocking(child.err_fd, False)
         self._feed()
-        loop.add_reader(child.out_fd, self._on_readable, self.out)
-        loop.add_reader(child.err_fd, self._on_readable, self.err)
         if _HAS_PIDFD:
             try:
                 self.pidfd = os.pidfd_open(child.pid)
             except OSError:
                 self.pidfd = -1
+        self.reading: set[int] = set()  # pipes with a reader registered
+        self.read_timer: asyncio.TimerHandle | None = None
         if self.pidfd >= 0:
             loop.add_reader(self.pidfd, self._on_exit)
+            self.read_timer = loop.call_later(_READ_DELAY, self._start_reading)
+        else:
+            self._start_reading()
         self.timer = loop.call_later(timeout, self._on_timeout)
+
+    def _start_reading(self) -> None:
+        self.read_timer = None
+        if not self.exited:
+            for stream in (self.out, self.err):
+                self.loop.add_reader(stream.fd, self._on_readable, stream)
+                self.reading.add(stream.fd)
 
     def _feed(self) -> None:
         fd = self.stdin_fd
@@ -248,6 +262,7 @@ class _Pump:
     def _on_readable(self, stream: _Stream) -> None:
         if stream.read_available():
             self.loop.remove_reader(stream.fd)
+            self.reading.discard(stream.fd)
             self.open_streams -= 1
             if self.open_streams == 0 and self.pidfd < 0:
                 self._finish()  # no pidfd: end of both pipes stands for the child's exit
@@ -255,6 +270,10 @@ class _Pump:
     def _on_exit(self) -> None:
         self.loop.remove_reader(self.pidfd)
         self.exited = True
+        if self.read_timer is not None:
+            self.read_timer.cancel()
+            self.read_timer = None
+        self._stop_reading()
         # What the child wrote before exiting is in the pipes now; take it and stop
         # listening, so a grandchild holding the pipes open cannot hang the event.
         self.out.read_available()
@@ -280,11 +299,18 @@ class _Pump:
                 return
             await asyncio.sleep(0.01)
 
+    def _stop_reading(self) -> None:
+        for fd in self.reading:
+            self.loop.remove_reader(fd)
+        self.reading.clear()
+
     def close(self) -> None:
         self.timer.cancel()
+        if self.read_timer is not None:
+            self.read_timer.cancel()
         self._close_stdin()
+        self._stop_reading()
         for fd in (self.out.fd, self.err.fd):
-            self.loop.remove_reader(fd)
             os.close(fd)
         if self.pidfd >= 0:
             self.loop.remove_reader(self.pidfd)
