@@ -1,0 +1,264 @@
+"""Benchmark of the host bridges (issue 5, item 6): what a host pays per hook call.
+
+A host runs its hook command as a new process on every tool call. Measured, interleaved,
+each as a new process with Claude Code's real PreToolUse payload (``Bash``) on stdin and one
+matching ``exit 0`` HOOK.md hook:
+
+- ``bridge``: ``mcp-hooks bridge claude-code`` (what ``install`` writes by default).
+  Target: median <= 120 ms wall.
+- ``forward``: the ``install --via server`` command (sh + curl to a running
+  ``mcp-hooks serve --transport http`` with a token). Target: median <= 40 ms wall.
+- for scale: a plain shell-script hook run the same way (``cat >/dev/null; exit 0``), and
+  a bare ``python -c pass`` with the same interpreter (the floor of any Python bridge).
+
+Run: ``.venv/bin/python bench/bench_bridge.py [--runs N]``. Prints the figures and replaces
+the ``## bridge`` section of bench/RESULTS.md.
+
+If ``mcp-hooks serve`` does not (yet) mount the forwarding endpoint, the benchmark serves
+the same endpoint itself (``--serve``: the server's ``HookService`` and MCP app over the
+shared transport, plus ``mcp_hooks.hosts.forward.bridge_routes``) and says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from results import machine, say, verdict, write_section  # noqa: E402
+
+MCP_HOOKS = str(Path(sys.executable).parent / "mcp-hooks")
+TOKEN = "bench-bridge-token"
+PAYLOAD = {
+    "session_id": "3f1c9a52-7b8e-4d21-9f0a-2c6e8b1d4a77",
+    "transcript_path": "/tmp/transcript.jsonl",
+    "cwd": "",
+    "prompt_id": "p-1",
+    "permission_mode": "default",
+    "effort": {"level": "medium"},
+    "hook_event_name": "PreToolUse",
+    "tool_name": "Bash",
+    "tool_input": {"command": "echo hello > marker.txt", "description": "Write hello"},
+    "tool_use_id": "toolu_01FakeModelCall0000000001",
+}
+
+
+def setup(tmp: Path) -> tuple[Path, Path, dict[str, str]]:
+    project = tmp / "project"
+    hook = project / ".agents" / "hooks" / "allow-shell"
+    (hook / "scripts").mkdir(parents=True)
+    (hook / "HOOK.md").write_text(
+        "---\nname: allow-shell\ndescription: allows every shell command\n"
+        "trigger: before_tool\nmatcher:\n  tool: Shell\n---\n"
+    )
+    run = hook / "scripts" / "run"
+    run.write_text("#!/bin/sh\nexit 0\n")
+    run.chmod(0o755)
+    user = tmp / "user-hooks"
+    user.mkdir()
+    env = dict(os.environ)
+    env.update(XDG_CONFIG_HOME=str(tmp / "config"), XDG_STATE_HOME=str(tmp / "state"),
+               HOME=str(tmp / "home"))
+    env.pop("MCP_HOOKS_TOKEN", None)
+    # An installed package has its bytecode compiled (pip does it); a checkout run with
+    # PYTHONDONTWRITEBYTECODE=1 would recompile every module on every start. Cache it aside.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    (tmp / "home").mkdir()
+    return project, user, env
+
+
+def timed(argv: list[str], data: bytes, env: dict[str, str], cwd: Path) -> tuple[float, bytes]:
+    t0 = time.perf_counter()
+    done = subprocess.run(argv, input=data, capture_output=True, env=env, cwd=cwd, check=False)
+    elapsed = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"{argv[0]} exited {done.returncode}: {done.stderr.decode()[-400:]}")
+    return elapsed, done.stdout
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def start_server(project: Path, user: Path, env: dict[str, str],
+                 tmp: Path) -> tuple[subprocess.Popen[bytes], str, str]:
+    """A running server with the forwarding endpoint: ``mcp-hooks serve`` if it mounts it,
+    else this script's own ``--serve``. Returns (process, base URL, which)."""
+    port = free_port()
+    common = ["--project-dir", str(project), "--user-dir", str(user),
+              "--log", str(tmp / "server-events.jsonl")]
+    tries = [
+        ("mcp-hooks serve", [MCP_HOOKS, "serve", "--transport", "http", "--port", str(port),
+                             "--token", TOKEN, *common]),
+        ("bench --serve (endpoint not yet mounted by mcp-hooks serve)",
+         [sys.executable, __file__, "--serve", str(port), *common]),
+    ]
+    for which, argv in tries:
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        base = f"http://127.0.0.1:{port}"
+        if _wait_ready(base, proc):
+            return proc, base, which
+        proc.terminate()
+        proc.wait(10)
+    raise SystemExit("no server with the forwarding endpoint could be started")
+
+
+def _wait_ready(base: str, proc: subprocess.Popen[bytes]) -> bool:
+    body = json.dumps({**PAYLOAD, "cwd": "/nonexistent"}).encode()
+    for _ in range(300):
+        if proc.poll() is not None:
+            return False
+        try:
+            out = subprocess.run(
+                ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H",
+                 f"Authorization: Bearer {TOKEN}", "--data-binary", "@-",
+                 f"{base}/hooks/bridge/claude-code"],
+                input=body, capture_output=True, timeout=5, check=False,
+            ).stdout.decode()
+        except subprocess.TimeoutExpired:
+            out = ""
+        if out in ("200", "422"):
+            return True
+        if out == "404":
+            return False
+        time.sleep(0.1)
+    return False
+
+
+def serve_forwarding(port: int, project: str, user: str, log: str) -> None:
+    """``--serve``: the MCP server app plus the forwarding endpoint, as serve would mount it."""
+    import anyio
+
+    from mcp_hooks.eventlog import EventLog
+    from mcp_hooks.hosts.forward import bridge_routes
+    from mcp_hooks.server import HookService, build_server
+    from mcp_hooks.transport import ServeOptions, serve
+
+    async def main() -> None:
+        service = HookService(Path(project), user_dir=Path(user), log=EventLog(Path(log)))
+        async with service:
+            options = ServeOptions(transport="http", port=port, token=TOKEN)
+            await serve(build_server(service), options,
+                        routes=bridge_routes(service.engine_for, TOKEN))
+
+    anyio.run(main)
+
+
+def forward_command(tmp: Path, env: dict[str, str], base: str, project: Path) -> str:
+    config = tmp / "forward-settings.json"
+    subprocess.run(
+        [MCP_HOOKS, "install", "claude-code", "--via", "server", "--url", base, "--token",
+         TOKEN, "--event", "PreToolUse", "--config", str(config)],
+        env=env, cwd=project, check=True, capture_output=True,
+    )
+    command: str = json.loads(config.read_text())["hooks"]["PreToolUse"][0]["hooks"][0][
+        "command"]
+    return command
+
+
+def bench(runs: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-bridge-") as name:
+        tmp = Path(name)
+        project, user, env = setup(tmp)
+        data = json.dumps({**PAYLOAD, "cwd": str(project)}).encode()
+        sh_hook = tmp / "plain-hook.sh"
+        sh_hook.write_text("#!/bin/sh\ncat >/dev/null\nexit 0\n")
+        sh_hook.chmod(0o755)
+        proc, base, which = start_server(project, user, env, tmp)
+        try:
+            forward = forward_command(tmp, env, base, project)
+            cases: dict[str, Callable[[], tuple[float, bytes]]] = {
+                "bridge": lambda: timed([MCP_HOOKS, "bridge", "claude-code", "--user-dir",
+                                         str(user)], data, env, tmp),
+                "forward": lambda: timed(["sh", "-c", forward], data, env, tmp),
+                "shell hook": lambda: timed([str(sh_hook)], data, env, tmp),
+                "python -c pass": lambda: timed([sys.executable, "-c", "pass"], b"", env, tmp),
+            }
+            # the answers must be a plain allow: no output at all
+            for label in ("bridge", "forward"):
+                _, out = cases[label]()
+                assert out.strip() == b"", (label, out)
+            for _ in range(3):  # warm the page cache and the server
+                for run in cases.values():
+                    run()
+            samples: dict[str, list[float]] = {label: [] for label in cases}
+            for _ in range(runs):
+                for label, run in cases.items():
+                    samples[label].append(run()[0])
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        log = (tmp / "server-events.jsonl").read_text().splitlines()
+        served = sum(1 for line in log if '"before_tool"' in line)
+    report(runs, samples, which, served, forward)
+
+
+def report(runs: int, samples: dict[str, list[float]], which: str, served: int,
+           forward: str) -> None:
+    med = {k: statistics.median(v) * 1000 for k, v in samples.items()}
+    p90 = {k: sorted(v)[int(len(v) * 0.9) - 1] * 1000 for k, v in samples.items()}
+    bridge_ok = med["bridge"] <= 120
+    forward_ok = med["forward"] <= 40
+    rows = "\n".join(
+        f"| {label} | {med[label]:.1f} | {p90[label]:.1f} | {med[label] / med['shell hook']:.0f}x |"
+        for label in samples
+    )
+    body = f"""\
+One hook call as a host makes it: a new process, Claude Code's PreToolUse (`Bash`) payload on
+stdin, one matching `exit 0` HOOK.md hook (`matcher.tool: Shell`), event log on, bytecode
+cached as in an installed package. {runs} runs of each, interleaved. Server for the
+forwarding path: {which} (it answered {served} calls).
+
+| per hook call | median ms | p90 ms | vs shell hook |
+|---|---|---|---|
+{rows}
+
+- `mcp-hooks bridge claude-code`: **{med['bridge']:.1f} ms** median, target <= 120 ms:
+  {verdict(bridge_ok)}. A bare `python -c pass` with the same interpreter costs
+  {med['python -c pass']:.1f} ms; the rest is importing the engine (pydantic models, YAML) and
+  running the hook.
+- `install --via server` command (`sh` + `curl` to the running server, falling back to the
+  bridge if the server does not answer): **{med['forward']:.1f} ms** median, target <= 40 ms:
+  {verdict(forward_ok)}.
+- The forward command: `{forward.split()[0].rsplit('/', 1)[-1]} URL claude-code PreToolUse`.
+"""
+    say(f"bridge: {med['bridge']:.1f} ms median (target 120: {verdict(bridge_ok)})")
+    say(f"forward: {med['forward']:.1f} ms median (target 40: {verdict(forward_ok)}) via {which}")
+    say(f"shell hook: {med['shell hook']:.1f} ms, python -c pass: {med['python -c pass']:.1f} ms")
+    say(machine())
+    write_section("bridge", body)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    parser.add_argument("--project-dir")
+    parser.add_argument("--user-dir")
+    parser.add_argument("--log")
+    args = parser.parse_args()
+    if args.serve is not None:
+        serve_forwarding(args.serve, args.project_dir, args.user_dir, args.log)
+        return
+    if subprocess.run(["sh", "-c", "command -v curl"], capture_output=True).returncode != 0:
+        raise SystemExit("curl is needed for the forwarding path")
+    bench(args.runs)
+
+
+if __name__ == "__main__":
+    main()
