@@ -1,0 +1,172 @@
+"""The proxy's own stdio transport: its stdin and stdout served by the event loop.
+
+The SDK's stdio server reads and writes through worker threads (a thread hop for every line
+in and two for every line out). The proxy sits on the path of every tool call, so it reads
+and writes its pipes on the event loop instead, and lets a fast path take eligible
+``tools/call`` requests straight off the wire (``FastPath``): they are parsed once with
+``json`` and answered by the proxy itself, while everything else (the handshake, listings,
+resources, prompts, anything unusual) goes to the SDK's low-level server as before.
+
+Used only when stdin and stdout are pipes or sockets (how hosts start MCP servers); from a
+terminal the SDK's transport is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import stat
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.client._transport import TransportStreams
+from mcp.shared.message import SessionMessage
+
+logger = logging.getLogger("mcp_hooks.proxy")
+
+LINE_LIMIT = 1 << 26  # bytes in one message before the reader gives up (64 MiB)
+
+FastPath = Callable[[dict[str, Any]], Awaitable[dict[str, Any]] | None]
+"""Takes a parsed request; returns an awaitable of its whole JSON-RPC response when the proxy
+answers it itself, or None to leave it to the SDK server."""
+
+
+def is_pipe_like(fd: int) -> bool:
+    """Whether ``fd`` is a pipe or a socket (not a terminal or a file)."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _dumps(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":"),
+                      default=str).encode() + b"\n"
+
+
+@asynccontextmanager
+async def stdio_streams(fast: FastPath | None = None) -> AsyncIterator[TransportStreams]:
+    """Serve MCP on this process's stdin and stdout, without threads.
+
+    While serving, fd 0 reads the null device and fd 1 writes to stderr, so nothing stray
+    (a print, a child that inherits them) reaches the wire; both are restored on exit.
+
+    Args:
+        fast: the proxy's fast path for requests it answers itself, if any.
+
+    Yields:
+        The read and write streams for the SDK server (``Server.run``).
+    """
+    import fcntl
+
+    loop = asyncio.get_running_loop()
+    in_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    out_fd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    saved_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    saved_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    reader = asyncio.StreamReader(limit=LINE_LIMIT, loop=loop)
+    read_transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(in_fd, "rb", 0))
+    write_transport, write_protocol = await loop.connect_write_pipe(
+        lambda: asyncio.streams.FlowControlMixin(loop=loop), os.fdopen(out_fd, "wb", 0))
+    writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
+    to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+    in_flight: dict[Any, anyio.CancelScope] = {}
+
+    async def write(data: bytes) -> None:
+        writer.write(data)
+        await writer.drain()
+
+    async def answer(rid: Any, response: Awaitable[dict[str, Any]]) -> None:
+        with anyio.CancelScope() as scope:
+            in_flight[rid] = scope
+            try:
+                message = await response
+            except Exception:
+                logger.exception("the proxy failed to answer request %r", rid)
+                message = {"jsonrpc": "2.0", "id": rid, "error": {
+                    "code": types.INTERNAL_ERROR, "message": "Internal error in mcp-hooks proxy"}}
+            finally:
+                in_flight.pop(rid, None)
+            with suppress(ConnectionError, OSError):
+                await write(_dumps(message))
+
+    def cancelled(message: dict[str, Any]) -> bool:
+        params = message.get("params")
+        rid = params.get("requestId") if isinstance(params, dict) else None
+        scope = in_flight.get(rid) if isinstance(rid, (str, int)) else None
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
+
+    async def read_lines(tg: anyio.abc.TaskGroup) -> None:
+        async with to_server:
+            while True:
+                try:
+                    line = await reader.readuntil(b"\n")
+                except asyncio.IncompleteReadError as exc:
+                    line = exc.partial
+                    if not line.strip():
+                        return
+                except asyncio.LimitOverrunError:
+                    logger.error("a message on stdin is over %d bytes; closing", LINE_LIMIT)
+                    return
+                except OSError:
+                    return
+                if not line.strip():
+                    continue
+                try:
+                    raw = json.loads(line)
+                except ValueError as exc:
+                    await to_server.send(exc)
+                    continue
+                if fast is not None and isinstance(raw, dict):
+                    if raw.get("method") == "notifications/cancelled" and cancelled(raw):
+                        continue
+                    response = fast(raw)
+                    if response is not None:
+                        tg.start_soon(answer, raw.get("id"), response)
+                        continue
+                try:
+                    message = types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
+                except ValueError as exc:
+                    await to_server.send(exc)
+                    continue
+                await to_server.send(SessionMessage(message))
+
+    async def write_lines() -> None:
+        async with from_server:
+            async for session_message in from_server:
+                data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                try:
+                    await write(data.encode() + b"\n")
+                except (ConnectionError, OSError):
+                    return
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_lines, tg)
+            tg.start_soon(write_lines)
+            try:
+                yield from_client, to_client
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        read_transport.close()
+        write_transport.close()
+        os.dup2(saved_in, 0)
+        os.dup2(saved_out, 1)
+        os.close(saved_in)
+        os.close(saved_out)

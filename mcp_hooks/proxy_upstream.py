@@ -1,0 +1,827 @@
+"""The proxy's connections to its upstream MCP servers: start, list, call, watch, restart.
+
+Each ``Upstream`` owns one connection, kept by a task of the proxy's task group so that
+requests from every downstream session share it. Its states::
+
+    stopped ──start()──► starting ──► ready ──(process exits / connection drops)──► dead
+                             │                                                      │
+                             └──(cannot start in time)──► failed ◄──(restart fails)─┘
+
+A call to a ``failed`` or ``dead`` upstream starts it again, unless the backoff since the
+last failure has not run out (the first restart is immediate, then 1, 2, 4 ... 30 s). Every
+request is bounded by the upstream's timeout, start-up included: the proxy never hangs.
+
+A stdio upstream is spawned by ``stdio_upstream`` rather than the SDK's ``stdio_client``:
+besides the SDK session's own traffic it carries the proxy's raw ``tools/call`` requests
+(``RawChannel``), which skip the SDK's per-message model validation on the hot path, and it
+keeps the exit status and the last lines of stderr for error messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import math
+import os
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from types import TracebackType
+from typing import IO, Any, Literal, TextIO, TypeVar, cast
+
+import anyio
+import mcp_types as types
+from anyio.abc import Process, TaskGroup
+from mcp import Client
+from mcp.client._transport import TransportStreams
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+from mcp_hooks.errors import MCPHooksError
+from mcp_hooks.eventlog import EventLog
+from mcp_hooks.proxy_config import UpstreamSpec
+
+logger = logging.getLogger("mcp_hooks.proxy")
+
+DEFAULT_TIMEOUT = 60.0  # seconds per upstream request
+DEFAULT_STARTUP_TIMEOUT = 30.0  # seconds for one upstream to start and list what it has
+BACKOFF_MAX = 30.0
+# Seconds a server gets to exit after its stdin closes, then after SIGTERM (then SIGKILL).
+# Short, because hosts give the proxy itself 2 s after closing its stdin before they kill it,
+# and a killed proxy could not stop its upstreams.
+STOP_GRACE = 0.5
+_STDERR_LINES = 20
+_PAGE_CAP = 100
+_RAW_ID_PREFIX = "mcp-hooks-"
+
+Kind = Literal["tools", "resources", "prompts"]
+ALL_KINDS: frozenset[Kind] = frozenset(("tools", "resources", "prompts"))
+State = Literal["stopped", "starting", "ready", "failed", "dead"]
+_T = TypeVar("_T")
+
+
+class UpstreamError(MCPHooksError):
+    """An upstream could not serve a request (down, timed out, died meanwhile).
+
+    The message is written for the agent: it names the upstream and says what happened.
+    """
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    """The exceptions inside (nested) exception groups, or ``exc`` itself."""
+    inner = getattr(exc, "exceptions", None)
+    if isinstance(inner, (list, tuple)):
+        for item in inner:
+            yield from _leaves(item)
+    else:
+        yield exc
+
+
+def backoff(failures: int) -> float:
+    """Seconds before the next start after ``failures`` consecutive failures: the first
+    restart is immediate, then 1, 2, 4 ... up to ``BACKOFF_MAX``."""
+    if failures <= 1:
+        return 0.0
+    return min(BACKOFF_MAX, 2.0 ** (failures - 2))
+
+
+# -- stdio upstreams -------------------------------------------------------------------------
+
+
+class StderrTail:
+    """Forwards a stdio upstream's stderr to ours, each line tagged with its name, and keeps
+    the last lines for error messages. A thread per run reads the pipe until the server and
+    everything it started have closed it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.lines: deque[str] = deque(maxlen=_STDERR_LINES)
+        self._eof = threading.Event()
+        self._eof.set()
+
+    def open(self) -> IO[str]:
+        """A new pipe for the next run; the caller hands the write end to the process."""
+        read_fd, write_fd = os.pipe()
+        self.lines.clear()
+        eof = self._eof = threading.Event()
+        threading.Thread(
+            target=self._pump, args=(read_fd, eof), daemon=True, name=f"stderr-{self.name}"
+        ).start()
+        return os.fdopen(write_fd, "w")
+
+    def _pump(self, fd: int, eof: threading.Event) -> None:
+        try:
+            with os.fdopen(fd, "rb") as pipe:
+                for raw in pipe:
+                    line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                    self.lines.append(line)
+                    with suppress(OSError, ValueError):
+                        sys.stderr.write(f"[{self.name}] {line}\n")
+                        sys.stderr.flush()
+        finally:
+            eof.set()
+
+    async def settle(self, timeout: float = 0.5) -> None:
+        """Wait (briefly) until the pipe is drained, so the tail holds the last words."""
+        deadline = time.monotonic() + timeout
+        while not self._eof.is_set() and time.monotonic() < deadline:
+            await anyio.sleep(0.01)
+
+    def tail(self, lines: int = 5, limit: int = 800) -> str:
+        text = "\n".join(list(self.lines)[-lines:]).strip()
+        return text if len(text) <= limit else "..." + text[-limit:]
+
+
+class RawChannel:
+    """JSON-RPC requests the proxy writes itself on an upstream's stdin, beside the SDK
+    session's traffic. Their ids are strings ``mcp-hooks-N`` (the SDK numbers its own), and
+    their answers are taken off the pipe before the SDK session sees them."""
+
+    def __init__(self, write: Callable[[bytes], Awaitable[None]]) -> None:
+        self._write = write
+        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._ids = itertools.count(1)
+        self.closed = False
+
+    def owns(self, message: dict[str, Any]) -> bool:
+        rid = message.get("id")
+        return isinstance(rid, str) and rid in self._pending
+
+    def deliver(self, message: dict[str, Any]) -> None:
+        future = self._pending.pop(message["id"], None)
+        if future is not None and not future.done():
+            future.set_result(message)
+
+    def close(self) -> None:
+        """The pipe ended: every waiting request fails with ``CONNECTION_CLOSED``."""
+        self.closed = True
+        closed = {"error": {"code": types.CONNECTION_CLOSED, "message": "Connection closed"}}
+        for future in self._pending.values():
+            if not future.done():
+                future.set_result(closed)
+        self._pending.clear()
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        """Send one request and wait for its result (cancel the caller to give up).
+
+        Raises:
+            MCPError: the upstream answered with an error, or the connection closed.
+        """
+        if self.closed:
+            raise MCPError(types.CONNECTION_CLOSED, "Connection closed")
+        rid = f"{_RAW_ID_PREFIX}{next(self._ids)}"
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = future
+        line = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params},
+                          ensure_ascii=False, separators=(",", ":"), default=str)
+        try:
+            await self._write(line.encode() + b"\n")
+            answer = await future
+        except BaseException:
+            if not future.done() and not self.closed:
+                note = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": rid, "reason": "the proxy gave up waiting"}}
+                with anyio.CancelScope(shield=True), anyio.move_on_after(1), \
+                        suppress(Exception):
+                    await self._write(json.dumps(note).encode() + b"\n")
+            raise
+        finally:
+            self._pending.pop(rid, None)
+        error = answer.get("error")
+        if error is not None:
+            if not isinstance(error, dict):
+                error = {"code": types.INTERNAL_ERROR, "message": str(error)}
+            raise MCPError(int(error.get("code", types.INTERNAL_ERROR)),
+                           str(error.get("message", "")), error.get("data"))
+        return answer.get("result")
+
+
+@dataclass
+class _Run:
+    """One connection attempt: what its transport learned."""
+
+    closed: anyio.Event = field(default_factory=anyio.Event)
+    process: Process | None = None
+    channel: RawChannel | None = None
+
+
+async def _stop_process(process: Process) -> None:
+    """Close stdin, give the server a grace period, then end its whole process group."""
+    with suppress(Exception):
+        await process.stdin.aclose()  # type: ignore[union-attr]
+    if not await _exited(process, STOP_GRACE):
+        from mcp.os.posix.utilities import terminate_posix_process_tree
+
+        await terminate_posix_process_tree(process, STOP_GRACE)
+        await _exited(process, STOP_GRACE)
+
+
+async def _exited(process: Process, timeout: float) -> bool:
+    # Polls returncode: process.wait() also waits for the pipes, which a grandchild may hold.
+    deadline = anyio.current_time() + timeout
+    while process.returncode is None:
+        if anyio.current_time() >= deadline:
+            return False
+        await anyio.sleep(0.01)
+    return True
+
+
+@asynccontextmanager
+async def stdio_upstream(
+    spec: UpstreamSpec, run: _Run, errlog: IO[str] | None
+) -> AsyncIterator[TransportStreams]:
+    """Spawn a stdio server (in a session of its own) and connect the SDK session to it.
+
+    Lines from the server are parsed once: answers to ``run.channel``'s raw requests go to
+    their callers, everything else to the SDK session. When the server's stdout ends,
+    ``run.closed`` is set and waiting raw requests fail. Leaving the block stops the server
+    (stdin closed, a grace period, then SIGTERM and SIGKILL to its process group).
+    """
+    process = await anyio.open_process(
+        [spec.command or "", *spec.args],
+        # The proxy stands in for the host: the server gets the environment the host gave
+        # the proxy, plus its own "env".
+        env={**os.environ, **spec.env}, cwd=spec.cwd,
+        stderr=errlog if errlog is not None else sys.stderr,
+        start_new_session=True,
+    )
+    run.process = process
+    stdin, stdout = process.stdin, process.stdout
+    assert stdin is not None and stdout is not None
+    to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
+    lock = anyio.Lock()
+
+    async def write(data: bytes) -> None:
+        async with lock:
+            await stdin.send(data)
+
+    channel = run.channel = RawChannel(write)
+
+    async def dispatch(line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            logger.warning("upstream %s wrote a line that is not JSON: %.200r", spec.name, line)
+            return
+        if isinstance(message, dict) and "method" not in message and channel.owns(message):
+            channel.deliver(message)
+            return
+        try:
+            parsed = types.jsonrpc_message_adapter.validate_python(message, by_name=False)
+        except ValidationError as exc:
+            await to_session.send(exc)
+            return
+        await to_session.send(SessionMessage(parsed))
+
+    async def read_lines() -> None:
+        buffer = bytearray()
+        try:
+            async with to_session:
+                async for chunk in stdout:
+                    buffer += chunk
+                    while (end := buffer.find(b"\n")) >= 0:
+                        line = bytes(buffer[:end])
+                        del buffer[: end + 1]
+                        if line.strip():
+                            await dispatch(line)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            pass
+        finally:
+            run.closed.set()
+            channel.close()
+
+    async def write_session() -> None:
+        try:
+            async with from_session:
+                async for session_message in from_session:
+                    data = session_message.message.model_dump_json(by_alias=True,
+                                                                   exclude_unset=True)
+                    await write(data.encode() + b"\n")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            run.closed.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read_lines)
+        tg.start_soon(write_session)
+        try:
+            yield from_server, to_server
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop_process(process)
+            tg.cancel_scope.cancel()
+
+
+class _WatchedReadStream:
+    """An HTTP/SSE transport's read stream that sets ``closed`` when it ends, so the proxy
+    notices a dropped upstream at once, not at its next call."""
+
+    def __init__(self, inner: Any, closed: anyio.Event) -> None:
+        self._inner = inner
+        self._closed = closed
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._closed.set()
+            raise
+
+    def __aiter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._inner.__anext__()
+        except (StopAsyncIteration, anyio.ClosedResourceError):
+            self._closed.set()
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        self._closed.set()
+        await self._inner.aclose()
+        return None
+
+
+# -- listings --------------------------------------------------------------------------------
+
+
+@dataclass
+class Listing:
+    """What one upstream serves, as it last listed it."""
+
+    tools: list[types.Tool] = field(default_factory=list)
+    resources: list[types.Resource] = field(default_factory=list)
+    templates: list[types.ResourceTemplate] = field(default_factory=list)
+    prompts: list[types.Prompt] = field(default_factory=list)
+
+    def differs(self, other: Listing) -> set[Kind]:
+        changed: set[Kind] = set()
+        if self.tools != other.tools:
+            changed.add("tools")
+        if self.resources != other.resources or self.templates != other.templates:
+            changed.add("resources")
+        if self.prompts != other.prompts:
+            changed.add("prompts")
+        return changed
+
+
+async def _all_pages(fetch: Callable[[str | None], Awaitable[Any]], attr: str) -> list[Any]:
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(_PAGE_CAP):
+        page = await fetch(cursor)
+        items.extend(getattr(page, attr))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return items
+
+
+# -- the upstream ----------------------------------------------------------------------------
+
+OnChange = Callable[["Upstream", set[Kind]], Awaitable[None]]
+
+
+class Upstream:
+    """One upstream server: its connection, state, listing and restarts.
+
+    Args:
+        spec: how to reach the server.
+        timeout: seconds one request may take (the spec's own ``timeout`` wins).
+        startup_timeout: seconds a start (spawn or connect, handshake, listing) may take.
+        on_change: awaited when the upstream's listing changed (list-changed, restart).
+        log: the event log, for state changes.
+    """
+
+    def __init__(
+        self,
+        spec: UpstreamSpec,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        on_change: OnChange | None = None,
+        log: EventLog | None = None,
+    ) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.timeout = spec.timeout or timeout
+        self.startup_timeout = startup_timeout
+        self.state: State = "stopped"
+        self.last_error: str | None = None
+        self.starts = 0
+        self.failures = 0
+        self.next_attempt = 0.0
+        self.since = now_iso()
+        self.listing = Listing()
+        self.protocol_version: str | None = None
+        self.server_info: types.Implementation | None = None
+        self.instructions: str | None = None
+        self.capabilities: types.ServerCapabilities | None = None
+        self._on_change = on_change
+        self._log = log
+        self._client: Client | None = None
+        self._run_state: _Run | None = None
+        self._attempt = anyio.Event()
+        self._attempt.set()
+        self._stop = anyio.Event()
+        self._tg: TaskGroup | None = None
+        self._stderr = StderrTail(spec.name) if spec.transport == "stdio" else None
+        # The handshake era: stdio servers speak the 2025 handshake (every SDK serves it, and
+        # the raw fast path speaks it); a server that refuses it is retried with "auto".
+        self._mode = "legacy" if spec.transport == "stdio" else "auto"
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def bind(self, tg: TaskGroup) -> None:
+        """Run connections in ``tg`` (the proxy's task group)."""
+        self._tg = tg
+
+    def start(self) -> anyio.Event:
+        """Start connecting (if not already); the event is set when the attempt settles."""
+        if self.state in ("starting", "ready"):
+            return self._attempt
+        if self._tg is None:
+            raise RuntimeError("an Upstream must be bound to a task group before it starts")
+        self._set_state("starting")
+        self.starts += 1
+        self._attempt = anyio.Event()
+        self._stop = anyio.Event()
+        self._tg.start_soon(self._run, self._attempt, self._stop)
+        return self._attempt
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _set_state(self, state: State, error: str | None = None) -> None:
+        self.state = state
+        self.since = now_iso()
+        if error is not None:
+            self.last_error = error
+        if state in ("failed", "dead"):
+            logger.warning("upstream %s is %s: %s", self.name, state, error)
+        else:
+            logger.info("upstream %s is %s", self.name, state)
+        if self._log is not None and state != "starting":
+            self._log.append({
+                "ts": self.since, "kind": "proxy_upstream", "upstream": self.name,
+                "state": state, "error": error if state in ("failed", "dead") else None,
+                "target": self.spec.describe(),
+            })
+
+    @asynccontextmanager
+    async def _transport(
+        self, run: _Run, errlog: IO[str] | None
+    ) -> AsyncIterator[TransportStreams]:
+        spec = self.spec
+        if spec.transport == "stdio" and sys.platform != "win32":
+            async with stdio_upstream(spec, run, errlog) as streams:
+                yield streams
+        elif spec.transport == "stdio":
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(command=spec.command or "", args=list(spec.args),
+                                           env={**os.environ, **spec.env}, cwd=spec.cwd)
+            log = cast(TextIO, errlog) if errlog is not None else sys.stderr
+            async with stdio_client(params, errlog=log) as (read, write):
+                yield _WatchedReadStream(read, run.closed), write
+        elif spec.transport == "http":
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            async with create_mcp_http_client(headers=spec.headers or None) as http, \
+                    streamable_http_client(spec.url or "", http_client=http) as (read, write):
+                yield _WatchedReadStream(read, run.closed), write
+        else:
+            from mcp.client.sse import sse_client
+
+            async with sse_client(spec.url or "", headers=spec.headers or None) as (read, write):
+                yield _WatchedReadStream(read, run.closed), write
+
+    async def _run(self, attempt: anyio.Event, stop: anyio.Event) -> None:
+        ready = False
+        error: str | None = None
+        run = _Run()
+        deadline = anyio.current_time() + self.startup_timeout
+        try:
+            for _ in range(2):
+                run = self._run_state = _Run()
+                try:
+                    ready = await self._connect(run, deadline, attempt, stop)
+                except MCPError as exc:
+                    if exc.code == types.UNSUPPORTED_PROTOCOL_VERSION and self._mode == "legacy":
+                        self._mode = "auto"  # a server of the 2026 era only
+                        continue
+                    raise
+                break
+            if not ready and not stop.is_set():
+                error = (f"did not finish starting (spawn or connect, handshake, listing) "
+                         f"within {self.startup_timeout:g} s")
+        except Exception as exc:
+            error = await self._describe(exc, run, starting=not ready)
+        finally:
+            self._client = None
+        if stop.is_set():
+            self._set_state("stopped")
+        else:
+            if error is None:
+                error = await self._describe_exit(run)
+            self.failures += 1
+            self.next_attempt = time.monotonic() + backoff(self.failures)
+            self._set_state("dead" if ready else "failed", error)
+        attempt.set()
+
+    async def _connect(
+        self, run: _Run, deadline: float, attempt: anyio.Event, stop: anyio.Event
+    ) -> bool:
+        """One connection, until it drops or ``stop``; True if it got ready."""
+        errlog = self._stderr.open() if self._stderr is not None else None
+        ready = False
+        try:
+            with anyio.CancelScope(deadline=deadline) as scope:
+                client = Client(self._transport(run, errlog), mode=self._mode, cache=None,
+                                message_handler=self._on_message)
+                async with client:
+                    if errlog is not None:
+                        errlog.close()  # the server has its copy; EOF comes when it exits
+                        errlog = None
+                    listing = await self._fetch(client, ALL_KINDS)
+                    scope.deadline = math.inf
+                    changed = self.listing.differs(listing)
+                    self._client, self.listing, ready = client, listing, True
+                    self.protocol_version = client.protocol_version
+                    self.server_info = client.server_info
+                    self.capabilities = client.server_capabilities
+                    self.instructions = client.session.instructions
+                    self.last_error = None
+                    self._set_state("ready")
+                    attempt.set()
+                    if changed and self._on_change is not None:
+                        await self._on_change(self, changed)
+                    async with anyio.create_task_group() as tg:
+                        async def until(event: anyio.Event) -> None:
+                            await event.wait()
+                            tg.cancel_scope.cancel()
+
+                        tg.start_soon(until, run.closed)
+                        tg.start_soon(until, stop)
+                        if self.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                            tg.start_soon(self._listen, client)
+                    self._client = None
+        finally:
+            if errlog is not None:
+                errlog.close()
+        return ready
+
+    async def _describe(self, exc: BaseException, run: _Run, *, starting: bool) -> str:
+        leaves = [e for e in _leaves(exc) if not isinstance(e, anyio.get_cancelled_exc_class())]
+        first = leaves[0] if leaves else exc
+        command, cwd = self.spec.command, self.spec.cwd
+        if isinstance(first, OSError) and self.spec.transport == "stdio":
+            if cwd and first.filename is not None and os.fspath(first.filename) == cwd:
+                return f"cannot start in {cwd!r}: {first.strerror or first}"
+            if isinstance(first, FileNotFoundError):
+                return f"cannot run {command!r}: no such file or command (is it installed?)"
+            if isinstance(first, PermissionError):
+                return f"cannot run {command!r}: permission denied"
+            return f"cannot run {command!r}: {first.strerror or first}"
+        if isinstance(first, MCPError) and first.code == types.CONNECTION_CLOSED:
+            return await self._describe_exit(run, starting=starting)
+        what = f"{type(first).__name__}: {first}" if str(first) else type(first).__name__
+        if self.spec.transport != "stdio":
+            what = f"cannot talk to {self.spec.url}: {what}"
+        return what
+
+    async def _describe_exit(self, run: _Run | None, *, starting: bool = False) -> str:
+        when = " while starting" if starting else ""
+        if self._stderr is None:
+            return f"the server closed the connection{when}"
+        process = run.process if run is not None else None
+        status = ""
+        if process is not None:
+            await _exited(process, 0.5)
+            code = process.returncode
+            if code is not None:
+                status = f" with status {code}" if code >= 0 else f" (killed by signal {-code})"
+        await self._stderr.settle()
+        text = f"the server process exited{status}{when}"
+        tail = self._stderr.tail()
+        return f"{text}; its last words on stderr: {tail}" if tail else text
+
+    async def _fetch(self, client: Client, kinds: frozenset[Kind] | set[Kind]) -> Listing:
+        caps = client.server_capabilities
+        listing = Listing(tools=self.listing.tools, resources=self.listing.resources,
+                          templates=self.listing.templates, prompts=self.listing.prompts)
+        if "tools" in kinds:
+            listing.tools = (await _all_pages(
+                lambda c: client.list_tools(cursor=c, cache_mode="refresh"), "tools")
+                if caps.tools is not None else [])
+        if "resources" in kinds:
+            if caps.resources is not None:
+                listing.resources = await _all_pages(
+                    lambda c: client.list_resources(cursor=c, cache_mode="refresh"), "resources")
+                listing.templates = await _all_pages(
+                    lambda c: client.list_resource_templates(cursor=c, cache_mode="refresh"),
+                    "resource_templates")
+            else:
+                listing.resources, listing.templates = [], []
+        if "prompts" in kinds:
+            listing.prompts = (await _all_pages(
+                lambda c: client.list_prompts(cursor=c, cache_mode="refresh"), "prompts")
+                if caps.prompts is not None else [])
+        return listing
+
+    # -- list changes ---------------------------------------------------------------------
+
+    async def _on_message(self, message: Any) -> None:
+        """Handshake-era change notifications (2026-07-28 ones arrive on ``_listen``)."""
+        if isinstance(message, types.ToolListChangedNotification):
+            kinds: set[Kind] = {"tools"}
+        elif isinstance(message, types.ResourceListChangedNotification):
+            kinds = {"resources"}
+        elif isinstance(message, types.PromptListChangedNotification):
+            kinds = {"prompts"}
+        else:
+            return
+        if self._tg is not None:
+            # Not awaited here: this runs in the session's receive loop, which must stay
+            # free to read the answer to the listing that refresh sends.
+            self._tg.start_soon(self.refresh, kinds)
+
+    async def _listen(self, client: Client) -> None:
+        caps = client.server_capabilities
+        tools = bool(caps.tools and caps.tools.list_changed)
+        resources = bool(caps.resources and caps.resources.list_changed)
+        prompts = bool(caps.prompts and caps.prompts.list_changed)
+        if not (tools or resources or prompts):
+            return
+        try:
+            async with client.listen(tools_list_changed=tools, resources_list_changed=resources,
+                                     prompts_list_changed=prompts) as subscription:
+                async for event in subscription:
+                    if isinstance(event, ToolsListChanged):
+                        await self.refresh({"tools"})
+                    elif isinstance(event, ResourcesListChanged):
+                        await self.refresh({"resources"})
+                    elif isinstance(event, PromptsListChanged):
+                        await self.refresh({"prompts"})
+        except Exception as exc:  # a lost stream must not take the connection down
+            logger.info("upstream %s: list-changed stream ended: %s", self.name, exc)
+
+    async def refresh(self, kinds: set[Kind]) -> None:
+        """List again what changed, and tell the proxy."""
+        client = self._client
+        if client is None or self.state != "ready":
+            return
+        try:
+            with anyio.fail_after(self.timeout):
+                listing = await self._fetch(client, kinds)
+        except Exception as exc:
+            logger.warning("upstream %s: cannot list %s again: %s", self.name,
+                           ", ".join(sorted(kinds)), exc)
+            return
+        changed = self.listing.differs(listing)
+        self.listing = listing
+        if changed and self._on_change is not None:
+            await self._on_change(self, changed)
+
+    # -- requests -------------------------------------------------------------------------
+
+    async def _ensure(self, deadline: float, what: str) -> Client:
+        if self.state == "ready" and self._client is not None:
+            return self._client
+        if self.state != "starting":
+            wait = self.next_attempt - time.monotonic()
+            if wait > 0:
+                raise UpstreamError(
+                    f"upstream {self.name!r} is down ({self.last_error}); {what} was not sent. "
+                    f"The proxy starts it again in {math.ceil(wait)} s."
+                )
+            self.start()
+        attempt = self._attempt
+        with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
+            await attempt.wait()
+        if self.state == "ready" and self._client is not None:
+            return self._client
+        if self.state == "starting":
+            raise UpstreamError(
+                f"upstream {self.name!r} is still starting after {self.timeout:g} s; "
+                f"{what} was not sent"
+            )
+        raise UpstreamError(
+            f"upstream {self.name!r} could not start: {self.last_error}; {what} was not sent"
+        )
+
+    async def request(self, what: str, send: Callable[[Client], Awaitable[_T]]) -> _T:
+        """Send one request (starting the upstream if needed), bounded by the timeout.
+
+        Raises:
+            UpstreamError: the upstream is down, did not answer in time, or died meanwhile.
+            MCPError: the upstream answered with a protocol error (passed on as it is).
+        """
+        deadline = anyio.current_time() + self.timeout
+        client = await self._ensure(deadline, what)
+        run = self._run_state
+        try:
+            with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+                result = await send(client)
+        except TimeoutError:
+            raise UpstreamError(
+                f"upstream {self.name!r} did not answer {what} within {self.timeout:g} s; "
+                "the request was cancelled"
+            ) from None
+        except MCPError as exc:
+            if exc.code != types.CONNECTION_CLOSED:
+                self.failures = 0  # it answered: it is alive
+                raise
+            raise UpstreamError(
+                f"upstream {self.name!r} failed during {what}: "
+                f"{await self._describe_exit(run)}. It is started again on the next call."
+            ) from None
+        except UpstreamError:
+            raise
+        except Exception as exc:
+            raise UpstreamError(f"upstream {self.name!r} failed during {what}: "
+                                f"{type(exc).__name__}: {exc}") from None
+        self.failures = 0
+        return result
+
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None = None
+    ) -> dict[str, Any]:
+        """Call a tool; the result in its wire form (``content``, ``structuredContent``,
+        ``isError``, ``_meta``).
+
+        Raises:
+            UpstreamError: as ``request``.
+            MCPError: the upstream's protocol error.
+        """
+        async def send(client: Client) -> dict[str, Any]:
+            run = self._run_state
+            channel = run.channel if run is not None else None
+            if progress is None and channel is not None and not channel.closed \
+                    and self.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                result = await channel.request("tools/call", {"name": tool,
+                                                              "arguments": arguments})
+                if not isinstance(result, dict):
+                    raise MCPError(types.INTERNAL_ERROR, "tools/call returned no result object")
+                return result
+            typed = await client.call_tool(tool, arguments, progress_callback=progress)
+            dumped: dict[str, Any] = typed.model_dump(by_alias=True, mode="json",
+                                                      exclude_none=True)
+            return dumped
+
+        return await self.request(f"tools/call {tool!r}", send)
+
+    def status(self) -> dict[str, Any]:
+        """This upstream's entry in ``hooks://proxy/status``."""
+        retry = self.next_attempt - time.monotonic()
+        down = self.state in ("failed", "dead")
+        return {
+            "name": self.name,
+            "transport": self.spec.transport,
+            "target": self.spec.describe(),
+            "state": self.state,
+            "since": self.since,
+            "last_error": self.last_error,
+            "starts": self.starts,
+            "consecutive_failures": self.failures,
+            "next_start_in_seconds": round(retry, 1) if down and retry > 0 else 0,
+            "timeout_seconds": self.timeout,
+            "protocol_version": self.protocol_version,
+            "server": self.server_info.name if self.server_info else None,
+            "tools": [t.name for t in self.listing.tools],
+            "resources": len(self.listing.resources),
+            "resource_templates": len(self.listing.templates),
+            "prompts": [p.name for p in self.listing.prompts],
+        }

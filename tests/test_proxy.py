@@ -1,0 +1,444 @@
+"""The gating proxy end to end: the SDK client over stdio against ``mcp-hooks proxy``, real
+upstream servers (tests/upstream_server.py) behind it, and real HOOK.md folders.
+
+Third-party upstreams (mcp-server-git, @modelcontextprotocol/server-filesystem) are in
+tests/test_proxy_upstreams.py; the downstream HTTP and SSE transports in
+tests/test_proxy_http.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.conftest import MCP_HOOKS, write_hook
+
+pytestmark = pytest.mark.anyio
+
+UPSTREAM = str(Path(__file__).resolve().parent / "upstream_server.py")
+STATUS = "hooks://proxy/status"
+
+
+def upstream(name: str, *extra: str) -> str:
+    """An ``--upstream`` value running the test server as ``name``."""
+    return f"{name}={shlex.join([sys.executable, UPSTREAM, '--name', name, *extra])}"
+
+
+@asynccontextmanager
+async def proxied(
+    tmp_path: Path,
+    project: Path,
+    user_dir: Path,
+    *args: str,
+    mode: str = "auto",
+    message_handler: Callable[[Any], Awaitable[None]] | None = None,
+) -> AsyncIterator[Client]:
+    """An SDK client over stdio to ``mcp-hooks proxy ARGS`` (the console script)."""
+    params = StdioServerParameters(
+        command=MCP_HOOKS,
+        args=["proxy", *args, "--user-dir", str(user_dir), "--project-dir", str(project),
+              "--log", str(tmp_path / "events.jsonl")],
+        env=dict(os.environ), cwd=str(project),
+    )
+    async with Client(params, mode=mode, message_handler=message_handler) as client:
+        yield client
+
+
+def recorder(root: Path, name: str, trigger: str, out: Path, *, extra: str = "",
+             then: str = "exit 0\n") -> None:
+    """A hook that appends its payload (one JSON line) to ``out``, then runs ``then``."""
+    write_hook(root, name, trigger=trigger, extra=extra,
+               script=f"cat >> '{out}'\necho >> '{out}'\n{then}")
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+async def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await anyio.sleep(0.05)
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+async def status(client: Client) -> dict[str, Any]:
+    result = await client.read_resource(STATUS)
+    content = result.contents[0]
+    assert isinstance(content, types.TextResourceContents)
+    data: dict[str, Any] = json.loads(content.text)
+    return data
+
+
+def by_name(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {u["name"]: u for u in data["upstreams"]}
+
+
+# -- aggregation -------------------------------------------------------------------------------
+
+
+async def test_tools_of_every_upstream_collisions_prefixed(
+    tmp_path: Path, project: Path, user_dir: Path
+) -> None:
+    async with proxied(tmp_path, project, user_dir,
+                       "--upstream", upstream("alpha", "--tools", "echo,add"),
+                       "--upstream", upstream("beta", "--tools", "echo,pid")) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        # Names stay as the upstreams give them, except where two collide: both prefixed.
+        assert set(tools) == {"alpha__echo", "beta__echo", "add", "pid"}
+        assert tools["add"].output_schema is not None  # schemas pass through unchanged
+        assert tools["alpha__echo"].input_schema["required"] == ["text"]
+        assert text_of(await client.call_tool("alpha__echo", {"text": "hi"})) == "hi"
+        added = await client.call_tool("add", {"a": 2, "b": 3})
+        assert not added.is_error
+        assert added.structured_content == {"total": 5, "terms": [2, 3]}
+
+
+async def test_prefix_option_prefixes_everything(
+    tmp_path: Path, project: Path, user_dir: Path
+) -> None:
+    async with proxied(tmp_path, project, user_dir, "--prefix",
+                       "--upstream", upstream("alpha", "--tools", "echo")) as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["alpha__echo"]
+        assert [p.name for p in (await client.list_prompts()).prompts] == ["alpha__greet"]
+        prompt = await client.get_prompt("alpha__greet", {"who": "Ann"})
+        message = prompt.messages[0].content
+        assert isinstance(message, types.TextContent)
+        assert message.text == "Hello Ann, from alpha."
+
+
+async def test_resources_templates_prompts_and_status(
+    tmp_path: Path, project: Path, user_dir: Path
+) -> None:
+    async with proxied(tmp_path, project, user_dir,
+                       "--upstream", upstream("alpha", "--tools", "echo")) as client:
+        uris = [str(r.uri) for r in (await client.list_resources()).resources]
+        assert uris == ["test://info", STATUS]
+        templates = (await client.list_resource_templates()).resource_templates
+        assert [t.uri_template for t in templates] == ["test://items/{item}"]
+        info = (await client.read_resource("test://info")).contents[0]
+        assert isinstance(info, types.TextResourceContents) and info.text == "upstream alpha"
+        item = (await client.read_resource("test://items/42")).contents[0]
+        assert isinstance(item, types.TextResourceContents) and item.text == "alpha item 42"
+        data = await status(client)
+        alpha = by_name(data)["alpha"]
+        assert alpha["state"] == "ready" and alpha["tools"] == ["echo"]
+        assert alpha["last_error"] is None
+        assert data["proxy"]["project_dir"] == str(project)
+
+
+# -- gating ------------------------------------------------------------------------------------
+
+
+async def test_deny_never_reaches_the_upstream(
+    tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    seen = tmp_path / "before.jsonl"
+    recorder(project_hooks, "no-env-writes", "before_tool", seen,
+             extra="matcher:\n  tool: write_file\n  pattern: '\\.env$'\n",
+             then="echo 'writing .env files is not allowed' >&2\nexit 2\n")
+    root = tmp_path / "files"
+    root.mkdir()
+    async with proxied(tmp_path, project, user_dir, "--upstream",
+                       upstream("files", "--root", str(root), "--tools", "write_file")) as client:
+        denied = await client.call_tool("write_file", {"path": ".env", "content": "K=v"})
+        assert denied.is_error
+        assert "writing .env files is not allowed" in text_of(denied)
+        assert "no-env-writes" in text_of(denied)
+        assert not (root / ".env").exists()  # the upstream was never called
+        allowed = await client.call_tool("write_file", {"path": "notes.txt", "content": "hi"})
+        assert not allowed.is_error
+        assert (root / "notes.txt").read_text() == "hi"
+    (payload,) = records(seen)  # the matcher kept notes.txt away from the hook
+    assert payload["event_type"] == "before_tool"
+    assert payload["tool_name"] == "write_file"
+    assert payload["tool_input"] == {"path": ".env", "content": "K=v"}
+    assert payload["tool_use_id"].startswith("proxy-")
+    assert payload["mcp_server"] == "files" and payload["mcp_tool"] == "write_file"
+    assert payload["work_dir"] == str(project)
+
+
+async def test_matchers_see_the_name_the_client_sees(
+    tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    write_hook(project_hooks, "only-beta", script="echo 'not beta' >&2\nexit 2\n",
+               extra="matcher:\n  tool: 'beta__.*'\n")
+    async with proxied(tmp_path, project, user_dir,
+                       "--upstream", upstream("alpha", "--tools", "echo"),
+                       "--upstream", upstream("beta", "--tools", "echo")) as client:
+        assert not (await client.call_tool("alpha__echo", {"text": "x"})).is_error
+        assert (await client.call_tool("beta__echo", {"text": "x"})).is_error
+
+
+async def test_modified_input_is_what_the_upstream_receives(
+    tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    write_hook(project_hooks, "rewrite", extra="matcher:\n  tool: echo\n",
+               script="""printf '%s' '{"modified_input": {"text": "rewritten"}}'\n""")
+    after = tmp_path / "after.jsonl"
+    recorder(project_hooks, "see-after", "after_tool", after)
+    async with proxied(tmp_path, project, user_dir,
+                       "--upstream", upstream("alpha", "--tools", "echo")) as client:
+        result = await client.call_tool("echo", {"text": "original"})
+        assert text_of(result) == "rewritten"
+    (payload,) = records(after)
+    assert payload["tool_input"] == {"text": "rewritten"}
+    assert payload["tool_output"]["content"] == [{"type": "text", "text": "rewritten"}]
+    assert payload["tool_output"]["structuredContent"] == {"result": "rewritten"}
+
+
+async def test_modified_output_and_additional_context(
+    tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    write_hook(project_hooks, "redact", trigger="after_tool", extra="matcher:\n  tool: echo\n",
+               script="""printf '%s' '{"modified_output": {"content": [{"type": "text",
+"text": "[redacted]"}], "structuredContent": {"result": "[redacted]"}},
+"additional_context": "A hook redacted this output."}'\n""")
+    write_hook(project_hooks, "recount", trigger="after_tool", extra="matcher:\n  tool: add\n",
+               script="""printf '%s' '{"modified_output": {"structuredContent":
+{"total": 99, "terms": []}}}'\n""")
+    write_hook(project_hooks, "note", extra="matcher:\n  tool: add\n",
+               script="""printf '%s' '{"additional_context": "Adding is safe."}'\n""")
+    async with proxied(tmp_path, project, user_dir,
+                       "--upstream", upstream("alpha", "--tools", "echo,add")) as client:
+        echoed = await client.call_tool("echo", {"text": "password=hunter2"})
+        assert not echoed.is_error
+        assert [b.text for b in echoed.content if isinstance(b, types.TextContent)] == [
+            "[redacted]", "A hook redacted this output."]
+        assert echoed.structured_content == {"result": "[redacted]"}
+        added = await client.call_tool("add", {"a": 1, "b": 2})
+        assert added.structured_content == {"total": 99, "terms": []}  # fits the schema
+        assert json.loads(text_of(added).split("\n")[0]) == {"total": 99, "terms": []}
+        assert text_of(added).endswith("Adding is safe.")
+
+
+async def test_after_tool_deny_withholds_the_result(
+    tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    write_hook(project_hooks, "no-leaks", trigger="after_tool", extra="matcher:\n  pattern: x\n",
+               script="grep -q SECRET && { echo 'the output carries a secret' >&2; exit 2; }\n"
+               "exit 0\n")
+    async with proxied(tmp_path, project, user_dir,
+                       "--upstream", upstream("alpha", "--tools", "echo")) as client:
+        result = await client.call_tool("echo", {"text": "x SECRET"})
+        assert result.is_error
+        assert "the output carries a secret" in text_of(result)
+        assert "SECRET" not in text_of(result).replace("a secret", "")
+        assert text_of(await client.call_tool("echo", {"text": "x fine"})) == "x fine"
+
+
+async def test_upstream_error_fires_failure_and_passes_unchanged(
+    tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    failures = tmp_path / "failures.jsonl"
+    after = tmp_path / "after.jsonl"
+    recorder(project_hooks, "see-failures", "after_tool_failure", failures)
+    recorder(project_hooks, "see-after", "after_tool", after)
+    async with proxied(tmp_path, project, user_dir,
+                       "--upstream", upstream("alpha", "--tools", "fail")) as client:
+        result = await client.call_tool("fail", {"message": "disk on fire"})
+        assert result.is_error
+        assert text_of(result) == "Error executing tool fail: disk on fire"  # as upstream said
+    (payload,) = records(failures)
+    assert payload["tool_name"] == "fail"
+    assert payload["error"] == "Error executing tool fail: disk on fire"
+    assert payload["mcp_server"] == "alpha"
+    assert records(after) == []
+
+
+async def test_async_hooks_never_delay_the_call(
+    tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    done = tmp_path / "async-done"
+    write_hook(project_hooks, "slow-audit", extra="async: true\n",
+               script=f"sleep 2\ntouch '{done}'\n")
+    async with proxied(tmp_path, project, user_dir,
+                       "--upstream", upstream("alpha", "--tools", "echo")) as client:
+        start = time.monotonic()
+        assert text_of(await client.call_tool("echo", {"text": "quick"})) == "quick"
+        assert time.monotonic() - start < 1.5
+        await wait_for(done.exists)
+
+
+async def test_session_events(
+    tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    starts, ends, before = (tmp_path / f"{n}.jsonl" for n in ("start", "end", "before"))
+    recorder(project_hooks, "on-start", "session_start", starts)
+    recorder(project_hooks, "on-end", "session_end", ends)
+    recorder(project_hooks, "on-tool", "before_tool", before)
+    async with proxied(tmp_path, project, user_dir,
+                       "--upstream", upstream("alpha", "--tools", "echo,pid")) as client:
+        await client.call_tool("echo", {"text": "1"})
+        await client.call_tool("pid", {})
+        await client.call_tool("nonexistent", {})
+        await anyio.sleep(0.2)
+    await wait_for(lambda: bool(records(ends)))
+    (start,), (end,) = records(starts), records(ends)
+    assert start["args"]["transport"] == "stdio"
+    assert start["args"]["upstreams"] == ["alpha"]
+    assert end["exit_reason"] == "client_disconnected"
+    assert end["total_steps"] == 3
+    assert 0 < end["duration_seconds"] < 60
+    assert start["session_id"] == end["session_id"]
+    assert {p["session_id"] for p in records(before)} == {start["session_id"]}
+
+
+# -- list changes ------------------------------------------------------------------------------
+
+
+async def test_list_changed_reaches_handshake_clients(
+    tmp_path: Path, project: Path, user_dir: Path
+) -> None:
+    heard = anyio.Event()
+
+    async def handler(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            heard.set()
+
+    async with proxied(tmp_path, project, user_dir, "--upstream",
+                       upstream("alpha", "--tools", "echo,grow"), mode="legacy",
+                       message_handler=handler) as client:
+        assert "late" not in {t.name for t in (await client.list_tools()).tools}
+        await client.call_tool("grow", {"tool": "late"})
+        with anyio.fail_after(10):
+            await heard.wait()
+        assert "late" in {t.name for t in (await client.list_tools()).tools}
+        assert text_of(await client.call_tool("late", {"text": "t"})) == "late:t"
+
+
+async def test_list_changed_reaches_listen_streams(
+    tmp_path: Path, project: Path, user_dir: Path
+) -> None:
+    async with proxied(tmp_path, project, user_dir, "--upstream",
+                       upstream("alpha", "--tools", "echo,grow")) as client:
+        async with client.listen(tools_list_changed=True) as subscription:
+            await client.call_tool("grow", {"tool": "later"})
+            with anyio.fail_after(10):
+                async for _event in subscription:
+                    break
+        tools = {t.name for t in (await client.list_tools(cache_mode="refresh")).tools}
+        assert "later" in tools
+
+
+# -- upstream faults ---------------------------------------------------------------------------
+
+
+async def test_upstream_crash_mid_call_then_restart(
+    tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    failures = tmp_path / "failures.jsonl"
+    recorder(project_hooks, "see-failures", "after_tool_failure", failures)
+    async with proxied(tmp_path, project, user_dir,
+                       "--upstream", upstream("fragile", "--tools", "crash,pid"),
+                       "--upstream", upstream("steady", "--tools", "echo")) as client:
+        first_pid = int(text_of(await client.call_tool("pid", {})))
+        crashed = await client.call_tool("crash", {"code": 7})
+        assert crashed.is_error
+        message = text_of(crashed)
+        assert "upstream 'fragile'" in message
+        assert "exited with status 7" in message
+        assert "crashing on purpose" in message  # its last words on stderr
+        fragile = by_name(await status(client))["fragile"]
+        assert fragile["state"] == "dead"
+        assert "exited with status 7" in fragile["last_error"]
+        # The others keep working while it is down ...
+        assert text_of(await client.call_tool("echo", {"text": "still here"})) == "still here"
+        # ... and it is started again on its next call.
+        second_pid = int(text_of(await client.call_tool("pid", {})))
+        assert second_pid != first_pid
+        fragile = by_name(await status(client))["fragile"]
+        assert (fragile["state"], fragile["starts"]) == ("ready", 2)
+    (payload,) = records(failures)
+    assert payload["tool_name"] == "crash" and "exited with status 7" in payload["error"]
+    events = records(tmp_path / "events.jsonl")
+    states = [(r["upstream"], r["state"]) for r in events if r.get("kind") == "proxy_upstream"]
+    assert ("fragile", "dead") in states
+
+
+async def test_an_upstream_that_never_answers_times_out(
+    tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    failures = tmp_path / "failures.jsonl"
+    recorder(project_hooks, "see-failures", "after_tool_failure", failures)
+    async with proxied(tmp_path, project, user_dir, "--timeout", "1",
+                       "--upstream", upstream("slow", "--tools", "sleep,echo")) as client:
+        start = time.monotonic()
+        result = await client.call_tool("sleep", {"seconds": 60})
+        assert time.monotonic() - start < 5
+        assert result.is_error
+        assert "did not answer tools/call 'sleep' within 1 s" in text_of(result)
+        # Only that call was given up: the upstream itself still answers.
+        assert text_of(await client.call_tool("echo", {"text": "alive"})) == "alive"
+    (payload,) = records(failures)
+    assert "within 1 s" in payload["error"]
+
+
+async def test_an_upstream_that_never_starts_does_not_hold_the_others(
+    tmp_path: Path, project: Path, user_dir: Path
+) -> None:
+    start = time.monotonic()
+    async with proxied(tmp_path, project, user_dir, "--startup-timeout", "4",
+                       "--upstream", upstream("silent", "--silent"),
+                       "--upstream", upstream("ok", "--tools", "echo")) as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["echo"]
+        assert text_of(await client.call_tool("echo", {"text": "x"})) == "x"
+        silent = by_name(await status(client))["silent"]
+        assert silent["state"] in ("failed", "starting")  # it is retried in the background
+        assert "did not finish starting" in silent["last_error"]
+    assert time.monotonic() - start < 20
+
+
+async def test_upstreams_that_fail_to_start(
+    tmp_path: Path, project: Path, user_dir: Path
+) -> None:
+    async with proxied(tmp_path, project, user_dir,
+                       "--upstream", upstream("broken", "--fail-start"),
+                       "--upstream", "missing=no-such-command-mcp-hooks-test --flag",
+                       "--upstream", upstream("ok", "--tools", "echo")) as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["echo"]
+        assert text_of(await client.call_tool("echo", {"text": "fine"})) == "fine"
+        upstreams = by_name(await status(client))
+        broken = upstreams["broken"]
+        assert "exited with status 3" in broken["last_error"]
+        assert "missing configuration (on purpose)" in broken["last_error"]
+        assert "cannot run 'no-such-command-mcp-hooks-test'" in upstreams["missing"][
+            "last_error"]
+        assert upstreams["ok"]["state"] == "ready"
+
+
+async def test_concurrent_calls_to_several_upstreams(
+    tmp_path: Path, project: Path, user_dir: Path
+) -> None:
+    async with proxied(tmp_path, project, user_dir,
+                       "--upstream", upstream("alpha", "--tools", "sleep"),
+                       "--upstream", upstream("beta", "--tools", "sleep")) as client:
+        results: dict[int, str] = {}
+
+        async def call(i: int) -> None:
+            name = "alpha__sleep" if i % 2 else "beta__sleep"
+            results[i] = text_of(await client.call_tool(name, {"seconds": 1 + i / 100}))
+
+        start = time.monotonic()
+        async with anyio.create_task_group() as tg:
+            for i in range(10):
+                tg.start_soon(call, i)
+        assert time.monotonic() - start < 4  # 10 s one after another
+        assert results == {i: f"slept {1 + i / 100}" for i in range(10)}

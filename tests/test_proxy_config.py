@@ -1,0 +1,138 @@
+"""The proxy's upstream configuration: mcpServers files and --upstream values."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mcp_hooks.errors import MCPHooksError
+from mcp_hooks.proxy_config import (
+    ProxyConfigError,
+    collect_upstreams,
+    load_config,
+    parse_upstream,
+)
+from tests.conftest import MCP_HOOKS
+
+
+def write_config(path: Path, servers: object, key: str = "mcpServers") -> Path:
+    path.write_text(json.dumps({key: servers}))
+    return path
+
+
+def test_the_shapes_hosts_use(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "mcp.json", {
+        "git": {"command": "uvx", "args": ["mcp-server-git", "--repository", "."],
+                "env": {"LEVEL": "debug", "N": 3}, "cwd": "sub"},
+        "remote": {"url": "https://example.com/mcp", "headers": {"X-Key": "k"}},
+        "old": {"type": "sse", "url": "http://127.0.0.1:9000/sse", "timeout": 5},
+        "typed": {"type": "stdio", "command": "srv"},
+        "streamable": {"type": "streamable-http", "url": "http://127.0.0.1:9/mcp"},
+        "off": {"command": "never", "disabled": True},
+    })
+    specs = {s.name: s for s in load_config(config, environ={})}
+    assert set(specs) == {"git", "remote", "old", "typed", "streamable"}
+    git = specs["git"]
+    assert (git.transport, git.command, git.args) == ("stdio", "uvx",
+                                                      ("mcp-server-git", "--repository", "."))
+    assert git.env == {"LEVEL": "debug", "N": "3"}
+    assert git.cwd == str(tmp_path / "sub")  # relative to the file's folder
+    assert (specs["remote"].transport, specs["remote"].headers) == ("http", {"X-Key": "k"})
+    assert (specs["old"].transport, specs["old"].timeout) == ("sse", 5)
+    assert specs["typed"].transport == "stdio"
+    assert specs["streamable"].transport == "http"
+
+
+def test_vs_code_servers_key(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "mcp.json", {"fs": {"type": "stdio", "command": "fs"}},
+                          key="servers")
+    assert [s.name for s in load_config(config, environ={})] == ["fs"]
+
+
+def test_environment_variables_are_expanded(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "mcp.json", {
+        "a": {"command": "${TOOL}", "args": ["--token=${env:SECRET}", "${MISSING:-fallback}"],
+              "env": {"HOME_DIR": "${HOME_DIR:-/tmp}"}},
+        "b": {"url": "https://${HOST}/mcp", "headers": {"Authorization": "Bearer ${SECRET}"}},
+    })
+    specs = {s.name: s for s in load_config(config, environ={"TOOL": "srv", "SECRET": "s3",
+                                                              "HOST": "h.example"})}
+    assert specs["a"].command == "srv"
+    assert specs["a"].args == ("--token=s3", "fallback")
+    assert specs["a"].env == {"HOME_DIR": "/tmp"}
+    assert specs["b"].url == "https://h.example/mcp"
+    assert specs["b"].headers == {"Authorization": "Bearer s3"}
+
+
+@pytest.mark.parametrize(("servers", "needle"), [
+    ({"a": {"command": "x", "args": ["${NOPE}"]}}, "mcpServers.a.args: the environment "
+                                                   "variable NOPE is not set"),
+    ({"a": {"args": ["x"]}}, "mcpServers.a: needs 'command' (a stdio server) or 'url'"),
+    ({"a": {"type": "stdio"}}, "mcpServers.a: a stdio server needs 'command'"),
+    ({"a": {"type": "ftp", "url": "x"}}, "mcpServers.a.type: 'ftp' is not a transport"),
+    ({"a": {"type": "sse"}}, "mcpServers.a: an sse server needs 'url'"),
+    ({"a": {"url": "ws://x"}}, "mcpServers.a.url: 'ws://x' must start with http://"),
+    ({"a": {"command": "x", "args": "not a list"}}, "mcpServers.a.args: must be a list"),
+    ({"a": {"command": "x", "env": {"K": ["v"]}}}, "mcpServers.a.env.K: must be a string"),
+    ({"a": {"command": "x", "timeout": -1}}, "mcpServers.a.timeout: must be a positive"),
+    ({"a": "srv"}, "mcpServers.a: must be an object"),
+])
+def test_malformed_entries_name_the_field(tmp_path: Path, servers: object, needle: str) -> None:
+    config = write_config(tmp_path / "mcp.json", servers)
+    with pytest.raises(ProxyConfigError) as err:
+        load_config(config, environ={})
+    assert str(config) in str(err.value)
+    assert needle in str(err.value)
+
+
+def test_malformed_files(tmp_path: Path) -> None:
+    with pytest.raises(ProxyConfigError, match="no such config file"):
+        load_config(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ProxyConfigError, match="not valid JSON"):
+        load_config(bad)
+    other = tmp_path / "other.json"
+    other.write_text('{"tools": {}}')
+    with pytest.raises(ProxyConfigError, match="has no 'mcpServers' object"):
+        load_config(other)
+
+
+def test_upstream_option() -> None:
+    spec = parse_upstream("git=uvx mcp-server-git --repository '/a b'")
+    assert (spec.name, spec.transport, spec.command, spec.args) == (
+        "git", "stdio", "uvx", ("mcp-server-git", "--repository", "/a b"))
+    remote = parse_upstream("api=https://example.com/mcp")
+    assert (remote.transport, remote.url) == ("http", "https://example.com/mcp")
+    for bad in ("nothing", "=cmd", "name=", "name='unclosed"):
+        with pytest.raises(ProxyConfigError, match="--upstream"):
+            parse_upstream(bad)
+
+
+def test_names_must_differ_and_something_must_be_given(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "mcp.json", {"git": {"command": "a"}})
+    specs = collect_upstreams(config, ["fs=node fs.js"], environ={})
+    assert [s.name for s in specs] == ["git", "fs"]
+    with pytest.raises(ProxyConfigError, match="'git' is configured twice"):
+        collect_upstreams(config, ["git=other"], environ={})
+    with pytest.raises(ProxyConfigError, match="no upstream servers"):
+        collect_upstreams(None, [])
+    assert issubclass(ProxyConfigError, MCPHooksError)
+
+
+def test_prefix_is_a_safe_tool_name_prefix() -> None:
+    assert parse_upstream("git=x").prefix == "git__"
+    assert parse_upstream("my server!=x").prefix == "my_server___"
+
+
+def test_command_line_reports_config_errors(tmp_path: Path) -> None:
+    done = subprocess.run([MCP_HOOKS, "proxy", "--config", str(tmp_path / "none.json")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 64
+    assert "no such config file" in done.stderr
+    done = subprocess.run([MCP_HOOKS, "proxy"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 64
+    assert "--upstream NAME=COMMAND" in done.stderr
