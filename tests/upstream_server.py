@@ -1,7 +1,7 @@
 """A small MCP server to put behind the proxy in tests, benchmarks and the demo.
 
-Run as ``python tests/upstream_server.py [--name NAME] [--root DIR] [--tools a,b] [--http PORT]``.
-It speaks MCP over stdio by default (``--http PORT`` serves streamable HTTP on loopback) and has
+Run as ``python tests/upstream_server.py [--name NAME] [--root DIR] [--tools a,b]``. It speaks
+MCP over stdio by default (``--http PORT`` / ``--sse PORT`` serve HTTP on loopback) and has
 tools that echo, fail, sleep, crash the process, return structured output, write files, and
 grow the tool list at run time (to test list-changed pass-through); a resource, a resource
 template and a prompt.
@@ -67,6 +67,12 @@ def build(name: str, root: Path, keep: set[str] | None = None) -> MCPServer:
         await anyio.sleep(seconds)
         return f"slept {seconds}"
 
+    @tool("Report progress three times, then finish.")
+    async def progress(ctx: Context) -> str:
+        for step in (1, 2, 3):
+            await ctx.report_progress(step, 3, f"step {step}")
+        return "done"
+
     @tool("Exit the whole server process in the middle of the call.")
     def crash(code: int = 1) -> str:
         sys.stderr.write(f"{name}: crashing on purpose with exit status {code}\n")
@@ -122,6 +128,7 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=Path.cwd())
     parser.add_argument("--tools", help="comma-separated tools to keep (default: all)")
     parser.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP instead")
+    parser.add_argument("--sse", type=int, metavar="PORT", help="serve SSE instead")
     parser.add_argument("--fail-start", action="store_true")
     parser.add_argument("--silent", action="store_true")
     args = parser.parse_args()
@@ -134,6 +141,8 @@ def main() -> None:
     server = build(args.name, args.root, set(args.tools.split(",")) if args.tools else None)
     if args.http:
         server.run("streamable-http", port=args.http)
+    elif args.sse:
+        server.run("sse", port=args.sse)
     else:
         server.run()
 

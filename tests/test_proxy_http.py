@@ -1,0 +1,170 @@
+"""The proxy over HTTP: served downstream over streamable HTTP and SSE (with a bearer token),
+and in front of upstreams that are themselves streamable HTTP or SSE servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+
+import httpx2
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.conftest import MCP_HOOKS, write_hook
+from tests.test_proxy import UPSTREAM, proxied, text_of, upstream
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "proxy-test-token"
+
+
+@contextmanager
+def running(args: list[str], *, announce: str | None = None) -> Iterator[str]:
+    """A background process; yields the URL it announces on stderr (``announce`` regex)."""
+    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.put(line)
+        lines.put("")
+
+    threading.Thread(target=pump, daemon=True).start()
+    try:
+        url = ""
+        seen: list[str] = []
+        while announce and not url:
+            line = lines.get(timeout=60)
+            seen.append(line)
+            if not line:
+                raise AssertionError("exited before serving:\n" + "".join(seen))
+            if found := re.search(announce, line):
+                url = found.group(1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_listening(port: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"nothing listens on port {port}")
+
+
+@asynccontextmanager
+async def http_client(url: str, transport: str, token: str) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"}
+    if transport == "sse":
+        async with Client(sse_client(url, headers=headers)) as client:
+            yield client
+    else:
+        async with httpx2.AsyncClient(headers=headers, timeout=30) as http, \
+                Client(streamable_http_client(url, http_client=http)) as client:
+            yield client
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_served_over_http_with_a_token(
+    transport: str, tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    write_hook(project_hooks, "no-secrets", extra="matcher:\n  pattern: secret\n",
+               script="echo 'no secrets' >&2\nexit 2\n")
+    args = [MCP_HOOKS, "proxy", "--transport", transport, "--port", "0", "--token", TOKEN,
+            "--upstream", upstream("alpha", "--tools", "echo"), "--user-dir", str(user_dir),
+            "--project-dir", str(project), "--log", str(tmp_path / "events.jsonl")]
+    with running(args, announce=r"serving \w+ at (\S+)") as url:
+        async with http_client(url, transport, TOKEN) as client:
+            assert [t.name for t in (await client.list_tools()).tools] == ["echo"]
+            assert text_of(await client.call_tool("echo", {"text": "over http"})) == "over http"
+            denied = await client.call_tool("echo", {"text": "a secret"})
+            assert denied.is_error and "no secrets" in text_of(denied)
+        async with httpx2.AsyncClient(timeout=10) as http:
+            response = await http.get(url) if transport == "sse" else await http.post(
+                url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert response.status_code == 401
+            wrong = await http.post(url, headers={"Authorization": "Bearer wrong"},
+                                    json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert wrong.status_code == 401
+
+
+def test_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:
+    done = subprocess.run([MCP_HOOKS, "proxy", "--transport", "http", "--host", "0.0.0.0",
+                           "--upstream", "a=true"], capture_output=True, text=True, timeout=60,
+                          env={k: v for k, v in os.environ.items() if k != "MCP_HOOKS_TOKEN"})
+    assert done.returncode == 64
+    assert "without a token" in done.stderr
+
+
+@pytest.mark.parametrize("kind", ["http", "sse"])
+async def test_upstreams_over_http(
+    kind: str, tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    write_hook(project_hooks, "no-secrets", extra="matcher:\n  pattern: secret\n",
+               script="echo 'no secrets' >&2\nexit 2\n")
+    port = free_port()
+    path = "/mcp" if kind == "http" else "/sse"
+    entry = {"url": f"http://127.0.0.1:{port}{path}", "headers": {"X-Test": "1"}}
+    if kind == "sse":
+        entry["type"] = "sse"
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"remote": entry}}))
+    with running([sys.executable, UPSTREAM, "--name", "remote", "--tools", "echo",
+                  f"--{kind}", str(port)]):
+        wait_listening(port)
+        async with proxied(tmp_path, project, user_dir, "--config", str(config)) as client:
+            assert [t.name for t in (await client.list_tools()).tools] == ["echo"]
+            assert text_of(await client.call_tool("echo", {"text": "relayed"})) == "relayed"
+            denied = await client.call_tool("echo", {"text": "secret"})
+            assert denied.is_error and "no secrets" in text_of(denied)
+
+
+async def test_progress_is_passed_on(tmp_path: Path, project: Path, user_dir: Path) -> None:
+    steps: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        steps.append((progress, total, message))
+
+    params = StdioServerParameters(
+        command=MCP_HOOKS,
+        args=["proxy", "--upstream", upstream("alpha", "--tools", "progress"), "--user-dir",
+              str(user_dir), "--project-dir", str(project), "--no-log"],
+        env=dict(os.environ))
+    async with Client(params) as client:
+        result = await client.call_tool("progress", {}, progress_callback=on_progress)
+        assert isinstance(result.content[0], types.TextContent)
+        assert result.content[0].text == "done"
+    assert steps == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
