@@ -28,6 +28,7 @@ import pwd
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -181,14 +182,36 @@ def run_process(
         errors="replace",
         start_new_session=True,
     )
+    # Read both pipes in threads and wait for the host itself: a child it leaves behind
+    # holding the pipes (an MCP server, a detached hook) must not stall the run.
+    chunks: dict[str, list[str]] = {"out": [], "err": []}
+
+    def drain(name: str, stream: Any) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            chunks[name].append(stream.read())
+
+    readers = [
+        threading.Thread(target=drain, args=("out", proc.stdout), daemon=True),
+        threading.Thread(target=drain, args=("err", proc.stderr), daemon=True),
+    ]
+    for t in readers:
+        t.start()
     timed_out = False
     try:
-        out, err = proc.communicate(timeout=timeout)
+        proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, 9)
-        out, err = proc.communicate()
+    # the host's whole session goes: a hung host, or anything it left behind
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, 9)
+    proc.wait()
+    for t in readers:
+        t.join(timeout=10)
+    if not any(t.is_alive() for t in readers):  # else a straggler in another session holds
+        for stream in (proc.stdout, proc.stderr):  # the pipe: leave it to the daemon thread
+            if stream is not None:
+                stream.close()
+    out, err = "".join(chunks["out"]), "".join(chunks["err"])
     return RunResult(
         argv=list(argv),
         returncode=None if timed_out else proc.returncode,
