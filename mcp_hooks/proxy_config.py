@@ -228,9 +228,28 @@ def load_config(path: Path, environ: Mapping[str, str] | None = None) -> list[Up
     for name, entry in servers.items():
         spec = parse_server(name, entry, where=f"{path}: {key}.{name}",
                             base_dir=path.parent.resolve(), environ=environ)
-        if spec is not None:
+        if spec is not None and not _is_this_proxy(spec, path):
             specs.append(spec)
     return specs
+
+
+def _is_this_proxy(spec: UpstreamSpec, config: Path) -> bool:
+    """An entry that starts ``mcp-hooks proxy --config`` on this very file: the proxy's own
+    entry in a host config it was pointed at. Starting it would recurse; it is skipped."""
+    if spec.transport != "stdio" or not spec.command:
+        return False
+    argv = [spec.command, *spec.args]
+    runs_proxy = any(os.path.basename(a) in ("mcp-hooks", "mcp-hooks.exe") for a in argv[:3]) \
+        and "proxy" in argv
+    if not runs_proxy or "--config" not in argv[:-1]:
+        return False
+    given = Path(argv[argv.index("--config") + 1])
+    if not given.is_absolute() and spec.cwd:
+        given = Path(spec.cwd) / given
+    try:
+        return given.resolve() == config.resolve()
+    except OSError:
+        return False
 
 
 def parse_upstream(value: str) -> UpstreamSpec:

@@ -136,3 +136,13 @@ def test_command_line_reports_config_errors(tmp_path: Path) -> None:
     done = subprocess.run([MCP_HOOKS, "proxy"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 64
     assert "--upstream NAME=COMMAND" in done.stderr
+
+
+def test_the_proxy_entry_of_its_own_config_is_skipped(tmp_path: Path) -> None:
+    config = tmp_path / ".mcp.json"
+    write_config(config, {
+        "hooks": {"command": "mcp-hooks", "args": ["proxy", "--config", str(config)]},
+        "other-proxy": {"command": "uvx", "args": ["mcp-hooks", "proxy", "--config", "x.json"]},
+        "git": {"command": "uvx", "args": ["mcp-server-git"]},
+    })
+    assert [s.name for s in load_config(config, environ={})] == ["other-proxy", "git"]

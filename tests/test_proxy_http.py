@@ -24,7 +24,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import MCP_HOOKS, write_hook
-from tests.test_proxy import UPSTREAM, proxied, text_of, upstream
+from tests.test_proxy import UPSTREAM, proxied, recorder, records, text_of, upstream, wait_for
 
 pytestmark = pytest.mark.anyio
 
@@ -168,3 +168,31 @@ async def test_progress_is_passed_on(tmp_path: Path, project: Path, user_dir: Pa
         assert isinstance(result.content[0], types.TextContent)
         assert result.content[0].text == "done"
     assert steps == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_http_sessions_fire_session_events(
+    transport: str, tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    starts, ends = tmp_path / "starts.jsonl", tmp_path / "ends.jsonl"
+    recorder(project_hooks, "on-start", "session_start", starts)
+    recorder(project_hooks, "on-end", "session_end", ends)
+    args = [MCP_HOOKS, "proxy", "--transport", transport, "--port", "0", "--token", TOKEN,
+            "--upstream", upstream("alpha", "--tools", "echo"), "--user-dir", str(user_dir),
+            "--project-dir", str(project), "--log", str(tmp_path / "events.jsonl")]
+    with running(args, announce=r"serving \w+ at (\S+)") as url:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        for _ in range(2):
+            if transport == "sse":
+                async with Client(sse_client(url, headers=headers), mode="legacy") as client:
+                    await client.call_tool("echo", {"text": "x"})
+            else:
+                async with httpx2.AsyncClient(headers=headers, timeout=30) as http, \
+                        Client(streamable_http_client(url, http_client=http),
+                               mode="legacy") as client:
+                    await client.call_tool("echo", {"text": "x"})
+        await wait_for(lambda: len(records(ends)) == 2)
+    assert len({r["session_id"] for r in records(starts)}) == 2
+    assert all(r["args"]["transport"] == transport for r in records(starts))
+    for end in records(ends):
+        assert (end["exit_reason"], end["total_steps"]) == ("client_disconnected", 1)
