@@ -1,0 +1,140 @@
+"""The forwarding paths against a real ``mcp-hooks serve --transport http``: the command
+``install --via server`` writes (sh + curl) answered by the server, and the ``bridge_hook``
+tool (``--bridge-tool``) called over streamable HTTP as Claude Code's ``mcp_tool`` hooks do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import Client, types
+from mcp.client.streamable_http import streamable_http_client
+
+import mcp_hooks
+from mcp_hooks import server as server_module
+from tests.conftest import write_hook
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(
+        "bridge_routes" not in Path(server_module.__file__).read_text(),
+        reason="mcp-hooks serve does not mount the host bridge routes yet (wiring: see the "
+        "host-bridge report; mcp_hooks/hosts/forward.py)",
+    ),
+]
+
+TOKEN = "correct-horse-battery-staple"
+FIXTURES = Path(__file__).parent / "fixtures" / "hosts"
+# run the server from the same source tree as this test process
+SOURCE = str(Path(mcp_hooks.__file__).resolve().parent.parent)
+
+
+def payload(host: str, name: str, project: Path) -> str:
+    return (FIXTURES / host / f"{name}.json").read_text().replace("$PROJECT", str(project))
+
+
+@contextmanager
+def served(project: Path, user_dir: Path, log: Path, *extra: str) -> Iterator[str]:
+    env = {**os.environ, "PYTHONPATH": SOURCE}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_hooks.cli", "serve", "--transport", "http", "--port", "0",
+         "--project-dir", str(project), "--user-dir", str(user_dir), "--log", str(log),
+         *extra],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, env=env,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.put(line)
+        lines.put("")
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        while True:
+            line = lines.get(timeout=30)
+            if not line:
+                raise AssertionError("the server exited before serving")
+            found = re.search(r"serving \w+ at (http://\S+)/mcp", line)
+            if found:
+                yield found.group(1)
+                return
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        reader.join(10)
+        assert proc.stderr is not None
+        proc.stderr.close()
+
+
+@pytest.fixture
+def hooks(project_hooks: Path) -> None:
+    write_hook(project_hooks, "deny-rm", script='echo "no rm -rf here" >&2\nexit 2\n',
+               extra="matcher:\n  tool: Shell\n  pattern: 'rm -rf'\n")
+
+
+def test_the_forward_command_is_answered_by_the_server(hooks: None, project: Path,
+                                                       user_dir: Path, tmp_path: Path) -> None:
+    server_log = tmp_path / "server-events.jsonl"
+    with served(project, user_dir, server_log, "--token", TOKEN) as base:
+        config = tmp_path / "settings.json"
+        subprocess.run(
+            [sys.executable, "-m", "mcp_hooks.cli", "install", "claude-code", "--via", "server",
+             "--url", base, "--token", TOKEN, "--event", "PreToolUse", "--config", str(config)],
+            check=True, capture_output=True, cwd=project,
+            env={**os.environ, "PYTHONPATH": SOURCE},
+        )
+        command = json.loads(config.read_text())["hooks"]["PreToolUse"][0]["hooks"][0][
+            "command"]
+        # the server's log proves it answered (a local fallback would log nowhere: off)
+        env = {**os.environ, "MCP_HOOKS_LOG": "off"}
+        denied = subprocess.run(["sh", "-c", command], capture_output=True, text=True,
+                                input=payload("claude-code", "PreToolUse.rm", project),
+                                env=env, timeout=60)
+        answer = json.loads(denied.stdout)
+        assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+        allowed = subprocess.run(["sh", "-c", command], capture_output=True, text=True,
+                                 input=payload("claude-code", "PreToolUse.bash", project),
+                                 env=env, timeout=60)
+        assert allowed.returncode == 0 and allowed.stdout == ""
+    served_events = [json.loads(line) for line in server_log.read_text().splitlines()]
+    assert [e["decision"] for e in served_events if e.get("kind") == "event"] == [
+        "deny", "allow"]
+
+
+def test_no_token_no_forwarding_endpoint(project: Path, user_dir: Path, tmp_path: Path) -> None:
+    with served(project, user_dir, tmp_path / "events.jsonl") as base:
+        response = httpx2.post(f"{base}/hooks/bridge/claude-code", json={}, timeout=30)
+        assert response.status_code == 404
+
+
+async def test_bridge_hook_tool_over_http(hooks: None, project: Path, user_dir: Path,
+                                          tmp_path: Path) -> None:
+    with served(project, user_dir, tmp_path / "events.jsonl", "--token", TOKEN,
+                "--bridge-tool") as base:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=30) as http, Client(
+            streamable_http_client(f"{base}/mcp", http_client=http)
+        ) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert "bridge_hook" in tools
+            result = await client.call_tool("bridge_hook", {
+                "hook_event_name": "PreToolUse", "session_id": "s", "cwd": str(project),
+                "tool_name": "Bash", "tool_input": '{"command": "rm -rf /"}'})
+            content = result.content[0]
+            assert isinstance(content, types.TextContent)
+            assert json.loads(content.text)["hookSpecificOutput"]["permissionDecision"] == "deny"
