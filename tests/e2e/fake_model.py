@@ -19,6 +19,8 @@ calls (a model router, a stop-hook continuation) cannot throw it off:
   object filled from the schema;
 * a request that offers the host's shell tool and carries ``k`` tool results, with
   ``k < len(script.commands)``, gets a call of that tool running ``script.commands[k]``;
+* then a request whose user-side text contains the trigger of the next follow-up (a stop
+  hook's feedback, say) gets a call running that follow-up's command;
 * anything else gets the plain text ``script.final_text`` and ends the turn.
 
 Every request is appended to a JSONL log (path, wire format, parsed body, what was answered)
@@ -55,6 +57,9 @@ class Script:
     Attributes:
         commands: shell commands to ask for, in order; the k-th is asked for when the
             conversation already holds k tool results.
+        followups: (trigger, command) pairs; after the commands, the i-th follow-up is
+            asked for when a user-side message contains its trigger (a stop hook's
+            feedback, say) and the conversation holds ``len(commands) + i`` tool results.
         final_text: the text answer once every command has a result.
         max_requests: answer HTTP 400 after this many requests (a runaway-loop stop).
     """
@@ -62,6 +67,7 @@ class Script:
     commands: list[str] = field(default_factory=list)
     final_text: str = "Done."
     max_requests: int = 40
+    followups: list[tuple[str, str]] = field(default_factory=list)
 
 
 # --- helpers over request bodies ----------------------------------------------------------
@@ -327,8 +333,14 @@ def decide(wire: Wire, path: str, body: dict[str, Any], script: Script) -> Decis
             return Decision("json", text=json.dumps(fill_schema(schema or {})))
     tool = wire.shell_tool(body)
     done = len(wire.tool_results(body))
+    command = None
     if tool is not None and done < len(script.commands):
         command = script.commands[done]
+    elif tool is not None and done - len(script.commands) < len(script.followups):
+        trigger, followup = script.followups[done - len(script.commands)]
+        if any(trigger in text for text in wire.user_texts(body)):
+            command = followup
+    if tool is not None and command is not None:
         return Decision(
             "tool_call",
             tool=tool,
