@@ -958,3 +958,76 @@ def test_bundled_library_gates_every_host(
         f"the stop gate did not keep the agent working\n{why}"
     )
     assert result.returncode == 0, why
+
+
+@needs_bridges
+@pytest.mark.parametrize("host_name", CONTEXT_HOSTS)
+@pytest.mark.parametrize("trigger", ["session_start", "before_agent"])
+def test_turn_context_reaches_the_first_request(
+    host_name: str,
+    trigger: str,
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """A ``session_start`` / ``before_agent`` hook's ``additional_context`` is in the very
+    first model request (SessionStart / UserPromptSubmit / BeforeAgent context forms)."""
+    host = host_factory(host_name)
+    seen = box.root / "turn-payloads"
+    text = f"E2E-{trigger.upper()}-CONTEXT: this project formats with ruff"
+    out = json.dumps({"additional_context": text})
+    write_hook(
+        box.project_hooks,
+        "conventions",
+        trigger=trigger,
+        payload_dir=seen,
+        body=f"printf '%s' {json.dumps(out)}\n",
+    )
+    fake_model.script = Script(commands=[])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, "project")
+
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    why = context(host, box, fake_model, result)
+    assert payloads(seen), f"the {trigger} hook never ran\n{why}"
+    reqs = model_requests(fake_model)
+    assert reqs, why
+    assert text in json.dumps(reqs[0]["body"]), f"the context is not in the first request\n{why}"
+
+
+@needs_bridges
+@pytest.mark.parametrize("host_name", ALL_HOSTS)
+def test_failing_command_fires_one_after_event(
+    host_name: str,
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """A shell command that exits non-zero wakes exactly one of ``after_tool`` /
+    ``after_tool_failure`` (hosts differ on which: recorded in the test's output), with the
+    canonical tool name and command."""
+    host = host_factory(host_name)
+    scope = _host_scope(host_name)
+    folder = hooks_folder(box, scope)
+    ok_dir, fail_dir = box.root / "after-ok", box.root / "after-fail"
+    write_hook(folder, "after-ok", trigger="after_tool", payload_dir=ok_dir, body="exit 0\n")
+    write_hook(
+        folder, "after-fail", trigger="after_tool_failure", payload_dir=fail_dir, body="exit 0\n"
+    )
+    command = "ls /nonexistent-e2e-path"
+    fake_model.script = Script(commands=[command])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, scope)
+
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    why = context(host, box, fake_model, result)
+    ok, failed = payloads(ok_dir), payloads(fail_dir)
+    print(f"{host_name}: after_tool x{len(ok)}, after_tool_failure x{len(failed)}")
+    assert len(ok) + len(failed) == 1, f"after_tool {ok}\nafter_tool_failure {failed}\n{why}"
+    got = (ok or failed)[0]
+    assert got.get("tool_name") == "Shell", got
+    assert (got.get("tool_input") or {}).get("command") == command, got
