@@ -591,8 +591,9 @@ def _install_notes(host: Host, scope: str, args: argparse.Namespace) -> list[str
                      "the hooks.")
     if getattr(args, "via", None) == "mcp":
         notes.append("Add the server to Claude Code as an MCP server named "
-                     f"{getattr(args, 'server_name', None) or 'mcp-hooks'!r} "
-                     "(claude mcp add ...). Until it is connected, the hooks fail open.")
+                     f"{getattr(args, 'server_name', None) or 'mcp-hooks'!r}, started with "
+                     "--bridge-tool (claude mcp add mcp-hooks -- mcp-hooks serve --bridge-tool)."
+                     " Until it is connected, the hooks fail open.")
     return notes
 
 
