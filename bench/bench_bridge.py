@@ -53,6 +53,10 @@ PAYLOAD = {
 }
 
 
+ENGINE_IMPORTS = "import mcp_hooks.cli, mcp_hooks.options, mcp_hooks.engine, asyncio"
+PYDANTIC = "import pydantic\nclass M(pydantic.BaseModel):\n    x: int = 0\nM()"
+
+
 def setup(tmp: Path) -> tuple[Path, Path, dict[str, str]]:
     project = tmp / "project"
     hook = project / ".agents" / "hooks" / "allow-shell"
@@ -188,6 +192,11 @@ def bench(runs: int) -> None:
                 "forward": lambda: timed(["sh", "-c", forward], data, env, tmp),
                 "shell hook": lambda: timed([str(sh_hook)], data, env, tmp),
                 "python -c pass": lambda: timed([sys.executable, "-c", "pass"], b"", env, tmp),
+                # where the bridge's time goes: importing what it needs, and pydantic alone
+                "import engine": lambda: timed([sys.executable, "-c", ENGINE_IMPORTS], b"",
+                                               env, tmp),
+                "import pydantic": lambda: timed([sys.executable, "-c", PYDANTIC], b"", env,
+                                                 tmp),
             }
             # the answers must be a plain allow: no output at all
             for label in ("bridge", "forward"):
@@ -229,9 +238,11 @@ forwarding path: {which} (it answered {served} calls).
 {rows}
 
 - `mcp-hooks bridge claude-code`: **{med['bridge']:.1f} ms** median, target <= 120 ms:
-  {verdict(bridge_ok)}. A bare `python -c pass` with the same interpreter costs
-  {med['python -c pass']:.1f} ms; the rest is importing the engine (pydantic models, YAML) and
-  running the hook.
+  {verdict(bridge_ok)}. Where it goes: a bare `python -c pass` costs
+  {med['python -c pass']:.1f} ms; importing what the bridge needs (`mcp_hooks.cli`, `options`,
+  `engine`, `asyncio`) {med['import engine']:.1f} ms, of which pydantic with one model
+  ({med['import pydantic']:.1f} ms alone) is most; translating, running the hook and answering
+  the remaining {med['bridge'] - med['import engine']:.1f} ms.
 - `install --via server` command (`sh` + `curl` to the running server, falling back to the
   bridge if the server does not answer): **{med['forward']:.1f} ms** median, target <= 40 ms:
   {verdict(forward_ok)}.
