@@ -140,7 +140,8 @@ FORWARD_SCRIPT_TEXT = """\
 # mcp-hooks forward: hand an agent host's hook payload to a running `mcp-hooks serve`
 # (HTTP transport) and print its answer. If the server does not answer (not running, wrong
 # token, an error), run the bridge locally instead: same answer, one Python start slower.
-# Written by `mcp-hooks install --via server`; removed by `mcp-hooks uninstall`.
+# Written by `mcp-hooks install --via server` (shared by every host installed that way;
+# `mcp-hooks uninstall` removes the host entries that call it, not this file).
 # Usage: mcp-hooks-forward.sh URL HOST EVENT [bridge options...]
 url=$1 host=$2 event=$3
 shift 3
