@@ -218,6 +218,7 @@ class _Run:
     closed: anyio.Event = field(default_factory=anyio.Event)
     process: Process | None = None
     channel: RawChannel | None = None
+    ready: bool = False
 
 
 async def _stop_process(process: Process) -> None:
@@ -529,7 +530,6 @@ class Upstream:
                 yield _WatchedReadStream(read, run.closed), write
 
     async def _run(self, attempt: anyio.Event, stop: anyio.Event) -> None:
-        ready = False
         error: str | None = None
         run = _Run()
         deadline = anyio.current_time() + self.startup_timeout
@@ -537,18 +537,21 @@ class Upstream:
             for _ in range(2):
                 run = self._run_state = _Run()
                 try:
-                    ready = await self._connect(run, deadline, attempt, stop)
+                    await self._connect(run, deadline, attempt, stop)
                 except MCPError as exc:
                     if exc.code == types.UNSUPPORTED_PROTOCOL_VERSION and self._mode == "legacy":
                         self._mode = "auto"  # a server of the 2026 era only
                         continue
                     raise
                 break
-            if not ready and not stop.is_set():
+            if not run.ready and not stop.is_set():
                 error = (f"did not finish starting (spawn or connect, handshake, listing) "
                          f"within {self.startup_timeout:g} s")
         except Exception as exc:
-            error = await self._describe(exc, run, starting=not ready)
+            # Once the connection has dropped, errors while tearing it down (an HTTP server
+            # that cannot take the session's DELETE) say less than the drop itself.
+            if not (run.ready and run.closed.is_set()):
+                error = await self._describe(exc, run, starting=not run.ready)
         finally:
             self._client = None
         if stop.is_set():
@@ -558,15 +561,14 @@ class Upstream:
                 error = await self._describe_exit(run)
             self.failures += 1
             self.next_attempt = time.monotonic() + backoff(self.failures)
-            self._set_state("dead" if ready else "failed", error)
+            self._set_state("dead" if run.ready else "failed", error)
         attempt.set()
 
     async def _connect(
         self, run: _Run, deadline: float, attempt: anyio.Event, stop: anyio.Event
-    ) -> bool:
-        """One connection, until it drops or ``stop``; True if it got ready."""
+    ) -> None:
+        """One connection, until it drops or ``stop`` (``run.ready`` says if it got ready)."""
         errlog = self._stderr.open() if self._stderr is not None else None
-        ready = False
         try:
             with anyio.CancelScope(deadline=deadline) as scope:
                 client = Client(self._transport(run, errlog), mode=self._mode, cache=None,
@@ -578,7 +580,7 @@ class Upstream:
                     listing = await self._fetch(client, ALL_KINDS)
                     scope.deadline = math.inf
                     changed = self.listing.differs(listing)
-                    self._client, self.listing, ready = client, listing, True
+                    self._client, self.listing, run.ready = client, listing, True
                     self.protocol_version = client.protocol_version
                     self.server_info = client.server_info
                     self.capabilities = client.server_capabilities
@@ -601,7 +603,6 @@ class Upstream:
         finally:
             if errlog is not None:
                 errlog.close()
-        return ready
 
     async def _describe(self, exc: BaseException, run: _Run, *, starting: bool) -> str:
         leaves = [e for e in _leaves(exc) if not isinstance(e, anyio.get_cancelled_exc_class())]

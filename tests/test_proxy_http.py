@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
+import anyio
 import httpx2
 import mcp_types as types
 import pytest
@@ -196,3 +197,42 @@ async def test_http_sessions_fire_session_events(
     assert all(r["args"]["transport"] == transport for r in records(starts))
     for end in records(ends):
         assert (end["exit_reason"], end["total_steps"]) == ("client_disconnected", 1)
+
+
+async def test_an_http_upstream_that_goes_away_and_comes_back(
+    tmp_path: Path, project: Path, user_dir: Path
+) -> None:
+    from tests.test_proxy import by_name, status
+
+    port = free_port()
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "remote": {"url": f"http://127.0.0.1:{port}/mcp"}}}))
+    server = [sys.executable, UPSTREAM, "--name", "remote", "--tools", "echo", "--http",
+              str(port)]
+    first = subprocess.Popen(server, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        wait_listening(port)
+        async with proxied(tmp_path, project, user_dir, "--config", str(config),
+                           "--timeout", "5") as client:
+            assert text_of(await client.call_tool("echo", {"text": "1"})) == "1"
+            first.kill()
+            first.wait()
+            gone = await client.call_tool("echo", {"text": "2"})
+            assert gone.is_error and "upstream 'remote'" in text_of(gone)
+            remote = by_name(await status(client))["remote"]
+            assert remote["state"] in ("dead", "failed")
+            again = subprocess.Popen(server, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+            try:
+                wait_listening(port)
+                back = await client.call_tool("echo", {"text": "3"})
+                if back.is_error:  # the backoff may hold the next start back a second
+                    await anyio.sleep(1.5)
+                    back = await client.call_tool("echo", {"text": "3"})
+                assert text_of(back) == "3"
+            finally:
+                again.kill()
+                again.wait()
+    finally:
+        first.kill()
+        first.wait()
