@@ -617,6 +617,12 @@ class Proxy:
 
         try:
             result = clean_result(await upstream.call_tool(tool, arguments, progress))
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._fire(Event.create(
+                    event_type="after_tool_failure", tool_input=arguments,
+                    error="the client cancelled the call", **fields))
+            raise
         except UpstreamError as exc:
             await self._fire(Event.create(event_type="after_tool_failure", tool_input=arguments,
                                           error=str(exc), **fields))

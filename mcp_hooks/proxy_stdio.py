@@ -14,6 +14,7 @@ terminal the SDK's transport is used.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import os
@@ -88,9 +89,9 @@ async def stdio_streams(fast: FastPath | None = None) -> AsyncIterator[Transport
         writer.write(data)
         await writer.drain()
 
-    async def answer(rid: Any, response: Awaitable[dict[str, Any]]) -> None:
-        with anyio.CancelScope() as scope:
-            in_flight[rid] = scope
+    async def answer(rid: Any, scope: anyio.CancelScope,
+                     response: Awaitable[dict[str, Any]]) -> None:
+        with scope:
             try:
                 message = await response
             except Exception:
@@ -101,6 +102,8 @@ async def stdio_streams(fast: FastPath | None = None) -> AsyncIterator[Transport
                 in_flight.pop(rid, None)
             with suppress(ConnectionError, OSError):
                 await write(_dumps(message))
+        if scope.cancelled_caught and inspect.iscoroutine(response):
+            response.close()  # cancelled before it ever ran: no "never awaited" warning
 
     def cancelled(message: dict[str, Any]) -> bool:
         params = message.get("params")
@@ -137,7 +140,11 @@ async def stdio_streams(fast: FastPath | None = None) -> AsyncIterator[Transport
                         continue
                     response = fast(raw)
                     if response is not None:
-                        tg.start_soon(answer, raw.get("id"), response)
+                        rid = raw.get("id")
+                        # Registered before the task starts, so a cancellation that follows
+                        # at once still finds it.
+                        scope = in_flight[rid] = anyio.CancelScope()
+                        tg.start_soon(answer, rid, scope, response)
                         continue
                 try:
                     message = types.jsonrpc_message_adapter.validate_python(raw, by_name=False)

@@ -442,3 +442,19 @@ async def test_concurrent_calls_to_several_upstreams(
                 tg.start_soon(call, i)
         assert time.monotonic() - start < 4  # 10 s one after another
         assert results == {i: f"slept {1 + i / 100}" for i in range(10)}
+
+
+async def test_a_call_the_client_cancels(
+    tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    failures = tmp_path / "failures.jsonl"
+    recorder(project_hooks, "see-failures", "after_tool_failure", failures)
+    async with proxied(tmp_path, project, user_dir,
+                       "--upstream", upstream("alpha", "--tools", "sleep,echo")) as client:
+        with anyio.move_on_after(1) as scope:
+            await client.call_tool("sleep", {"seconds": 30})
+        assert scope.cancelled_caught
+        await wait_for(lambda: bool(records(failures)))
+        assert text_of(await client.call_tool("echo", {"text": "next"})) == "next"
+    (payload,) = records(failures)
+    assert (payload["tool_name"], payload["error"]) == ("sleep", "the client cancelled the call")
