@@ -65,7 +65,6 @@ from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hooks.engine import Engine, Event, Outcome
-from mcp_hooks.errors import MCPHooksError
 from mcp_hooks.eventlog import EventLog
 from mcp_hooks.proxy_config import UpstreamSpec, collect_upstreams
 from mcp_hooks.proxy_upstream import (
@@ -573,7 +572,7 @@ class Proxy:
     async def _fire(self, event: Event) -> Outcome | None:
         try:
             return await self.engine.fire(event)
-        except MCPHooksError as exc:
+        except Exception as exc:  # an event that cannot fire never takes the proxy down
             logger.error("cannot fire %s: %s", event.event_type, exc)
             return None
 
@@ -606,7 +605,7 @@ class Proxy:
         try:
             before = await self.engine.fire(Event.create(
                 event_type="before_tool", tool_input=arguments, **fields))
-        except MCPHooksError as exc:
+        except Exception as exc:
             # The gate itself is broken: fail closed rather than run the tool unchecked.
             return error_result(f"mcp-hooks could not run the before_tool hooks, so {name} "
                                 f"was not run: {exc}")

@@ -138,7 +138,11 @@ async def stdio_streams(fast: FastPath | None = None) -> AsyncIterator[Transport
                 if fast is not None and isinstance(raw, dict):
                     if raw.get("method") == "notifications/cancelled" and cancelled(raw):
                         continue
-                    response = fast(raw)
+                    try:
+                        response = fast(raw)
+                    except Exception:
+                        logger.exception("the fast path failed; the SDK server answers")
+                        response = None
                     if response is not None:
                         rid = raw.get("id")
                         # Registered before the task starts, so a cancellation that follows

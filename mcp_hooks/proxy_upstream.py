@@ -25,6 +25,7 @@ import json
 import logging
 import math
 import os
+import signal
 import sys
 import threading
 import time
@@ -38,7 +39,7 @@ from typing import IO, Any, Literal, TextIO, TypeVar, cast
 
 import anyio
 import mcp_types as types
-from anyio.abc import Process, TaskGroup
+from anyio.abc import TaskGroup
 from mcp import Client
 from mcp.client._transport import TransportStreams
 from mcp.shared.dispatcher import ProgressFnT
@@ -64,6 +65,8 @@ STOP_GRACE = 0.5
 _STDERR_LINES = 20
 _PAGE_CAP = 100
 _RAW_ID_PREFIX = "mcp-hooks-"
+_CHUNK = 1 << 16
+_READ_LIMIT = 1 << 26
 
 Kind = Literal["tools", "resources", "prompts"]
 ALL_KINDS: frozenset[Kind] = frozenset(("tools", "resources", "prompts"))
@@ -216,23 +219,30 @@ class _Run:
     """One connection attempt: what its transport learned."""
 
     closed: anyio.Event = field(default_factory=anyio.Event)
-    process: Process | None = None
+    process: asyncio.subprocess.Process | None = None
     channel: RawChannel | None = None
     ready: bool = False
 
 
-async def _stop_process(process: Process) -> None:
-    """Close stdin, give the server a grace period, then end its whole process group."""
-    with suppress(Exception):
-        await process.stdin.aclose()  # type: ignore[union-attr]
+def _killpg(pgid: int, sig: int) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def _stop_process(process: asyncio.subprocess.Process) -> None:
+    """Close stdin, give the server a grace period, then end its whole process group
+    (SIGTERM, a grace period, SIGKILL). The server leads its own group (a new session)."""
+    if process.stdin is not None:
+        with suppress(Exception):
+            process.stdin.close()
     if not await _exited(process, STOP_GRACE):
-        from mcp.os.posix.utilities import terminate_posix_process_tree
+        _killpg(process.pid, signal.SIGTERM)
+        if not await _exited(process, STOP_GRACE):
+            _killpg(process.pid, signal.SIGKILL)
+            await _exited(process, STOP_GRACE)
 
-        await terminate_posix_process_tree(process, STOP_GRACE)
-        await _exited(process, STOP_GRACE)
 
-
-async def _exited(process: Process, timeout: float) -> bool:
+async def _exited(process: asyncio.subprocess.Process, timeout: float) -> bool:
     # Polls returncode: process.wait() also waits for the pipes, which a grandchild may hold.
     deadline = anyio.current_time() + timeout
     while process.returncode is None:
@@ -252,25 +262,31 @@ async def stdio_upstream(
     their callers, everything else to the SDK session. When the server's stdout ends,
     ``run.closed`` is set and waiting raw requests fail. Leaving the block stops the server
     (stdin closed, a grace period, then SIGTERM and SIGKILL to its process group).
+
+    The pipes are asyncio streams, written without a lock or a yield (``write`` is atomic
+    and ``drain`` only waits when the pipe is full): a raw request costs no extra pass of
+    the event loop.
     """
-    process = await anyio.open_process(
-        [spec.command or "", *spec.args],
+    process = await asyncio.create_subprocess_exec(
+        spec.command or "", *spec.args,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=errlog if errlog is not None else sys.stderr,
         # The proxy stands in for the host: the server gets the environment the host gave
         # the proxy, plus its own "env".
         env={**os.environ, **spec.env}, cwd=spec.cwd,
-        stderr=errlog if errlog is not None else sys.stderr,
-        start_new_session=True,
+        start_new_session=True, limit=_READ_LIMIT,
     )
     run.process = process
     stdin, stdout = process.stdin, process.stdout
     assert stdin is not None and stdout is not None
     to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
-    lock = anyio.Lock()
 
     async def write(data: bytes) -> None:
-        async with lock:
-            await stdin.send(data)
+        if stdin.is_closing():
+            raise anyio.BrokenResourceError
+        stdin.write(data)
+        await stdin.drain()
 
     channel = run.channel = RawChannel(write)
 
@@ -294,7 +310,7 @@ async def stdio_upstream(
         buffer = bytearray()
         try:
             async with to_session:
-                async for chunk in stdout:
+                while chunk := await stdout.read(_CHUNK):
                     buffer += chunk
                     while (end := buffer.find(b"\n")) >= 0:
                         line = bytes(buffer[:end])
@@ -547,7 +563,13 @@ class Upstream:
             if not run.ready and not stop.is_set():
                 error = (f"did not finish starting (spawn or connect, handshake, listing) "
                          f"within {self.startup_timeout:g} s")
-        except Exception as exc:
+        except BaseException as exc:
+            # A group that mixes a cancellation with real errors must not escape: it would
+            # take the proxy's task group, and every other upstream, down with it.
+            leaves = list(_leaves(exc))
+            if not isinstance(exc, Exception) and all(
+                    not isinstance(e, Exception) for e in leaves):
+                raise
             # Once the connection has dropped, errors while tearing it down (an HTTP server
             # that cannot take the session's DELETE) say less than the drop itself.
             if not (run.ready and run.closed.is_set()):
