@@ -36,7 +36,27 @@ _EXPORTS = {
     "project_hooks_dir": "mcp_hooks.discovery",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "EVENTS",
+    "Engine",
+    "Event",
+    "EventLog",
+    "HookFileError",
+    "HookRun",
+    "HookSpec",
+    "InvalidEventError",
+    "InvalidHook",
+    "MCPHooksError",
+    "Outcome",
+    "Registry",
+    "UnknownEventError",
+    "__version__",
+    "canonical_event",
+    "default_log_path",
+    "default_user_dir",
+    "load_hook",
+    "project_hooks_dir",
+]
 
 if TYPE_CHECKING:
     from mcp_hooks.discovery import InvalidHook, Registry, default_user_dir, project_hooks_dir

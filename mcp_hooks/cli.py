@@ -17,23 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-# pydantic looks for plugins through package metadata when it builds the first model, which
-# costs more than the rest of its import; the command line wants none, so skip that search
-# while our models are built (the variable is not left for hooks to inherit).
-_plugins_were = os.environ.get("PYDANTIC_DISABLE_PLUGINS")
-os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
-try:
-    from mcp_hooks import options
-    from mcp_hooks.discovery import default_user_dir, project_hooks_dir
-    from mcp_hooks.engine import Engine, Event
-    from mcp_hooks.errors import HookFileError, MCPHooksError
-    from mcp_hooks.events import EVENTS, canonical_event
-    from mcp_hooks.hookfile import NAME_RE, find_hook_file, load_hook
-finally:
-    if _plugins_were is None:
-        del os.environ["PYDANTIC_DISABLE_PLUGINS"]
-    else:
-        os.environ["PYDANTIC_DISABLE_PLUGINS"] = _plugins_were
+from mcp_hooks import options
+from mcp_hooks.discovery import default_user_dir, project_hooks_dir
+from mcp_hooks.engine import Engine, Event
+from mcp_hooks.errors import HookFileError, MCPHooksError
+from mcp_hooks.events import EVENTS, canonical_event
+from mcp_hooks.hookfile import NAME_RE, find_hook_file, load_hook
 
 EXIT_OK = 0
 EXIT_PROBLEM = 1
@@ -281,7 +270,7 @@ def cmd_fire(args: argparse.Namespace) -> int:
         tool_use_id=args.tool_use_id,
         payload=_json_arg(args.payload, "--payload") or {},
     )
-    registry = options.registry(args)
+    registry = options.registry(args, watch=False)
 
     async def run() -> int:
         async with Engine(
@@ -290,7 +279,7 @@ def cmd_fire(args: argparse.Namespace) -> int:
         ) as engine:
             outcome = await engine.fire(event)
             if args.json:
-                print(outcome.model_dump_json(indent=2))
+                print(outcome.to_json(indent=2))
             else:
                 from mcp_hooks.report import format_outcome
 
@@ -304,7 +293,7 @@ def cmd_fire(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from mcp_hooks.report import format_hooks
 
-    registry = options.registry(args)
+    registry = options.registry(args, watch=False)
     hooks = registry.hooks()
     if args.event:
         try:
@@ -326,7 +315,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    registry = options.registry(args)
+    registry = options.registry(args, watch=False)
     hook = registry.get(args.name)
     if hook is None:
         invalid = [i for i in registry.invalid if i.name == args.name]

@@ -17,11 +17,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_hooks.errors import HookFileError
 from mcp_hooks.hookfile import HOOK_FILES, HookSpec, Scope, load_hook
-from mcp_hooks.watch import ChangeWatcher
+
+if TYPE_CHECKING:
+    from mcp_hooks.watch import ChangeWatcher
 
 _LITERAL_TOOLS = re.compile(r"^[A-Za-z0-9_\-]+(?:\|[A-Za-z0-9_\-]+)*$")
 _SIGNATURE_FILES = (*HOOK_FILES, "scripts/run", "scripts/run.sh", "scripts/run.py")
@@ -98,10 +100,13 @@ class Registry:
         user_dir: the user hooks folder; None means ``default_user_dir()``.
         project_dir: the project whose ``.agents/hooks`` to load; None for none.
         strict: unknown frontmatter keys make a hook invalid instead of a warning.
+        watch: follow changes on disk (``refresh``); False for one-shot callers such as
+            ``mcp-hooks fire`` and the host bridges, which read the folders once.
     """
 
     def __init__(
-        self, user_dir: Path | None = None, project_dir: Path | None = None, *, strict: bool = False
+        self, user_dir: Path | None = None, project_dir: Path | None = None, *,
+        strict: bool = False, watch: bool = True,
     ) -> None:
         self.user_dir = Path(user_dir) if user_dir is not None else default_user_dir()
         self.project_dir = Path(project_dir) if project_dir is not None else None
@@ -111,7 +116,11 @@ class Registry:
         if self.project_dir is not None:
             self._roots.append(("project", project_hooks_dir(self.project_dir)))
         self._cache: dict[Path, tuple[tuple[Any, ...], _Loaded]] = {}
-        self._watcher = ChangeWatcher()
+        self._watcher: ChangeWatcher | None = None
+        if watch:
+            from mcp_hooks.watch import ChangeWatcher
+
+            self._watcher = ChangeWatcher()
         self._hooks: list[HookSpec] = []
         self._by_name: dict[str, HookSpec] = {}
         self._index: dict[str, _EventIndex] = {}
@@ -156,7 +165,7 @@ class Registry:
 
     def refresh(self) -> bool:
         """Pick up changes on disk; True if the set of hooks or invalid hooks changed."""
-        if not self._watcher.changed():
+        if self._watcher is None or not self._watcher.changed():
             return False
         return self._scan()
 
@@ -216,11 +225,12 @@ class Registry:
         for stale in set(self._cache) - seen:
             del self._cache[stale]
 
-        roots = [root for _, root in self._roots]
-        self._watcher.watch(
-            [r for r in roots if r.is_dir()] + watched,
-            missing=[r for r in roots if not r.is_dir()],
-        )
+        if self._watcher is not None:
+            roots = [root for _, root in self._roots]
+            self._watcher.watch(
+                [r for r in roots if r.is_dir()] + watched,
+                missing=[r for r in roots if not r.is_dir()],
+            )
 
         hooks = sorted(valid.values(), key=run_order)
         changed = hooks != self._hooks or invalid != self.invalid
@@ -234,7 +244,8 @@ class Registry:
         return changed
 
     def close(self) -> None:
-        self._watcher.close()
+        if self._watcher is not None:
+            self._watcher.close()
 
 
 def _build_index(hooks: list[HookSpec]) -> dict[str, _EventIndex]:

@@ -26,10 +26,9 @@ import json
 import os
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field, fields, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from mcp_hooks.discovery import Registry
 from mcp_hooks.errors import InvalidEventError
@@ -46,7 +45,31 @@ DEFAULT_STOP_BLOCK_CAP = 8
 AGENT_TEXT_CAP = 4000  # characters of a reason or context handed to the agent
 
 
-class Event(BaseModel):
+# Event fields and what each must be, declared once: (name, JSON kind, may be null).
+_EVENT_FIELDS: dict[str, tuple[str, bool]] = {
+    "event_type": ("string", False),
+    "session_id": ("string", True),
+    "work_dir": ("string", True),
+    "tool_name": ("string", True),
+    "tool_input": ("object", True),
+    "tool_use_id": ("string", True),
+    "tool_output": ("any", True),
+    "error": ("any", True),
+    "payload": ("object", True),
+    "context": ("object", True),
+}
+_KINDS: dict[str, tuple[type, str]] = {
+    "string": (str, "a string"), "object": (dict, "a JSON object"),
+}
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+@dataclass(frozen=True)
+class Event:
     """One lifecycle event, as an adapter hands it to the engine.
 
     Attributes:
@@ -54,44 +77,52 @@ class Event(BaseModel):
         work_dir: the project the hooks run in (their cwd); default the registry's project.
         payload: further fields for the hooks (``stop_reason``, ``subagent_name``, ...).
         context: free-form object passed to hooks as ``context``.
+
+    Raises:
+        InvalidEventError: a field has the wrong type; the message names it.
     """
 
-    model_config = ConfigDict(frozen=True)
-
-    event_type: StrictStr
-    session_id: StrictStr | None = None
-    work_dir: StrictStr | None = None
-    tool_name: StrictStr | None = None
+    event_type: str
+    session_id: str | None = None
+    work_dir: str | None = None
+    tool_name: str | None = None
     tool_input: dict[str, Any] | None = None
-    tool_use_id: StrictStr | None = None
+    tool_use_id: str | None = None
     tool_output: Any = None
     error: Any = None
-    payload: dict[str, Any] = Field(default_factory=dict)
-    context: dict[str, Any] = Field(default_factory=dict)
+    payload: dict[str, Any] = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, (kind, nullable) in _EVENT_FIELDS.items():
+            value = getattr(self, name)
+            if kind == "any" or (value is None and nullable):
+                continue
+            want, words = _KINDS[kind]
+            if not isinstance(value, want):
+                raise InvalidEventError(name, f"must be {words}, got {_type_name(value)}")
+        for name in ("payload", "context"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, {})
 
     @classmethod
     def create(cls, **fields: Any) -> Event:
-        """Build an event, naming the field at fault if one is malformed.
+        """Build an event from keyword fields, naming any unknown or malformed one.
 
         Raises:
-            InvalidEventError: a field has the wrong type (``tool_input`` not an object, ...).
+            InvalidEventError: an unknown field, or a field of the wrong type.
         """
-        try:
-            return cls(**fields)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            name = ".".join(str(p) for p in err["loc"])
-            want = "a JSON object" if name in _OBJECT_FIELDS else "a string"
-            raise InvalidEventError(name, f"must be {want}: {err['msg']}") from None
+        unknown = sorted(set(fields) - set(_EVENT_FIELDS))
+        if unknown:
+            raise InvalidEventError(unknown[0], f"unknown field; use {', '.join(_EVENT_FIELDS)}")
+        if "event_type" not in fields:
+            raise InvalidEventError("event_type", "is required")
+        return cls(**fields)
 
 
-_OBJECT_FIELDS = {"tool_input", "payload", "context"}
-
-
-class HookRun(BaseModel):
+@dataclass(frozen=True)
+class HookRun:
     """What one hook did in one event."""
-
-    model_config = ConfigDict(frozen=True)
 
     name: str
     scope: str
@@ -103,7 +134,8 @@ class HookRun(BaseModel):
     message: str | None = None
 
 
-class Outcome(BaseModel):
+@dataclass(frozen=True)
+class Outcome:
     """The one decision an agent must follow after an event.
 
     Attributes:
@@ -118,22 +150,31 @@ class Outcome(BaseModel):
         warnings: hooks that failed open, ignored fields, the loop guard overriding a block.
     """
 
-    model_config = ConfigDict(frozen=True)
-
     event_type: str
     decision: Literal["allow", "deny"] = "allow"
     reason: str | None = None
     blocked_by: str | None = None
     modified_input: dict[str, Any] | None = None
     modified_output: Any = None
-    additional_context: list[str] = Field(default_factory=list)
+    additional_context: list[str] = field(default_factory=list)
     continue_working: bool = False
-    hooks: list[HookRun] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
+    hooks: list[HookRun] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def denied(self) -> bool:
         return self.decision == "deny"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The outcome as JSON-ready data (the shape of DESIGN.md "The result")."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["hooks"] = [asdict(run) for run in self.hooks]
+        data["additional_context"] = list(self.additional_context)
+        data["warnings"] = list(self.warnings)
+        return data
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        return json.dumps(self.as_dict(), indent=indent, ensure_ascii=False, default=str)
 
 
 HookDone = Callable[[HookRun], Awaitable[None]]
@@ -284,7 +325,7 @@ class Engine:
             result = await self._run(hook, payload, work_dir, event)
             outputs[hook.name] = result
             verdict = _judge(hook, name, result)
-            run = HookRun.model_construct(  # fields are typed already: skip re-validation
+            run = HookRun(
                 name=hook.name, scope=hook.scope, priority=hook.priority, mode="sync",
                 status=verdict.status, exit_code=result.exit_code,
                 duration_ms=round(result.duration_ms, 3), message=verdict.message,
@@ -305,7 +346,7 @@ class Engine:
                 reason = cap_text(verdict.reason or f"blocked by hook {hook.name}")
                 break
 
-        outcome = Outcome.model_construct(
+        outcome = Outcome(
             event_type=name,
             decision=decision,
             reason=reason,
@@ -448,10 +489,8 @@ class Engine:
                 f"loop guard: the stop was allowed after {count} consecutive blocks "
                 f"(cap {self.stop_block_cap}); {outcome.blocked_by} still says: {outcome.reason}"
             )
-            return outcome.model_copy(update={
-                "decision": "allow", "continue_working": False, "reason": None,
-                "blocked_by": None, "warnings": [*outcome.warnings, note],
-            })
+            return replace(outcome, decision="allow", continue_working=False, reason=None,
+                           blocked_by=None, warnings=[*outcome.warnings, note])
         if key:
             self._stop_blocks[key] = count + 1
         return outcome
@@ -467,7 +506,7 @@ class Engine:
         hooks = []
         for run in outcome.hooks:
             result = outputs.get(run.name)
-            record = run.model_dump()
+            record = asdict(run)
             if result is not None:
                 if result.stdout:
                     record["stdout"] = _decode(result.stdout)

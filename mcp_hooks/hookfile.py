@@ -13,11 +13,9 @@ import functools
 import os
 import re
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, StrictStr
-from pydantic import ValidationError as _ValidationError
 
 from mcp_hooks import yamlsubset
 from mcp_hooks.errors import HookFileError, UnknownEventError
@@ -26,52 +24,104 @@ from mcp_hooks.events import TOOL_EVENTS, canonical_event
 Scope = Literal["user", "project"]
 HOOK_FILES = ("HOOK.md", "hook.md")
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-KNOWN_KEYS = frozenset(
-    {"name", "description", "trigger", "matcher", "timeout", "async", "priority", "metadata"}
-)
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*$", re.S | re.M)
 _OPENING = re.compile(r"\A---[ \t]*\r?$", re.M)
 # Matchers are compiled once per distinct pattern (re's own cache holds 512: a library of
 # thousands of hooks would thrash it and compile every pattern twice).
 _compile = functools.lru_cache(maxsize=65536)(re.compile)
 
-# How to fix each field, appended to the validator's own message.
-_HINTS = {
-    "name": "1-64 lowercase letters, digits and single hyphens, equal to the folder name",
-    "description": "a string of 1-1024 characters saying what the hook does",
-    "trigger": "an event name such as before_tool, before_stop, session_start",
-    "timeout": "milliseconds, an integer from 100 to 600000 (default 30000)",
-    "async": "true or false (default false)",
-    "priority": "an integer from 0 to 1000, higher runs first (default 100)",
-    "metadata": "a mapping of free keys",
-    "matcher": "a mapping with optional keys tool and pattern (regular expressions)",
-    "matcher.tool": "a regular expression that must match the whole tool name",
-    "matcher.pattern": "a regular expression searched in the tool input's string values",
-    "metadata.on_error": "allow (fail open, the default) or block (fail closed)",
+
+@dataclass(frozen=True)
+class _Field:
+    """One frontmatter field: its JSON kind, bounds, default, and how to write it right."""
+
+    kind: str  # "string", "integer", "boolean" or "mapping"
+    hint: str
+    required: bool = False
+    default: Any = None
+    bounds: tuple[int, int] | None = None  # a range for integers, a length for strings
+
+
+# The frontmatter schema of the Agent Hooks spec's appendix, declared once; every message
+# names the field at fault and says how to fix it.
+FIELDS: dict[str, _Field] = {
+    "name": _Field("string", "1-64 lowercase letters, digits and single hyphens, equal to "
+                   "the folder name", required=True, bounds=(1, 64)),
+    "description": _Field("string", "a string of 1-1024 characters saying what the hook does",
+                          required=True, bounds=(1, 1024)),
+    "trigger": _Field("string", "an event name such as before_tool, before_stop, "
+                      "session_start", required=True),
+    "matcher": _Field("mapping", "a mapping with optional keys tool and pattern (regular "
+                      "expressions)"),
+    "timeout": _Field("integer", "milliseconds, an integer from 100 to 600000 (default 30000)",
+                      default=30000, bounds=(100, 600000)),
+    "async": _Field("boolean", "true or false (default false)", default=False),
+    "priority": _Field("integer", "an integer from 0 to 1000, higher runs first (default 100)",
+                       default=100, bounds=(0, 1000)),
+    "metadata": _Field("mapping", "a mapping of free keys"),
 }
+MATCHER_FIELDS: dict[str, _Field] = {
+    "tool": _Field("string", "a regular expression that must match the whole tool name"),
+    "pattern": _Field("string", "a regular expression searched in the tool input's strings"),
+}
+KNOWN_KEYS = frozenset(FIELDS)
+_ON_ERROR_HINT = "allow (fail open, the default) or block (fail closed)"
+_KIND_WORDS = {"string": "a string", "integer": "an integer", "boolean": "true or false",
+               "mapping": "a mapping"}
 
 
-class _MatcherFields(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    tool: StrictStr | None = None
-    pattern: StrictStr | None = None
+def _kind_ok(kind: str, value: Any) -> bool:
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    return isinstance(value, dict)
 
 
-class _Frontmatter(BaseModel):
-    """The frontmatter schema, declared once; every message names the field at fault."""
+def _check(hook_file: Path, name: str, spec: _Field, value: Any) -> Any:
+    """The value of one field, or a HookFileError saying what is wrong and how to fix it."""
+    if not _kind_ok(spec.kind, value):
+        shown = "a mapping" if isinstance(value, dict) else "a list" if isinstance(
+            value, list) else repr(value)
+        raise HookFileError(hook_file, name,
+                            f"must be {_KIND_WORDS[spec.kind]}, got {shown} ({spec.hint})")
+    if spec.bounds is not None:
+        low, high = spec.bounds
+        if spec.kind == "integer" and not low <= value <= high:
+            raise HookFileError(hook_file, name,
+                                f"must be from {low} to {high}, got {value} ({spec.hint})")
+        if spec.kind == "string" and not low <= len(value) <= high:
+            raise HookFileError(hook_file, name, f"must be {low}-{high} characters long, got "
+                                f"{len(value)} ({spec.hint})")
+    return value
 
-    model_config = ConfigDict(extra="allow")
-    name: StrictStr = Field(min_length=1, max_length=64)
-    description: StrictStr = Field(min_length=1, max_length=1024)
-    trigger: StrictStr
-    matcher: _MatcherFields | None = None
-    timeout: StrictInt = Field(default=30000, ge=100, le=600000)
-    is_async: StrictBool = Field(default=False, alias="async")
-    priority: StrictInt = Field(default=100, ge=0, le=1000)
-    metadata: dict[str, Any] | None = None
+
+def _validate(hook_file: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """Every known field checked and defaulted; unknown keys left for the caller to report."""
+    values: dict[str, Any] = {}
+    for name, spec in FIELDS.items():
+        if data.get(name) is None:
+            if spec.required:
+                raise HookFileError(hook_file, name, f"required field is missing ({spec.hint})")
+            values[name] = spec.default
+            continue
+        values[name] = _check(hook_file, name, spec, data[name])
+    matcher = values["matcher"]
+    if matcher is not None:
+        for key in matcher:
+            if key not in MATCHER_FIELDS:
+                raise HookFileError(hook_file, f"matcher.{key}",
+                                    "unknown key; a matcher takes tool and pattern")
+        for key, spec in MATCHER_FIELDS.items():
+            if matcher.get(key) is not None:
+                _check(hook_file, f"matcher.{key}", spec, matcher[key])
+    return values
 
 
-class HookSpec(BaseModel):
+@dataclass(frozen=True)
+class HookSpec:
     """One valid hook, as the index holds it.
 
     Attributes:
@@ -83,32 +133,31 @@ class HookSpec(BaseModel):
         on_error: ``allow`` fails open (the spec's default); ``block`` fails closed.
     """
 
-    model_config = ConfigDict(frozen=True)
-
     name: str
     description: str
     trigger: str
     event: str
+    scope: Scope
+    dir: Path
+    hook_file: Path
+    entry: tuple[str, ...]
     matcher_tool: str | None = None
     matcher_pattern: str | None = None
     timeout: int = 30000
     is_async: bool = False
     priority: int = 100
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    scope: Scope
-    dir: Path
-    hook_file: Path
-    entry: tuple[str, ...]
+    metadata: dict[str, Any] = field(default_factory=dict)
     on_error: Literal["allow", "block"] = "allow"
+    _tool_re: re.Pattern[str] | None = field(default=None, init=False, repr=False,
+                                              compare=False)
+    _pattern_re: re.Pattern[str] | None = field(default=None, init=False, repr=False,
+                                                 compare=False)
 
-    _tool_re: re.Pattern[str] | None = PrivateAttr(default=None)
-    _pattern_re: re.Pattern[str] | None = PrivateAttr(default=None)
-
-    def model_post_init(self, context: Any, /) -> None:
+    def __post_init__(self) -> None:
         if self.matcher_tool is not None:
-            self._tool_re = _compile(self.matcher_tool)
+            object.__setattr__(self, "_tool_re", _compile(self.matcher_tool))
         if self.matcher_pattern is not None:
-            self._pattern_re = _compile(self.matcher_pattern)
+            object.__setattr__(self, "_pattern_re", _compile(self.matcher_pattern))
 
     @property
     def has_matcher(self) -> bool:
@@ -263,34 +312,33 @@ def load_hook(hook_dir: Path, scope: Scope, *, strict: bool = False) -> tuple[Ho
         raise HookFileError(hook_file, None, "not UTF-8 text") from None
     except OSError as exc:
         raise HookFileError(hook_file, None, f"cannot be read: {exc.strerror}") from None
-    fm = _validate(hook_file, parse_frontmatter(hook_file, text))
+    data = parse_frontmatter(hook_file, text)
+    fm = _validate(hook_file, data)
 
     warnings: list[str] = []
-    for key in sorted(set(fm.model_extra or {}) - KNOWN_KEYS):
+    for key in sorted(set(data) - KNOWN_KEYS, key=str):
         reason = "unknown field; put extensions under metadata"
         if strict:
-            raise HookFileError(hook_file, key, reason)
+            raise HookFileError(hook_file, str(key), reason)
         warnings.append(f"{hook_file}: {key}: {reason}")
 
-    folder = hook_dir.name
-    if not NAME_RE.match(fm.name):
+    name, folder = fm["name"], hook_dir.name
+    if not NAME_RE.match(name):
         raise HookFileError(
-            hook_file, "name", f"{fm.name!r} is not lowercase kebab-case ({_HINTS['name']})"
+            hook_file, "name", f"{name!r} is not lowercase kebab-case ({FIELDS['name'].hint})"
         )
-    if fm.name != folder:
+    if name != folder:
         raise HookFileError(
-            hook_file,
-            "name",
-            f"is {fm.name!r} but the folder is {folder!r}; rename one so they match",
+            hook_file, "name", f"is {name!r} but the folder is {folder!r}; rename one so they match"
         )
     try:
-        event = canonical_event(fm.trigger)
+        event = canonical_event(fm["trigger"])
     except UnknownEventError as exc:
         raise HookFileError(hook_file, "trigger", str(exc)) from None
 
     tool = pattern = None
-    if fm.matcher is not None:
-        tool, pattern = fm.matcher.tool, fm.matcher.pattern
+    if fm["matcher"] is not None:
+        tool, pattern = fm["matcher"].get("tool"), fm["matcher"].get("pattern")
         for key, regex in (("matcher.tool", tool), ("matcher.pattern", pattern)):
             if regex is not None:
                 try:
@@ -306,27 +354,25 @@ def load_hook(hook_dir: Path, scope: Scope, *, strict: bool = False) -> tuple[Ho
             )
             tool = pattern = None
 
-    metadata = fm.metadata or {}
+    metadata = fm["metadata"] or {}
     on_error = metadata.get("on_error", "allow")
     if on_error not in ("allow", "block"):
-        raise HookFileError(
-            hook_file, "metadata.on_error", f"{on_error!r}: {_HINTS['metadata.on_error']}"
-        )
-    if fm.is_async and on_error == "block":
+        raise HookFileError(hook_file, "metadata.on_error", f"{on_error!r}: {_ON_ERROR_HINT}")
+    if fm["async"] and on_error == "block":
         warnings.append(
             f"{hook_file}: metadata.on_error: ignored on an async hook, which cannot block"
         )
 
     spec = HookSpec(
-        name=fm.name,
-        description=fm.description,
-        trigger=fm.trigger,
+        name=name,
+        description=fm["description"],
+        trigger=fm["trigger"],
         event=event,
         matcher_tool=tool,
         matcher_pattern=pattern,
-        timeout=fm.timeout,
-        is_async=fm.is_async,
-        priority=fm.priority,
+        timeout=fm["timeout"],
+        is_async=fm["async"],
+        priority=fm["priority"],
         metadata=metadata,
         scope=scope,
         dir=hook_dir,
@@ -335,21 +381,3 @@ def load_hook(hook_dir: Path, scope: Scope, *, strict: bool = False) -> tuple[Ho
         on_error=on_error,
     )
     return spec, warnings
-
-
-def _validate(hook_file: Path, data: dict[str, Any]) -> _Frontmatter:
-    try:
-        return _Frontmatter.model_validate(data)
-    except _ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or None
-        if err["type"] == "missing":
-            reason = f"required field is missing ({_HINTS.get(field or '', '')})"
-        else:
-            got = err.get("input")
-            shown = repr(got) if not isinstance(got, dict) else "a mapping"
-            reason = f"{err['msg'].lower()}, got {shown}"
-            hint = _HINTS.get(field or "")
-            if hint:
-                reason += f" ({hint})"
-        raise HookFileError(hook_file, field, reason) from None

@@ -91,6 +91,6 @@ def stop_block_cap(args: argparse.Namespace) -> int:
     return int(env) if env and env.isdigit() else DEFAULT_STOP_BLOCK_CAP
 
 
-def registry(args: argparse.Namespace, *, strict: bool = False) -> Registry:
+def registry(args: argparse.Namespace, *, strict: bool = False, watch: bool = True) -> Registry:
     """The Registry the options describe (user folder plus the project's)."""
-    return Registry(user_dir(args), project_dir(args), strict=strict)
+    return Registry(user_dir(args), project_dir(args), strict=strict, watch=watch)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 import time
 import uuid
 from collections import Counter
@@ -922,7 +923,8 @@ async def run_proxy(
             with anyio.CancelScope() as serving:
                 outer.start_soon(on_signal, serving)
                 await proxy.start()
-                if serve_options.transport == "stdio" and is_pipe_like(0) and is_pipe_like(1):
+                if serve_options.transport == "stdio" and sys.platform != "win32" \
+                        and is_pipe_like(0) and is_pipe_like(1):
                     server = proxy.server
                     async with stdio_streams(proxy.fast_request) as (read, write):
                         await server.run(read, write, server.create_initialization_options())

@@ -19,6 +19,7 @@ never a server failure.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -254,7 +255,7 @@ class HookService:
         project, work_dir = self.locate(event.work_dir)
         engine = await self._engine(project)
         if work_dir != event.work_dir:
-            event = event.model_copy(update={"work_dir": work_dir})
+            event = dataclasses.replace(event, work_dir=work_dir)
         return await engine.fire(event, on_hook_done=on_hook_done)
 
     # -- change notices ------------------------------------------------------------------------
@@ -600,8 +601,8 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
             raise BadRequest(str(exc)) from None
         # Compact JSON text beside the structured copy: every byte is parsed by the client.
         return CallToolResult(
-            content=[TextContent(type="text", text=outcome.model_dump_json())],
-            structured_content=outcome.model_dump(mode="json"),
+            content=[TextContent(type="text", text=outcome.to_json())],
+            structured_content=outcome.as_dict(),
         )
 
     async def list_hooks(

@@ -128,6 +128,13 @@ def test_a_root_created_later_is_seen(tmp_path: Path) -> None:
     assert names(registry.hooks()) == ["arrives"]
 
 
+def test_one_shot_registry_does_not_watch(user_dir: Path) -> None:
+    registry = Registry(user_dir, watch=False)
+    write_hook(user_dir, "later")
+    assert not registry.refresh() and registry.hooks() == []
+    assert registry.rescan() and [h.name for h in registry.hooks()] == ["later"]
+
+
 def test_unchanged_files_are_not_parsed_again(user_dir: Path) -> None:
     for i in range(5):
         write_hook(user_dir, f"h{i}")
@@ -141,6 +148,7 @@ def test_unchanged_files_are_not_parsed_again(user_dir: Path) -> None:
 
 def test_polling_fallback_sees_changes(user_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     registry = Registry(user_dir)
+    assert registry._watcher is not None
     registry._watcher.close()  # as on a system without inotify
     registry._watcher.poll_interval = 0.0
     write_hook(user_dir, "polled")

@@ -105,7 +105,7 @@ async def test_binary_garbage_on_stdout_fails_open(user_dir: Path) -> None:
     outcome = await fire(Registry(user_dir), **shell())
     assert outcome.decision == "allow"
     assert outcome.hooks[0].status == "error"
-    json.dumps(outcome.model_dump())  # the outcome stays serialisable
+    json.loads(outcome.to_json())  # the outcome stays serialisable
 
 
 async def test_on_error_block_fails_closed(user_dir: Path) -> None:

@@ -13,5 +13,6 @@ def test_exported_names() -> None:
         "UnknownEventError", "__version__", "canonical_event", "default_log_path",
         "default_user_dir", "load_hook", "project_hooks_dir",
     }
+    assert set(mcp_hooks.__all__) == {*mcp_hooks._EXPORTS, "__version__"}
     for name in mcp_hooks.__all__:
         assert hasattr(mcp_hooks, name), name

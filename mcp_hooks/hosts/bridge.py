@@ -90,7 +90,7 @@ def fire_call(call: Call, args: argparse.Namespace) -> Outcome:
     else:
         start = call.fields.get("work_dir") or os.getcwd()
         project = find_project_dir(Path(start))
-    registry = Registry(options.user_dir(args), project)
+    registry = Registry(options.user_dir(args), project, watch=False)
     stop_state = _StopState(call) if call.event == "before_stop" else None
     if stop_state is not None:
         stop_state.before()
