@@ -131,6 +131,9 @@ def _add_serve_parser(sub: Any) -> None:
     p.add_argument("--root", action="append", type=Path, metavar="DIR", default=[],
                    help="a folder whose subfolders clients may name as work_dir "
                    "(repeatable; default the project dir)")
+    p.add_argument("--bridge-tool", action="store_true",
+                   help="also serve bridge_hook, the tool Claude Code mcp_tool hooks call "
+                   "(mcp-hooks install claude-code --via mcp)")
     options.add_common_options(p)
 
 

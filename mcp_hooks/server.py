@@ -779,9 +779,16 @@ def serve_command(args: argparse.Namespace) -> int:
             print(f"mcp-hooks serve: --root {root} is not an existing folder", file=sys.stderr)
             return 64
 
+    from mcp_hooks.hosts.forward import bridge_routes, register_bridge_tool
+
     async def main() -> None:
         async with service:
-            await serve(build_server(service), options)
+            server = build_server(service)
+            if getattr(args, "bridge_tool", False):  # Claude Code mcp_tool hooks
+                register_bridge_tool(server, service.engine_for)
+            # POST /hooks/bridge/<host>: host hook calls forwarded by `install --via server`;
+            # mounted only when a token is set (bridge_routes returns [] otherwise)
+            await serve(server, options, routes=bridge_routes(service.engine_for, options.token))
 
     try:
         anyio.run(main)

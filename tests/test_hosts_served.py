@@ -22,17 +22,9 @@ from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 
 import mcp_hooks
-from mcp_hooks import server as server_module
 from tests.conftest import write_hook
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.skipif(
-        "bridge_routes" not in Path(server_module.__file__).read_text(),
-        reason="mcp-hooks serve does not mount the host bridge routes yet (wiring: see the "
-        "host-bridge report; mcp_hooks/hosts/forward.py)",
-    ),
-]
+pytestmark = pytest.mark.anyio
 
 TOKEN = "correct-horse-battery-staple"
 FIXTURES = Path(__file__).parent / "fixtures" / "hosts"
