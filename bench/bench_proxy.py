@@ -172,6 +172,13 @@ def main() -> None:
         f"- what the hook adds over the proxied call: {hook_cost:.0f} µs = spawn "
         f"{hook_cost - m['spawn']:+.0f} µs (within spawn + 300 µs: {verdict(ok_cost)})",
     ]
+    if not ok_hook:
+        lines.append(
+            f"- why: the literal target leaves the proxy's own hop 300 µs, but that hop alone "
+            f"(proxied - direct, no hook) is {m['proxied'] - m['direct']:.0f} µs here: a "
+            "second process on the path, one more stdio round trip, two event-log appends. "
+            "The hook's own cost is the line above."
+        )
     for line in lines:
         say(line)
     if not args.no_write:
