@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -458,3 +459,55 @@ async def test_a_call_the_client_cancels(
         assert text_of(await client.call_tool("echo", {"text": "next"})) == "next"
     (payload,) = records(failures)
     assert (payload["tool_name"], payload["error"]) == ("sleep", "the client cancelled the call")
+
+
+def test_stdout_carries_only_protocol(
+    tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    write_hook(project_hooks, "chatty", extra="matcher:\n  tool: echo\n",
+               script="echo 'hook stdout noise'\necho 'hook stderr noise' >&2\nexit 1\n")
+    write_hook(project_hooks, "no-secrets", extra="matcher:\n  pattern: secret\n",
+               script="echo 'no secrets' >&2\nexit 2\n")
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "echo", "arguments": {"text": "hello"}}},
+        {"jsonrpc": "2.0", "id": "three", "method": "tools/call",
+         "params": {"name": "echo", "arguments": {"text": "a secret"}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+         "params": {"name": "echo", "arguments": {"text": "x"}, "_meta": {"progressToken": 9}}},
+    ]
+    stdin = "".join(json.dumps(line) + "\n" for line in lines)
+    proc = subprocess.Popen(
+        [MCP_HOOKS, "proxy", "--upstream", upstream("alpha", "--tools", "echo"),
+         "--user-dir", str(user_dir), "--project-dir", str(project), "--no-log"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # stdin stays open until every answer is out: closing it is the client leaving.
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(stdin)
+    proc.stdin.flush()
+    answers: dict[Any, dict[str, Any]] = {}
+    while len(answers) < 4:
+        line = proc.stdout.readline()
+        assert line, "the proxy closed stdout early"
+        message = json.loads(line)  # every line on stdout is a JSON-RPC message
+        if "id" in message:
+            answers[message["id"]] = message
+    proc.stdin.close()
+    assert proc.wait(10) == 0
+    assert proc.stdout.read() == ""
+    proc.stdout.close()
+    assert proc.stderr is not None
+    assert "hook stdout noise" not in proc.stderr.read()  # the hook's stdout is its result
+    proc.stderr.close()
+    assert "hook stdout noise" not in json.dumps(answers)
+    hello = answers[2]["result"]
+    assert hello["content"] == [{"type": "text", "text": "hello"}]
+    assert hello["structuredContent"] == {"result": "hello"}
+    assert "resultType" not in hello  # a handshake-era answer
+    denied = answers["three"]["result"]
+    assert denied["isError"] is True and "no secrets" in denied["content"][0]["text"]
+    assert answers[4]["result"]["content"][0]["text"] == "x"  # the SDK path, same answer
