@@ -31,6 +31,7 @@ import signal
 import socket
 import stat
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -803,6 +804,10 @@ def test_via_http_claude_code(
     assert parents and all(" serve " in p for p in parents), f"{parents}\n{why}"
 
 
+#: `mcp-hooks serve` adds the bridge_hook tool only when asked
+SERVE_BRIDGE_TOOL = ["--bridge-tool"]
+
+
 def _mcp_tools(exe: Path, env: dict[str, str], cwd: Path) -> list[str]:
     """The tool names ``mcp-hooks serve`` (stdio) lists: a minimal JSON-RPC exchange."""
     msgs = [
@@ -820,7 +825,7 @@ def _mcp_tools(exe: Path, env: dict[str, str], cwd: Path) -> list[str]:
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}},
     ]
     proc = subprocess.Popen(
-        [str(exe), "serve"],
+        [str(exe), "serve", *SERVE_BRIDGE_TOOL],
         cwd=cwd,
         env=env,
         stdin=subprocess.PIPE,
@@ -829,23 +834,31 @@ def _mcp_tools(exe: Path, env: dict[str, str], cwd: Path) -> list[str]:
         text=True,
     )
     assert proc.stdin is not None and proc.stdout is not None
+    watchdog = threading.Timer(60, proc.kill)  # a serve that never answers fails, not hangs
+    watchdog.start()
     try:
         for m in msgs:
-            proc.stdin.write(json.dumps(m) + "\n")
-            proc.stdin.flush()
+            try:
+                proc.stdin.write(json.dumps(m) + "\n")
+                proc.stdin.flush()
+            except BrokenPipeError:  # exited: an older serve without the option, say
+                return []
             if "id" not in m:
                 continue
             while True:
                 line = proc.stdout.readline()
-                assert line, "mcp-hooks serve closed stdout"
+                if not line:  # exited: an older serve without the option, say
+                    return []
                 reply = json.loads(line)
                 if reply.get("id") == m["id"]:
                     break
         return [t["name"] for t in reply.get("result", {}).get("tools", [])]
     finally:
+        watchdog.cancel()
         proc.kill()
         proc.wait()
-        proc.stdin.close()
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.close()
         proc.stdout.close()
 
 
@@ -870,7 +883,11 @@ def test_via_mcp_tool_claude_code(
         json.dumps(
             {
                 "mcpServers": {
-                    "mcp-hooks": {"type": "stdio", "command": str(mcp_hooks_exe), "args": ["serve"]}
+                    "mcp-hooks": {
+                        "type": "stdio",
+                        "command": str(mcp_hooks_exe),
+                        "args": ["serve", *SERVE_BRIDGE_TOOL],
+                    }
                 }
             }
         )
