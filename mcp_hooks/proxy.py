@@ -67,7 +67,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hooks.engine import Engine, Event, Outcome
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.proxy_config import UpstreamSpec, collect_upstreams
+from mcp_hooks.proxy_config import ProxyConfigError, UpstreamSpec, collect_upstreams
 from mcp_hooks.proxy_upstream import (
     DEFAULT_STARTUP_TIMEOUT,
     DEFAULT_TIMEOUT,
@@ -940,6 +940,11 @@ def proxy_command(args: argparse.Namespace) -> int:
     from mcp_hooks import options, transport
 
     specs = collect_upstreams(args.config, args.upstream or [])
+    for option in ("timeout", "startup_timeout"):
+        value = getattr(args, option, None)
+        if value is not None and not value > 0:
+            raise ProxyConfigError(f"--{option.replace('_', '-')} must be a positive number "
+                                   f"of seconds, not {value:g}")
     serve_options = transport.options_from_args(args)
     serve_options.check()
     transport.configure_logging(serve_options.log_level)

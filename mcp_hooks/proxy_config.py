@@ -45,6 +45,29 @@ _TYPES: dict[str, UpstreamTransport] = {
 }
 _VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _PREFIX_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+_SECRET_WORD = re.compile(r"(?i)token|secret|passw|api[-_]?key|auth|credential|bearer")
+_URL_USERINFO = re.compile(r"(\w+://)[^/@\s]+@")
+
+
+def _masked(argv: list[str]) -> list[str]:
+    """``argv`` with the values of secret-looking options (``--token X``, ``--api-key=X``,
+    ``TOKEN=X``) and the user info of URLs replaced by ``***``."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append("***")
+            hide_next = False
+            continue
+        name, eq, _ = arg.partition("=")
+        if eq and _SECRET_WORD.search(name):
+            out.append(f"{name}=***")
+        elif arg.startswith("-") and _SECRET_WORD.search(arg):
+            out.append(arg)
+            hide_next = True
+        else:
+            out.append(_URL_USERINFO.sub(r"\1***@", arg))
+    return out
 
 
 class ProxyConfigError(MCPHooksError):
@@ -81,10 +104,12 @@ class UpstreamSpec(BaseModel):
         return _PREFIX_UNSAFE.sub("_", self.name) + "__"
 
     def describe(self) -> str:
-        """A one-line description for logs and the status resource (no header values)."""
+        """A one-line description for logs and the status resource, which a model may read:
+        no header or environment values, and arguments that look like secrets masked."""
         if self.transport == "stdio":
-            return shlex.join([self.command or "", *self.args])
-        return f"{self.transport} {self.url}"
+            return shlex.join(_masked([self.command or "", *self.args]))
+        url = _URL_USERINFO.sub(r"\1***@", self.url or "")
+        return f"{self.transport} {url}"
 
 
 def _expand(value: str, where: str, environ: Mapping[str, str]) -> str:

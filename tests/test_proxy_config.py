@@ -146,3 +146,18 @@ def test_the_proxy_entry_of_its_own_config_is_skipped(tmp_path: Path) -> None:
         "git": {"command": "uvx", "args": ["mcp-server-git"]},
     })
     assert [s.name for s in load_config(config, environ={})] == ["other-proxy", "git"]
+
+
+def test_descriptions_hide_secrets() -> None:
+    spec = parse_upstream("a=srv --token abc --api-key=xyz https://u:p@h/x plain TOKEN=1 -v")
+    assert spec.describe() == ("srv --token '***' '--api-key=***' 'https://***@h/x' plain "
+                               "'TOKEN=***' -v")
+    remote = parse_upstream("b=https://user:pw@example.com/mcp")
+    assert remote.describe() == "http https://***@example.com/mcp"
+
+
+def test_timeouts_must_be_positive() -> None:
+    done = subprocess.run([MCP_HOOKS, "proxy", "--upstream", "a=true", "--timeout", "0"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 64
+    assert "--timeout must be a positive number of seconds" in done.stderr
