@@ -15,10 +15,13 @@ Two layers:
    * an allowed command runs (its marker file appears);
    * a ``before_stop`` gate makes the host take one more turn (one more model request,
      carrying the gate's reason), and the loop ends;
-   * a gate that never relents still lets the run end (the host's loop flag or cap).
+   * a gate that never relents still lets the run end (the host's loop flag or cap);
+   * rewrites, context, uninstall, ``--user-dir``, the bundled ``hooks/`` library, and the
+     server paths (``install --via server``; Claude Code's ``--via http`` / ``--via mcp``).
 
-Assertions are on files and on the fake model's request log, never on the host's output
-text. Host installs are cached outside the repository (see ``hosts.py``).
+The full list, with what each real host did, is in ``docs/e2e.md``. Assertions are on
+files and on the fake model's request log, never on the host's output text. Host installs
+are cached outside the repository (see ``hosts.py``).
 """
 
 from __future__ import annotations
