@@ -26,7 +26,7 @@ import json
 import os
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -133,6 +133,12 @@ class HookRun:
     duration_ms: float = 0.0
     message: str | None = None
 
+    def as_dict(self) -> dict[str, Any]:
+        # by hand: dataclasses.asdict deep-copies, which costs more than the rest of an event
+        return {"name": self.name, "scope": self.scope, "priority": self.priority,
+                "mode": self.mode, "status": self.status, "exit_code": self.exit_code,
+                "duration_ms": self.duration_ms, "message": self.message}
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -168,7 +174,7 @@ class Outcome:
     def as_dict(self) -> dict[str, Any]:
         """The outcome as JSON-ready data (the shape of DESIGN.md "The result")."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["hooks"] = [asdict(run) for run in self.hooks]
+        data["hooks"] = [run.as_dict() for run in self.hooks]
         data["additional_context"] = list(self.additional_context)
         data["warnings"] = list(self.warnings)
         return data
@@ -506,7 +512,7 @@ class Engine:
         hooks = []
         for run in outcome.hooks:
             result = outputs.get(run.name)
-            record = asdict(run)
+            record = run.as_dict()
             if result is not None:
                 if result.stdout:
                     record["stdout"] = _decode(result.stdout)
