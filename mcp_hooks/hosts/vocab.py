@@ -6,7 +6,7 @@ renames the host's tool (``Bash``, ``run_shell_command``, ``bash``, ...) and inp
 that are not renamed pass through both ways; tools with no canonical name (MCP tools, ...)
 pass through unchanged.
 
-Canonical tools and keys (docs/hosts.md has the table per host)::
+Canonical tools and keys (README, Host bridges has the table per host)::
 
     Shell       command, cwd                 WriteFile   path, content
     ReadFile    path, offset, limit          EditFile    path, edits[{old_string, new_string,

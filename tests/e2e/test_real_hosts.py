@@ -316,7 +316,7 @@ def test_before_tool_hook_blocks_shell_command(
     assert first.get("tool_name") == "Shell", first
     assert (first.get("tool_input") or {}).get("command") == command, first
     assert first.get("event_type") in ("before_tool", "pre-tool-call", "pre_tool_use"), first
-    # ... and the host's own view kept under `host` (docs/hosts.md)
+    # ... and the host's own view kept under `host` (README, Host bridges)
     host_view = first.get("host") or {}
     assert host_view.get("name") == host.name, first
     assert host_view.get("tool_name") == host.native_shell_tool, first
