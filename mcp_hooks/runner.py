@@ -216,16 +216,20 @@ class _Pump:
             except OSError:
                 self.pidfd = -1
         self.reading: set[int] = set()  # pipes with a reader registered
-        self.read_timer: asyncio.TimerHandle | None = None
-        if self.pidfd >= 0:
+        self.timeout = timeout
+        if self.pidfd >= 0 and timeout > _READ_DELAY:
+            # one timer: first for the readers, then re-armed for the timeout
             loop.add_reader(self.pidfd, self._on_exit)
-            self.read_timer = loop.call_later(_READ_DELAY, self._start_reading)
+            self.timer = loop.call_later(_READ_DELAY, self._start_reading)
         else:
-            self._start_reading()
-        self.timer = loop.call_later(timeout, self._on_timeout)
+            if self.pidfd >= 0:
+                loop.add_reader(self.pidfd, self._on_exit)
+            self._start_reading(arm=False)
+            self.timer = loop.call_later(timeout, self._on_timeout)
 
-    def _start_reading(self) -> None:
-        self.read_timer = None
+    def _start_reading(self, arm: bool = True) -> None:
+        if arm:
+            self.timer = self.loop.call_later(self.timeout - _READ_DELAY, self._on_timeout)
         if not self.exited:
             for stream in (self.out, self.err):
                 self.loop.add_reader(stream.fd, self._on_readable, stream)
@@ -270,9 +274,6 @@ class _Pump:
     def _on_exit(self) -> None:
         self.loop.remove_reader(self.pidfd)
         self.exited = True
-        if self.read_timer is not None:
-            self.read_timer.cancel()
-            self.read_timer = None
         self._stop_reading()
         # What the child wrote before exiting is in the pipes now; take it and stop
         # listening, so a grandchild holding the pipes open cannot hang the event.
@@ -306,8 +307,6 @@ class _Pump:
 
     def close(self) -> None:
         self.timer.cancel()
-        if self.read_timer is not None:
-            self.read_timer.cancel()
         self._close_stdin()
         self._stop_reading()
         for fd in (self.out.fd, self.err.fd):
