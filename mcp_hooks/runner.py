@@ -268,11 +268,13 @@ class _Pump:
             self.loop.remove_reader(stream.fd)
             self.reading.discard(stream.fd)
             self.open_streams -= 1
-            if self.open_streams == 0 and self.pidfd < 0:
+            if self.open_streams == 0 and self.pidfd == -1:
                 self._finish()  # no pidfd: end of both pipes stands for the child's exit
 
     def _on_exit(self) -> None:
         self.loop.remove_reader(self.pidfd)
+        os.close(self.pidfd)
+        self.pidfd = -2  # watched, and done with (-1: never watched)
         self.exited = True
         self._stop_reading()
         # What the child wrote before exiting is in the pipes now; take it and stop
