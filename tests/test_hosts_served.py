@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +19,7 @@ from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 
 import mcp_hooks
+from tests.background import background
 from tests.conftest import write_hook
 
 pytestmark = pytest.mark.anyio
@@ -38,39 +36,12 @@ def payload(host: str, name: str, project: Path) -> str:
 
 @contextmanager
 def served(project: Path, user_dir: Path, log: Path, *extra: str) -> Iterator[str]:
-    env = {**os.environ, "PYTHONPATH": SOURCE}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_hooks.cli", "serve", "--transport", "http", "--port", "0",
-         "--project-dir", str(project), "--user-dir", str(user_dir), "--log", str(log),
-         *extra],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True, env=env,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.put(line)
-        lines.put("")
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    try:
-        while True:
-            line = lines.get(timeout=30)
-            if not line:
-                raise AssertionError("the server exited before serving")
-            found = re.search(r"serving \w+ at (http://\S+)/mcp", line)
-            if found:
-                yield found.group(1)
-                return
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        reader.join(10)
-        assert proc.stderr is not None
-        proc.stderr.close()
+    argv = [sys.executable, "-m", "mcp_hooks.cli", "serve", "--transport", "http", "--port",
+            "0", "--project-dir", str(project), "--user-dir", str(user_dir), "--log", str(log),
+            *extra]
+    with background(argv, announce=r"serving \w+ at (http://\S+)/mcp",
+                    env={**os.environ, "PYTHONPATH": SOURCE}, timeout=30) as server:
+        yield server.url
 
 
 @pytest.fixture

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import re
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -24,6 +21,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.background import background
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.test_proxy import UPSTREAM, proxied, recorder, records, text_of, upstream, wait_for
 
@@ -35,37 +33,8 @@ TOKEN = "proxy-test-token"
 @contextmanager
 def running(args: list[str], *, announce: str | None = None) -> Iterator[str]:
     """A background process; yields the URL it announces on stderr (``announce`` regex)."""
-    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env=dict(os.environ))
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.put(line)
-        lines.put("")
-
-    threading.Thread(target=pump, daemon=True).start()
-    try:
-        url = ""
-        seen: list[str] = []
-        while announce and not url:
-            line = lines.get(timeout=60)
-            seen.append(line)
-            if not line:
-                raise AssertionError("exited before serving:\n" + "".join(seen))
-            if found := re.search(announce, line):
-                url = found.group(1)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
+    with background(args, announce=announce, env=dict(os.environ)) as process:
+        yield process.url
 
 
 def free_port() -> int:

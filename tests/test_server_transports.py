@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +18,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.background import Background, background
 from tests.conftest import MCP_HOOKS, write_hook
 
 pytestmark = pytest.mark.anyio
@@ -36,53 +34,10 @@ def serve_args(project: Path, user_dir: Path, tmp_path: Path, project_hooks: Pat
             "--log", str(tmp_path / "events.jsonl")]
 
 
-class Served:
-    """A running ``mcp-hooks serve`` process and the URL it announced."""
-
-    def __init__(self, proc: subprocess.Popen[str], url: str, lines: queue.Queue[str]) -> None:
-        self.proc = proc
-        self.url = url
-        self.lines = lines
-
-
 @contextmanager
-def served(args: list[str], env: dict[str, str] | None = None) -> Iterator[Served]:
-    proc = subprocess.Popen([MCP_HOOKS, *args], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.put(line)
-        lines.put("")
-
-    threading.Thread(target=pump, daemon=True).start()
-    try:
-        url = ""
-        seen = []
-        while not url:
-            line = lines.get(timeout=30)
-            seen.append(line)
-            if not line:
-                raise AssertionError("server exited before serving:\n" + "".join(seen))
-            found = re.search(r"serving \w+ at (\S+)", line)
-            if found:
-                url = found.group(1)
-        yield Served(proc, url, lines)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        assert proc.stdout is not None
-        assert proc.stdout.read() == "", "HTTP servers print nothing on stdout"
-        proc.stdout.close()
-        if proc.stderr is not None:
-            proc.stderr.close()
+def served(args: list[str], env: dict[str, str] | None = None) -> Iterator[Background]:
+    with background([MCP_HOOKS, *args], env=env, capture_stdout=True) as server:
+        yield server
 
 
 async def check_session(client: Client) -> None:
