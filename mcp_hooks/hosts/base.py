@@ -27,6 +27,21 @@ if TYPE_CHECKING:
 EXIT_FAIL_OPEN = 1  # every host treats exit 1 as "hook failed, carry on"; never 2 by accident
 
 
+# Claude Code's hook event names (PascalCase), which Codex and Kimi CLI adopted too.
+CLAUDE_EVENTS: dict[str, str] = {
+    "SessionStart": "session_start",
+    "SessionEnd": "session_end",
+    "UserPromptSubmit": "before_agent",
+    "PreToolUse": "before_tool",
+    "PostToolUse": "after_tool",
+    "PostToolUseFailure": "after_tool_failure",
+    "Stop": "before_stop",
+    "SubagentStart": "subagent_start",
+    "SubagentStop": "subagent_stop",
+    "PreCompact": "pre_compact",
+    "PostCompact": "post_compact",
+}
+
 class BridgeInputError(ValueError):
     """A payload the bridge cannot translate (not JSON, not an object, unknown event)."""
 

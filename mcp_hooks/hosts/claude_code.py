@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from mcp_hooks.hosts.base import Call, Host, Reply, denied_by, joined, warning_text
+from mcp_hooks.hosts.base import (
+    CLAUDE_EVENTS,
+    Call,
+    Host,
+    Reply,
+    denied_by,
+    joined,
+    warning_text,
+)
 from mcp_hooks.hosts.vocab import CLAUDE_CODE, Vocabulary
 
 if TYPE_CHECKING:
@@ -88,19 +96,7 @@ class ClaudeShaped(Host):
 class ClaudeCode(ClaudeShaped):
     name = "claude-code"
     title = "Claude Code"
-    events: ClassVar[dict[str, str]] = {
-        "SessionStart": "session_start",
-        "SessionEnd": "session_end",
-        "UserPromptSubmit": "before_agent",
-        "PreToolUse": "before_tool",
-        "PostToolUse": "after_tool",
-        "PostToolUseFailure": "after_tool_failure",
-        "Stop": "before_stop",
-        "SubagentStart": "subagent_start",
-        "SubagentStop": "subagent_stop",
-        "PreCompact": "pre_compact",
-        "PostCompact": "post_compact",
-    }
+    events: ClassVar[dict[str, str]] = dict(CLAUDE_EVENTS)
     install_events = tuple(events)
     tool_events = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
     vocabulary: ClassVar[Vocabulary] = CLAUDE_CODE

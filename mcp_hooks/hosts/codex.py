@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from mcp_hooks.hosts.base import CLAUDE_EVENTS
 from mcp_hooks.hosts.claude_code import ClaudeShaped
 from mcp_hooks.hosts.vocab import CODEX, Vocabulary
 
@@ -22,16 +23,9 @@ from mcp_hooks.hosts.vocab import CODEX, Vocabulary
 class Codex(ClaudeShaped):
     name = "codex"
     title = "Codex"
+    # Claude's names, less the events Codex does not have
     events: ClassVar[dict[str, str]] = {
-        "SessionStart": "session_start",
-        "UserPromptSubmit": "before_agent",
-        "PreToolUse": "before_tool",
-        "PostToolUse": "after_tool",
-        "Stop": "before_stop",
-        "SubagentStart": "subagent_start",
-        "SubagentStop": "subagent_stop",
-        "PreCompact": "pre_compact",
-        "PostCompact": "post_compact",
+        k: v for k, v in CLAUDE_EVENTS.items() if k not in ("SessionEnd", "PostToolUseFailure")
     }
     install_events = tuple(events)
     tool_events = frozenset({"PreToolUse", "PostToolUse"})

@@ -16,7 +16,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from mcp_hooks.hosts.base import Call, Host, Reply, denied_by, joined, warning_text
+from mcp_hooks.hosts.base import (
+    CLAUDE_EVENTS,
+    Call,
+    Host,
+    Reply,
+    denied_by,
+    joined,
+    warning_text,
+)
 from mcp_hooks.hosts.vocab import KIMI_CLI, Vocabulary
 
 if TYPE_CHECKING:
@@ -28,19 +36,7 @@ _BLOCKS = frozenset({"PreToolUse", "UserPromptSubmit", "Stop"})
 class KimiCli(Host):
     name = "kimi-cli"
     title = "Kimi CLI"
-    events: ClassVar[dict[str, str]] = {
-        "SessionStart": "session_start",
-        "SessionEnd": "session_end",
-        "UserPromptSubmit": "before_agent",
-        "PreToolUse": "before_tool",
-        "PostToolUse": "after_tool",
-        "PostToolUseFailure": "after_tool_failure",
-        "Stop": "before_stop",
-        "SubagentStart": "subagent_start",
-        "SubagentStop": "subagent_stop",
-        "PreCompact": "pre_compact",
-        "PostCompact": "post_compact",
-    }
+    events: ClassVar[dict[str, str]] = dict(CLAUDE_EVENTS)
     install_events = ("SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse",
                       "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStart",
                       "SubagentStop", "PreCompact", "PostCompact")
