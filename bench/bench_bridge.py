@@ -192,7 +192,7 @@ def bench(runs: int) -> None:
                 "forward": lambda: timed(["sh", "-c", forward], data, env, tmp),
                 "shell hook": lambda: timed([str(sh_hook)], data, env, tmp),
                 "python -c pass": lambda: timed([sys.executable, "-c", "pass"], b"", env, tmp),
-                # where the bridge's time goes: importing what it needs, and pydantic alone
+                # where the bridge's time goes: importing what it needs; pydantic alone, for scale
                 "import engine": lambda: timed([sys.executable, "-c", ENGINE_IMPORTS], b"",
                                                env, tmp),
                 "import pydantic": lambda: timed([sys.executable, "-c", PYDANTIC], b"", env,
@@ -240,9 +240,9 @@ forwarding path: {which} (it answered {served} calls).
 - `mcp-hooks bridge claude-code`: **{med['bridge']:.1f} ms** median, target <= 120 ms:
   {verdict(bridge_ok)}. Where it goes: a bare `python -c pass` costs
   {med['python -c pass']:.1f} ms; importing what the bridge needs (`mcp_hooks.cli`, `options`,
-  `engine`, `asyncio`) {med['import engine']:.1f} ms, of which pydantic with one model
-  ({med['import pydantic']:.1f} ms alone) is most; translating, running the hook and answering
-  the remaining {med['bridge'] - med['import engine']:.1f} ms.
+  `engine`, `asyncio`) {med['import engine']:.1f} ms (that path imports no pydantic: pydantic
+  with one model costs {med['import pydantic']:.1f} ms on its own); translating, running the
+  hook and answering the remaining {med['bridge'] - med['import engine']:.1f} ms.
 - `install --via server` command (`sh` + `curl` to the running server, falling back to the
   bridge if the server does not answer): **{med['forward']:.1f} ms** median, target <= 40 ms:
   {verdict(forward_ok)}.
