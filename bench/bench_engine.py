@@ -100,26 +100,33 @@ async def bench_one_and_ten(tmp: Path) -> tuple[str, dict[str, float]]:
         for _ in range(20):  # warm up
             await one.fire(event)
             raw_posix_spawn(script, data, cwd)
-        for _ in range(N):
-            t = time.perf_counter()
+        async def engine_once() -> None:
             outcome = await one.fire(event)
-            samples["engine1"].append(time.perf_counter() - t)
             assert outcome.hooks[0].status == "allow"
-            t = time.perf_counter()
+
+        async def spawn_once() -> None:
             raw_posix_spawn(script, data, cwd)
-            samples["spawn1"].append(time.perf_counter() - t)
-            t = time.perf_counter()
+
+        async def popen_once() -> None:
             raw_popen(script, data, cwd)
-            samples["popen1"].append(time.perf_counter() - t)
-        for _ in range(max(N // 4, 30)):
-            t = time.perf_counter()
-            outcome = await ten.fire(event)
-            samples["engine10"].append(time.perf_counter() - t)
-            assert len(outcome.hooks) == 10
-            t = time.perf_counter()
-            for s in ten_scripts:
-                raw_posix_spawn(s, data, cwd)
-            samples["spawn10"].append(time.perf_counter() - t)
+
+        order = [("engine1", engine_once), ("spawn1", spawn_once), ("popen1", popen_once)]
+        for i in range(N):
+            # interleaved, and the order rotated, so no contender always runs first
+            for key, once in order[i % 3:] + order[:i % 3]:
+                t = time.perf_counter()
+                await once()
+                samples[key].append(time.perf_counter() - t)
+        for i in range(max(N // 4, 30)):
+            for key in (("engine10", "spawn10") if i % 2 else ("spawn10", "engine10")):
+                t = time.perf_counter()
+                if key == "engine10":
+                    outcome = await ten.fire(event)
+                    assert len(outcome.hooks) == 10
+                else:
+                    for s in ten_scripts:
+                        raw_posix_spawn(s, data, cwd)
+                samples[key].append(time.perf_counter() - t)
     m = {k: median_us(v) for k, v in samples.items()}
     floor1 = min(m["spawn1"], m["popen1"])
     r1 = m["engine1"] / floor1

@@ -186,6 +186,9 @@ class Outcome:
 HookDone = Callable[[HookRun], Awaitable[None]]
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # one, not one per hook
+
+
 def cap_text(text: str, limit: int = AGENT_TEXT_CAP) -> str:
     """Shorten text meant for an agent, saying how much was cut."""
     if len(text) <= limit:
@@ -413,7 +416,7 @@ class Engine:
     @staticmethod
     def _stdin(hook: HookSpec, payload: dict[str, Any]) -> bytes:
         payload["event_type"] = hook.trigger  # as the hook's own trigger spells it
-        return json.dumps(payload, ensure_ascii=False, default=str).encode()
+        return _ENCODER.encode(payload).encode()
 
     async def _run(
         self, hook: HookSpec, payload: dict[str, Any], work_dir: str, event: Event

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import select
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -48,9 +49,12 @@ class ChangeWatcher:
         self._fd = -1
         self._last_poll = time.monotonic()
         self._missing: list[Path] = []
+        self._poller = select.poll()
         if self._libc is not None:
             fd = self._libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
             self._fd = fd if fd >= 0 else -1
+            if self._fd >= 0:
+                self._poller.register(self._fd, select.POLLIN)
 
     @property
     def live(self) -> bool:
@@ -71,17 +75,15 @@ class ChangeWatcher:
     def changed(self) -> bool:
         """Whether something changed since the last call (may say yes spuriously)."""
         if self._fd >= 0:
-            hit = False
+            if not self._poller.poll(0):  # nothing queued: no read, no exception
+                return any(os.path.isdir(p) for p in self._missing)
             while True:
                 try:
                     if not os.read(self._fd, 65536):
                         break
                 except BlockingIOError:
                     break
-                hit = True
-            if hit:
-                return True
-            return any(p.exists() for p in self._missing)
+            return True
         now = time.monotonic()
         if now - self._last_poll >= self.poll_interval:
             self._last_poll = now
