@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -165,23 +166,32 @@ class _Stream:
         self.kept = 0
         self.size = 0
 
-    def read_available(self) -> bool:
-        """Read until the pipe is empty; True at end of file."""
-        while True:
-            try:
-                data = os.read(self.fd, _CHUNK)
-            except BlockingIOError:
-                return False
-            except OSError:
-                return True
-            if not data:
-                return True
-            self.size += len(data)
-            room = self.cap - self.kept
-            if room > 0:
-                kept = data[:room]
-                self.chunks.append(kept)
-                self.kept += len(kept)
+    def read_once(self) -> bool:
+        """One read of a pipe known to be readable (so it cannot block); True at end of file.
+
+        The pipes stay blocking (no fcntl per run): the loop says when a read is safe, and
+        ``drain`` asks poll first.
+        """
+        try:
+            data = os.read(self.fd, _CHUNK)
+        except OSError:
+            return True
+        if not data:
+            return True
+        self.size += len(data)
+        room = self.cap - self.kept
+        if room > 0:
+            kept = data[:room]
+            self.chunks.append(kept)
+            self.kept += len(kept)
+        return False
+
+    def drain(self) -> None:
+        """Read what is in the pipe now, without waiting for more (a grandchild may hold it)."""
+        poller = select.poll()
+        poller.register(self.fd, select.POLLIN)
+        while poller.poll(0) and not self.read_once():
+            pass
 
     def value(self) -> bytes:
         return b"".join(self.chunks)
@@ -207,8 +217,6 @@ class _Pump:
         self.pidfd = -1
         self.payload = memoryview(payload)
         self.stdin_fd: int | None = child.in_fd
-        os.set_blocking(child.out_fd, False)
-        os.set_blocking(child.err_fd, False)
         self._feed()
         if _HAS_PIDFD:
             try:
@@ -264,7 +272,7 @@ class _Pump:
             self.stdin_fd = None
 
     def _on_readable(self, stream: _Stream) -> None:
-        if stream.read_available():
+        if stream.read_once():
             self.loop.remove_reader(stream.fd)
             self.reading.discard(stream.fd)
             self.open_streams -= 1
@@ -279,8 +287,8 @@ class _Pump:
         self._stop_reading()
         # What the child wrote before exiting is in the pipes now; take it and stop
         # listening, so a grandchild holding the pipes open cannot hang the event.
-        self.out.read_available()
-        self.err.read_available()
+        self.out.drain()
+        self.err.drain()
         self._finish()
 
     def _on_timeout(self) -> None:
@@ -320,8 +328,6 @@ class _Pump:
 
 
 def _pidfd_ready(pidfd: int) -> bool:
-    import select
-
     return bool(select.select([pidfd], [], [], 0)[0])
 
 
