@@ -118,11 +118,15 @@ def _add_log_parser(sub: Any) -> None:
     options.add_common_options(p)
 
 
-def _add_serve_parser(sub: Any) -> None:
-    from mcp_hooks.transport import add_transport_arguments  # light: imports no SDK
+def _add_serve_parser(sub: Any, full: bool = True) -> None:
+    help_text = "run the MCP server (stdio, streamable HTTP or SSE)"
+    if not full:  # another command runs: its options need not be built
+        sub.add_parser("serve", help=help_text)
+        return
+    from mcp_hooks.transport import add_transport_arguments  # imports no SDK
 
     p = sub.add_parser(
-        "serve", help="run the MCP server (stdio, streamable HTTP or SSE)",
+        "serve", help=help_text,
         description="Serve fire_hook_event, list_hooks, get_hook and the hooks:// resources "
         "over MCP. HTTP and SSE bind 127.0.0.1 unless told otherwise; any other address "
         "needs a token (--token or MCP_HOOKS_TOKEN).",
@@ -137,11 +141,15 @@ def _add_serve_parser(sub: Any) -> None:
     options.add_common_options(p)
 
 
-def _add_proxy_parser(sub: Any) -> None:
+def _add_proxy_parser(sub: Any, full: bool = True) -> None:
+    help_text = "gate every tool of upstream MCP servers through the hooks"
+    if not full:
+        sub.add_parser("proxy", help=help_text)
+        return
     from mcp_hooks.transport import add_transport_arguments
 
     p = sub.add_parser(
-        "proxy", help="gate every tool of upstream MCP servers through the hooks",
+        "proxy", help=help_text,
         description="Serve the tools, resources and prompts of upstream MCP servers; every "
         "tools/call passes through the before_tool / after_tool hooks first.",
     )
@@ -214,7 +222,9 @@ def _add_uninstall_parser(sub: Any) -> None:
     options.add_common_options(p)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given the arguments, only the command they name gets the serving options
+    (building those costs a hook host's ``fire`` and ``bridge`` runs a few milliseconds)."""
     parser = _Parser(
         prog="mcp-hooks",
         description="Run HOOK.md lifecycle hooks for any AI agent.",
@@ -222,10 +232,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mcp-hooks {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    words = [a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")]
+    command = words[0] if words else None
     for add in (_add_list_parser, _add_show_parser, _add_events_parser, _add_fire_parser,
-                _add_validate_parser, _add_new_parser, _add_log_parser, _add_serve_parser,
-                _add_proxy_parser, _add_bridge_parser, _add_install_parser,
-                _add_uninstall_parser):
+                _add_validate_parser, _add_new_parser, _add_log_parser):
+        add(sub)
+    _add_serve_parser(sub, full=command in (None, "serve"))
+    _add_proxy_parser(sub, full=command in (None, "proxy"))
+    for add in (_add_bridge_parser, _add_install_parser, _add_uninstall_parser):
         add(sub)
     return parser
 
@@ -482,7 +496,7 @@ COMMANDS: dict[str, Any] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
