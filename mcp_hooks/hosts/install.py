@@ -382,11 +382,14 @@ def edit_kimi(target: Target, text: str, events: Sequence[str], make: Callable[[
 def _check_toml(path: Path, text: str, ours: int | None = None) -> None:
     if sys.version_info >= (3, 11):
         import tomllib as toml
-    else:  # pragma: no cover - Python 3.10 reads TOML only if tomli happens to be installed
+    else:  # pragma: no cover - Python 3.10 has no TOML reader; use tomli if it is there,
+        # an optional extra we do not require (the text edit stands on its marker lines)
+        import importlib
+
         try:
-            import tomli as toml  # type: ignore[import-not-found, unused-ignore]
+            toml = importlib.import_module("tomli")
         except ModuleNotFoundError:
-            return  # no TOML reader: the text edit stands on the marker lines alone
+            return
     try:
         data = toml.loads(text)
     except toml.TOMLDecodeError as exc:
