@@ -268,8 +268,6 @@ def _json_arg(text: str | None, what: str, *, want_object: bool = True) -> Any:
 
 
 def cmd_fire(args: argparse.Namespace) -> int:
-    import asyncio
-
     try:
         canonical_event(args.event)
     except MCPHooksError as exc:
@@ -288,23 +286,16 @@ def cmd_fire(args: argparse.Namespace) -> int:
         payload=_json_arg(args.payload, "--payload") or {},
     )
     registry = options.registry(args, watch=False)
+    engine = Engine(registry, log=options.event_log(args),
+                    stop_block_cap=options.stop_block_cap(args), one_shot=True)
+    outcome = engine.fire_blocking(event)
+    if args.json:
+        print(outcome.to_json(indent=2))
+    else:
+        from mcp_hooks.report import format_outcome
 
-    async def run() -> int:
-        async with Engine(
-            registry, log=options.event_log(args), stop_block_cap=options.stop_block_cap(args),
-            detach_async=True,
-        ) as engine:
-            outcome = await engine.fire(event)
-            if args.json:
-                print(outcome.to_json(indent=2))
-            else:
-                from mcp_hooks.report import format_outcome
-
-                print(format_outcome(outcome, color=sys.stdout.isatty()))
-            sys.stdout.flush()
-            return EXIT_DENIED if outcome.denied else EXIT_OK
-
-    return asyncio.run(run())
+        print(format_outcome(outcome, color=sys.stdout.isatty()))
+    return EXIT_DENIED if outcome.denied else EXIT_OK
 
 
 def cmd_list(args: argparse.Namespace) -> int:

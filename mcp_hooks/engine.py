@@ -35,7 +35,7 @@ from mcp_hooks.errors import InvalidEventError
 from mcp_hooks.eventlog import EventLog
 from mcp_hooks.events import canonical_event
 from mcp_hooks.hookfile import HookSpec
-from mcp_hooks.runner import RunResult, run_hook
+from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -238,6 +238,8 @@ class Engine:
         detach_async: run async hooks in a detached process instead of the engine's task
             group, so a short-lived caller (``mcp-hooks fire``, a host bridge) can exit at
             once; their results still reach the log.
+        one_shot: for a process that fires one event and exits: ``detach_async``, and
+            ``fire_blocking`` runs the hooks without an event loop (no asyncio to import).
     """
 
     def __init__(
@@ -247,11 +249,13 @@ class Engine:
         log: EventLog | None = None,
         stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
         detach_async: bool = False,
+        one_shot: bool = False,
     ) -> None:
         self.registry = registry
         self.log = log
         self.stop_block_cap = stop_block_cap
-        self.detach_async = detach_async
+        self.detach_async = detach_async or one_shot
+        self.one_shot = one_shot
         self._stop_blocks: dict[str, int] = {}
         self._tg: TaskGroup | None = None
         self._base_env = dict(os.environ)
@@ -418,9 +422,34 @@ class Engine:
         payload["event_type"] = hook.trigger  # as the hook's own trigger spells it
         return _ENCODER.encode(payload).encode()
 
+    def fire_blocking(self, event: Event) -> Outcome:
+        """``fire`` for a one-shot process, with no event loop at all.
+
+        With ``one_shot`` the engine never suspends (hooks run in ``poll``, async hooks are
+        handed to a detached process), so its coroutine runs to the end in one step.
+
+        Raises:
+            UnknownEventError, InvalidEventError: as ``fire``.
+        """
+        if not self.one_shot:
+            raise RuntimeError("fire_blocking needs an Engine made with one_shot=True")
+        step = self.fire(event)
+        try:
+            step.send(None)
+        except StopIteration as done:
+            outcome: Outcome = done.value
+            return outcome
+        step.close()
+        raise RuntimeError("a one-shot engine must not wait on an event loop")
+
     async def _run(
         self, hook: HookSpec, payload: dict[str, Any], work_dir: str, event: Event
     ) -> RunResult:
+        if self.one_shot:
+            return run_hook_blocking(
+                hook.entry, self._stdin(hook, payload), cwd=work_dir,
+                env=self._env(hook, event, work_dir), timeout=hook.timeout / 1000,
+            )
         return await run_hook(
             hook.entry, self._stdin(hook, payload), cwd=work_dir,
             env=self._env(hook, event, work_dir), timeout=hook.timeout / 1000,

@@ -19,7 +19,7 @@ Nothing here raises for a hook's failure: a spawn error, a timeout or a crash is
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import errno
 import os
 import select
@@ -29,6 +29,10 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
 
 OUTPUT_CAP = 1 << 20  # bytes kept per stream; the rest is drained and counted
 KILL_GRACE = 0.2  # seconds between SIGTERM and SIGKILL
@@ -308,7 +312,7 @@ class _Pump:
                     return
             elif _pidfd_ready(self.pidfd):
                 return
-            await asyncio.sleep(0.01)
+            await _sleep(0.01)
 
     def _stop_reading(self) -> None:
         for fd in self.reading:
@@ -325,6 +329,12 @@ class _Pump:
             self.loop.remove_reader(self.pidfd)
             os.close(self.pidfd)
             self.pidfd = -1
+
+
+async def _sleep(seconds: float) -> None:
+    import asyncio
+
+    await asyncio.sleep(seconds)
 
 
 def _pidfd_ready(pidfd: int) -> bool:
@@ -381,6 +391,8 @@ async def run_hook(
     except OSError as exc:
         return RunResult(exit_code=None, duration_ms=(time.perf_counter() - start) * 1000,
                          spawn_error=_spawn_error(argv, exc))
+    import asyncio  # here, not at the top: one-shot callers run hooks without a loop
+
     pump = _Pump(asyncio.get_running_loop(), child, payload, output_cap, timeout)
     try:
         await pump.done
@@ -405,3 +417,110 @@ async def run_hook(
         duration_ms=(time.perf_counter() - start) * 1000,
         timed_out=pump.timed_out,
     )
+
+
+def run_hook_blocking(
+    argv: Sequence[str],
+    payload: bytes,
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    timeout: float,
+    output_cap: int = OUTPUT_CAP,
+    kill_grace: float = KILL_GRACE,
+) -> RunResult:
+    """``run_hook`` without an event loop, for one-shot processes (``mcp-hooks fire``, the
+    host bridges): the same spawn, caps, timeout and process-group kill, waiting in ``poll``.
+    Importing asyncio alone costs such a process 15-45 ms here.
+    """
+    start = time.perf_counter()
+    try:
+        child = _spawn(argv, cwd, env)
+    except OSError as exc:
+        return RunResult(exit_code=None, duration_ms=(time.perf_counter() - start) * 1000,
+                         spawn_error=_spawn_error(argv, exc))
+    out, err = _Stream(child.out_fd, output_cap), _Stream(child.err_fd, output_cap)
+    poller = select.poll()
+    view = memoryview(payload)
+    in_fd: int | None = child.in_fd
+    if len(view) > _PIPE_ROOM:
+        os.set_blocking(child.in_fd, False)  # fed as the child reads, never stuck
+        poller.register(child.in_fd, select.POLLOUT)
+    else:
+        with contextlib.suppress(OSError):  # a child that never reads stdin is fine
+            os.write(child.in_fd, view)
+        os.close(child.in_fd)
+        in_fd = None
+    streams = {out.fd: out, err.fd: err}
+    for fd in streams:
+        poller.register(fd, select.POLLIN)
+    pidfd = -1
+    if _HAS_PIDFD:
+        with contextlib.suppress(OSError):
+            pidfd = os.pidfd_open(child.pid)
+            poller.register(pidfd, select.POLLIN)
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            exited = False
+            for fd, _ in poller.poll(left * 1000):
+                if fd == pidfd:
+                    exited = True
+                elif fd == in_fd:
+                    try:
+                        view = view[os.write(fd, view):]
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        view = view[:0]
+                    if not view:
+                        poller.unregister(fd)
+                        os.close(fd)
+                        in_fd = None
+                elif fd in streams and streams[fd].read_once():
+                    poller.unregister(fd)
+                    del streams[fd]
+            if exited or (pidfd < 0 and not streams):
+                out.drain()  # what the child wrote is here; a grandchild cannot hang us
+                err.drain()
+                break
+        if timed_out:
+            _killpg(child.pid, signal.SIGTERM)
+            _wait_exit_unreaped(child.pid, pidfd, kill_grace)
+            _killpg(child.pid, signal.SIGKILL)  # the leader is not reaped: its group id holds
+        child.wait()
+    finally:
+        if child.returncode is None:  # interrupted: leave nothing behind
+            _killpg(child.pid, signal.SIGKILL)
+            child.wait()
+        for fd in (out.fd, err.fd, pidfd, -1 if in_fd is None else in_fd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+    return RunResult(
+        exit_code=None if timed_out else child.returncode,
+        stdout=out.value(), stderr=err.value(), stdout_size=out.size, stderr_size=err.size,
+        duration_ms=(time.perf_counter() - start) * 1000, timed_out=timed_out,
+    )
+
+
+def _wait_exit_unreaped(pid: int, pidfd: int, limit: float) -> None:
+    """Wait up to ``limit`` seconds for a child to exit, leaving it to be reaped later."""
+    if pidfd >= 0:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        poller.poll(limit * 1000)
+        return
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return
+        except ChildProcessError:
+            return
+        time.sleep(0.01)

@@ -16,8 +16,6 @@ from mcp_hooks.engine import AGENT_TEXT_CAP, HookRun, Outcome
 from mcp_hooks.errors import InvalidEventError, UnknownEventError
 from tests.conftest import write_hook
 
-pytestmark = pytest.mark.anyio
-
 
 async def fire(registry: Registry, log: EventLog | None = None, cap: int = 8,
                **fields: Any) -> Outcome:
@@ -33,12 +31,14 @@ def shell(tool_input: dict[str, Any] | None = None, **more: Any) -> dict[str, An
 # -- exit codes and stdout shapes ---------------------------------------------------------
 
 
+@pytest.mark.anyio
 async def test_no_hooks_allows(user_dir: Path, project: Path) -> None:
     outcome = await fire(Registry(user_dir, project), **shell())
     assert outcome.decision == "allow"
     assert outcome.hooks == [] and outcome.reason is None and outcome.modified_input is None
 
 
+@pytest.mark.anyio
 async def test_exit_2_denies_with_stderr_as_reason(user_dir: Path, project: Path) -> None:
     write_hook(user_dir, "no-rm", script="cat >/dev/null\necho 'rm is not allowed' >&2\nexit 2\n")
     outcome = await fire(Registry(user_dir, project), **shell({"command": "rm -rf x"}))
@@ -49,6 +49,7 @@ async def test_exit_2_denies_with_stderr_as_reason(user_dir: Path, project: Path
     assert outcome.hooks[0].status == "deny" and outcome.hooks[0].exit_code == 2
 
 
+@pytest.mark.anyio
 async def test_exit_2_without_stderr_still_denies_with_a_reason(user_dir: Path) -> None:
     write_hook(user_dir, "silent", script="exit 2\n")
     outcome = await fire(Registry(user_dir), **shell())
@@ -60,12 +61,14 @@ async def test_exit_2_without_stderr_still_denies_with_a_reason(user_dir: Path) 
     '{"decision": "deny", "reason": "json says no"}',
     '{"decision": "block", "reason": "json says no"}',
 ])
+@pytest.mark.anyio
 async def test_stdout_json_deny_and_block(user_dir: Path, stdout: str) -> None:
     write_hook(user_dir, "j", script=f"echo '{stdout}'\n")
     outcome = await fire(Registry(user_dir), **shell())
     assert outcome.denied and outcome.reason == "json says no" and outcome.blocked_by == "j"
 
 
+@pytest.mark.anyio
 async def test_stdout_allow_with_log_and_context(user_dir: Path) -> None:
     write_hook(user_dir, "ctx", script=(
         """echo '{"decision": "allow", "log": "checked", """
@@ -77,6 +80,7 @@ async def test_stdout_allow_with_log_and_context(user_dir: Path) -> None:
 
 
 @pytest.mark.parametrize(("code", "label"), [(1, "exit 1"), (3, "exit 3"), (127, "exit 127")])
+@pytest.mark.anyio
 async def test_other_exit_codes_fail_open_with_a_warning(user_dir: Path, code: int,
                                                          label: str) -> None:
     write_hook(user_dir, "crashy", script=f"echo 'boom' >&2\nexit {code}\n")
@@ -92,6 +96,7 @@ async def test_other_exit_codes_fail_open_with_a_warning(user_dir: Path, code: i
     '"a string"',
     "{broken",
 ])
+@pytest.mark.anyio
 async def test_unparsable_or_non_object_stdout_fails_open(user_dir: Path, stdout: str) -> None:
     write_hook(user_dir, "garbage", script=f"printf '%s' '{stdout}'\n")
     outcome = await fire(Registry(user_dir), **shell())
@@ -100,6 +105,7 @@ async def test_unparsable_or_non_object_stdout_fails_open(user_dir: Path, stdout
     assert outcome.warnings and "garbage" in outcome.warnings[0]
 
 
+@pytest.mark.anyio
 async def test_binary_garbage_on_stdout_fails_open(user_dir: Path) -> None:
     write_hook(user_dir, "binary", script="head -c 4096 /dev/urandom\n")
     outcome = await fire(Registry(user_dir), **shell())
@@ -108,6 +114,7 @@ async def test_binary_garbage_on_stdout_fails_open(user_dir: Path) -> None:
     json.loads(outcome.to_json())  # the outcome stays serialisable
 
 
+@pytest.mark.anyio
 async def test_on_error_block_fails_closed(user_dir: Path) -> None:
     write_hook(user_dir, "strict", script="exit 1\n", extra="metadata:\n  on_error: block\n")
     outcome = await fire(Registry(user_dir), **shell())
@@ -115,6 +122,7 @@ async def test_on_error_block_fails_closed(user_dir: Path) -> None:
     assert "fails closed" in (outcome.reason or "")
 
 
+@pytest.mark.anyio
 async def test_missing_interpreter_is_an_error_result(user_dir: Path) -> None:
     write_hook(user_dir, "noint", script="#!/no/such/interpreter\nexit 0\n")
     outcome = await fire(Registry(user_dir), **shell())
@@ -123,6 +131,7 @@ async def test_missing_interpreter_is_an_error_result(user_dir: Path) -> None:
     assert "could not start" in (outcome.hooks[0].message or "")
 
 
+@pytest.mark.anyio
 async def test_script_removed_after_indexing_is_an_error_result(user_dir: Path) -> None:
     hook = write_hook(user_dir, "gone")
     registry = Registry(user_dir)
@@ -136,6 +145,7 @@ async def test_script_removed_after_indexing_is_an_error_result(user_dir: Path) 
 # -- ordering, chaining, first block ------------------------------------------------------
 
 
+@pytest.mark.anyio
 async def test_order_priority_then_user_before_project_then_name(
     user_dir: Path, project: Path, project_hooks: Path, tmp_path: Path
 ) -> None:
@@ -153,6 +163,7 @@ async def test_order_priority_then_user_before_project_then_name(
     assert trace.read_text().split() == expected
 
 
+@pytest.mark.anyio
 async def test_project_hook_replaces_user_hook_of_same_name(
     user_dir: Path, project: Path, project_hooks: Path
 ) -> None:
@@ -163,6 +174,7 @@ async def test_project_hook_replaces_user_hook_of_same_name(
     assert [(h.name, h.scope) for h in outcome.hooks] == [("same", "project")]
 
 
+@pytest.mark.anyio
 async def test_first_block_ends_the_chain(user_dir: Path, tmp_path: Path) -> None:
     ran = tmp_path / "ran"
     write_hook(user_dir, "first", script="echo stop >&2\nexit 2\n", extra="priority: 900\n")
@@ -173,6 +185,7 @@ async def test_first_block_ends_the_chain(user_dir: Path, tmp_path: Path) -> Non
     assert not ran.exists()
 
 
+@pytest.mark.anyio
 async def test_modified_input_chains_to_later_hooks(user_dir: Path, tmp_path: Path) -> None:
     seen = tmp_path / "seen.json"
     write_hook(user_dir, "rewrite", extra="priority: 900\n",
@@ -183,6 +196,7 @@ async def test_modified_input_chains_to_later_hooks(user_dir: Path, tmp_path: Pa
     assert json.loads(seen.read_text())["tool_input"] == {"command": "ls -la"}
 
 
+@pytest.mark.anyio
 async def test_modified_input_is_null_when_denied_later(user_dir: Path) -> None:
     write_hook(user_dir, "rewrite", extra="priority: 900\n",
                script="""echo '{"modified_input": {"command": "ls -la"}}'\n""")
@@ -191,6 +205,7 @@ async def test_modified_input_is_null_when_denied_later(user_dir: Path) -> None:
     assert outcome.denied and outcome.modified_input is None
 
 
+@pytest.mark.anyio
 async def test_modified_input_outside_before_tool_is_ignored_with_warning(
     user_dir: Path,
 ) -> None:
@@ -202,6 +217,7 @@ async def test_modified_input_outside_before_tool_is_ignored_with_warning(
     assert any("only applies to before_tool" in w for w in outcome.warnings)
 
 
+@pytest.mark.anyio
 async def test_modified_output_chains_after_tool(user_dir: Path, tmp_path: Path) -> None:
     seen = tmp_path / "seen.json"
     write_hook(user_dir, "redact", trigger="after_tool", extra="priority: 900\n",
@@ -213,6 +229,7 @@ async def test_modified_output_chains_after_tool(user_dir: Path, tmp_path: Path)
     assert json.loads(seen.read_text())["tool_output"] == "[redacted]"
 
 
+@pytest.mark.anyio
 async def test_additional_context_collected_in_order(user_dir: Path) -> None:
     for name, prio in (("one", 300), ("two", 200)):
         write_hook(user_dir, name, extra=f"priority: {prio}\n",
@@ -221,6 +238,7 @@ async def test_additional_context_collected_in_order(user_dir: Path) -> None:
     assert outcome.additional_context == ["from one", "from two"]
 
 
+@pytest.mark.anyio
 async def test_reason_handed_to_agent_is_capped(user_dir: Path, tmp_path: Path) -> None:
     write_hook(user_dir, "loud", script="head -c 50000 /dev/zero | tr '\\0' x >&2\nexit 2\n")
     log = EventLog(tmp_path / "log.jsonl")
@@ -235,6 +253,7 @@ async def test_reason_handed_to_agent_is_capped(user_dir: Path, tmp_path: Path) 
 # -- payload and environment -------------------------------------------------------------
 
 
+@pytest.mark.anyio
 async def test_payload_and_environment(user_dir: Path, project: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     write_hook(user_dir, "spy", trigger="pre-tool-call",
@@ -266,6 +285,7 @@ async def test_payload_and_environment(user_dir: Path, project: Path, tmp_path: 
     ("post-tool-call", "after_tool"), ("post_reply", "after_agent"),
     ("pre-agent-turn-stop", "before_stop"), ("post-context-compact", "post_compact"),
 ])
+@pytest.mark.anyio
 async def test_aliases_wake_hooks_of_any_spelling(user_dir: Path, tmp_path: Path,
                                                   trigger: str, fired: str) -> None:
     out = tmp_path / "payload.json"
@@ -283,6 +303,7 @@ async def test_aliases_wake_hooks_of_any_spelling(user_dir: Path, tmp_path: Path
 # -- matchers ----------------------------------------------------------------------------
 
 
+@pytest.mark.anyio
 async def test_tool_matcher_is_a_full_match(user_dir: Path) -> None:
     write_hook(user_dir, "shell-only", script="exit 2\n", extra="matcher:\n  tool: Shell\n")
     assert (await fire(Registry(user_dir), **shell())).denied
@@ -291,6 +312,7 @@ async def test_tool_matcher_is_a_full_match(user_dir: Path) -> None:
     assert power.decision == "allow" and power.hooks == []
 
 
+@pytest.mark.anyio
 async def test_pattern_searches_every_string_value_recursively(user_dir: Path) -> None:
     write_hook(user_dir, "py", script="exit 2\n",
                extra='matcher:\n  tool: "WriteFile|EditFile"\n  pattern: "\\\\.py$"\n')
@@ -306,6 +328,7 @@ async def test_pattern_searches_every_string_value_recursively(user_dir: Path) -
     assert other_tool.hooks == []
 
 
+@pytest.mark.anyio
 async def test_regex_tool_matcher_and_no_matcher(user_dir: Path) -> None:
     write_hook(user_dir, "mcp", script="exit 2\n", extra='matcher:\n  tool: "mcp__.*"\n')
     write_hook(user_dir, "all", script="exit 0\n", extra="priority: 999\n")
@@ -329,6 +352,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.anyio
 async def test_timeout_kills_the_whole_group(user_dir: Path, tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     write_hook(user_dir, "slow", extra="timeout: 300\n", script=(
@@ -348,6 +372,7 @@ async def test_timeout_kills_the_whole_group(user_dir: Path, tmp_path: Path) -> 
         assert not _alive(pid), f"process {pid} survived the timeout"
 
 
+@pytest.mark.anyio
 async def test_timeout_fails_closed_when_asked(user_dir: Path) -> None:
     write_hook(user_dir, "slow", script="sleep 10\n",
                extra="timeout: 200\nmetadata:\n  on_error: block\n")
@@ -355,6 +380,7 @@ async def test_timeout_fails_closed_when_asked(user_dir: Path) -> None:
     assert outcome.denied and outcome.hooks[0].status == "timeout"
 
 
+@pytest.mark.anyio
 async def test_grandchild_holding_stdout_does_not_hang_the_event(
     user_dir: Path, tmp_path: Path
 ) -> None:
@@ -370,6 +396,7 @@ async def test_grandchild_holding_stdout_does_not_hang_the_event(
     os.kill(int(pid_file.read_text()), 9)
 
 
+@pytest.mark.anyio
 async def test_output_flood_is_capped_and_drained(user_dir: Path, tmp_path: Path) -> None:
     write_hook(user_dir, "flood", script=(
         "head -c 5000000 /dev/zero | tr '\\0' a\n"
@@ -385,6 +412,7 @@ async def test_output_flood_is_capped_and_drained(user_dir: Path, tmp_path: Path
     assert len(record["hooks"][0]["stderr"]) == 1 << 20
 
 
+@pytest.mark.anyio
 async def test_hook_that_never_reads_a_large_payload(user_dir: Path) -> None:
     write_hook(user_dir, "deaf", script="exit 0\n")
     big = {"command": "x" * 3_000_000}
@@ -392,6 +420,7 @@ async def test_hook_that_never_reads_a_large_payload(user_dir: Path) -> None:
     assert outcome.decision == "allow" and outcome.hooks[0].status == "allow"
 
 
+@pytest.mark.anyio
 async def test_hook_that_reads_a_large_payload(user_dir: Path) -> None:
     write_hook(user_dir, "reader", script="n=$(wc -c); [ \"$n\" -gt 3000000 ] || exit 1\n")
     outcome = await fire(Registry(user_dir), **shell({"command": "y" * 3_000_000}))
@@ -401,6 +430,7 @@ async def test_hook_that_reads_a_large_payload(user_dir: Path) -> None:
 # -- async hooks -------------------------------------------------------------------------
 
 
+@pytest.mark.anyio
 async def test_async_hooks_do_not_delay_or_block(user_dir: Path, tmp_path: Path) -> None:
     done = tmp_path / "done"
     seen = tmp_path / "seen.json"
@@ -424,6 +454,7 @@ async def test_async_hooks_do_not_delay_or_block(user_dir: Path, tmp_path: Path)
     assert result["hook"]["name"] == "bg" and result["hook"]["stdout"] == "finished\n"
 
 
+@pytest.mark.anyio
 async def test_async_hook_timeout_is_logged_and_killed(user_dir: Path, tmp_path: Path) -> None:
     write_hook(user_dir, "bg", extra="async: true\ntimeout: 200\n", script="sleep 30\n")
     log = EventLog(tmp_path / "log.jsonl")
@@ -435,6 +466,7 @@ async def test_async_hook_timeout_is_logged_and_killed(user_dir: Path, tmp_path:
     assert result["hook"]["status"] == "timeout"
 
 
+@pytest.mark.anyio
 async def test_detached_async_hooks_outlive_the_engine(user_dir: Path, tmp_path: Path) -> None:
     done = tmp_path / "done"
     write_hook(user_dir, "bg", extra="async: true\n", script=f"sleep 0.3\ntouch {done}\n")
@@ -451,12 +483,14 @@ async def test_detached_async_hooks_outlive_the_engine(user_dir: Path, tmp_path:
 # -- before_stop and the loop guard -------------------------------------------------------
 
 
+@pytest.mark.anyio
 async def test_before_stop_block_means_continue_working(user_dir: Path) -> None:
     write_hook(user_dir, "gate", trigger="before_stop", script="echo 'tests fail' >&2\nexit 2\n")
     outcome = await fire(Registry(user_dir), event_type="before_stop", session_id="s")
     assert outcome.denied and outcome.continue_working and outcome.reason == "tests fail"
 
 
+@pytest.mark.anyio
 async def test_loop_guard_counts_and_overrides_at_the_cap(user_dir: Path, tmp_path: Path) -> None:
     seen = tmp_path / "seen"
     write_hook(user_dir, "gate", trigger="before_stop",
@@ -480,6 +514,7 @@ async def test_loop_guard_counts_and_overrides_at_the_cap(user_dir: Path, tmp_pa
     assert any("loop guard" in w for w in logged[3]["warnings"])
 
 
+@pytest.mark.anyio
 async def test_loop_guard_resets_when_a_stop_is_allowed(user_dir: Path, tmp_path: Path) -> None:
     flag = tmp_path / "pass"
     write_hook(user_dir, "gate", trigger="before_stop",
@@ -495,6 +530,7 @@ async def test_loop_guard_resets_when_a_stop_is_allowed(user_dir: Path, tmp_path
     assert [o.continue_working for o in after] == [True, True]
 
 
+@pytest.mark.anyio
 async def test_loop_guard_honours_the_callers_flag(user_dir: Path, tmp_path: Path) -> None:
     seen = tmp_path / "seen.json"
     write_hook(user_dir, "gate", trigger="before_stop", script=f"cat > {seen}\n")
@@ -504,6 +540,7 @@ async def test_loop_guard_honours_the_callers_flag(user_dir: Path, tmp_path: Pat
     assert payload["stop_hook_active"] is True and payload["stop_reason"] == "no_tool_calls"
 
 
+@pytest.mark.anyio
 async def test_cap_zero_turns_the_guard_off(user_dir: Path) -> None:
     write_hook(user_dir, "gate", trigger="before_stop", script="exit 2\n")
     async with Engine(Registry(user_dir), stop_block_cap=0) as engine:
@@ -515,6 +552,7 @@ async def test_cap_zero_turns_the_guard_off(user_dir: Path) -> None:
 # -- progress callback, bad events, the log ----------------------------------------------
 
 
+@pytest.mark.anyio
 async def test_on_hook_done_reports_each_sync_hook(user_dir: Path) -> None:
     write_hook(user_dir, "a", extra="priority: 2\n")
     write_hook(user_dir, "b", extra="priority: 1\n", script="exit 1\n")
@@ -528,6 +566,7 @@ async def test_on_hook_done_reports_each_sync_hook(user_dir: Path) -> None:
     assert [(r.name, r.status) for r in seen] == [("a", "allow"), ("b", "error")]
 
 
+@pytest.mark.anyio
 async def test_unknown_event_type_raises(user_dir: Path) -> None:
     with pytest.raises(UnknownEventError, match="unknown event type 'before_everything'"):
         await fire(Registry(user_dir), event_type="before_everything")
@@ -544,12 +583,14 @@ def test_malformed_event_fields_name_the_field(fields: dict[str, Any], field: st
         Event.create(event_type="before_tool", **fields)
 
 
+@pytest.mark.anyio
 async def test_work_dir_must_exist(user_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(InvalidEventError, match="work_dir"):
         await fire(Registry(user_dir), event_type="before_tool",
                    work_dir=str(tmp_path / "missing"))
 
 
+@pytest.mark.anyio
 async def test_every_event_is_logged_as_one_line(user_dir: Path, tmp_path: Path) -> None:
     write_hook(user_dir, "deny", script="echo nope >&2\nexit 2\n")
     log = EventLog(tmp_path / "state" / "events.jsonl")
@@ -563,6 +604,7 @@ async def test_every_event_is_logged_as_one_line(user_dir: Path, tmp_path: Path)
     assert first["session_id"] == "s" and first["tool_name"] == "Shell"
 
 
+@pytest.mark.anyio
 async def test_a_failing_log_never_fails_the_event(
     user_dir: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -575,6 +617,7 @@ async def test_a_failing_log_never_fails_the_event(
     assert "cannot write the event log" in capfd.readouterr().err
 
 
+@pytest.mark.anyio
 async def test_concurrent_events_share_one_engine(user_dir: Path, tmp_path: Path) -> None:
     write_hook(user_dir, "sleepy", script="sleep 0.2\n")
     log = EventLog(tmp_path / "log.jsonl")
@@ -591,3 +634,30 @@ async def test_concurrent_events_share_one_engine(user_dir: Path, tmp_path: Path
         assert time.monotonic() - started < 2.0  # in parallel, not 20 x 0.2 s
     assert len(results) == 20 and all(r.hooks[0].status == "allow" for r in results)
     assert len(list(log.read())) == 20
+
+
+# -- one-shot engines (mcp-hooks fire, host bridges): no event loop at all -----------------
+
+
+def test_fire_blocking_runs_the_chain_without_a_loop(user_dir: Path, tmp_path: Path) -> None:
+    write_hook(user_dir, "rewrite", extra="priority: 900\n",
+               script="""echo '{"modified_input": {"command": "ls -la"}}'\n""")
+    write_hook(user_dir, "deny", extra="priority: 10\nmatcher:\n  pattern: rm\n",
+               script="echo 'no rm' >&2\nexit 2\n")
+    done = tmp_path / "done"
+    write_hook(user_dir, "bg", extra="async: true\n", script=f"sleep 0.2\ntouch {done}\n")
+    log = EventLog(tmp_path / "log.jsonl")
+    engine = Engine(Registry(user_dir, watch=False), log=log, one_shot=True)
+    allowed = engine.fire_blocking(Event.create(**shell({"command": "ls"})))
+    assert allowed.decision == "allow" and allowed.modified_input == {"command": "ls -la"}
+    denied = engine.fire_blocking(Event.create(**shell({"command": "rm x"})))
+    assert denied.denied and denied.reason == "no rm"
+    deadline = time.monotonic() + 15
+    while not done.exists() and time.monotonic() < deadline:  # the detached async hook
+        time.sleep(0.05)
+    assert done.exists()
+
+
+def test_fire_blocking_needs_a_one_shot_engine(user_dir: Path) -> None:
+    with pytest.raises(RuntimeError, match="one_shot"):
+        Engine(Registry(user_dir)).fire_blocking(Event.create(**shell()))

@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_hooks.runner import run_hook
-
-pytestmark = pytest.mark.anyio
+from mcp_hooks.runner import run_hook, run_hook_blocking
 
 
 async def run(argv: list[str], payload: bytes = b"{}", timeout: float = 10,
@@ -22,11 +20,13 @@ async def run(argv: list[str], payload: bytes = b"{}", timeout: float = 10,
     (["/no/such/script"], "not found"),
     ([__file__], "permission denied"),
 ])
+@pytest.mark.anyio
 async def test_spawn_errors_are_results(argv: list[str], words: str) -> None:
     result = await run_hook(argv, b"", cwd="/", env={}, timeout=5)
     assert result.exit_code is None and words in (result.spawn_error or "")
 
 
+@pytest.mark.anyio
 async def test_not_an_executable_format(tmp_path: Path) -> None:
     script = tmp_path / "noshebang"
     script.write_bytes(b"\x00\x01\x02garbage")
@@ -35,6 +35,7 @@ async def test_not_an_executable_format(tmp_path: Path) -> None:
     assert result.spawn_error is not None
 
 
+@pytest.mark.anyio
 async def test_stdin_round_trip_and_separate_streams() -> None:
     code = "import sys; d=sys.stdin.read(); print(d.upper()); print('err', file=sys.stderr)"
     result = await run_hook([sys.executable, "-c", code], b"hello", cwd="/",
@@ -43,6 +44,7 @@ async def test_stdin_round_trip_and_separate_streams() -> None:
     assert result.stdout == b"HELLO\n" and result.stderr == b"err\n"
 
 
+@pytest.mark.anyio
 async def test_output_cap_counts_what_was_dropped() -> None:
     code = "import sys; sys.stdout.write('x' * 100000)"
     result = await run_hook([sys.executable, "-c", code], b"", cwd="/", env=dict(os.environ),
@@ -50,6 +52,57 @@ async def test_output_cap_counts_what_was_dropped() -> None:
     assert len(result.stdout) == 1000 and result.stdout_size == 100000
 
 
+@pytest.mark.anyio
 async def test_signal_exit_is_negative() -> None:
     result = await run_hook(["/bin/sh", "-c", "kill -9 $$"], b"", cwd="/", env={}, timeout=5)
     assert result.exit_code == -9
+
+
+# -- the blocking runner of one-shot processes: the same promises without an event loop ---
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_blocking_runner_round_trip() -> None:
+    code = "import sys; d=sys.stdin.read(); print(d.upper()); print('err', file=sys.stderr)"
+    result = run_hook_blocking([sys.executable, "-c", code], b"hello", cwd="/",
+                               env=dict(os.environ), timeout=10)
+    assert (result.exit_code, result.stdout, result.stderr) == (0, b"HELLO\n", b"err\n")
+
+
+def test_blocking_runner_spawn_error() -> None:
+    result = run_hook_blocking(["/no/such/script"], b"", cwd="/", env={}, timeout=5)
+    assert result.exit_code is None and "not found" in (result.spawn_error or "")
+
+
+def test_blocking_runner_timeout_kills_the_group(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    script = f"trap '' TERM; sleep 60 & echo $! >> {pids}; echo $$ >> {pids}; wait"
+    result = run_hook_blocking(["/bin/sh", "-c", script], b"", cwd="/", env={}, timeout=0.3)
+    assert result.timed_out and result.exit_code is None
+    for pid in map(int, pids.read_text().split()):
+        assert not _alive(pid), f"process {pid} survived the timeout"
+
+
+def test_blocking_runner_grandchild_holding_stdout(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    script = f"sleep 30 & echo $! > {pid_file}; echo bye >&2; exit 2"
+    result = run_hook_blocking(["/bin/sh", "-c", script], b"", cwd="/", env={}, timeout=20)
+    assert result.exit_code == 2 and result.stderr == b"bye\n"
+    assert result.duration_ms < 5000
+    os.kill(int(pid_file.read_text()), 9)
+
+
+def test_blocking_runner_flood_and_large_payload() -> None:
+    flood = "head -c 3000000 /dev/zero | tr '\\0' a; head -c 2000000 /dev/zero >&2"
+    result = run_hook_blocking(["/bin/sh", "-c", flood], b"x" * 3_000_000, cwd="/", env={},
+                               timeout=30, output_cap=1000)
+    assert result.exit_code == 0
+    assert (len(result.stdout), result.stdout_size) == (1000, 3_000_000)
+    assert result.stderr_size == 2_000_000

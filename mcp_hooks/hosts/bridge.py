@@ -79,8 +79,6 @@ def answer(host: Host, raw: bytes, args: argparse.Namespace) -> Reply:
 
 def fire_call(call: Call, args: argparse.Namespace) -> Outcome:
     """Fire the translated call at a fresh engine over the registry the options describe."""
-    import asyncio
-
     from mcp_hooks import options
     from mcp_hooks.discovery import Registry, find_project_dir
     from mcp_hooks.engine import Engine, Event
@@ -96,14 +94,10 @@ def fire_call(call: Call, args: argparse.Namespace) -> Outcome:
         stop_state.before()
     event = Event.create(event_type=call.event, **call.fields)
 
-    async def run() -> Outcome:
-        engine = Engine(registry, log=options.event_log(args),
-                        stop_block_cap=options.stop_block_cap(args), detach_async=True)
-        async with engine:
-            return await engine.fire(event)
-
+    engine = Engine(registry, log=options.event_log(args),
+                    stop_block_cap=options.stop_block_cap(args), one_shot=True)
     try:
-        outcome: Outcome = asyncio.run(run())
+        outcome = engine.fire_blocking(event)
     finally:
         registry.close()
     if stop_state is not None:
