@@ -89,6 +89,9 @@ def format_log_record(record: dict[str, Any]) -> str:
         return (f"{ts}  {record.get('event', '?'):<18} async {hook.get('name')}: "
                 f"{hook.get('status')} (exit {hook.get('exit_code')}, "
                 f"{hook.get('duration_ms')} ms)")
+    if record.get("kind") == "proxy_upstream":
+        line = f"{ts}  proxy upstream {record.get('upstream')} is {record.get('state')}"
+        return line + (f": {record['error']}" if record.get("error") else "")
     hooks = ", ".join(f"{h.get('name')}={h.get('status')}" for h in record.get("hooks") or [])
     decision = str(record.get("decision", "?")).upper()
     line = f"{ts}  {record.get('event', '?'):<18} {decision:<5}"

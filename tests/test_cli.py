@@ -213,3 +213,11 @@ def test_environment_variables_configure_a_host_run(hooks: Path, project: Path,
                env={"MCP_HOOKS_USER_DIR": str(hooks), "MCP_HOOKS_PROJECT_DIR": str(project),
                     "MCP_HOOKS_LOG": str(log)})
     assert done.returncode == 2 and log.exists()
+
+
+def test_log_shows_proxy_upstream_records(tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    log.write_text(json.dumps({"ts": "2026-01-01T00:00:00.000Z", "kind": "proxy_upstream",
+                               "upstream": "git", "state": "dead", "error": "exit 1"}) + "\n")
+    shown = run("log", "--log", str(log))
+    assert "proxy upstream git is dead: exit 1" in shown.stdout
