@@ -20,13 +20,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_hooks.errors import HookFileError
-from mcp_hooks.hookfile import HOOK_FILES, HookSpec, Scope, load_hook
+from mcp_hooks.hookfile import HookSpec, Scope, load_hook
 
 if TYPE_CHECKING:
     from mcp_hooks.watch import ChangeWatcher
 
 _LITERAL_TOOLS = re.compile(r"^[A-Za-z0-9_\-]+(?:\|[A-Za-z0-9_\-]+)*$")
-_SIGNATURE_FILES = (*HOOK_FILES, "scripts/run", "scripts/run.sh", "scripts/run.py")
+# What decides whether a hook folder must be read again: its HOOK.md, the scripts folder
+# (an entry script added, removed or renamed changes its mtime) and scripts/run itself
+# (chmod +x). Content edits of run.sh / run.py do not matter: scripts are read when run.
+_SIGNATURE_FILES = ("HOOK.md", "scripts", "scripts/run")
 
 
 def default_user_dir() -> Path:
@@ -190,9 +193,16 @@ class Registry:
         for rel in _SIGNATURE_FILES:
             try:
                 st = os.stat(f"{base}/{rel}")
-                signature.append((st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode))
             except OSError:
-                signature.append(None)
+                if rel != "HOOK.md":
+                    signature.append(None)
+                    continue
+                try:
+                    st = os.stat(f"{base}/hook.md")
+                except OSError:
+                    signature.append(None)
+                    continue
+            signature.append((st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode))
         key = tuple(signature)
         cached = self._cache.get(hook_dir)
         if cached is not None and cached[0] == key:
