@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -86,7 +87,10 @@ def test_blocking_runner_timeout_kills_the_group(tmp_path: Path) -> None:
     script = f"trap '' TERM; sleep 60 & echo $! >> {pids}; echo $$ >> {pids}; wait"
     result = run_hook_blocking(["/bin/sh", "-c", script], b"", cwd="/", env={}, timeout=0.3)
     assert result.timed_out and result.exit_code is None
+    deadline = time.monotonic() + 5  # SIGKILL is delivered asynchronously: allow a moment
     for pid in map(int, pids.read_text().split()):
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert not _alive(pid), f"process {pid} survived the timeout"
 
 
