@@ -126,6 +126,16 @@ def warning_text(outcome: Outcome, notes: list[str]) -> str:
     return "\n".join(f"mcp-hooks: {w}" for w in (*notes, *outcome.warnings))
 
 
+def json_reply(out: dict[str, Any], outcome: Outcome, notes: list[str], *,
+               system_message: bool = False) -> Reply:
+    """The host's JSON answer, with the warnings on stderr (and in ``systemMessage`` for hosts
+    that show it to the user)."""
+    warnings = warning_text(outcome, notes)
+    if warnings and system_message:
+        out["systemMessage"] = warnings
+    return Reply.json(out, stderr=warnings + "\n" if warnings else "")
+
+
 def denied_by(outcome: Outcome) -> str:
     return f"mcp-hooks: {outcome.event_type} denied by {outcome.blocked_by or 'a hook'}"
 

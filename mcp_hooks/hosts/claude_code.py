@@ -19,7 +19,7 @@ from mcp_hooks.hosts.base import (
     Reply,
     denied_by,
     joined,
-    warning_text,
+    json_reply,
 )
 from mcp_hooks.hosts.vocab import CLAUDE_CODE, Vocabulary
 
@@ -87,10 +87,7 @@ class ClaudeShaped(Host):
 
         if len(specific) > 1:
             out["hookSpecificOutput"] = specific
-        warnings = warning_text(outcome, notes)
-        if warnings:
-            out["systemMessage"] = warnings
-        return Reply.json(out, stderr=warnings + "\n" if warnings else "")
+        return json_reply(out, outcome, notes, system_message=True)
 
 
 class ClaudeCode(ClaudeShaped):

@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from mcp_hooks.hosts.base import Call, Host, Reply, denied_by, joined, warning_text
+from mcp_hooks.hosts.base import Call, Host, Reply, denied_by, joined, json_reply
 from mcp_hooks.hosts.vocab import COPILOT_CLI, Vocabulary
 
 if TYPE_CHECKING:
@@ -118,8 +118,7 @@ class CopilotCli(Host):
                 out["additionalContext"] = joined(contexts)
             else:
                 notes.append(f"Copilot CLI takes no context on {event}: {joined(contexts)}")
-        warnings = warning_text(outcome, notes)
-        return Reply.json(out, stderr=warnings + "\n" if warnings else "")
+        return json_reply(out, outcome, notes)
 
 
 HOST = CopilotCli()

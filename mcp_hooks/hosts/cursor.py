@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from mcp_hooks.hosts.base import Call, Host, Reply, denied_by, joined, warning_text
+from mcp_hooks.hosts.base import Call, Host, Reply, denied_by, joined, json_reply
 from mcp_hooks.hosts.vocab import CURSOR, CURSOR_EVENT_TOOLS, ToolMap, Vocabulary
 
 if TYPE_CHECKING:
@@ -150,8 +150,7 @@ class Cursor(Host):
                 out["additional_context"] = joined(contexts)
             else:
                 notes.append(f"Cursor takes no context on {event}: {joined(contexts)}")
-        warnings = warning_text(outcome, notes)
-        return Reply.json(out, stderr=warnings + "\n" if warnings else "")
+        return json_reply(out, outcome, notes)
 
 
 HOST = Cursor()

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from mcp_hooks.hosts.base import Call, Host, Reply, denied_by, joined, warning_text
+from mcp_hooks.hosts.base import Call, Host, Reply, denied_by, joined, json_reply
 from mcp_hooks.hosts.vocab import GEMINI_CLI, Vocabulary
 
 if TYPE_CHECKING:
@@ -99,10 +99,7 @@ class GeminiCli(Host):
                 notes.append(f"Gemini CLI takes no context on {event}: {joined(contexts)}")
         if len(specific) > 1:
             out["hookSpecificOutput"] = specific
-        warnings = warning_text(outcome, notes)
-        if warnings:
-            out["systemMessage"] = warnings
-        return Reply.json(out, stderr=warnings + "\n" if warnings else "")
+        return json_reply(out, outcome, notes, system_message=True)
 
 
 HOST = GeminiCli()

@@ -23,6 +23,7 @@ from mcp_hooks.hosts.base import (
     Reply,
     denied_by,
     joined,
+    json_reply,
     warning_text,
 )
 from mcp_hooks.hosts.vocab import KIMI_CLI, Vocabulary
@@ -71,8 +72,7 @@ class KimiCli(Host):
                     "permissionDecision": "deny",
                     "permissionDecisionReason": joined([reason, *contexts]),
                 }}
-                warnings = warning_text(outcome, notes)
-                return Reply.json(decision, stderr=warnings + "\n" if warnings else "")
+                return json_reply(decision, outcome, notes)
             notes.append(f"Kimi CLI cannot block {event}; {outcome.blocked_by} said: {reason}")
         warnings = warning_text(outcome, notes)
         return Reply(joined(contexts), warnings + "\n" if warnings else "", 0)
