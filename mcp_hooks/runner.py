@@ -360,6 +360,20 @@ def _spawn_error(argv: Sequence[str], exc: OSError) -> str:
     return f"{target}: {exc.strerror or exc}"
 
 
+def _not_started(argv: Sequence[str], exc: OSError, start: float) -> RunResult:
+    return RunResult(exit_code=None, duration_ms=(time.perf_counter() - start) * 1000,
+                     spawn_error=_spawn_error(argv, exc))
+
+
+def _finished(child: _Child, out: _Stream, err: _Stream, start: float,
+              timed_out: bool) -> RunResult:
+    return RunResult(
+        exit_code=None if timed_out else child.returncode,
+        stdout=out.value(), stderr=err.value(), stdout_size=out.size, stderr_size=err.size,
+        duration_ms=(time.perf_counter() - start) * 1000, timed_out=timed_out,
+    )
+
+
 async def run_hook(
     argv: Sequence[str],
     payload: bytes,
@@ -389,8 +403,7 @@ async def run_hook(
     try:
         child = _spawn(argv, cwd, env)
     except OSError as exc:
-        return RunResult(exit_code=None, duration_ms=(time.perf_counter() - start) * 1000,
-                         spawn_error=_spawn_error(argv, exc))
+        return _not_started(argv, exc, start)
     import asyncio  # here, not at the top: one-shot callers run hooks without a loop
 
     pump = _Pump(asyncio.get_running_loop(), child, payload, output_cap, timeout)
@@ -408,15 +421,7 @@ async def run_hook(
             _killpg(child.pid, signal.SIGKILL)
             child.wait()
         pump.close()
-    return RunResult(
-        exit_code=None if pump.timed_out else child.returncode,
-        stdout=pump.out.value(),
-        stderr=pump.err.value(),
-        stdout_size=pump.out.size,
-        stderr_size=pump.err.size,
-        duration_ms=(time.perf_counter() - start) * 1000,
-        timed_out=pump.timed_out,
-    )
+    return _finished(child, pump.out, pump.err, start, pump.timed_out)
 
 
 def run_hook_blocking(
@@ -437,8 +442,7 @@ def run_hook_blocking(
     try:
         child = _spawn(argv, cwd, env)
     except OSError as exc:
-        return RunResult(exit_code=None, duration_ms=(time.perf_counter() - start) * 1000,
-                         spawn_error=_spawn_error(argv, exc))
+        return _not_started(argv, exc, start)
     out, err = _Stream(child.out_fd, output_cap), _Stream(child.err_fd, output_cap)
     poller = select.poll()
     view = memoryview(payload)
@@ -502,11 +506,7 @@ def run_hook_blocking(
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-    return RunResult(
-        exit_code=None if timed_out else child.returncode,
-        stdout=out.value(), stderr=err.value(), stdout_size=out.size, stderr_size=err.size,
-        duration_ms=(time.perf_counter() - start) * 1000, timed_out=timed_out,
-    )
+    return _finished(child, out, err, start, timed_out)
 
 
 def _wait_exit_unreaped(pid: int, pidfd: int, limit: float) -> None:
