@@ -83,13 +83,6 @@ class _Child:
         self.popen = popen
         self.returncode: int | None = None
 
-    def poll(self) -> int | None:
-        if self.returncode is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self._set(status)
-        return self.returncode
-
     def wait(self) -> int:
         while self.returncode is None:
             try:
@@ -307,10 +300,7 @@ class _Pump:
         """Wait up to ``limit`` seconds for the child to exit (without reaping it)."""
         deadline = self.loop.time() + limit
         while not self.exited and self.loop.time() < deadline:
-            if self.pidfd < 0:
-                if self.child.poll() is not None:
-                    return
-            elif _pidfd_ready(self.pidfd):
+            if _has_exited(self.child.pid, self.pidfd):
                 return
             await _sleep(0.01)
 
@@ -337,8 +327,14 @@ async def _sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
 
-def _pidfd_ready(pidfd: int) -> bool:
-    return bool(select.select([pidfd], [], [], 0)[0])
+def _has_exited(pid: int, pidfd: int) -> bool:
+    """Whether a child has exited, leaving it unreaped (its group id stays reserved)."""
+    if pidfd >= 0:
+        return bool(select.select([pidfd], [], [], 0)[0])
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
 
 
 def _killpg(pgid: int, sig: int) -> None:
@@ -517,10 +513,5 @@ def _wait_exit_unreaped(pid: int, pidfd: int, limit: float) -> None:
         poller.poll(limit * 1000)
         return
     end = time.monotonic() + limit
-    while time.monotonic() < end:
-        try:
-            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                return
-        except ChildProcessError:
-            return
+    while time.monotonic() < end and not _has_exited(pid, -1):
         time.sleep(0.01)
