@@ -213,8 +213,8 @@ def test_port_in_use_is_reported(serve_args: list[str]) -> None:
         assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
 
 
-def test_demo_script_runs() -> None:
-    demo = Path(__file__).resolve().parent.parent / "examples" / "demo_server.py"
+def test_make_demo_script_runs() -> None:
+    demo = Path(__file__).resolve().parent.parent / "examples" / "demo.py"
     done = subprocess.run([sys.executable, str(demo)], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
