@@ -26,25 +26,13 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results import median_us, say, verdict, write_section
+from results import make_hook, median_us, say, verdict, write_section
 
 from mcp_hooks import Engine, Event, Registry
 
 QUICK = "--quick" in sys.argv
 N = 60 if QUICK else 400
 MCP_HOOKS = str(Path(sys.executable).parent / "mcp-hooks")
-
-
-def make_hook(root: Path, name: str, trigger: str = "before_tool", extra: str = "",
-              script: str = "#!/bin/sh\nexit 0\n") -> Path:
-    d = root / name
-    (d / "scripts").mkdir(parents=True, exist_ok=True)
-    (d / "HOOK.md").write_text(
-        f"---\nname: {name}\ndescription: bench hook {name}\ntrigger: {trigger}\n{extra}---\n")
-    run = d / "scripts" / "run"
-    run.write_text(script)
-    run.chmod(0o755)
-    return run
 
 
 def payload_for(tool_input: dict[str, Any]) -> bytes:

@@ -33,36 +33,11 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results import median_us, say, verdict, write_section
+from results import echo_server, make_hook, median_us, say, verdict, write_section
 
 MCP_HOOKS = str(Path(sys.executable).parent / "mcp-hooks")
 RATIO_TARGET = 2.3
 HOOK_SLACK_US = 300.0
-
-
-def echo_server() -> None:
-    from mcp.server import MCPServer
-
-    server = MCPServer("echo")
-
-    @server.tool()
-    def echo(text: str) -> str:
-        """Return the text."""
-        return text
-
-    server.run("stdio")
-
-
-def write_hook(root: Path, name: str, script: str, extra: str = "") -> Path:
-    hook = root / name
-    (hook / "scripts").mkdir(parents=True)
-    (hook / "HOOK.md").write_text(
-        f"---\nname: {name}\ndescription: bench hook {name}\ntrigger: before_tool\n{extra}---\n"
-    )
-    run = hook / "scripts" / "run"
-    run.write_text("#!/bin/sh\n" + script)
-    run.chmod(0o755)
-    return run
 
 
 def raw_spawn(script: Path, payload: bytes) -> None:
@@ -83,12 +58,11 @@ async def measure(calls: int) -> dict[str, Any]:
 
         # Hooks that exist but do not match the call: the no-match path is what is measured.
         quiet = tmp / "quiet"
-        write_hook(quiet / ".agents" / "hooks", "bash-only", "exit 0\n",
-                   "matcher:\n  tool: Bash\n")
+        make_hook(quiet / ".agents" / "hooks", "bash-only", extra="matcher:\n  tool: Bash\n")
         (quiet / "user").mkdir()
         hooked = tmp / "hooked"
-        script = write_hook(hooked / ".agents" / "hooks", "allow-echo", "exit 0\n",
-                            "matcher:\n  tool: echo\n")
+        script = make_hook(hooked / ".agents" / "hooks", "allow-echo",
+                           extra="matcher:\n  tool: echo\n")
         (hooked / "user").mkdir()
 
         def proxy(project: Path) -> StdioServerParameters:

@@ -29,31 +29,10 @@ from typing import Any
 import anyio
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from results import echo_server, make_hook, write_section  # noqa: E402
+
 MCP_HOOKS = str(Path(sys.executable).parent / "mcp-hooks")
-
-
-def echo_server() -> None:
-    from mcp.server import MCPServer
-
-    server = MCPServer("echo")
-
-    @server.tool()
-    def echo(text: str) -> str:
-        """Return the text."""
-        return text
-
-    server.run("stdio")
-
-
-def write_hook(root: Path, name: str, trigger: str, script: str, extra: str = "") -> None:
-    hook = root / name
-    (hook / "scripts").mkdir(parents=True)
-    (hook / "HOOK.md").write_text(
-        f"---\nname: {name}\ndescription: bench hook {name}\ntrigger: {trigger}\n{extra}---\n"
-    )
-    run = hook / "scripts" / "run"
-    run.write_text("#!/bin/sh\n" + script)
-    run.chmod(0o755)
 
 
 def make_env(tmp: Path) -> dict[str, str]:
@@ -71,8 +50,8 @@ async def overhead(tmp: Path, calls: int) -> dict[str, Any]:
 
     project = tmp / "overhead"
     hooks = project / ".agents" / "hooks"
-    write_hook(hooks, "on-session-end", "session_end", "exit 0\n")
-    write_hook(hooks, "bash-only", "before_tool", "exit 0\n", "matcher:\n  tool: Bash\n")
+    make_hook(hooks, "on-session-end", "session_end")
+    make_hook(hooks, "bash-only", extra="matcher:\n  tool: Bash\n")
     user = tmp / "user-hooks"
     user.mkdir()
     env = make_env(tmp)
@@ -151,7 +130,7 @@ async def concurrency(tmp: Path, n: int, script: str = "sleep 0.1\n") -> dict[st
     from mcp.client.streamable_http import streamable_http_client
 
     project = tmp / "concurrency"
-    write_hook(project / ".agents" / "hooks", "sleep-100ms", "before_tool", script)
+    make_hook(project / ".agents" / "hooks", "sleep-100ms", script=script)
     user = tmp / "user-hooks-2"
     user.mkdir()
     proc = subprocess.Popen(
@@ -276,9 +255,6 @@ def main() -> int:
         after, and the processes left below the server 0.2 s after the last reply.
     """).replace("{table}", table)
     if not args.no_write:
-        sys.path.insert(0, str(HERE))
-        from results import write_section
-
         write_section("server", body)
     return 0 if ratio_ok and wall_ok and zombie_ok and rss_ok else 1
 

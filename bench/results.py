@@ -1,4 +1,5 @@
-"""Shared helpers for the benchmarks: timing, medians, the machine, and RESULTS.md sections."""
+"""Shared helpers for the benchmarks: hook folders, an echo server, medians, the machine, and
+RESULTS.md sections."""
 
 from __future__ import annotations
 
@@ -68,3 +69,30 @@ def verdict(ok: bool) -> str:
 
 def say(line: str) -> None:
     print(line, file=sys.stderr if line.startswith("!") else sys.stdout, flush=True)
+
+
+def make_hook(root: Path, name: str, trigger: str = "before_tool", extra: str = "",
+              script: str = "exit 0\n") -> Path:
+    """Write a hook folder; returns its entry script (``#!/bin/sh`` unless it has its own)."""
+    hook = root / name
+    (hook / "scripts").mkdir(parents=True, exist_ok=True)
+    (hook / "HOOK.md").write_text(
+        f"---\nname: {name}\ndescription: bench hook {name}\ntrigger: {trigger}\n{extra}---\n")
+    run = hook / "scripts" / "run"
+    run.write_text(script if script.startswith("#!") else "#!/bin/sh\n" + script)
+    run.chmod(0o755)
+    return run
+
+
+def echo_server() -> None:
+    """A bare SDK server with one echo tool over stdio: the floor MCP benchmarks compare with."""
+    from mcp.server import MCPServer
+
+    server = MCPServer("echo")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Return the text."""
+        return text
+
+    server.run("stdio")
