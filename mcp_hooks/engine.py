@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 Status = Literal["allow", "deny", "error", "timeout", "scheduled"]
 DEFAULT_STOP_BLOCK_CAP = 8
 AGENT_TEXT_CAP = 4000  # characters of a reason or context handed to the agent
+_ENV_CACHE = 256  # hook environments kept (one per hook, work_dir and session)
 
 
 # Event fields and what each must be, declared once: (name, JSON kind, may be null).
@@ -120,7 +121,7 @@ class Event:
         return cls(**fields)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class HookRun:
     """What one hook did in one event."""
 
@@ -132,6 +133,21 @@ class HookRun:
     exit_code: int | None = None
     duration_ms: float = 0.0
     message: str | None = None
+
+    def __init__(self, name: str, scope: str, priority: int, mode: Literal["sync", "async"],
+                 status: Status, exit_code: int | None = None, duration_ms: float = 0.0,
+                 message: str | None = None) -> None:
+        # by hand, into __dict__: the generated frozen __init__ sets each field through
+        # object.__setattr__, and one of these is made per hook run
+        fields_ = self.__dict__
+        fields_["name"] = name
+        fields_["scope"] = scope
+        fields_["priority"] = priority
+        fields_["mode"] = mode
+        fields_["status"] = status
+        fields_["exit_code"] = exit_code
+        fields_["duration_ms"] = duration_ms
+        fields_["message"] = message
 
     def as_dict(self) -> dict[str, Any]:
         # by hand: dataclasses.asdict deep-copies, which costs more than the rest of an event
@@ -186,7 +202,19 @@ class Outcome:
 HookDone = Callable[[HookRun], Awaitable[None]]
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # one, not one per hook
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+# The C encoder JSONEncoder.encode builds on every call, built once; without the circular
+# reference check, so a circular payload (only the Python API can make one) falls back.
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)  # None without the C module
+_C_ENCODE = None if _c_make_encoder is None else _c_make_encoder(
+    None, str, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+
+
+def _encode(payload: dict[str, Any]) -> bytes:
+    if _C_ENCODE is not None:
+        with contextlib.suppress(RecursionError):
+            return "".join(_C_ENCODE(payload, 0)).encode()
+    return _ENCODER.encode(payload).encode()
 
 
 def cap_text(text: str, limit: int = AGENT_TEXT_CAP) -> str:
@@ -200,10 +228,21 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+_second: list[Any] = [0, ""]  # the last second formatted, and how: events come in bursts
+
+
+def _require_dir(work_dir: str) -> None:
+    if not os.path.isdir(work_dir):
+        raise InvalidEventError("work_dir", f"{work_dir} is not an existing folder")
+
+
 def _now() -> str:
     """ISO 8601 UTC with milliseconds, e.g. 2026-01-15T10:30:00.123Z."""
     now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+    second = int(now)
+    if _second[0] != second:
+        _second[:] = [second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))]
+    return f"{_second[1]}.{int((now - second) * 1000):03d}Z"
 
 
 class _Verdict:
@@ -222,6 +261,9 @@ class _Verdict:
         self.context: str | None = None
         self.warning: str | None = None
         self.log: str | None = None
+
+
+_ALLOW = _Verdict("allow")  # shared: a verdict is never changed once judged
 
 
 class Engine:
@@ -259,6 +301,7 @@ class Engine:
         self._stop_blocks: dict[str, int] = {}
         self._tg: TaskGroup | None = None
         self._base_env = dict(os.environ)
+        self._envs: dict[tuple[Any, ...], dict[str, str]] = {}
 
     async def __aenter__(self) -> Engine:
         if not self.detach_async:  # short-lived callers never load anyio's task groups
@@ -305,6 +348,8 @@ class Engine:
         work_dir = self._work_dir(event)
         payload = self._payload(name, event, work_dir)
         guard = self._guard_before(name, event, payload)
+        if not hooks or any(hook.is_async for hook in hooks):
+            _require_dir(work_dir)  # a sync hook's spawn checks it for free (see below)
         if not hooks:
             outcome = Outcome(event_type=name)
             if guard is not None:
@@ -328,14 +373,15 @@ class Engine:
         input_changed = output_changed = False
         decision: Literal["allow", "deny"] = "allow"
         reason = blocked_by = None
+        stdin, stdin_for = b"", ""  # the payload as bytes, and the trigger spelling in them
         for hook in hooks:
             if hook.is_async:
                 continue
-            if "tool_input" in payload:
-                payload["tool_input"] = tool_input
-            if name == "after_tool":
-                payload["tool_output"] = tool_output
-            result = await self._run(hook, payload, work_dir, event)
+            if stdin_for != hook.trigger:  # encoded again only when something changed
+                stdin, stdin_for = self._stdin(hook, payload), hook.trigger
+            result = await self._run(hook, stdin, work_dir, event)
+            if result.spawn_error is not None:
+                _require_dir(work_dir)  # a missing folder is the event's fault, not the hook's
             outputs[hook.name] = result
             verdict = _judge(hook, name, result)
             run = HookRun(
@@ -350,8 +396,12 @@ class Engine:
                 contexts.append(cap_text(verdict.context))
             if verdict.modified_input is not None:
                 tool_input, input_changed = verdict.modified_input, True
+                if "tool_input" in payload:
+                    payload["tool_input"], stdin_for = tool_input, ""
             if verdict.modified_output is not None:
                 tool_output, output_changed = verdict.modified_output, True
+                if name == "after_tool":
+                    payload["tool_output"], stdin_for = tool_output, ""
             if on_hook_done is not None:
                 await on_hook_done(run)
             if verdict.deny:
@@ -383,8 +433,6 @@ class Engine:
             work_dir = str(self.registry.project_dir)
         else:
             work_dir = os.getcwd()
-        if not os.path.isdir(work_dir):
-            raise InvalidEventError("work_dir", f"{work_dir} is not an existing folder")
         return work_dir
 
     def _payload(self, name: str, event: Event, work_dir: str) -> dict[str, Any]:
@@ -409,18 +457,23 @@ class Engine:
         return payload
 
     def _env(self, hook: HookSpec, event: Event, work_dir: str) -> dict[str, str]:
-        env = dict(self._base_env)
-        env["AGENT_HOOKS_EVENT"] = hook.trigger
-        env["AGENT_HOOKS_HOOK_NAME"] = hook.name
-        env["AGENT_HOOKS_HOOK_DIR"] = str(hook.dir)
-        env["AGENT_HOOKS_WORK_DIR"] = work_dir
-        env["AGENT_HOOKS_SESSION_ID"] = event.session_id or ""
+        key = (hook.dir, hook.name, hook.trigger, work_dir, event.session_id)
+        env = self._envs.get(key)
+        if env is None:  # built once per hook, folder and session (the runners never edit it)
+            if len(self._envs) >= _ENV_CACHE:
+                self._envs.clear()
+            env = self._envs[key] = dict(self._base_env)
+            env["AGENT_HOOKS_EVENT"] = hook.trigger
+            env["AGENT_HOOKS_HOOK_NAME"] = hook.name
+            env["AGENT_HOOKS_HOOK_DIR"] = str(hook.dir)
+            env["AGENT_HOOKS_WORK_DIR"] = work_dir
+            env["AGENT_HOOKS_SESSION_ID"] = event.session_id or ""
         return env
 
     @staticmethod
     def _stdin(hook: HookSpec, payload: dict[str, Any]) -> bytes:
         payload["event_type"] = hook.trigger  # as the hook's own trigger spells it
-        return _ENCODER.encode(payload).encode()
+        return _encode(payload)
 
     def fire_blocking(self, event: Event) -> Outcome:
         """``fire`` for a one-shot process, with no event loop at all.
@@ -442,18 +495,13 @@ class Engine:
         step.close()
         raise RuntimeError("a one-shot engine must not wait on an event loop")
 
-    async def _run(
-        self, hook: HookSpec, payload: dict[str, Any], work_dir: str, event: Event
-    ) -> RunResult:
+    async def _run(self, hook: HookSpec, stdin: bytes, work_dir: str, event: Event) -> RunResult:
         if self.one_shot:
-            return run_hook_blocking(
-                hook.entry, self._stdin(hook, payload), cwd=work_dir,
-                env=self._env(hook, event, work_dir), timeout=hook.timeout / 1000,
-            )
-        return await run_hook(
-            hook.entry, self._stdin(hook, payload), cwd=work_dir,
-            env=self._env(hook, event, work_dir), timeout=hook.timeout / 1000,
-        )
+            return run_hook_blocking(hook.entry, stdin, cwd=work_dir,
+                                     env=self._env(hook, event, work_dir),
+                                     timeout=hook.timeout / 1000)
+        return await run_hook(hook.entry, stdin, cwd=work_dir,
+                              env=self._env(hook, event, work_dir), timeout=hook.timeout / 1000)
 
     # -- async hooks ---------------------------------------------------------------------
 
@@ -461,14 +509,14 @@ class Engine:
         self, hook: HookSpec, payload: dict[str, Any], work_dir: str, event: Event,
         detached: list[dict[str, Any]],
     ) -> HookRun:
-        frozen = dict(payload)  # the original payload, whatever sync hooks do next
+        stdin = self._stdin(hook, payload)  # the original payload, whatever sync hooks do next
         run = HookRun(name=hook.name, scope=hook.scope, priority=hook.priority, mode="async",
                       status="scheduled")
         if self.detach_async:
             detached.append({
                 "hook": {"name": hook.name, "scope": hook.scope, "priority": hook.priority},
                 "argv": list(hook.entry),
-                "stdin": self._stdin(hook, frozen).decode(),
+                "stdin": stdin.decode(),
                 "cwd": work_dir,
                 "env": {k: v for k, v in self._env(hook, event, work_dir).items()
                         if k.startswith("AGENT_HOOKS_")},
@@ -477,7 +525,7 @@ class Engine:
         elif self._tg is None:
             raise RuntimeError("an Engine must be entered (async with engine:) to run async hooks")
         else:
-            self._tg.start_soon(self._run_async, hook, frozen, work_dir, event)
+            self._tg.start_soon(self._run_async, hook, stdin, work_dir, event)
         return run
 
     def _spawn_detached(self, name: str, event: Event, jobs: list[dict[str, Any]]) -> None:
@@ -490,10 +538,8 @@ class Engine:
             "jobs": jobs,
         })
 
-    async def _run_async(
-        self, hook: HookSpec, payload: dict[str, Any], work_dir: str, event: Event
-    ) -> None:
-        result = await self._run(hook, payload, work_dir, event)
+    async def _run_async(self, hook: HookSpec, stdin: bytes, work_dir: str, event: Event) -> None:
+        result = await self._run(hook, stdin, work_dir, event)
         if self.log is not None:
             self.log.append(async_record(
                 canonical_event(event.event_type), event.session_id,
@@ -607,6 +653,8 @@ def _judge(hook: HookSpec, event: str, result: RunResult) -> _Verdict:
     if result.timed_out:
         return _failure(hook, "timeout", f"timed out after {hook.timeout} ms and was killed")
     code = result.exit_code
+    if code == 0 and not result.stdout:
+        return _ALLOW  # the common case: nothing to parse
     if code == 2:
         verdict = _Verdict("deny")
         verdict.deny = True

@@ -19,6 +19,7 @@ Nothing here raises for a hook's failure: a spawn error, a timeout or a crash is
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import os
@@ -27,9 +28,9 @@ import signal
 import subprocess
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     import asyncio
@@ -46,9 +47,8 @@ _HAS_PIDFD = hasattr(os, "pidfd_open")
 _HAS_SPAWN = hasattr(os, "posix_spawn") and hasattr(os, "POSIX_SPAWN_DUP2")
 
 
-@dataclass(frozen=True)
-class RunResult:
-    """What one run of a hook produced.
+class RunResult(NamedTuple):
+    """What one run of a hook produced (a tuple: it costs a hook's run the least).
 
     Attributes:
         exit_code: the exit status; negative for a signal; None if it never ran or timed out.
@@ -154,23 +154,27 @@ def _posix_spawn(argv: Sequence[str], env: Mapping[str, str]) -> _Child:
 
 
 class _Stream:
-    __slots__ = ("cap", "chunks", "fd", "kept", "size")
+    __slots__ = ("cap", "chunks", "eof", "fd", "kept", "size")
 
     def __init__(self, fd: int, cap: int) -> None:
+        os.set_blocking(fd, False)  # drained at exit without waiting on a grandchild
         self.fd = fd
+        self.eof = False
         self.cap = cap
         self.chunks: list[bytes] = []
         self.kept = 0
         self.size = 0
 
-    def read_once(self) -> bool:
-        """One read of a pipe known to be readable (so it cannot block); True at end of file.
+    def read_once(self) -> bool | None:
+        """One read of our (non-blocking) end of the pipe.
 
-        The pipes stay blocking (no fcntl per run): the loop says when a read is safe, and
-        ``drain`` asks poll first.
+        Returns True at end of file (or on an error), False after reading data, None when
+        the pipe is empty for now (a grandchild may still hold its other end).
         """
         try:
             data = os.read(self.fd, _CHUNK)
+        except BlockingIOError:
+            return None
         except OSError:
             return True
         if not data:
@@ -184,22 +188,100 @@ class _Stream:
         return False
 
     def drain(self) -> None:
-        """Read what is in the pipe now, without waiting for more (a grandchild may hold it)."""
-        poller = select.poll()
-        poller.register(self.fd, select.POLLIN)
-        while poller.poll(0) and not self.read_once():
+        """Read what is in the pipe now, without waiting for more."""
+        while self.read_once() is False:
             pass
 
     def value(self) -> bytes:
         return b"".join(self.chunks)
 
 
+class _ExitWatcher:
+    """What the running hooks of one event loop share: an epoll set for their pidfds, and
+    one timer for starting their readers.
+
+    The loop watches the set's one descriptor; a hook's pidfd joins and leaves the set with
+    a C call each, where ``loop.add_reader`` would cost a handle, a selector key and an
+    ``epoll_ctl`` through Python per run. Every hook starts its readers ``_READ_DELAY``
+    after its spawn, so those moments come in order: one queue and one loop timer serve
+    them all, where a timer per run would cost a handle and a cancel each. (The watcher
+    keeps no reference to the loop, so the loop can be collected; see ``_watchers``.)
+    """
+
+    __slots__ = ("armed", "epoll", "pumps", "runs", "soon")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.epoll = select.epoll()
+        self.pumps: dict[int, _Pump] = {}
+        # (when, pidfd, run number) of the runs whose readers are due then: the pidfd alone
+        # may have been closed and reused by a later run since
+        self.soon: collections.deque[tuple[float, int, int]] = collections.deque()
+        self.runs = 0
+        self.armed = False
+        loop.add_reader(self.epoll.fileno(), self._on_exit)
+
+    def watch(self, loop: asyncio.AbstractEventLoop, pidfd: int, pump: _Pump) -> None:
+        self.epoll.register(pidfd, select.EPOLLIN)
+        self.pumps[pidfd] = pump
+        self.runs += 1
+        pump.run = self.runs
+        when = loop.time() + _READ_DELAY
+        self.soon.append((when, pidfd, self.runs))
+        if not self.armed:
+            loop.call_at(when, self._on_due, loop)
+            self.armed = True
+
+    def forget(self, pidfd: int) -> None:
+        if self.pumps.pop(pidfd, None) is not None:
+            self.epoll.unregister(pidfd)
+
+    def _on_exit(self) -> None:
+        for pidfd, _ in self.epoll.poll(0):
+            pump = self.pumps.pop(pidfd, None)
+            if pump is not None:
+                self.epoll.unregister(pidfd)
+                pump.on_exit()
+
+    def _on_due(self, loop: asyncio.AbstractEventLoop) -> None:
+        soon = self.soon
+        now = loop.time() + 0.001  # the loop runs a timer up to its clock resolution early
+        try:
+            while soon and soon[0][0] <= now:
+                _, pidfd, run = soon.popleft()
+                pump = self.pumps.get(pidfd)
+                if pump is not None and pump.run == run:
+                    pump.start_reading()
+        finally:  # whatever happened, the runs still queued keep their timer
+            if soon:
+                loop.call_at(soon[0][0], self._on_due, loop)
+            else:
+                self.armed = False
+
+
+# One watcher per loop, dropped with its loop.
+_watchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _ExitWatcher] = (
+    weakref.WeakKeyDictionary())
+
+
+def _exit_watcher(loop: asyncio.AbstractEventLoop) -> _ExitWatcher:
+    watcher = _watchers.get(loop)
+    if watcher is None:
+        watcher = _watchers[loop] = _ExitWatcher(loop)
+    return watcher
+
+
 class _Pump:
     """Feeds stdin and drains stdout/stderr from loop callbacks until the child exits.
 
     ``done`` resolves when the child has exited (not yet reaped), or when the timeout fires
-    first (``timed_out`` set).
+    first (``timed_out`` set). With a pidfd, the child's output waits in its pipes and is
+    read once, at exit; readers are added only for a child still running after
+    ``_READ_DELAY``, so one that writes more than a pipe holds is drained, never stuck.
     """
+
+    __slots__ = ("child", "deadline", "done", "err", "exited", "loop", "out", "payload",
+                 "pidfd", "reading", "run", "stdin_fd", "timed_out", "timer", "watcher",
+                 "writing")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, child: _Child, payload: bytes,
                  cap: int, timeout: float) -> None:
@@ -208,37 +290,50 @@ class _Pump:
         self.done: asyncio.Future[None] = loop.create_future()
         self.exited = False
         self.timed_out = False
+        self.deadline = loop.time() + timeout
+        self.timer: asyncio.TimerHandle | None = None  # armed when the readers start
+        self.reading = False  # readers registered on the two pipes
+        self.writing = False  # a writer registered on stdin
+        self.stdin_fd: int | None = child.in_fd
+        if len(payload) <= _PIPE_ROOM:  # fits the empty pipe: one write that cannot block
+            self.payload = memoryview(b"")
+            try:  # noqa: SIM105 (contextlib.suppress costs a run more than this does)
+                os.write(child.in_fd, payload)
+            except OSError:  # the child closed stdin or exited: not an error
+                pass
+            os.close(child.in_fd)
+            self.stdin_fd = None
+        else:
+            self.payload = memoryview(payload)
+            self._feed()
         self.out = _Stream(child.out_fd, cap)
         self.err = _Stream(child.err_fd, cap)
-        self.open_streams = 2
         self.pidfd = -1
-        self.payload = memoryview(payload)
-        self.stdin_fd: int | None = child.in_fd
-        self._feed()
+        self.run = 0  # its number at the watcher
+        self.watcher: _ExitWatcher | None = None
         if _HAS_PIDFD:
             try:
                 self.pidfd = os.pidfd_open(child.pid)
             except OSError:
                 self.pidfd = -1
-        self.reading: set[int] = set()  # pipes with a reader registered
-        self.timeout = timeout
         if self.pidfd >= 0 and timeout > _READ_DELAY:
-            # one timer: first for the readers, then re-armed for the timeout
-            loop.add_reader(self.pidfd, self._on_exit)
-            self.timer = loop.call_later(_READ_DELAY, self._start_reading)
+            self.watcher = _exit_watcher(loop)
+            self.watcher.watch(loop, self.pidfd, self)  # it calls start_reading
         else:
             if self.pidfd >= 0:
-                loop.add_reader(self.pidfd, self._on_exit)
-            self._start_reading(arm=False)
-            self.timer = loop.call_later(timeout, self._on_timeout)
+                self.watcher = _exit_watcher(loop)
+                self.watcher.watch(loop, self.pidfd, self)
+            self.start_reading()
 
-    def _start_reading(self, arm: bool = True) -> None:
-        if arm:
-            self.timer = self.loop.call_later(self.timeout - _READ_DELAY, self._on_timeout)
+    def start_reading(self) -> None:
+        """Register readers on both pipes, and arm the timeout."""
+        if self.timer is not None or self.done.done():
+            return
+        self.timer = self.loop.call_at(self.deadline, self._on_timeout)
         if not self.exited:
             for stream in (self.out, self.err):
                 self.loop.add_reader(stream.fd, self._on_readable, stream)
-                self.reading.add(stream.fd)
+            self.reading = True
 
     def _feed(self) -> None:
         fd = self.stdin_fd
@@ -250,34 +345,32 @@ class _Pump:
             try:
                 n = os.write(fd, self.payload)
             except BlockingIOError:
-                self.loop.add_writer(fd, self._on_writable)
+                if not self.writing:
+                    self.loop.add_writer(fd, self._feed)
+                    self.writing = True
                 return
             except OSError:  # the child closed stdin or exited: not an error
                 break
             self.payload = self.payload[n:]
         self._close_stdin()
 
-    def _on_writable(self) -> None:
-        if self.stdin_fd is not None:
-            self.loop.remove_writer(self.stdin_fd)
-        self._feed()
-
     def _close_stdin(self) -> None:
         if self.stdin_fd is not None:
-            self.loop.remove_writer(self.stdin_fd)
+            if self.writing:
+                self.loop.remove_writer(self.stdin_fd)
+                self.writing = False
             os.close(self.stdin_fd)
             self.stdin_fd = None
 
     def _on_readable(self, stream: _Stream) -> None:
         if stream.read_once():
             self.loop.remove_reader(stream.fd)
-            self.reading.discard(stream.fd)
-            self.open_streams -= 1
-            if self.open_streams == 0 and self.pidfd == -1:
+            stream.eof = True
+            if self.pidfd == -1 and self.out.eof and self.err.eof:
                 self._finish()  # no pidfd: end of both pipes stands for the child's exit
 
-    def _on_exit(self) -> None:
-        self.loop.remove_reader(self.pidfd)
+    def on_exit(self) -> None:
+        """The child exited (its pidfd is readable, and the watcher let it go)."""
         os.close(self.pidfd)
         self.pidfd = -2  # watched, and done with (-1: never watched)
         self.exited = True
@@ -305,18 +398,22 @@ class _Pump:
             await _sleep(0.01)
 
     def _stop_reading(self) -> None:
-        for fd in self.reading:
-            self.loop.remove_reader(fd)
-        self.reading.clear()
+        if self.reading:
+            for stream in (self.out, self.err):
+                if not stream.eof:
+                    self.loop.remove_reader(stream.fd)
+            self.reading = False
 
     def close(self) -> None:
-        self.timer.cancel()
+        if self.timer is not None:
+            self.timer.cancel()
         self._close_stdin()
         self._stop_reading()
-        for fd in (self.out.fd, self.err.fd):
-            os.close(fd)
+        os.close(self.out.fd)
+        os.close(self.err.fd)
         if self.pidfd >= 0:
-            self.loop.remove_reader(self.pidfd)
+            if self.watcher is not None:
+                self.watcher.forget(self.pidfd)
             os.close(self.pidfd)
             self.pidfd = -1
 

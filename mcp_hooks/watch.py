@@ -76,7 +76,7 @@ class ChangeWatcher:
         """Whether something changed since the last call (may say yes spuriously)."""
         if self._fd >= 0:
             if not self._poller.poll(0):  # nothing queued: no read, no exception
-                return any(os.path.isdir(p) for p in self._missing)
+                return bool(self._missing) and any(os.path.isdir(p) for p in self._missing)
             while True:
                 try:
                     if not os.read(self._fd, 65536):

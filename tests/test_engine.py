@@ -593,6 +593,23 @@ async def test_work_dir_must_exist(user_dir: Path, tmp_path: Path) -> None:
                    work_dir=str(tmp_path / "missing"))
 
 
+@pytest.mark.parametrize("extra", ["", "async: true\n"])
+@pytest.mark.anyio
+async def test_work_dir_must_exist_with_hooks_too(user_dir: Path, tmp_path: Path,
+                                                  extra: str) -> None:
+    """A sync hook's spawn is what notices the missing folder; it is still the event's
+    error, raised before any hook has run, not a hook that failed to start."""
+    write_hook(user_dir, "h", extra=extra, script=f"touch {tmp_path}/ran\n")
+    log = EventLog(tmp_path / "events.jsonl")
+    with pytest.raises(InvalidEventError, match=r"^work_dir: .*missing is not an existing folder"):
+        await fire(Registry(user_dir), log=log, **shell(work_dir=str(tmp_path / "missing")))
+    engine = Engine(Registry(user_dir, watch=False), log=log, one_shot=True)
+    with pytest.raises(InvalidEventError, match=r"^work_dir: "):
+        engine.fire_blocking(Event.create(**shell(work_dir=str(tmp_path / "missing"))))
+    await anyio.sleep(0.2)
+    assert not (tmp_path / "ran").exists() and not log.path.exists()
+
+
 @pytest.mark.anyio
 async def test_every_event_is_logged_as_one_line(user_dir: Path, tmp_path: Path) -> None:
     write_hook(user_dir, "deny", script="echo nope >&2\nexit 2\n")

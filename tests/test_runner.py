@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from mcp_hooks.runner import run_hook, run_hook_blocking
+from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
 
 
 async def run(argv: list[str], payload: bytes = b"{}", timeout: float = 10,
-              **kwargs: int) -> object:
+              **kwargs: float) -> RunResult:
     return await run_hook(argv, payload, cwd="/", env=dict(os.environ), timeout=timeout, **kwargs)
 
 
@@ -110,3 +110,44 @@ def test_blocking_runner_flood_and_large_payload() -> None:
     assert result.exit_code == 0
     assert (len(result.stdout), result.stdout_size) == (1000, 3_000_000)
     assert result.stderr_size == 2_000_000
+
+
+# -- the async runner's shared watcher: one epoll set and one timer for all runs ---------
+
+
+@pytest.mark.anyio
+async def test_concurrent_slow_floods_are_all_drained() -> None:
+    """Readers start through the shared timer; a run that never got them would fill its
+    pipe, block, and end only at its timeout."""
+    import anyio
+
+    results: dict[int, RunResult] = {}
+
+    async def one(i: int) -> None:
+        # the quick ones exit first, so later runs reuse their pidfd numbers
+        script = "exit 0" if i % 2 else f"sleep 0.0{i % 5 + 1}; head -c {200_000 + i} /dev/zero"
+        results[i] = await run_hook(["/bin/sh", "-c", script], b"", cwd="/", env={}, timeout=60)
+
+    with anyio.fail_after(15):  # without readers, a flood would block until its timeout
+        async with anyio.create_task_group() as tg:
+            for i in range(24):
+                tg.start_soon(one, i)
+    for i, result in results.items():
+        assert result.exit_code == 0 and not result.timed_out, i
+        expected = 0 if i % 2 else 200_000 + i
+        assert result.stdout_size == expected, i
+        assert result.duration_ms < 5000, i
+
+
+@pytest.mark.anyio
+async def test_timeout_shorter_than_the_reader_delay() -> None:
+    result = await run(["/bin/sh", "-c", "sleep 5"], timeout=0.003, kill_grace=0.05)
+    assert result.timed_out and result.exit_code is None
+
+
+def test_a_second_event_loop_gets_its_own_watcher() -> None:
+    import asyncio
+
+    for _ in range(2):  # the first loop is closed (and its watcher with it) before the second
+        result = asyncio.run(run(["/bin/sh", "-c", "sleep 0.02; echo ok"]))
+        assert result.stdout == b"ok\n"
