@@ -13,19 +13,18 @@ files whose stat signature moved.
 from __future__ import annotations
 
 import os
-import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_hooks.errors import HookFileError
-from mcp_hooks.hookfile import HookSpec, Scope, load_hook
+from mcp_hooks.hookfile import HOOK_FILES, HookSpec, Scope, load_hook
 
 if TYPE_CHECKING:
     from mcp_hooks.watch import ChangeWatcher
 
-_LITERAL_TOOLS = re.compile(r"^[A-Za-z0-9_\-]+(?:\|[A-Za-z0-9_\-]+)*$")
 # What decides whether a hook folder must be read again: its HOOK.md, the scripts folder
 # (an entry script added, removed or renamed changes its mtime) and scripts/run itself
 # (chmod +x). Content edits of run.sh / run.py do not matter: scripts are read when run.
@@ -190,6 +189,7 @@ class Registry:
     def _load(self, scope: Scope, hook_dir: Path) -> _Loaded:
         signature: list[Any] = [scope]
         base = str(hook_dir)
+        hook_file: Path | None = None
         for rel in _SIGNATURE_FILES:
             try:
                 st = os.stat(f"{base}/{rel}")
@@ -202,14 +202,19 @@ class Registry:
                 except OSError:
                     signature.append(None)
                     continue
+                rel = "hook.md"
+            if rel in HOOK_FILES and stat.S_ISREG(st.st_mode):
+                hook_file = hook_dir / rel
             signature.append((st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode))
         key = tuple(signature)
         cached = self._cache.get(hook_dir)
         if cached is not None and cached[0] == key:
             return cached[1]
+        run = signature[-1]  # scripts/run, as just seen: not looked up again
         loaded: _Loaded
         try:
-            loaded = load_hook(hook_dir, scope, strict=self.strict)
+            loaded = load_hook(hook_dir, scope, strict=self.strict, hook_file=hook_file,
+                               run_is_file=run is not None and stat.S_ISREG(run[3]))
         except HookFileError as exc:
             loaded = InvalidHook(hook_dir.name, scope, exc.file, exc.field, exc.reason)
         self._cache[hook_dir] = (key, loaded)
@@ -219,12 +224,13 @@ class Registry:
         valid: dict[str, HookSpec] = {}
         invalid: list[InvalidHook] = []
         warnings: list[str] = []
-        watched: list[Path] = []
+        watched: list[str] = []
         seen: set[Path] = set()
         for scope, hook_dir in self._hook_dirs():
             seen.add(hook_dir)
-            watched.append(hook_dir)
-            watched.append(hook_dir / "scripts")  # a missing one is skipped by the watcher
+            folder = str(hook_dir)
+            watched.append(folder)
+            watched.append(f"{folder}/scripts")  # a missing one is skipped by the watcher
             loaded = self._load(scope, hook_dir)
             if isinstance(loaded, InvalidHook):
                 invalid.append(loaded)
@@ -238,7 +244,7 @@ class Registry:
         if self._watcher is not None:
             roots = [root for _, root in self._roots]
             self._watcher.watch(
-                [r for r in roots if r.is_dir()] + watched,
+                [str(r) for r in roots if r.is_dir()] + watched,
                 missing=[r for r in roots if not r.is_dir()],
             )
 
@@ -264,9 +270,8 @@ def _build_index(hooks: list[HookSpec]) -> dict[str, _EventIndex]:
         entry = index.setdefault(hook.event, _EventIndex())
         entry.hooks.append(hook)
         entry.rank[hook.name] = rank
-        tool = hook.matcher_tool
-        if tool is not None and _LITERAL_TOOLS.match(tool):
-            for name in tool.split("|"):
+        if hook.tool_names is not None:
+            for name in hook.tool_names:
                 entry.by_tool.setdefault(name, []).append(hook)
         else:
             entry.generic.append(hook)

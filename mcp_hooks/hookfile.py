@@ -29,6 +29,9 @@ _OPENING = re.compile(r"\A---[ \t]*\r?$", re.M)
 # Matchers are compiled once per distinct pattern (re's own cache holds 512: a library of
 # thousands of hooks would thrash it and compile every pattern twice).
 _compile = functools.lru_cache(maxsize=65536)(re.compile)
+# A tool matcher that is only names (``Shell``, ``Write|Edit``) is matched by a set lookup
+# and never compiled: most are, and compiling thousands of them is most of an index build.
+LITERAL_TOOLS = re.compile(r"[A-Za-z0-9_\-]+(?:\|[A-Za-z0-9_\-]+)*")
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,8 @@ class HookSpec:
     priority: int = 100
     metadata: dict[str, Any] = field(default_factory=dict)
     on_error: Literal["allow", "block"] = "allow"
+    _tool_names: frozenset[str] | None = field(default=None, init=False, repr=False,
+                                                compare=False)
     _tool_re: re.Pattern[str] | None = field(default=None, init=False, repr=False,
                                               compare=False)
     _pattern_re: re.Pattern[str] | None = field(default=None, init=False, repr=False,
@@ -155,17 +160,28 @@ class HookSpec:
 
     def __post_init__(self) -> None:
         if self.matcher_tool is not None:
-            object.__setattr__(self, "_tool_re", _compile(self.matcher_tool))
+            if LITERAL_TOOLS.fullmatch(self.matcher_tool):
+                object.__setattr__(self, "_tool_names",
+                                   frozenset(self.matcher_tool.split("|")))
+            else:
+                object.__setattr__(self, "_tool_re", _compile(self.matcher_tool))
         if self.matcher_pattern is not None:
             object.__setattr__(self, "_pattern_re", _compile(self.matcher_pattern))
 
     @property
     def has_matcher(self) -> bool:
-        return self._tool_re is not None or self._pattern_re is not None
+        return self.matcher_tool is not None or self._pattern_re is not None
+
+    @property
+    def tool_names(self) -> frozenset[str] | None:
+        """The tool names a names-only ``matcher.tool`` stands for; None for a regex or none."""
+        return self._tool_names
 
     @property
     def tool_re(self) -> re.Pattern[str] | None:
-        return self._tool_re
+        if self.matcher_tool is None:
+            return None
+        return self._tool_re or _compile(self.matcher_tool)
 
     def matches(self, tool_name: str | None, tool_input: Any) -> bool:
         """Whether the matcher admits this tool call (hooks without one match every call).
@@ -173,7 +189,10 @@ class HookSpec:
         ``tool`` must match the whole tool name (``Shell`` does not match ``PowerShell``);
         ``pattern`` is searched in every string value of the input, recursively.
         """
-        if self._tool_re is not None and (
+        if self._tool_names is not None:
+            if tool_name not in self._tool_names:
+                return False
+        elif self._tool_re is not None and (
             tool_name is None or self._tool_re.fullmatch(tool_name) is None
         ):
             return False
@@ -226,7 +245,8 @@ def find_hook_file(hook_dir: Path) -> Path | None:
     return None
 
 
-def resolve_entry(hook_dir: Path, hook_file: Path) -> tuple[str, ...]:
+def resolve_entry(hook_dir: Path, hook_file: Path,
+                  run_is_file: bool | None = None) -> tuple[str, ...]:
     """The argv that runs a hook, by the spec's order ``scripts/run`` > ``run.sh`` > ``run.py``.
 
     Raises:
@@ -234,7 +254,7 @@ def resolve_entry(hook_dir: Path, hook_file: Path) -> tuple[str, ...]:
     """
     scripts = f"{hook_dir}/scripts"
     run = f"{scripts}/run"
-    if os.path.isfile(run):
+    if run_is_file if run_is_file is not None else os.path.isfile(run):
         if not os.access(run, os.X_OK):
             raise HookFileError(
                 hook_file, "scripts/run", f"{run} is not executable; fix it with: chmod +x {run}"
@@ -289,13 +309,18 @@ def parse_frontmatter(hook_file: Path, text: str) -> dict[str, Any]:
     return data
 
 
-def load_hook(hook_dir: Path, scope: Scope, *, strict: bool = False) -> tuple[HookSpec, list[str]]:
+def load_hook(
+    hook_dir: Path, scope: Scope, *, strict: bool = False, hook_file: Path | None = None,
+    run_is_file: bool | None = None,
+) -> tuple[HookSpec, list[str]]:
     """Load and validate one hook folder.
 
     Args:
         hook_dir: the hook's folder (its name is the hook's name).
         scope: ``user`` or ``project``.
         strict: unknown frontmatter keys are errors instead of warnings.
+        hook_file, run_is_file: its HOOK.md, and whether ``scripts/run`` is a file, when
+            the caller has just looked (the index has): not looked up again.
 
     Returns:
         The spec, and warnings (unknown keys) that did not stop it loading.
@@ -303,11 +328,13 @@ def load_hook(hook_dir: Path, scope: Scope, *, strict: bool = False) -> tuple[Ho
     Raises:
         HookFileError: the hook is invalid; the error names file, field and fix.
     """
-    hook_file = find_hook_file(hook_dir)
+    if hook_file is None:
+        hook_file = find_hook_file(hook_dir)
     if hook_file is None:
         raise HookFileError(hook_dir, None, "no HOOK.md in this hook folder; add one")
     try:
-        text = hook_file.read_text(encoding="utf-8")
+        with open(hook_file, "rb") as f:
+            text = f.read().decode("utf-8")
     except UnicodeDecodeError:
         raise HookFileError(hook_file, None, "not UTF-8 text") from None
     except OSError as exc:
@@ -340,7 +367,7 @@ def load_hook(hook_dir: Path, scope: Scope, *, strict: bool = False) -> tuple[Ho
     if fm["matcher"] is not None:
         tool, pattern = fm["matcher"].get("tool"), fm["matcher"].get("pattern")
         for key, regex in (("matcher.tool", tool), ("matcher.pattern", pattern)):
-            if regex is not None:
+            if regex is not None and not (key == "matcher.tool" and LITERAL_TOOLS.fullmatch(regex)):
                 try:
                     _compile(regex)
                 except re.error as exc:
@@ -377,7 +404,7 @@ def load_hook(hook_dir: Path, scope: Scope, *, strict: bool = False) -> tuple[Ho
         scope=scope,
         dir=hook_dir,
         hook_file=hook_file,
-        entry=resolve_entry(hook_dir, hook_file),
+        entry=resolve_entry(hook_dir, hook_file, run_is_file),
         on_error=on_error,
     )
     return spec, warnings

@@ -61,7 +61,7 @@ class ChangeWatcher:
         """True while changes are seen as they happen (inotify); False when polling."""
         return self._fd >= 0
 
-    def watch(self, dirs: Iterable[Path], missing: Iterable[Path] = ()) -> None:
+    def watch(self, dirs: Iterable[str | Path], missing: Iterable[Path] = ()) -> None:
         """Watch these existing folders (again is harmless); poll for ``missing`` roots."""
         self._missing = list(missing)
         if self._fd < 0 or self._libc is None:

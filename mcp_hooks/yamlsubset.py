@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_LINE = re.compile(r"( *)([A-Za-z_][A-Za-z0-9_-]*):(?:[ ]+(.*?))?[ ]*$")
+_LINE = re.compile(r"( *)([A-Za-z_][A-Za-z0-9_-]*):(?: +(.*))?")  # value: rstrip it
 _INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _SINGLE = re.compile(r"'((?:[^']|'')*)'")
 _DOUBLE = re.compile(r'"([^"\\]*)"')
@@ -63,7 +63,10 @@ def load(text: str) -> dict[str, Any] | None:
         found = _LINE.fullmatch(line)
         if found is None or "\t" in line:
             return None
-        indent, key, value = len(found.group(1)), found.group(2), found.group(3)
+        spaces, key, value = found.groups()
+        indent = len(spaces)
+        if value:
+            value = value.rstrip(" ")
         if indent == 0:
             if key in root:
                 return None

@@ -74,6 +74,20 @@ def test_select_uses_the_tool_index_and_keeps_run_order(user_dir: Path) -> None:
     assert names(registry.select("after_tool", "Shell", {})) == []
 
 
+def test_names_only_matchers_match_whole_names(user_dir: Path) -> None:
+    """``Shell|Bash`` is looked up in a set rather than compiled: it must still mean what
+    the regex means, whole names only, and the hook still offers the regex."""
+    write_hook(user_dir, "names", extra="matcher:\n  tool: 'Shell|my-tool|Shell'\n")
+    registry = Registry(user_dir)
+    hook = registry.hooks()[0]
+    for tool in ("Shell", "my-tool"):
+        assert names(registry.select("before_tool", tool, {})) == ["names"]
+        assert hook.matches(tool, {}) and hook.tool_re and hook.tool_re.fullmatch(tool)
+    for tool in ("PowerShell", "Shel", "Shell|Bash", "my", None):
+        assert names(registry.select("before_tool", tool, {})) == []
+        assert not hook.matches(tool, {})
+
+
 def test_find_project_dir_walks_up(project: Path) -> None:
     deep = project / "src" / "pkg"
     deep.mkdir(parents=True)
