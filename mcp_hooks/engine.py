@@ -347,20 +347,24 @@ class Engine:
         hooks = self.registry.select(name, event.tool_name, event.tool_input)
         work_dir = self._work_dir(event)
         payload = self._payload(name, event, work_dir)
-        guard = self._guard_before(name, event, payload)
-        if not hooks or any(hook.is_async for hook in hooks):
-            _require_dir(work_dir)  # a sync hook's spawn checks it for free (see below)
+        guard = self._guard_before(name, event, payload) if name == "before_stop" else None
         if not hooks:
+            _require_dir(work_dir)
             outcome = Outcome(event_type=name)
             if guard is not None:
                 self._guard_after(guard, outcome)
-            self._log_event(event, name, work_dir, outcome, {})
+            if self.log is not None:
+                self._log_event(event, name, work_dir, outcome, {})
             return outcome
 
+        # The folder is checked before async hooks start; sync ones find out at their spawn
+        # (it chdirs there), which costs nothing extra.
         runs: list[HookRun] = []
         detached: list[dict[str, Any]] = []
         for hook in hooks:
             if hook.is_async:
+                if not runs:
+                    _require_dir(work_dir)
                 runs.append(self._schedule(hook, payload, work_dir, event, detached))
         if detached:
             self._spawn_detached(name, event, detached)
@@ -379,7 +383,14 @@ class Engine:
                 continue
             if stdin_for != hook.trigger:  # encoded again only when something changed
                 stdin, stdin_for = self._stdin(hook, payload), hook.trigger
-            result = await self._run(hook, stdin, work_dir, event)
+            if self.one_shot:  # the two runners, called here: a wrapper costs every hook
+                result = run_hook_blocking(hook.entry, stdin, cwd=work_dir,
+                                           env=self._env(hook, event, work_dir),
+                                           timeout=hook.timeout / 1000)
+            else:
+                result = await run_hook(hook.entry, stdin, cwd=work_dir,
+                                        env=self._env(hook, event, work_dir),
+                                        timeout=hook.timeout / 1000)
             if result.spawn_error is not None:
                 _require_dir(work_dir)  # a missing folder is the event's fault, not the hook's
             outputs[hook.name] = result
@@ -423,7 +434,8 @@ class Engine:
         )
         if guard is not None:
             outcome = self._guard_after(guard, outcome)
-        self._log_event(event, name, work_dir, outcome, outputs)
+        if self.log is not None:
+            self._log_event(event, name, work_dir, outcome, outputs)
         return outcome
 
     def _work_dir(self, event: Event) -> str:
@@ -495,14 +507,6 @@ class Engine:
         step.close()
         raise RuntimeError("a one-shot engine must not wait on an event loop")
 
-    async def _run(self, hook: HookSpec, stdin: bytes, work_dir: str, event: Event) -> RunResult:
-        if self.one_shot:
-            return run_hook_blocking(hook.entry, stdin, cwd=work_dir,
-                                     env=self._env(hook, event, work_dir),
-                                     timeout=hook.timeout / 1000)
-        return await run_hook(hook.entry, stdin, cwd=work_dir,
-                              env=self._env(hook, event, work_dir), timeout=hook.timeout / 1000)
-
     # -- async hooks ---------------------------------------------------------------------
 
     def _schedule(
@@ -539,7 +543,9 @@ class Engine:
         })
 
     async def _run_async(self, hook: HookSpec, stdin: bytes, work_dir: str, event: Event) -> None:
-        result = await self._run(hook, stdin, work_dir, event)
+        # never one-shot: a one-shot engine hands its async hooks to a detached process
+        result = await run_hook(hook.entry, stdin, cwd=work_dir,
+                                env=self._env(hook, event, work_dir), timeout=hook.timeout / 1000)
         if self.log is not None:
             self.log.append(async_record(
                 canonical_event(event.event_type), event.session_id,
@@ -550,9 +556,8 @@ class Engine:
 
     def _guard_before(
         self, name: str, event: Event, payload: dict[str, Any]
-    ) -> tuple[str, int] | None:
-        if name != "before_stop":
-            return None
+    ) -> tuple[str, int]:
+        """The session's count of consecutive blocked stops, told to the hooks."""
         key = event.session_id or ""
         count = self._stop_blocks.get(key, 0) if event.session_id else 0
         given = event.payload.get("stop_block_count")
@@ -585,8 +590,7 @@ class Engine:
         self, event: Event, name: str, work_dir: str, outcome: Outcome,
         outputs: dict[str, RunResult],
     ) -> None:
-        if self.log is None:
-            return
+        assert self.log is not None
         hooks = []
         for run in outcome.hooks:
             result = outputs.get(run.name)

@@ -2,9 +2,10 @@
 
 The child runs in a session (and so a process group) of its own, with the payload on stdin
 and stdout/stderr on separate pipes, never through a shell. Pipes are pumped by event-loop
-callbacks rather than tasks, and the child's exit is watched through a pidfd, so a run costs
-little more than the spawn itself, and a child that exits while a grandchild still holds its
-stdout does not hang the event. On timeout the whole group gets SIGTERM, a short grace, then
+callbacks rather than tasks, and the child's exit is watched through a pidfd that joins an
+epoll set the loop's running hooks share (``_ExitWatcher``), so a run costs little more than
+the spawn itself, and a child that exits while a grandchild still holds its stdout does not
+hang the event. On timeout the whole group gets SIGTERM, a short grace, then
 SIGKILL; the leader is reaped only after the group is killed, so its pid (the group's id)
 cannot be reused in between.
 
