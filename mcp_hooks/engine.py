@@ -205,9 +205,16 @@ HookDone = Callable[[HookRun], Awaitable[None]]
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 # The C encoder JSONEncoder.encode builds on every call, built once; without the circular
 # reference check, so a circular payload (only the Python API can make one) falls back.
-_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)  # None without the C module
-_C_ENCODE = None if _c_make_encoder is None else _c_make_encoder(
-    None, str, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+def _c_encoder() -> Callable[[Any, int], Any] | None:
+    make = getattr(json.encoder, "c_make_encoder", None)  # None without the C module
+    try:
+        return None if make is None else make(
+            None, str, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+    except TypeError:  # another Python's private signature: the public encoder will do
+        return None
+
+
+_C_ENCODE = _c_encoder()
 
 
 def _encode(payload: dict[str, Any]) -> bytes:
