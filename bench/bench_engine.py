@@ -42,8 +42,8 @@ def payload_for(tool_input: dict[str, Any]) -> bytes:
                        "context": {}}).encode()
 
 
-def raw_posix_spawn(script: str, data: bytes, cwd: str) -> None:
-    """The floor: posix_spawn with three pipes, write stdin, drain, wait."""
+def _spawn_fed(script: str, data: bytes) -> tuple[int, int, int]:
+    """posix_spawn with three pipes and stdin written and closed: (pid, stdout, stderr)."""
     r0, w0 = os.pipe()
     r1, w1 = os.pipe()
     r2, w2 = os.pipe()
@@ -56,6 +56,12 @@ def raw_posix_spawn(script: str, data: bytes, cwd: str) -> None:
     with contextlib.suppress(BrokenPipeError):
         os.write(w0, data)
     os.close(w0)
+    return pid, r1, r2
+
+
+def raw_posix_spawn(script: str, data: bytes, cwd: str) -> None:
+    """The floor: posix_spawn with three pipes, write stdin, drain, wait."""
+    pid, r1, r2 = _spawn_fed(script, data)
     while os.read(r1, 65536):
         pass
     while os.read(r2, 65536):
@@ -70,17 +76,7 @@ async def raw_async_spawn(script: str, data: bytes, cwd: str) -> None:
     the least asyncio can do without blocking the loop (what a server's engine pays)."""
     import asyncio
 
-    r0, w0 = os.pipe()
-    r1, w1 = os.pipe()
-    r2, w2 = os.pipe()
-    actions = [(os.POSIX_SPAWN_DUP2, r0, 0), (os.POSIX_SPAWN_DUP2, w1, 1),
-               (os.POSIX_SPAWN_DUP2, w2, 2)]
-    pid = os.posix_spawn(script, [script], os.environ, file_actions=actions, setpgroup=0)
-    for fd in (r0, w1, w2):
-        os.close(fd)
-    with contextlib.suppress(BrokenPipeError):
-        os.write(w0, data)
-    os.close(w0)
+    pid, r1, r2 = _spawn_fed(script, data)
     loop = asyncio.get_running_loop()
     pidfd = os.pidfd_open(pid)
     exited = loop.create_future()

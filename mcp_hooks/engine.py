@@ -354,7 +354,7 @@ class Engine:
         hooks = self.registry.select(name, event.tool_name, event.tool_input)
         work_dir = self._work_dir(event)
         payload = self._payload(name, event, work_dir)
-        guard = self._guard_before(name, event, payload) if name == "before_stop" else None
+        guard = self._guard_before(event, payload) if name == "before_stop" else None
         if not hooks:
             _require_dir(work_dir)
             outcome = Outcome(event_type=name)
@@ -561,9 +561,7 @@ class Engine:
 
     # -- the stop loop guard -------------------------------------------------------------
 
-    def _guard_before(
-        self, name: str, event: Event, payload: dict[str, Any]
-    ) -> tuple[str, int]:
+    def _guard_before(self, event: Event, payload: dict[str, Any]) -> tuple[str, int]:
         """The session's count of consecutive blocked stops, told to the hooks."""
         key = event.session_id or ""
         count = self._stop_blocks.get(key, 0) if event.session_id else 0

@@ -317,14 +317,11 @@ class _Pump:
                 self.pidfd = os.pidfd_open(child.pid)
             except OSError:
                 self.pidfd = -1
-        if self.pidfd >= 0 and timeout > _READ_DELAY:
+        if self.pidfd >= 0:
             self.watcher = _exit_watcher(loop)
-            self.watcher.watch(loop, self.pidfd, self)  # it calls start_reading
-        else:
-            if self.pidfd >= 0:
-                self.watcher = _exit_watcher(loop)
-                self.watcher.watch(loop, self.pidfd, self)
-            self.start_reading()
+            self.watcher.watch(loop, self.pidfd, self)  # it starts the readers after a delay
+        if self.pidfd < 0 or timeout <= _READ_DELAY:
+            self.start_reading()  # at once: nothing else tells us of the exit, or of time up
 
     def start_reading(self) -> None:
         """Register readers on both pipes, and arm the timeout."""
