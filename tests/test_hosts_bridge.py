@@ -3,7 +3,8 @@ per call, the host's payload on stdin, real HOOK.md hooks in a project folder.
 
 Payloads come from tests/fixtures/hosts (the hosts' docs and real runs). Each host answers
 in its own form: blocks, rewrites, context, stop gates; a plain allow grants no permission;
-unreadable input exits 1 (the host carries on), never 2.
+a call mcp-hooks cannot decide is denied in the host's form (a warning only where the event
+cannot block, or under ``MCP_HOOKS_ON_FAULT=warn``).
 """
 
 from __future__ import annotations
@@ -352,7 +353,96 @@ def test_the_hosts_loop_flags_reach_the_loop_guard(hooks: Path, user_dir: Path,
     assert recorded(hooks, "before_stop")["stop_hook_active"] is True
 
 
-# -- failures never block by accident ------------------------------------------------------
+# -- our own faults close the gate (issue 9): never open by accident -------------------------
+
+# host -> (blocking event, shell tool payload with the command given, non-blocking event)
+FAULT_HOSTS: dict[str, tuple[str, Any, str]] = {
+    "claude-code": ("PreToolUse", lambda c: {"tool_name": "Bash", "tool_input": {"command": c}},
+                    "SessionEnd"),
+    "codex": ("PreToolUse", lambda c: {"tool_name": "Bash", "tool_input": {"command": c}},
+              "PostCompact"),
+    "gemini-cli": ("BeforeTool", lambda c: {"tool_name": "run_shell_command",
+                                            "tool_input": {"command": c}}, "SessionEnd"),
+    "cursor": ("beforeShellExecution", lambda c: {"command": c}, "sessionEnd"),
+    "copilot-cli": ("preToolUse", lambda c: {"toolName": "bash", "toolArgs": {"command": c}},
+                    "sessionEnd"),
+    "kimi-cli": ("PreToolUse", lambda c: {"tool_name": "Shell", "tool_input": {"command": c}},
+                 "SessionEnd"),
+}
+DEEP = "[" * 5000 + "]" * 5000
+UNREADABLE = {
+    "not-json": "rm -rf / please",
+    "array": '[{"tool_name": "Bash"}]',
+    "lone-surrogate": '{"tool_input": {"command": "\\udcff"}, "toolArgs": {"command": '
+                      '"\\udcff"}, "command": "\\udcff"}',
+    "deep": '{"tool_input": {"command": "ls", "x": ' + DEEP + '}}',
+}
+WHY = {"not-json": "not JSON", "array": "JSON object", "lone-surrogate": "lone surrogate",
+       "deep": "nested too deeply", "wrong-type": "must be a string"}
+
+
+def host_deny(host: str, result: subprocess.CompletedProcess[str]) -> str:
+    """The reason of a deny in ``host``'s own PreToolUse-style form (fails if not one)."""
+    answer = out(result)
+    if host in ("claude-code", "codex", "kimi-cli"):
+        specific = answer["hookSpecificOutput"]
+        assert specific["permissionDecision"] == "deny", answer
+        return str(specific["permissionDecisionReason"])
+    if host == "gemini-cli":
+        assert answer["decision"] == "deny", answer
+        return str(answer["reason"])
+    if host == "cursor":
+        assert answer["permission"] == "deny", answer
+        return str(answer["agent_message"])
+    assert answer["permissionDecision"] == "deny", answer
+    return str(answer["permissionDecisionReason"])
+
+
+def _fault_stdin(host: str, kind: str) -> str:
+    if kind == "wrong-type":
+        return json.dumps(FAULT_HOSTS[host][1](["rm", "-rf", "/"]))
+    return UNREADABLE[kind]
+
+
+def test_the_lone_surrogate_case_is_raw_json_escape_text() -> None:
+    assert "\\udcff" in UNREADABLE["lone-surrogate"]
+    assert json.loads(UNREADABLE["lone-surrogate"])["command"] == "\udcff"
+
+
+@pytest.mark.parametrize("kind", [*UNREADABLE, "wrong-type"])
+@pytest.mark.parametrize("host", list(FAULT_HOSTS))
+def test_a_call_we_cannot_read_is_denied_in_the_hosts_form(host: str, kind: str,
+                                                           user_dir: Path) -> None:
+    event = FAULT_HOSTS[host][0]
+    result = bridge(host, _fault_stdin(host, kind), user_dir, None, "--event", event)
+    reason = host_deny(host, result)
+    assert WHY[kind] in reason and "mcp-hooks" in reason
+    assert "mcp-hooks doctor" in reason and "MCP_HOOKS_ON_FAULT=warn" in reason  # the fix
+    assert WHY[kind] in result.stderr
+
+
+@pytest.mark.parametrize("kind", list(UNREADABLE))
+@pytest.mark.parametrize("host", list(FAULT_HOSTS))
+def test_a_non_blocking_event_gets_the_warning_only(host: str, kind: str,
+                                                    user_dir: Path) -> None:
+    event = FAULT_HOSTS[host][2]
+    result = bridge(host, UNREADABLE[kind], user_dir, None, "--event", event)
+    assert result.returncode == 0, result.stderr
+    answer = result.stdout.strip()
+    assert "deny" not in answer and "block" not in answer
+    assert WHY[kind] in result.stderr and "let through unchecked" in result.stderr
+
+
+@pytest.mark.parametrize("kind", [*UNREADABLE, "wrong-type"])
+@pytest.mark.parametrize("host", list(FAULT_HOSTS))
+def test_on_fault_warn_carries_on_with_the_warning(host: str, kind: str, user_dir: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_HOOKS_ON_FAULT", "warn")
+    event = FAULT_HOSTS[host][0]
+    result = bridge(host, _fault_stdin(host, kind), user_dir, None, "--event", event)
+    assert result.returncode == 0, result.stderr
+    assert "deny" not in result.stdout and "block" not in result.stdout
+    assert WHY[kind] in result.stderr and "let through unchecked" in result.stderr
 
 
 @pytest.mark.parametrize(("host", "stdin", "flags", "message"), [
@@ -360,16 +450,36 @@ def test_the_hosts_loop_flags_reach_the_loop_guard(hooks: Path, user_dir: Path,
     ("codex", "[1, 2, 3]", [], "JSON object"),
     ("gemini-cli", "", [], "no payload"),
     ("claude-code", '{"hook_event_name": "Elicitation"}', [], "not bridged"),
-    ("copilot-cli", '{"sessionId": "s", "toolName": "bash"}', [], "no event name"),
-    ("cursor", '{"hook_event_name": "stop"}', ["--event", "nope"], "not bridged"),
+    ("kimi-cli", DEEP, [], "nested too deeply"),
 ])
-def test_unreadable_input_fails_open_with_a_clear_message(host: str, stdin: str,
+def test_with_no_event_known_the_universal_block_is_exit_2(host: str, stdin: str,
                                                           flags: list[str], message: str,
                                                           user_dir: Path) -> None:
     result = bridge(host, stdin, user_dir, None, *flags)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stdout == ""
-    assert message in result.stderr and "fail open" in result.stderr
+    assert message in result.stderr and "blocked" in result.stderr
+
+
+def test_copilot_has_no_exit_code_block_so_it_denies_in_json(user_dir: Path) -> None:
+    result = bridge("copilot-cli", '{"sessionId": "s", "toolName": "bash"}', user_dir)
+    reason = host_deny("copilot-cli", result)
+    assert "no event name" in reason
+
+
+def test_the_payloads_event_is_used_when_the_flag_is_unknown(user_dir: Path) -> None:
+    result = bridge("cursor", '{"hook_event_name": "stop", "loop_count": 0}', user_dir, None,
+                    "--event", "nope")
+    assert "not bridged" in out(result)["followup_message"]
+    # a stop the host reports as a continuation is never kept going by a fault
+    again = bridge("cursor", '{"hook_event_name": "stop", "loop_count": 1}', user_dir, None,
+                   "--event", "nope")
+    assert "followup_message" not in out(again) and "let through" in again.stderr
+
+
+def test_a_fault_on_the_stop_gate_blocks(user_dir: Path) -> None:
+    first = bridge("claude-code", "{oops", user_dir, None, "--event", "Stop")
+    assert out(first)["decision"] == "block"
 
 
 def test_unknown_host_is_a_usage_error(user_dir: Path) -> None:

@@ -83,13 +83,23 @@ async def test_endpoint_is_absent_without_a_token(service: HookService) -> None:
 
 async def test_endpoint_rejects_what_it_cannot_answer(http: httpx2.AsyncClient,
                                                       project: Path) -> None:
+    # no event known: the universal block needs exit 2, so the local bridge must answer
     bad = await http.post("/hooks/bridge/claude-code", content=b"not json", headers=AUTH)
-    assert bad.status_code == 422 and "not JSON" in bad.text
+    assert bad.status_code == 422 and "not JSON" in bad.text and "blocked" in bad.text
     unknown = await http.post("/hooks/bridge/vim", json={}, headers=AUTH)
     assert unknown.status_code == 404
+    # Copilot CLI blocks in JSON only: the server answers the deny itself
     no_event = await http.post("/hooks/bridge/copilot-cli", headers=AUTH,
                                json=fixture("copilot-cli", "preToolUse.bash", project))
-    assert no_event.status_code == 422 and "no event name" in no_event.text
+    assert no_event.status_code == 200
+    assert no_event.json()["permissionDecision"] == "deny"
+    assert "no event name" in no_event.json()["permissionDecisionReason"]
+    # the event known: a deny in the host's form, whatever the body
+    for body in (b"not json", b"[1]", b'{"tool_name": "Bash", "tool_input": "rm -rf /"}'):
+        denied = await http.post("/hooks/bridge/claude-code?event=PreToolUse", content=body,
+                                 headers=AUTH)
+        assert denied.status_code == 200
+        assert denied.json()["hookSpecificOutput"]["permissionDecision"] == "deny"
     outside = fixture("claude-code", "PreToolUse.rm", project)
     outside["cwd"] = "/"
     response = await http.post("/hooks/bridge/claude-code", json=outside, headers=AUTH)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -24,7 +25,14 @@ from mcp_hooks.hosts.vocab import RewriteError, ToolMap, Vocabulary
 if TYPE_CHECKING:
     from mcp_hooks.engine import Outcome
 
-EXIT_FAIL_OPEN = 1  # every host treats exit 1 as "hook failed, carry on"; never 2 by accident
+EXIT_FAIL_OPEN = 1  # every host treats exit 1 as "hook failed, carry on"
+EXIT_BLOCK = 2  # the block exit code of Claude Code, Codex, Gemini CLI, Cursor and Kimi CLI
+
+# Canonical events whose deny changes nothing for the agent: a fault there is only a warning.
+# A stand-in until ``EVENTS[name].can_block`` carries real values; both are honoured.
+_CANNOT_BLOCK = frozenset({"session_end", "after_stop", "post_compact", "after_tool_failure"})
+FAULT_FIX = ("run `mcp-hooks doctor` to see what is broken; to let such calls through "
+             "instead, set MCP_HOOKS_ON_FAULT=warn (or pass --on-fault warn)")
 
 
 # Claude Code's hook event names (PascalCase), which Codex and Kimi CLI adopted too.
@@ -90,26 +98,88 @@ class Reply:
 
 
 def fail_open(message: str) -> Reply:
-    """The reply for a call the bridge cannot handle: say why, let the host carry on."""
+    """A call the bridge cannot hand to the engine and must not block: say why, carry on."""
     return Reply("", f"mcp-hooks bridge: {message}; the host carries on (fail open)\n",
                  EXIT_FAIL_OPEN)
+
+
+# -- our own faults -----------------------------------------------------------------------
+
+
+def can_block(event: str) -> bool:
+    """Whether a deny of the canonical ``event`` stops anything (unknown events: assume so)."""
+    from mcp_hooks.events import EVENTS
+
+    info = EVENTS.get(event)
+    if info is None:
+        return True
+    return bool(getattr(info, "can_block", True)) and event not in _CANNOT_BLOCK
+
+
+def fault_mode(args: Any) -> str:
+    """``block`` (default) or ``warn``: what a call mcp-hooks cannot decide becomes."""
+    from mcp_hooks import options
+
+    real = getattr(options, "on_fault", None)
+    if real is not None:
+        return str(real(args))
+    given = getattr(args, "on_fault", None) or os.environ.get("MCP_HOOKS_ON_FAULT") or "block"
+    return "warn" if str(given).strip().lower() in ("warn", "open", "allow") else "block"
+
+
+def fault_outcome(event: str, what: str, *, on_fault: str = "block") -> Outcome:
+    """The outcome of an event mcp-hooks could not decide: a deny by ``mcp-hooks`` whose
+    reason says what broke and how to fix it, or an allow with that as a warning (``warn``,
+    or an event that cannot block)."""
+    from mcp_hooks import engine
+
+    real = getattr(engine, "fault_outcome", None)
+    if real is not None:
+        outcome: Outcome = real(event, what, on_fault=on_fault)
+        return outcome
+    if on_fault != "warn" and can_block(event):
+        return engine.Outcome(
+            event_type=event, decision="deny", blocked_by="mcp-hooks",
+            reason=f"mcp-hooks could not check this {event} call, so it is blocked: {what}",
+            warnings=[f"{event} blocked: mcp-hooks could not check it: {what}"],
+        )
+    return engine.Outcome(event_type=event, warnings=[
+        f"{event} let through unchecked: mcp-hooks could not check it: {what}"])
+
+
+_SURROGATE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
 
 def load_payload(raw: bytes) -> dict[str, Any]:
     """The host's payload from stdin bytes.
 
     Raises:
-        BridgeInputError: empty, not JSON, or not a JSON object.
+        BridgeInputError: empty, not UTF-8, not JSON, nested too deeply, not a JSON object,
+            or holding a lone surrogate escape (text no hook can be shown faithfully).
     """
-    text = raw.decode("utf-8", errors="replace").strip()
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise BridgeInputError(f"stdin is not UTF-8 ({exc})") from None
     if not text:
         raise BridgeInputError("no payload on stdin (expected the host's hook JSON)")
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise BridgeInputError("stdin is JSON nested too deeply to read") from None
     except ValueError as exc:
         raise BridgeInputError(f"stdin is not JSON ({exc}): {text[:120]!r}") from None
     if not isinstance(data, dict):
         raise BridgeInputError(f"stdin must be a JSON object, got {type(data).__name__}")
+    if _SURROGATE.search(text):  # rare: only then pay for the full check
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise BridgeInputError(
+                "stdin holds a lone surrogate escape (not valid Unicode), so the hooks "
+                "cannot be shown the call as the host will run it") from None
+        except RecursionError:
+            raise BridgeInputError("stdin is JSON nested too deeply to read") from None
     return data
 
 
@@ -217,10 +287,20 @@ class Host:
         tool_name, tool_input = self.host_tool(host_event, payload)
         host: dict[str, Any] = {"name": self.name, "event": host_event}
         if tool_name is not None or event in ("before_tool", "after_tool", "after_tool_failure"):
+            if tool_name is not None and not isinstance(tool_name, str):
+                raise BridgeInputError(f"the tool name must be a string, got "
+                                       f"{type(tool_name).__name__}")
+            if tool_input is not None and not isinstance(tool_input, dict):
+                raise BridgeInputError(f"the tool input must be a JSON object, got "
+                                       f"{type(tool_input).__name__}")
             tool_input = tool_input if isinstance(tool_input, dict) else {}
             call.host_tool_name, call.host_tool_input = tool_name, tool_input
             name, canonical_input = self.canonical_tool(tool_name or "", tool_input, payload)
             call.tool = self.tool_map(host_event, tool_name or "")
+            command = canonical_input.get("command")
+            if name == "Shell" and command is not None and not isinstance(command, str):
+                raise BridgeInputError(f"the shell command must be a string, got "
+                                       f"{type(command).__name__}")
             fields["tool_name"] = name
             fields["tool_input"] = canonical_input
             use_id = _first(payload, self.tool_use_id_keys)
@@ -278,6 +358,56 @@ class Host:
 
     def reply(self, call: Call, outcome: Outcome) -> Reply:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    # -- our own faults --------------------------------------------------------------------
+
+    def known_event(self, flag: str | None, payload: Any) -> str | None:
+        """The host event a call was for, as far as it can be told: ``--event``, else the
+        payload's field; None when neither names an event of this host."""
+        if flag in self.events:
+            return flag
+        if isinstance(payload, dict):
+            named = payload.get(self.event_key)
+            if isinstance(named, str) and named in self.events:
+                return named
+        return None
+
+    def fault_reply(self, what: str, host_event: str | None, on_fault: str,
+                    payload: Any = None) -> Reply:
+        """The answer to a call mcp-hooks could not decide (``what`` says why and the fix).
+
+        For a known host event: ``fault_outcome`` in the host's own reply form, a deny where
+        the event can block, else the warning only. For no known event: the host's most
+        universal block form (``universal_block``). ``on_fault="warn"`` lets the call
+        through with the warning instead.
+        """
+        if host_event is not None and host_event in self.events:
+            event = self.events[host_event]
+            if event == "before_stop" and self.continuing(payload):
+                # our own loop guard: a fault never keeps the agent working twice in a row
+                on_fault = "warn"
+            outcome = fault_outcome(event, what, on_fault=on_fault)
+            try:
+                return self.reply(Call(host_event, event, {}), outcome)
+            except Exception:  # the universal form below still answers
+                pass
+        if on_fault == "warn":
+            return Reply("", f"mcp-hooks bridge: {what}; let through unchecked (on-fault: "
+                         "warn)\n", EXIT_FAIL_OPEN)
+        return self.universal_block(what)
+
+    def universal_block(self, what: str) -> Reply:
+        """A block that needs no event: exit 2 with the reason on stderr."""
+        return Reply("", f"mcp-hooks could not check this call, so it is blocked: {what}\n",
+                     EXIT_BLOCK)
+
+    def continuing(self, payload: Any) -> bool:
+        """Whether the host says this stop is a continuation of a blocked one."""
+        if not isinstance(payload, dict):
+            return False
+        count = payload.get("loop_count")
+        return payload.get(self.stop_flag_key) is True or (
+            isinstance(count, int) and not isinstance(count, bool) and count > 0)
 
 
 def _first(payload: Mapping[str, Any], keys: tuple[str, ...]) -> Any:

@@ -3,10 +3,17 @@
 Reads the host's payload on stdin, translates it (``Host.translate``), fires the event at the
 engine, and answers in the host's own stdout JSON, stderr and exit code (``Host.reply``).
 
-It never blocks by accident: a payload it cannot read (not JSON, not an object, an event the
-host module does not know) or an engine failure is reported on stderr with exit 1, which
-every host treats as "the hook failed, carry on" (fail open). Only a hook's deny blocks, and
-only in the host's own block form.
+It never opens the gate by accident. When mcp-hooks itself cannot reach a decision (a payload
+that is not JSON, not an object, nested too deeply, holding a lone surrogate or a wrong-typed
+field; an event it does not know; an engine or reply failure), an event that can block is
+denied in the host's own block form (``Host.fault_reply``: ``fault_outcome`` through
+``Host.reply``), with a reason that says what broke and how to fix it. When the event cannot
+be told (no ``--event``, none in the payload), the host's most universal block form answers
+(exit 2 with the reason on stderr; Copilot CLI: ``permissionDecision: deny``). Events that
+cannot block (session end, after stop, post compact, after tool failure) get the warning
+only. ``--on-fault warn`` (or ``MCP_HOOKS_ON_FAULT=warn``) lets such calls through with the
+warning instead. A stop the host reports as a continuation is never blocked by a fault, so a
+lasting fault cannot keep an agent working forever.
 
 A host runs this as a new process on every tool call, so the import graph stays small: the
 host module, the engine and the options; never the MCP SDK, Starlette or the server.
@@ -30,7 +37,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_hooks.hosts import UnknownHostError, get_host
-from mcp_hooks.hosts.base import BridgeInputError, Call, Host, Reply, fail_open, load_payload
+from mcp_hooks.hosts.base import (
+    FAULT_FIX,
+    BridgeInputError,
+    Call,
+    Host,
+    Reply,
+    fault_mode,
+    fault_outcome,
+    load_payload,
+)
 
 if TYPE_CHECKING:
     from mcp_hooks.engine import Outcome
@@ -48,33 +64,53 @@ def bridge_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     raw = sys.stdin.buffer.read()
     reply = answer(host, raw, args)
+    # a lone surrogate in a reason must not crash the answer: escape it, JSON stays valid
     if reply.stdout:
-        sys.stdout.write(reply.stdout + "\n")
+        sys.stdout.buffer.write((reply.stdout + "\n").encode("utf-8", "backslashreplace"))
         sys.stdout.flush()
     if reply.stderr:
-        sys.stderr.write(reply.stderr)
+        sys.stderr.buffer.write(reply.stderr.encode("utf-8", "backslashreplace"))
         sys.stderr.flush()
     return reply.exit_code
 
 
+def unreadable(host: Host, exc: Exception) -> str:
+    """What broke when a payload could not be translated, and how to fix it."""
+    if isinstance(exc, BridgeInputError):
+        what = str(exc)
+    else:
+        what = f"could not read the {host.title} payload: {type(exc).__name__}: {exc}"
+    return (f"{what}. Check that this hook entry belongs to {host.title} (re-run `mcp-hooks "
+            f"install {host.name}` to rewrite it); {FAULT_FIX}")
+
+
 def answer(host: Host, raw: bytes, args: argparse.Namespace) -> Reply:
-    """The host's answer to one payload; never raises."""
+    """The host's answer to one payload; never raises. What mcp-hooks cannot decide is a
+    deny in the host's form (see the module docstring), or a warning under ``warn``."""
+    on_fault = fault_mode(args)
+    flag = getattr(args, "event", None)
+    payload: Any = None
     try:
         payload = load_payload(raw)
-        host_event = host.event_of(payload, getattr(args, "event", None))
+        host_event = host.event_of(payload, flag)
         call = host.translate(host_event, payload)
-    except BridgeInputError as exc:
-        return fail_open(str(exc))
-    except Exception as exc:  # a payload shape we did not foresee must not block the host
-        return fail_open(f"could not read the {host.title} payload: {type(exc).__name__}: {exc}")
+    except Exception as exc:  # any payload we cannot read is a fault of ours
+        return host.fault_reply(unreadable(host, exc), host.known_event(flag, payload),
+                                on_fault, payload)
     try:
         outcome = fire_call(call, args)
     except Exception as exc:
-        return fail_open(f"the engine failed on {call.host_event}: {type(exc).__name__}: {exc}")
+        if call.event == "before_stop" and host.continuing(payload):
+            on_fault = "warn"
+        outcome = fault_outcome(call.event, (
+            f"the engine failed on {call.host_event}: {type(exc).__name__}: {exc}. Check the "
+            f"hooks with `mcp-hooks validate`; {FAULT_FIX}"), on_fault=on_fault)
     try:
         return host.reply(call, outcome)
     except Exception as exc:
-        return fail_open(f"could not answer {call.host_event}: {type(exc).__name__}: {exc}")
+        return host.fault_reply(
+            f"could not answer {call.host_event}: {type(exc).__name__}: {exc}; {FAULT_FIX}",
+            call.host_event, on_fault, payload)
 
 
 def fire_call(call: Call, args: argparse.Namespace) -> Outcome:

@@ -87,6 +87,12 @@ class CopilotCli(Host):
                 args = {"input": args}
         return name, args
 
+    def universal_block(self, what: str) -> Reply:
+        """Copilot CLI blocks by ``permissionDecision`` only (exit codes do not block)."""
+        reason = f"mcp-hooks could not check this call, so it is blocked: {what}"
+        return Reply.json({"permissionDecision": "deny", "permissionDecisionReason": reason},
+                          stderr=f"mcp-hooks: {reason}\n")
+
     def reply(self, call: Call, outcome: Outcome) -> Reply:
         event = call.host_event
         out: dict[str, Any] = {}

@@ -6,8 +6,11 @@ the same call in milliseconds, with its engine and registry warm:
 - ``bridge_routes(engine_for, token)``: ``POST /hooks/bridge/{host}?event=<HostEvent>``
   takes the host's payload as the body and returns the host's stdout JSON (empty body for a
   plain allow). It exists only when the server has a bearer token, and checks it itself too
-  (constant time). A payload it cannot answer gets ``422`` with the reason, so the forward
-  script's ``curl -f`` falls back to the local bridge, which reports the same reason.
+  (constant time). A call mcp-hooks cannot decide (an unreadable payload, an engine failure)
+  gets the same fault answer as the bridge (``Host.fault_reply``): a deny in the host's JSON
+  form, with status 200. An answer that needs an exit code (the universal exit-2 block, a
+  warning with exit 1) and a work dir the server does not serve get ``422`` with the reason,
+  so the forward script falls back to the local bridge, which answers with the exit code.
   ``install --via server`` writes a command that uses it, ``install claude-code --via http``
   a Claude Code ``http`` hook.
 - ``bridge_hook``: an MCP tool whose text result is Claude Code's hook JSON, for Claude
@@ -29,7 +32,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from mcp_hooks.hosts import UnknownHostError, get_host
-from mcp_hooks.hosts.base import BridgeInputError, Host, Reply, fail_open, load_payload
+from mcp_hooks.hosts.base import FAULT_FIX, Host, Reply, fail_open, fault_mode, load_payload
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -47,26 +50,53 @@ TOOL_DESCRIPTION = (
 )
 
 
+def _on_fault() -> str:
+    """The server's fault mode: ``MCP_HOOKS_ON_FAULT`` in its environment (default block)."""
+    import argparse
+
+    return fault_mode(argparse.Namespace())
+
+
 async def answer_payload(host: Host, payload: dict[str, Any], event: str | None,
                          engine_for: EngineFor) -> Reply:
-    """The host's answer to one payload, fired at the server's engine; never raises."""
-    from mcp_hooks.engine import Event
+    """The host's answer to one payload, fired at the server's engine; never raises.
 
+    What mcp-hooks cannot decide is answered as the bridge answers it (a deny in the host's
+    form); only a work dir this server does not serve fails over (exit 1), so that the
+    forward script runs the local bridge instead.
+    """
+    from mcp_hooks.engine import Event
+    from mcp_hooks.hosts.bridge import unreadable
+
+    on_fault = _on_fault()
     try:
         host_event = host.event_of(payload, event)
         call = host.translate(host_event, payload)
-    except BridgeInputError as exc:
-        return fail_open(str(exc))
     except Exception as exc:
-        return fail_open(f"could not read the {host.title} payload: {type(exc).__name__}: {exc}")
+        return host.fault_reply(unreadable(host, exc), host.known_event(event, payload),
+                                on_fault, payload)
     try:
         engine = engine_for(call.fields.get("work_dir"))
         if inspect.isawaitable(engine):
             engine = await engine
+    except Exception as exc:
+        return fail_open(f"this server does not answer for that folder: {exc}")
+    try:
         outcome = await engine.fire(Event.create(event_type=call.event, **call.fields))
+    except Exception as exc:
+        if call.event == "before_stop" and host.continuing(payload):
+            on_fault = "warn"
+        from mcp_hooks.hosts.base import fault_outcome
+
+        outcome = fault_outcome(call.event, (
+            f"the engine failed on {call.host_event}: {type(exc).__name__}: {exc}. Check the "
+            f"hooks with `mcp-hooks validate`; {FAULT_FIX}"), on_fault=on_fault)
+    try:
         return host.reply(call, outcome)
     except Exception as exc:
-        return fail_open(f"the engine failed on {call.host_event}: {type(exc).__name__}: {exc}")
+        return host.fault_reply(
+            f"could not answer {call.host_event}: {type(exc).__name__}: {exc}; {FAULT_FIX}",
+            call.host_event, on_fault, payload)
 
 
 def bridge_routes(engine_for: EngineFor, token: str | None) -> list[Route]:
@@ -86,12 +116,16 @@ def bridge_routes(engine_for: EngineFor, token: str | None) -> list[Route]:
             host = get_host(request.path_params["host"])
         except UnknownHostError as exc:
             return PlainTextResponse(f"{exc}\n", status_code=404)
+        event = request.query_params.get("event")
         try:
             payload = load_payload(await request.body())
-        except BridgeInputError as exc:
-            return PlainTextResponse(f"mcp-hooks bridge: {exc}\n", status_code=422)
-        reply = await answer_payload(host, payload, request.query_params.get("event"),
-                                     engine_for)
+        except Exception as exc:
+            from mcp_hooks.hosts.bridge import unreadable
+
+            reply = host.fault_reply(unreadable(host, exc), host.known_event(event, None),
+                                     _on_fault())
+        else:
+            reply = await answer_payload(host, payload, event, engine_for)
         if reply.exit_code != 0:
             return PlainTextResponse(reply.stderr, status_code=422)
         return Response(reply.stdout, media_type="application/json")
