@@ -23,6 +23,7 @@ from mcp_hooks.engine import Engine, Event
 from mcp_hooks.errors import HookFileError, MCPHooksError
 from mcp_hooks.events import EVENTS, canonical_event
 from mcp_hooks.hookfile import NAME_RE, find_hook_file, load_hook
+from mcp_hooks.trust_cli import add_trust_parser
 
 EXIT_OK = 0
 EXIT_PROBLEM = 1
@@ -241,6 +242,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     _add_proxy_parser(sub, full=command in (None, "proxy"))
     for add in (_add_bridge_parser, _add_install_parser, _add_uninstall_parser):
         add(sub)
+    add_trust_parser(sub)
     return parser
 
 
@@ -483,6 +485,7 @@ COMMANDS: dict[str, Any] = {
     "bridge": _lazy("mcp_hooks.hosts.bridge", "bridge_command"),
     "install": _lazy("mcp_hooks.hosts.install", "install_command"),
     "uninstall": _lazy("mcp_hooks.hosts.install", "uninstall_command"),
+    "trust": _lazy("mcp_hooks.trust_cli", "trust_command"),
 }
 
 

@@ -1,0 +1,483 @@
+"""Project-hook trust: a hook folder's content digest, and the store of digests users trusted.
+
+A cloned repository's ``.agents/hooks`` may hold anything; its scripts run only after the
+user trusted their exact content (``mcp-hooks trust``). Trust is recorded per project (its
+resolved path) and hook name as the SHA-256 of the whole hook folder (``hook_digest``): any
+change to HOOK.md, a script, a mode bit or the set of files makes the hook "changed" until
+trusted again.
+
+The store is one JSON file, ``$MCP_HOOKS_TRUST_STORE`` or
+``$XDG_STATE_HOME/mcp-hooks/trust.json``::
+
+    {"version": 1,
+     "projects": {"/abs/project": {"hook-name": {"sha256": "<hex>", "trusted_at": "<ISO 8601>"}}}}
+
+Reading is cheap (one ``stat`` per query once loaded) and tolerant: a missing file is an empty
+store, a corrupt one is an empty store plus ``TrustStore.problem``. Writers lock a sibling
+``.lock`` file, re-read, merge and replace the file atomically, so concurrent ``trust`` runs
+lose nothing; a corrupt file is never overwritten.
+
+Standard library only, and cheap to import: the host bridges import it on every tool call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import stat
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from mcp_hooks.errors import MCPHooksError
+
+TRUST_ALL_ENV = "MCP_HOOKS_TRUST_PROJECT_HOOKS"
+STORE_ENV = "MCP_HOOKS_TRUST_STORE"
+STORE_VERSION = 1
+
+# A hostile folder must not stall a tool call: past these bounds a folder is not hashed and
+# gets UNVERIFIABLE_DIGEST, which the store never records and never reports as trusted.
+MAX_ENTRIES = 1000
+MAX_FILE_BYTES = 16 * 1024 * 1024
+UNVERIFIABLE_DIGEST = "0" * 64
+LOCK_TIMEOUT = 10.0
+
+Status = Literal["trusted", "untrusted", "changed"]
+
+_DIGEST_CHARS = frozenset("0123456789abcdef")
+_TRUE = ("1", "true", "yes")
+
+
+class TrustError(MCPHooksError):
+    """Trust could not be recorded: a hook that cannot be hashed, or a bad argument."""
+
+
+class TrustStoreError(TrustError):
+    """The trust store file cannot be read, locked or written; the message says how to fix it.
+
+    Attributes:
+        path: the store file (or its lock file / folder) at fault.
+    """
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+
+# -- where ------------------------------------------------------------------------------
+
+
+def store_path() -> Path:
+    """``$MCP_HOOKS_TRUST_STORE``, else ``$XDG_STATE_HOME/mcp-hooks/trust.json`` (default
+    ``~/.local/state/mcp-hooks/trust.json``)."""
+    env = os.environ.get(STORE_ENV)
+    if env:
+        return Path(os.path.expanduser(env))
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(base) / "mcp-hooks" / "trust.json"
+
+
+def trust_all_from_env() -> bool:
+    """Whether ``$MCP_HOOKS_TRUST_PROJECT_HOOKS`` says to trust every project hook
+    (``1``, ``true`` or ``yes``, any case)."""
+    return os.environ.get(TRUST_ALL_ENV, "").strip().lower() in _TRUE
+
+
+# -- the digest -------------------------------------------------------------------------
+
+
+def _frame(*parts: bytes) -> bytes:
+    """Length-prefixed fields: no two different records hash the same bytes."""
+    return b"".join(b"%d:%s," % (len(p), p) for p in parts)
+
+
+def _errname(exc: OSError) -> bytes:
+    return (errno.errorcode.get(exc.errno or 0) or "EUNKNOWN").encode()
+
+
+class _Unverifiable(Exception):
+    """The folder cannot be hashed in full (too big, or changing under us)."""
+
+
+def _file_payload(path: bytes, st: os.stat_result, rel: str, notes: list[str]) -> bytes:
+    if st.st_size > MAX_FILE_BYTES:
+        raise _Unverifiable(f"{rel}: larger than {MAX_FILE_BYTES >> 20} MiB, not hashed")
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        notes.append(f"{rel}: unreadable ({exc.strerror})")
+        return b"unreadable:" + _errname(exc)
+    try:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (
+            st.st_dev, st.st_ino
+        ):
+            raise _Unverifiable(f"{rel}: replaced while being hashed")
+        import hashlib
+
+        h = hashlib.sha256()
+        total = 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > MAX_FILE_BYTES:
+                raise _Unverifiable(f"{rel}: larger than {MAX_FILE_BYTES >> 20} MiB, not hashed")
+            h.update(chunk)
+        return b"sha256:" + h.hexdigest().encode()
+    except OSError as exc:
+        notes.append(f"{rel}: unreadable ({exc.strerror})")
+        return b"unreadable:" + _errname(exc)
+    finally:
+        os.close(fd)
+
+
+def _payload(path: bytes, st: os.stat_result, rel: str, notes: list[str]) -> bytes:
+    mode = st.st_mode
+    if stat.S_ISREG(mode):
+        return _file_payload(path, st, rel, notes)
+    if stat.S_ISDIR(mode):
+        return b"dir"
+    if stat.S_ISLNK(mode):
+        try:
+            return b"link:" + os.readlink(path)
+        except OSError as exc:
+            notes.append(f"{rel}: symlink unreadable ({exc.strerror})")
+            return b"unreadable-link:" + _errname(exc)
+    if stat.S_ISFIFO(mode):
+        return b"fifo"
+    if stat.S_ISSOCK(mode):
+        return b"socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return b"device:%d" % st.st_rdev
+    return b"other"
+
+
+def _records(root: bytes, notes: list[str]) -> list[tuple[bytes, bytes]]:
+    """(relative path, framed record) of every entry under ``root``, unsorted."""
+    listed: list[tuple[bytes, os.stat_result | OSError]] = []
+    stack: list[bytes] = [b""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            with os.scandir(root + b"/" + rel_dir if rel_dir else root) as it:
+                for entry in it:
+                    rel = rel_dir + b"/" + entry.name if rel_dir else entry.name
+                    found: os.stat_result | OSError
+                    try:
+                        found = entry.stat(follow_symlinks=False)
+                    except OSError as exc:
+                        found = exc
+                    listed.append((rel, found))
+                    if len(listed) > MAX_ENTRIES:
+                        raise _Unverifiable(f"more than {MAX_ENTRIES} entries, not hashed")
+                    if isinstance(found, os.stat_result) and stat.S_ISDIR(found.st_mode):
+                        stack.append(rel)
+        except OSError as exc:
+            if not rel_dir:
+                raise _Unverifiable(f"cannot list the folder ({exc.strerror})") from None
+            # The directory's own record is already listed; its unlisted content is marked.
+            notes.append(f"{os.fsdecode(rel_dir)}: cannot be listed ({exc.strerror})")
+            listed.append((rel_dir + b"/", exc))
+    records: list[tuple[bytes, bytes]] = []
+    for rel, found in listed:
+        shown = os.fsdecode(rel)
+        if isinstance(found, OSError):
+            records.append((rel, _frame(rel, b"?", b"unlisted:" + _errname(found))))
+            continue
+        payload = _payload(root + b"/" + rel, found, shown, notes)
+        records.append((rel, _frame(rel, b"%o" % found.st_mode, payload)))
+    return records
+
+
+def digest_report(hook_dir: Path) -> tuple[str, list[str]]:
+    """``hook_digest`` and notes on what it could not read (for people; never raises).
+
+    The digest is ``UNVERIFIABLE_DIGEST`` when the folder cannot be hashed in full: more than
+    ``MAX_ENTRIES`` entries, a file over ``MAX_FILE_BYTES``, a folder that cannot be listed,
+    or a file replaced while being read. The notes then say why.
+    """
+    notes: list[str] = []
+    try:
+        records = _records(os.fsencode(hook_dir), notes)
+    except _Unverifiable as exc:
+        return UNVERIFIABLE_DIGEST, [*notes, str(exc)]
+    records.sort(key=lambda r: r[0])
+    import hashlib
+
+    h = hashlib.sha256(b"mcp-hooks hook digest v1\n")
+    for _, record in records:
+        h.update(record)
+    return h.hexdigest(), notes
+
+
+def hook_digest(hook_dir: Path) -> str:
+    """Hex SHA-256 over a hook folder's content; never raises.
+
+    Every entry under the folder (HOOK.md included), sorted by relative path, contributes
+    its relative path, its mode (type and permission bits) and its content: a file's bytes,
+    a symlink's target text (not followed), a device's number; directories, FIFOs and
+    sockets their type only (never opened). An unreadable file contributes a marker naming
+    the error. A folder that cannot be hashed in full gets ``UNVERIFIABLE_DIGEST``, which
+    is never trusted (see ``digest_report`` for why).
+    """
+    return digest_report(hook_dir)[0]
+
+
+def is_digest(text: object) -> bool:
+    return isinstance(text, str) and len(text) == 64 and _DIGEST_CHARS.issuperset(text)
+
+
+# -- the store --------------------------------------------------------------------------
+
+_Data = dict[str, Any]
+_HOW_TO_FIX = ("fix it by hand, or move it away to start over (every project hook will "
+               "then need `mcp-hooks trust` again)")
+
+
+def _empty() -> _Data:
+    return {"version": STORE_VERSION, "projects": {}}
+
+
+def _check_shape(data: Any) -> str | None:
+    """Why ``data`` is not a trust store of our version, or None."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    version = data.get("version")
+    if version != STORE_VERSION:
+        if isinstance(version, int) and not isinstance(version, bool) and version > 1:
+            return f"version {version} was written by a newer mcp-hooks; upgrade mcp-hooks"
+        return f"version must be {STORE_VERSION}, got {version!r}"
+    projects = data.get("projects")
+    if not isinstance(projects, dict):
+        return "projects must be a JSON object"
+    for project, hooks in projects.items():
+        if not isinstance(hooks, dict):
+            return f"projects[{project!r}] must be a JSON object"
+        for name, entry in hooks.items():
+            if not isinstance(entry, dict) or not is_digest(entry.get("sha256")):
+                return f"projects[{project!r}][{name!r}] must hold a sha256 of 64 hex digits"
+    return None
+
+
+def _now() -> str:
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class TrustStore:
+    """The trusted digests of project hooks, in one JSON file.
+
+    Args:
+        path: the store file; None means ``store_path()``.
+
+    Attributes:
+        path: the store file.
+        problem: why the file could not be read (it then reads as empty), or None.
+    """
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path is not None else store_path()
+        self._data: _Data = _empty()
+        self._problem: str | None = None
+        self._signature: object = ()  # never a real signature: the first query reads
+
+    # -- reading -------------------------------------------------------------------------
+
+    @property
+    def problem(self) -> str | None:
+        self._current()
+        return self._problem
+
+    def _read(self) -> tuple[_Data, str | None]:
+        try:
+            with open(self.path, "rb") as f:
+                raw = f.read()
+        except FileNotFoundError:
+            return _empty(), None
+        except OSError as exc:
+            return _empty(), (f"{self.path}: cannot be read ({exc.strerror}); fix its "
+                              "permissions or move it away")
+        if not raw.strip():
+            return _empty(), None
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:  # UnicodeDecodeError is one
+            return _empty(), f"{self.path}: not valid JSON ({exc}); {_HOW_TO_FIX}"
+        why = _check_shape(data)
+        if why is not None:
+            return _empty(), f"{self.path}: not a trust store: {why}; {_HOW_TO_FIX}"
+        return data, None
+
+    def _current(self) -> _Data:
+        try:
+            st = os.stat(self.path)
+            signature: object = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        except FileNotFoundError:
+            signature = None
+        except OSError:
+            signature = ()  # read again next time: the read reports the problem
+        if signature != self._signature or signature == ():
+            self._data, self._problem = self._read()
+            self._signature = signature
+        return self._data
+
+    @staticmethod
+    def project_key(project_dir: Path) -> str:
+        """How a project is named in the store: its resolved absolute path."""
+        return str(Path(project_dir).resolve())
+
+    def status(self, project_dir: Path, name: str, digest: str) -> Status:
+        """``trusted`` (this exact digest), ``changed`` (trusted with another digest) or
+        ``untrusted`` (no entry). ``UNVERIFIABLE_DIGEST`` is never trusted."""
+        hooks = self._current()["projects"].get(self.project_key(project_dir))
+        entry = hooks.get(name) if hooks else None
+        if entry is None:
+            return "untrusted"
+        if entry.get("sha256") == digest and digest != UNVERIFIABLE_DIGEST:
+            return "trusted"
+        return "changed"
+
+    def entries(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Every entry: project path -> hook name -> {"sha256", "trusted_at", ...} (a copy)."""
+        projects: dict[str, dict[str, dict[str, Any]]] = self._current()["projects"]
+        return {p: {n: dict(e) for n, e in hooks.items()} for p, hooks in projects.items()}
+
+    # -- writing -------------------------------------------------------------------------
+
+    def trust(self, project_dir: Path, digests: Mapping[str, str]) -> None:
+        """Record ``{hook name: digest}`` as trusted for a project (replacing older digests).
+
+        Raises:
+            TrustError: a digest is not 64 hex digits, or is ``UNVERIFIABLE_DIGEST``.
+            TrustStoreError: the store is corrupt (never overwritten), or cannot be written.
+        """
+        for name, digest in digests.items():
+            if not isinstance(name, str) or not name:
+                raise TrustError(f"{name!r}: a hook name must be a non-empty string")
+            if not is_digest(digest):
+                raise TrustError(f"{name}: {digest!r} is not a hex SHA-256 from hook_digest")
+            if digest == UNVERIFIABLE_DIGEST:
+                raise TrustError(f"{name}: its folder cannot be hashed in full (too many "
+                                 "entries, a file too large, or unreadable), so it cannot be "
+                                 "trusted; see `mcp-hooks trust` for why")
+        if not digests:
+            return
+        key = self.project_key(project_dir)
+        when = _now()
+
+        def change(data: _Data) -> bool:
+            hooks = data["projects"].setdefault(key, {})
+            for name, digest in digests.items():
+                hooks[name] = {"sha256": digest, "trusted_at": when}
+            return True
+
+        self._update(change)
+
+    def revoke(self, project_dir: Path, names: Iterable[str] | None = None) -> list[str]:
+        """Forget trust for some hooks of a project (None: all of them).
+
+        Returns:
+            The names whose trust was removed, sorted (names never trusted are skipped).
+
+        Raises:
+            TrustStoreError: the store is corrupt (never overwritten), or cannot be written.
+        """
+        key = self.project_key(project_dir)
+        wanted = None if names is None else set(names)
+        removed: list[str] = []
+
+        def change(data: _Data) -> bool:
+            hooks = data["projects"].get(key)
+            if not hooks:
+                return False
+            gone = sorted(hooks) if wanted is None else sorted(wanted & set(hooks))
+            for name in gone:
+                del hooks[name]
+            if not hooks:
+                del data["projects"][key]
+            removed.extend(gone)
+            return bool(gone)
+
+        self._update(change)
+        return removed
+
+    def _update(self, change: Callable[[_Data], bool]) -> None:
+        """Lock, re-read, apply ``change`` (False: nothing to write), replace atomically."""
+        import fcntl
+        import time
+
+        folder = self.path.parent
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise TrustStoreError(folder, f"cannot create the folder ({exc.strerror}); "
+                                  f"create it, or set {STORE_ENV} to a writable file") from None
+        lock = self.path.with_name(self.path.name + ".lock")
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise TrustStoreError(lock, f"cannot open the lock file ({exc.strerror}); fix the "
+                                  f"folder's permissions or set {STORE_ENV}") from None
+        try:
+            deadline = time.monotonic() + LOCK_TIMEOUT
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise TrustStoreError(
+                            lock, f"still locked by another process after {LOCK_TIMEOUT:g} s; "
+                            "try again, or end the process that holds it") from None
+                    time.sleep(0.01)
+            data, problem = self._read()
+            if problem is not None:
+                self._problem = problem
+                raise TrustStoreError(self.path, "refusing to overwrite a store that cannot "
+                                      f"be read: {problem.removeprefix(f'{self.path}: ')}")
+            if not change(data):
+                return
+            self._write(data)
+        finally:
+            os.close(fd)  # releases the lock
+        self._signature = ()  # read the file as written on the next query
+
+    def _write(self, data: _Data) -> None:
+        import tempfile
+
+        folder = self.path.parent
+        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+        try:
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{self.path.name}.", suffix=".tmp")
+        except OSError as exc:
+            raise TrustStoreError(folder, f"cannot write there ({exc.strerror}); fix its "
+                                  f"permissions or set {STORE_ENV}") from None
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:  # mkstemp made it 0600
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise TrustStoreError(self.path, f"cannot be written ({exc.strerror}); fix the "
+                                  f"folder's permissions or set {STORE_ENV}") from None
+        try:
+            dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            with contextlib.suppress(OSError):
+                os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

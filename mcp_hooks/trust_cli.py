@@ -1,0 +1,272 @@
+"""``mcp-hooks trust``: review a project's hooks and trust their exact content.
+
+Without flags it shows each hook of ``<project>/.agents/hooks`` (trigger, matcher, the argv
+it runs, its SHA-256 and whether it is trusted now) and asks before recording them in the
+trust store; ``--yes`` answers for a script (without a terminal it is required). ``--list``
+prints the store; ``--revoke`` forgets a project's hooks (or the ``--hook`` ones).
+
+Exit codes: 0 ok, 1 a problem (declined, nothing to trust, an invalid or unhashable hook,
+an unreadable store), 64 a usage error (an unknown ``--hook``, a missing folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp_hooks import options
+from mcp_hooks.discovery import project_hooks_dir
+from mcp_hooks.errors import HookFileError
+from mcp_hooks.hookfile import HookSpec, load_hook
+from mcp_hooks.trust import (
+    UNVERIFIABLE_DIGEST,
+    Status,
+    TrustError,
+    TrustStore,
+    digest_report,
+)
+
+EXIT_OK = 0
+EXIT_PROBLEM = 1
+EXIT_USAGE = 64
+
+
+def add_trust_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "trust", help="review and trust a project's hooks (project hooks run only once trusted)",
+        description="Project hooks (<project>/.agents/hooks) run only after you trusted their "
+        "exact content. This shows each hook -- trigger, matcher, the command it runs, the "
+        "SHA-256 of its folder -- and asks before trusting it. Any later change to the folder "
+        "makes the hook untrusted again until you run this again.",
+    )
+    p.add_argument("project", nargs="?", type=Path, metavar="PROJECT_DIR",
+                   help="the project (default: --project-dir, else the nearest folder at or "
+                   "above the current one that has .agents/hooks)")
+    p.add_argument("--hook", dest="hooks", action="append", metavar="NAME",
+                   help="only this hook (repeatable)")
+    p.add_argument("--yes", "-y", action="store_true",
+                   help="trust without asking (required without a terminal)")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--list", action="store_true",
+                      help="print every trusted hook in the store (and, for a PROJECT_DIR "
+                      "given, the status of each of its hooks)")
+    what.add_argument("--revoke", action="store_true",
+                      help="forget the trust of the project's hooks (or the --hook ones)")
+    options.add_common_options(p)
+
+
+@dataclass
+class _Hook:
+    """One folder of ``.agents/hooks``: its spec (or why it is invalid) and its digest."""
+
+    name: str
+    dir: Path
+    spec: HookSpec | None = None
+    error: str | None = None
+    digest: str = UNVERIFIABLE_DIGEST
+    notes: list[str] = field(default_factory=list)
+    status: Status = "untrusted"
+
+    @property
+    def trustable(self) -> bool:
+        return self.spec is not None and self.digest != UNVERIFIABLE_DIGEST
+
+
+def _hook_folders(root: Path) -> list[Path]:
+    """The hook folders the Registry would load from ``root`` (same rule: no dot names)."""
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return []
+    return [Path(e.path) for e in entries if not e.name.startswith(".") and e.is_dir()]
+
+
+def _inspect(folder: Path, project: Path, store: TrustStore) -> _Hook:
+    hook = _Hook(folder.name, folder)
+    before, _ = digest_report(folder)
+    try:
+        hook.spec, _ = load_hook(folder, "project")
+    except HookFileError as exc:
+        hook.error = str(exc)
+    hook.digest, hook.notes = digest_report(folder)
+    if hook.digest != before:  # what is shown must be what is trusted
+        hook.digest = UNVERIFIABLE_DIGEST
+        hook.notes.append("the folder changed while being read; run this again")
+    hook.status = store.status(project, hook.name, hook.digest)
+    return hook
+
+
+def _describe(hook: _Hook) -> list[str]:
+    lines = [f"  {hook.name}  [{hook.status}]"]
+    if hook.spec is None:
+        lines.append(f"    INVALID, will not be trusted: {hook.error}")
+    else:
+        spec = hook.spec
+        lines.append(f"    trigger:  {spec.trigger}"
+                     + (f" ({spec.event})" if spec.event != spec.trigger else ""))
+        matcher = [f"{k}={v!r}" for k, v in (("tool", spec.matcher_tool),
+                                              ("pattern", spec.matcher_pattern)) if v]
+        lines.append(f"    matcher:  {'  '.join(matcher) if matcher else '(none: every event)'}")
+        lines.append(f"    runs:     {' '.join(spec.entry)}")
+        lines.append(f"    about:    {spec.description}")
+    if hook.digest == UNVERIFIABLE_DIGEST:
+        lines.append("    sha256:   (cannot be hashed in full: will not be trusted)")
+    else:
+        lines.append(f"    sha256:   {hook.digest}")
+    lines.extend(f"    note:     {note}" for note in hook.notes)
+    return lines
+
+
+def _project(args: argparse.Namespace) -> tuple[Path, bool]:
+    """The project and whether it was named explicitly; a usage error if both ways differ."""
+    if args.project is not None:
+        project = Path(os.path.expanduser(str(args.project))).resolve()
+        given = getattr(args, "project_dir", None)
+        if given is not None and Path(os.path.expanduser(str(given))).resolve() != project:
+            raise _Usage("give the project once: PROJECT_DIR or --project-dir, not both")
+        return project, True
+    return options.project_dir(args), getattr(args, "project_dir", None) is not None
+
+
+class _Usage(Exception):
+    pass
+
+
+def trust_command(args: argparse.Namespace) -> int:
+    store = TrustStore()
+    try:
+        project, explicit = _project(args)
+        if args.list:
+            return _list(store, project if explicit else None)
+        if args.revoke:
+            return _revoke(store, project, args.hooks)
+        return _trust(store, project, args.hooks, args.yes)
+    except _Usage as exc:
+        print(f"mcp-hooks trust: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except TrustError as exc:
+        print(f"mcp-hooks trust: {exc}", file=sys.stderr)
+        return EXIT_PROBLEM
+
+
+def _select(hooks: list[_Hook], names: list[str] | None, root: Path,
+            also: set[str] | None = None) -> list[_Hook]:
+    if not names:
+        return hooks
+    known = {h.name for h in hooks} | (also or set())
+    unknown = [n for n in dict.fromkeys(names) if n not in known]
+    if unknown:
+        there = ", ".join(sorted(known)) or "none"
+        raise _Usage(f"no hook named {', '.join(map(repr, unknown))} in {root}; "
+                     f"the hooks there are: {there}")
+    wanted = set(names)
+    return [h for h in hooks if h.name in wanted]
+
+
+def _trust(store: TrustStore, project: Path, names: list[str] | None, yes: bool) -> int:
+    root = project_hooks_dir(project)
+    if not root.is_dir():
+        if names:
+            raise _Usage(f"no hook named {', '.join(map(repr, names))}: {root} does not exist")
+        print(f"mcp-hooks trust: no project hooks: {root} does not exist", file=sys.stderr)
+        return EXIT_PROBLEM
+    if store.problem:
+        print(f"mcp-hooks trust: {store.problem}", file=sys.stderr)
+        return EXIT_PROBLEM
+    folders = _hook_folders(root)
+    if names:  # an unknown name is a usage error before any hashing
+        _select([_Hook(f.name, f) for f in folders], names, root)
+        folders = [f for f in folders if f.name in set(names)]
+    hooks = [_inspect(f, project, store) for f in folders]
+    if not hooks:
+        print(f"mcp-hooks trust: no hooks in {root}", file=sys.stderr)
+        return EXIT_PROBLEM
+
+    print(f"Project hooks in {root}")
+    print(f"Trust store: {store.path}")
+    print()
+    for hook in hooks:
+        print("\n".join(_describe(hook)))
+    print()
+    bad = [h for h in hooks if not h.trustable]
+    todo = [h for h in hooks if h.trustable and h.status != "trusted"]
+    if bad:
+        print(f"not trustable: {', '.join(h.name for h in bad)} (see above)", file=sys.stderr)
+    if not todo:
+        trusted = [h.name for h in hooks if h.trustable]
+        if trusted:
+            print(f"already trusted: {', '.join(trusted)}")
+        return EXIT_PROBLEM if bad else EXIT_OK
+
+    if not yes:
+        if not sys.stdin.isatty():
+            print(f"mcp-hooks trust: not a terminal: review the {len(todo)} hook(s) above and "
+                  "pass --yes to trust them", file=sys.stderr)
+            return EXIT_PROBLEM
+        try:
+            answer = input(f"Trust these {len(todo)} hook(s)? [y/N] ")
+        except EOFError:
+            answer = ""
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing trusted", file=sys.stderr)
+            return EXIT_PROBLEM
+
+    store.trust(project, {h.name: h.digest for h in todo})
+    for h in todo:
+        print(f"trusted {h.name}  sha256 {h.digest[:16]}")
+    return EXIT_PROBLEM if bad else EXIT_OK
+
+
+def _list(store: TrustStore, project: Path | None) -> int:
+    entries = store.entries()
+    problem = store.problem
+    if problem:
+        print(f"mcp-hooks trust: {problem}", file=sys.stderr)
+    rows = [(p, n, e.get("sha256", "")[:16], str(e.get("trusted_at", "")))
+            for p, hooks in sorted(entries.items()) for n, e in sorted(hooks.items())]
+    print(f"Trust store: {store.path}")
+    if rows:
+        head = ("PROJECT", "HOOK", "SHA256", "TRUSTED AT")
+        widths = [max(len(r[i]) for r in [head, *rows]) for i in range(3)]
+        for row in [head, *rows]:
+            print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[3])
+    else:
+        print("no trusted project hooks")
+    if project is not None:
+        root = project_hooks_dir(project)
+        print()
+        folders = _hook_folders(root)
+        if not folders:
+            print(f"no hooks in {root}")
+        else:
+            print(f"Hooks in {root}:")
+            hooks = [_inspect(f, project, store) for f in folders]
+            width = max(len(h.name) for h in hooks)
+            for h in hooks:
+                extra = "" if h.spec is not None else "  (invalid)"
+                if h.digest == UNVERIFIABLE_DIGEST:
+                    extra += "  (cannot be hashed)"
+                print(f"  {h.name.ljust(width)}  {h.status}{extra}")
+    return EXIT_PROBLEM if problem else EXIT_OK
+
+
+def _revoke(store: TrustStore, project: Path, names: list[str] | None) -> int:
+    if store.problem:
+        print(f"mcp-hooks trust: {store.problem}", file=sys.stderr)
+        return EXIT_PROBLEM
+    key = store.project_key(project)
+    if names:
+        on_disk = [_Hook(f.name, f) for f in _hook_folders(project_hooks_dir(project))]
+        _select(on_disk, names, project_hooks_dir(project),
+                also=set(store.entries().get(key, {})))
+    removed = store.revoke(project, names or None)
+    if removed:
+        print(f"revoked {', '.join(removed)} in {key}")
+    else:
+        print(f"nothing to revoke: no trusted hooks{' of those names' if names else ''} "
+              f"in {key}")
+    return EXIT_OK
