@@ -1,20 +1,33 @@
 """The event log: one JSON line per fired event, and one per finished async hook.
 
-Lines are appended with a single ``write`` on an ``O_APPEND`` descriptor, so concurrent
-writers (threads, tasks, other processes) never tear or interleave a line. A log that cannot
-be written is reported once on stderr and never fails the event that wanted to log.
+Lines are appended on an ``O_APPEND`` descriptor under an exclusive ``flock``, so concurrent
+writers (threads, tasks, other processes) never tear or interleave a line, and a short write
+(disk full, ``EFBIG``, a signal) never glues the next record to a fragment: the rest of an
+interrupted line is retried, a fragment left by a failed write is ended with a newline right
+away or, failing that, by the next writer, who finds the log not ending in one. Readers skip
+lines that are not JSON, so a lost record costs only itself. Strings that cannot be UTF-8
+(lone surrogates, file names that were not UTF-8) are written as JSON ``\\u`` escapes. A
+log that cannot be written is reported once on stderr and never fails the event that wanted
+to log.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: the O_APPEND write alone
+    fcntl = None  # type: ignore[assignment]
 
 
 def default_log_path() -> Path:
@@ -36,19 +49,21 @@ class EventLog:
     def append(self, record: dict[str, Any]) -> None:
         """Append one record; never raises."""
         try:
-            line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+            line = encode_record(record)
             with self._lock:
                 try:
-                    fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                    fd, readable = _open(self.path)
                 except FileNotFoundError:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
-                    fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                    fd, readable = _open(self.path)
                 try:
-                    view = memoryview(line)
-                    while view:
-                        view = view[os.write(fd, view) :]
+                    if fcntl is not None:
+                        # a file system without locks: the O_APPEND write alone
+                        with contextlib.suppress(OSError):
+                            fcntl.flock(fd, fcntl.LOCK_EX)
+                    _write_line(fd, line, readable)
                 finally:
-                    os.close(fd)
+                    os.close(fd)  # closing releases the lock
         except Exception as exc:  # a failing log never fails an event
             if not self._warned:
                 self._warned = True
@@ -86,10 +101,50 @@ class EventLog:
                     yield record
 
 
+def encode_record(record: dict[str, Any]) -> bytes:
+    """One log line: UTF-8 JSON, or all-ASCII escapes when a string cannot be UTF-8."""
+    text = json.dumps(record, ensure_ascii=False, default=str)
+    try:
+        return (text + "\n").encode()
+    except UnicodeEncodeError:  # a lone surrogate: "\\udcff" instead
+        return (json.dumps(record, default=str) + "\n").encode("ascii")
+
+
+def _open(path: Path) -> tuple[int, bool]:
+    """The log open for appending, and whether it can be read too (to see its last byte)."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600), True
+    except (PermissionError, IsADirectoryError):
+        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), False
+
+
+def _write_line(fd: int, line: bytes, readable: bool = True) -> None:
+    """Write ``line`` whole at the end of the log (the caller holds the lock).
+
+    If the log does not end with a newline (an earlier writer's fragment), one is written
+    first so this record starts a line of its own. If this write is cut short and the rest
+    cannot be written, the fragment is ended with a newline where that is still possible,
+    and the error is raised.
+    """
+    info = os.fstat(fd)
+    if (readable and stat.S_ISREG(info.st_mode) and info.st_size
+            and os.pread(fd, 1, info.st_size - 1) != b"\n"):
+        line = b"\n" + line
+    view = memoryview(line)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except BaseException:  # an error, or a signal handler raising mid-line
+        if len(view) != len(line):  # a fragment is in the log: end it
+            with contextlib.suppress(OSError):  # else the next writer ends it
+                os.write(fd, b"\n")
+        raise
+
+
 def _parse(line: str) -> dict[str, Any] | None:
     try:
         record = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return record if isinstance(record, dict) else None
 
