@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 from mcp_hooks import options
 from mcp_hooks.discovery import default_user_dir, project_hooks_dir
-from mcp_hooks.engine import Engine, Event
+from mcp_hooks.engine import Engine, Event, fault_outcome
 from mcp_hooks.errors import HookFileError, MCPHooksError
 from mcp_hooks.events import EVENTS, canonical_event
 from mcp_hooks.hookfile import NAME_RE, find_hook_file, load_hook
@@ -33,6 +33,10 @@ EXIT_USAGE = 64
 
 class UsageError(MCPHooksError):
     """A command-line mistake; exits 64 with the message."""
+
+
+class _Fault(MCPHooksError):
+    """Input ``fire`` cannot process although it is valid: answered as a fault (a deny)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -264,6 +268,8 @@ def _json_arg(text: str | None, what: str, *, want_object: bool = True) -> Any:
         value = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"{what}: not valid JSON ({exc})") from None
+    except RecursionError:  # valid JSON, nested deeper than Python's parser goes
+        raise _Fault(f"{what}: nested too deep to read") from None
     if want_object and not isinstance(value, dict):
         raise UsageError(f"{what}: must be a JSON object, got {type(value).__name__}")
     return value
@@ -276,21 +282,31 @@ def cmd_fire(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if args.input == "-" and args.payload == "-":
         raise UsageError("only one of --input and --payload can read stdin")
-    event = Event.create(
-        event_type=args.event,
-        session_id=args.session,
-        work_dir=str(Path(args.work_dir).resolve()) if args.work_dir else None,
-        tool_name=args.tool,
-        tool_input=_json_arg(args.input, "--input"),
-        tool_output=_json_arg(args.output, "--output", want_object=False),
-        error=args.error,
-        tool_use_id=args.tool_use_id,
-        payload=_json_arg(args.payload, "--payload") or {},
-    )
-    registry = options.registry(args, watch=False)
-    engine = Engine(registry, log=options.event_log(args),
-                    stop_block_cap=options.stop_block_cap(args), one_shot=True)
-    outcome = engine.fire_blocking(event)
+    if args.work_dir and not Path(args.work_dir).is_dir():
+        raise UsageError(f"--work-dir {args.work_dir}: not an existing folder")
+    try:
+        event: Event | None = Event.create(
+            event_type=args.event,
+            session_id=args.session,
+            work_dir=str(Path(args.work_dir).resolve()) if args.work_dir else None,
+            tool_name=args.tool,
+            tool_input=_json_arg(args.input, "--input"),
+            tool_output=_json_arg(args.output, "--output", want_object=False),
+            error=args.error,
+            tool_use_id=args.tool_use_id,
+            payload=_json_arg(args.payload, "--payload") or {},
+        )
+    except _Fault as exc:
+        event, fault = None, str(exc)
+    if event is None:
+        outcome = fault_outcome(canonical_event(args.event), fault,
+                                on_fault=options.on_fault(args))
+    else:
+        registry = options.registry(args, watch=False)
+        engine = Engine(registry, log=options.event_log(args),
+                        stop_block_cap=options.stop_block_cap(args), one_shot=True,
+                        on_fault=options.on_fault(args))
+        outcome = engine.fire_blocking(event)
     if args.json:
         print(outcome.to_json(indent=2))
     else:
@@ -315,7 +331,12 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(json.dumps({
             "user_dir": str(registry.user_dir),
             "project_dir": str(registry.project_dir),
-            "hooks": [h.frontmatter() | {"dir": str(h.dir)} for h in hooks],
+            "hooks": [h.frontmatter() | {"dir": str(h.dir), "trust": "trusted",
+                                         "replaces": str(registry.replaced[h.name].dir)
+                                         if h.scope == "project" and h.name in registry.replaced
+                                         else None}
+                      for h in hooks],
+            "untrusted": [u.as_dict() for u in registry.untrusted],
             "invalid": [i.as_dict() for i in registry.invalid],
             "warnings": registry.warnings,
         }, indent=2))

@@ -1,9 +1,20 @@
-"""User and project hook folders -> ``Registry``: the metadata index, invalid hooks, reload.
+"""User and project hook folders -> ``Registry``: the metadata index, invalid hooks, trust, reload.
 
 Discovery roots: the user folder ``$XDG_CONFIG_HOME/agents/hooks`` (default
-``~/.config/agents/hooks``) and the project folder ``<project>/.agents/hooks``. A project hook
-replaces a user hook of the same name. Only frontmatter is read to build the index; the prose
-is read when asked for and the script only when run.
+``~/.config/agents/hooks``) and the project folder ``<project>/.agents/hooks``. Only
+frontmatter is read to build the index; the prose is read when asked for and the script only
+when run.
+
+Project hooks come with a cloned repository, so they run only once the user has trusted their
+exact content (``trust``: a SHA-256 over the whole hook folder). An untrusted project hook,
+or one changed since it was trusted, is listed in ``untrusted`` and neither runs nor replaces
+the user hook of the same name; a trusted one replaces it (listed in ``replaced``).
+``trust_project_hooks`` (``MCP_HOOKS_TRUST_PROJECT_HOOKS=1``) trusts every project hook.
+
+Nothing in a hooks folder makes discovery raise: an entry that cannot be read (a symlink
+loop, a dangling link, a FIFO, an unreadable or malformed HOOK.md) becomes an
+``InvalidHook`` with its reason, and its ``event`` tells which events it could have woken
+(None: any), so the engine can fail closed on exactly those.
 
 Changes on disk (a hook added, edited, removed, a script made executable) are seen by the
 next ``refresh()``: a watcher says whether anything changed, and a rescan re-parses only the
@@ -12,17 +23,21 @@ files whose stat signature moved.
 
 from __future__ import annotations
 
+import errno
 import os
+import shlex
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from mcp_hooks.errors import HookFileError
+from mcp_hooks.errors import HookFileError, UnknownEventError
+from mcp_hooks.events import canonical_event
 from mcp_hooks.hookfile import HOOK_FILES, HookSpec, Scope, load_hook
 
 if TYPE_CHECKING:
+    from mcp_hooks.trust import TrustStore
     from mcp_hooks.watch import ChangeWatcher
 
 # What decides whether a hook folder must be read again: its HOOK.md, the scripts folder
@@ -62,10 +77,16 @@ class InvalidHook:
     file: Path
     field: str | None
     reason: str
+    event: str | None = None  # the canonical event its trigger names; None: unreadable, any
+    in_scope: bool = True  # False for a project hook that would not run anyway (untrusted)
 
     def __str__(self) -> str:
         where = f"{self.file}: {self.field}" if self.field else str(self.file)
         return f"{where}: {self.reason}"
+
+    def wakes(self, event: str) -> bool:
+        """Whether, were it valid, it could subscribe to this canonical event."""
+        return self.in_scope and (self.event is None or self.event == event)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -74,7 +95,35 @@ class InvalidHook:
             "file": str(self.file),
             "field": self.field,
             "reason": self.reason,
+            "event": self.event,
+            "in_scope": self.in_scope,
         }
+
+
+TrustStatus = Literal["trusted", "untrusted", "changed"]
+
+
+@dataclass(frozen=True)
+class UntrustedHook:
+    """A valid project hook that does not run: never trusted, or changed since it was."""
+
+    spec: HookSpec
+    status: TrustStatus
+    digest: str
+    project_dir: Path
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def fix(self) -> str:
+        """The command that trusts it (after the user has read it)."""
+        return f"mcp-hooks trust {shlex.quote(str(self.project_dir))} --hook {self.name}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "trust": self.status, "dir": str(self.spec.dir),
+                "event": self.spec.event, "sha256": self.digest, "fix": self.fix}
 
 
 @dataclass
@@ -85,6 +134,7 @@ class _EventIndex:
     by_tool: dict[str, list[HookSpec]] = field(default_factory=dict)
     generic: list[HookSpec] = field(default_factory=list)
     rank: dict[str, int] = field(default_factory=dict)
+    patterns: bool = False  # some hook searches the tool input
 
 
 def run_order(hook: HookSpec) -> tuple[int, int, str]:
@@ -99,20 +149,36 @@ class Registry:
     """The hooks of one user folder and (optionally) one project.
 
     Args:
-        user_dir: the user hooks folder; None means ``default_user_dir()``.
+        user_dir: the user hooks folder; None means ``default_user_dir()``. A relative
+            folder is resolved once, here, against the current folder.
         project_dir: the project whose ``.agents/hooks`` to load; None for none.
         strict: unknown frontmatter keys make a hook invalid instead of a warning.
         watch: follow changes on disk (``refresh``); False for one-shot callers such as
             ``mcp-hooks fire`` and the host bridges, which read the folders once.
+        trust_project_hooks: run every project hook without checking the trust store (CI,
+            containers); None reads ``MCP_HOOKS_TRUST_PROJECT_HOOKS``.
+        trust_store: where trusted digests are kept; None for ``trust.store_path()``.
     """
 
     def __init__(
         self, user_dir: Path | None = None, project_dir: Path | None = None, *,
-        strict: bool = False, watch: bool = True,
+        strict: bool = False, watch: bool = True, trust_project_hooks: bool | None = None,
+        trust_store: TrustStore | None = None,
     ) -> None:
-        self.user_dir = Path(user_dir) if user_dir is not None else default_user_dir()
-        self.project_dir = Path(project_dir) if project_dir is not None else None
+        self.user_dir = Path(os.path.abspath(user_dir if user_dir is not None
+                                             else default_user_dir()))
+        self.project_dir = Path(os.path.abspath(project_dir)) if project_dir is not None else None
         self.strict = strict
+        if trust_project_hooks is None:
+            from mcp_hooks.trust import trust_all_from_env
+
+            trust_project_hooks = trust_all_from_env()
+        self.trust_project_hooks = trust_project_hooks
+        self._trust_store = trust_store
+        self._trust_seen: Any = None  # the trust store's stat when last read
+        self._deep: dict[Path, tuple[tuple[Any, ...], str]] = {}  # project hook -> digest
+        self.untrusted: list[UntrustedHook] = []
+        self.replaced: dict[str, HookSpec] = {}  # name -> the user hook a project hook replaces
         self.generation = 0
         self._roots: list[tuple[Scope, Path]] = [("user", self.user_dir)]
         if self.project_dir is not None:
@@ -135,6 +201,11 @@ class Registry:
     def hooks(self) -> list[HookSpec]:
         """Every valid hook, in run order."""
         return list(self._hooks)
+
+    def has_patterns(self, event: str) -> bool:
+        """Whether any hook of this event searches the tool input (``matcher.pattern``)."""
+        index = self._index.get(event)
+        return index is not None and index.patterns
 
     def get(self, name: str) -> HookSpec | None:
         return self._by_name.get(name)
@@ -166,25 +237,48 @@ class Registry:
     # -- reloading ------------------------------------------------------------------------
 
     def refresh(self) -> bool:
-        """Pick up changes on disk; True if the set of hooks or invalid hooks changed."""
-        if self._watcher is None or not self._watcher.changed():
+        """Pick up changes on disk; True if the set of hooks or invalid hooks changed.
+
+        With project hooks, also re-checks what trust rests on: the trust store, and every
+        file of each project hook folder (a script edited after it was trusted stops it).
+        """
+        if self._watcher is None:
             return False
-        return self._scan()
+        if self._watcher.changed() or (self._deep and self._trust_moved()):
+            return self._scan()
+        return False
 
     def rescan(self) -> bool:
         """Re-stat everything now, regardless of the watcher."""
         return self._scan()
 
-    def _hook_dirs(self) -> Iterator[tuple[Scope, Path]]:
+    def _hook_dirs(self) -> Iterator[tuple[Scope, Path, str | None]]:
+        """Each candidate hook folder, with why it cannot be one (None when it may be)."""
         for scope, root in self._roots:
             try:
                 entries = sorted(os.scandir(root), key=lambda e: e.name)
-            except OSError:
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                if exc.errno == errno.ENOTDIR:
+                    continue
+                yield scope, root, f"the hooks folder cannot be read: {exc.strerror}"
                 continue
             for entry in entries:
-                if entry.name.startswith(".") or not entry.is_dir():
+                if entry.name.startswith("."):
                     continue
-                yield scope, Path(entry.path)
+                path = Path(entry.path)
+                try:
+                    if entry.is_dir():
+                        yield scope, path, None
+                        continue
+                    if entry.is_symlink():
+                        yield scope, path, "a symbolic link to nothing (dangling); remove it " \
+                            "or point it at a hook folder"
+                    elif not entry.is_file():
+                        yield scope, path, "not a folder (a FIFO, socket or device); remove it"
+                except OSError as exc:  # a symlink loop, a folder we may not search
+                    yield scope, path, f"cannot be read: {exc.strerror}; remove or fix it"
 
     def _load(self, scope: Scope, hook_dir: Path) -> _Loaded:
         signature: list[Any] = [scope]
@@ -216,7 +310,11 @@ class Registry:
             loaded = load_hook(hook_dir, scope, strict=self.strict, hook_file=hook_file,
                                run_is_file=run is not None and stat.S_ISREG(run[3]))
         except HookFileError as exc:
-            loaded = InvalidHook(hook_dir.name, scope, exc.file, exc.field, exc.reason)
+            loaded = InvalidHook(hook_dir.name, scope, exc.file, exc.field, exc.reason,
+                                 _event_of(exc.trigger))
+        except (OSError, ValueError) as exc:  # never let one folder stop the others loading
+            loaded = InvalidHook(hook_dir.name, scope, hook_dir, None,
+                                 f"cannot be loaded: {exc}")
         self._cache[hook_dir] = (key, loaded)
         return loaded
 
@@ -226,17 +324,38 @@ class Registry:
         warnings: list[str] = []
         watched: list[str] = []
         seen: set[Path] = set()
-        for scope, hook_dir in self._hook_dirs():
+        untrusted: list[UntrustedHook] = []
+        replaced: dict[str, HookSpec] = {}
+        deep: dict[Path, tuple[tuple[Any, ...], str]] = {}
+        store = None
+        for scope, hook_dir, problem in self._hook_dirs():
+            if problem is not None:
+                invalid.append(InvalidHook(hook_dir.name, scope, hook_dir, None, problem))
+                continue
             seen.add(hook_dir)
             folder = str(hook_dir)
             watched.append(folder)
             watched.append(f"{folder}/scripts")  # a missing one is skipped by the watcher
             loaded = self._load(scope, hook_dir)
+            if scope == "project" and not self.trust_project_hooks:
+                if store is None:
+                    store = self._store()
+                status, digest = self._trust_of(store, hook_dir, deep)
+                if isinstance(loaded, InvalidHook):
+                    # an untrusted hook would not run, broken or not: it decides nothing
+                    if status == "untrusted":
+                        loaded = _out_of_scope(loaded)
+                elif status != "trusted":
+                    untrusted.append(UntrustedHook(loaded[0], status, digest,
+                                                   self.project_dir or hook_dir.parent))
+                    continue
             if isinstance(loaded, InvalidHook):
                 invalid.append(loaded)
                 continue
             spec, spec_warnings = loaded
             warnings.extend(spec_warnings)
+            if spec.scope == "project" and spec.name in valid:
+                replaced[spec.name] = valid[spec.name]
             valid[spec.name] = spec  # project folders come second: project replaces user
         for stale in set(self._cache) - seen:
             del self._cache[stale]
@@ -249,19 +368,113 @@ class Registry:
             )
 
         hooks = sorted(valid.values(), key=run_order)
-        changed = hooks != self._hooks or invalid != self.invalid
+        changed = (hooks != self._hooks or invalid != self.invalid
+                   or untrusted != self.untrusted)
         self._hooks = hooks
         self._by_name = {h.name: h for h in hooks}
         self.invalid = invalid
         self.warnings = warnings
+        self.untrusted = untrusted
+        self.replaced = replaced
+        self._deep = deep
         self._index = _build_index(hooks)
         if changed:
             self.generation += 1
         return changed
 
+    # -- trust ----------------------------------------------------------------------------
+
+    def _store(self) -> TrustStore:
+        if self._trust_store is None:
+            from mcp_hooks.trust import TrustStore, store_path
+
+            self._trust_store = TrustStore(store_path())
+        self._trust_seen = _stat_key(self._trust_store.path)
+        return self._trust_store
+
+    def _trust_of(self, store: TrustStore, hook_dir: Path,
+                  deep: dict[Path, tuple[tuple[Any, ...], str]]) -> tuple[TrustStatus, str]:
+        """A project hook's trust, hashing its folder only when a file in it moved."""
+        from mcp_hooks.trust import hook_digest
+
+        signature = _deep_signature(hook_dir)
+        known = self._deep.get(hook_dir)
+        digest = known[1] if known is not None and known[0] == signature else hook_digest(hook_dir)
+        deep[hook_dir] = (signature, digest)
+        project = self.project_dir or hook_dir.parent
+        status: TrustStatus = store.status(project, hook_dir.name, digest)
+        return status, digest
+
+    def _trust_moved(self) -> bool:
+        """Whether the trust store or any file of a project hook changed since the scan."""
+        if self._trust_store is not None and _stat_key(self._trust_store.path) != self._trust_seen:
+            return True
+        return any(_deep_signature(d) != known[0] for d, known in self._deep.items())
+
+    def untrusted_for(self, event: str, tool_name: str | None = None,
+                      tool_input: Any = None) -> list[UntrustedHook]:
+        """The untrusted project hooks this event would have woken."""
+        return [u for u in self.untrusted if u.spec.event == event and (
+            not u.spec.has_matcher or u.spec.matches(tool_name, tool_input))]
+
+    def faults_for(self, event: str) -> list[InvalidHook]:
+        """The invalid hooks in scope that could have subscribed to this event."""
+        return [i for i in self.invalid if i.wakes(event)]
+
     def close(self) -> None:
         if self._watcher is not None:
             self._watcher.close()
+
+
+def _event_of(trigger: str | None) -> str | None:
+    """The canonical event a broken hook's trigger names; None when it names none we know
+    (then it could have been any event, and is counted as a fault on each)."""
+    if trigger is None:
+        return None
+    try:
+        return canonical_event(trigger)
+    except UnknownEventError:
+        return None
+
+
+def _out_of_scope(invalid: InvalidHook) -> InvalidHook:
+    return InvalidHook(invalid.name, invalid.scope, invalid.file, invalid.field,
+                       invalid.reason + " (an untrusted project hook: it would not run anyway)",
+                       invalid.event, in_scope=False)
+
+
+def _stat_key(path: Path | str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+_DEEP_LIMIT = 1000  # entries of one hook folder looked at; past that, the digest decides
+
+
+def _deep_signature(hook_dir: Path) -> tuple[Any, ...]:
+    """The stat of every entry under a hook folder (not following links), bounded."""
+    found: list[Any] = []
+    stack = [str(hook_dir)]
+    while stack and len(found) < _DEEP_LIMIT:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            found.append((folder, None))
+            continue
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                found.append((entry.path, None))
+                continue
+            found.append((entry.path, st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode))
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(entry.path)
+    return tuple(sorted(found, key=lambda item: item[0]))
 
 
 def _build_index(hooks: list[HookSpec]) -> dict[str, _EventIndex]:
@@ -270,6 +483,7 @@ def _build_index(hooks: list[HookSpec]) -> dict[str, _EventIndex]:
         entry = index.setdefault(hook.event, _EventIndex())
         entry.hooks.append(hook)
         entry.rank[hook.name] = rank
+        entry.patterns = entry.patterns or hook.matcher_pattern is not None
         if hook.tool_names is not None:
             for name in hook.tool_names:
                 entry.by_tool.setdefault(name, []).append(hook)

@@ -24,16 +24,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from mcp_hooks.discovery import Registry
+from mcp_hooks import matching
+from mcp_hooks.discovery import Registry, run_order
 from mcp_hooks.errors import InvalidEventError
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.events import canonical_event
+from mcp_hooks.events import EVENTS, canonical_event
 from mcp_hooks.hookfile import HookSpec
 from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
 
@@ -44,6 +46,12 @@ Status = Literal["allow", "deny", "error", "timeout", "scheduled"]
 DEFAULT_STOP_BLOCK_CAP = 8
 AGENT_TEXT_CAP = 4000  # characters of a reason or context handed to the agent
 _ENV_CACHE = 256  # hook environments kept (one per hook, work_dir and session)
+_ENV_VALUE_CAP = 4096  # longer event values reach the hook on stdin only, never in its env
+_THREAD_MATCH = 1 << 16  # characters of tool input past which matching leaves the event loop
+FAULT_SOURCE = "mcp-hooks"  # ``blocked_by`` of a deny that is our own fault
+OnFault = Literal["block", "warn"]
+# Never handed to a hook: the server's own secret (and any value equal to a configured one).
+SECRET_VARS = frozenset({"MCP_HOOKS_TOKEN"})
 
 
 # Event fields and what each must be, declared once: (name, JSON kind, may be null).
@@ -200,6 +208,32 @@ class Outcome:
 
 
 HookDone = Callable[[HookRun], Awaitable[None]]
+Runner = Callable[..., Awaitable[RunResult]]
+
+
+def fault_outcome(event: str, what: str, *, on_fault: str = "block",
+                  warnings: list[str] | None = None) -> Outcome:
+    """The answer when mcp-hooks itself cannot decide an event (not a hook's own failure).
+
+    For an event that can block, under ``on_fault="block"`` (the default): a deny whose reason
+    says what broke, ``blocked_by="mcp-hooks"``. Otherwise an allow carrying the warning.
+
+    Args:
+        event: the canonical event (an unknown name is treated as one that can block).
+        what: what broke and how to fix it, for the person reading the reason.
+    """
+    info = EVENTS.get(event)
+    can_block = info is None or info.can_block
+    if on_fault != "warn" and can_block:
+        return Outcome(
+            event_type=event, decision="deny", blocked_by=FAULT_SOURCE,
+            reason=cap_text(f"mcp-hooks could not decide this event, so it is blocked: {what}"
+                            " (to let such events through instead: MCP_HOOKS_ON_FAULT=warn)"),
+            continue_working=event == "before_stop",
+            warnings=[*(warnings or []), f"fault: {what}; blocked (on-fault: block)"])
+    how = "on-fault: warn" if can_block else f"{event} cannot block"
+    return Outcome(event_type=event,
+                   warnings=[*(warnings or []), f"fault: {what}; allowed ({how})"])
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
@@ -218,10 +252,44 @@ _C_ENCODE = _c_encoder()
 
 
 def _encode(payload: dict[str, Any]) -> bytes:
-    if _C_ENCODE is not None:
-        with contextlib.suppress(RecursionError):
-            return "".join(_C_ENCODE(payload, 0)).encode()
-    return _ENCODER.encode(payload).encode()
+    try:
+        if _C_ENCODE is not None:
+            with contextlib.suppress(RecursionError):
+                return "".join(_C_ENCODE(payload, 0)).encode()
+        return _ENCODER.encode(payload).encode()
+    except UnicodeEncodeError:  # a lone surrogate (JSON allows "\udcff"; UTF-8 does not)
+        return json.dumps(payload, default=str).encode()  # ASCII, escaped: it round-trips
+
+
+def hook_environment(environ: Mapping[str, str], secrets: Collection[str] = ()) -> dict[str, str]:
+    """The environment every hook starts from: the caller's ordinary variables, less the
+    server's secrets (``MCP_HOOKS_TOKEN`` and any variable whose value is a configured token
+    or header secret) and any ``AGENT_HOOKS_*`` the caller had (the engine sets its own),
+    plus ``PYTHONDONTWRITEBYTECODE=1``."""
+    hidden = {value for value in secrets if value}
+    env = {key: value for key, value in environ.items()
+           if key not in SECRET_VARS and value not in hidden
+           and not key.startswith("AGENT_HOOKS_")}
+    # a Python hook must not write __pycache__ into its folder: that would change the content
+    # a project hook was trusted with (and a stale .pyc could run instead of the source)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _env_safe(value: str) -> bool:
+    if "\0" in value:
+        return False
+    try:
+        value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+async def _run_blocking(argv: tuple[str, ...], stdin: bytes, **options: Any) -> RunResult:
+    """The blocking runner behind the async interface: it never suspends, so a one-shot
+    engine's ``fire`` runs to the end in one step (``fire_blocking``)."""
+    return run_hook_blocking(argv, stdin, **options)
 
 
 def cap_text(text: str, limit: int = AGENT_TEXT_CAP) -> str:
@@ -238,11 +306,6 @@ def _decode(data: bytes) -> str:
 _second: list[Any] = [0, ""]  # the last second formatted, and how: events come in bursts
 
 
-def _require_dir(work_dir: str) -> None:
-    if not os.path.isdir(work_dir):
-        raise InvalidEventError("work_dir", f"{work_dir} is not an existing folder")
-
-
 def _now() -> str:
     """ISO 8601 UTC with milliseconds, e.g. 2026-01-15T10:30:00.123Z."""
     now = time.time()
@@ -255,12 +318,13 @@ def _now() -> str:
 class _Verdict:
     """One sync hook's effect on the chain."""
 
-    __slots__ = ("context", "deny", "log", "message", "modified_input", "modified_output",
-                 "reason", "status", "warning")
+    __slots__ = ("blocked_by", "context", "deny", "log", "message", "modified_input",
+                 "modified_output", "reason", "status", "warning")
 
     def __init__(self, status: Status) -> None:
         self.status: Status = status
         self.deny = False
+        self.blocked_by: str | None = None  # who denied, when not the hook itself
         self.reason: str | None = None
         self.message: str | None = None
         self.modified_input: dict[str, Any] | None = None
@@ -289,6 +353,10 @@ class Engine:
             once; their results still reach the log.
         one_shot: for a process that fires one event and exits: ``detach_async``, and
             ``fire_blocking`` runs the hooks without an event loop (no asyncio to import).
+        on_fault: ``block`` (default): a fault of ours on an event that can block is a deny
+            saying what broke; ``warn``: an allow with the warning (``fault_outcome``).
+        secrets: values no hook may see in its environment (a server's token, upstream
+            header secrets); ``MCP_HOOKS_TOKEN`` is always left out (``hook_environment``).
     """
 
     def __init__(
@@ -299,15 +367,19 @@ class Engine:
         stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
         detach_async: bool = False,
         one_shot: bool = False,
+        on_fault: OnFault = "block",
+        secrets: Collection[str] = (),
     ) -> None:
         self.registry = registry
         self.log = log
         self.stop_block_cap = stop_block_cap
         self.detach_async = detach_async or one_shot
         self.one_shot = one_shot
+        self.on_fault: OnFault = "warn" if on_fault == "warn" else "block"
+        self._runner: Runner = _run_blocking if one_shot else run_hook
         self._stop_blocks: dict[str, int] = {}
         self._tg: TaskGroup | None = None
-        self._base_env = dict(os.environ)
+        self._base_env = hook_environment(os.environ, secrets)
         self._envs: dict[tuple[Any, ...], dict[str, str]] = {}
 
     async def __aenter__(self) -> Engine:
@@ -341,43 +413,70 @@ class Engine:
     async def fire(self, event: Event, *, on_hook_done: HookDone | None = None) -> Outcome:
         """Run the hooks an event wakes and return the one decision.
 
+        Never raises for what it cannot process (a payload too deep or unencodable, a hook in
+        scope that did not load or could not start, a missing ``work_dir``, an error of our
+        own): that is a fault, answered by ``fault_outcome`` under the engine's ``on_fault``
+        policy: a deny saying what broke, for an event that can block.
+
         Args:
             event: the event.
             on_hook_done: awaited after each sync hook finishes (for progress reports).
 
         Raises:
             UnknownEventError: the event type is not in the catalogue.
-            InvalidEventError: ``work_dir`` is not a folder.
         """
         name = canonical_event(event.event_type)
+        try:
+            return await self._fire(name, event, on_hook_done)
+        except Exception as exc:  # our own fault: never a crash, never a silent allow
+            outcome = fault_outcome(
+                name, f"the engine failed: {type(exc).__name__}: {cap_text(str(exc), 300)}",
+                on_fault=self.on_fault)
+            if self.log is not None:
+                with contextlib.suppress(Exception):
+                    self._log_event(event, name, self._work_dir(event), outcome, {})
+            return outcome
+
+    async def _fire(self, name: str, event: Event, on_hook_done: HookDone | None) -> Outcome:
         self.registry.refresh()
-        hooks = self.registry.select(name, event.tool_name, event.tool_input)
+        if (not self.one_shot and event.tool_input and self.registry.has_patterns(name)
+                and matching.larger_than(event.tool_input, _THREAD_MATCH)):
+            import anyio  # a big input is matched off the event loop: other clients go on
+
+            hooks = await anyio.to_thread.run_sync(
+                self.registry.select, name, event.tool_name, event.tool_input)
+        else:
+            hooks = self.registry.select(name, event.tool_name, event.tool_input)
         work_dir = self._work_dir(event)
         payload = self._payload(name, event, work_dir)
+        notes = self._notes(name, event)
+        fault = self._fault(name, hooks, payload, work_dir)
+        if fault is not None:
+            outcome = fault_outcome(name, fault, on_fault=self.on_fault, warnings=notes)
+            if outcome.denied or not hooks or not os.path.isdir(work_dir):
+                if self.log is not None:
+                    self._log_event(event, name, work_dir, outcome, {})
+                return outcome
+            notes = outcome.warnings  # warn: the valid hooks run, the warning stays
         guard = self._guard_before(event, payload) if name == "before_stop" else None
         if not hooks:
-            _require_dir(work_dir)
-            outcome = Outcome(event_type=name)
+            outcome = Outcome(event_type=name, warnings=notes)
             if guard is not None:
                 self._guard_after(guard, outcome)
             if self.log is not None:
                 self._log_event(event, name, work_dir, outcome, {})
             return outcome
 
-        # The folder is checked before async hooks start; sync ones find out at their spawn
-        # (it chdirs there), which costs nothing extra.
         runs: list[HookRun] = []
         detached: list[dict[str, Any]] = []
         for hook in hooks:
             if hook.is_async:
-                if not runs:
-                    _require_dir(work_dir)
                 runs.append(self._schedule(hook, payload, work_dir, event, detached))
         if detached:
             self._spawn_detached(name, event, detached)
 
         outputs: dict[str, RunResult] = {}
-        warnings: list[str] = []
+        warnings: list[str] = list(notes)
         contexts: list[str] = []
         tool_input = event.tool_input
         tool_output = event.tool_output
@@ -385,23 +484,16 @@ class Engine:
         decision: Literal["allow", "deny"] = "allow"
         reason = blocked_by = None
         stdin, stdin_for = b"", ""  # the payload as bytes, and the trigger spelling in them
-        for hook in hooks:
-            if hook.is_async:
-                continue
+        chain = [h for h in hooks if not h.is_async]
+        position = 0
+        while position < len(chain):
+            hook = chain[position]
+            position += 1
             if stdin_for != hook.trigger:  # encoded again only when something changed
                 stdin, stdin_for = self._stdin(hook, payload), hook.trigger
-            if self.one_shot:  # the two runners, called here: a wrapper costs every hook
-                result = run_hook_blocking(hook.entry, stdin, cwd=work_dir,
-                                           env=self._env(hook, event, work_dir),
-                                           timeout=hook.timeout / 1000)
-            else:
-                result = await run_hook(hook.entry, stdin, cwd=work_dir,
-                                        env=self._env(hook, event, work_dir),
-                                        timeout=hook.timeout / 1000)
-            if result.spawn_error is not None:
-                _require_dir(work_dir)  # a missing folder is the event's fault, not the hook's
+            result = await self._run(hook, stdin, work_dir, self._env(hook, event, work_dir))
             outputs[hook.name] = result
-            verdict = _judge(hook, name, result)
+            verdict = _judge(hook, name, result, self.on_fault, self.registry.replaced)
             run = HookRun(
                 name=hook.name, scope=hook.scope, priority=hook.priority, mode="sync",
                 status=verdict.status, exit_code=result.exit_code,
@@ -416,6 +508,10 @@ class Engine:
                 tool_input, input_changed = verdict.modified_input, True
                 if "tool_input" in payload:
                     payload["tool_input"], stdin_for = tool_input, ""
+                # the hooks after this one are chosen by what the tool will now receive
+                later = self.registry.select(name, event.tool_name, tool_input)
+                chain = chain[:position] + [
+                    h for h in later if not h.is_async and run_order(h) > run_order(hook)]
             if verdict.modified_output is not None:
                 tool_output, output_changed = verdict.modified_output, True
                 if name == "after_tool":
@@ -423,7 +519,7 @@ class Engine:
             if on_hook_done is not None:
                 await on_hook_done(run)
             if verdict.deny:
-                decision, blocked_by = "deny", hook.name
+                decision, blocked_by = "deny", verdict.blocked_by or hook.name
                 reason = cap_text(verdict.reason or f"blocked by hook {hook.name}")
                 break
 
@@ -445,6 +541,40 @@ class Engine:
             self._log_event(event, name, work_dir, outcome, outputs)
         return outcome
 
+    async def _run(self, hook: HookSpec, stdin: bytes, work_dir: str,
+                   env: dict[str, str]) -> RunResult:
+        return await self._runner(hook.entry, stdin, cwd=work_dir, env=env,
+                                  timeout=hook.timeout / 1000)
+
+    def _fault(self, name: str, hooks: list[HookSpec], payload: dict[str, Any],
+               work_dir: str) -> str | None:
+        """What stops this event being decided, or None: broken hooks in scope, a payload
+        we cannot hand on, a missing folder."""
+        broken = self.registry.faults_for(name)
+        if broken:
+            shown = "; ".join(str(i) for i in broken[:5])
+            more = f" (and {len(broken) - 5} more)" if len(broken) > 5 else ""
+            return (f"{len(broken)} hook(s) that could handle {name} failed to load: {shown}"
+                    f"{more}. Fix or remove them (`mcp-hooks validate` shows each problem)")
+        if not hooks:
+            return None
+        deepest = matching.depth(payload)
+        if deepest > matching.MAX_DEPTH:
+            return (f"the event nests {deepest}+ levels deep; mcp-hooks hands hooks at most "
+                    f"{matching.MAX_DEPTH}. Send a flatter tool input")
+        if not os.path.isdir(work_dir):
+            return f"work_dir {work_dir!r} is not an existing folder, so no hook can run in it"
+        return None
+
+    def _notes(self, name: str, event: Event) -> list[str]:
+        """The warnings every outcome of this event carries: hooks held back by trust."""
+        held = self.registry.untrusted_for(name, event.tool_name, event.tool_input)
+        if not held:
+            return []
+        which = ", ".join(f"{u.name} ({u.status})" for u in held)
+        project = held[0].project_dir
+        return [f"project hook(s) not trusted, so not run: {which}. Read them, then trust "
+                f"them with: mcp-hooks trust {shlex.quote(str(project))}"]
     def _work_dir(self, event: Event) -> str:
         if event.work_dir is not None:
             work_dir = event.work_dir
@@ -485,8 +615,12 @@ class Engine:
             env["AGENT_HOOKS_EVENT"] = hook.trigger
             env["AGENT_HOOKS_HOOK_NAME"] = hook.name
             env["AGENT_HOOKS_HOOK_DIR"] = str(hook.dir)
-            env["AGENT_HOOKS_WORK_DIR"] = work_dir
-            env["AGENT_HOOKS_SESSION_ID"] = event.session_id or ""
+            # an event's own values can be any size; too big for exec (E2BIG), they reach
+            # the hook on stdin only, so no event can make a spawn fail
+            for var, value in (("AGENT_HOOKS_WORK_DIR", work_dir),
+                               ("AGENT_HOOKS_SESSION_ID", event.session_id or "")):
+                if len(value) <= _ENV_VALUE_CAP and _env_safe(value):
+                    env[var] = value
         return env
 
     @staticmethod
@@ -501,7 +635,7 @@ class Engine:
         handed to a detached process), so its coroutine runs to the end in one step.
 
         Raises:
-            UnknownEventError, InvalidEventError: as ``fire``.
+            UnknownEventError: as ``fire``.
         """
         if not self.one_shot:
             raise RuntimeError("fire_blocking needs an Engine made with one_shot=True")
@@ -646,6 +780,10 @@ def async_record(
             "hook": record}
 
 
+_DENY_WORDS = frozenset({"deny", "block"})
+_ALLOW_WORDS = frozenset({"allow", "approve"})
+
+
 def _tail(data: bytes, size: int, limit: int = 500) -> str:
     text = _decode(data).strip()
     if len(text) > limit:
@@ -655,10 +793,40 @@ def _tail(data: bytes, size: int, limit: int = 500) -> str:
     return text
 
 
-def _judge(hook: HookSpec, event: str, result: RunResult) -> _Verdict:
+def _judge(hook: HookSpec, event: str, result: RunResult, on_fault: OnFault = "block",
+           replaced: Mapping[str, HookSpec] | None = None) -> _Verdict:
     """Turn one sync run into its effect on the chain (exit codes, stdout JSON, fail policy)."""
-    if result.spawn_error is not None:
-        return _failure(hook, "error", f"could not start: {result.spawn_error}")
+    if result.spawn_error is not None:  # a hook that cannot start is our fault, not its own
+        return _start_fault(hook, event, result.spawn_error, on_fault)
+    verdict = _judge_run(hook, event, result)
+    if replaced and hook.name in replaced and hook.scope == "project":
+        note = (f"{hook.name}: the trusted project hook ran in place of the user hook of the "
+                f"same name ({replaced[hook.name].dir})")
+        verdict = _with_warning(verdict, note)
+    return verdict
+
+
+def _with_warning(verdict: _Verdict, note: str) -> _Verdict:
+    if verdict is _ALLOW:
+        verdict = _Verdict("allow")
+    verdict.warning = f"{verdict.warning}; {note}" if verdict.warning else note
+    return verdict
+
+
+def _start_fault(hook: HookSpec, event: str, error: str, on_fault: OnFault) -> _Verdict:
+    what = f"hook {hook.name} could not start: {error}; fix its entry script ({hook.dir})"
+    outcome = fault_outcome(event, what, on_fault=on_fault)
+    verdict = _Verdict("error")
+    verdict.message = f"could not start: {error}"
+    verdict.warning = outcome.warnings[-1]
+    if outcome.denied:
+        verdict.deny = True
+        verdict.reason = outcome.reason
+        verdict.blocked_by = FAULT_SOURCE
+    return verdict
+
+
+def _judge_run(hook: HookSpec, event: str, result: RunResult) -> _Verdict:
     if result.timed_out:
         return _failure(hook, "timeout", f"timed out after {hook.timeout} ms and was killed")
     code = result.exit_code
@@ -707,16 +875,24 @@ def _parse_stdout(hook: HookSpec, event: str, result: RunResult) -> _Verdict:
         return _failure(hook, "error", f"stdout must be a JSON object, got {type(data).__name__}")
 
     notes: list[str] = []
-    decision = data.get("decision", "allow")
-    if decision in ("deny", "block"):
+    decision = data.get("decision")
+    if decision is None:
+        decision = "allow"
+    word = decision.strip().lower() if isinstance(decision, str) else None
+    unknown = word not in _DENY_WORDS and word not in _ALLOW_WORDS
+    if word in _DENY_WORDS or (unknown and hook.on_error == "block"):
         verdict = _Verdict("deny")
         verdict.deny = True
         reason = data.get("reason")
         verdict.reason = str(reason) if reason else f"blocked by hook {hook.name}"
+        if unknown:  # a fail-closed hook that says something we cannot read denies
+            verdict.reason = (f"hook {hook.name} fails closed and its decision {decision!r} "
+                              f"is not allow or deny: {verdict.reason}")
+            notes.append(f"decision {decision!r} is not allow or deny; denied (fails closed)")
         verdict.message = cap_text(verdict.reason, 500)
     else:
         verdict = _Verdict("allow")
-        if decision not in ("allow", "approve"):
+        if unknown:
             notes.append(f"decision {decision!r} is not allow or deny; treated as allow")
 
     modified = data.get("modified_input")

@@ -54,5 +54,6 @@ class HookFileError(MCPHooksError):
         self.file = file
         self.field = field
         self.reason = reason
+        self.trigger: str | None = None  # the trigger it seems to name, when one can be read
         where = f"{file}: {field}" if field else str(file)
         super().__init__(f"{where}: {reason}")

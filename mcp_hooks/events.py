@@ -38,8 +38,13 @@ class EventInfo:
 
     @property
     def can_block(self) -> bool:
-        """Every event of the spec may be blocked; ``on_deny`` says what that means."""
-        return True
+        """Whether a deny changes what happens next (a tool, a turn, a stop, a start).
+
+        The events after the fact (a session ended, the agent stopped, the context was
+        compacted, a tool failed) are only reported: a deny there is a message, so a fault of
+        ours on them is a warning, never a deny (see ``engine.fault_outcome``).
+        """
+        return self.name not in _CANNOT_BLOCK
 
     @property
     def is_tool_event(self) -> bool:
@@ -62,6 +67,8 @@ def _event(
 ) -> EventInfo:
     return EventInfo(name, layer, summary, on_deny, fields, aliases)
 
+
+_CANNOT_BLOCK = frozenset({"session_end", "after_stop", "post_compact", "after_tool_failure"})
 
 EVENTS: dict[str, EventInfo] = {
     e.name: e

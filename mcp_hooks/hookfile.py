@@ -9,7 +9,6 @@ extensions live under ``metadata`` so a hook stays valid for every other impleme
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import sys
@@ -17,18 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mcp_hooks import yamlsubset
+from mcp_hooks import matching, yamlsubset
 from mcp_hooks.errors import HookFileError, UnknownEventError
 from mcp_hooks.events import TOOL_EVENTS, canonical_event
 
 Scope = Literal["user", "project"]
 HOOK_FILES = ("HOOK.md", "hook.md")
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*$", re.S | re.M)
-_OPENING = re.compile(r"\A---[ \t]*\r?$", re.M)
-# Matchers are compiled once per distinct pattern (re's own cache holds 512: a library of
-# thousands of hooks would thrash it and compile every pattern twice).
-_compile = functools.lru_cache(maxsize=65536)(re.compile)
+_FRONTMATTER = re.compile(r"\A---[ \t]*\n(.*?)^---[ \t]*$", re.S | re.M)
+_OPENING = re.compile(r"\A---[ \t]*$", re.M)
+_TRIGGER_LINE = re.compile(r"^trigger:[ \t]*[\"']?([A-Za-z_][A-Za-z0-9_-]*)", re.M)
+MAX_HOOK_FILE = 1 << 20  # bytes: a HOOK.md is a page of prose, never a megabyte
 # A tool matcher that is only names (``Shell``, ``Write|Edit``) is matched by a set lookup
 # and never compiled: most are, and compiling thousands of them is most of an index build.
 LITERAL_TOOLS = re.compile(r"[A-Za-z0-9_\-]+(?:\|[A-Za-z0-9_\-]+)*")
@@ -153,9 +151,9 @@ class HookSpec:
     on_error: Literal["allow", "block"] = "allow"
     _tool_names: frozenset[str] | None = field(default=None, init=False, repr=False,
                                                 compare=False)
-    _tool_re: re.Pattern[str] | None = field(default=None, init=False, repr=False,
+    _tool_re: matching.Matcher | None = field(default=None, init=False, repr=False,
                                               compare=False)
-    _pattern_re: re.Pattern[str] | None = field(default=None, init=False, repr=False,
+    _pattern_re: matching.Matcher | None = field(default=None, init=False, repr=False,
                                                  compare=False)
 
     def __post_init__(self) -> None:
@@ -164,9 +162,11 @@ class HookSpec:
                 object.__setattr__(self, "_tool_names",
                                    frozenset(self.matcher_tool.split("|")))
             else:
-                object.__setattr__(self, "_tool_re", _compile(self.matcher_tool))
+                object.__setattr__(self, "_tool_re",
+                                   matching.compile_matcher(self.matcher_tool))
         if self.matcher_pattern is not None:
-            object.__setattr__(self, "_pattern_re", _compile(self.matcher_pattern))
+            object.__setattr__(self, "_pattern_re",
+                               matching.compile_matcher(self.matcher_pattern))
 
     @property
     def has_matcher(self) -> bool:
@@ -178,25 +178,27 @@ class HookSpec:
         return self._tool_names
 
     @property
-    def tool_re(self) -> re.Pattern[str] | None:
+    def tool_re(self) -> matching.Matcher | None:
+        """The linear-time matcher of ``matcher.tool`` (compiled now for a names-only one)."""
         if self.matcher_tool is None:
             return None
-        return self._tool_re or _compile(self.matcher_tool)
+        return self._tool_re or matching.compile_matcher(self.matcher_tool)
 
     def matches(self, tool_name: str | None, tool_input: Any) -> bool:
         """Whether the matcher admits this tool call (hooks without one match every call).
 
         ``tool`` must match the whole tool name (``Shell`` does not match ``PowerShell``);
-        ``pattern`` is searched in every string value of the input, recursively.
+        ``pattern`` is searched in every string value of the input, at any depth. Both are
+        matched in time linear in the input (``matching``).
         """
         if self._tool_names is not None:
             if tool_name not in self._tool_names:
                 return False
         elif self._tool_re is not None and (
-            tool_name is None or self._tool_re.fullmatch(tool_name) is None
+            tool_name is None or not matching.fullmatch(self._tool_re, tool_name)
         ):
             return False
-        return self._pattern_re is None or _search_strings(self._pattern_re, tool_input)
+        return self._pattern_re is None or matching.search_strings(self._pattern_re, tool_input)
 
     def frontmatter(self) -> dict[str, Any]:
         """The metadata a client sees in listings (no prose, no script)."""
@@ -226,16 +228,6 @@ class HookSpec:
 
         post = frontmatter.loads(self.read_text())
         return dict(post.metadata), post.content
-
-
-def _search_strings(pattern: re.Pattern[str], value: Any) -> bool:
-    if isinstance(value, str):
-        return pattern.search(value) is not None
-    if isinstance(value, dict):
-        return any(_search_strings(pattern, v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_search_strings(pattern, v) for v in value)
-    return False
 
 
 def find_hook_file(hook_dir: Path) -> Path | None:
@@ -279,6 +271,10 @@ def parse_frontmatter(hook_file: Path, text: str) -> dict[str, Any]:
     Raises:
         HookFileError: no frontmatter block, malformed YAML, or not a mapping.
     """
+    if text.startswith("\ufeff"):  # a byte order mark, as editors on Windows write it
+        text = text[1:]
+    if "\r" in text:  # CRLF (a Windows checkout) or CR line breaks: YAML reads them as LF
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not _OPENING.match(text):
         raise HookFileError(
             hook_file, None, "no YAML frontmatter: the file must start with a line '---'"
@@ -294,8 +290,10 @@ def parse_frontmatter(hook_file: Path, text: str) -> dict[str, Any]:
         return simple
     import yaml
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load(fm_text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        _refuse_aliases(hook_file, yaml.parse(fm_text, Loader=loader))
+        data = yaml.load(fm_text, Loader=loader)
     except yaml.YAMLError as exc:
         # The YAML text starts on the line after the opening '---': its line i is file line i+2.
         mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
@@ -307,6 +305,28 @@ def parse_frontmatter(hook_file: Path, text: str) -> dict[str, Any]:
             hook_file, None, "the frontmatter must be a mapping of fields (name: ..., trigger: ...)"
         )
     return data
+
+
+def _refuse_aliases(hook_file: Path, events: Any) -> None:
+    """Anchors and aliases (``&a``, ``*a``) can expand a page of YAML into gigabytes ("billion
+    laughs"); frontmatter never needs them, so they are refused before anything is built."""
+    import yaml
+
+    for event in events:
+        anchored = isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None)
+        if anchored:
+            line = event.start_mark.line + 2 if event.start_mark is not None else None
+            raise HookFileError(
+                hook_file, None,
+                (f"line {line}: " if line else "") + "YAML anchors and aliases (&name, *name) "
+                "are not allowed in HOOK.md frontmatter; write the value out in full")
+
+
+def trigger_hint(text: str) -> str | None:
+    """The trigger a HOOK.md that does not load seems to name (to tell which events it would
+    have woken), or None when none can be read."""
+    found = _TRIGGER_LINE.search(text)
+    return found.group(1) if found else None
 
 
 def load_hook(
@@ -334,11 +354,25 @@ def load_hook(
         raise HookFileError(hook_dir, None, "no HOOK.md in this hook folder; add one")
     try:
         with open(hook_file, "rb") as f:
-            text = f.read().decode("utf-8")
-    except UnicodeDecodeError:
-        raise HookFileError(hook_file, None, "not UTF-8 text") from None
+            raw = f.read(MAX_HOOK_FILE + 1)
     except OSError as exc:
         raise HookFileError(hook_file, None, f"cannot be read: {exc.strerror}") from None
+    if len(raw) > MAX_HOOK_FILE:
+        raise HookFileError(hook_file, None, f"is over {MAX_HOOK_FILE >> 20} MiB; a HOOK.md "
+                            "is frontmatter and a page of prose: shorten it")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise HookFileError(hook_file, None, "not UTF-8 text; save it as UTF-8") from None
+    try:
+        return _load_text(hook_dir, scope, hook_file, text, strict, run_is_file)
+    except HookFileError as exc:
+        exc.trigger = trigger_hint(text)
+        raise
+
+
+def _load_text(hook_dir: Path, scope: Scope, hook_file: Path, text: str, strict: bool,
+               run_is_file: bool | None) -> tuple[HookSpec, list[str]]:
     data = parse_frontmatter(hook_file, text)
     fm = _validate(hook_file, data)
 
@@ -369,11 +403,9 @@ def load_hook(
         for key, regex in (("matcher.tool", tool), ("matcher.pattern", pattern)):
             if regex is not None and not (key == "matcher.tool" and LITERAL_TOOLS.fullmatch(regex)):
                 try:
-                    _compile(regex)
-                except re.error as exc:
-                    raise HookFileError(
-                        hook_file, key, f"{regex!r} does not compile: {exc}"
-                    ) from None
+                    matching.compile_matcher(regex)
+                except matching.MatcherError as exc:
+                    raise HookFileError(hook_file, key, f"{regex!r} {exc}") from None
         if event not in TOOL_EVENTS and (tool or pattern):
             warnings.append(
                 f"{hook_file}: matcher: ignored, matchers apply to tool events only "

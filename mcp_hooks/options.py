@@ -4,7 +4,8 @@
 same in ``fire``, ``serve``, ``proxy`` and ``bridge``; this module declares them once and
 builds the ``Registry`` and ``EventLog`` they describe. Environment variables give the same
 settings to commands a host runs for us: ``MCP_HOOKS_USER_DIR``, ``MCP_HOOKS_PROJECT_DIR``,
-``MCP_HOOKS_LOG`` (a path, or ``off``) and ``MCP_HOOKS_STOP_BLOCK_CAP``.
+``MCP_HOOKS_LOG`` (a path, or ``off``), ``MCP_HOOKS_STOP_BLOCK_CAP``, ``MCP_HOOKS_ON_FAULT``
+(``block`` or ``warn``) and ``MCP_HOOKS_TRUST_PROJECT_HOOKS`` (``1`` trusts every project hook).
 """
 
 from __future__ import annotations
@@ -12,10 +13,14 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import Literal
 
 from mcp_hooks.discovery import Registry, find_project_dir
 from mcp_hooks.engine import DEFAULT_STOP_BLOCK_CAP
 from mcp_hooks.eventlog import EventLog, default_log_path
+
+OnFault = Literal["block", "warn"]
+ON_FAULT_ENV = "MCP_HOOKS_ON_FAULT"
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
@@ -40,14 +45,26 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
         help=f"consecutive before_stop blocks per session before the stop is allowed anyway "
         f"(default {DEFAULT_STOP_BLOCK_CAP}; 0 = no cap)",
     )
+    safety = parser.add_argument_group("safety")
+    safety.add_argument(
+        "--on-fault", choices=("block", "warn"), default=None,
+        help="when mcp-hooks itself cannot reach a decision (a broken hook, an unreadable "
+        "payload): block denies the event, saying what broke (default); warn lets it "
+        f"through with a warning (or {ON_FAULT_ENV})",
+    )
+    safety.add_argument(
+        "--trust-project-hooks", action="store_true", default=None,
+        help="run every project hook without asking for trust first (CI, containers; or "
+        "MCP_HOOKS_TRUST_PROJECT_HOOKS=1); see `mcp-hooks trust`",
+    )
 
 
 def user_dir(args: argparse.Namespace) -> Path | None:
     given: Path | None = getattr(args, "user_dir", None)
-    if given is not None:
-        return given.expanduser()
+    if given is not None:  # resolved once, now: hooks run in other folders
+        return Path(os.path.abspath(given.expanduser()))
     env = os.environ.get("MCP_HOOKS_USER_DIR")
-    return Path(env).expanduser() if env else None
+    return Path(os.path.abspath(Path(env).expanduser())) if env else None
 
 
 def project_dir(args: argparse.Namespace) -> Path:
@@ -91,6 +108,24 @@ def stop_block_cap(args: argparse.Namespace) -> int:
     return int(env) if env and env.isdigit() else DEFAULT_STOP_BLOCK_CAP
 
 
+def on_fault(args: argparse.Namespace | None = None) -> OnFault:
+    """``block`` (the default) or ``warn``: what a fault of our own does to a blocking event.
+
+    Only an explicit ``warn`` turns blocking off: any other value of ``MCP_HOOKS_ON_FAULT``
+    (a typo) keeps the gate closed.
+    """
+    given: str | None = getattr(args, "on_fault", None)
+    if given is None:
+        given = os.environ.get(ON_FAULT_ENV, "").strip().lower()
+    return "warn" if given == "warn" else "block"
+
+
+def trust_project_hooks(args: argparse.Namespace | None = None) -> bool | None:
+    """True when told to trust every project hook; None: the environment decides."""
+    return True if getattr(args, "trust_project_hooks", None) else None
+
+
 def registry(args: argparse.Namespace, *, strict: bool = False, watch: bool = True) -> Registry:
     """The Registry the options describe (user folder plus the project's)."""
-    return Registry(user_dir(args), project_dir(args), strict=strict, watch=watch)
+    return Registry(user_dir(args), project_dir(args), strict=strict, watch=watch,
+                    trust_project_hooks=trust_project_hooks(args))

@@ -58,14 +58,18 @@ def format_hooks(registry: Registry, hooks: list[HookSpec]) -> str:
     lines = [f"user hooks:    {registry.user_dir}",
              f"project hooks: {registry.project_dir}/.agents/hooks" if registry.project_dir
              else "project hooks: (none)", ""]
-    if hooks:
-        rows = [("NAME", "TRIGGER", "SCOPE", "PRIO", "MODE", "TIMEOUT", "MATCHER")]
-        for h in hooks:
+    shown = [(h, "trusted") for h in hooks]  # every hook that runs is trusted
+    shown += [(u.spec, u.status) for u in registry.untrusted]
+    if shown:
+        rows = [("NAME", "TRIGGER", "SCOPE", "TRUST", "PRIO", "MODE", "TIMEOUT", "MATCHER")]
+        for h, trust in shown:
             matcher = " ".join(
                 f"{k}={v}" for k, v in (("tool", h.matcher_tool), ("pattern", h.matcher_pattern))
                 if v
             ) or "-"
-            rows.append((h.name, h.trigger, h.scope, str(h.priority),
+            scope = "project*" if h.scope == "project" and h.name in registry.replaced \
+                else h.scope
+            rows.append((h.name, h.trigger, scope, trust, str(h.priority),
                          "async" if h.is_async else "sync", f"{h.timeout / 1000:g}s", matcher))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
         for row in rows:
@@ -73,9 +77,20 @@ def format_hooks(registry: Registry, hooks: list[HookSpec]) -> str:
             lines.append("  ".join([*cells, row[-1]]).rstrip())
     else:
         lines.append("no hooks installed (create one with `mcp-hooks new NAME --trigger EVENT`)")
+    if registry.replaced:
+        lines += ["", "project* replaces the user hook of the same name: " + ", ".join(
+            f"{name} ({user.dir})" for name, user in sorted(registry.replaced.items()))]
+    if registry.untrusted:
+        project = registry.untrusted[0].project_dir
+        lines += ["", f"{len(registry.untrusted)} project hook(s) do not run until you have "
+                  f"read and trusted them: mcp-hooks trust {project}"]
     if registry.invalid:
-        lines += ["", f"invalid hooks ({len(registry.invalid)}), not loaded:"]
-        lines += [f"  {invalid}" for invalid in registry.invalid]
+        lines += ["", f"invalid hooks ({len(registry.invalid)}), not loaded; each blocks the "
+                  "events it could handle until fixed (--on-fault warn lets them through):"]
+        for invalid in registry.invalid:
+            wakes = "any event" if invalid.event is None else invalid.event
+            held = "" if invalid.in_scope else ", untrusted: blocks nothing"
+            lines.append(f"  {invalid}  [{wakes}{held}]")
     if registry.warnings:
         lines += ["", "warnings:"] + [f"  {w}" for w in registry.warnings]
     return "\n".join(lines)

@@ -35,8 +35,12 @@ def guard_home(
     monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg / "config"))
     monkeypatch.setenv("XDG_STATE_HOME", str(xdg / "state"))
     for var in ("MCP_HOOKS_USER_DIR", "MCP_HOOKS_PROJECT_DIR", "MCP_HOOKS_LOG",
-                "MCP_HOOKS_TOKEN", "MCP_HOOKS_STOP_BLOCK_CAP"):
+                "MCP_HOOKS_TOKEN", "MCP_HOOKS_STOP_BLOCK_CAP", "MCP_HOOKS_ON_FAULT",
+                "MCP_HOOKS_TRUST_STORE"):
         monkeypatch.delenv(var, raising=False)
+    # Project hooks run only once trusted. Tests about something else trust them all, as CI
+    # would; the trust tests take this away (the ``untrusted`` fixture) and trust for real.
+    monkeypatch.setenv("MCP_HOOKS_TRUST_PROJECT_HOOKS", "1")
     real_expanduser = os.path.expanduser
 
     def expanduser(path: str | os.PathLike[str]) -> str:
@@ -47,6 +51,12 @@ def guard_home(
 
     monkeypatch.setattr(os.path, "expanduser", expanduser)
     yield
+
+
+@pytest.fixture
+def untrusted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Project hooks need the user's trust again (the trust store under XDG_STATE_HOME)."""
+    monkeypatch.delenv("MCP_HOOKS_TRUST_PROJECT_HOOKS", raising=False)
 
 
 @pytest.fixture

@@ -125,7 +125,7 @@ def test_list_table_and_invalid_hooks(hooks: Path, project: Path) -> None:
     done = run("list", "--user-dir", str(hooks), "--project-dir", str(project))
     assert done.returncode == 0
     assert "NAME" in done.stdout and "no-rm" in done.stdout and "ctx" in done.stdout
-    assert "invalid hooks (1), not loaded:" in done.stdout
+    assert "invalid hooks (1), not loaded; each blocks the events it could handle" in done.stdout
     assert f"{hooks / 'broken' / 'HOOK.md'}: timeout:" in done.stdout
     data = json.loads(run("list", "--json", "--user-dir", str(hooks),
                           "--project-dir", str(project)).stdout)

@@ -29,7 +29,9 @@ def test_thirteen_canonical_events_in_five_layers() -> None:
     assert {e.layer for e in EVENTS.values()} == {"session", "turn", "react", "subagent",
                                                   "context"}
     assert {"before_tool", "after_tool", "after_tool_failure"} == TOOL_EVENTS
-    assert all(e.can_block for e in EVENTS.values())
+    # a fault of ours on these is only a warning: they happen after the fact
+    assert {n for n, e in EVENTS.items() if not e.can_block} == {
+        "session_end", "after_stop", "post_compact", "after_tool_failure"}
 
 
 @pytest.mark.parametrize(("alias", "canonical"), [*SEED_000.items(), *OTHERS.items()])
