@@ -48,8 +48,10 @@ TARGETS = [
 def env(tmp_path: Path, project: Path) -> dict[str, str]:
     home = tmp_path / "home"
     home.mkdir()
+    # the repo venv's mcp-hooks on PATH, as `uv tool install` would put it there
     return {**os.environ, "HOME": str(home), "CODEX_HOME": str(tmp_path / "codex-home"),
-            "KIMI_SHARE_DIR": str(tmp_path / "kimi-share")}
+            "KIMI_SHARE_DIR": str(tmp_path / "kimi-share"),
+            "PATH": f"{Path(MCP_HOOKS).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
 def run(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -91,14 +93,17 @@ def test_install_writes_every_event_and_is_idempotent(host: str, scope: str, rel
                                                       kind: str, env: dict[str, str],
                                                       project: Path, tmp_path: Path) -> None:
     args = ["install", host, "--scope", scope]
-    ok(run(env, project, *args))
+    said = ok(run(env, project, *args))
     path = tmp_path / rel
     text = path.read_text()
     commands = our_commands(kind, text)
     assert list(commands) == list(get_host(host).install_events)
+    # a committed project file holds no path of this machine; the user's gets this mcp-hooks
+    start = "mcp-hooks" if scope == "project" else MCP_HOOKS
     for event, command in commands.items():
-        assert command.startswith(f"{MCP_HOOKS} bridge {host} --event {event}")
+        assert command.startswith(f"{start} bridge {host} --event {event}")
         assert "--user-dir" not in command and "--project-dir" not in command
+    assert ("plain `mcp-hooks`" in said) == (scope == "project")
     again = ok(run(env, project, *args))
     assert "already up to date" in again
     assert path.read_text() == text
@@ -283,8 +288,8 @@ def test_via_server_falls_back_to_the_bridge_when_no_server_answers(
     text = (tmp_path / "codex-home" / "hooks.json").read_text()
     command = json.loads(text)["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     folder = Path(env["XDG_CONFIG_HOME"]) / "mcp-hooks"
-    script, header = folder / "mcp-hooks-forward.sh", folder / "forward.header"
-    assert command.startswith(f"{script} http://127.0.0.1:9 codex PreToolUse")
+    script, header = folder / "mcp-hooks-forward.py", folder / "forward.header"
+    assert command.startswith(f"{sys.executable} {script} http://127.0.0.1:9 codex PreToolUse")
     assert stat.S_IMODE(header.stat().st_mode) == 0o600
     assert header.read_text() == "Authorization: Bearer s3cret\n"
     assert "s3cret" not in text and "s3cret" not in script.read_text()
@@ -307,15 +312,141 @@ def test_claude_code_native_http_and_mcp_tool_forms(env: dict[str, str],
     assert handler["url"] == "http://127.0.0.1:8765/hooks/bridge/claude-code?event=PreToolUse"
     assert handler["headers"] == {"Authorization": "Bearer $MCP_HOOKS_TOKEN"}
     assert handler["allowedEnvVars"] == ["MCP_HOOKS_TOKEN"]
-    ok(run(env, project, "install", "claude-code", "--via", "mcp", "--event", "PreToolUse",
-           "--event", "Stop"))
+    ok(run(env, project, "install", "claude-code", "--via", "mcp", "--event", "SessionEnd",
+           "--event", "PostToolUseFailure"))
     hooks = json.loads(path.read_text())["hooks"]
-    assert len(hooks["PreToolUse"]) == 1  # the http form was replaced, not added to
-    tool = hooks["PreToolUse"][0]["hooks"][0]
+    assert "PreToolUse" not in hooks  # an install replaces all our entries
+    tool = hooks["PostToolUseFailure"][0]["hooks"][0]
     assert tool["type"] == "mcp_tool" and tool["server"] == "mcp-hooks"
     assert tool["tool"] == "bridge_hook"
     assert tool["input"]["tool_input"] == "${tool_input}"
     assert tool["input"]["input_command"] == "${tool_input.command}"
-    assert hooks["Stop"][0]["hooks"][0]["input"]["stop_hook_active"] == "${stop_hook_active}"
+    assert hooks["SessionEnd"][0]["hooks"][0]["input"]["hook_event_name"] == "SessionEnd"
     ok(run(env, project, "uninstall", "claude-code"))
     assert not path.exists()
+
+
+def test_via_mcp_refuses_events_that_can_block(env: dict[str, str], project: Path) -> None:
+    """Claude Code may run tools before its MCP servers connect; an mcp_tool gate would be
+    open meanwhile, so blocking events are refused with what to use instead."""
+    for events in (["--event", "PreToolUse"], ["--event", "Stop"], []):
+        result = run(env, project, "install", "claude-code", "--via", "mcp", *events)
+        assert result.returncode == 1
+        assert "before its MCP servers connect" in result.stderr
+        assert "--via command" in result.stderr and "--event SessionEnd" in result.stderr
+    assert not (project / ".claude" / "settings.json").exists()
+
+
+# -- the wiring keeps working --------------------------------------------------------------
+
+
+def _throwaway_python(root: Path) -> Path:
+    """A python that looks like uv's cache (uvx): a link inside an ``archive-v0`` folder."""
+    folder = root / "uv-cache" / "archive-v0" / "Xy12" / "bin"
+    folder.mkdir(parents=True)
+    link = folder / "python"
+    link.symlink_to(sys.executable)
+    return link
+
+
+def _as_uvx(env: dict[str, str], tmp_path: Path, *args: str,
+            path: str = "/usr/bin:/bin") -> subprocess.CompletedProcess[str]:
+    """``mcp-hooks`` run as uvx runs it: from a throwaway environment, with PATH as given."""
+    python = _throwaway_python(tmp_path) if not (tmp_path / "uv-cache").exists() else (
+        tmp_path / "uv-cache" / "archive-v0" / "Xy12" / "bin" / "python")
+    source = str(Path(__file__).resolve().parent.parent)
+    # the system temp dir elsewhere: pytest's own folders are under /tmp
+    systmp = tmp_path / "systmp"
+    systmp.mkdir(exist_ok=True)
+    run_env = {**env, "PATH": path, "PYTHONPATH": source, "TMPDIR": str(systmp)}
+    return subprocess.run([str(python), "-m", "mcp_hooks.cli", *args], capture_output=True,
+                          text=True, env=run_env, cwd=tmp_path, timeout=60)
+
+
+def test_install_from_a_throwaway_environment_refuses(env: dict[str, str],
+                                                      tmp_path: Path) -> None:
+    result = _as_uvx(env, tmp_path, "install", "codex", "--scope", "user")
+    assert result.returncode == 1, result.stdout
+    assert "archive-v0" in result.stderr
+    assert "uv tool install mcp-hooks" in result.stderr and "pipx install" in result.stderr
+    assert not (tmp_path / "codex-home" / "hooks.json").exists()
+
+
+def test_install_from_a_throwaway_environment_finds_a_stable_one(env: dict[str, str],
+                                                                 tmp_path: Path) -> None:
+    # a stable mcp-hooks on PATH wins over the throwaway one that runs install
+    bin_dir = str(Path(MCP_HOOKS).parent)
+    ok(_as_uvx(env, tmp_path, "install", "codex", "--scope", "user", "--event", "PreToolUse",
+               path=f"{bin_dir}:/usr/bin:/bin"))
+    command = our_commands("claude", (tmp_path / "codex-home" / "hooks.json").read_text())[
+        "PreToolUse"]
+    assert command.startswith(f"{MCP_HOOKS} bridge codex --event PreToolUse")
+    # none on PATH but uvx: a pinned uvx form
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    uvx = tools / "uvx"
+    uvx.write_text("#!/bin/sh\nexit 0\n")
+    uvx.chmod(0o755)
+    ok(_as_uvx(env, tmp_path, "install", "codex", "--scope", "user", "--event", "PreToolUse",
+               path=f"{tools}:/usr/bin:/bin"))
+    command = our_commands("claude", (tmp_path / "codex-home" / "hooks.json").read_text())[
+        "PreToolUse"]
+    from mcp_hooks import __version__
+
+    assert command.startswith(f"{uvx} mcp-hooks=={__version__} bridge codex --event PreToolUse")
+
+
+def test_throwaway_places_are_recognised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_hooks.hosts.install import throwaway_reason
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uvc"))
+    assert throwaway_reason(tmp_path / "uvc" / "builds-v0" / "bin" / "mcp-hooks")
+    assert throwaway_reason(tmp_path / "home" / ".cache" / "uv" / "x" / "bin" / "mcp-hooks")
+    assert throwaway_reason("/opt/x/archive-v0/abc/bin/mcp-hooks")
+    assert throwaway_reason("/opt/x/.tmpAbC/bin/mcp-hooks")
+    assert throwaway_reason(tmp_path / "home" / ".local" / "pipx" / ".cache" / "h" / "bin")
+    assert throwaway_reason(tmp_path / "tmp" / "venv" / "bin" / "mcp-hooks")
+    assert throwaway_reason(tmp_path / "home" / ".local" / "bin" / "mcp-hooks") is None
+    assert throwaway_reason(MCP_HOOKS) is None  # the repo's .venv is not throwaway
+    monkeypatch.setattr(tempfile, "tempdir", None)
+
+
+def test_bridge_command_is_recognised_by_shape(env: dict[str, str], project: Path,
+                                               tmp_path: Path) -> None:
+    """Entries written with a --bridge-command that lacks "mcp-hooks" are still ours:
+    re-installs never duplicate them and uninstall removes them (Kimi included)."""
+    runner = tmp_path / "bin" / "hook-runner"
+    runner.parent.mkdir()
+    runner.write_text(f"#!/bin/sh\nexec {MCP_HOOKS} \"$@\"\n")
+    runner.chmod(0o755)
+    for host, rel, kind in (("kimi-cli", "kimi-share/config.toml", "kimi"),
+                            ("cursor", "home/.cursor/hooks.json", "flat"),
+                            ("claude-code", "home/.claude/settings.json", "claude")):
+        args = ["install", host, "--scope", "user", "--bridge-command", str(runner)]
+        ok(run(env, project, *args))
+        path = tmp_path / rel
+        first = path.read_text()
+        commands = our_commands(kind, first)
+        assert commands and all(c.startswith(f"{runner} bridge {host}")
+                                for c in commands.values())
+        ok(run(env, project, *args))
+        assert path.read_text() == first
+        # the same entries from another command: replaced, not added to
+        ok(run(env, project, "install", host, "--scope", "user"))
+        again = our_commands(kind, path.read_text())
+        assert list(again) == list(commands)
+        assert all(c.startswith(MCP_HOOKS) for c in again.values())
+        ok(run(env, project, *args))
+        ok(run(env, project, "uninstall", host, "--scope", "user"))
+        assert not path.exists() or our_commands(kind, path.read_text()) == {}
+    # the escape hatch for dev checkouts and tests: the same through the environment
+    ok(run({**env, "MCP_HOOKS_BRIDGE_COMMAND": str(runner)}, project, "install", "codex",
+           "--event", "PreToolUse"))
+    command = our_commands("claude", (project / ".codex" / "hooks.json").read_text())
+    assert command["PreToolUse"].startswith(f"{runner} bridge codex")

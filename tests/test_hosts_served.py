@@ -1,6 +1,7 @@
 """The forwarding paths against a real ``mcp-hooks serve --transport http``: the command
-``install --via server`` writes (sh + curl) answered by the server, and the ``bridge_hook``
-tool (``--bridge-tool``) called over streamable HTTP as Claude Code's ``mcp_tool`` hooks do.
+``install --via server`` writes (a small Python script) answered by the server, which proves
+it holds the token; a fake listener on the port is not trusted; and the ``bridge_hook`` tool
+(``--bridge-tool``) called over streamable HTTP as Claude Code's ``mcp_tool`` hooks do.
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx2
@@ -19,6 +22,7 @@ from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 
 import mcp_hooks
+from mcp_hooks.hosts.forward import NONCE_HEADER, SIGNATURE_HEADER, sign
 from tests.background import background
 from tests.conftest import write_hook
 
@@ -77,6 +81,87 @@ def test_the_forward_command_is_answered_by_the_server(hooks: None, project: Pat
     served_events = [json.loads(line) for line in server_log.read_text().splitlines()]
     assert [e["decision"] for e in served_events if e.get("kind") == "event"] == [
         "deny", "allow"]
+
+
+def _install_forward(base: str, project: Path, config: Path, token: str = TOKEN) -> str:
+    subprocess.run(
+        [sys.executable, "-m", "mcp_hooks.cli", "install", "claude-code", "--via", "server",
+         "--url", base, "--token", token, "--event", "PreToolUse", "--config", str(config)],
+        check=True, capture_output=True, cwd=project, env={**os.environ, "PYTHONPATH": SOURCE},
+    )
+    command: str = json.loads(config.read_text())["hooks"]["PreToolUse"][0]["hooks"][0][
+        "command"]
+    return command
+
+
+@contextmanager
+def fake_listener(body: bytes, headers: dict[str, str]) -> Iterator[tuple[str, list[str]]]:
+    """A real HTTP server on a port that answers every POST with ``body`` (say, "allow")."""
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # http.server's name
+            seen.append(self.path)
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("answer", [
+    (b"", {}),  # a plain allow
+    (b'{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}',
+     {SIGNATURE_HEADER: "0" * 64}),  # a forged signature
+])
+def test_a_fake_listener_on_the_port_is_not_trusted(answer: tuple[bytes, dict[str, str]],
+                                                    hooks: None, project: Path,
+                                                    tmp_path: Path) -> None:
+    body, headers = answer
+    with fake_listener(body, headers) as (base, seen):
+        command = _install_forward(base, project, tmp_path / "settings.json")
+        result = subprocess.run(["sh", "-c", command], capture_output=True, text=True,
+                                input=payload("claude-code", "PreToolUse.rm", project),
+                                env={**os.environ, "MCP_HOOKS_LOG": "off"}, timeout=60)
+    assert seen == ["/hooks/bridge/claude-code?event=PreToolUse"]  # it was asked ...
+    answer_ = json.loads(result.stdout)  # ... but the local bridge answered
+    assert answer_["hookSpecificOutput"]["permissionDecision"] == "deny", result.stderr
+    assert "did not prove it came from the mcp-hooks server" in result.stderr
+
+
+def test_the_server_signs_its_answers_with_the_token(hooks: None, project: Path,
+                                                     user_dir: Path, tmp_path: Path) -> None:
+    with served(project, user_dir, tmp_path / "events.jsonl", "--token", TOKEN) as base:
+        body = payload("claude-code", "PreToolUse.rm", project)
+        response = httpx2.post(f"{base}/hooks/bridge/claude-code", content=body, timeout=30,
+                               headers={"Authorization": f"Bearer {TOKEN}",
+                                        NONCE_HEADER: "n0nce"})
+        assert response.status_code == 200
+        assert response.headers[SIGNATURE_HEADER] == sign(TOKEN, "n0nce", response.content)
+        assert response.headers[SIGNATURE_HEADER] != sign("other", "n0nce", response.content)
+        # a forward script holding a wrong token gets 401 and answers locally
+        command = _install_forward(base, project, tmp_path / "settings.json", token="wrong")
+        result = subprocess.run(["sh", "-c", command], capture_output=True, text=True,
+                                input=body, env={**os.environ, "MCP_HOOKS_LOG": "off"},
+                                timeout=60)
+        assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    served_events = [json.loads(line)
+                     for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert len([e for e in served_events if e.get("kind") == "event"]) == 1  # ours only
 
 
 def test_no_token_no_forwarding_endpoint(project: Path, user_dir: Path, tmp_path: Path) -> None:

@@ -27,12 +27,7 @@ if TYPE_CHECKING:
 
 EXIT_FAIL_OPEN = 1  # every host treats exit 1 as "hook failed, carry on"
 EXIT_BLOCK = 2  # the block exit code of Claude Code, Codex, Gemini CLI, Cursor and Kimi CLI
-
-# Canonical events whose deny changes nothing for the agent: a fault there is only a warning.
-# A stand-in until ``EVENTS[name].can_block`` carries real values; both are honoured.
-_CANNOT_BLOCK = frozenset({"session_end", "after_stop", "post_compact", "after_tool_failure"})
-FAULT_FIX = ("run `mcp-hooks doctor` to see what is broken; to let such calls through "
-             "instead, set MCP_HOOKS_ON_FAULT=warn (or pass --on-fault warn)")
+FAULT_FIX = "run `mcp-hooks doctor` to see what is broken"
 
 
 # Claude Code's hook event names (PascalCase), which Codex and Kimi CLI adopted too.
@@ -111,40 +106,24 @@ def can_block(event: str) -> bool:
     from mcp_hooks.events import EVENTS
 
     info = EVENTS.get(event)
-    if info is None:
-        return True
-    return bool(getattr(info, "can_block", True)) and event not in _CANNOT_BLOCK
+    return info is None or info.can_block
 
 
 def fault_mode(args: Any) -> str:
-    """``block`` (default) or ``warn``: what a call mcp-hooks cannot decide becomes."""
+    """``block`` (default) or ``warn``: what a call mcp-hooks cannot decide becomes
+    (``--on-fault`` or ``MCP_HOOKS_ON_FAULT``)."""
     from mcp_hooks import options
 
-    real = getattr(options, "on_fault", None)
-    if real is not None:
-        return str(real(args))
-    given = getattr(args, "on_fault", None) or os.environ.get("MCP_HOOKS_ON_FAULT") or "block"
-    return "warn" if str(given).strip().lower() in ("warn", "open", "allow") else "block"
+    return options.on_fault(args)
 
 
 def fault_outcome(event: str, what: str, *, on_fault: str = "block") -> Outcome:
-    """The outcome of an event mcp-hooks could not decide: a deny by ``mcp-hooks`` whose
-    reason says what broke and how to fix it, or an allow with that as a warning (``warn``,
-    or an event that cannot block)."""
+    """The engine's answer for an event mcp-hooks could not decide: a deny by ``mcp-hooks``
+    whose reason says what broke and how to fix it, or an allow with that as a warning
+    (``warn``, or an event that cannot block). Imported here, when a fault happens."""
     from mcp_hooks import engine
 
-    real = getattr(engine, "fault_outcome", None)
-    if real is not None:
-        outcome: Outcome = real(event, what, on_fault=on_fault)
-        return outcome
-    if on_fault != "warn" and can_block(event):
-        return engine.Outcome(
-            event_type=event, decision="deny", blocked_by="mcp-hooks",
-            reason=f"mcp-hooks could not check this {event} call, so it is blocked: {what}",
-            warnings=[f"{event} blocked: mcp-hooks could not check it: {what}"],
-        )
-    return engine.Outcome(event_type=event, warnings=[
-        f"{event} let through unchecked: mcp-hooks could not check it: {what}"])
+    return engine.fault_outcome(event, what, on_fault=on_fault)
 
 
 _SURROGATE = re.compile(r"\\u[dD][89abcdefABCDEF]")

@@ -124,14 +124,17 @@ def fire_call(call: Call, args: argparse.Namespace) -> Outcome:
     else:
         start = call.fields.get("work_dir") or os.getcwd()
         project = find_project_dir(Path(start))
-    registry = Registry(options.user_dir(args), project, watch=False)
+    trust_all = getattr(options, "trust_project_hooks", None)
+    registry = Registry(options.user_dir(args), project, watch=False,
+                        trust_project_hooks=trust_all(args) if trust_all else None)
     stop_state = _StopState(call) if call.event == "before_stop" else None
     if stop_state is not None:
         stop_state.before()
     event = Event.create(event_type=call.event, **call.fields)
 
     engine = Engine(registry, log=options.event_log(args),
-                    stop_block_cap=options.stop_block_cap(args), one_shot=True)
+                    stop_block_cap=options.stop_block_cap(args), one_shot=True,
+                    on_fault=options.on_fault(args))
     try:
         outcome = engine.fire_blocking(event)
     finally:

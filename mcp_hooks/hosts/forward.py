@@ -6,7 +6,10 @@ the same call in milliseconds, with its engine and registry warm:
 - ``bridge_routes(engine_for, token)``: ``POST /hooks/bridge/{host}?event=<HostEvent>``
   takes the host's payload as the body and returns the host's stdout JSON (empty body for a
   plain allow). It exists only when the server has a bearer token, and checks it itself too
-  (constant time). A call mcp-hooks cannot decide (an unreadable payload, an engine failure)
+  (constant time). A request with an ``X-MCP-Hooks-Nonce`` header gets its answer signed in
+  ``X-MCP-Hooks-Signature`` (``sign``: HMAC-SHA256 of nonce and body keyed by the token), so
+  the forward script can tell the real server from anything else listening on the port.
+  A call mcp-hooks cannot decide (an unreadable payload, an engine failure)
   gets the same fault answer as the bridge (``Host.fault_reply``): a deny in the host's JSON
   form, with status 200. An answer that needs an exit code (the universal exit-2 block, a
   warning with exit 1) and a work dir the server does not serve get ``422`` with the reason,
@@ -25,6 +28,7 @@ MCP SDK and Starlette only inside the functions that build routes.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import inspect
 import json
@@ -99,6 +103,16 @@ async def answer_payload(host: Host, payload: dict[str, Any], event: str | None,
             call.host_event, on_fault, payload)
 
 
+NONCE_HEADER = "X-MCP-Hooks-Nonce"
+SIGNATURE_HEADER = "X-MCP-Hooks-Signature"
+
+
+def sign(token: str, nonce: str, body: bytes) -> str:
+    """The proof that an answer comes from the server holding ``token``: the hex
+    HMAC-SHA256 of ``nonce + "\\n" + body`` keyed by the token (the forward script checks it)."""
+    return hmac.new(token.encode(), nonce.encode() + b"\n" + body, hashlib.sha256).hexdigest()
+
+
 def bridge_routes(engine_for: EngineFor, token: str | None) -> list[Route]:
     """The forwarding endpoint, to mount beside ``/mcp``; empty without a token."""
     from starlette.responses import PlainTextResponse, Response
@@ -128,7 +142,12 @@ def bridge_routes(engine_for: EngineFor, token: str | None) -> list[Route]:
             reply = await answer_payload(host, payload, event, engine_for)
         if reply.exit_code != 0:
             return PlainTextResponse(reply.stderr, status_code=422)
-        return Response(reply.stdout, media_type="application/json")
+        body = reply.stdout.encode("utf-8", "backslashreplace")
+        headers = {}
+        nonce = request.headers.get(NONCE_HEADER)
+        if nonce:  # the forward script trusts only an answer that proves we hold the token
+            headers[SIGNATURE_HEADER] = sign(token, nonce, body)
+        return Response(body, media_type="application/json", headers=headers)
 
     return [Route(BRIDGE_PATH, endpoint, methods=["POST"])]
 
@@ -238,5 +257,5 @@ def register_bridge_tool(server: Any, engine_for: EngineFor) -> None:
                     structured_output=False)
 
 
-__all__ = ["BRIDGE_PATH", "TOOL_NAME", "answer_payload", "bridge_hook", "bridge_routes",
-           "mcp_tool_payload", "register_bridge_tool"]
+__all__ = ["BRIDGE_PATH", "NONCE_HEADER", "SIGNATURE_HEADER", "TOOL_NAME", "answer_payload",
+           "bridge_hook", "bridge_routes", "mcp_tool_payload", "register_bridge_tool", "sign"]

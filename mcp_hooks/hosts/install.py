@@ -16,21 +16,35 @@ kimi-cli        (none: Kimi reads only its user config)     ``$KIMI_SHARE_DIR/co
 Rules: every unrelated entry is kept as it was; installing twice changes nothing; the previous
 file is copied to ``$XDG_STATE_HOME/mcp-hooks/backups/`` before a change; ``--dry-run`` prints
 the diff and writes nothing; ``uninstall`` removes only our entries, recognised by their
-command (it runs ``mcp-hooks bridge`` or our forward script), URL (``/hooks/bridge/``) or MCP
-tool (``bridge_hook``). Kimi's TOML is edited as text: our ``[[hooks]]`` tables live in one
-block between two marker comments, appended to the file and removed as a whole.
+shape whatever command starts them (``... bridge <host> --event ...`` or our forward
+script), URL (``/hooks/bridge/``) or MCP tool (``bridge_hook``). Kimi's TOML is edited as
+text: our ``[[hooks]]`` tables live in one block between two marker comments, appended to
+the file and removed as a whole.
+
+The command written must keep working (``bridge_prefix``): never a path inside a throwaway
+environment (uv's cache or an ``archive-v0``/``.tmp`` folder, a ``pipx run`` cache, anything
+under the temp dir). User scope gets an ``mcp-hooks`` found outside such places (this one or
+the one on PATH), else ``<python> -m mcp_hooks.cli`` of a stable interpreter, else
+``uvx mcp-hooks==<version>``, else install refuses and says how to install mcp-hooks for
+good. Project scope (a file teams commit) gets plain ``mcp-hooks``, found on PATH by the
+host. ``--bridge-command`` (or ``MCP_HOOKS_BRIDGE_COMMAND``) overrides both.
 
 ``--via`` chooses what the host runs:
 
-- ``command`` (default): ``<abs path>/mcp-hooks bridge <host> --event <Event>``, a new
-  process per hook call;
-- ``server``: a small sh script that POSTs the payload with curl to a running
-  ``mcp-hooks serve --transport http`` (its token read from a 0600 header file) and, if the
-  server does not answer, runs the bridge locally instead, so hooks never silently stop;
+- ``command`` (default): ``mcp-hooks bridge <host> --event <Event>``, a new process per
+  hook call;
+- ``server``: a small Python script (standard library only) that POSTs the payload to a
+  running ``mcp-hooks serve --transport http`` (its token read from a 0600 header file) with
+  a random nonce, accepts the answer only if it carries the HMAC-SHA256 of nonce and body
+  keyed by the token (so only the real server can answer), and otherwise runs the bridge
+  locally, so hooks never silently stop and nothing else on the port can say "allow";
 - ``http`` (Claude Code): a native ``type: http`` hook to the server, no process at all
   (Claude Code fails open if the server is down);
 - ``mcp`` (Claude Code): a native ``type: mcp_tool`` hook calling our server's
-  ``bridge_hook`` tool (the server must be configured in Claude Code as an MCP server).
+  ``bridge_hook`` tool, for events that cannot block only: Claude Code may run tools before
+  its MCP servers connect, and an ``mcp_tool`` hook whose server is not connected does not
+  run, so a gate there would be open meanwhile. Blocking events are refused with a message
+  that says to use ``--via command`` or ``--via server`` for them.
 """
 
 from __future__ import annotations
@@ -43,28 +57,37 @@ import re
 import shlex
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_hooks.hosts import HOSTS, UnknownHostError, get_host, host_name
-from mcp_hooks.hosts.base import Host
+from mcp_hooks.hosts import ALIASES, HOSTS, UnknownHostError, get_host, host_name
+from mcp_hooks.hosts.base import Host, can_block
+from mcp_hooks.hosts.forward import NONCE_HEADER, SIGNATURE_HEADER
 
 EXIT_OK = 0
 EXIT_PROBLEM = 1
 EXIT_USAGE = 64
 HOOK_TIMEOUT_S = 600  # the longest a HOOK.md may run; the engine enforces each hook's own
 MCP_TOOL_NAME = "bridge_hook"
-FORWARD_SCRIPT = "mcp-hooks-forward.sh"
+FORWARD_SCRIPT = "mcp-hooks-forward.py"
 FORWARD_PATH = "/hooks/bridge/"
+BRIDGE_COMMAND_ENV = "MCP_HOOKS_BRIDGE_COMMAND"
+INSTALL_FOR_GOOD = ("install mcp-hooks for good (`uv tool install mcp-hooks` or `pipx install "
+                    "mcp-hooks`) and run install again from it, or pass --bridge-command")
 DEFAULT_URL = "http://127.0.0.1:8765"
 KIMI_BEGIN = "# >>> mcp-hooks: managed block, written by `mcp-hooks install kimi-cli`"
 KIMI_END = "# <<< mcp-hooks"
+# Our entries by their shape, whatever starts them: `... bridge <host> --event ...`, our
+# forward script (the .sh of earlier versions too), or the older `mcp-hooks bridge` forms.
 _OURS = re.compile(
-    r"(?:mcp[-_]hooks(?:\.exe)?['\"]?\s+bridge\b|-m\s+mcp_hooks(?:\.cli)?\s+bridge\b|"
-    + re.escape(FORWARD_SCRIPT) + ")"
+    r"(?:\bbridge\s+['\"]?(?:" + "|".join(re.escape(h) for h in (*HOSTS, *ALIASES))
+    + r")['\"]?\s+--event\b"
+    r"|mcp[-_]hooks(?:\.exe)?['\"]?\s+bridge\b|-m\s+mcp_hooks(?:\.cli)?\s+bridge\b"
+    r"|mcp-hooks-forward\.(?:sh|py)\b)"
 )
 
 
@@ -75,18 +98,107 @@ class InstallError(Exception):
 # -- what the host runs -------------------------------------------------------------------
 
 
-def bridge_prefix(args: argparse.Namespace) -> list[str]:
-    """The argv that starts ``mcp-hooks``, absolute, so the host finds it from any folder."""
-    given = getattr(args, "bridge_command", None)
-    if given:
-        return shlex.split(given)
+def _home() -> str | None:
+    return os.environ.get("HOME") or None
+
+
+def throwaway_reason(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` lies in an environment that may vanish (None: it does not).
+
+    Throwaway: uv's cache (``$UV_CACHE_DIR``, ``~/.cache/uv``), any ``archive-v0`` or
+    ``.tmp*`` folder, a ``pipx run`` cache (``~/.local/pipx/.cache``, ``pipx/.cache``),
+    anything under the system temp dir (a venv made there included).
+    """
+    text = os.path.abspath(os.fspath(path))
+    forms = {text, os.path.realpath(text)}
+    caches: list[tuple[str, str]] = []
+    if os.environ.get("UV_CACHE_DIR"):
+        caches.append((os.environ["UV_CACHE_DIR"], "uv's cache ($UV_CACHE_DIR)"))
+    xdg_cache = os.environ.get("XDG_CACHE_HOME")
+    home = _home()
+    if xdg_cache:
+        caches.append((os.path.join(xdg_cache, "uv"), "uv's cache"))
+        caches.append((os.path.join(xdg_cache, "pipx"), "pipx's cache"))
+    if home:
+        caches.append((os.path.join(home, ".cache", "uv"), "uv's cache"))
+        caches.append((os.path.join(home, ".local", "pipx", ".cache"), "a `pipx run` cache"))
+        caches.append((os.path.join(home, ".cache", "pipx"), "pipx's cache"))
+    caches.append((tempfile.gettempdir(), "the temp dir"))
+    for form in forms:
+        parts = Path(form).parts
+        for part in parts:
+            if part == "archive-v0":
+                return f"{form} is in uv's cache (archive-v0), which uv may clear"
+            if part.startswith(".tmp"):
+                return f"{form} is in a temporary folder ({part})"
+        if "pipx" in parts and ".cache" in parts:
+            return f"{form} is in a `pipx run` cache"
+        for base, what in caches:
+            for root in {os.path.abspath(base), os.path.realpath(base)}:
+                if form == root or form.startswith(root.rstrip(os.sep) + os.sep):
+                    return f"{form} is in {what} ({root}), which may be cleared"
+    return None
+
+
+def _release_version() -> str | None:
+    from mcp_hooks import __version__
+
+    return __version__ if re.fullmatch(r"\d+(?:\.\d+)*", __version__) else None
+
+
+def stable_prefix() -> list[str]:
+    """An argv that starts ``mcp-hooks`` and keeps working after this process has gone.
+
+    Raises:
+        InstallError: only throwaway copies were found; says how to install for good.
+    """
+    seen: list[str] = []
     argv0 = sys.argv[0] if sys.argv else ""
+    candidates = []
     if os.path.basename(argv0) in ("mcp-hooks", "mcp-hooks.exe") and os.path.isfile(argv0):
-        return [os.path.abspath(argv0)]
+        candidates.append(argv0)
     found = shutil.which("mcp-hooks")
     if found:
-        return [os.path.abspath(found)]
-    return [sys.executable, "-m", "mcp_hooks.cli"]
+        candidates.append(found)
+    for candidate in candidates:
+        why = throwaway_reason(candidate)
+        if why is None:
+            return [os.path.abspath(candidate)]
+        seen.append(why)
+    package = Path(__file__).resolve().parent.parent
+    why = throwaway_reason(sys.executable) or throwaway_reason(package)
+    if why is None:
+        return [sys.executable, "-m", "mcp_hooks.cli"]
+    seen.append(why)
+    uvx = shutil.which("uvx")
+    version = _release_version()
+    if uvx and version and throwaway_reason(uvx) is None:
+        return [os.path.abspath(uvx), f"mcp-hooks=={version}"]
+    raise InstallError(
+        "refusing to write a command that would stop working: this mcp-hooks runs from a "
+        f"throwaway environment ({'; '.join(dict.fromkeys(seen))}). To fix: "
+        + INSTALL_FOR_GOOD + ".")
+
+
+def explicit_prefix(args: argparse.Namespace) -> list[str] | None:
+    """``--bridge-command`` (or ``$MCP_HOOKS_BRIDGE_COMMAND``), split; None when not given."""
+    given = getattr(args, "bridge_command", None) or os.environ.get(BRIDGE_COMMAND_ENV)
+    return shlex.split(given) if given else None
+
+
+def bridge_prefix(args: argparse.Namespace, scope: str = "user") -> list[str]:
+    """The argv that starts ``mcp-hooks`` in a written entry.
+
+    ``--bridge-command`` wins; project scope (committed by teams) gets plain ``mcp-hooks``,
+    found on PATH where the host runs; user scope a stable absolute command
+    (``stable_prefix``).
+    """
+    given = explicit_prefix(args)
+    if given:
+        return given
+    if scope == "project":
+        return ["mcp-hooks"]
+    return stable_prefix()
 
 
 def _passed_options(args: argparse.Namespace) -> list[str]:
@@ -105,13 +217,38 @@ def _passed_options(args: argparse.Namespace) -> list[str]:
     return extra
 
 
-def bridge_command_line(args: argparse.Namespace, host: Host, event: str) -> str:
-    argv = [*bridge_prefix(args), "bridge", host.name, "--event", event, *_passed_options(args)]
+def bridge_command_line(args: argparse.Namespace, host: Host, event: str,
+                        scope: str = "user") -> str:
+    argv = [*bridge_prefix(args, scope), "bridge", host.name, "--event", event,
+            *_passed_options(args)]
     return shlex.join(argv)
 
 
-def forward_command_line(args: argparse.Namespace, host: Host, event: str, script: Path) -> str:
-    return shlex.join([str(script), _url(args), host.name, event, *_passed_options(args)])
+def forward_command_line(args: argparse.Namespace, host: Host, event: str, script: Path,
+                         python: str) -> str:
+    return shlex.join([python, str(script), _url(args), host.name, event,
+                       *_passed_options(args)])
+
+
+def forward_python(bridge: list[str]) -> str:
+    """The interpreter that runs the forward script: the one of the stable ``mcp-hooks``
+    (its script's ``#!`` line), else this one if stable, else ``python3`` on PATH."""
+    first = bridge[0] if bridge else ""
+    if first and os.path.basename(first).startswith("python"):
+        return first
+    try:
+        with open(first, "rb") as f:
+            line = f.readline(512)
+    except OSError:
+        line = b""
+    if line.startswith(b"#!"):
+        words = line[2:].decode(errors="replace").split()
+        if len(words) == 1 and os.path.isabs(words[0]) and os.path.exists(words[0]) \
+                and throwaway_reason(words[0]) is None:
+            return words[0]
+    if throwaway_reason(sys.executable) is None:
+        return sys.executable
+    return shutil.which("python3") or "python3"
 
 
 def _url(args: argparse.Namespace) -> str:
@@ -135,46 +272,111 @@ def config_home() -> Path:
     return Path(base) / "mcp-hooks"
 
 
-FORWARD_SCRIPT_TEXT = """\
-#!/bin/sh
+FORWARD_SCRIPT_TEXT = '''\
 # mcp-hooks forward: hand an agent host's hook payload to a running `mcp-hooks serve`
-# (HTTP transport) and print its answer. If the server does not answer (not running, wrong
-# token, an error), run the bridge locally instead: same answer, one Python start slower.
+# (HTTP transport) and print its answer, if and only if the answer proves it comes from that
+# server: the request carries a random nonce, the answer the HMAC-SHA256 of nonce + "\\n" +
+# body keyed by the server's token. Anything else (no server, another program on the port,
+# a wrong token, an error) runs the bridge locally instead: same answer, one start slower.
 # Written by `mcp-hooks install --via server` (shared by every host installed that way;
 # `mcp-hooks uninstall` removes the host entries that call it, not this file).
-# Usage: mcp-hooks-forward.sh URL HOST EVENT [bridge options...]
-url=$1 host=$2 event=$3
-shift 3
-payload=$(cat)
-if out=$(printf '%s' "$payload" | curl -sf --max-time {timeout} \\
-        -H @{header} -H 'Content-Type: application/json' --data-binary @- \\
-        "$url{path}$host?event=$event" 2>/dev/null); then
-    [ -n "$out" ] && printf '%s\\n' "$out"
-    exit 0
-fi
-printf '%s' "$payload" | exec {bridge} bridge "$host" --event "$event" "$@"
-"""
+# Usage: python mcp-hooks-forward.py URL HOST EVENT [bridge options...]
+import hashlib
+import hmac
+import os
+import subprocess
+import sys
+
+HEADER = {header!r}
+BRIDGE = {bridge!r}
+TIMEOUT = {timeout}
 
 
-def write_forward_files(args: argparse.Namespace, dry_run: bool) -> Path:
-    """The forward script and its 0600 token header file (written unless dry run)."""
+def forward(url, host, event, payload):
+    """The server's verified answer (bytes), or None."""
+    from http.client import HTTPConnection, HTTPSConnection
+    from urllib.parse import quote, urlsplit
+
+    with open(HEADER, encoding="utf-8") as f:
+        token = f.read().strip().partition("Bearer ")[2].strip()
+    if not token:
+        return None
+    parts = urlsplit(url)
+    kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
+    conn = kind(parts.hostname or "127.0.0.1", parts.port, timeout=TIMEOUT)
+    nonce = os.urandom(16).hex()
+    path = (parts.path.rstrip("/") + "{path}" + quote(host, safe="") + "?event="
+            + quote(event, safe=""))
+    try:
+        conn.request("POST", path, body=payload, headers={{
+            "Authorization": "Bearer " + token, "Content-Type": "application/json",
+            "{nonce_header}": nonce}})
+        response = conn.getresponse()
+        body = response.read()
+        signature = response.getheader("{signature_header}") or ""
+    finally:
+        conn.close()
+    if response.status != 200:
+        return None
+    expected = hmac.new(token.encode(), nonce.encode() + b"\\n" + body,
+                        hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(signature.encode(), expected.encode()):
+        sys.stderr.write("mcp-hooks forward: the answer from " + url + " did not prove it came "
+                         "from the mcp-hooks server (no valid signature); ignored, the local "
+                         "bridge answers\\n")
+        return None
+    return body
+
+
+def main():
+    url, host, event = sys.argv[1:4]
+    payload = sys.stdin.buffer.read()
+    try:
+        body = forward(url, host, event, payload)
+    except Exception:
+        body = None
+    if body is not None:
+        if body:
+            sys.stdout.buffer.write(body.rstrip(b"\\n") + b"\\n")
+        return 0
+    argv = [*BRIDGE, "bridge", host, "--event", event, *sys.argv[4:]]
+    try:
+        done = subprocess.run(argv, input=payload, stdout=subprocess.PIPE)
+    except OSError as exc:
+        sys.stderr.write("mcp-hooks forward: cannot run the bridge " + repr(argv) + " (" + str(exc)
+                         + "); blocked. Fix: run `mcp-hooks doctor`, or reinstall: "
+                         "uv tool install mcp-hooks, then mcp-hooks install " + host + "\\n")
+        return 1 if os.environ.get("MCP_HOOKS_ON_FAULT", "").strip().lower() == "warn" else 2
+    sys.stdout.buffer.write(done.stdout)
+    return done.returncode
+
+
+sys.exit(main())
+'''
+
+
+def write_forward_files(args: argparse.Namespace, dry_run: bool) -> tuple[Path, str]:
+    """The forward script and its 0600 token header file (written unless dry run), and the
+    interpreter that runs the script."""
     folder = config_home()
     script = folder / FORWARD_SCRIPT
     header = folder / "forward.header"
     token = _token(args)
+    bridge = explicit_prefix(args) or stable_prefix()  # the fallback: absolute, stable
+    python = forward_python(bridge)
     if dry_run:
-        return script
+        return script, python
     folder.mkdir(parents=True, exist_ok=True)
     fd = os.open(header, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(f"Authorization: Bearer {token}\n")
     os.chmod(header, 0o600)
     script.write_text(FORWARD_SCRIPT_TEXT.format(
-        timeout=HOOK_TIMEOUT_S, header=shlex.quote(str(header)), path=FORWARD_PATH,
-        bridge=shlex.join(bridge_prefix(args)),
+        timeout=HOOK_TIMEOUT_S, header=str(header), path=FORWARD_PATH, bridge=bridge,
+        nonce_header=NONCE_HEADER, signature_header=SIGNATURE_HEADER,
     ))
-    os.chmod(script, 0o755)
-    return script
+    os.chmod(script, 0o644)
+    return script, python
 
 
 # -- recognising our entries --------------------------------------------------------------
@@ -438,19 +640,23 @@ def _events(args: argparse.Namespace, host: Host) -> list[str]:
     return chosen
 
 
-def _handler_maker(args: argparse.Namespace, host: Host, kind: str) -> Callable[[str], Any]:
+def _handler_maker(args: argparse.Namespace, host: Host, kind: str, scope: str,
+                   events: Sequence[str]) -> Callable[[str], Any]:
     via = getattr(args, "via", None) or "command"
     if via in ("http", "mcp") and host.name != "claude-code":
         raise InstallError(f"--via {via} is a Claude Code hook type; for {host.title} use "
                            "--via command or --via server")
     if via == "server":
-        script = write_forward_files(args, getattr(args, "dry_run", False))
+        script, python = write_forward_files(args, getattr(args, "dry_run", False))
 
         def line(event: str) -> str:
-            return forward_command_line(args, host, event, script)
+            return forward_command_line(args, host, event, script, python)
     elif via == "command":
+        prefix = bridge_prefix(args, scope)
+
         def line(event: str) -> str:
-            return bridge_command_line(args, host, event)
+            return shlex.join([*prefix, "bridge", host.name, "--event", event,
+                               *_passed_options(args)])
     elif via == "http":
         url = f"{_url(args)}{FORWARD_PATH}{host.name}"
 
@@ -461,6 +667,16 @@ def _handler_maker(args: argparse.Namespace, host: Host, kind: str) -> Callable[
         return http
     elif via == "mcp":
         server = getattr(args, "server_name", None) or "mcp-hooks"
+        gates = [e for e in events if can_block(host.events[e])]
+        if gates:
+            raise InstallError(
+                f"--via mcp cannot guard {', '.join(gates)}: Claude Code may run tools before "
+                "its MCP servers connect, and an mcp_tool hook whose server is not connected "
+                "does not run, so these events would go unchecked meanwhile. Install them "
+                "with --via command (or --via server, which falls back to the bridge); use "
+                "--via mcp only for events that cannot block, e.g. " + " ".join(
+                    f"--event {e}" for e in host.install_events
+                    if not can_block(host.events[e])))
 
         def mcp_tool(event: str) -> Handler:
             return {"type": "mcp_tool", "server": server, "tool": MCP_TOOL_NAME,
@@ -532,7 +748,7 @@ def _change(args: argparse.Namespace, install: bool) -> int:
             where = Target(Path(args.config).expanduser().resolve(), where.kind)
         events = _events(args, host) if install else list(host.events)
         old = where.path.read_text(encoding="utf-8") if where.path.exists() else ""
-        make = _handler_maker(args, host, where.kind) if install else None
+        make = _handler_maker(args, host, where.kind, scope, events) if install else None
         if where.kind == "kimi":
             new = edit_kimi(where, old, events, make, host)
         else:
@@ -543,6 +759,9 @@ def _change(args: argparse.Namespace, install: bool) -> int:
 
     if new == old or (not old and not new):
         print(f"{where.path}: already up to date ({host.title}, {scope} scope)")
+        if install:
+            for note in _install_notes(host, scope, args):
+                print(note)
         return EXIT_OK
     if dry:
         diff = difflib.unified_diff(
@@ -582,6 +801,19 @@ def _change(args: argparse.Namespace, install: bool) -> int:
 
 def _install_notes(host: Host, scope: str, args: argparse.Namespace) -> list[str]:
     notes = []
+    via = getattr(args, "via", None) or "command"
+    if via == "command" and scope == "project" and explicit_prefix(args) is None:
+        notes.append(
+            "Project scope: the entries run plain `mcp-hooks`, which the host finds on PATH, "
+            "so the file holds no path of this machine and can be committed. Everyone who "
+            "uses it needs mcp-hooks on PATH (`uv tool install mcp-hooks` or `pipx install "
+            "mcp-hooks`); pass --bridge-command to write another command.")
+        if shutil.which("mcp-hooks") is None:
+            notes.append("warning: no `mcp-hooks` is on PATH here, so these entries cannot "
+                         "run yet: " + INSTALL_FOR_GOOD + ".")
+    if via == "server" and scope == "project":
+        notes.append("--via server writes the path of this machine's forward script "
+                     f"({config_home() / FORWARD_SCRIPT}) into the project's file.")
     if host.name == "codex":
         notes.append("Codex runs hooks only once you trust them: review them with /hooks in "
                      "Codex (or pass --dangerously-bypass-hook-trust); project hooks also need "
@@ -597,7 +829,7 @@ def _install_notes(host: Host, scope: str, args: argparse.Namespace) -> list[str
         notes.append("Add the server to Claude Code as an MCP server named "
                      f"{getattr(args, 'server_name', None) or 'mcp-hooks'!r}, started with "
                      "--bridge-tool (claude mcp add mcp-hooks -- mcp-hooks serve --bridge-tool)."
-                     " Until it is connected, the hooks fail open.")
+                     " Until it is connected, these (non-blocking) hooks do not run.")
     return notes
 
 
