@@ -4,7 +4,8 @@
    the same stdin and pipes, the fastest way Python offers (the floor), interleaved;
 2. ten matching sync hooks vs ten sequential raw spawns;
 3. 10,000 generated hooks: index build time, an event no hook matches, one match among
-   10,000 vs the one-hook case;
+   10,000 vs the one-hook case; with a project whose hooks are checked against the trust
+   store on every event (issue 9: the guards must keep the no-match event under 200 µs);
 4. 1,000 timed-out hooks that each leave a grandchild: processes left afterwards;
 5. `mcp-hooks fire` as a new process with one matching hook, wall time.
 
@@ -29,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results import make_hook, median_us, say, verdict, write_section
 
 from mcp_hooks import Engine, Event, Registry
+from mcp_hooks.trust import TrustStore, hook_digest
 
 QUICK = "--quick" in sys.argv
 N = 60 if QUICK else 400
@@ -177,6 +179,9 @@ async def bench_one_and_ten(tmp: Path) -> tuple[str, dict[str, float]]:
         f"{verdict(o1 <= 1.15)} |",
         f"| the same, one-shot engine: 10 hooks | {m['oneshot10']:.0f} µs | "
         f"{m['spawn10']:.0f} µs | {o10:.3f} | ≤ 1.1: {verdict(o10 <= 1.1)} |",
+        f"| issue 9's budget with every guard on (trust, faults, clean env, limits, process "
+        f"tree): 1 hook, async / one-shot | {m['engine1']:.0f} / {m['oneshot1']:.0f} µs | "
+        f"{floor1:.0f} µs | {r1:.3f} / {o1:.3f} | ≤ 1.2: {verdict(max(r1, o1) <= 1.2)} |",
         "",
         "The async engine against the floor an event loop allows (the same spawn, its exit "
         "awaited through a pidfd reader, `raw_async_spawn`), which is what the engine itself "
@@ -205,10 +210,19 @@ async def bench_ten_thousand(tmp: Path, one_hook_us: float) -> str:
         run = d / "scripts" / "run"
         run.write_text("#!/bin/sh\nexit 0\n")
         run.chmod(0o755)
+    project = tmp / "trusted-project"
+    for i in range(20):  # trusted project hooks, re-checked against the store every event
+        make_hook(project / ".agents" / "hooks", f"proj-{i:02d}", trigger="session_end")
+    make_hook(project / ".agents" / "hooks", "stranger")  # never trusted: held back
+    store = TrustStore(tmp / "trust.json")
+    hooks_dir = project / ".agents" / "hooks"
+    store.trust(project, {f"proj-{i:02d}": hook_digest(hooks_dir / f"proj-{i:02d}")
+                          for i in range(20)})
     t = time.perf_counter()
-    registry = Registry(root)
+    registry = Registry(root, project, trust_project_hooks=False, trust_store=store)
     index_s = time.perf_counter() - t
-    assert len(registry.hooks()) == 10_000, registry.invalid[:3]
+    assert len(registry.hooks()) == 10_020, registry.invalid[:3]
+    assert [u.name for u in registry.untrusted] == ["stranger"]
     miss = Event.create(event_type="before_tool", tool_name="NoSuchTool",
                         tool_input={"command": "ls"}, work_dir=str(tmp))
     hit = Event.create(event_type="before_tool", tool_name="Tool4", tool_input={"command": "ls"},
@@ -238,7 +252,8 @@ async def bench_ten_thousand(tmp: Path, one_hook_us: float) -> str:
         "|---|---|---|",
         f"| index ready (frontmatter of 10,000 HOOK.md) | {index_s:.2f} s | ≤ 1.5 s: "
         f"{verdict(index_s <= 1.5)} |",
-        f"| event no hook matches (median of {N}) | {miss_us:.0f} µs | ≤ 200 µs: "
+        f"| event no hook matches (median of {N}; plus 20 trusted project hooks and one "
+        f"untrusted, checked every event) | {miss_us:.0f} µs | ≤ 200 µs: "
         f"{verdict(miss_us <= 200)} |",
         f"| 1 match among 10,000 vs 1 hook installed | {hit_us:.0f} µs vs {one_us:.0f} µs = "
         f"{ratio:.3f} | ≤ 1.2: {verdict(ratio <= 1.2)} |",

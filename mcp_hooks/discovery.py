@@ -340,7 +340,7 @@ class Registry:
             if scope == "project" and not self.trust_project_hooks:
                 if store is None:
                     store = self._store()
-                status, digest = self._trust_of(store, hook_dir, deep)
+                status, digest = self._trust_of(store, hook_dir, deep, watched)
                 if isinstance(loaded, InvalidHook):
                     # an untrusted hook would not run, broken or not: it decides nothing
                     if status == "untrusted":
@@ -393,11 +393,13 @@ class Registry:
         return self._trust_store
 
     def _trust_of(self, store: TrustStore, hook_dir: Path,
-                  deep: dict[Path, tuple[tuple[Any, ...], str]]) -> tuple[TrustStatus, str]:
-        """A project hook's trust, hashing its folder only when a file in it moved."""
+                  deep: dict[Path, tuple[tuple[Any, ...], str]],
+                  watched: list[str]) -> tuple[TrustStatus, str]:
+        """A project hook's trust, hashing its folder only when a file in it moved. Every
+        folder below it is watched, so an edit anywhere in it is seen by the next event."""
         from mcp_hooks.trust import hook_digest
 
-        signature = _deep_signature(hook_dir)
+        signature = _deep_signature(hook_dir, watched)
         known = self._deep.get(hook_dir)
         digest = known[1] if known is not None and known[0] == signature else hook_digest(hook_dir)
         deep[hook_dir] = (signature, digest)
@@ -406,10 +408,13 @@ class Registry:
         return status, digest
 
     def _trust_moved(self) -> bool:
-        """Whether the trust store or any file of a project hook changed since the scan."""
+        """Whether the trust store changed since the scan (one stat; the hook folders
+        themselves are watched), or, without a live watcher, any project hook file did."""
         if self._trust_store is not None and _stat_key(self._trust_store.path) != self._trust_seen:
             return True
-        return any(_deep_signature(d) != known[0] for d, known in self._deep.items())
+        if self._watcher is not None and self._watcher.live:
+            return False
+        return any(_deep_signature(d, []) != known[0] for d, known in self._deep.items())
 
     def untrusted_for(self, event: str, tool_name: str | None = None,
                       tool_input: Any = None) -> list[UntrustedHook]:
@@ -454,12 +459,15 @@ def _stat_key(path: Path | str) -> tuple[int, int, int] | None:
 _DEEP_LIMIT = 1000  # entries of one hook folder looked at; past that, the digest decides
 
 
-def _deep_signature(hook_dir: Path) -> tuple[Any, ...]:
-    """The stat of every entry under a hook folder (not following links), bounded."""
+def _deep_signature(hook_dir: Path, folders: list[str]) -> tuple[Any, ...]:
+    """The stat of every entry under a hook folder (not following links), bounded; each
+    folder below it is appended to ``folders`` (to be watched)."""
     found: list[Any] = []
     stack = [str(hook_dir)]
     while stack and len(found) < _DEEP_LIMIT:
         folder = stack.pop()
+        if folder != str(hook_dir):
+            folders.append(folder)
         try:
             entries = list(os.scandir(folder))
         except OSError:

@@ -544,7 +544,7 @@ class Engine:
     async def _run(self, hook: HookSpec, stdin: bytes, work_dir: str,
                    env: dict[str, str]) -> RunResult:
         return await self._runner(hook.entry, stdin, cwd=work_dir, env=env,
-                                  timeout=hook.timeout / 1000)
+                                  timeout=hook.timeout / 1000, limits=hook.limits)
 
     def _fault(self, name: str, hooks: list[HookSpec], payload: dict[str, Any],
                work_dir: str) -> str | None:
@@ -686,7 +686,8 @@ class Engine:
     async def _run_async(self, hook: HookSpec, stdin: bytes, work_dir: str, event: Event) -> None:
         # never one-shot: a one-shot engine hands its async hooks to a detached process
         result = await run_hook(hook.entry, stdin, cwd=work_dir,
-                                env=self._env(hook, event, work_dir), timeout=hook.timeout / 1000)
+                                env=self._env(hook, event, work_dir), timeout=hook.timeout / 1000,
+                                limits=hook.limits)
         if self.log is not None:
             self.log.append(async_record(
                 canonical_event(event.event_type), event.session_id,
@@ -842,6 +843,8 @@ def _judge_run(hook: HookSpec, event: str, result: RunResult) -> _Verdict:
     if code != 0:
         how = (f"exit {code}" if code is not None and code >= 0
                else f"killed by signal {-(code or 0)}")
+        if result.limit:  # "hit metadata.limits.cpu_seconds (5 s)"
+            how = f"{how}, {result.limit}"
         detail = _tail(result.stderr, result.stderr_size)
         return _failure(hook, "error", f"{how}" + (f": {detail}" if detail else ""))
     return _parse_stdout(hook, event, result)

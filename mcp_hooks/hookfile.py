@@ -19,6 +19,7 @@ from typing import Any, Literal
 from mcp_hooks import matching, yamlsubset
 from mcp_hooks.errors import HookFileError, UnknownEventError
 from mcp_hooks.events import TOOL_EVENTS, canonical_event
+from mcp_hooks.limits import DEFAULT_LIMITS, Limits, parse_limits
 
 Scope = Literal["user", "project"]
 HOOK_FILES = ("HOOK.md", "hook.md")
@@ -132,6 +133,7 @@ class HookSpec:
         timeout: milliseconds.
         entry: the argv that runs the hook's entry script.
         on_error: ``allow`` fails open (the spec's default); ``block`` fails closed.
+        limits: resource limits of its processes (``metadata.limits``, ``mcp_hooks.limits``).
     """
 
     name: str
@@ -149,6 +151,7 @@ class HookSpec:
     priority: int = 100
     metadata: dict[str, Any] = field(default_factory=dict)
     on_error: Literal["allow", "block"] = "allow"
+    limits: Limits = DEFAULT_LIMITS
     _tool_names: frozenset[str] | None = field(default=None, init=False, repr=False,
                                                 compare=False)
     _tool_re: matching.Matcher | None = field(default=None, init=False, repr=False,
@@ -417,6 +420,7 @@ def _load_text(hook_dir: Path, scope: Scope, hook_file: Path, text: str, strict:
     on_error = metadata.get("on_error", "allow")
     if on_error not in ("allow", "block"):
         raise HookFileError(hook_file, "metadata.on_error", f"{on_error!r}: {_ON_ERROR_HINT}")
+    limits = parse_limits(metadata.get("limits"), hook_file)
     if fm["async"] and on_error == "block":
         warnings.append(
             f"{hook_file}: metadata.on_error: ignored on an async hook, which cannot block"
@@ -438,5 +442,6 @@ def _load_text(hook_dir: Path, scope: Scope, hook_file: Path, text: str, strict:
         hook_file=hook_file,
         entry=resolve_entry(hook_dir, hook_file, run_is_file),
         on_error=on_error,
+        limits=limits,
     )
     return spec, warnings
