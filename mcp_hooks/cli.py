@@ -179,7 +179,9 @@ def _add_bridge_parser(sub: Any) -> None:
         "bridge", help="answer an agent host's native hook (its payload on stdin)",
         description="The command an agent host's hook config runs: reads the host's JSON "
         "payload on stdin, fires our event, answers in the host's own JSON and exit code. "
-        "A payload it cannot read exits 1 (the host carries on), never 2.",
+        "What mcp-hooks cannot decide (an unreadable payload, an engine fault) is a deny in "
+        "the host's own form, a warning only for events that cannot block; --on-fault warn "
+        "or MCP_HOOKS_ON_FAULT=warn lets it through with the warning.",
     )
     p.add_argument("host", help="claude-code, codex, gemini-cli, cursor, copilot-cli, kimi-cli")
     p.add_argument("--event", metavar="NAME",
@@ -212,7 +214,8 @@ def _add_install_parser(sub: Any) -> None:
                    help="--via mcp: our server's name in Claude Code's MCP config "
                    "(default mcp-hooks)")
     p.add_argument("--bridge-command", metavar="CMD",
-                   help="how the host starts mcp-hooks (default: this mcp-hooks, absolute)")
+                   help="how the host starts mcp-hooks (or MCP_HOOKS_BRIDGE_COMMAND; default: "
+                   "plain `mcp-hooks` for project scope, a stable absolute one for user scope)")
     options.add_common_options(p)
 
 
@@ -246,6 +249,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     _add_proxy_parser(sub, full=command in (None, "proxy"))
     for add in (_add_bridge_parser, _add_install_parser, _add_uninstall_parser):
         add(sub)
+    __import__("mcp_hooks.doctor").doctor.add_doctor_parser(sub)
     add_trust_parser(sub)
     return parser
 
@@ -506,6 +510,7 @@ COMMANDS: dict[str, Any] = {
     "bridge": _lazy("mcp_hooks.hosts.bridge", "bridge_command"),
     "install": _lazy("mcp_hooks.hosts.install", "install_command"),
     "uninstall": _lazy("mcp_hooks.hosts.install", "uninstall_command"),
+    "doctor": _lazy("mcp_hooks.doctor", "doctor_command"),
     "trust": _lazy("mcp_hooks.trust_cli", "trust_command"),
 }
 

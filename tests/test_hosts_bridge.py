@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from mcp_hooks.doctor import host_deny_reason
 from tests.conftest import MCP_HOOKS, write_hook
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hosts"
@@ -428,9 +429,9 @@ def test_a_non_blocking_event_gets_the_warning_only(host: str, kind: str,
     event = FAULT_HOSTS[host][2]
     result = bridge(host, UNREADABLE[kind], user_dir, None, "--event", event)
     assert result.returncode == 0, result.stderr
-    answer = result.stdout.strip()
-    assert "deny" not in answer and "block" not in answer
-    assert WHY[kind] in result.stderr and "let through unchecked" in result.stderr
+    assert host_deny_reason(host, result.stdout, result.stderr, 0) is None
+    assert "decision" not in result.stdout
+    assert WHY[kind] in result.stderr and "allowed" in result.stderr
 
 
 @pytest.mark.parametrize("kind", [*UNREADABLE, "wrong-type"])
@@ -441,8 +442,8 @@ def test_on_fault_warn_carries_on_with_the_warning(host: str, kind: str, user_di
     event = FAULT_HOSTS[host][0]
     result = bridge(host, _fault_stdin(host, kind), user_dir, None, "--event", event)
     assert result.returncode == 0, result.stderr
-    assert "deny" not in result.stdout and "block" not in result.stdout
-    assert WHY[kind] in result.stderr and "let through unchecked" in result.stderr
+    assert host_deny_reason(host, result.stdout, result.stderr, 0) is None
+    assert WHY[kind] in result.stderr and "allowed (on-fault: warn)" in result.stderr
 
 
 @pytest.mark.parametrize(("host", "stdin", "flags", "message"), [
@@ -474,7 +475,7 @@ def test_the_payloads_event_is_used_when_the_flag_is_unknown(user_dir: Path) -> 
     # a stop the host reports as a continuation is never kept going by a fault
     again = bridge("cursor", '{"hook_event_name": "stop", "loop_count": 1}', user_dir, None,
                    "--event", "nope")
-    assert "followup_message" not in out(again) and "let through" in again.stderr
+    assert "followup_message" not in out(again) and "allowed" in again.stderr
 
 
 def test_a_fault_on_the_stop_gate_blocks(user_dir: Path) -> None:

@@ -1,0 +1,627 @@
+"""``mcp-hooks doctor [--json]``: is the gate whole?
+
+For each agent host: where our entries are wired (scope, file, events, how), whether the
+command written there still resolves, and whether it really answers a blocking event: a
+temporary user hooks folder gets a probe hook that denies a marker shell command, the host's
+written command runs (as the host runs it: ``sh -c``) with ``--user-dir <tmp>`` appended, fed
+the host's own ``PreToolUse``-style payload, and its answer must be a deny in that host's form
+carrying the probe's reason. Then the hooks themselves: invalid ones, untrusted or changed
+project hooks, shadowed ones; whether the event log and the trust store can be written; and,
+for ``--via server`` / ``--via http`` entries, whether the server answers and proves it holds
+the token (a signed answer to a payload that runs no hook).
+
+Exit 1 when anything is broken, each problem printed with its fix; 0 otherwise. Warnings
+(a host wired without its tool gate, a server that is down while the local bridge still
+answers) do not fail the check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp_hooks import options
+
+if TYPE_CHECKING:  # the rest is imported when doctor runs: cli builds this parser every time
+    from mcp_hooks.hosts.base import Host
+    from mcp_hooks.hosts.install import Target
+
+EXIT_OK = 0
+EXIT_BROKEN = 1
+PROBE_HOOK = "mcp-hooks-doctor-probe"
+PROBE_MARKER = "echo mcp-hooks-doctor-probe-7f3a"
+PROBE_REASON = "mcp-hooks doctor probe: denied as expected"
+PROBE_TIMEOUT_S = 60.0
+UNREACHABLE = "http://127.0.0.1:9"  # no server: a forward script's local fallback answers
+
+# host -> the event that gates a shell command
+GATE_EVENT: dict[str, str] = {
+    "claude-code": "PreToolUse",
+    "codex": "PreToolUse",
+    "gemini-cli": "BeforeTool",
+    "cursor": "beforeShellExecution",
+    "copilot-cli": "preToolUse",
+    "kimi-cli": "PreToolUse",
+}
+
+
+@dataclass
+class Finding:
+    """One problem (breaks the gate) or warning, with how to fix it."""
+
+    what: str
+    fix: str | None = None
+    host: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"host": self.host, "what": self.what, "fix": self.fix}
+
+    def __str__(self) -> str:
+        where = f"{self.host}: " if self.host else ""
+        return f"{where}{self.what}" + (f"\n    fix: {self.fix}" if self.fix else "")
+
+
+@dataclass
+class Entry:
+    """One of our handlers in a host config."""
+
+    event: str
+    kind: str  # command, server, http, mcp_tool
+    command: str | None = None
+    url: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"event": self.event, "via": self.kind, "command": self.command, "url": self.url}
+
+
+@dataclass
+class Wiring:
+    """Our entries in one config file of one host."""
+
+    host: str
+    scope: str
+    file: Path
+    entries: list[Entry] = field(default_factory=list)
+    resolves: dict[str, bool] = field(default_factory=dict)  # executable -> found
+    probe: dict[str, Any] | None = None
+    server: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"host": self.host, "scope": self.scope, "file": str(self.file),
+                "events": [e.event for e in self.entries],
+                "entries": [e.as_dict() for e in self.entries],
+                "resolves": self.resolves, "probe": self.probe, "server": self.server}
+
+
+@dataclass
+class Report:
+    wirings: list[Wiring] = field(default_factory=list)
+    problems: list[Finding] = field(default_factory=list)
+    warnings: list[Finding] = field(default_factory=list)
+    hooks: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, Any] = field(default_factory=dict)
+
+    def problem(self, what: str, fix: str | None = None, host: str | None = None) -> None:
+        self.problems.append(Finding(what, fix, host))
+
+    def warn(self, what: str, fix: str | None = None, host: str | None = None) -> None:
+        self.warnings.append(Finding(what, fix, host))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ok": not self.problems,
+                "problems": [p.as_dict() for p in self.problems],
+                "warnings": [w.as_dict() for w in self.warnings],
+                "hosts": [w.as_dict() for w in self.wirings],
+                "hooks": self.hooks, "files": self.files}
+
+
+# -- the parser and the command -------------------------------------------------------------
+
+
+def add_doctor_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "doctor", help="check that the gate is whole: host wiring, hooks, log, trust, server",
+        description="For each agent host: where our hooks are wired, whether the command "
+        "there resolves and really denies a probe tool call; then invalid, untrusted and "
+        "shadowed hooks, whether the event log and trust store can be written, and whether "
+        "a --via server server answers and authenticates. Exit 1 when anything is broken.",
+    )
+    p.add_argument("--json", action="store_true", help="print a machine-readable report")
+    p.add_argument("--host", dest="hosts", action="append", metavar="HOST",
+                   help="only this host (repeatable; default all)")
+    options.add_common_options(p)
+
+
+def doctor_command(args: argparse.Namespace) -> int:
+    """Run every check; print the report; 1 when anything is broken."""
+    import tempfile
+
+    from mcp_hooks.hosts import HOSTS, get_host, host_name
+
+    report = Report()
+    try:
+        names = [host_name(h) for h in (getattr(args, "hosts", None) or HOSTS)]
+    except ValueError as exc:
+        print(f"mcp-hooks doctor: {exc}", file=sys.stderr)
+        return 64
+    project = options.project_dir(args)
+    with tempfile.TemporaryDirectory(prefix="mcp-hooks-doctor-") as tmp:
+        probe_root = Path(tmp)
+        _write_probe(probe_root)
+        for name in names:
+            check_host(report, get_host(name), project, probe_root)
+    if not report.wirings:
+        report.warn("no agent host is wired to mcp-hooks (looked in the project and user "
+                    "configs)", "mcp-hooks install <host> (claude-code, codex, gemini-cli, "
+                    "cursor, copilot-cli, kimi-cli)")
+    check_hooks(report, args)
+    check_files(report, args)
+    if getattr(args, "json", False):
+        print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(format_report(report))
+    return EXIT_BROKEN if report.problems else EXIT_OK
+
+
+def format_report(report: Report) -> str:
+    lines: list[str] = []
+    for w in report.wirings:
+        events = ", ".join(e.event for e in w.entries)
+        lines.append(f"{w.host} ({w.scope}): {w.file}")
+        lines.append(f"    events: {events}")
+        if w.probe is not None:
+            lines.append(f"    probe ({w.probe['event']}): "
+                         + ("denied, as it should" if w.probe.get("ok") else "FAILED"))
+        if w.server is not None:
+            lines.append(f"    server {w.server['url']}: {w.server['status']}")
+    hooks = report.hooks
+    if hooks:
+        lines.append(f"hooks: {hooks.get('valid', 0)} valid, {len(hooks.get('invalid', []))} "
+                     f"invalid, {len(hooks.get('untrusted', []))} untrusted, "
+                     f"{len(hooks.get('replaced', []))} replaced")
+    for key, info in report.files.items():
+        lines.append(f"{key.replace('_', ' ')}: {info['path']} ({info['status']})")
+    for finding in report.warnings:
+        lines.append(f"warning: {finding}")
+    for finding in report.problems:
+        lines.append(f"PROBLEM: {finding}")
+    lines.append(f"{len(report.problems)} problem(s), {len(report.warnings)} warning(s): "
+                 + ("the gate is NOT whole" if report.problems else "the gate is whole"))
+    return "\n".join(lines)
+
+
+# -- host wiring ----------------------------------------------------------------------------
+
+
+def _targets(host: Host, project: Path) -> list[tuple[str, Target]]:
+    from mcp_hooks.hosts.install import InstallError, target
+
+    found = []
+    for scope in ("project", "user"):
+        try:
+            found.append((scope, target(host, scope, project)))
+        except (InstallError, KeyError):
+            continue
+    return found
+
+
+def read_entries(where: Target, text: str) -> list[Entry]:
+    """Our handlers in a host config's text (JSON or Kimi's TOML)."""
+    from mcp_hooks.hosts.install import is_ours
+
+    entries: list[Entry] = []
+    if where.kind == "kimi":
+        if sys.version_info >= (3, 11):
+            import tomllib as toml
+        else:  # pragma: no cover - Python 3.10: tomli, if it is there
+            import importlib
+
+            toml = importlib.import_module("tomli")
+        data: Any = toml.loads(text)
+        for hook in data.get("hooks", []) if isinstance(data, dict) else []:
+            if isinstance(hook, dict) and is_ours(hook):
+                entries.append(_entry(str(hook.get("event")), hook))
+        return entries
+    data = json.loads(text) if text.strip() else {}
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    if not isinstance(hooks, dict):
+        return entries
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            continue
+        for group in groups:
+            handlers = group.get("hooks") if where.kind == "claude" and isinstance(
+                group, dict) else [group]
+            for handler in handlers if isinstance(handlers, list) else []:
+                if is_ours(handler):
+                    entries.append(_entry(event, handler))
+    return entries
+
+
+def _entry(event: str, handler: dict[str, Any]) -> Entry:
+    if handler.get("type") == "mcp_tool":
+        return Entry(event, "mcp_tool")
+    if handler.get("type") == "http":
+        return Entry(event, "http", url=str(handler.get("url")))
+    command = next((handler[k] for k in ("command", "bash") if isinstance(handler.get(k), str)),
+                   "")
+    kind = "server" if "mcp-hooks-forward" in command else "command"
+    return Entry(event, kind, command=command)
+
+
+def _executable(word: str) -> bool:
+    import shutil
+
+    if os.sep in word:
+        return os.path.isfile(word) and os.access(word, os.X_OK)
+    return shutil.which(word) is not None
+
+
+def check_host(report: Report, host: Host, project: Path, probe_root: Path) -> None:
+    from mcp_hooks.hosts.install import FORWARD_PATH
+
+    for scope, where in _targets(host, project):
+        if not where.path.exists():
+            continue
+        try:
+            text = where.path.read_text(encoding="utf-8")
+            entries = read_entries(where, text)
+        except (OSError, ValueError) as exc:
+            report.problem(f"{where.path} cannot be read ({exc}); the host may not run any "
+                           "hook from it", f"fix or restore the file, then mcp-hooks install "
+                           f"{host.name} --scope {scope}", host.name)
+            continue
+        if not entries:
+            continue
+        wiring = Wiring(host.name, scope, where.path, entries)
+        report.wirings.append(wiring)
+        _check_commands(report, wiring, host)
+        gate = GATE_EVENT[host.name]
+        gate_entries = [e for e in entries if e.event == gate]
+        if not gate_entries:
+            report.warn(f"wired in {where.path} but not for {gate}: its tool calls are not "
+                        "checked", f"mcp-hooks install {host.name} --scope {scope}", host.name)
+            continue
+        entry = gate_entries[0]
+        if entry.kind in ("command", "server") and entry.command:
+            wiring.probe = probe(host, entry, gate, probe_root)
+            if not wiring.probe["ok"]:
+                report.problem(
+                    f"the {gate} entry in {where.path} did not deny the probe tool call: "
+                    f"{wiring.probe['why']}",
+                    f"mcp-hooks install {host.name} --scope {scope} (rewrites the entries); "
+                    "if that does not help, run the command by hand to see its error", host.name)
+        if entry.kind == "server" and entry.command:
+            words = shlex.split(entry.command)
+            url = words[2] if len(words) > 2 else ""
+            wiring.server = check_server(report, host, url, _forward_token(), gate,
+                                         fallback=True)
+        elif entry.kind == "http" and entry.url:
+            url = entry.url.split(FORWARD_PATH)[0]
+            wiring.server = check_server(report, host, url, os.environ.get("MCP_HOOKS_TOKEN"),
+                                         gate, fallback=False)
+        elif entry.kind == "mcp_tool":
+            report.warn(f"the {gate} entry in {where.path} is an mcp_tool hook, which doctor "
+                        "cannot probe (and which does not run until Claude Code has connected "
+                        "the server)", f"mcp-hooks install {host.name} --scope {scope}",
+                        host.name)
+
+
+def _check_commands(report: Report, wiring: Wiring, host: Host) -> None:
+    for entry in wiring.entries:
+        if not entry.command:
+            continue
+        try:
+            words = shlex.split(entry.command)
+        except ValueError as exc:
+            report.problem(f"{wiring.file}: the {entry.event} command cannot be parsed ({exc})",
+                           f"mcp-hooks install {host.name} --scope {wiring.scope}", host.name)
+            continue
+        needed = words[:1]
+        if entry.kind == "server" and len(words) > 1:
+            needed.append(words[1])  # the forward script itself
+        for index, word in enumerate(needed):
+            if word in wiring.resolves:
+                continue
+            found = _executable(word) if index == 0 else os.path.isfile(word)
+            wiring.resolves[word] = found
+            if not found:
+                report.problem(
+                    f"{wiring.file}: {word!r} (run by the {host.title} entries) does not exist "
+                    "or is not executable, so the host cannot run the hooks",
+                    "install mcp-hooks for good (`uv tool install mcp-hooks` or `pipx install "
+                    f"mcp-hooks`), then mcp-hooks install {host.name} --scope {wiring.scope}",
+                    host.name)
+
+
+# -- the probe ------------------------------------------------------------------------------
+
+
+def _write_probe(root: Path) -> None:
+    hook = root / "user" / PROBE_HOOK
+    (hook / "scripts").mkdir(parents=True)
+    (root / "project").mkdir()
+    (hook / "HOOK.md").write_text(
+        f"---\nname: {PROBE_HOOK}\ndescription: denies the marker command mcp-hooks doctor "
+        f"sends\ntrigger: before_tool\nmatcher:\n  tool: Shell\n  pattern: "
+        f"{json.dumps(PROBE_MARKER)}\n---\n\n# {PROBE_HOOK}\n", encoding="utf-8")
+    run = hook / "scripts" / "run"
+    run.write_text(f"#!/bin/sh\necho {shlex.quote(PROBE_REASON)} >&2\nexit 2\n",
+                   encoding="utf-8")
+    run.chmod(0o755)
+
+
+def probe_payload(host: str, work: Path) -> dict[str, Any]:
+    """A shell tool call of ``PROBE_MARKER`` in ``host``'s own PreToolUse-style payload."""
+    session = "mcp-hooks-doctor"
+    shell = {"command": PROBE_MARKER}
+    if host == "cursor":
+        return {"hook_event_name": "beforeShellExecution", "conversation_id": session,
+                "generation_id": session, "workspace_roots": [str(work)], "cwd": str(work),
+                **shell}
+    if host == "copilot-cli":
+        return {"sessionId": session, "cwd": str(work), "toolName": "bash",
+                "toolArgs": json.dumps(shell)}
+    tool = {"gemini-cli": "run_shell_command", "kimi-cli": "Shell"}.get(host, "Bash")
+    return {"hook_event_name": GATE_EVENT[host], "session_id": session, "cwd": str(work),
+            "tool_name": tool, "tool_input": shell, "tool_use_id": "mcp-hooks-doctor"}
+
+
+def host_deny_reason(host: str, stdout: str, stderr: str, code: int) -> str | None:
+    """The reason of a deny in ``host``'s form, or None when the answer is not a deny."""
+    if code == 2 and host != "copilot-cli":
+        return stderr.strip()
+    if code != 0:
+        return None
+    try:
+        data = json.loads(stdout) if stdout.strip() else {}
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    if host in ("claude-code", "codex", "kimi-cli"):
+        specific = data.get("hookSpecificOutput") or {}
+        if specific.get("permissionDecision") == "deny":
+            return str(specific.get("permissionDecisionReason", ""))
+    elif host == "gemini-cli":
+        if data.get("decision") in ("deny", "block"):
+            return str(data.get("reason", ""))
+    elif host == "cursor":
+        if data.get("permission") == "deny":
+            return str(data.get("agent_message", ""))
+    elif data.get("permissionDecision") == "deny":
+        return str(data.get("permissionDecisionReason", ""))
+    return None
+
+
+def probe(host: Host, entry: Entry, event: str, root: Path) -> dict[str, Any]:
+    """Run the written command as the host would, against the probe hook only."""
+    import subprocess
+
+    assert entry.command is not None
+    words = shlex.split(entry.command)
+    if entry.kind == "server" and len(words) > 2:
+        words[2] = UNREACHABLE  # the server is checked apart; this checks the fallback
+    user, work = root / "user", root / "project"
+    words += ["--user-dir", str(user), "--project-dir", str(work), "--no-log"]
+    env = {**os.environ, "MCP_HOOKS_USER_DIR": str(user), "MCP_HOOKS_PROJECT_DIR": str(work),
+           "MCP_HOOKS_LOG": "off"}
+    env.pop("MCP_HOOKS_ON_FAULT", None)
+    result: dict[str, Any] = {"event": event, "command": shlex.join(words), "ok": False}
+    try:
+        done = subprocess.run(["sh", "-c", shlex.join(words)], cwd=work, env=env,
+                              input=json.dumps(probe_payload(host.name, work)),
+                              capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        result["why"] = f"it could not be run: {exc}"
+        return result
+    result.update(exit_code=done.returncode, stdout=done.stdout[-2000:],
+                  stderr=done.stderr[-2000:])
+    reason = host_deny_reason(host.name, done.stdout, done.stderr, done.returncode)
+    if reason is not None and PROBE_REASON in reason:
+        result["ok"] = True
+    elif reason is not None:
+        result["why"] = f"it denied, but not by the probe hook: {reason[:500]}"
+    else:
+        tail = (done.stderr.strip() or done.stdout.strip())[-500:]
+        result["why"] = (f"exit {done.returncode}, no deny in {host.title}'s form"
+                         + (f": {tail}" if tail else ""))
+    return result
+
+
+# -- the server -----------------------------------------------------------------------------
+
+
+def _forward_token() -> str | None:
+    from mcp_hooks.hosts.install import config_home
+
+    try:
+        text = (config_home() / "forward.header").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return text.strip().partition("Bearer ")[2].strip() or None
+
+
+def check_server(report: Report, host: Host, url: str, token: str | None, event: str, *,
+                 fallback: bool) -> dict[str, Any]:
+    """Whether the server at ``url`` answers and proves it holds ``token``. The payload is
+    unreadable on purpose (``[]``): the server answers it without running any hook."""
+    import hashlib
+    import hmac
+    from http.client import HTTPConnection, HTTPSConnection
+    from urllib.parse import quote, urlsplit
+
+    from mcp_hooks.hosts.forward import NONCE_HEADER, SIGNATURE_HEADER
+    from mcp_hooks.hosts.install import FORWARD_PATH
+
+    info: dict[str, Any] = {"url": url, "status": "unchecked"}
+    fix_token = (f"mcp-hooks install {host.name} --via {'server' if fallback else 'http'} "
+                 "--token <the server's token> (the same as `mcp-hooks serve --token`)")
+    if not token:
+        info["status"] = "no token"
+        report.problem(f"no token to reach the server at {url}"
+                       + ("" if fallback else " (MCP_HOOKS_TOKEN is not set here)"),
+                       fix_token, host.name)
+        return info
+    parts = urlsplit(url)
+    kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
+    nonce = os.urandom(16).hex()
+    path = (parts.path.rstrip("/") + FORWARD_PATH + quote(host.name, safe="") + "?event="
+            + quote(event, safe=""))
+    try:
+        conn = kind(parts.hostname or "127.0.0.1", parts.port, timeout=10)
+        try:
+            conn.request("POST", path, body=b"[]", headers={
+                "Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                NONCE_HEADER: nonce})
+            response = conn.getresponse()
+            body = response.read()
+            signature = response.getheader(SIGNATURE_HEADER) or ""
+        finally:
+            conn.close()
+    except OSError as exc:
+        info["status"] = f"not answering ({exc})"
+        if fallback:
+            report.warn(f"the server at {url} does not answer ({exc}); the local bridge "
+                        "answers instead (slower)", "start it: mcp-hooks serve --transport "
+                        "http --token ...", host.name)
+        else:
+            report.problem(f"the server at {url} does not answer ({exc}), and Claude Code "
+                           "carries on without http hooks", "start it (mcp-hooks serve "
+                           "--transport http --token ...) or mcp-hooks install claude-code "
+                           "--via command", host.name)
+        return info
+    if response.status == 401:
+        info["status"] = "wrong token"
+        report.problem(f"the server at {url} refuses our token (401)", fix_token, host.name)
+        return info
+    if response.status != 200:
+        info["status"] = f"HTTP {response.status}"
+        report.problem(f"the server at {url} answered HTTP {response.status}, not an mcp-hooks "
+                       "answer", "check that `mcp-hooks serve --transport http` runs there "
+                       "with a token", host.name)
+        return info
+    expected = hmac.new(token.encode(), nonce.encode() + b"\n" + body,
+                        hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(signature.encode(), expected.encode()):
+        info["status"] = "not authenticated"
+        report.problem(f"the answer from {url} does not prove it comes from the mcp-hooks "
+                       "server holding our token (no valid signature); another program may "
+                       "listen on that port, or the server is older",
+                       "stop whatever listens there; upgrade and restart mcp-hooks serve",
+                       host.name)
+        return info
+    info["status"] = "answers and authenticates"
+    return info
+
+
+# -- hooks and files ------------------------------------------------------------------------
+
+
+def check_hooks(report: Report, args: argparse.Namespace) -> None:
+    try:
+        registry = options.registry(args, watch=False)
+    except Exception as exc:
+        report.problem(f"the hook folders cannot be read: {type(exc).__name__}: {exc}",
+                       "fix the folder permissions, then mcp-hooks validate")
+        return
+    try:
+        invalid = list(registry.invalid)
+        untrusted = list(getattr(registry, "untrusted", []) or [])
+        replaced: dict[str, Any] = dict(getattr(registry, "replaced", {}) or {})
+        report.hooks = {
+            "user_dir": str(registry.user_dir),
+            "project_dir": str(registry.project_dir) if registry.project_dir else None,
+            "valid": len(registry.hooks()),
+            "invalid": [i.as_dict() for i in invalid],
+            "untrusted": [_as_dict(u) for u in untrusted],
+            "replaced": sorted(replaced),
+        }
+        for hook in invalid:
+            report.problem(f"invalid hook {hook.name!r}: {hook}",
+                           f"fix {hook.file}, then check it with `mcp-hooks validate`")
+        for hook in untrusted:
+            status = getattr(hook, "status", "untrusted")
+            fix = getattr(hook, "fix", None) or "review it, then trust it (mcp-hooks trust)"
+            report.problem(f"project hook {getattr(hook, 'name', hook)!r} is {status} and does "
+                           "not run", f"read it, then: {fix}")
+        for name in sorted(replaced):
+            report.warn(f"project hook {name!r} replaces (shadows) the user hook of that name",
+                        "rename one of them if both should run")
+    finally:
+        close = getattr(registry, "close", None)
+        if close is not None:
+            close()
+
+
+def _as_dict(item: Any) -> Any:
+    as_dict = getattr(item, "as_dict", None)
+    return as_dict() if as_dict is not None else str(item)
+
+
+def _writable(path: Path) -> bool:
+    """Whether ``path`` can be written: the file if it exists, else its nearest folder."""
+    if path.exists():
+        return os.access(path, os.W_OK)
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)
+
+
+def _trust_store_path() -> tuple[Path, str | None]:
+    try:
+        from mcp_hooks import trust
+    except ImportError:
+        trust = None  # type: ignore[assignment]
+    store_path = getattr(trust, "store_path", None)
+    if store_path is not None:
+        path = Path(store_path())
+        problem = None
+        store_class = getattr(trust, "TrustStore", None)
+        if store_class is not None:
+            try:
+                problem = store_class(path).problem
+            except Exception as exc:
+                problem = f"{path}: {exc}"
+        return path, problem
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "mcp-hooks" / "trust.json", None
+
+
+def check_files(report: Report, args: argparse.Namespace) -> None:
+    from mcp_hooks.eventlog import default_log_path
+
+    log = options.event_log(args)
+    if log is None:
+        report.files["event_log"] = {"path": None, "status": "off"}
+    else:
+        path = Path(getattr(log, "path", default_log_path()))
+        ok = _writable(path)
+        report.files["event_log"] = {"path": str(path),
+                                     "status": "writable" if ok else "NOT writable"}
+        if not ok:
+            report.problem(f"the event log {path} cannot be written: hook runs go unrecorded",
+                           f"fix the permissions of {path} (or its folder), or point --log / "
+                           "MCP_HOOKS_LOG elsewhere")
+    store, problem = _trust_store_path()
+    ok = _writable(store)
+    report.files["trust_store"] = {"path": str(store),
+                                   "status": "writable" if ok else "NOT writable"}
+    if not ok:
+        report.problem(f"the trust store {store} cannot be written: project hooks cannot be "
+                       "trusted", f"fix the permissions of {store} (or its folder)")
+    if problem:
+        report.files["trust_store"]["status"] = "unreadable"
+        report.problem(f"the trust store cannot be read: {problem}",
+                       "fix or move the file away, then trust the project hooks again")
+
+
+__all__ = ["add_doctor_parser", "doctor_command"]

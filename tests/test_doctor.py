@@ -1,0 +1,153 @@
+"""``mcp-hooks doctor`` through the real console script: real host configs written by
+``mcp-hooks install`` in temporary homes, the written commands really run against a probe
+hook, real hook folders, a real server and a fake listener for ``--via server``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import MCP_HOOKS, write_hook
+from tests.test_hosts_served import TOKEN, fake_listener, served
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir()
+    return {**os.environ, "HOME": str(home), "CODEX_HOME": str(tmp_path / "codex-home"),
+            "KIMI_SHARE_DIR": str(tmp_path / "kimi-share"),
+            "PATH": f"{Path(MCP_HOOKS).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def run(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([MCP_HOOKS, *args], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=120)
+
+
+def doctor(env: dict[str, str], project: Path, user_dir: Path,
+           *args: str) -> tuple[int, dict[str, Any]]:
+    result = run(env, project, "doctor", "--json", "--user-dir", str(user_dir), *args)
+    return result.returncode, json.loads(result.stdout)
+
+
+def installed(env: dict[str, str], project: Path, *args: str) -> None:
+    result = run(env, project, "install", *args)
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_healthy_install_passes(env: dict[str, str], project: Path, user_dir: Path) -> None:
+    installed(env, project, "claude-code", "--scope", "user")  # this repo venv's mcp-hooks
+    installed(env, project, "cursor")  # project scope: plain `mcp-hooks` on PATH
+    installed(env, project, "kimi-cli", "--event", "PreToolUse")
+    write_hook(user_dir, "fine")
+    code, report = doctor(env, project, user_dir)
+    assert code == 0, report["problems"]
+    assert report["ok"] is True and report["problems"] == []
+    wired = {(w["host"], w["scope"]): w for w in report["hosts"]}
+    assert set(wired) == {("claude-code", "user"), ("cursor", "project"), ("kimi-cli", "user")}
+    for w in wired.values():
+        assert w["probe"]["ok"] is True, w["probe"]
+        assert all(w["resolves"].values())
+    assert wired["cursor", "project"]["resolves"] == {"mcp-hooks": True}
+    assert "PreToolUse" in wired["claude-code", "user"]["events"]
+    assert report["hooks"]["valid"] == 1 and report["hooks"]["invalid"] == []
+    assert report["files"]["event_log"]["status"] == "writable"
+    assert report["files"]["trust_store"]["status"] == "writable"
+    text = run(env, project, "doctor", "--user-dir", str(user_dir))
+    assert text.returncode == 0 and "the gate is whole" in text.stdout
+
+
+def test_a_wired_command_that_no_longer_exists(env: dict[str, str], project: Path,
+                                               user_dir: Path, tmp_path: Path) -> None:
+    runner = tmp_path / "gone" / "hook-runner"
+    runner.parent.mkdir()
+    runner.write_text(f"#!/bin/sh\nexec {MCP_HOOKS} \"$@\"\n")
+    runner.chmod(0o755)
+    installed(env, project, "codex", "--scope", "user", "--bridge-command", str(runner))
+    assert doctor(env, project, user_dir)[0] == 0
+    runner.unlink()
+    code, report = doctor(env, project, user_dir)
+    assert code == 1 and report["ok"] is False
+    (wiring,) = report["hosts"]
+    assert wiring["host"] == "codex" and wiring["resolves"] == {str(runner): False}
+    assert wiring["probe"]["ok"] is False
+    missing = [p for p in report["problems"] if str(runner) in p["what"]]
+    assert missing and "does not exist" in missing[0]["what"]
+    assert "mcp-hooks install codex" in missing[0]["fix"]
+    text = run(env, project, "doctor", "--user-dir", str(user_dir))
+    assert text.returncode == 1 and "PROBLEM" in text.stdout and "fix:" in text.stdout
+
+
+def test_a_host_command_that_does_not_deny_is_found(env: dict[str, str], project: Path,
+                                                    user_dir: Path, tmp_path: Path) -> None:
+    """A command that runs but lets everything through (here: `true`) is not a gate."""
+    liar = tmp_path / "bin" / "allow-all"
+    liar.parent.mkdir()
+    liar.write_text("#!/bin/sh\ncat >/dev/null\nexit 0\n")
+    liar.chmod(0o755)
+    installed(env, project, "gemini-cli", "--bridge-command", str(liar))
+    code, report = doctor(env, project, user_dir)
+    assert code == 1
+    (wiring,) = report["hosts"]
+    assert wiring["resolves"] == {str(liar): True} and wiring["probe"]["ok"] is False
+    assert any("did not deny the probe" in p["what"] for p in report["problems"])
+
+
+def test_an_invalid_hook_is_reported(env: dict[str, str], project: Path,
+                                     user_dir: Path) -> None:
+    installed(env, project, "claude-code", "--scope", "user", "--event", "PreToolUse")
+    broken = user_dir / "broken"
+    broken.mkdir()
+    (broken / "HOOK.md").write_text("---\nname: broken\ntrigger: nonsense\n---\n")
+    code, report = doctor(env, project, user_dir)
+    assert code == 1
+    (invalid,) = report["hooks"]["invalid"]
+    assert invalid["name"] == "broken"
+    problem = next(p for p in report["problems"] if "invalid hook" in p["what"])
+    assert "mcp-hooks validate" in problem["fix"]
+    # the probe itself is not disturbed by the user's broken hook: it runs in its own folder
+    assert report["hosts"][0]["probe"]["ok"] is True
+
+
+def test_nothing_wired_is_a_warning(env: dict[str, str], project: Path,
+                                    user_dir: Path) -> None:
+    code, report = doctor(env, project, user_dir)
+    assert code == 0 and report["hosts"] == []
+    assert any("no agent host is wired" in w["what"] for w in report["warnings"])
+
+
+def test_via_server_the_server_must_authenticate(env: dict[str, str], project: Path,
+                                                 user_dir: Path, tmp_path: Path) -> None:
+    env = {**env, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    with served(project, user_dir, tmp_path / "events.jsonl", "--token", TOKEN) as base:
+        installed(env, project, "codex", "--scope", "user", "--via", "server", "--url", base,
+                  "--token", TOKEN, "--event", "PreToolUse")
+        code, report = doctor(env, project, user_dir)
+        assert code == 0, report["problems"]
+        (wiring,) = report["hosts"]
+        assert wiring["server"]["status"] == "answers and authenticates"
+        assert wiring["probe"]["ok"] is True  # the local fallback denies too
+        assert wiring["resolves"][sys.executable] is True
+    # the server gone: the local bridge still answers, a warning
+    code, report = doctor(env, project, user_dir)
+    assert code == 0 and report["hosts"][0]["server"]["status"].startswith("not answering")
+    # something else on the port that answers "allow": broken
+    with fake_listener(b"", {}) as (fake, _):
+        installed(env, project, "codex", "--scope", "user", "--via", "server", "--url", fake,
+                  "--token", TOKEN, "--event", "PreToolUse")
+        code, report = doctor(env, project, user_dir)
+    assert code == 1
+    assert report["hosts"][0]["server"]["status"] == "not authenticated"
+    # a token the server does not know: broken
+    with served(project, user_dir, tmp_path / "events2.jsonl", "--token", "other") as base:
+        installed(env, project, "codex", "--scope", "user", "--via", "server", "--url", base,
+                  "--token", TOKEN, "--event", "PreToolUse")
+        code, report = doctor(env, project, user_dir)
+    assert code == 1 and report["hosts"][0]["server"]["status"] == "wrong token"
