@@ -22,7 +22,7 @@ def test_every_bundled_hook_is_valid_under_strict() -> None:
     assert registry.invalid == [] and registry.warnings == []
     assert {h.name for h in registry.hooks()} == {
         "block-dangerous-commands", "protect-secrets", "enforce-tests", "block-prod-deploy",
-        "auto-format-python", "session-summary"}
+        "auto-format-python", "session-summary", "protect-hooks"}
 
 
 async def fire(project: Path, log: EventLog | None = None, **fields: Any) -> Outcome:
@@ -191,3 +191,33 @@ async def test_session_summary_writes_the_audit_trail(project: Path, tmp_path: P
     assert "duration: 42 s" in text and "Shell: 2" in text
     assert "block-dangerous-commands" in text
     assert "2 tool calls checked, 1 denied" in outcome.additional_context[0]
+
+
+@pytest.mark.parametrize(("tool", "tool_input"), [
+    ("WriteFile", {"path": ".agents/hooks/evil/HOOK.md", "content": "---\n---\n"}),
+    ("Write", {"file_path": ".claude/settings.json", "content": "{}"}),
+    ("Shell", {"command": "rm -rf .agents/hooks"}),
+    ("Bash", {"command": "echo '{}' > .codex/hooks.json"}),
+    ("mcp__fs__move_file", {"source": ".agents", "destination": "/tmp/gone"}),
+])
+async def test_protect_hooks_denies_first(project: Path, tool: str,
+                                          tool_input: dict[str, Any]) -> None:
+    outcome = await fire(project, event_type="before_tool", tool_name=tool, tool_input=tool_input)
+    assert outcome.denied and outcome.blocked_by == "protect-hooks", outcome
+    assert (outcome.reason or "").startswith("Hook configuration protected:")
+
+
+@pytest.mark.parametrize(("tool", "tool_input"), [
+    ("Shell", {"command": "cat .claude/settings.json && ls .agents/hooks"}),
+    ("WriteFile", {"path": "src/hooks.py", "content": "x = 1"}),
+    ("ReadFile", {"path": ".agents/hooks/x/HOOK.md"}),
+])
+async def test_protect_hooks_allows(project: Path, tool: str,
+                                    tool_input: dict[str, Any]) -> None:
+    outcome = await fire(project, event_type="before_tool", tool_name=tool, tool_input=tool_input)
+    assert not outcome.denied, outcome.reason
+
+
+async def test_deleting_everything_is_left_to_block_dangerous_commands(project: Path) -> None:
+    outcome = await fire(project, **shell("rm -rf ~"))
+    assert outcome.blocked_by == "block-dangerous-commands", outcome
