@@ -151,3 +151,14 @@ def test_via_server_the_server_must_authenticate(env: dict[str, str], project: P
                   "--token", TOKEN, "--event", "PreToolUse")
         code, report = doctor(env, project, user_dir)
     assert code == 1 and report["hosts"][0]["server"]["status"] == "wrong token"
+
+
+def test_an_untrusted_project_hook_is_reported(env: dict[str, str], project: Path,
+                                               user_dir: Path, project_hooks: Path) -> None:
+    env = {k: v for k, v in env.items() if k != "MCP_HOOKS_TRUST_PROJECT_HOOKS"}
+    write_hook(project_hooks, "from-the-repo")
+    code, report = doctor(env, project, user_dir, "--project-dir", str(project))
+    assert code == 1
+    assert [u["name"] for u in report["hooks"]["untrusted"]] == ["from-the-repo"]
+    problem = next(p for p in report["problems"] if "from-the-repo" in p["what"])
+    assert "mcp-hooks trust" in problem["fix"]

@@ -109,17 +109,20 @@ def test_edits_are_one_list_and_round_trip(vocab: Any, tool: str,
 
 def test_a_rewrite_goes_back_to_the_hosts_keys() -> None:
     edit = CLAUDE_CODE.get("Edit")
+    assert edit is not None
     sent = {"file_path": "/a", "old_string": "x", "new_string": "y"}
     rewritten = {"path": "/b", "edits": [{"old_string": "x", "new_string": "z"}]}
     assert edit.to_host(rewritten, sent) == {"file_path": "/b", "old_string": "x",
                                              "new_string": "z"}
     read = GEMINI_CLI.get("read_file")
+    assert read is not None
     assert read.to_host({"path": "/c"}, {"absolute_path": "/a"}) == {"absolute_path": "/c"}
     assert read.to_host({"path": "/c"}, {"file_path": "/a"}) == {"file_path": "/c"}
 
 
 def test_a_rewrite_the_host_tool_cannot_take_is_refused() -> None:
     edit = CLAUDE_CODE.get("Edit")
+    assert edit is not None
     two = {"path": "/a", "edits": [{"old_string": "a", "new_string": "b"},
                                    {"old_string": "c", "new_string": "d"}]}
     with pytest.raises(RewriteError, match="exactly one edit"):
