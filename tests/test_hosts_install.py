@@ -220,6 +220,11 @@ def test_folders_given_to_install_are_passed_to_the_bridge(env: dict[str, str], 
     command = our_commands("claude", (tmp_path / "codex-home" / "hooks.json").read_text())[
         "PreToolUse"]
     assert command.endswith(f"--event PreToolUse --user-dir {hooks}")
+    ok(run(env, project, "install", "codex", "--scope", "user", "--on-fault", "warn",
+           "--event", "PreToolUse"))
+    command = our_commands("claude", (tmp_path / "codex-home" / "hooks.json").read_text())[
+        "PreToolUse"]
+    assert command.endswith("--event PreToolUse --on-fault warn")
 
 
 def test_unreadable_configs_are_left_alone(env: dict[str, str], project: Path) -> None:

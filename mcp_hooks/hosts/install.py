@@ -214,6 +214,8 @@ def _passed_options(args: argparse.Namespace) -> list[str]:
         extra += ["--log", str(Path(args.log).expanduser().resolve())]
     if getattr(args, "stop_block_cap", None) is not None:
         extra += ["--stop-block-cap", str(args.stop_block_cap)]
+    if getattr(args, "on_fault", None) is not None:
+        extra += ["--on-fault", str(args.on_fault)]
     return extra
 
 
