@@ -14,8 +14,83 @@ child's working folder can be set safely: when it is already the process's own, 
 is the only thread (the folder is switched around the spawn). Otherwise ``subprocess.Popen``
 with ``cwd``.
 
-Nothing here raises for a hook's failure: a spawn error, a timeout or a crash is a
-``RunResult`` with the matching fields set.
+Nothing here raises for a hook's failure: a spawn error (a missing script, an environment
+too big for exec, a NUL byte in it, ...), a timeout or a crash is a ``RunResult`` with the
+matching fields set.
+
+A hook's processes end with its run (Linux)
+-------------------------------------------
+When a run ends, normally or by its timeout, nothing the hook started survives it: background
+children, children that left the hook's session (``setsid``) and double forks included.
+
+- On the first run the engine's process makes itself a child subreaper
+  (``prctl(PR_SET_CHILD_SUBREAPER)``), so a hook process whose parent dies is re-parented to
+  the engine instead of to init.
+- Every run's environment carries ``AGENT_HOOKS_RUN_ID``: ``<engine pid>.<run number>``,
+  appended with ``/`` to an id the caller's environment already had (a hook that runs
+  mcp-hooks itself). The caller's mapping is copied, never changed.
+- When the leader has exited (or been killed on timeout), its group gets SIGKILL (it is
+  reaped only afterwards, so the group id cannot be reused), then ``_Reaper.sweep`` reads the
+  engine's children (``/proc/<pid>/task/<pid>/children``: orphans are re-parented to the main
+  thread), SIGKILLs each one whose ``/proc/<pid>/environ`` carries an id of this process for a
+  run no longer active, and reaps exactly those pids (``waitpid(pid)``, never ``waitpid(-1)``:
+  asyncio and the proxy own other children). Their children are re-parented in turn, so it
+  repeats until a pass finds nothing (bounded: what is still dying then is reaped by a later
+  sweep). Orphans marked with a run still going are left to that run.
+- Zombies re-parented to the engine are reaped when their session is neither the engine's nor
+  their own: such a process cannot be anybody's direct child, so no one else will wait for it
+  (a dead double-forked daemon, a dead member of a hook's session).
+- Unmarked living children are never touched: the proxy's upstream servers, their own
+  children, anything else the embedding program spawned.
+
+Where it does not reach:
+
+- a process that scrubs or rewrites its environment (``env -i``, a daemon that resets it)
+  and then outlives its parent: nothing marks it as the hook's any more. A process it starts
+  while its parent is alive is still found once the parent dies, if the marker survived.
+- a process whose environ the engine may not read (a setuid program, when not root);
+- a process that left the hook's session with ``setsid`` and exited on its own before the
+  sweep saw it stays a zombie of the engine until the engine exits (its session is its own
+  pid, like a direct child started with ``start_new_session``, which must be left to its
+  owner's ``wait``). So do dead orphans of the embedding program's own children that stayed
+  in the engine's session: the subreaper makes them the engine's, as they would have been
+  init's.
+- a process that escaped to another subreaper or PID namespace, or is stuck in the kernel
+  (D state) past the sweep's bound (it got SIGKILL and is reaped by a later run's sweep).
+- non-Linux systems (no ``prctl``, no ``/proc``): only the process group is killed; and a
+  kernel without ``CONFIG_PROC_CHILDREN`` makes each sweep scan ``/proc/*/stat`` (slower).
+
+A cgroup per run would also catch the first case, but is not used: moving a process into a
+cgroup costs about 200 µs here (mkdir and rmdir another 50 µs), a quarter of a whole ``sh``
+hook's run, and it needs a writable, delegated cgroup v2 subtree, which a user's CLI or an
+agent's MCP server does not have (this machine mounts v2 beside v1, at
+``/sys/fs/cgroup/unified``).
+
+Resource limits (``mcp_hooks.limits``)
+--------------------------------------
+``posix_spawn`` cannot set rlimits. ``open_files`` (the one limit set by default) is set
+before exec: the engine lowers its own soft RLIMIT_NOFILE around the spawn, under a lock, so
+the child starts with it (fds already open stay valid; another thread of the engine that
+opens a file in that moment, with as many fds open as the limit, would get EMFILE). The other
+limits are not safe to set that way: a ``cpu_seconds`` below the CPU time the engine has used
+sends the engine SIGXCPU; an ``address_space_mb`` below the engine's own size fails glibc's
+own stack ``mmap`` in ``posix_spawn`` (and other threads' allocations); ``processes``
+(RLIMIT_NPROC, counted per user) below the user's count fails the engine's own fork. An exec
+wrapper (``prlimit(1)``, ``sh -c 'ulimit ...; exec'``) costs 1.8-2.1x a whole ``sh`` hook
+here. So all limits (``open_files``' hard one too, and all of them after a Popen spawn) are
+set with ``prlimit(2)`` on the child as soon as the spawn returns, which is just after its
+exec: normally microseconds, but longer if the engine is preempted, in which the hook runs
+under the engine's limits. CPU time is counted from the start anyway; an allocation or open
+in that moment stands; a process the hook forked in that moment is found (the child's
+children are read right after) and limited too, with its own.
+
+Soft and hard limits are both set (the hook cannot raise them back), except ``cpu_seconds``:
+soft N, hard N+1, so a hook gets SIGXCPU at N seconds and SIGKILL at N+1. What a run can tell
+(``RunResult.limit``): certainly a CPU hit (the leader killed by SIGXCPU, exit 152 from a
+shell whose child was, or SIGKILL after N seconds of CPU); for the others, only a hint from
+the hook's stderr (``MemoryError``, "Cannot allocate memory", "Too many open files",
+"Cannot fork", ...) when it failed, reported as "probably". RLIMIT_NPROC is not enforced for
+root at all, and for others counts all the user's processes.
 """
 
 from __future__ import annotations
@@ -33,6 +108,8 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from mcp_hooks.limits import DEFAULT_LIMITS, Limits
+
 if TYPE_CHECKING:
     import asyncio
 
@@ -46,6 +123,8 @@ _PIPE_ROOM = 1 << 16  # a payload this small fits an empty pipe: write it in one
 _READ_DELAY = 0.005
 _HAS_PIDFD = hasattr(os, "pidfd_open")
 _HAS_SPAWN = hasattr(os, "posix_spawn") and hasattr(os, "POSIX_SPAWN_DUP2")
+RUN_ID_VAR = "AGENT_HOOKS_RUN_ID"  # marks every process of a run: see the module docstring
+SWEEP_LIMIT = 5.0  # seconds a run's end waits for the processes it killed to be reaped
 
 
 class RunResult(NamedTuple):
@@ -58,6 +137,8 @@ class RunResult(NamedTuple):
         duration_ms: wall time from spawn to reaping.
         timed_out: the run hit its timeout and its process group was killed.
         spawn_error: why the script could not be started (missing, not executable, ...).
+        limit: which ``metadata.limits`` the hook hit, when that can be told, e.g.
+            "hit metadata.limits.cpu_seconds (5 s)"; None otherwise.
     """
 
     exit_code: int | None
@@ -68,12 +149,13 @@ class RunResult(NamedTuple):
     duration_ms: float = 0.0
     timed_out: bool = False
     spawn_error: str | None = None
+    limit: str | None = None
 
 
 class _Child:
     """A spawned child: its pid and our ends of its three pipes."""
 
-    __slots__ = ("err_fd", "in_fd", "out_fd", "pid", "popen", "returncode")
+    __slots__ = ("cpu", "err_fd", "in_fd", "out_fd", "pid", "popen", "returncode")
 
     def __init__(self, pid: int, in_fd: int, out_fd: int, err_fd: int,
                  popen: subprocess.Popen[bytes] | None = None) -> None:
@@ -83,19 +165,32 @@ class _Child:
         self.err_fd = err_fd
         self.popen = popen
         self.returncode: int | None = None
+        self.cpu = 0.0  # CPU seconds the leader used, known once it is reaped
 
     def wait(self) -> int:
         while self.returncode is None:
             try:
-                _, status = os.waitpid(self.pid, 0)
+                _, status, usage = os.wait4(self.pid, 0)
             except ChildProcessError:  # reaped elsewhere
                 self.returncode = -1
                 break
             except InterruptedError:
                 continue
+            self.cpu = usage.ru_utime + usage.ru_stime
             self._set(status)
         assert self.returncode is not None
         return self.returncode
+
+    def wait_exit(self) -> None:
+        """Block until the child has exited, leaving it unreaped (its group id stays ours)."""
+        while self.returncode is None:
+            try:
+                os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                pass
+            return
 
     def _set(self, status: int) -> None:
         self.returncode = os.waitstatus_to_exitcode(status)
@@ -103,16 +198,21 @@ class _Child:
             self.popen.returncode = self.returncode  # it must not wait for it again
 
 
-def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> _Child:
-    """Start ``argv`` in a new session with three pipes; raises OSError."""
+def _spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str],
+           nofile: int | None = None) -> _Child:
+    """Start ``argv`` in a new session with three pipes; raises OSError.
+
+    ``nofile``: a soft RLIMIT_NOFILE the child starts with (posix_spawn only: the caller
+    sets it, and the rest, with prlimit afterwards too).
+    """
     if _HAS_SPAWN:
         here = _cwd_or_none()
         if here == cwd:
-            return _posix_spawn(argv, env)
+            return _posix_spawn(argv, env, nofile)
         if threading.active_count() == 1 and here is not None:
             os.chdir(cwd)  # no other thread can see the switch
             try:
-                return _posix_spawn(argv, env)
+                return _posix_spawn(argv, env, nofile)
             finally:
                 os.chdir(here)
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -133,17 +233,32 @@ def _cwd_or_none() -> str | None:
         return None
 
 
-def _posix_spawn(argv: Sequence[str], env: Mapping[str, str]) -> _Child:
+_nofile_lock = threading.Lock()
+
+
+def _posix_spawn(argv: Sequence[str], env: Mapping[str, str], nofile: int | None) -> _Child:
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    actions = [(os.POSIX_SPAWN_DUP2, in_r, 0), (os.POSIX_SPAWN_DUP2, out_w, 1),
+               (os.POSIX_SPAWN_DUP2, err_w, 2)]
     try:
-        pid = os.posix_spawn(
-            argv[0], list(argv), env,
-            file_actions=[(os.POSIX_SPAWN_DUP2, in_r, 0), (os.POSIX_SPAWN_DUP2, out_w, 1),
-                          (os.POSIX_SPAWN_DUP2, err_w, 2)],
-            setsid=True,
-        )
+        if nofile is None:
+            pid = os.posix_spawn(argv[0], list(argv), env, file_actions=actions, setsid=True)
+        else:
+            # The one limit that is safe to lower in this process around the spawn, so the
+            # child starts with it (see the module docstring): the soft limit only (a hard one
+            # could not be raised back), and the fds already open stay valid.
+            import resource
+
+            argl = list(argv)
+            with _nofile_lock:
+                own = resource.getrlimit(resource.RLIMIT_NOFILE)
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, own[1]))
+                try:
+                    pid = os.posix_spawn(argv[0], argl, env, file_actions=actions, setsid=True)
+                finally:
+                    resource.setrlimit(resource.RLIMIT_NOFILE, own)
     except BaseException:
         for fd in (in_w, out_r, err_r):
             os.close(fd)
@@ -152,6 +267,273 @@ def _posix_spawn(argv: Sequence[str], env: Mapping[str, str]) -> _Child:
         for fd in (in_r, out_w, err_w):
             os.close(fd)
     return _Child(pid, in_w, out_r, err_r)
+
+
+# -- a run's processes: marked, limited, and swept at its end (see the module docstring) ---
+
+
+def _set_subreaper() -> bool:
+    """Make this process a child subreaper; False where that cannot be done."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(36, 1, 0, 0, 0) == 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):  # not Linux, or no prctl
+        return False
+
+
+def _read_proc(path: str) -> bytes | None:
+    """A /proc file's content, or None when the process is gone or not ours to read."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, _CHUNK):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """``/proc/<pid>/stat`` after the command name: state, ppid, pgrp, session, ..."""
+    data = _read_proc(f"/proc/{pid}/stat")
+    if not data:
+        return None
+    return data[data.rfind(b")") + 2:].split()
+
+
+def _children_of(pid: int) -> list[int]:
+    """The children of every thread of ``pid`` (empty if it is gone)."""
+    found: list[int] = []
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in threads:
+        data = _read_proc(f"/proc/{pid}/task/{tid}/children")
+        if data:
+            found.extend(map(int, data.split()))
+    return found
+
+
+class _Reaper:
+    """The runs of this process: their numbers, their leaders, and what was killed.
+
+    One per process (a forked child starts afresh, see ``_reaper``). ``begin`` numbers a run
+    and marks its environment; ``end`` retires it; ``sweep_pass`` kills and reaps what ended
+    runs left behind.
+    """
+
+    __slots__ = ("active", "children_file", "doomed", "leaders", "lock", "me", "pid",
+                 "runs", "sid", "subreaper")
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.me = str(self.pid).encode()
+        self.lock = threading.Lock()
+        self.runs = 0
+        self.active: set[int] = set()  # numbers of the runs not yet ended
+        self.leaders: set[int] = set()  # pids of the runs' own children, not yet reaped
+        self.doomed: set[int] = set()  # pids killed or found dead, not yet reaped
+        self.sid = os.getsid(0)
+        self.subreaper = _set_subreaper()
+        # orphans are re-parented to the first living thread: the main one
+        path = f"/proc/{self.pid}/task/{self.pid}/children"
+        self.children_file: str | None = path if os.path.exists(path) else None
+
+    def begin(self, env: Mapping[str, str]) -> tuple[int, dict[str, str]]:
+        """A new run's number and its environment: a copy of ``env`` with its mark."""
+        with self.lock:
+            self.runs += 1
+            run = self.runs
+            self.active.add(run)
+        token = f"{self.pid}.{run}"
+        outer = env.get(RUN_ID_VAR)
+        marked = dict(env)
+        marked[RUN_ID_VAR] = f"{outer}/{token}" if outer else token
+        return run, marked
+
+    def end(self, run: int) -> None:
+        self.active.discard(run)
+
+    def _children(self) -> list[int]:
+        if self.children_file is not None:
+            data = _read_proc(self.children_file)
+            return list(map(int, data.split())) if data else []
+        if not self.subreaper:
+            return []  # nothing is re-parented to us: nothing to find
+        found = []  # no CONFIG_PROC_CHILDREN: every process's parent, the slow way
+        me = str(self.pid).encode()
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                fields = _stat_fields(int(entry))
+                if fields is not None and len(fields) > 1 and fields[1] == me:
+                    found.append(int(entry))
+        return found
+
+    def _ended_run(self, environ: bytes) -> bool:
+        """Whether an environ carries the mark of one of our runs that has ended."""
+        at = environ.find(b"\0" + RUN_ID_VAR.encode() + b"=")
+        if at < 0:
+            if not environ.startswith(RUN_ID_VAR.encode() + b"="):
+                return False
+            at = -1
+        start = at + len(RUN_ID_VAR) + 2
+        end = environ.find(b"\0", start)
+        value = environ[start:] if end < 0 else environ[start:end]
+        for token in value.split(b"/"):
+            pid, _, run = token.partition(b".")
+            if pid == self.me and run.isdigit() and int(run) not in self.active:
+                return True
+        return False
+
+    def sweep_pass(self, killed: set[int]) -> bool:
+        """Kill our children marked by ended runs and reap what is dead; True while there may
+        be more (something was killed or reaped, so its children may just have become ours,
+        or something in ``killed`` is still dying)."""
+        if not self.subreaper and self.children_file is None:
+            return False
+        acted = False
+        with self.lock:
+            for pid in self._children():
+                if pid in self.leaders or pid in self.doomed:
+                    continue
+                environ = _read_proc(f"/proc/{pid}/environ")
+                if environ:
+                    if self._ended_run(environ):
+                        with contextlib.suppress(OSError):
+                            os.kill(pid, signal.SIGKILL)  # our child: its pid is still its own
+                        self.doomed.add(pid)
+                        killed.add(pid)
+                        acted = True
+                    continue
+                fields = _stat_fields(pid)  # no environ: a zombie, or not ours to read
+                if (fields is not None and len(fields) > 3 and fields[0] == b"Z"
+                        and int(fields[3]) not in (self.sid, pid)):
+                    self.doomed.add(pid)  # nobody's direct child: nobody else waits for it
+            for pid in list(self.doomed):
+                try:
+                    done = os.waitpid(pid, os.WNOHANG)[0]
+                except ChildProcessError:
+                    done = pid
+                if done:
+                    self.doomed.discard(pid)
+                    killed.discard(pid)
+                    acted = True
+        return acted or bool(killed)
+
+    def sweep(self, limit: float = SWEEP_LIMIT) -> None:
+        """Sweep until nothing is left, waiting up to ``limit`` for killed processes."""
+        killed: set[int] = set()
+        deadline = time.monotonic() + limit
+        while self.sweep_pass(killed) and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    async def sweep_async(self, limit: float = SWEEP_LIMIT) -> None:
+        """``sweep`` for an event loop: the waits between passes yield to it."""
+        killed: set[int] = set()
+        deadline = time.monotonic() + limit
+        while self.sweep_pass(killed) and time.monotonic() < deadline:
+            await _sleep(0.001)
+
+
+_the_reaper: _Reaper | None = None
+
+
+def _reaper() -> _Reaper:
+    """This process's reaper, made on its first run (and again in a forked child)."""
+    global _the_reaper
+    reaper = _the_reaper
+    if reaper is None or reaper.pid != os.getpid():
+        reaper = _the_reaper = _Reaper()
+    return reaper
+
+
+_MIB = 1 << 20
+# (Limits field, resource name, unit in messages)
+_RLIMITS = (("address_space_mb", "RLIMIT_AS", "MiB"), ("cpu_seconds", "RLIMIT_CPU", "s"),
+            ("processes", "RLIMIT_NPROC", ""), ("open_files", "RLIMIT_NOFILE", ""))
+_plans: dict[Limits, tuple[tuple[int, int, int], ...]] = {}
+
+
+def _plan(limits: Limits) -> tuple[tuple[int, int, int], ...]:
+    """(resource, soft, hard) to set for ``limits``, within this process's hard limits."""
+    plan = _plans.get(limits)
+    if plan is None:
+        import resource
+
+        steps = []
+        for field, name, _ in _RLIMITS:
+            value = getattr(limits, field)
+            if value is None or not hasattr(resource, name):
+                continue
+            res = getattr(resource, name)
+            soft = value * _MIB if field == "address_space_mb" else value
+            hard = soft + 1 if field == "cpu_seconds" else soft  # SIGXCPU first, then SIGKILL
+            ceiling = resource.getrlimit(res)[1]
+            if ceiling != resource.RLIM_INFINITY:  # only root could raise a hard limit
+                soft, hard = min(soft, ceiling), min(hard, ceiling)
+            steps.append((res, soft, hard))
+        plan = _plans[limits] = tuple(steps)
+    return plan
+
+
+def _apply_limits(pid: int, plan: tuple[tuple[int, int, int], ...], before: int | None) -> None:
+    """Set ``plan`` on ``pid``, and on anything it forked before that unless the only limit is
+    the one the child already started with (``before``: RLIMIT_NOFILE); raises OSError.
+
+    (Reading the child's /proc entries waits for the end of its exec: about 40 µs here, which
+    only a hook with opt-in limits pays.)
+    """
+    import resource
+
+    follow = any(res != before for res, _, _ in plan)
+    todo = [pid]
+    while todo:
+        target = todo.pop()
+        for res, soft, hard in plan:
+            try:
+                resource.prlimit(target, res, (soft, hard))
+            except ProcessLookupError:
+                break
+        if follow:
+            todo.extend(_children_of(target))
+
+
+def _limit_hit(limits: Limits, child: _Child, stderr: bytes) -> str | None:
+    """Which limit a finished hook hit, when that can be told (see the module docstring)."""
+    code = child.returncode
+    if not code:
+        return None
+    cpu = limits.cpu_seconds
+    if cpu is not None and (code in (-signal.SIGXCPU, 128 + signal.SIGXCPU)
+                            or (code == -signal.SIGKILL and child.cpu >= cpu)):
+        return f"hit metadata.limits.cpu_seconds ({cpu} s)"
+    for field, words in _LIMIT_WORDS:
+        value = getattr(limits, field)
+        if value is None:
+            continue
+        for word in words:
+            if word in stderr:
+                unit = " MiB" if field == "address_space_mb" else ""
+                return (f"probably hit metadata.limits.{field} ({value}{unit}): its stderr "
+                        f"says {word.decode()!r}")
+    return None
+
+
+_LIMIT_WORDS = (
+    ("address_space_mb", (b"MemoryError", b"Cannot allocate memory", b"out of memory",
+                          b"Out of memory", b"bad_alloc")),
+    ("open_files", (b"Too many open files",)),
+    ("processes", (b"Cannot fork", b"can't fork", b"fork: Resource temporarily unavailable",
+                   b"fork: retry")),
+)
 
 
 class _Stream:
@@ -440,7 +822,9 @@ def _killpg(pgid: int, sig: int) -> None:
             raise
 
 
-def _spawn_error(argv: Sequence[str], exc: OSError) -> str:
+def _spawn_error(argv: Sequence[str], exc: OSError | ValueError) -> str:
+    if isinstance(exc, ValueError):  # a NUL byte or an unencodable character in argv or env
+        return f"{argv[0] if argv else '(no command)'}: cannot be started: {exc}"
     target = exc.filename or argv[0]
     if exc.errno == errno.ENOENT:
         return f"{target}: not found (a missing script, or a missing interpreter in its #! line)"
@@ -448,20 +832,76 @@ def _spawn_error(argv: Sequence[str], exc: OSError) -> str:
         return f"{target}: permission denied (chmod +x it)"
     if exc.errno == errno.ENOEXEC:
         return f"{target}: not an executable format (add a #! line)"
+    if exc.errno == errno.E2BIG:
+        return f"{target}: its arguments and environment are too big for exec (E2BIG)"
     return f"{target}: {exc.strerror or exc}"
 
 
-def _not_started(argv: Sequence[str], exc: OSError, start: float) -> RunResult:
+def _not_started(start: float, error: str) -> RunResult:
     return RunResult(exit_code=None, duration_ms=(time.perf_counter() - start) * 1000,
-                     spawn_error=_spawn_error(argv, exc))
+                     spawn_error=error)
+
+
+def _start(argv: Sequence[str], cwd: str, env: Mapping[str, str], limits: Limits | None,
+           start: float) -> tuple[_Reaper, int, _Child] | RunResult:
+    """Spawn a run's child, marked and limited; a RunResult when it could not be."""
+    reaper = _reaper()
+    run, marked = reaper.begin(env)
+    if limits is None:
+        limits = DEFAULT_LIMITS
+    plan = _plan(limits)
+    nofile = limits.open_files
+    before = None  # the limit set before exec (see _posix_spawn)
+    if nofile is not None:  # within this process's hard limit, as the plan has it
+        import resource
+
+        before = resource.RLIMIT_NOFILE
+        nofile = next((soft for res, soft, _ in plan if res == before), None)
+    try:
+        child = _spawn(argv, cwd, marked, nofile)
+    except (OSError, ValueError) as exc:
+        reaper.end(run)
+        return _not_started(start, _spawn_error(argv, exc))
+    reaper.leaders.add(child.pid)
+    if plan:
+        try:
+            _apply_limits(child.pid, plan, before if child.popen is None else None)
+        except OSError as exc:  # EPERM: a setuid program; the run must not go on unlimited
+            _killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            for fd in (child.in_fd, child.out_fd, child.err_fd):
+                os.close(fd)
+            _retire(reaper, run, child)
+            reaper.sweep()
+            return _not_started(start, f"{argv[0]}: could not apply metadata.limits: "
+                                       f"{exc.strerror or exc}")
+    return reaper, run, child
+
+
+def _end(reaper: _Reaper, run: int, child: _Child, timed_out: bool) -> None:
+    """Kill what is left of the run's group and reap its leader (not yet the sweep)."""
+    if timed_out:
+        _killpg(child.pid, signal.SIGKILL)
+    child.wait_exit()  # its orphans are ours once it has exited
+    _killpg(child.pid, signal.SIGKILL)  # still unreaped: the group id cannot be reused
+    child.wait()
+    _retire(reaper, run, child)
+
+
+def _retire(reaper: _Reaper, run: int, child: _Child) -> None:
+    reaper.leaders.discard(child.pid)
+    reaper.end(run)
 
 
 def _finished(child: _Child, out: _Stream, err: _Stream, start: float,
-              timed_out: bool) -> RunResult:
+              timed_out: bool, limits: Limits | None) -> RunResult:
+    stderr = err.value()
     return RunResult(
         exit_code=None if timed_out else child.returncode,
-        stdout=out.value(), stderr=err.value(), stdout_size=out.size, stderr_size=err.size,
+        stdout=out.value(), stderr=stderr, stdout_size=out.size, stderr_size=err.size,
         duration_ms=(time.perf_counter() - start) * 1000, timed_out=timed_out,
+        limit=None if timed_out else _limit_hit(
+            DEFAULT_LIMITS if limits is None else limits, child, stderr),
     )
 
 
@@ -474,6 +914,7 @@ async def run_hook(
     timeout: float,
     output_cap: int = OUTPUT_CAP,
     kill_grace: float = KILL_GRACE,
+    limits: Limits | None = None,
 ) -> RunResult:
     """Run one hook to completion or timeout.
 
@@ -481,20 +922,23 @@ async def run_hook(
         argv: the command, an absolute path first (never run through a shell).
         payload: bytes for stdin; a child that never reads them is fine.
         cwd: the working directory.
-        env: the whole environment of the child.
+        env: the whole environment of the child (copied, with ``AGENT_HOOKS_RUN_ID`` added).
         timeout: seconds before the process group is terminated.
         output_cap: bytes kept of each of stdout and stderr.
         kill_grace: seconds between SIGTERM and SIGKILL on timeout.
+        limits: the hook's resource limits; None for ``DEFAULT_LIMITS``.
 
     Returns:
-        The result; never raises for anything the hook does. Cancelled from outside, it
-        kills the process group and reaps the child before the cancellation goes on.
+        The result; never raises for anything the hook does. Whatever the hook started is
+        killed and reaped before it returns (see the module docstring). Cancelled from
+        outside, it kills the process group and reaps the child before the cancellation goes
+        on; a later run's sweep reaps what was still dying.
     """
     start = time.perf_counter()
-    try:
-        child = _spawn(argv, cwd, env)
-    except OSError as exc:
-        return _not_started(argv, exc, start)
+    started = _start(argv, cwd, env, limits, start)
+    if isinstance(started, RunResult):
+        return started
+    reaper, run, child = started
     import asyncio  # here, not at the top: one-shot callers run hooks without a loop
 
     pump = _Pump(asyncio.get_running_loop(), child, payload, output_cap, timeout)
@@ -503,16 +947,18 @@ async def run_hook(
         if pump.timed_out and not pump.exited:
             _killpg(child.pid, signal.SIGTERM)
             await pump.wait_exit(kill_grace)
-            _killpg(child.pid, signal.SIGKILL)
         else:
             pump.timed_out = False
-        child.wait()
+        _end(reaper, run, child, pump.timed_out)
     finally:
         if child.returncode is None:  # cancelled from outside: leave nothing behind
             _killpg(child.pid, signal.SIGKILL)
             child.wait()
+            _retire(reaper, run, child)
+            reaper.sweep_pass(set())
         pump.close()
-    return _finished(child, pump.out, pump.err, start, pump.timed_out)
+    await reaper.sweep_async()
+    return _finished(child, pump.out, pump.err, start, pump.timed_out, limits)
 
 
 def run_hook_blocking(
@@ -524,16 +970,17 @@ def run_hook_blocking(
     timeout: float,
     output_cap: int = OUTPUT_CAP,
     kill_grace: float = KILL_GRACE,
+    limits: Limits | None = None,
 ) -> RunResult:
     """``run_hook`` without an event loop, for one-shot processes (``mcp-hooks fire``, the
-    host bridges): the same spawn, caps, timeout and process-group kill, waiting in ``poll``.
-    Importing asyncio alone costs such a process 15-45 ms here.
+    host bridges): the same spawn, caps, timeout, limits and process cleanup, waiting in
+    ``poll``. Importing asyncio alone costs such a process 15-45 ms here.
     """
     start = time.perf_counter()
-    try:
-        child = _spawn(argv, cwd, env)
-    except OSError as exc:
-        return _not_started(argv, exc, start)
+    started = _start(argv, cwd, env, limits, start)
+    if isinstance(started, RunResult):
+        return started
+    reaper, run, child = started
     out, err = _Stream(child.out_fd, output_cap), _Stream(child.err_fd, output_cap)
     poller = select.poll()
     view = memoryview(payload)
@@ -587,17 +1034,19 @@ def run_hook_blocking(
         if timed_out:
             _killpg(child.pid, signal.SIGTERM)
             _wait_exit_unreaped(child.pid, pidfd, kill_grace)
-            _killpg(child.pid, signal.SIGKILL)  # the leader is not reaped: its group id holds
-        child.wait()
+        _end(reaper, run, child, timed_out)
     finally:
         if child.returncode is None:  # interrupted: leave nothing behind
             _killpg(child.pid, signal.SIGKILL)
             child.wait()
+            _retire(reaper, run, child)
+            reaper.sweep_pass(set())
         for fd in (out.fd, err.fd, pidfd, -1 if in_fd is None else in_fd):
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-    return _finished(child, out, err, start, timed_out)
+    reaper.sweep()
+    return _finished(child, out, err, start, timed_out, limits)
 
 
 def _wait_exit_unreaped(pid: int, pidfd: int, limit: float) -> None:
