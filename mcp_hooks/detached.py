@@ -46,17 +46,19 @@ def spawn(job: dict[str, Any]) -> None:
 async def _run(job: dict[str, Any]) -> None:
     import anyio
 
-    from mcp_hooks.engine import async_record
+    from mcp_hooks.engine import async_record, hook_environment
     from mcp_hooks.eventlog import EventLog
+    from mcp_hooks.limits import Limits
     from mcp_hooks.runner import run_hook
 
     log = EventLog(job["log"]) if job.get("log") else None
-    base_env = dict(os.environ)
+    base_env = hook_environment(os.environ)  # the secrets stay out here too
 
     async def one(spec: dict[str, Any]) -> None:
         result = await run_hook(
             spec["argv"], spec["stdin"].encode(), cwd=spec["cwd"],
             env={**base_env, **spec["env"]}, timeout=spec["timeout"],
+            limits=Limits(**spec.get("limits", {})),
         )
         if log is not None:
             log.append(async_record(job["event"], job.get("session_id"), spec["hook"], result))

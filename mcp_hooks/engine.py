@@ -22,6 +22,7 @@ Running an event:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shlex
@@ -666,6 +667,7 @@ class Engine:
                 "env": {k: v for k, v in self._env(hook, event, work_dir).items()
                         if k.startswith("AGENT_HOOKS_")},
                 "timeout": hook.timeout / 1000,
+                "limits": dataclasses.asdict(hook.limits),
             })
         elif self._tg is None:
             raise RuntimeError("an Engine must be entered (async with engine:) to run async hooks")
