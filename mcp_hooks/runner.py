@@ -863,7 +863,11 @@ def _start(argv: Sequence[str], cwd: str, env: Mapping[str, str], limits: Limits
         reaper.end(run)
         return _not_started(start, _spawn_error(argv, exc))
     reaper.leaders.add(child.pid)
-    if plan:
+    # Only the open-files limit, and it was set before exec: the hook started with it. Its
+    # hard limit is left as the engine's (the default is a sane start, not a boundary), so
+    # the common run pays no prlimit.
+    pre_exec_only = len(plan) == 1 and plan[0][0] == before and child.popen is None
+    if plan and not pre_exec_only:
         try:
             _apply_limits(child.pid, plan, before if child.popen is None else None)
         except OSError as exc:  # EPERM: a setuid program; the run must not go on unlimited
