@@ -17,11 +17,16 @@ Two layers:
      carrying the gate's reason), and the loop ends;
    * a gate that never relents still lets the run end (the host's loop flag or cap);
    * rewrites, context, uninstall, ``--user-dir``, the bundled ``hooks/`` library, and the
-     server paths (``install --via server``; Claude Code's ``--via http`` / ``--via mcp``).
+     server paths (``install --via server``; Claude Code's ``--via http`` / ``--via mcp``,
+     the latter only for events that cannot block: install refuses the gates);
+   * project hooks run only once trusted: tests with project hooks trust them with the real
+     ``mcp-hooks trust <project> --yes`` in the host's environment; an untrusted hook does
+     not run and the user is told how to trust it; a broken HOOK.md closes the gate.
 
 The full list, with what each real host did, is in ``docs/e2e.md``. Assertions are on
-files and on the fake model's request log, never on the host's output text. Host installs
-are cached outside the repository (see ``hosts.py``).
+files, the fake model's request log, mcp-hooks' event log and (for what Claude Code shows
+the user) its session transcript, never on the host's printed text. Host installs are
+cached outside the repository (see ``hosts.py``).
 """
 
 from __future__ import annotations
@@ -235,12 +240,48 @@ def install(
     fake: FakeModelServer,
     scope: str,
     *extra: str,
+    trust: bool = True,
 ) -> None:
-    """Run the real ``mcp-hooks install <host> --scope <scope>`` as a user would."""
+    """Run the real ``mcp-hooks install <host> --scope <scope>`` as a user would; then, with
+    ``trust`` and project hooks present, trust them as a user would (``trust_project``)."""
     env = host.env(box, fake.url, [str(mcp_hooks_exe.parent)])
     argv = [str(mcp_hooks_exe), "install", host.name, "--scope", scope, *extra]
     res = run_process(argv, cwd=box.project, env=env, timeout=60)
     assert res.returncode == 0, f"mcp-hooks install failed:\n{res.describe()}"
+    if trust and box.project_hooks.is_dir():
+        trust_project(mcp_hooks_exe, host, box, fake)
+
+
+def trust_store(box: Sandbox) -> Path:
+    """The trust store the host's bridge reads: ``$XDG_STATE_HOME`` of the box's HOME."""
+    return box.home / ".local" / "state" / "mcp-hooks" / "trust.json"
+
+
+def event_log(box: Sandbox) -> list[dict[str, Any]]:
+    """The records of mcp-hooks' event log under the box's HOME (``$XDG_STATE_HOME``)."""
+    path = box.home / ".local" / "state" / "mcp-hooks" / "events.jsonl"
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        with contextlib.suppress(ValueError):
+            out.append(json.loads(line))
+    return out
+
+
+def trust_project(mcp_hooks_exe: Path, host: Host, box: Sandbox, fake: FakeModelServer) -> None:
+    """The real ``mcp-hooks trust <project> --yes``, in the host's own environment (the same
+    ``HOME`` and ``XDG_STATE_HOME`` its bridge sees), run from outside the project; every
+    hook folder of ``<project>/.agents/hooks`` must end up in the store."""
+    env = host.env(box, fake.url, [str(mcp_hooks_exe.parent)])
+    argv = [str(mcp_hooks_exe), "trust", str(box.project), "--yes"]
+    res = run_process(argv, cwd=box.root, env=env, timeout=60)
+    assert res.returncode == 0, f"mcp-hooks trust failed:\n{res.describe()}"
+    assert str(trust_store(box)) in res.stdout, res.describe()  # the store the bridge reads
+    names = sorted(p.name for p in box.project_hooks.iterdir() if p.is_dir())
+    store = json.loads(trust_store(box).read_text())
+    trusted = {n for hooks in store["projects"].values() for n in hooks}
+    assert set(names) <= trusted, f"{names} not all in {trust_store(box)}: {store}"
 
 
 def hooks_folder(box: Sandbox, scope: str) -> Path:
@@ -273,6 +314,14 @@ def write_tool_policy(folder: Path, box: Sandbox) -> tuple[Path, Path]:
     return audit, guard
 
 
+#: the project-scope config ``mcp-hooks install <host> --scope project`` writes
+PROJECT_CONFIG = {
+    "claude-code": ".claude/settings.json",
+    "codex": ".codex/hooks.json",
+    "gemini-cli": ".gemini/settings.json",
+}
+
+
 def _scopes() -> list[Any]:
     out = [pytest.param(h, "project", id=f"{h}-project") for h in PROJECT_SCOPE_HOSTS]
     out += [pytest.param(h, "user", id=f"{h}-user") for h in ALL_HOSTS]
@@ -301,6 +350,10 @@ def test_before_tool_hook_blocks_shell_command(
     fake_model.script = Script(commands=[command])
     host.configure(box, fake_model.url)
     install(mcp_hooks_exe, host, box, fake_model, scope)
+    if scope == "project":
+        # a committed config names plain `mcp-hooks`, which the host finds on its PATH
+        written = (box.project / PROJECT_CONFIG[host_name]).read_text()
+        assert '"mcp-hooks bridge ' in written and str(mcp_hooks_exe) not in written, written
 
     result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
     why = context(host, box, fake_model, result)
@@ -865,30 +918,15 @@ def _mcp_tools(exe: Path, env: dict[str, str], cwd: Path) -> list[str]:
         proc.stdout.close()
 
 
-@needs_bridges
-def test_via_mcp_tool_claude_code(
-    host_factory: Callable[[str], Host],
-    mcp_hooks_exe: Path,
-    fake_model: FakeModelServer,
-    box: Sandbox,
-    request: pytest.FixtureRequest,
-) -> None:
-    """``install claude-code --via mcp``: Claude Code calls our server's ``bridge_hook`` MCP
-    tool as its hook (the server configured in the project's ``.mcp.json``): a command is
-    blocked with its reason, another runs, and the stop gate takes one more turn."""
-    host = host_factory("claude-code")
-    env = host.env(box, fake_model.url, [str(mcp_hooks_exe.parent)])
-    if "bridge_hook" not in _mcp_tools(mcp_hooks_exe, env, box.project):
-        pytest.skip("mcp-hooks serve has no bridge_hook tool yet (not wired)")
-    audit, guard = write_tool_policy(box.project_hooks, box)
-    stops, fired = write_stop_gate(box.project_hooks, box, always=False)
+def _mcp_project(box: Sandbox, exe: Path) -> None:
+    """Name ``mcp-hooks serve --bridge-tool`` in the project's ``.mcp.json``, approved."""
     (box.project / ".mcp.json").write_text(
         json.dumps(
             {
                 "mcpServers": {
                     "mcp-hooks": {
                         "type": "stdio",
-                        "command": str(mcp_hooks_exe),
+                        "command": str(exe),
                         "args": ["serve", *SERVE_BRIDGE_TOOL],
                     }
                 }
@@ -900,26 +938,92 @@ def test_via_mcp_tool_claude_code(
     (box.project / ".claude" / "settings.json").write_text(
         json.dumps({"enableAllProjectMcpServers": True})
     )
-    fake_model.script = Script(
-        commands=["echo hello > forbidden-marker.txt", "echo hello > allowed-marker.txt"]
+
+
+@needs_bridges
+def test_via_mcp_refused_for_blocking_events(
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+) -> None:
+    """``install claude-code --via mcp`` for events that can block is refused, saying why and
+    what to use instead, and writes nothing: an ``mcp_tool`` hook whose server has not
+    connected yet does not run, so a gate there would be open meanwhile."""
+    host = host_factory("claude-code")
+    _mcp_project(box, mcp_hooks_exe)
+    settings_file = box.project / ".claude" / "settings.json"
+    before = settings_file.read_text()
+    env = host.env(box, fake_model.url, [str(mcp_hooks_exe.parent)])
+    for events in ([], ["--event", "PreToolUse"], ["--event", "Stop"]):
+        argv = [str(mcp_hooks_exe), "install", "claude-code", "--scope", "project"]
+        res = run_process([*argv, "--via", "mcp", *events], cwd=box.project, env=env, timeout=60)
+        assert res.returncode != 0, f"--via mcp {events} was accepted:\n{res.describe()}"
+        err = res.stderr
+        assert "--via mcp cannot guard" in err, res.describe()
+        for gate in ("PreToolUse", "Stop") if not events else (events[1],):
+            assert gate in err, res.describe()
+        assert "--via command" in err and "--via server" in err, res.describe()
+        assert "--event PostToolUseFailure" in err, res.describe()  # what is still allowed
+        assert settings_file.read_text() == before, "a refused install changed the settings"
+
+
+@needs_bridges
+def test_via_mcp_tool_claude_code(
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """``install claude-code --via mcp --event PostToolUseFailure`` (an event that cannot
+    block, which is what ``--via mcp`` is still allowed for): Claude Code calls our server's
+    ``bridge_hook`` MCP tool (the server named in the project's ``.mcp.json``) after a failed
+    command, and the trusted ``after_tool_failure`` hook runs under ``mcp-hooks serve`` with
+    the canonical payload."""
+    host = host_factory("claude-code")
+    env = host.env(box, fake_model.url, [str(mcp_hooks_exe.parent)])
+    if "bridge_hook" not in _mcp_tools(mcp_hooks_exe, env, box.project):
+        pytest.skip("mcp-hooks serve has no bridge_hook tool yet (not wired)")
+    seen = box.root / "failure-payloads"
+    write_hook(
+        box.project_hooks,
+        "on-failure",
+        trigger="after_tool_failure",
+        payload_dir=seen,
+        body="exit 0\n",
     )
+    _mcp_project(box, mcp_hooks_exe)
+    command = "ls /nonexistent-e2e-path"
+    fake_model.script = Script(commands=[command])
     host.configure(box, fake_model.url)
-    install(mcp_hooks_exe, host, box, fake_model, "project", "--via", "mcp")
+    install(
+        mcp_hooks_exe,
+        host,
+        box,
+        fake_model,
+        "project",
+        "--via",
+        "mcp",
+        "--event",
+        "PostToolUseFailure",
+    )
     settings = json.loads((box.project / ".claude" / "settings.json").read_text())
     assert settings.get("enableAllProjectMcpServers") is True, settings
+    assert set(settings["hooks"]) == {"PostToolUseFailure"}, settings
+    handler = settings["hooks"]["PostToolUseFailure"][0]["hooks"][0]
+    assert handler["type"] == "mcp_tool" and handler["tool"] == "bridge_hook", handler
 
     result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
-    why = _assert_blocked_and_allowed(host, box, fake_model, result, guard, audit)
-    parents = hook_parents(guard) + hook_parents(audit)
+    why = context(host, box, fake_model, result)
+    got = payloads(seen)
+    assert len(got) == 1, f"the after_tool_failure hook ran {len(got)} times\n{why}"
+    parents = hook_parents(seen)
     assert parents and all(" serve" in p for p in parents), f"{parents}\n{why}"
-    first = payloads(audit)[0]
-    assert first.get("tool_name") == "Shell", first
-    assert (first.get("tool_input") or {}).get("command") == "echo hello > forbidden-marker.txt"
-    assert fired.exists(), f"the stop gate never blocked\n{why}"
-    reqs = model_requests(fake_model)
-    carrying = [i for i, r in enumerate(reqs) if STOP_REASON in user_side_text(r)]
-    assert carrying and carrying[0] == len(reqs) - 1, why
-    assert len(payloads(stops)) == 2, why
+    assert got[0].get("event_type") == "after_tool_failure", got[0]
+    assert got[0].get("tool_name") == "Shell", got[0]
+    assert (got[0].get("tool_input") or {}).get("command") == command, got[0]
+    assert result.returncode == 0, why
 
 
 # --- the bundled hooks/ library, unchanged, on every host ------------------------------------
@@ -1051,3 +1155,166 @@ def test_failing_command_fires_one_after_event(
     got = (ok or failed)[0]
     assert got.get("tool_name") == "Shell", got
     assert (got.get("tool_input") or {}).get("command") == command, got
+
+
+# --- issue 9: project-hook trust and failing closed, in the real hosts ----------------------
+
+#: hosts the trust and fault scenarios run in
+GATE_HOSTS = ["claude-code", "codex"]
+UNTRUSTED_REASON = "E2E-DENY-ALL: this project hook denies every tool call"
+
+
+def write_deny_all(box: Sandbox) -> tuple[Path, Path]:
+    """A project ``before_tool`` hook with no matcher that denies every tool call; it touches
+    its marker file first, so a run of it cannot go unnoticed. Returns (payloads, marker)."""
+    seen = box.root / "deny-all-payloads"
+    marker = box.root / "deny-all-ran.marker"
+    write_hook(
+        box.project_hooks,
+        "deny-all",
+        trigger="before_tool",
+        payload_dir=seen,
+        body=f"touch \"{marker}\"\necho '{UNTRUSTED_REASON}' >&2\nexit 2\n",
+    )
+    return seen, marker
+
+
+def claude_system_messages(box: Sandbox, result: RunResult) -> list[dict[str, Any]]:
+    """The ``hook_system_message`` attachments of the run's Claude Code transcript: what
+    Claude Code shows the user from a hook's ``systemMessage`` (``-p`` prints only the
+    result, so the transcript under ``~/.claude/projects`` is where it can be read)."""
+    session = json.loads(result.stdout)["session_id"]
+    found = list((box.home / ".claude" / "projects").glob(f"*/{session}.jsonl"))
+    assert found, f"no transcript for session {session}"
+    out = []
+    for line in found[0].read_text().splitlines():
+        with contextlib.suppress(ValueError):
+            rec = json.loads(line)
+            att = rec.get("attachment") if isinstance(rec, dict) else None
+            if isinstance(att, dict) and att.get("type") == "hook_system_message":
+                out.append(att)
+    return out
+
+
+@needs_bridges
+@pytest.mark.parametrize("host_name", GATE_HOSTS)
+def test_untrusted_project_hook_does_not_run(
+    host_name: str,
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """A deny-everything project hook nobody trusted does not run: the command's side effect
+    happens, the hook's marker is never written, and the user is told why, with the command
+    that trusts it (Claude Code: a ``systemMessage`` in the transcript; Codex shows hooks'
+    ``systemMessage`` nowhere in ``codex exec``, so there it is checked in the event log)."""
+    host = host_factory(host_name)
+    seen, marker = write_deny_all(box)
+    command = "echo hello > untrusted-side-effect.txt"
+    fake_model.script = Script(commands=[command])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, "project", trust=False)
+    assert not trust_store(box).exists(), "nothing was trusted, yet a trust store exists"
+
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    why = context(host, box, fake_model, result)
+
+    side_effect = box.project / "untrusted-side-effect.txt"
+    assert side_effect.exists() and side_effect.read_text().strip() == "hello", why
+    assert not marker.exists() and not payloads(seen), f"the untrusted hook ran\n{why}"
+    assert not any(UNTRUSTED_REASON in json.dumps(r["body"]) for r in fake_model.requests()), why
+    assert result.returncode == 0, why
+
+    project = str(box.project)
+    # the bridge was called and said why it held the hook back (the event log, every host)
+    logged = [r for r in event_log(box) if r.get("event") == "before_tool"]
+    assert logged, f"no before_tool event in the log: the bridge was not called\n{why}"
+    warning = " ".join(logged[0].get("warnings") or [])
+    assert "not trusted" in warning and "deny-all" in warning, logged[0]
+    assert f"mcp-hooks trust {project}" in warning, logged[0]
+    assert logged[0].get("decision") == "allow" and not logged[0].get("hooks"), logged[0]
+    if host_name == "claude-code":
+        shown = [
+            m for m in claude_system_messages(box, result) if m.get("hookEvent") == "PreToolUse"
+        ]
+        assert shown, f"Claude Code showed the user no message from our PreToolUse\n{why}"
+        text = shown[0].get("content") or ""
+        assert "not trusted" in text and f"mcp-hooks trust {project}" in text, shown
+
+
+@needs_bridges
+@pytest.mark.parametrize("host_name", GATE_HOSTS)
+def test_trusted_project_hook_blocks(
+    host_name: str,
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """The same deny-everything project hook, after ``mcp-hooks trust <project> --yes``,
+    blocks the command: no side effect, and the model receives the hook's reason."""
+    host = host_factory(host_name)
+    seen, marker = write_deny_all(box)
+    command = "echo hello > trusted-side-effect.txt"
+    fake_model.script = Script(commands=[command])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, "project", trust=False)
+    trust_project(mcp_hooks_exe, host, box, fake_model)
+
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    why = context(host, box, fake_model, result)
+
+    assert not (box.project / "trusted-side-effect.txt").exists(), f"the denied command ran\n{why}"
+    assert marker.exists() and payloads(seen), f"the trusted hook never ran\n{why}"
+    assert (payloads(seen)[0].get("tool_input") or {}).get("command") == command, why
+    after = [r for r in model_requests(fake_model) if tool_results(r)]
+    assert after, f"the host never sent the model a tool result\n{why}"
+    assert any(UNTRUSTED_REASON in t for t in tool_results(after[0])), (
+        f"the model did not receive the hook's reason\n{why}"
+    )
+    logged = [r for r in event_log(box) if r.get("event") == "before_tool"]
+    assert logged and logged[0].get("decision") == "deny", logged
+    assert not any("not trusted" in w for r in logged for w in r.get("warnings") or []), logged
+
+
+@needs_bridges
+@pytest.mark.parametrize("host_name", ALL_HOSTS)
+def test_broken_hook_closes_the_gate(
+    host_name: str,
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Fail closed on our own fault: a user hook whose HOOK.md has a YAML typo
+    (``priority: [``) and whose trigger is ``before_tool`` could have denied the command, so
+    the host does not run it, and the model is told which HOOK.md is broken. The stop, which
+    the broken hook does not name, is not blocked: the run ends normally."""
+    host = host_factory(host_name)
+    broken = box.user_hooks / "typo-guard"
+    broken.mkdir(parents=True)
+    (broken / "HOOK.md").write_text(
+        "---\nname: typo-guard\ndescription: a guard with a YAML typo\n"
+        "trigger: before_tool\npriority: [\n---\n\n# typo-guard\n"
+    )
+    command = "echo hello > fault-side-effect.txt"
+    fake_model.script = Script(commands=[command])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, "user")
+
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    why = context(host, box, fake_model, result)
+
+    assert not (box.project / "fault-side-effect.txt").exists(), f"the gate was open\n{why}"
+    reqs = model_requests(fake_model)
+    after = [r for r in reqs if tool_results(r)]
+    assert after, f"the host never sent the model a tool result\n{why}"
+    reason = " ".join(tool_results(after[0]))
+    assert str(broken / "HOOK.md") in reason, f"the reason does not name the HOOK.md\n{why}"
+    assert "could not decide" in reason and "malformed YAML" in reason, why
+    assert (reqs[-1].get("reply") or {}).get("kind") == "text", why
+    assert result.returncode == 0, why
