@@ -217,7 +217,7 @@ def test_yaml_anchors_and_aliases_are_refused(user_dir: Path, front: str) -> Non
 def test_patterns_that_cannot_run_in_linear_time_are_refused_by_name(
         user_dir: Path, pattern: str, words: str) -> None:
     hook = write_hook(user_dir, "slow", extra=f"matcher:\n  pattern: '{pattern}'\n")
-    with pytest.raises(HookFileError, match="matcher.pattern") as info:
+    with pytest.raises(HookFileError, match=r"matcher\.pattern") as info:
         load(hook)
     assert words in info.value.reason
 
