@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck pytest bench clean
+.PHONY: demo test lint typecheck pytest fuzz bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,12 @@ pytest: $(STAMP)
 	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
+
+# The property tests of tests/test_properties.py with a budget 20 times make test's (minutes);
+# failing examples are kept in .pytest_cache/hypothesis and replayed first next time.
+fuzz: $(STAMP)
+	@PATH="$(CURDIR)/$(BIN):$$PATH" MCP_HOOKS_FUZZ=1 $(BIN)/pytest tests/test_properties.py \
+		--hypothesis-show-statistics
 
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do \
