@@ -295,8 +295,10 @@ def parse_frontmatter(hook_file: Path, text: str) -> dict[str, Any]:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        _refuse_aliases(hook_file, yaml.parse(fm_text, Loader=loader))
+        _refuse_hostile(hook_file, yaml.parse(fm_text, Loader=loader))
         data = yaml.load(fm_text, Loader=loader)
+    except RecursionError:  # the pure-Python loader, on nesting _refuse_hostile let through
+        raise HookFileError(hook_file, None, "the frontmatter nests too deep") from None
     except yaml.YAMLError as exc:
         # The YAML text starts on the line after the opening '---': its line i is file line i+2.
         mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
@@ -310,12 +312,27 @@ def parse_frontmatter(hook_file: Path, text: str) -> dict[str, Any]:
     return data
 
 
-def _refuse_aliases(hook_file: Path, events: Any) -> None:
-    """Anchors and aliases (``&a``, ``*a``) can expand a page of YAML into gigabytes ("billion
-    laughs"); frontmatter never needs them, so they are refused before anything is built."""
+_MAX_YAML_DEPTH = 64  # nesting of frontmatter collections; HOOK.md needs three at most
+
+
+def _refuse_hostile(hook_file: Path, events: Any) -> None:
+    """Refuse, from the parser's events and before anything is built, what would make
+    building it costly: anchors and aliases (``&a``, ``*a``) can expand a page of YAML into
+    gigabytes ("billion laughs"), and deep nesting overflows the C loader's stack (a
+    segfault at some tens of thousands of levels). Frontmatter needs neither."""
     import yaml
 
+    depth = 0
     for event in events:
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > _MAX_YAML_DEPTH:
+                line = event.start_mark.line + 2 if event.start_mark is not None else None
+                raise HookFileError(
+                    hook_file, None, (f"line {line}: " if line else "") + "the frontmatter "
+                    f"nests more than {_MAX_YAML_DEPTH} levels deep; flatten it")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
         anchored = isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None)
         if anchored:
             line = event.start_mark.line + 2 if event.start_mark is not None else None

@@ -95,14 +95,17 @@ def fullmatch(matcher: Matcher, text: str) -> bool:
 
 
 def strings(value: Any) -> Iterator[str]:
-    """Every string value in a JSON value, depth first, without recursion."""
+    """Every string in a JSON value, object keys included (``{"rm -rf /": 1}`` must not slip
+    past a guard), depth first, without recursion."""
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
             yield item
         elif isinstance(item, dict):
-            stack.extend(reversed(list(item.values())))
+            for key, child in reversed(list(item.items())):
+                stack.append(child)
+                stack.append(key)
         elif isinstance(item, (list, tuple)):
             stack.extend(reversed(item))
 

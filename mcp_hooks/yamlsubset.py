@@ -29,6 +29,8 @@ _NULLS = {"null", "Null", "NULL", "~"}
 # YAML 1.1 booleans PyYAML resolves that a person may not mean as such: let PyYAML decide.
 _AMBIGUOUS = {"yes", "Yes", "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF"}
 _DECLINE = object()
+# Characters YAML refuses, or that ``str.splitlines`` would take for line breaks: declined.
+_NOT_YAML = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def _scalar(text: str) -> Any:
@@ -53,6 +55,8 @@ def _scalar(text: str) -> Any:
 
 def load(text: str) -> dict[str, Any] | None:
     """The mapping the text holds, or None when it is outside the subset (use PyYAML)."""
+    if _NOT_YAML.search(text):
+        return None
     root: dict[str, Any] = {}
     block: dict[str, Any] | None = None
     block_indent = 0
@@ -64,6 +68,8 @@ def load(text: str) -> dict[str, Any] | None:
         if found is None or "\t" in line:
             return None
         spaces, key, value = found.groups()
+        if key in _BOOLS or key in _NULLS or key in _AMBIGUOUS:  # PyYAML reads `on:` as True
+            return None
         indent = len(spaces)
         if value:
             value = value.rstrip(" ")
@@ -90,4 +96,6 @@ def load(text: str) -> dict[str, Any] | None:
         if parsed is _DECLINE:
             return None
         block[key] = parsed
+    if not root:  # an empty document is null to YAML, not {}
+        return None
     return {k: (v if v != {} else None) for k, v in root.items()}

@@ -228,3 +228,20 @@ def test_a_huge_hook_md_is_refused_without_reading_it_all(user_dir: Path) -> Non
         f.write("x" * (2 << 20))
     with pytest.raises(HookFileError, match="over 1 MiB"):
         load(hook)
+
+
+def test_deep_frontmatter_is_refused_not_a_crash(tmp_path: Path) -> None:
+    """PyYAML's C loader overflows its stack (SIGSEGV) on tens of thousands of levels: a
+    60 KB HOOK.md in a cloned repository would take every hook down with the process."""
+    import subprocess
+
+    from tests.conftest import MCP_HOOKS
+
+    hooks = tmp_path / "hooks"
+    hook = write_hook(hooks, "deep")
+    (hook / "HOOK.md").write_text("---\nname: deep\ndescription: d\ntrigger: before_tool\n"
+                                  "metadata: " + "[" * 30000 + "]" * 30000 + "\n---\n")
+    done = subprocess.run([MCP_HOOKS, "list", "--user-dir", str(hooks), "--project-dir",
+                           str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "nests more than 64 levels deep" in done.stdout
