@@ -126,6 +126,25 @@ def fault_outcome(event: str, what: str, *, on_fault: str = "block") -> Outcome:
     return engine.fault_outcome(event, what, on_fault=on_fault)
 
 
+def answer_outcome(host: Host, call: Call, outcome: Outcome | BaseException, on_fault: str,
+                   payload: Mapping[str, Any]) -> Reply:
+    """The host's reply to a fired call: its outcome in the host's form, or, when firing
+    raised, a fault outcome (never a block that loops a continuing stop); a reply that cannot
+    be built is a fault reply. Shared by the bridge and the forward endpoint."""
+    if isinstance(outcome, BaseException):
+        if call.event == "before_stop" and host.continuing(payload):
+            on_fault = "warn"
+        outcome = fault_outcome(call.event, (
+            f"the engine failed on {call.host_event}: {type(outcome).__name__}: {outcome}. "
+            f"Check the hooks with `mcp-hooks validate`; {FAULT_FIX}"), on_fault=on_fault)
+    try:
+        return host.reply(call, outcome)
+    except Exception as exc:
+        return host.fault_reply(
+            f"could not answer {call.host_event}: {type(exc).__name__}: {exc}; {FAULT_FIX}",
+            call.host_event, on_fault, payload)
+
+
 _SURROGATE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
 

@@ -43,8 +43,8 @@ from mcp_hooks.hosts.base import (
     Call,
     Host,
     Reply,
+    answer_outcome,
     fault_mode,
-    fault_outcome,
     load_payload,
 )
 
@@ -97,20 +97,12 @@ def answer(host: Host, raw: bytes, args: argparse.Namespace) -> Reply:
     except Exception as exc:  # any payload we cannot read is a fault of ours
         return host.fault_reply(unreadable(host, exc), host.known_event(flag, payload),
                                 on_fault, payload)
+    outcome: Outcome | BaseException
     try:
         outcome = fire_call(call, args)
     except Exception as exc:
-        if call.event == "before_stop" and host.continuing(payload):
-            on_fault = "warn"
-        outcome = fault_outcome(call.event, (
-            f"the engine failed on {call.host_event}: {type(exc).__name__}: {exc}. Check the "
-            f"hooks with `mcp-hooks validate`; {FAULT_FIX}"), on_fault=on_fault)
-    try:
-        return host.reply(call, outcome)
-    except Exception as exc:
-        return host.fault_reply(
-            f"could not answer {call.host_event}: {type(exc).__name__}: {exc}; {FAULT_FIX}",
-            call.host_event, on_fault, payload)
+        outcome = exc
+    return answer_outcome(host, call, outcome, on_fault, payload)
 
 
 def fire_call(call: Call, args: argparse.Namespace) -> Outcome:

@@ -36,14 +36,21 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from mcp_hooks.hosts import UnknownHostError, get_host
-from mcp_hooks.hosts.base import FAULT_FIX, Host, Reply, fail_open, fault_mode, load_payload
+from mcp_hooks.hosts.base import (
+    Host,
+    Reply,
+    answer_outcome,
+    fail_open,
+    fault_mode,
+    load_payload,
+)
 
 if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.routing import Route
 
-    from mcp_hooks.engine import Engine
+    from mcp_hooks.engine import Engine, Outcome
 
 EngineFor = Callable[[str | None], "Engine | Awaitable[Engine]"]
 BRIDGE_PATH = "/hooks/bridge/{host}"
@@ -85,22 +92,12 @@ async def answer_payload(host: Host, payload: dict[str, Any], event: str | None,
             engine = await engine
     except Exception as exc:
         return fail_open(f"this server does not answer for that folder: {exc}")
+    outcome: Outcome | BaseException
     try:
         outcome = await engine.fire(Event.create(event_type=call.event, **call.fields))
     except Exception as exc:
-        if call.event == "before_stop" and host.continuing(payload):
-            on_fault = "warn"
-        from mcp_hooks.hosts.base import fault_outcome
-
-        outcome = fault_outcome(call.event, (
-            f"the engine failed on {call.host_event}: {type(exc).__name__}: {exc}. Check the "
-            f"hooks with `mcp-hooks validate`; {FAULT_FIX}"), on_fault=on_fault)
-    try:
-        return host.reply(call, outcome)
-    except Exception as exc:
-        return host.fault_reply(
-            f"could not answer {call.host_event}: {type(exc).__name__}: {exc}; {FAULT_FIX}",
-            call.host_event, on_fault, payload)
+        outcome = exc
+    return answer_outcome(host, call, outcome, on_fault, payload)
 
 
 NONCE_HEADER = "X-MCP-Hooks-Nonce"
