@@ -8,7 +8,13 @@ and writes its pipes on the event loop instead, and lets a fast path take eligib
 resources, prompts, anything unusual) goes to the SDK's low-level server as before.
 
 Used only when stdin and stdout are pipes or sockets (how hosts start MCP servers); from a
-terminal the SDK's transport is used.
+terminal the SDK's transport is used. ``mcp-hooks serve`` uses it too (without a fast path).
+
+Odd input never stops it, and every request gets an answer: a line that is not JSON, JSON
+nested deeper than Python's parser goes (``RecursionError``), or a message that is not
+JSON-RPC is answered with a JSON-RPC error carrying the request's ``id`` when one can be read
+from the line (``message_id``), else ``id: null``. Lone surrogates (``"\\udcff"``: valid
+JSON, not valid UTF-8) are read as they are and written back as escapes.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import inspect
 import json
 import logging
 import os
+import re
 import stat
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
@@ -47,8 +54,93 @@ def is_pipe_like(fd: int) -> bool:
 
 
 def _dumps(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"),
-                      default=str).encode() + b"\n"
+    """One JSON-RPC line. A message that cannot be written as it is (a lone surrogate in a
+    string, nesting past the encoder) is written as ASCII JSON, or, failing that, replaced
+    by an error answer to the same request."""
+    try:
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":"),
+                          default=str).encode() + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate: escaped, it round-trips
+        with suppress(RecursionError, ValueError):
+            return json.dumps(message, separators=(",", ":"), default=str).encode() + b"\n"
+    except (RecursionError, ValueError):
+        pass
+    rid = message.get("id")
+    return json.dumps(error_response(
+        rid if isinstance(rid, (str, int)) else None, types.INTERNAL_ERROR,
+        "the answer to this request could not be encoded as JSON (nested too deep)"),
+        default=str).encode() + b"\n"
+
+
+def error_response(rid: str | int | None, code: int, message: str) -> dict[str, Any]:
+    """A JSON-RPC error answer."""
+    return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+
+
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]]')
+_ID_VALUE = re.compile(rb'\s*:\s*(-?[0-9]+(?![.eE0-9])|"[^"\\]*(?:\\.[^"\\]*)*")')
+
+
+def message_id(line: bytes) -> str | int | None:
+    """The ``id`` of the top-level JSON object on a line that could not be parsed (too deep,
+    or broken after the id), or None. Linear in the line, and never recursive."""
+    depth = 0
+    for token in _TOKEN.finditer(line):
+        first = line[token.start()]
+        if first in b"{[":
+            depth += 1
+        elif first in b"}]":
+            depth -= 1
+            if depth <= 0:
+                return None
+        elif depth == 1 and token.group() == b'"id"':
+            value = _ID_VALUE.match(line, token.end())
+            if value is None:
+                continue
+            try:
+                rid = json.loads(value.group(1))
+            except ValueError:
+                return None
+            return rid if isinstance(rid, (str, int)) else None
+    return None
+
+
+def unreadable(line: bytes, exc: BaseException) -> dict[str, Any]:
+    """The JSON-RPC error answering a line that is not a JSON-RPC message we can read."""
+    rid = message_id(line)
+    if isinstance(exc, RecursionError):
+        return error_response(rid, types.PARSE_ERROR, "Parse error: the message nests deeper "
+                              "than mcp-hooks reads; send flatter arguments")
+    return error_response(rid, types.PARSE_ERROR, f"Parse error: not valid JSON ({exc})")
+
+
+def _first_error(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deep"
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        with suppress(Exception):
+            first = errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ())) or "message"
+            return f"{where}: {first.get('msg', 'invalid')}"
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+def _encode(session_message: SessionMessage) -> bytes:
+    """A message from the SDK server as one line, whatever it holds (see ``_dumps``)."""
+    message = session_message.message
+    try:
+        return message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+    except ValueError:  # PydanticSerializationError: a lone surrogate, or too deep
+        pass
+    try:
+        data: dict[str, Any] = message.model_dump(mode="python", by_alias=True,
+                                                  exclude_unset=True)
+    except (ValueError, RecursionError):
+        rid = getattr(message, "id", None)
+        data = error_response(rid if isinstance(rid, (str, int)) else None,
+                              types.INTERNAL_ERROR, "the answer could not be encoded")
+    return _dumps(data)
 
 
 @asynccontextmanager
@@ -85,6 +177,10 @@ async def stdio_streams(fast: FastPath | None = None) -> AsyncIterator[Transport
     to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
     in_flight: dict[Any, anyio.CancelScope] = {}
 
+    async def reply(message: dict[str, Any]) -> None:
+        with suppress(ConnectionError, OSError):
+            await write(_dumps(message))
+
     async def write(data: bytes) -> None:
         writer.write(data)
         await writer.drain()
@@ -100,8 +196,7 @@ async def stdio_streams(fast: FastPath | None = None) -> AsyncIterator[Transport
                     "code": types.INTERNAL_ERROR, "message": "Internal error in mcp-hooks proxy"}}
             finally:
                 in_flight.pop(rid, None)
-            with suppress(ConnectionError, OSError):
-                await write(_dumps(message))
+            await reply(message)
         if scope.cancelled_caught and inspect.iscoroutine(response):
             response.close()  # cancelled before it ever ran: no "never awaited" warning
 
@@ -132,8 +227,8 @@ async def stdio_streams(fast: FastPath | None = None) -> AsyncIterator[Transport
                     continue
                 try:
                     raw = json.loads(line)
-                except ValueError as exc:
-                    await to_server.send(exc)
+                except (ValueError, RecursionError) as exc:
+                    await reply(unreadable(line, exc))
                     continue
                 if fast is not None and isinstance(raw, dict):
                     if raw.get("method") == "notifications/cancelled" and cancelled(raw):
@@ -152,17 +247,22 @@ async def stdio_streams(fast: FastPath | None = None) -> AsyncIterator[Transport
                         continue
                 try:
                     message = types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
-                except ValueError as exc:
-                    await to_server.send(exc)
+                except (ValueError, RecursionError) as exc:
+                    if isinstance(raw, dict) and "method" in raw and "id" in raw:
+                        rid = raw["id"]
+                        await reply(error_response(
+                            rid if isinstance(rid, (str, int)) else None,
+                            types.INVALID_REQUEST, f"Invalid request: {_first_error(exc)}"))
+                    else:
+                        logger.warning("dropped a message that is not JSON-RPC: %.200r", line)
                     continue
                 await to_server.send(SessionMessage(message))
 
     async def write_lines() -> None:
         async with from_server:
             async for session_message in from_server:
-                data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
                 try:
-                    await write(data.encode() + b"\n")
+                    await write(_encode(session_message))
                 except (ConnectionError, OSError):
                     return
 

@@ -11,14 +11,27 @@ Two parts:
   ``mcp-hooks serve`` entry point, which hands that server to ``transport.serve``.
 
 Bad requests (unknown event, malformed arguments, a hook name that is unknown or looks like a
-path, a ``work_dir`` outside the roots, more than ``MAX_PAYLOAD_BYTES`` of event data) are tool
-errors (``isError``) whose text says what is wrong; a hook that crashes is an ``Outcome`` entry,
-never a server failure.
+path, a ``work_dir`` outside the roots) are tool errors (``isError``) whose text says what is
+wrong; a hook that crashes is an ``Outcome`` entry, never a server failure.
+
+Fail closed: what the server cannot process although the request is well formed (more than
+``MAX_PAYLOAD_BYTES`` of event data, nesting deeper than the engine reads, a hook folder that
+cannot be loaded, an exception of our own anywhere around the engine) is answered by
+``engine.fault_outcome`` under the ``--on-fault`` policy: for an event that can block, a deny
+whose reason says what broke (``blocked_by: "mcp-hooks"``), never a crash and never a silent
+allow. The server keeps answering its other clients.
+
+Trust: project hooks run only once trusted (``mcp-hooks trust``). ``list_hooks`` and
+``hooks://index`` show every hook's ``trust`` (``trusted``, ``untrusted``, ``changed``; the
+untrusted ones with the ``fix`` command), ``replaces`` for a trusted project hook that
+replaces a user hook, and invalid hooks with the ``event`` they could have handled. Secrets:
+the server's token never reaches a hook's environment (``Engine(secrets=...)``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import logging
@@ -49,9 +62,24 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from mcp_types import Resource as MCPResource
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mcp_hooks import __version__
-from mcp_hooks.discovery import InvalidHook, Registry, find_project_dir, project_hooks_dir
-from mcp_hooks.engine import DEFAULT_STOP_BLOCK_CAP, Engine, Event, HookRun, Outcome
+from mcp_hooks import __version__, matching
+from mcp_hooks.discovery import (
+    InvalidHook,
+    Registry,
+    UntrustedHook,
+    find_project_dir,
+    project_hooks_dir,
+)
+from mcp_hooks.engine import (
+    DEFAULT_STOP_BLOCK_CAP,
+    Engine,
+    Event,
+    HookRun,
+    OnFault,
+    Outcome,
+    cap_text,
+    fault_outcome,
+)
 from mcp_hooks.errors import MCPHooksError
 from mcp_hooks.eventlog import EventLog
 from mcp_hooks.events import TOOL_EVENTS, canonical_event, catalogue
@@ -74,6 +102,11 @@ class BadRequest(ToolError):
     """A caller's mistake, reported to the client as a tool error with this message."""
 
 
+class HooksUnavailable(BadRequest):
+    """The hooks of a project cannot be loaded: a tool error for a listing, a fault (a deny,
+    under ``--on-fault block``) for an event."""
+
+
 # -- the engine side -------------------------------------------------------------------------
 
 
@@ -92,6 +125,11 @@ class HookService:
         stop_block_cap: the ``before_stop`` loop guard's cap.
         strict: unknown frontmatter keys make a hook invalid.
         watch_interval: seconds between looks for changes on disk (list-changed notices).
+        on_fault: ``block`` (default): what the server cannot process denies an event that
+            can block; ``warn``: it is let through with a warning (``engine.fault_outcome``).
+        secrets: values no hook may see in its environment (the server's token).
+        trust_project_hooks: run every project hook without the trust store; None: the
+            environment decides (``MCP_HOOKS_TRUST_PROJECT_HOOKS``).
     """
 
     def __init__(
@@ -104,8 +142,14 @@ class HookService:
         stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
         strict: bool = False,
         watch_interval: float = WATCH_INTERVAL,
+        on_fault: OnFault = "block",
+        secrets: Sequence[str] = (),
+        trust_project_hooks: bool | None = None,
     ) -> None:
         self.project_dir = Path(os.path.realpath(project_dir))
+        self.on_fault: OnFault = "warn" if on_fault == "warn" else "block"
+        self.secrets = tuple(s for s in secrets if s)
+        self.trust_project_hooks = trust_project_hooks
         self.user_dir = user_dir
         self.roots = [Path(os.path.realpath(r)) for r in roots] or [self.project_dir]
         self.log = log
@@ -123,12 +167,16 @@ class HookService:
     def from_args(cls, args: argparse.Namespace) -> HookService:
         """The service ``mcp-hooks serve`` options describe."""
         from mcp_hooks import options
+        from mcp_hooks.transport import options_from_args
 
         project = options.project_dir(args)
         roots = [Path(r).expanduser() for r in (getattr(args, "root", None) or [])]
+        token = options_from_args(args).token
         return cls(
             project, user_dir=options.user_dir(args), roots=roots, log=options.event_log(args),
-            stop_block_cap=options.stop_block_cap(args),
+            stop_block_cap=options.stop_block_cap(args), on_fault=options.on_fault(args),
+            secrets=[token] if token else [],
+            trust_project_hooks=options.trust_project_hooks(args),
         )
 
     async def __aenter__(self) -> HookService:
@@ -180,10 +228,12 @@ class HookService:
             # leaving the stack waits for running async hooks (each bounded by its timeout)
 
     def _new_engine(self, project: Path) -> Engine:
-        registry = Registry(self.user_dir, project, strict=self.strict)
+        registry = Registry(self.user_dir, project, strict=self.strict,
+                            trust_project_hooks=self.trust_project_hooks)
         for bad in registry.invalid:
             logger.warning("invalid hook not loaded: %s", bad)
-        return Engine(registry, log=self.log, stop_block_cap=self.stop_block_cap)
+        return Engine(registry, log=self.log, stop_block_cap=self.stop_block_cap,
+                      on_fault=self.on_fault, secrets=self.secrets)
 
     # -- projects ----------------------------------------------------------------------------
 
@@ -234,7 +284,7 @@ class HookService:
         await done.wait()
         engine = self._engines.get(project)
         if engine is None:
-            raise BadRequest(f"the hooks of {project} cannot be loaded; see the server log")
+            raise HooksUnavailable(f"the hooks of {project} cannot be loaded; see the server log")
         return engine
 
     async def registry_for(self, work_dir: str | None) -> Registry:
@@ -248,15 +298,30 @@ class HookService:
     ) -> Outcome:
         """Fire an event at the hooks of its ``work_dir``'s project (root-checked).
 
+        Never raises for what the server cannot process: a project whose hooks cannot be
+        loaded, or any exception of ours around the engine, is a fault (``fault_outcome``).
+
         Raises:
-            BadRequest: the work_dir is outside the roots.
-            UnknownEventError, InvalidEventError: the event is malformed.
+            BadRequest: the work_dir is outside the roots (or not an existing folder).
+            UnknownEventError: the event type is not in the catalogue.
         """
+        name = canonical_event(event.event_type)
         project, work_dir = self.locate(event.work_dir)
-        engine = await self._engine(project)
-        if work_dir != event.work_dir:
-            event = dataclasses.replace(event, work_dir=work_dir)
-        return await engine.fire(event, on_hook_done=on_hook_done)
+        try:
+            engine = await self._engine(project)
+            if work_dir != event.work_dir:
+                event = dataclasses.replace(event, work_dir=work_dir)
+            return await engine.fire(event, on_hook_done=on_hook_done)
+        except HooksUnavailable as exc:
+            return self.fault(name, str(exc))
+        except Exception as exc:  # ours: never a crash, never a silent allow
+            logger.exception("the server failed on a %s event", name)
+            return self.fault(name, f"the server failed: {type(exc).__name__}: "
+                              f"{cap_text(str(exc), 300)}")
+
+    def fault(self, event: str, what: str) -> Outcome:
+        """The outcome of an event the server cannot decide, under its ``on_fault`` policy."""
+        return fault_outcome(event, what, on_fault=self.on_fault)
 
     # -- change notices ------------------------------------------------------------------------
 
@@ -282,10 +347,14 @@ class HookService:
 
     async def _watch(self) -> None:
         with self._watch_scope:
-            await self._engine(self.project_dir)
+            with contextlib.suppress(HooksUnavailable):  # logged; its events answer a fault
+                await self._engine(self.project_dir)
             while True:
                 await anyio.sleep(self.watch_interval)
-                await self.check_changes()
+                try:
+                    await self.check_changes()
+                except Exception:  # the watcher must outlive anything on disk
+                    logger.exception("looking for changed hooks failed")
 
 
 # -- structured results ----------------------------------------------------------------------
@@ -306,10 +375,29 @@ class HookInfo(BaseModel):
     timeout: int = Field(description="milliseconds")
     matcher: dict[str, str] | None = None
     on_error: str = Field(description="allow (fail open) or block (fail closed)")
+    trust: str = Field(
+        default="trusted", description="trusted (it runs), untrusted (a project hook never "
+        "trusted: it does not run) or changed (changed since it was trusted: it does not run)")
+    fix: str | None = Field(
+        default=None, description="for a hook that is not trusted: the command that trusts it, "
+        "to run once a person has read it")
+    replaces: str | None = Field(
+        default=None, description="for a trusted project hook: the folder of the user hook of "
+        "the same name it replaces")
 
     @classmethod
-    def of(cls, hook: HookSpec) -> HookInfo:
-        return cls.model_validate(hook.frontmatter())
+    def of(cls, hook: HookSpec, registry: Registry | None = None) -> HookInfo:
+        data = hook.frontmatter()
+        if registry is not None and hook.scope == "project":
+            user = registry.replaced.get(hook.name)
+            if user is not None and registry.get(hook.name) is hook:
+                data["replaces"] = str(user.dir)
+        return cls.model_validate(data)
+
+    @classmethod
+    def held(cls, untrusted: UntrustedHook) -> HookInfo:
+        return cls.model_validate(untrusted.spec.frontmatter() | {
+            "trust": untrusted.status, "fix": untrusted.fix})
 
 
 class InvalidHookInfo(BaseModel):
@@ -320,10 +408,17 @@ class InvalidHookInfo(BaseModel):
     file: str
     field: str | None
     reason: str
+    event: str | None = Field(
+        default=None, description="the event it could have handled (null: any); until fixed "
+        "it blocks that event (under --on-fault block)")
+    in_scope: bool = Field(
+        default=True, description="false for an untrusted project hook, which would not run "
+        "anyway and blocks nothing")
 
 
 class HookListing(BaseModel):
-    """The hooks of a project (user and project level), and the ones that failed to load."""
+    """The hooks of a project (user and project level, with their trust), and the ones that
+    failed to load."""
 
     hooks: list[HookInfo]
     invalid: list[InvalidHookInfo]
@@ -338,18 +433,30 @@ class HookDocument(BaseModel):
     path: str = Field(description="the HOOK.md file")
     frontmatter: HookInfo
     text: str = Field(description="the whole HOOK.md")
+    trust: str = Field(default="trusted", description="trusted, untrusted or changed; a hook "
+                       "that is not trusted is shown but does not run")
+    notes: list[str] = Field(default_factory=list)
+
+
+def _admits(hook: HookSpec, tool_name: str) -> bool:
+    if hook.event not in TOOL_EVENTS:
+        return False
+    matcher = hook.tool_re
+    return matcher is None or matching.fullmatch(matcher, tool_name)
 
 
 def _listing(
     registry: Registry, event: str | None = None, tool_name: str | None = None
 ) -> HookListing:
     hooks = registry.for_event(event) if event is not None else registry.hooks()
+    held = [u for u in registry.untrusted if event is None or u.spec.event == event]
+    invalid = [bad for bad in registry.invalid if event is None or bad.event in (None, event)]
     if tool_name is not None:
-        hooks = [h for h in hooks if h.event in TOOL_EVENTS
-                 and (h.tool_re is None or h.tool_re.fullmatch(tool_name) is not None)]
+        hooks = [h for h in hooks if _admits(h, tool_name)]
+        held = [u for u in held if _admits(u.spec, tool_name)]
     return HookListing(
-        hooks=[HookInfo.of(h) for h in hooks],
-        invalid=[InvalidHookInfo.model_validate(bad.as_dict()) for bad in registry.invalid],
+        hooks=[HookInfo.of(h, registry) for h in hooks] + [HookInfo.held(u) for u in held],
+        invalid=[InvalidHookInfo.model_validate(bad.as_dict()) for bad in invalid],
         warnings=list(registry.warnings),
     )
 
@@ -368,35 +475,89 @@ def _check_hook_name(name: str) -> None:
 
 
 def _find_hook(registry: Registry, name: str) -> HookSpec:
+    """The hook of that name that runs, else an untrusted project hook of that name."""
     _check_hook_name(name)
     hook = registry.get(name)
     if hook is not None:
         return hook
+    held = next((u for u in registry.untrusted if u.name == name), None)
+    if held is not None:
+        return held.spec
     bad: InvalidHook | None = next((b for b in registry.invalid if b.name == name), None)
     if bad is not None:
         raise BadRequest(f"hook {name!r} is invalid and not loaded: {bad}")
-    known = [h.name for h in registry.hooks()]
+    known = [h.name for h in registry.hooks()] + [u.name for u in registry.untrusted]
     shown = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
     raise BadRequest(
         f"no hook named {name!r}; " + (f"installed: {shown}" if known else "no hooks are installed")
     )
 
 
-def _document(hook: HookSpec) -> HookDocument:
+def _document(registry: Registry, hook: HookSpec) -> HookDocument:
     try:
         text = hook.read_text()
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         raise BadRequest(f"hook {hook.name!r}: cannot read {hook.hook_file}: {exc}") from None
+    held = {u.name: u for u in registry.untrusted}.get(hook.name)
+    notes: list[str] = []
+    if held is not None and held.spec is hook:
+        info = HookInfo.held(held)
+        trust = held.status
+        notes.append(f"this project hook is {held.status}, so it does not run; read it, then "
+                     f"trust it with: {held.fix}")
+    else:
+        info = HookInfo.of(hook, registry)
+        trust = "trusted"
+        if held is not None:
+            notes.append(f"a project hook of the same name ({held.spec.dir}) is {held.status} "
+                         f"and does not run; this {hook.scope} hook runs instead")
+        if info.replaces:
+            notes.append(f"this trusted project hook replaces the user hook {info.replaces}")
     return HookDocument(name=hook.name, scope=hook.scope, path=str(hook.hook_file),
-                        frontmatter=HookInfo.of(hook), text=text)
+                        frontmatter=info, text=text, trust=trust, notes=notes)
 
 
-def _payload_size(values: Sequence[Any]) -> int:
+def _unprocessable(values: Sequence[Any]) -> str | None:
+    """Why event data the client sent is more than the server processes, or None.
+
+    More than ``MAX_PAYLOAD_BYTES`` of JSON is well formed, but not something the server will
+    hand on: a fault (a deny for an event that can block), with the fix in the reason. Data
+    nested deeper than the engine reads is the engine's to judge (a fault only when a hook
+    would have seen it); only its strings are counted here.
+    """
     size = 0
     for value in values:
-        if value is not None:
-            size += len(json.dumps(value, ensure_ascii=False, default=str).encode())
-    return size
+        if value is None:
+            continue
+        if matching.larger_than(value, MAX_PAYLOAD_BYTES - size):  # cheap, before encoding
+            size = MAX_PAYLOAD_BYTES + 1
+        elif matching.depth(value) <= matching.MAX_DEPTH:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+            size += len(text.encode("utf-8", "surrogatepass"))
+        if size > MAX_PAYLOAD_BYTES:
+            return (f"the event carries more than {MAX_PAYLOAD_BYTES} bytes (1 MiB) of JSON "
+                    "data, the limit: send a summary or a file path instead of whole contents")
+    return None
+
+
+def _fired(outcome: Outcome) -> CallToolResult:
+    """The tool result of an outcome: compact JSON text beside the structured copy (every
+    byte is parsed by the client).
+
+    Lone surrogates (valid in JSON, not in UTF-8; a hook's ``modified_input`` may hold one)
+    cannot be written as UTF-8: the text then escapes them (``\\udcff``, ASCII JSON that
+    round-trips) and the structured copy has U+FFFD in their place, so the reply can always
+    be sent.
+    """
+    data = outcome.as_dict()
+    text = outcome.to_json()
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        data = json.loads(text.encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
+        text = json.dumps(outcome.as_dict(), default=str)
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=data)
 
 
 def _describe_validation(exc: ValidationError) -> str:
@@ -579,31 +740,32 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
         context: Annotated[dict[str, Any] | None, Field(
             description="free-form context handed to the hooks")] = None,
     ) -> Annotated[CallToolResult, Outcome]:
-        size = _payload_size((tool_input, tool_output, error, payload, context))
-        if size > MAX_PAYLOAD_BYTES:
-            raise BadRequest(
-                f"the event carries {size} bytes of JSON data; the limit is {MAX_PAYLOAD_BYTES} "
-                "bytes (1 MiB): send a summary or a file path instead of whole contents"
-            )
         try:
-            event = Event.create(
-                event_type=event_type, session_id=session_id, work_dir=work_dir,
-                tool_name=tool_name, tool_input=tool_input, tool_use_id=tool_use_id,
-                tool_output=tool_output, error=error, payload=payload or {},
-                context=context or {},
-            )
+            name = canonical_event(event_type)
         except MCPHooksError as exc:
             raise BadRequest(str(exc)) from None
-        progress = _Progress(ctx, service, event)
         try:
+            fault = _unprocessable((tool_input, tool_output, error, payload, context))
+            if fault is not None:
+                return _fired(service.fault(name, fault))
+            try:
+                event = Event.create(
+                    event_type=event_type, session_id=session_id, work_dir=work_dir,
+                    tool_name=tool_name, tool_input=tool_input, tool_use_id=tool_use_id,
+                    tool_output=tool_output, error=error, payload=payload or {},
+                    context=context or {},
+                )
+            except MCPHooksError as exc:
+                raise BadRequest(str(exc)) from None
+            progress = _Progress(ctx, service, event)
             outcome = await service.fire(event, on_hook_done=progress)
-        except MCPHooksError as exc:
-            raise BadRequest(str(exc)) from None
-        # Compact JSON text beside the structured copy: every byte is parsed by the client.
-        return CallToolResult(
-            content=[TextContent(type="text", text=outcome.to_json())],
-            structured_content=outcome.as_dict(),
-        )
+            return _fired(outcome)
+        except BadRequest:
+            raise
+        except Exception as exc:  # ours, around the engine: a fault, never a crash
+            logger.exception("fire_hook_event failed on a %s event", name)
+            return _fired(service.fault(name, f"the server failed: {type(exc).__name__}: "
+                                        f"{cap_text(str(exc), 300)}"))
 
     async def list_hooks(
         event_type: Annotated[str | None, Field(
@@ -627,7 +789,8 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
             description="absolute project folder (default: the server's project)")] = None,
     ) -> HookDocument:
         _check_hook_name(name)
-        return _document(_find_hook(await service.registry_for(work_dir), name))
+        registry = await service.registry_for(work_dir)
+        return _document(registry, _find_hook(registry, name))
 
     read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
     tools = [
@@ -738,7 +901,7 @@ class _Progress:
                 selected = registry.select(canonical_event(self.event.event_type),
                                            self.event.tool_name, self.event.tool_input)
                 self.total = max(self.done, sum(1 for h in selected if not h.is_async))
-            except MCPHooksError:
+            except Exception:  # a progress count must never fail the event
                 self.total = self.done
         message = f"{run.name}: {run.status} ({run.duration_ms:.0f} ms)"
         try:

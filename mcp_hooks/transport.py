@@ -352,9 +352,17 @@ async def serve(
     options.check()
     lowlevel = _lowlevel(server)
     if options.transport == "stdio":
-        from mcp.server.stdio import stdio_server
+        from mcp_hooks.proxy_stdio import is_pipe_like, stdio_streams
 
-        async with stdio_server() as (read_stream, write_stream):
+        if sys.platform != "win32" and is_pipe_like(0) and is_pipe_like(1):
+            # Served on the event loop: no thread hops, and a line the SDK would drop
+            # (too deep, not JSON-RPC) gets a JSON-RPC error instead of no answer.
+            streams = stdio_streams()
+        else:
+            from mcp.server.stdio import stdio_server
+
+            streams = stdio_server()
+        async with streams as (read_stream, write_stream):
             if on_ready is not None:
                 await _maybe_await(on_ready("stdio:"))
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

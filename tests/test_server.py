@@ -196,8 +196,6 @@ async def test_bad_requests_are_tool_errors(client: Client, tmp_path: Path,
         ({"event_type": "session_start", "work_dir": "relative/dir"}, "absolute path"),
         ({"event_type": "session_start", "work_dir": str(project / "missing")},
          "not an existing folder"),
-        ({"event_type": "before_tool", "tool_input": {"blob": "x" * MAX_PAYLOAD_BYTES}},
-         "limit is 1048576 bytes"),
     ]
     for arguments, expected in cases:
         message = await tool_error(client, "fire_hook_event", arguments)
@@ -205,6 +203,18 @@ async def test_bad_requests_are_tool_errors(client: Client, tmp_path: Path,
         assert "validation error for" not in message  # no pydantic dump
     # the server keeps serving
     assert (await fire(client, event_type="session_start"))["decision"] == "allow"
+
+
+async def test_too_much_event_data_is_a_fault_not_an_error(client: Client) -> None:
+    """Well formed but more than the server processes: denied (fail closed), saying why;
+    an event that cannot block is let through with the warning."""
+    big = {"blob": "x" * MAX_PAYLOAD_BYTES}
+    denied = await fire(client, event_type="before_tool", tool_name="Bash", tool_input=big)
+    assert denied["decision"] == "deny" and denied["blocked_by"] == "mcp-hooks"
+    assert "1048576 bytes" in denied["reason"] and "summary" in denied["reason"]
+    note = await fire(client, event_type="after_tool_failure", tool_name="Bash", error=big)
+    assert note["decision"] == "allow"
+    assert any("1048576 bytes" in w for w in note["warnings"])
 
 
 async def test_tool_input_sent_as_json_text_is_accepted(client: Client) -> None:
@@ -235,9 +245,11 @@ async def test_list_hooks_filters_and_reports_invalid(
         "name": "shell-guard", "description": "test hook shell-guard", "trigger": "before_tool",
         "event": "before_tool", "scope": "user", "priority": 900, "async": False,
         "timeout": 30000, "matcher": {"tool": "Bash|Shell"}, "on_error": "allow",
+        "trust": "trusted", "fix": None, "replaces": None,
     }
     assert listing["hooks"][2]["async"] is True
-    assert [(b["name"], b["field"]) for b in listing["invalid"]] == [("broken", "description")]
+    assert [(b["name"], b["field"], b["event"], b["in_scope"]) for b in listing["invalid"]] == [
+        ("broken", "description", "before_tool", True)]
 
     by_event = (await client.call_tool("list_hooks", {"event_type": "pre-agent-turn-stop"}))
     assert [h["name"] for h in (by_event.structured_content or {})["hooks"]] == ["stop-gate"]
