@@ -65,9 +65,14 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_hooks.engine import Engine, Event, Outcome
+from mcp_hooks.engine import FAULT_SOURCE, Engine, Event, Outcome, cap_text, fault_outcome
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.proxy_config import ProxyConfigError, UpstreamSpec, collect_upstreams
+from mcp_hooks.proxy_config import (
+    ProxyConfigError,
+    UpstreamSpec,
+    collect_upstreams,
+    upstream_secrets,
+)
 from mcp_hooks.proxy_upstream import (
     DEFAULT_STARTUP_TIMEOUT,
     DEFAULT_TIMEOUT,
@@ -249,7 +254,8 @@ def apply_modified_output(result: dict[str, Any], modified: Any) -> dict[str, An
 
 def _deny_text(outcome: Outcome, tool: str, *, ran: bool) -> str:
     what = "its result was withheld" if ran else "the tool was not run"
-    return f"Blocked by hook {outcome.blocked_by}: {outcome.reason}\n({tool}: {what})"
+    who = "mcp-hooks" if outcome.blocked_by == FAULT_SOURCE else f"hook {outcome.blocked_by}"
+    return f"Blocked by {who}: {outcome.reason}\n({tool}: {what})"
 
 
 # -- the proxy -----------------------------------------------------------------------------
@@ -570,12 +576,18 @@ class Proxy:
             },
         ))
 
-    async def _fire(self, event: Event) -> Outcome | None:
+    async def _fire(self, event: Event) -> Outcome:
+        """Fire an event; a failure of ours is a fault (``fault_outcome`` under the engine's
+        policy: a deny for an event that can block), never a crash of the proxy."""
         try:
             return await self.engine.fire(event)
         except Exception as exc:  # an event that cannot fire never takes the proxy down
             logger.error("cannot fire %s: %s", event.event_type, exc)
-            return None
+            return self._fault(event.event_type, exc)
+
+    def _fault(self, event: str, exc: BaseException) -> Outcome:
+        return fault_outcome(event, f"the proxy failed: {type(exc).__name__}: "
+                             f"{cap_text(str(exc), 300)}", on_fault=self.engine.on_fault)
 
     # -- the gate -------------------------------------------------------------------------
 
@@ -608,8 +620,8 @@ class Proxy:
                 event_type="before_tool", tool_input=arguments, **fields))
         except Exception as exc:
             # The gate itself is broken: fail closed rather than run the tool unchecked.
-            return error_result(f"mcp-hooks could not run the before_tool hooks, so {name} "
-                                f"was not run: {exc}")
+            logger.exception("the before_tool gate failed on %s", name)
+            before = self._fault("before_tool", exc)
         if before.denied:
             return error_result(_deny_text(before, name, ran=False))
         if before.modified_input is not None:
@@ -638,16 +650,18 @@ class Proxy:
                 tool_output=tool_output(result), **fields))
             return result
 
-        after = await self._fire(Event.create(
-            event_type="after_tool", tool_input=arguments, tool_output=tool_output(result),
-            **fields))
+        try:
+            after = await self._fire(Event.create(
+                event_type="after_tool", tool_input=arguments, tool_output=tool_output(result),
+                **fields))
+        except Exception as exc:  # the upstream's result cannot be made an event
+            after = self._fault("after_tool", exc)
         contexts = list(before.additional_context)
-        if after is not None:
-            if after.denied:
-                return error_result(_deny_text(after, name, ran=True))
-            if after.modified_output is not None:
-                result = apply_modified_output(result, after.modified_output)
-            contexts += after.additional_context
+        if after.denied:
+            return error_result(_deny_text(after, name, ran=True))
+        if after.modified_output is not None:
+            result = apply_modified_output(result, after.modified_output)
+        contexts += after.additional_context
         if contexts:
             result["content"] = [*result["content"],
                                  {"type": "text", "text": "\n\n".join(contexts)}]
@@ -662,7 +676,9 @@ class Proxy:
         connection after ``initialize`` (at a version with structured content), or a
         2026-07-28 request with its envelope, after the SDK has served one.
         """
-        if message.get("method") != "tools/call" or "id" not in message:
+        rid = message.get("id")
+        if message.get("method") != "tools/call" or isinstance(rid, bool) \
+                or not isinstance(rid, (str, int)):
             return None
         params = message.get("params")
         if not isinstance(params, dict) or not _FAST_PARAMS.issuperset(params):
@@ -688,7 +704,7 @@ class Proxy:
             session, modern = self._shared_session(None), True
         else:
             return None
-        return self._answer(message["id"], session, name, dict(arguments), modern)
+        return self._answer(rid, session, name, dict(arguments), modern)
 
     async def _answer(
         self, rid: Any, session: DownstreamSession, name: str, arguments: dict[str, Any],
@@ -926,7 +942,8 @@ async def run_proxy(
                 if serve_options.transport == "stdio" and sys.platform != "win32" \
                         and is_pipe_like(0) and is_pipe_like(1):
                     server = proxy.server
-                    async with stdio_streams(proxy.fast_request) as (read, write):
+                    async with stdio_streams(proxy.fast_request,
+                                             replace_lone_surrogates=True) as (read, write):
                         await server.run(read, write, server.create_initialization_options())
                 else:
                     await transport.serve(proxy.server, serve_options, shutdown=shutdown)
@@ -953,12 +970,15 @@ def proxy_command(args: argparse.Namespace) -> int:
         timeout=float(getattr(args, "timeout", None) or DEFAULT_TIMEOUT),
         startup_timeout=float(getattr(args, "startup_timeout", None) or DEFAULT_STARTUP_TIMEOUT),
     )
-    registry = options.registry(args)
+    registry = options.registry(args)  # with --trust-project-hooks
     log = options.event_log(args)
+    # No hook may read the proxy's token or an upstream's credentials from its environment.
+    secrets = [*([serve_options.token] if serve_options.token else []),
+               *upstream_secrets(specs)]
 
     async def main() -> None:
-        async with Engine(registry, log=log,
-                          stop_block_cap=options.stop_block_cap(args)) as engine:
+        async with Engine(registry, log=log, stop_block_cap=options.stop_block_cap(args),
+                          on_fault=options.on_fault(args), secrets=secrets) as engine:
             await run_proxy(specs, engine, settings, serve_options, log=log)
 
     anyio.run(main)

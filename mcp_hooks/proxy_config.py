@@ -17,6 +17,10 @@ file's folder. Keys other hosts add (``autoApprove``, ``alwaysAllow``, ...) are 
 
 ``--upstream NAME=COMMAND`` adds one server without a file: COMMAND is split like a shell
 would split it, or is an ``http(s)://`` URL for streamable HTTP.
+
+Secrets: hooks run beside the proxy, so no hook may find an upstream's credentials in its
+environment. ``upstream_secrets`` names them (see there) and the proxy hands them to its
+engine, which leaves out of every hook's environment any variable holding one of them.
 """
 
 from __future__ import annotations
@@ -110,6 +114,62 @@ class UpstreamSpec(BaseModel):
             return shlex.join(_masked([self.command or "", *self.args]))
         url = _URL_USERINFO.sub(r"\1***@", self.url or "")
         return f"{self.transport} {url}"
+
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9._~+/-]*\s+(\S.*)$")  # "Bearer abc" -> "abc"
+_MIN_SECRET = 8  # shorter values hide too many ordinary variables to be worth it
+
+
+def _looks_like_token(value: str) -> bool:
+    """A long run of letters and digits with no spaces: an API key, not a path or a word."""
+    return (len(value) >= 16 and not any(c.isspace() for c in value)
+            and "://" not in value and not value.startswith(("/", ".", "~"))
+            and any(c.isdigit() for c in value) and any(c.isalpha() for c in value))
+
+
+def upstream_secrets(specs: Iterable[UpstreamSpec]) -> list[str]:
+    """The configured values no hook may see in its environment.
+
+    - every header value of an HTTP or SSE upstream (of 8 characters or more; the
+      ``Authorization``, cookie and key-named headers whatever their length), and the
+      credential after its scheme (``Bearer abc`` -> ``abc``: the variable it was
+      expanded from holds only that);
+    - every ``env`` value of a stdio upstream whose name looks secret (token, secret,
+      password, api key, auth, credential), and any other that looks like a key (16 or more
+      characters with letters and digits, no spaces, not a path or URL);
+    - the values of secret-looking arguments (``--token X``, ``--api-key=X``, ``TOKEN=X``)
+      and the password of a URL's user info.
+
+    Values are matched exactly: a variable whose value equals one of them is left out.
+    """
+    found: list[str] = []
+
+    def add(value: str | None, *, always: bool = False) -> None:
+        value = (value or "").strip()
+        if value and (always or len(value) >= _MIN_SECRET) and value not in found:
+            found.append(value)
+
+    for spec in specs:
+        for name, value in spec.headers.items():
+            always = bool(_SECRET_WORD.search(name)) or name.lower() in ("cookie", "x-api-key")
+            add(value, always=always)
+            scheme = _SCHEME.match(value.strip())
+            if scheme is not None:
+                add(scheme.group(1), always=always)
+        for name, value in spec.env.items():
+            if _SECRET_WORD.search(name):
+                add(value, always=True)
+            elif _looks_like_token(value):
+                add(value)
+        argv = [spec.command or "", *spec.args, spec.url or ""]
+        for arg, masked in zip(argv[1:], _masked(argv)[1:], strict=False):
+            if masked != arg:
+                name, eq, rest = arg.partition("=")
+                add(rest if eq and masked == f"{name}=***" else arg)
+            userinfo = re.search(r"\w+://([^/@\s]+)@", arg)
+            if userinfo is not None:
+                add(userinfo.group(1).partition(":")[2] or userinfo.group(1))
+    return found
 
 
 def _expand(value: str, where: str, environ: Mapping[str, str]) -> str:

@@ -14,7 +14,9 @@ Odd input never stops it, and every request gets an answer: a line that is not J
 nested deeper than Python's parser goes (``RecursionError``), or a message that is not
 JSON-RPC is answered with a JSON-RPC error carrying the request's ``id`` when one can be read
 from the line (``message_id``), else ``id: null``. Lone surrogates (``"\\udcff"``: valid
-JSON, not valid UTF-8) are read as they are and written back as escapes.
+JSON, not valid UTF-8) are read as they are and written back as escapes; with
+``replace_lone_surrogates`` (the proxy) each becomes U+FFFD as it is read, so the hooks gate
+exactly what a strict upstream can receive (an SDK server drops a line holding one, unanswered).
 """
 
 from __future__ import annotations
@@ -70,6 +72,42 @@ def _dumps(message: dict[str, Any]) -> bytes:
         rid if isinstance(rid, (str, int)) else None, types.INTERNAL_ERROR,
         "the answer to this request could not be encoded as JSON (nested too deep)"),
         default=str).encode() + b"\n"
+
+
+_LONE = re.compile("[\ud800-\udfff]")  # after json.loads, a surrogate left is a lone one
+
+
+def _fix(text: str) -> str:
+    return _LONE.sub("\ufffd", text)
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD;
+    containers are fixed in place, without recursion."""
+    if isinstance(value, str):
+        return _fix(value)
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if any(isinstance(k, str) and _LONE.search(k) for k in item):
+                fixed = {(_fix(k) if isinstance(k, str) else k): v for k, v in item.items()}
+                item.clear()
+                item.update(fixed)
+            for key, child in item.items():
+                if isinstance(child, str):
+                    if _LONE.search(child):
+                        item[key] = _fix(child)
+                elif isinstance(child, (dict, list)):
+                    stack.append(child)
+        elif isinstance(item, list):
+            for index, child in enumerate(item):
+                if isinstance(child, str):
+                    if _LONE.search(child):
+                        item[index] = _fix(child)
+                elif isinstance(child, (dict, list)):
+                    stack.append(child)
+    return value
 
 
 def error_response(rid: str | int | None, code: int, message: str) -> dict[str, Any]:
@@ -144,7 +182,9 @@ def _encode(session_message: SessionMessage) -> bytes:
 
 
 @asynccontextmanager
-async def stdio_streams(fast: FastPath | None = None) -> AsyncIterator[TransportStreams]:
+async def stdio_streams(
+    fast: FastPath | None = None, *, replace_lone_surrogates: bool = False
+) -> AsyncIterator[TransportStreams]:
     """Serve MCP on this process's stdin and stdout, without threads.
 
     While serving, fd 0 reads the null device and fd 1 writes to stderr, so nothing stray
@@ -152,6 +192,7 @@ async def stdio_streams(fast: FastPath | None = None) -> AsyncIterator[Transport
 
     Args:
         fast: the proxy's fast path for requests it answers itself, if any.
+        replace_lone_surrogates: read each lone surrogate escape as U+FFFD.
 
     Yields:
         The read and write streams for the SDK server (``Server.run``).
@@ -230,6 +271,8 @@ async def stdio_streams(fast: FastPath | None = None) -> AsyncIterator[Transport
                 except (ValueError, RecursionError) as exc:
                     await reply(unreadable(line, exc))
                     continue
+                if replace_lone_surrogates and (b"\\ud" in line or b"\\uD" in line):
+                    raw = without_lone_surrogates(raw)
                 if fast is not None and isinstance(raw, dict):
                     if raw.get("method") == "notifications/cancelled" and cancelled(raw):
                         continue
@@ -245,6 +288,12 @@ async def stdio_streams(fast: FastPath | None = None) -> AsyncIterator[Transport
                         scope = in_flight[rid] = anyio.CancelScope()
                         tg.start_soon(answer, rid, scope, response)
                         continue
+                if isinstance(raw, dict) and "id" in raw and "method" in raw and (
+                        isinstance(raw["id"], bool) or not isinstance(raw["id"], (str, int))):
+                    # it would pass as a notification and never be answered
+                    await reply(error_response(None, types.INVALID_REQUEST, "Invalid request: "
+                                               "the id must be a string or an integer"))
+                    continue
                 try:
                     message = types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
                 except (ValueError, RecursionError) as exc:

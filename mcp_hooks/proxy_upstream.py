@@ -52,6 +52,7 @@ from pydantic import ValidationError
 from mcp_hooks.errors import MCPHooksError
 from mcp_hooks.eventlog import EventLog
 from mcp_hooks.proxy_config import UpstreamSpec
+from mcp_hooks.proxy_stdio import message_id
 
 logger = logging.getLogger("mcp_hooks.proxy")
 
@@ -190,10 +191,14 @@ class RawChannel:
         rid = f"{_RAW_ID_PREFIX}{next(self._ids)}"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
-        line = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params},
-                          ensure_ascii=False, separators=(",", ":"), default=str)
         try:
-            await self._write(line.encode() + b"\n")
+            data = _line({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        except (RecursionError, ValueError):
+            self._pending.pop(rid, None)
+            raise MCPError(types.INVALID_PARAMS, "the arguments nest too deep to be sent "
+                           "upstream; the request was not sent") from None
+        try:
+            await self._write(data)
             answer = await future
         except BaseException:
             if not future.done() and not self.closed:
@@ -212,6 +217,20 @@ class RawChannel:
             raise MCPError(int(error.get("code", types.INTERNAL_ERROR)),
                            str(error.get("message", "")), error.get("data"))
         return answer.get("result")
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    """One JSON-RPC line for an upstream. A lone surrogate (valid JSON, not UTF-8) goes as
+    its escape, as it came.
+
+    Raises:
+        RecursionError, ValueError: nested past what the encoder writes.
+    """
+    try:
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":"),
+                          default=str).encode() + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(message, separators=(",", ":"), default=str).encode() + b"\n"
 
 
 @dataclass
@@ -250,6 +269,16 @@ async def _exited(process: asyncio.subprocess.Process, timeout: float) -> bool:
             return False
         await anyio.sleep(0.01)
     return True
+
+
+def _too_deep(name: str, rid: str | int | None) -> dict[str, Any] | None:
+    """The error that stands for an upstream answer nested too deep to read (None: no id)."""
+    logger.warning("upstream %s wrote a message nested too deep to read (id %r)", name, rid)
+    if rid is None:
+        return None
+    return {"jsonrpc": "2.0", "id": rid, "error": {
+        "code": types.INTERNAL_ERROR,
+        "message": f"upstream {name!r} answered with JSON nested too deep to read"}}
 
 
 @asynccontextmanager
@@ -296,13 +325,18 @@ async def stdio_upstream(
         except ValueError:
             logger.warning("upstream %s wrote a line that is not JSON: %.200r", spec.name, line)
             return
+        except RecursionError:  # valid JSON, nested past Python's parser: its caller fails
+            message = _too_deep(spec.name, message_id(line))
+            if message is None:
+                return
         if isinstance(message, dict) and "method" not in message and channel.owns(message):
             channel.deliver(message)
             return
         try:
             parsed = types.jsonrpc_message_adapter.validate_python(message, by_name=False)
-        except ValidationError as exc:
-            await to_session.send(exc)
+        except (ValidationError, RecursionError) as exc:
+            if isinstance(exc, ValidationError):
+                await to_session.send(exc)
             return
         await to_session.send(SessionMessage(parsed))
 
@@ -327,11 +361,31 @@ async def stdio_upstream(
         try:
             async with from_session:
                 async for session_message in from_session:
-                    data = session_message.message.model_dump_json(by_alias=True,
-                                                                   exclude_unset=True)
-                    await write(data.encode() + b"\n")
+                    message = session_message.message
+                    try:
+                        data = message.model_dump_json(by_alias=True,
+                                                       exclude_unset=True).encode() + b"\n"
+                    except ValueError:  # a lone surrogate, or nested past the serializer
+                        try:
+                            data = _line(message.model_dump(mode="python", by_alias=True,
+                                                            exclude_unset=True))
+                        except (RecursionError, ValueError):
+                            await refuse(message)
+                            continue
+                    await write(data)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             run.closed.set()
+
+    async def refuse(message: Any) -> None:
+        """A request that cannot be written fails for its caller, with a reason."""
+        rid = getattr(message, "id", None)
+        if rid is None or not hasattr(message, "method"):
+            logger.warning("upstream %s: a message could not be encoded; dropped", spec.name)
+            return
+        error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
+            code=types.INVALID_PARAMS,
+            message="the arguments nest too deep to be sent upstream; the request was not sent"))
+        await to_session.send(SessionMessage(error))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(read_lines)

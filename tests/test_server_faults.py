@@ -75,6 +75,12 @@ class RawSession:
                 self.answers[message["id"]] = message
         return self.answers[rid]
 
+    def pop(self, rid: Any) -> dict[str, Any]:
+        """The answer to ``rid``, forgotten (ids may repeat: ``None`` does)."""
+        answer = self.answer(rid)
+        del self.answers[rid]
+        return answer
+
     def outcome(self, rid: Any) -> dict[str, Any]:
         result = self.answer(rid)["result"]
         assert result["isError"] is False, result
@@ -114,8 +120,9 @@ async def stdio_client(project: Path, user_dir: Path, *extra: str) -> AsyncItera
 async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
+    structured: dict[str, Any] | None = result.structured_content
+    assert structured is not None
+    return structured
 
 
 def env_recorder(root: Path, name: str, out: Path, trigger: str = "before_tool") -> Path:
@@ -293,7 +300,7 @@ def test_odd_input_over_stdio_gets_answers_and_the_server_stays_up(
         broken = server.answer(5)  # not JSON, but its id comes before the break
         assert broken["error"]["code"] == types.PARSE_ERROR
         server.send(b'{"params": {}, \n')
-        assert server.answer(None)["error"]["code"] == types.PARSE_ERROR  # no id to read
+        assert server.pop(None)["error"]["code"] == types.PARSE_ERROR  # no id to read
         assert server.answer(6)["error"]["code"] == types.INVALID_REQUEST
 
         assert server.outcome(7)["reason"] == "no rm"
