@@ -23,6 +23,12 @@ resources, resource templates and prompts, unchanged (a name two upstreams share
    error as it was, and the proxy's own faults (timeout, upstream down) as ``isError`` results
    that say what happened.
 
+Faults of the gate itself (a hook in scope that does not load, input nested deeper than
+hooks are handed, an exception of ours) are ``engine.fault_outcome`` under ``--on-fault``:
+with ``block`` (the default) the call is refused with an ``isError`` result saying what
+broke, and the upstream is not called. Hooks never see the proxy's token nor the upstreams'
+configured credentials in their environment (``proxy_config.upstream_secrets``).
+
 Upstream faults (``proxy_upstream``): an upstream that fails to start or dies is logged (stderr
 and the event log) and shown by the ``hooks://proxy/status`` resource; its tools answer with a
 clear error, the others keep working, and it is started again on its next call, with backoff.

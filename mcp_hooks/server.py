@@ -692,17 +692,22 @@ Obey the result: decision "deny" means do not run the tool (or do the step) and 
 the reason; modified_input, when not null, is the input to use instead of yours;
 continue_working true means do not stop, work on the reason; additional_context is for you
 to read. Send the same session_id throughout a session and work_dir as the absolute project
-folder. Event data beyond 1 MiB of JSON is refused."""
+folder. Event data beyond 1 MiB of JSON is denied; so is any event mcp-hooks cannot decide
+(blocked_by "mcp-hooks", the reason says what broke). Read warnings: they name hooks that
+did not run (an untrusted project hook, with the command that trusts it)."""
 
 LIST_DESCRIPTION = """\
 List the lifecycle hooks installed for this user and project: name, description, trigger
-event, scope, priority, async, timeout and matcher, plus hooks that failed to load with the
-reason. Filter by event_type (any event name or alias) and/or tool_name (the tool-event hooks
-whose matcher admits that tool). Use it to learn which events matter here; it runs nothing."""
+event, scope, priority, async, timeout, matcher and trust (a project hook runs only once
+trusted: untrusted and changed ones are listed with the fix command, and do not run), plus
+hooks that failed to load with the reason and the event they block until fixed. Filter by
+event_type (any event name or alias) and/or tool_name (the tool-event hooks whose matcher
+admits that tool). Use it to learn which events matter here; it runs nothing."""
 
 GET_DESCRIPTION = """\
 Read one hook in full: its whole HOOK.md (what it checks and why, written for people and
-models) and its parsed frontmatter. Give the plain name shown by list_hooks. It runs nothing."""
+models), its parsed frontmatter and its trust (an untrusted project hook can be read, not
+run). Give the plain name shown by list_hooks. It runs nothing."""
 
 
 def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[Any]:
