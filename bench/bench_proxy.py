@@ -33,6 +33,8 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The bench writes its own project hooks: trust them as CI would (see `mcp-hooks trust`).
+os.environ.setdefault("MCP_HOOKS_TRUST_PROJECT_HOOKS", "1")
 from results import echo_server, make_hook, median_us, say, verdict, write_section
 
 MCP_HOOKS = str(Path(sys.executable).parent / "mcp-hooks")

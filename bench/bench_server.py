@@ -30,6 +30,8 @@ import anyio
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+# The bench writes its own project hooks: trust them as CI would (see `mcp-hooks trust`).
+os.environ.setdefault("MCP_HOOKS_TRUST_PROJECT_HOOKS", "1")
 from results import echo_server, make_hook, write_section  # noqa: E402
 
 MCP_HOOKS = str(Path(sys.executable).parent / "mcp-hooks")

@@ -264,6 +264,9 @@ class Registry:
                     continue
                 yield scope, root, f"the hooks folder cannot be read: {exc.strerror}"
                 continue
+            except ValueError as exc:  # a NUL in the path: no folder of that name can exist
+                yield scope, root, f"the hooks folder path is not valid: {exc}"
+                continue
             for entry in entries:
                 if entry.name.startswith("."):
                     continue

@@ -276,3 +276,8 @@ def test_a_broken_untrusted_project_hook_blocks_nothing(user_dir: Path, project:
     registry = Registry(user_dir, project)
     assert registry.invalid[0].in_scope is True
     assert [i.name for i in registry.faults_for("before_tool")] == ["broken"]
+
+
+def test_a_nul_in_a_folder_path_is_an_invalid_root_not_a_raise(tmp_path: Path) -> None:
+    registry = Registry(Path(f"{tmp_path}/bad\0name"))
+    assert registry.hooks() == [] and "not valid" in registry.invalid[0].reason

@@ -201,8 +201,8 @@ async def test_an_engine_fault_is_a_deny_not_a_tool_error(
 async def test_hooks_that_cannot_be_loaded_fail_closed_and_the_server_goes_on(
     project: Path, tmp_path: Path
 ) -> None:
-    """A user folder no registry can read (a NUL in its path: ``os.scandir`` raises
-    ValueError): the engine cannot be built, so events are faults, listings tool errors."""
+    """A user folder no registry can read (a NUL in its path): it is an invalid root that
+    could hold a hook of any event, so blocking events are faults, and the listing says why."""
     bad_user_dir = Path(str(tmp_path / "user") + "\0x")
     async with HookService(project, user_dir=bad_user_dir) as service, \
             Client(build_server(service)) as client:
@@ -210,11 +210,11 @@ async def test_hooks_that_cannot_be_loaded_fail_closed_and_the_server_goes_on(
             denied = await call(client, "fire_hook_event", event_type="before_tool",
                                 tool_name="Bash", tool_input={"command": "ls"})
             assert denied["decision"] == "deny" and denied["blocked_by"] == "mcp-hooks"
-            assert "cannot be loaded" in denied["reason"]
+            assert "path is not valid" in denied["reason"]
             ended = await call(client, "fire_hook_event", event_type="session_end")
             assert ended["decision"] == "allow" and ended["warnings"]
-            listing = await client.call_tool("list_hooks", {})
-            assert listing.is_error
+            listing = await call(client, "list_hooks")
+            assert "path is not valid" in str(listing["invalid"])
         events = await client.read_resource("hooks://events")
         assert events.contents
 
