@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,6 +32,12 @@ def guard_home(
     temporary ones, so code that honours them works.
     """
     xdg = tmp_path_factory.mktemp("xdg")
+    # The system temp dir is the test's own: `install` refuses to write a path under the temp
+    # dir (a throwaway venv), and this checkout (and its .venv) may itself live under /tmp.
+    systmp = xdg / "tmp"
+    systmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(systmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(systmp))
     monkeypatch.setenv("HOME", "/dev/null/real-home-is-off-limits")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg / "config"))
     monkeypatch.setenv("XDG_STATE_HOME", str(xdg / "state"))
