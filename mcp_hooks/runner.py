@@ -155,7 +155,7 @@ class RunResult(NamedTuple):
 class _Child:
     """A spawned child: its pid and our ends of its three pipes."""
 
-    __slots__ = ("cpu", "err_fd", "in_fd", "out_fd", "pid", "popen", "returncode")
+    __slots__ = ("cpu", "err_fd", "in_fd", "nofile_set", "out_fd", "pid", "popen", "returncode")
 
     def __init__(self, pid: int, in_fd: int, out_fd: int, err_fd: int,
                  popen: subprocess.Popen[bytes] | None = None) -> None:
@@ -166,6 +166,7 @@ class _Child:
         self.popen = popen
         self.returncode: int | None = None
         self.cpu = 0.0  # CPU seconds the leader used, known once it is reaped
+        self.nofile_set = False  # it started with the run's RLIMIT_NOFILE (set before exec)
 
     def wait(self) -> int:
         while self.returncode is None:
@@ -242,10 +243,14 @@ def _posix_spawn(argv: Sequence[str], env: Mapping[str, str], nofile: int | None
     err_r, err_w = os.pipe()
     actions = [(os.POSIX_SPAWN_DUP2, in_r, 0), (os.POSIX_SPAWN_DUP2, out_w, 1),
                (os.POSIX_SPAWN_DUP2, err_w, 2)]
+    lowered = False
     try:
-        if nofile is None:
+        # glibc refuses a dup2 file action whose fd is not below the soft limit (EBADF): with
+        # more fds open than the hook may have, the limit is left to prlimit after the spawn
+        if nofile is None or max(in_r, out_w, err_w) >= nofile:
             pid = os.posix_spawn(argv[0], list(argv), env, file_actions=actions, setsid=True)
         else:
+            lowered = True
             # The one limit that is safe to lower in this process around the spawn, so the
             # child starts with it (see the module docstring): the soft limit only (a hard one
             # could not be raised back), and the fds already open stay valid.
@@ -266,7 +271,9 @@ def _posix_spawn(argv: Sequence[str], env: Mapping[str, str], nofile: int | None
     finally:
         for fd in (in_r, out_w, err_w):
             os.close(fd)
-    return _Child(pid, in_w, out_r, err_r)
+    child = _Child(pid, in_w, out_r, err_r)
+    child.nofile_set = lowered
+    return child
 
 
 # -- a run's processes: marked, limited, and swept at its end (see the module docstring) ---
@@ -866,10 +873,10 @@ def _start(argv: Sequence[str], cwd: str, env: Mapping[str, str], limits: Limits
     # Only the open-files limit, and it was set before exec: the hook started with it. Its
     # hard limit is left as the engine's (the default is a sane start, not a boundary), so
     # the common run pays no prlimit.
-    pre_exec_only = len(plan) == 1 and plan[0][0] == before and child.popen is None
+    pre_exec_only = len(plan) == 1 and plan[0][0] == before and child.nofile_set
     if plan and not pre_exec_only:
         try:
-            _apply_limits(child.pid, plan, before if child.popen is None else None)
+            _apply_limits(child.pid, plan, before if child.nofile_set else None)
         except OSError as exc:  # EPERM: a setuid program; the run must not go on unlimited
             _killpg(child.pid, signal.SIGKILL)
             child.wait()

@@ -315,3 +315,19 @@ async def test_limits_reach_the_hooks_children(tmp_path: Path, drive: Runner) ->
     script = hook(tmp_path, "sh -c 'ulimit -n' &\nwait\n")
     result = await drive([script], cwd="/", env={}, timeout=30, limits=Limits(open_files=48))
     assert result.stdout == b"48\n"
+
+
+@DRIVERS
+@pytest.mark.anyio
+async def test_a_limit_below_the_engines_open_fds_still_spawns(tmp_path: Path,
+                                                               drive: Runner) -> None:
+    """With more fds open than the hook may have (a busy server), the pipes' fds are past the
+    limit: glibc's posix_spawn would refuse them (EBADF), so the limit is applied after."""
+    held = [os.open("/dev/null", os.O_RDONLY) for _ in range(40)]
+    try:
+        script = hook(tmp_path, "cat >/dev/null; ulimit -n\n")
+        result = await drive([script], cwd="/", env={}, timeout=30, limits=Limits(open_files=16))
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert result.spawn_error is None and result.stdout.split() == [b"16"], result

@@ -170,7 +170,7 @@ def test_odd_entries_never_raise_and_are_hashed_without_being_opened(
 @pytest.fixture
 def shared_dir() -> Iterator[Path]:
     """A folder another user can reach (pytest's tmp folders are 0700)."""
-    path = Path(tempfile.mkdtemp(prefix="mcp-hooks-trust-"))
+    path = Path(tempfile.mkdtemp(prefix="mcp-hooks-trust-", dir="/tmp"))  # not the test's own
     path.chmod(0o755)
     try:
         yield path
