@@ -23,7 +23,6 @@ from mcp_hooks.engine import Engine, Event, fault_outcome
 from mcp_hooks.errors import HookFileError, MCPHooksError
 from mcp_hooks.events import EVENTS, canonical_event
 from mcp_hooks.hookfile import NAME_RE, find_hook_file, load_hook
-from mcp_hooks.trust_cli import add_trust_parser
 
 EXIT_OK = 0
 EXIT_PROBLEM = 1
@@ -249,8 +248,13 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     _add_proxy_parser(sub, full=command in (None, "proxy"))
     for add in (_add_bridge_parser, _add_install_parser, _add_uninstall_parser):
         add(sub)
-    __import__("mcp_hooks.doctor").doctor.add_doctor_parser(sub)
-    add_trust_parser(sub)
+    for name, module in (("doctor", "mcp_hooks.doctor"), ("trust", "mcp_hooks.trust_cli")):
+        if command in (None, name):
+            import importlib
+
+            getattr(importlib.import_module(module), f"add_{name}_parser")(sub)
+        else:  # another command runs (a bridge, every tool call): not imported, not built
+            sub.add_parser(name)
     return parser
 
 

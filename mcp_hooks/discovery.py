@@ -56,6 +56,11 @@ def project_hooks_dir(project_dir: Path) -> Path:
     return project_dir / ".agents" / "hooks"
 
 
+def _project_of(hook_dir: Path) -> Path:
+    """The project of a project hook folder (``project_hooks_dir`` read backwards)."""
+    return hook_dir.parent.parent.parent
+
+
 def find_project_dir(start: Path, stop: Path | None = None) -> Path:
     """The nearest folder at or above ``start`` that has ``.agents/hooks`` (not above ``stop``),
     else ``start`` itself: hooks of a project apply in its subfolders too."""
@@ -175,7 +180,7 @@ class Registry:
             trust_project_hooks = trust_all_from_env()
         self.trust_project_hooks = trust_project_hooks
         self._trust_store = trust_store
-        self._trust_seen: Any = None  # the trust store's stat when last read
+        self._trust_seen: object = None  # the trust store's signature when last read
         self._deep: dict[Path, tuple[tuple[Any, ...], str]] = {}  # project hook -> digest
         self.untrusted: list[UntrustedHook] = []
         self.replaced: dict[str, HookSpec] = {}  # name -> the user hook a project hook replaces
@@ -350,7 +355,7 @@ class Registry:
                         loaded = _out_of_scope(loaded)
                 elif status != "trusted":
                     untrusted.append(UntrustedHook(loaded[0], status, digest,
-                                                   self.project_dir or hook_dir.parent))
+                                                   _project_of(hook_dir)))
                     continue
             if isinstance(loaded, InvalidHook):
                 invalid.append(loaded)
@@ -392,7 +397,7 @@ class Registry:
             from mcp_hooks.trust import TrustStore, store_path
 
             self._trust_store = TrustStore(store_path())
-        self._trust_seen = _stat_key(self._trust_store.path)
+        self._trust_seen = self._trust_store.signature()
         return self._trust_store
 
     def _trust_of(self, store: TrustStore, hook_dir: Path,
@@ -406,14 +411,13 @@ class Registry:
         known = self._deep.get(hook_dir)
         digest = known[1] if known is not None and known[0] == signature else hook_digest(hook_dir)
         deep[hook_dir] = (signature, digest)
-        project = self.project_dir or hook_dir.parent
-        status: TrustStatus = store.status(project, hook_dir.name, digest)
+        status: TrustStatus = store.status(_project_of(hook_dir), hook_dir.name, digest)
         return status, digest
 
     def _trust_moved(self) -> bool:
         """Whether the trust store changed since the scan (one stat; the hook folders
         themselves are watched), or, without a live watcher, any project hook file did."""
-        if self._trust_store is not None and _stat_key(self._trust_store.path) != self._trust_seen:
+        if self._trust_store is not None and self._trust_store.signature() != self._trust_seen:
             return True
         if self._watcher is not None and self._watcher.live:
             return False
@@ -449,14 +453,6 @@ def _out_of_scope(invalid: InvalidHook) -> InvalidHook:
     return InvalidHook(invalid.name, invalid.scope, invalid.file, invalid.field,
                        invalid.reason + " (an untrusted project hook: it would not run anyway)",
                        invalid.event, in_scope=False)
-
-
-def _stat_key(path: Path | str) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 _DEEP_LIMIT = 1000  # entries of one hook folder looked at; past that, the digest decides

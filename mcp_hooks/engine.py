@@ -36,7 +36,7 @@ from mcp_hooks import matching
 from mcp_hooks.discovery import Registry, run_order
 from mcp_hooks.errors import InvalidEventError
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.events import EVENTS, canonical_event
+from mcp_hooks.events import can_block, canonical_event
 from mcp_hooks.hookfile import HookSpec
 from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
 
@@ -223,16 +223,15 @@ def fault_outcome(event: str, what: str, *, on_fault: str = "block",
         event: the canonical event (an unknown name is treated as one that can block).
         what: what broke and how to fix it, for the person reading the reason.
     """
-    info = EVENTS.get(event)
-    can_block = info is None or info.can_block
-    if on_fault != "warn" and can_block:
+    blocks = can_block(event)
+    if on_fault != "warn" and blocks:
         return Outcome(
             event_type=event, decision="deny", blocked_by=FAULT_SOURCE,
             reason=cap_text(f"mcp-hooks could not decide this event, so it is blocked: {what}"
                             " (to let such events through instead: MCP_HOOKS_ON_FAULT=warn)"),
             continue_working=event == "before_stop",
             warnings=[*(warnings or []), f"fault: {what}; blocked (on-fault: block)"])
-    how = "on-fault: warn" if can_block else f"{event} cannot block"
+    how = "on-fault: warn" if blocks else f"{event} cannot block"
     return Outcome(event_type=event,
                    warnings=[*(warnings or []), f"fault: {what}; allowed ({how})"])
 
@@ -492,7 +491,9 @@ class Engine:
             position += 1
             if stdin_for != hook.trigger:  # encoded again only when something changed
                 stdin, stdin_for = self._stdin(hook, payload), hook.trigger
-            result = await self._run(hook, stdin, work_dir, self._env(hook, event, work_dir))
+            result = await self._runner(hook.entry, stdin, cwd=work_dir,
+                                        env=self._env(hook, event, work_dir),
+                                        timeout=hook.timeout / 1000, limits=hook.limits)
             outputs[hook.name] = result
             verdict = _judge(hook, name, result, self.on_fault, self.registry.replaced)
             run = HookRun(
@@ -542,11 +543,6 @@ class Engine:
             self._log_event(event, name, work_dir, outcome, outputs)
         return outcome
 
-    async def _run(self, hook: HookSpec, stdin: bytes, work_dir: str,
-                   env: dict[str, str]) -> RunResult:
-        return await self._runner(hook.entry, stdin, cwd=work_dir, env=env,
-                                  timeout=hook.timeout / 1000, limits=hook.limits)
-
     def _fault(self, name: str, hooks: list[HookSpec], payload: dict[str, Any],
                work_dir: str) -> str | None:
         """What stops this event being decided, or None: broken hooks in scope, a payload
@@ -576,6 +572,7 @@ class Engine:
         project = held[0].project_dir
         return [f"project hook(s) not trusted, so not run: {which}. Read them, then trust "
                 f"them with: mcp-hooks trust {shlex.quote(str(project))}"]
+
     def _work_dir(self, event: Event) -> str:
         if event.work_dir is not None:
             work_dir = event.work_dir

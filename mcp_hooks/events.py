@@ -70,6 +70,11 @@ def _event(
 
 _CANNOT_BLOCK = frozenset({"session_end", "after_stop", "post_compact", "after_tool_failure"})
 
+
+def can_block(event: str) -> bool:
+    """``EventInfo.can_block`` by canonical name; a name we do not know is taken to block."""
+    return event not in _CANNOT_BLOCK
+
 EVENTS: dict[str, EventInfo] = {
     e.name: e
     for e in (

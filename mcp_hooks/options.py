@@ -13,13 +13,11 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Literal
 
 from mcp_hooks.discovery import Registry, find_project_dir
-from mcp_hooks.engine import DEFAULT_STOP_BLOCK_CAP
+from mcp_hooks.engine import DEFAULT_STOP_BLOCK_CAP, OnFault
 from mcp_hooks.eventlog import EventLog, default_log_path
 
-OnFault = Literal["block", "warn"]
 ON_FAULT_ENV = "MCP_HOOKS_ON_FAULT"
 
 

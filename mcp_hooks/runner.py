@@ -904,6 +904,15 @@ def _retire(reaper: _Reaper, run: int, child: _Child) -> None:
     reaper.end(run)
 
 
+def _abandon(reaper: _Reaper, run: int, child: _Child) -> None:
+    """A run interrupted from outside leaves nothing behind: its group is killed, the
+    leader reaped, and one sweep made (a later run's sweep reaps what is still dying)."""
+    _killpg(child.pid, signal.SIGKILL)
+    child.wait()
+    _retire(reaper, run, child)
+    reaper.sweep_pass(set())
+
+
 def _finished(child: _Child, out: _Stream, err: _Stream, start: float,
               timed_out: bool, limits: Limits | None) -> RunResult:
     stderr = err.value()
@@ -962,11 +971,8 @@ async def run_hook(
             pump.timed_out = False
         _end(reaper, run, child, pump.timed_out)
     finally:
-        if child.returncode is None:  # cancelled from outside: leave nothing behind
-            _killpg(child.pid, signal.SIGKILL)
-            child.wait()
-            _retire(reaper, run, child)
-            reaper.sweep_pass(set())
+        if child.returncode is None:  # cancelled from outside
+            _abandon(reaper, run, child)
         pump.close()
     await reaper.sweep_async()
     return _finished(child, pump.out, pump.err, start, pump.timed_out, limits)
@@ -1047,11 +1053,8 @@ def run_hook_blocking(
             _wait_exit_unreaped(child.pid, pidfd, kill_grace)
         _end(reaper, run, child, timed_out)
     finally:
-        if child.returncode is None:  # interrupted: leave nothing behind
-            _killpg(child.pid, signal.SIGKILL)
-            child.wait()
-            _retire(reaper, run, child)
-            reaper.sweep_pass(set())
+        if child.returncode is None:  # interrupted
+            _abandon(reaper, run, child)
         for fd in (out.fd, err.fd, pidfd, -1 if in_fd is None else in_fd):
             if fd >= 0:
                 with contextlib.suppress(OSError):

@@ -317,14 +317,19 @@ class TrustStore:
             return _empty(), f"{self.path}: not a trust store: {why}; {_HOW_TO_FIX}"
         return data, None
 
-    def _current(self) -> _Data:
+    def signature(self) -> object:
+        """The store file's stat, a value that moves whenever the file does: None for no
+        file, ``()`` when it cannot be looked at (then it is read again every time)."""
         try:
             st = os.stat(self.path)
-            signature: object = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         except FileNotFoundError:
-            signature = None
+            return None
         except OSError:
-            signature = ()  # read again next time: the read reports the problem
+            return ()
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def _current(self) -> _Data:
+        signature = self.signature()
         if signature != self._signature or signature == ():
             self._data, self._problem = self._read()
             self._signature = signature

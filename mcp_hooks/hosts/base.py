@@ -101,22 +101,6 @@ def fail_open(message: str) -> Reply:
 # -- our own faults -----------------------------------------------------------------------
 
 
-def can_block(event: str) -> bool:
-    """Whether a deny of the canonical ``event`` stops anything (unknown events: assume so)."""
-    from mcp_hooks.events import EVENTS
-
-    info = EVENTS.get(event)
-    return info is None or info.can_block
-
-
-def fault_mode(args: Any) -> str:
-    """``block`` (default) or ``warn``: what a call mcp-hooks cannot decide becomes
-    (``--on-fault`` or ``MCP_HOOKS_ON_FAULT``)."""
-    from mcp_hooks import options
-
-    return options.on_fault(args)
-
-
 def fault_outcome(event: str, what: str, *, on_fault: str = "block") -> Outcome:
     """The engine's answer for an event mcp-hooks could not decide: a deny by ``mcp-hooks``
     whose reason says what broke and how to fix it, or an allow with that as a warning
@@ -124,6 +108,16 @@ def fault_outcome(event: str, what: str, *, on_fault: str = "block") -> Outcome:
     from mcp_hooks import engine
 
     return engine.fault_outcome(event, what, on_fault=on_fault)
+
+
+def unreadable(host: Host, exc: Exception) -> str:
+    """What broke when a payload could not be translated, and how to fix it."""
+    if isinstance(exc, BridgeInputError):
+        what = str(exc)
+    else:
+        what = f"could not read the {host.title} payload: {type(exc).__name__}: {exc}"
+    return (f"{what}. Check that this hook entry belongs to {host.title} (re-run `mcp-hooks "
+            f"install {host.name}` to rewrite it); {FAULT_FIX}")
 
 
 def answer_outcome(host: Host, call: Call, outcome: Outcome | BaseException, on_fault: str,

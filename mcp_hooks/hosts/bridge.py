@@ -38,14 +38,13 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_hooks.hosts import UnknownHostError, get_host
 from mcp_hooks.hosts.base import (
-    FAULT_FIX,
     BridgeInputError,
     Call,
     Host,
     Reply,
     answer_outcome,
-    fault_mode,
     load_payload,
+    unreadable,
 )
 
 if TYPE_CHECKING:
@@ -74,20 +73,12 @@ def bridge_command(args: argparse.Namespace) -> int:
     return reply.exit_code
 
 
-def unreadable(host: Host, exc: Exception) -> str:
-    """What broke when a payload could not be translated, and how to fix it."""
-    if isinstance(exc, BridgeInputError):
-        what = str(exc)
-    else:
-        what = f"could not read the {host.title} payload: {type(exc).__name__}: {exc}"
-    return (f"{what}. Check that this hook entry belongs to {host.title} (re-run `mcp-hooks "
-            f"install {host.name}` to rewrite it); {FAULT_FIX}")
-
-
 def answer(host: Host, raw: bytes, args: argparse.Namespace) -> Reply:
     """The host's answer to one payload; never raises. What mcp-hooks cannot decide is a
     deny in the host's form (see the module docstring), or a warning under ``warn``."""
-    on_fault = fault_mode(args)
+    from mcp_hooks import options
+
+    on_fault = options.on_fault(args)
     flag = getattr(args, "event", None)
     payload: Any = None
     try:
@@ -116,9 +107,8 @@ def fire_call(call: Call, args: argparse.Namespace) -> Outcome:
     else:
         start = call.fields.get("work_dir") or os.getcwd()
         project = find_project_dir(Path(start))
-    trust_all = getattr(options, "trust_project_hooks", None)
     registry = Registry(options.user_dir(args), project, watch=False,
-                        trust_project_hooks=trust_all(args) if trust_all else None)
+                        trust_project_hooks=options.trust_project_hooks(args))
     stop_state = _StopState(call) if call.event == "before_stop" else None
     if stop_state is not None:
         stop_state.before()

@@ -41,8 +41,8 @@ from mcp_hooks.hosts.base import (
     Reply,
     answer_outcome,
     fail_open,
-    fault_mode,
     load_payload,
+    unreadable,
 )
 
 if TYPE_CHECKING:
@@ -63,9 +63,9 @@ TOOL_DESCRIPTION = (
 
 def _on_fault() -> str:
     """The server's fault mode: ``MCP_HOOKS_ON_FAULT`` in its environment (default block)."""
-    import argparse
+    from mcp_hooks import options
 
-    return fault_mode(argparse.Namespace())
+    return options.on_fault()
 
 
 async def answer_payload(host: Host, payload: dict[str, Any], event: str | None,
@@ -77,7 +77,6 @@ async def answer_payload(host: Host, payload: dict[str, Any], event: str | None,
     forward script runs the local bridge instead.
     """
     from mcp_hooks.engine import Event
-    from mcp_hooks.hosts.bridge import unreadable
 
     on_fault = _on_fault()
     try:
@@ -131,8 +130,6 @@ def bridge_routes(engine_for: EngineFor, token: str | None) -> list[Route]:
         try:
             payload = load_payload(await request.body())
         except Exception as exc:
-            from mcp_hooks.hosts.bridge import unreadable
-
             reply = host.fault_reply(unreadable(host, exc), host.known_event(event, None),
                                      _on_fault())
         else:

@@ -64,8 +64,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcp_hooks.events import can_block
 from mcp_hooks.hosts import ALIASES, HOSTS, UnknownHostError, get_host, host_name
-from mcp_hooks.hosts.base import Host, can_block
+from mcp_hooks.hosts.base import Host
 from mcp_hooks.hosts.forward import NONCE_HEADER, SIGNATURE_HEADER
 
 EXIT_OK = 0
