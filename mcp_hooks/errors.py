@@ -1,27 +1,70 @@
-"""Errors raised by mcp-hooks.
+"""Every error mcp-hooks raises on purpose, in one tree, and the exit code each one means.
 
-One base class, a few specific kinds::
+::
 
-    MCPHooksError                  every error this package raises on purpose
-    ├── UnknownEventError          an event name that is neither canonical nor an alias
-    ├── InvalidEventError          an event whose fields are malformed (payload not an object, ...)
-    └── HookFileError              a HOOK.md that cannot be loaded: keeps file, field and reason
+    MCPHooksError                 exit 1   base: something we could not do
+    ├── ConfigError               exit 64  the caller's input is wrong; fix it and retry
+    │   ├── UsageError                     a command line: missing or clashing arguments
+    │   ├── UnknownEventError              an event name neither canonical nor an alias
+    │   ├── InvalidEventError              an event whose fields are malformed
+    │   ├── HookFileError                  a HOOK.md that cannot be loaded (file, field, reason)
+    │   ├── MatcherError                   a matcher RE2 cannot compile
+    │   ├── UnknownHostError               an agent host we have no bridge for
+    │   ├── TransportConfigError           --transport/--host/--port/--token that clash
+    │   └── ProxyConfigError               a proxy config file (file, field, reason)
+    └── RunError                  exit 1   the input was fine; the world was not
+        ├── AddressInUseError              serve/proxy: the port is taken
+        ├── ServiceUnavailable             a project's hooks cannot be read right now
+        ├── UpstreamError                  a proxied MCP server failed or went away
+        ├── InstallError                   a host config we cannot read or write
+        ├── TrustError                     the trust store cannot be read or written
+        ├── BridgeInputError               a host handed a bridge a payload it cannot read
+        └── RewriteError                   a hook's rewrite the host's tool cannot take
 
-A hook that *decides* "no" is not an error: it is an ``Outcome`` with ``decision="deny"``.
-A hook that crashes, times out or prints garbage is not an exception either: it is a
-``HookRun`` with ``status="error"`` or ``"timeout"``. Exceptions are for the caller's mistakes.
+Denials are not errors: a hook that decides "no" yields an ``Outcome`` with
+``decision="deny"``, and the commands that report it (``fire``, the bridges) exit 2
+(:data:`EXIT_DENIED`). A hook that crashes, times out or prints garbage is not an exception
+either: it is a ``HookRun`` with ``status="error"`` or ``"timeout"``.
+
+Each class here is defined where its knowledge lives when it needs more than a message
+(``HookFileError`` here, ``ProxyConfigError`` in the proxy's config); all of them derive from
+:class:`ConfigError` or :class:`RunError`, so a command boundary maps any of them to an exit
+code with :func:`exit_code` and never prints a traceback for one.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+EXIT_OK = 0
+EXIT_FAILURE = 1  # a run-time error; also `validate`/`doctor` finding problems
+EXIT_DENIED = 2  # a hook (or our fail-closed rule) denied the event
+EXIT_USAGE = 64  # EX_USAGE: the caller's arguments or files are wrong
+
 
 class MCPHooksError(Exception):
     """Base class of every error raised by mcp-hooks."""
 
+    exit_code: int = EXIT_FAILURE
 
-class UnknownEventError(MCPHooksError, ValueError):
+
+class ConfigError(MCPHooksError):
+    """The caller's input (arguments, files, config) is wrong: exit 64."""
+
+    exit_code = EXIT_USAGE
+
+
+class RunError(MCPHooksError):
+    """The input was fine but the operation failed at run time: exit 1."""
+
+    exit_code = EXIT_FAILURE
+
+
+class UsageError(ConfigError):
+    """A command line that cannot be carried out as written."""
+
+
+class UnknownEventError(ConfigError, ValueError):
     """An event type that is not in the catalogue, under any spelling."""
 
     def __init__(self, name: str, known: list[str]) -> None:
@@ -32,7 +75,7 @@ class UnknownEventError(MCPHooksError, ValueError):
         )
 
 
-class InvalidEventError(MCPHooksError, ValueError):
+class InvalidEventError(ConfigError, ValueError):
     """An event whose fields have the wrong shape."""
 
     def __init__(self, field: str, reason: str) -> None:
@@ -41,7 +84,7 @@ class InvalidEventError(MCPHooksError, ValueError):
         super().__init__(f"{field}: {reason}")
 
 
-class HookFileError(MCPHooksError):
+class HookFileError(ConfigError):
     """A HOOK.md (or its folder) that cannot be loaded.
 
     Attributes:
@@ -57,3 +100,20 @@ class HookFileError(MCPHooksError):
         self.trigger: str | None = None  # the trigger it seems to name, when one can be read
         where = f"{file}: {field}" if field else str(file)
         super().__init__(f"{where}: {reason}")
+
+
+class AddressInUseError(RunError):
+    """``serve`` or ``proxy`` cannot listen: the host and port are taken."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+        super().__init__(
+            f"cannot listen on {host}:{port}: the address is already in use; "
+            "stop the other server or pass another --port"
+        )
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code a command ends with for ``exc`` (1 for anything not ours)."""
+    return exc.exit_code if isinstance(exc, MCPHooksError) else EXIT_FAILURE

@@ -1,0 +1,80 @@
+"""Every place on disk mcp-hooks reads or writes by default, resolved in one module.
+
+Each function reads the environment when called (tests and users set ``XDG_*`` per process)::
+
+    user_hooks_dir()    $XDG_CONFIG_HOME/agents/hooks        the user's hook library
+    config_dir()        $XDG_CONFIG_HOME/mcp-hooks           installed helper scripts (forward.py)
+    state_dir()         $XDG_STATE_HOME/mcp-hooks            what we write as we run:
+      log_path()          .../events.jsonl                     the event log
+      trust_store_path()  .../trust.json                       trusted project hooks
+      backups_dir()       .../backups/                         host configs before `install`
+    cache_dir()         $XDG_CACHE_HOME/mcp-hooks            what can be rebuilt at will
+
+Defaults follow the XDG base directory spec: ``~/.config``, ``~/.local/state``, ``~/.cache``.
+An empty ``XDG_*`` value counts as unset.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+TRUST_STORE_ENV = "MCP_HOOKS_TRUST_STORE"
+
+
+def _base(var: str, *default: str) -> Path:
+    value = os.environ.get(var, "")
+    if value:
+        return Path(value)
+    return Path(os.path.expanduser("~"), *default)
+
+
+def config_home() -> Path:
+    """``$XDG_CONFIG_HOME``, or ``~/.config``."""
+    return _base("XDG_CONFIG_HOME", ".config")
+
+
+def state_home() -> Path:
+    """``$XDG_STATE_HOME``, or ``~/.local/state``."""
+    return _base("XDG_STATE_HOME", ".local", "state")
+
+
+def cache_home() -> Path:
+    """``$XDG_CACHE_HOME``, or ``~/.cache``."""
+    return _base("XDG_CACHE_HOME", ".cache")
+
+
+def user_hooks_dir() -> Path:
+    """The user's hook library, shared with every agent: ``$XDG_CONFIG_HOME/agents/hooks``."""
+    return config_home() / "agents" / "hooks"
+
+
+def config_dir() -> Path:
+    """``$XDG_CONFIG_HOME/mcp-hooks``: scripts ``install`` writes for hosts to run."""
+    return config_home() / "mcp-hooks"
+
+
+def state_dir() -> Path:
+    """``$XDG_STATE_HOME/mcp-hooks``: the log, the trust store, config backups."""
+    return state_home() / "mcp-hooks"
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/mcp-hooks``: nothing here is needed to decide an event."""
+    return cache_home() / "mcp-hooks"
+
+
+def log_path() -> Path:
+    """The default event log: ``$XDG_STATE_HOME/mcp-hooks/events.jsonl``."""
+    return state_dir() / "events.jsonl"
+
+
+def trust_store_path() -> Path:
+    """``$MCP_HOOKS_TRUST_STORE``, else ``$XDG_STATE_HOME/mcp-hooks/trust.json``."""
+    given = os.environ.get(TRUST_STORE_ENV)
+    return Path(os.path.expanduser(given)) if given else state_dir() / "trust.json"
+
+
+def backups_dir() -> Path:
+    """Where ``install`` saves a host config before changing it."""
+    return state_dir() / "backups"
