@@ -1,0 +1,36 @@
+"""The MCP server door: the hooks of a ``HookService`` as MCP tools, resources and a prompt.
+
+Modules (imported lazily, so ``import mcp_hooks.server.sdk_compat`` loads no server)::
+
+    app         build_server(service): the tools, resources, prompt and list-changed notices
+    prompts     every word the server says to a model (instructions, descriptions, the prompt)
+    transport   serve any MCP server over stdio, streamable HTTP or SSE (shared with the proxy)
+    sdk_compat  every private MCP SDK name the doors reach, each with what breaks and how to check
+
+The engine side it adapts, projects -> engines, is ``mcp_hooks.service`` (it knows no MCP).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp_hooks.server.app import MAX_PAYLOAD_BYTES, SERVER_NAME, HookService, build_server
+
+__all__ = ["MAX_PAYLOAD_BYTES", "SERVER_NAME", "HookService", "build_server"]
+
+_FROM = {
+    "MAX_PAYLOAD_BYTES": "mcp_hooks.server.app",
+    "SERVER_NAME": "mcp_hooks.server.app",
+    "HookService": "mcp_hooks.server.app",
+    "build_server": "mcp_hooks.server.app",
+    "serve_command": "mcp_hooks.server.app",  # until cli's COMMANDS names mcp_hooks.cli.serve
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _FROM.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
