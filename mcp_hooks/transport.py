@@ -352,7 +352,7 @@ async def serve(
     options.check()
     lowlevel = _lowlevel(server)
     if options.transport == "stdio":
-        from mcp_hooks.proxy_stdio import is_pipe_like, stdio_streams
+        from mcp_hooks.proxy.stdio import is_pipe_like, stdio_streams
 
         if sys.platform != "win32" and is_pipe_like(0) and is_pipe_like(1):
             # Served on the event loop: no thread hops, and a line the SDK would drop

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcp_hooks.errors import MCPHooksError
-from mcp_hooks.proxy_config import (
+from mcp_hooks.proxy.config import (
     ProxyConfigError,
     collect_upstreams,
     load_config,

@@ -16,7 +16,7 @@ from mcp import Client
 from mcp_hooks.discovery import Registry
 from mcp_hooks.engine import Engine
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.proxy import (
+from mcp_hooks.proxy.app import (
     Proxy,
     ProxySettings,
     apply_modified_output,
@@ -24,8 +24,8 @@ from mcp_hooks.proxy import (
     error_result,
     error_text,
 )
-from mcp_hooks.proxy_config import UpstreamSpec, parse_upstream
-from mcp_hooks.proxy_upstream import Upstream, UpstreamError, backoff
+from mcp_hooks.proxy.config import UpstreamSpec, parse_upstream
+from mcp_hooks.proxy.upstream import Upstream, UpstreamError, backoff
 from tests.conftest import write_hook
 from tests.test_proxy import UPSTREAM, text_of
 

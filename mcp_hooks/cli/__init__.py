@@ -510,7 +510,7 @@ COMMANDS: dict[str, Any] = {
     "new": cmd_new,
     "log": cmd_log,
     "serve": _lazy("mcp_hooks.server", "serve_command"),
-    "proxy": _lazy("mcp_hooks.proxy", "proxy_command"),
+    "proxy": _lazy("mcp_hooks.proxy.app", "proxy_command"),
     "bridge": _lazy("mcp_hooks.hosts.bridge", "bridge_command"),
     "install": _lazy("mcp_hooks.hosts.install", "install_command"),
     "uninstall": _lazy("mcp_hooks.hosts.install", "uninstall_command"),

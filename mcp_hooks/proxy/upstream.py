@@ -51,8 +51,8 @@ from pydantic import ValidationError
 
 from mcp_hooks.errors import MCPHooksError
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.proxy_config import UpstreamSpec
-from mcp_hooks.proxy_stdio import message_id
+from mcp_hooks.proxy.config import UpstreamSpec
+from mcp_hooks.proxy.stdio import message_id
 
 logger = logging.getLogger("mcp_hooks.proxy")
 

@@ -73,13 +73,13 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hooks.engine import FAULT_SOURCE, Engine, Event, Outcome, cap_text, fault_outcome
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.proxy_config import (
+from mcp_hooks.proxy.config import (
     ProxyConfigError,
     UpstreamSpec,
     collect_upstreams,
     upstream_secrets,
 )
-from mcp_hooks.proxy_upstream import (
+from mcp_hooks.proxy.upstream import (
     DEFAULT_STARTUP_TIMEOUT,
     DEFAULT_TIMEOUT,
     Kind,
@@ -925,7 +925,7 @@ async def run_proxy(
     import signal
 
     from mcp_hooks import transport
-    from mcp_hooks.proxy_stdio import is_pipe_like, stdio_streams
+    from mcp_hooks.proxy.stdio import is_pipe_like, stdio_streams
 
     shutdown = anyio.Event()
     async with anyio.create_task_group() as outer:

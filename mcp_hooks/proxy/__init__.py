@@ -1,0 +1,1 @@
+"""The gating proxy (see ``mcp_hooks.proxy.app``)."""
