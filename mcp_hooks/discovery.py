@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from mcp_hooks import paths
 from mcp_hooks.errors import HookFileError, UnknownEventError
 from mcp_hooks.events import canonical_event
 from mcp_hooks.hookfile import HOOK_FILES, HookSpec, Scope, load_hook
@@ -47,9 +48,8 @@ _SIGNATURE_FILES = ("HOOK.md", "scripts", "scripts/run")
 
 
 def default_user_dir() -> Path:
-    """``$XDG_CONFIG_HOME/agents/hooks``, or ``~/.config/agents/hooks``."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "agents" / "hooks"
+    """The user hooks folder (``paths.user_hooks_dir``); kept for the public API."""
+    return paths.user_hooks_dir()
 
 
 def project_hooks_dir(project_dir: Path) -> Path:
@@ -154,7 +154,7 @@ class Registry:
     """The hooks of one user folder and (optionally) one project.
 
     Args:
-        user_dir: the user hooks folder; None means ``default_user_dir()``. A relative
+        user_dir: the user hooks folder; None means ``paths.user_hooks_dir()``. A relative
             folder is resolved once, here, against the current folder.
         project_dir: the project whose ``.agents/hooks`` to load; None for none.
         strict: unknown frontmatter keys make a hook invalid instead of a warning.
@@ -171,7 +171,7 @@ class Registry:
         trust_store: TrustStore | None = None,
     ) -> None:
         self.user_dir = Path(os.path.abspath(user_dir if user_dir is not None
-                                             else default_user_dir()))
+                                             else paths.user_hooks_dir()))
         self.project_dir = Path(os.path.abspath(project_dir)) if project_dir is not None else None
         self.strict = strict
         if trust_project_hooks is None:
@@ -394,7 +394,8 @@ class Registry:
 
     def _store(self) -> TrustStore:
         if self._trust_store is None:
-            from mcp_hooks.trust import TrustStore, store_path
+            from mcp_hooks.paths import trust_store_path as store_path
+            from mcp_hooks.trust import TrustStore
 
             self._trust_store = TrustStore(store_path())
         self._trust_seen = self._trust_store.signature()

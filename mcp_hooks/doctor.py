@@ -580,7 +580,7 @@ def _trust_store_path() -> tuple[Path, str | None]:
         from mcp_hooks import trust
     except ImportError:
         trust = None  # type: ignore[assignment]
-    store_path = getattr(trust, "store_path", None)
+    from mcp_hooks.paths import trust_store_path as store_path
     if store_path is not None:
         path = Path(store_path())
         problem = None

@@ -17,7 +17,10 @@
         ├── ServiceUnavailable             a project's hooks cannot be read right now
         ├── UpstreamError                  a proxied MCP server failed or went away
         ├── InstallError                   a host config we cannot read or write
-        ├── TrustError                     the trust store cannot be read or written
+        ├── TrustError                     trust cannot be recorded (run time: the folder
+        │   │                              or the store, not the user's input, is at fault)
+        │   ├── UnhashableError            a hook folder that cannot be hashed in full
+        │   └── TrustStoreError            the trust store cannot be read, locked or written
         ├── BridgeInputError               a host handed a bridge a payload it cannot read
         └── RewriteError                   a hook's rewrite the host's tool cannot take
 

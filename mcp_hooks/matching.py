@@ -21,6 +21,8 @@ import re
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from mcp_hooks.errors import ConfigError
+
 MAX_DEPTH = 256  # nesting levels of an event's JSON that mcp-hooks reads; deeper is a fault
 
 # Python constructs RE2 refuses, and how to say so.
@@ -32,7 +34,7 @@ _REFUSED = (
 )
 
 
-class MatcherError(ValueError):
+class MatcherError(ConfigError, ValueError):
     """A pattern that is not a linear-time regular expression; the message says why."""
 
 

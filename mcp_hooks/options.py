@@ -6,19 +6,70 @@ builds the ``Registry`` and ``EventLog`` they describe. Environment variables gi
 settings to commands a host runs for us: ``MCP_HOOKS_USER_DIR``, ``MCP_HOOKS_PROJECT_DIR``,
 ``MCP_HOOKS_LOG`` (a path, or ``off``), ``MCP_HOOKS_STOP_BLOCK_CAP``, ``MCP_HOOKS_ON_FAULT``
 (``block`` or ``warn``) and ``MCP_HOOKS_TRUST_PROJECT_HOOKS`` (``1`` trusts every project hook).
+Defaults on disk come from :mod:`mcp_hooks.paths`.
+
+Adapters take typed options, never an ``argparse.Namespace``: :class:`CommonOptions` holds
+these settings as given (``CommonOptions.from_args`` at the command line, or built directly
+by a program), and every function here reads either it or a Namespace, applying the
+environment and the defaults when called.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeAlias
 
+from mcp_hooks import paths
 from mcp_hooks.discovery import Registry, find_project_dir
-from mcp_hooks.engine import DEFAULT_STOP_BLOCK_CAP, OnFault
-from mcp_hooks.eventlog import EventLog, default_log_path
+from mcp_hooks.eventlog import EventLog
+from mcp_hooks.outcome import OnFault
+from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
 
 ON_FAULT_ENV = "MCP_HOOKS_ON_FAULT"
+_LOG_OFF = ("off", "0", "false", "none")
+
+
+@dataclass(frozen=True)
+class CommonOptions:
+    """The shared options as given; None means "not given" (the environment, then the
+    default, decides when the option is read).
+
+    Attributes:
+        user_dir: ``--user-dir``.
+        project_dir: ``--project-dir``.
+        log: ``--log``.
+        no_log: ``--no-log``.
+        stop_block_cap: ``--stop-block-cap``.
+        on_fault: ``--on-fault``: ``block`` or ``warn``.
+        trust_project_hooks: ``--trust-project-hooks``.
+    """
+
+    user_dir: Path | None = None
+    project_dir: Path | None = None
+    log: Path | None = None
+    no_log: bool = False
+    stop_block_cap: int | None = None
+    on_fault: str | None = None
+    trust_project_hooks: bool | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> CommonOptions:
+        """The shared options of a parsed command line (absent ones are not given)."""
+        return cls(user_dir=getattr(args, "user_dir", None),
+                   project_dir=getattr(args, "project_dir", None),
+                   log=getattr(args, "log", None),
+                   no_log=bool(getattr(args, "no_log", False)),
+                   stop_block_cap=getattr(args, "stop_block_cap", None),
+                   on_fault=getattr(args, "on_fault", None),
+                   trust_project_hooks=getattr(args, "trust_project_hooks", None))
+
+
+# What the functions below read: typed options, or a parsed command line (its attributes are
+# the same names). None: nothing given, the environment and the defaults decide.
+Given: TypeAlias = "CommonOptions | argparse.Namespace | None"
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
@@ -57,7 +108,7 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def user_dir(args: argparse.Namespace) -> Path | None:
+def user_dir(args: Given) -> Path | None:
     given: Path | None = getattr(args, "user_dir", None)
     if given is not None:  # resolved once, now: hooks run in other folders
         return Path(os.path.abspath(given.expanduser()))
@@ -65,7 +116,7 @@ def user_dir(args: argparse.Namespace) -> Path | None:
     return Path(os.path.abspath(Path(env).expanduser())) if env else None
 
 
-def project_dir(args: argparse.Namespace) -> Path:
+def project_dir(args: Given) -> Path:
     given: Path | None = getattr(args, "project_dir", None)
     if given is not None:
         return given.expanduser().resolve()
@@ -75,7 +126,7 @@ def project_dir(args: argparse.Namespace) -> Path:
     return find_project_dir(Path.cwd())
 
 
-def event_log(args: argparse.Namespace) -> EventLog | None:
+def event_log(args: Given) -> EventLog | None:
     if getattr(args, "no_log", False):
         return None
     given: Path | None = getattr(args, "log", None)
@@ -83,22 +134,22 @@ def event_log(args: argparse.Namespace) -> EventLog | None:
         return EventLog(given.expanduser())
     env = os.environ.get("MCP_HOOKS_LOG")
     if env:
-        return None if env.lower() in ("off", "0", "false", "none") else EventLog(Path(env))
-    return EventLog(default_log_path())
+        return None if env.lower() in _LOG_OFF else EventLog(Path(env))
+    return EventLog(paths.log_path())
 
 
-def log_path(args: argparse.Namespace) -> Path:
+def log_path(args: Given) -> Path:
     """Where the event log is read from (``mcp-hooks log``), even when writing is off."""
     given: Path | None = getattr(args, "log", None)
     if given is not None:
         return given.expanduser()
     env = os.environ.get("MCP_HOOKS_LOG")
-    if env and env.lower() not in ("off", "0", "false", "none"):
+    if env and env.lower() not in _LOG_OFF:
         return Path(env)
-    return default_log_path()
+    return paths.log_path()
 
 
-def stop_block_cap(args: argparse.Namespace) -> int:
+def stop_block_cap(args: Given) -> int:
     given: int | None = getattr(args, "stop_block_cap", None)
     if given is not None:
         return given
@@ -106,7 +157,7 @@ def stop_block_cap(args: argparse.Namespace) -> int:
     return int(env) if env and env.isdigit() else DEFAULT_STOP_BLOCK_CAP
 
 
-def on_fault(args: argparse.Namespace | None = None) -> OnFault:
+def on_fault(args: Given = None) -> OnFault:
     """``block`` (the default) or ``warn``: what a fault of our own does to a blocking event.
 
     Only an explicit ``warn`` turns blocking off: any other value of ``MCP_HOOKS_ON_FAULT``
@@ -118,12 +169,12 @@ def on_fault(args: argparse.Namespace | None = None) -> OnFault:
     return "warn" if given == "warn" else "block"
 
 
-def trust_project_hooks(args: argparse.Namespace | None = None) -> bool | None:
+def trust_project_hooks(args: Given = None) -> bool | None:
     """True when told to trust every project hook; None: the environment decides."""
     return True if getattr(args, "trust_project_hooks", None) else None
 
 
-def registry(args: argparse.Namespace, *, strict: bool = False, watch: bool = True) -> Registry:
+def registry(args: Given, *, strict: bool = False, watch: bool = True) -> Registry:
     """The Registry the options describe (user folder plus the project's)."""
     return Registry(user_dir(args), project_dir(args), strict=strict, watch=watch,
                     trust_project_hooks=trust_project_hooks(args))

@@ -6,8 +6,8 @@ resolved path) and hook name as the SHA-256 of the whole hook folder (``hook_dig
 change to HOOK.md, a script, a mode bit or the set of files makes the hook "changed" until
 trusted again.
 
-The store is one JSON file, ``$MCP_HOOKS_TRUST_STORE`` or
-``$XDG_STATE_HOME/mcp-hooks/trust.json``::
+The store is one JSON file, ``paths.trust_store_path()`` (``$MCP_HOOKS_TRUST_STORE`` or
+``$XDG_STATE_HOME/mcp-hooks/trust.json``)::
 
     {"version": 1,
      "projects": {"/abs/project": {"hook-name": {"sha256": "<hex>", "trusted_at": "<ISO 8601>"}}}}
@@ -31,10 +31,11 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from mcp_hooks.errors import MCPHooksError
+from mcp_hooks.errors import RunError
+from mcp_hooks.paths import TRUST_STORE_ENV as STORE_ENV
+from mcp_hooks.paths import trust_store_path
 
 TRUST_ALL_ENV = "MCP_HOOKS_TRUST_PROJECT_HOOKS"
-STORE_ENV = "MCP_HOOKS_TRUST_STORE"
 STORE_VERSION = 1
 
 # A hostile folder must not stall a tool call: past these bounds a folder is not hashed and
@@ -50,8 +51,14 @@ _DIGEST_CHARS = frozenset("0123456789abcdef")
 _TRUE = ("1", "true", "yes")
 
 
-class TrustError(MCPHooksError):
+class TrustError(RunError):
     """Trust could not be recorded: a hook that cannot be hashed, or a bad argument."""
+
+
+class UnhashableError(TrustError):
+    """A hook folder that cannot be hashed in full: too many entries, a file too large, a
+    folder that cannot be listed, or a file replaced while being read. ``digest_report``
+    answers it with ``UNVERIFIABLE_DIGEST``."""
 
 
 class TrustStoreError(TrustError):
@@ -65,21 +72,6 @@ class TrustStoreError(TrustError):
         self.path = path
         self.reason = reason
         super().__init__(f"{path}: {reason}")
-
-
-# -- where ------------------------------------------------------------------------------
-
-
-def store_path() -> Path:
-    """``$MCP_HOOKS_TRUST_STORE``, else ``$XDG_STATE_HOME/mcp-hooks/trust.json`` (default
-    ``~/.local/state/mcp-hooks/trust.json``)."""
-    env = os.environ.get(STORE_ENV)
-    if env:
-        return Path(os.path.expanduser(env))
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
-    )
-    return Path(base) / "mcp-hooks" / "trust.json"
 
 
 def trust_all_from_env() -> bool:
@@ -100,13 +92,9 @@ def _errname(exc: OSError) -> bytes:
     return (errno.errorcode.get(exc.errno or 0) or "EUNKNOWN").encode()
 
 
-class _Unverifiable(Exception):
-    """The folder cannot be hashed in full (too big, or changing under us)."""
-
-
 def _file_payload(path: bytes, st: os.stat_result, rel: str, notes: list[str]) -> bytes:
     if st.st_size > MAX_FILE_BYTES:
-        raise _Unverifiable(f"{rel}: larger than {MAX_FILE_BYTES >> 20} MiB, not hashed")
+        raise UnhashableError(f"{rel}: larger than {MAX_FILE_BYTES >> 20} MiB, not hashed")
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
         fd = os.open(path, flags)
@@ -118,7 +106,7 @@ def _file_payload(path: bytes, st: os.stat_result, rel: str, notes: list[str]) -
         if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (
             st.st_dev, st.st_ino
         ):
-            raise _Unverifiable(f"{rel}: replaced while being hashed")
+            raise UnhashableError(f"{rel}: replaced while being hashed")
         import hashlib
 
         h = hashlib.sha256()
@@ -129,7 +117,7 @@ def _file_payload(path: bytes, st: os.stat_result, rel: str, notes: list[str]) -
                 break
             total += len(chunk)
             if total > MAX_FILE_BYTES:
-                raise _Unverifiable(f"{rel}: larger than {MAX_FILE_BYTES >> 20} MiB, not hashed")
+                raise UnhashableError(f"{rel}: larger than {MAX_FILE_BYTES >> 20} MiB, not hashed")
             h.update(chunk)
         return b"sha256:" + h.hexdigest().encode()
     except OSError as exc:
@@ -177,12 +165,12 @@ def _records(root: bytes, notes: list[str]) -> list[tuple[bytes, bytes]]:
                         found = exc
                     listed.append((rel, found))
                     if len(listed) > MAX_ENTRIES:
-                        raise _Unverifiable(f"more than {MAX_ENTRIES} entries, not hashed")
+                        raise UnhashableError(f"more than {MAX_ENTRIES} entries, not hashed")
                     if isinstance(found, os.stat_result) and stat.S_ISDIR(found.st_mode):
                         stack.append(rel)
         except OSError as exc:
             if not rel_dir:
-                raise _Unverifiable(f"cannot list the folder ({exc.strerror})") from None
+                raise UnhashableError(f"cannot list the folder ({exc.strerror})") from None
             # The directory's own record is already listed; its unlisted content is marked.
             notes.append(f"{os.fsdecode(rel_dir)}: cannot be listed ({exc.strerror})")
             listed.append((rel_dir + b"/", exc))
@@ -207,7 +195,7 @@ def digest_report(hook_dir: Path) -> tuple[str, list[str]]:
     notes: list[str] = []
     try:
         records = _records(os.fsencode(hook_dir), notes)
-    except _Unverifiable as exc:
+    except UnhashableError as exc:
         return UNVERIFIABLE_DIGEST, [*notes, str(exc)]
     records.sort(key=lambda r: r[0])
     import hashlib
@@ -277,7 +265,7 @@ class TrustStore:
     """The trusted digests of project hooks, in one JSON file.
 
     Args:
-        path: the store file; None means ``store_path()``.
+        path: the store file; None means ``paths.trust_store_path()``.
 
     Attributes:
         path: the store file.
@@ -285,7 +273,7 @@ class TrustStore:
     """
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = Path(path) if path is not None else store_path()
+        self.path = Path(path) if path is not None else trust_store_path()
         self._data: _Data = _empty()
         self._problem: str | None = None
         self._signature: object = ()  # never a real signature: the first query reads

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_hooks.paths import trust_store_path
 from mcp_hooks.trust import (
     MAX_ENTRIES,
     MAX_FILE_BYTES,
@@ -27,7 +28,6 @@ from mcp_hooks.trust import (
     TrustStoreError,
     digest_report,
     hook_digest,
-    store_path,
     trust_all_from_env,
 )
 from tests.conftest import MCP_HOOKS, write_hook
@@ -260,9 +260,9 @@ def test_store_path_and_trust_all_env(
 ) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "st"))
     monkeypatch.delenv("MCP_HOOKS_TRUST_STORE", raising=False)
-    assert store_path() == tmp_path / "st" / "mcp-hooks" / "trust.json"
+    assert trust_store_path() == tmp_path / "st" / "mcp-hooks" / "trust.json"
     monkeypatch.setenv("MCP_HOOKS_TRUST_STORE", str(tmp_path / "t.json"))
-    assert store_path() == tmp_path / "t.json"
+    assert trust_store_path() == tmp_path / "t.json"
     assert TrustStore().path == tmp_path / "t.json"
     for value, expected in (("1", True), ("TRUE", True), ("yes", True), ("0", False),
                             ("", False), ("no", False)):

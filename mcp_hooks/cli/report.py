@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_hooks.discovery import Registry
-from mcp_hooks.engine import Outcome
 from mcp_hooks.hookfile import HookSpec
+from mcp_hooks.outcome import Outcome
 
 _MARK = {"allow": "ok", "deny": "DENY", "error": "ERR", "timeout": "TIME", "scheduled": "bg"}
 

@@ -6,7 +6,12 @@ trust store; ``--yes`` answers for a script (without a terminal it is required).
 prints the store; ``--revoke`` forgets a project's hooks (or the ``--hook`` ones).
 
 Exit codes: 0 ok, 1 a problem (declined, nothing to trust, an invalid or unhashable hook,
-an unreadable store), 64 a usage error (an unknown ``--hook``, a missing folder).
+an unreadable store: a ``TrustError``), 64 a usage error (an unknown ``--hook``, the project
+named twice: a ``UsageError``). Errors are raised to the command boundary
+(:func:`mcp_hooks.cli.main`), which prints them on one line.
+
+:func:`command` turns the parsed arguments into :class:`TrustOptions`; :func:`run` does the
+work from those alone.
 """
 
 from __future__ import annotations
@@ -16,26 +21,17 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mcp_hooks import options
 from mcp_hooks.discovery import project_hooks_dir
-from mcp_hooks.errors import HookFileError
+from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, HookFileError, UsageError
 from mcp_hooks.hookfile import HookSpec, load_hook
-from mcp_hooks.trust import (
-    UNVERIFIABLE_DIGEST,
-    Status,
-    TrustError,
-    TrustStore,
-    digest_report,
-)
-
-EXIT_OK = 0
-EXIT_PROBLEM = 1
-EXIT_USAGE = 64
+from mcp_hooks.trust import UNVERIFIABLE_DIGEST, Status, TrustStore, digest_report
 
 
-def add_trust_parser(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
+    """Declare ``trust`` on the ``mcp-hooks`` subparsers."""
     p = sub.add_parser(
         "trust", help="review and trust a project's hooks (project hooks run only once trusted)",
         description="Project hooks (<project>/.agents/hooks) run only after you trusted their "
@@ -121,36 +117,70 @@ def _describe(hook: _Hook) -> list[str]:
     return lines
 
 
-def _project(args: argparse.Namespace) -> tuple[Path, bool]:
-    """The project and whether it was named explicitly; a usage error if both ways differ."""
+@dataclass(frozen=True)
+class TrustOptions:
+    """What ``mcp-hooks trust`` is asked to do.
+
+    Attributes:
+        project: the project whose ``.agents/hooks`` to review (resolved).
+        explicit: the project was named (``--list`` then also shows its hooks).
+        action: ``trust`` (review, ask, record), ``list`` the store, or ``revoke``.
+        hooks: only these hook names; None for every hook of the project.
+        yes: trust without asking.
+    """
+
+    project: Path
+    explicit: bool = False
+    action: Literal["trust", "list", "revoke"] = "trust"
+    hooks: tuple[str, ...] | None = None
+    yes: bool = False
+
+
+def options_from_args(args: argparse.Namespace) -> TrustOptions:
+    """The options the command line gives.
+
+    Raises:
+        UsageError: the project is named both ways (PROJECT_DIR and ``--project-dir``), and
+            they differ.
+    """
     if args.project is not None:
         project = Path(os.path.expanduser(str(args.project))).resolve()
         given = getattr(args, "project_dir", None)
         if given is not None and Path(os.path.expanduser(str(given))).resolve() != project:
-            raise _Usage("give the project once: PROJECT_DIR or --project-dir, not both")
-        return project, True
-    return options.project_dir(args), getattr(args, "project_dir", None) is not None
+            raise UsageError("give the project once: PROJECT_DIR or --project-dir, not both")
+        explicit = True
+    else:
+        project = options.project_dir(args)
+        explicit = getattr(args, "project_dir", None) is not None
+    action: Literal["trust", "list", "revoke"] = (
+        "list" if args.list else "revoke" if args.revoke else "trust")
+    return TrustOptions(project=project, explicit=explicit, action=action,
+                        hooks=tuple(args.hooks) if args.hooks else None, yes=args.yes)
 
 
-class _Usage(Exception):
-    pass
+def command(args: argparse.Namespace) -> int:
+    """``mcp-hooks trust``."""
+    return run(options_from_args(args))
 
 
-def trust_command(args: argparse.Namespace) -> int:
-    store = TrustStore()
-    try:
-        project, explicit = _project(args)
-        if args.list:
-            return _list(store, project if explicit else None)
-        if args.revoke:
-            return _revoke(store, project, args.hooks)
-        return _trust(store, project, args.hooks, args.yes)
-    except _Usage as exc:
-        print(f"mcp-hooks trust: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except TrustError as exc:
-        print(f"mcp-hooks trust: {exc}", file=sys.stderr)
-        return EXIT_PROBLEM
+def run(opts: TrustOptions, store: TrustStore | None = None) -> int:
+    """Carry out ``opts`` against ``store`` (default: the user's trust store).
+
+    Returns:
+        0 ok, 1 a problem reported on stderr (declined, nothing to trust, a hook that is
+        invalid or cannot be hashed, an unreadable store).
+
+    Raises:
+        UsageError: ``opts.hooks`` names a hook the project does not have.
+        TrustError: the trust could not be recorded (the store cannot be written).
+    """
+    store = store if store is not None else TrustStore()
+    names = list(opts.hooks) if opts.hooks else None
+    if opts.action == "list":
+        return _list(store, opts.project if opts.explicit else None)
+    if opts.action == "revoke":
+        return _revoke(store, opts.project, names)
+    return _trust(store, opts.project, names, opts.yes)
 
 
 def _select(hooks: list[_Hook], names: list[str] | None, root: Path,
@@ -161,7 +191,7 @@ def _select(hooks: list[_Hook], names: list[str] | None, root: Path,
     unknown = [n for n in dict.fromkeys(names) if n not in known]
     if unknown:
         there = ", ".join(sorted(known)) or "none"
-        raise _Usage(f"no hook named {', '.join(map(repr, unknown))} in {root}; "
+        raise UsageError(f"no hook named {', '.join(map(repr, unknown))} in {root}; "
                      f"the hooks there are: {there}")
     wanted = set(names)
     return [h for h in hooks if h.name in wanted]
@@ -171,12 +201,12 @@ def _trust(store: TrustStore, project: Path, names: list[str] | None, yes: bool)
     root = project_hooks_dir(project)
     if not root.is_dir():
         if names:
-            raise _Usage(f"no hook named {', '.join(map(repr, names))}: {root} does not exist")
+            raise UsageError(f"no hook named {', '.join(map(repr, names))}: {root} does not exist")
         print(f"mcp-hooks trust: no project hooks: {root} does not exist", file=sys.stderr)
-        return EXIT_PROBLEM
+        return EXIT_FAILURE
     if store.problem:
         print(f"mcp-hooks trust: {store.problem}", file=sys.stderr)
-        return EXIT_PROBLEM
+        return EXIT_FAILURE
     folders = _hook_folders(root)
     if names:  # an unknown name is a usage error before any hashing
         _select([_Hook(f.name, f) for f in folders], names, root)
@@ -184,7 +214,7 @@ def _trust(store: TrustStore, project: Path, names: list[str] | None, yes: bool)
     hooks = [_inspect(f, project, store) for f in folders]
     if not hooks:
         print(f"mcp-hooks trust: no hooks in {root}", file=sys.stderr)
-        return EXIT_PROBLEM
+        return EXIT_FAILURE
 
     print(f"Project hooks in {root}")
     print(f"Trust store: {store.path}")
@@ -200,25 +230,25 @@ def _trust(store: TrustStore, project: Path, names: list[str] | None, yes: bool)
         trusted = [h.name for h in hooks if h.trustable]
         if trusted:
             print(f"already trusted: {', '.join(trusted)}")
-        return EXIT_PROBLEM if bad else EXIT_OK
+        return EXIT_FAILURE if bad else EXIT_OK
 
     if not yes:
         if not sys.stdin.isatty():
             print(f"mcp-hooks trust: not a terminal: review the {len(todo)} hook(s) above and "
                   "pass --yes to trust them", file=sys.stderr)
-            return EXIT_PROBLEM
+            return EXIT_FAILURE
         try:
             answer = input(f"Trust these {len(todo)} hook(s)? [y/N] ")
         except EOFError:
             answer = ""
         if answer.strip().lower() not in ("y", "yes"):
             print("nothing trusted", file=sys.stderr)
-            return EXIT_PROBLEM
+            return EXIT_FAILURE
 
     store.trust(project, {h.name: h.digest for h in todo})
     for h in todo:
         print(f"trusted {h.name}  sha256 {h.digest[:16]}")
-    return EXIT_PROBLEM if bad else EXIT_OK
+    return EXIT_FAILURE if bad else EXIT_OK
 
 
 def _list(store: TrustStore, project: Path | None) -> int:
@@ -251,13 +281,13 @@ def _list(store: TrustStore, project: Path | None) -> int:
                 if h.digest == UNVERIFIABLE_DIGEST:
                     extra += "  (cannot be hashed)"
                 print(f"  {h.name.ljust(width)}  {h.status}{extra}")
-    return EXIT_PROBLEM if problem else EXIT_OK
+    return EXIT_FAILURE if problem else EXIT_OK
 
 
 def _revoke(store: TrustStore, project: Path, names: list[str] | None) -> int:
     if store.problem:
         print(f"mcp-hooks trust: {store.problem}", file=sys.stderr)
-        return EXIT_PROBLEM
+        return EXIT_FAILURE
     key = store.project_key(project)
     if names:
         on_disk = [_Hook(f.name, f) for f in _hook_folders(project_hooks_dir(project))]

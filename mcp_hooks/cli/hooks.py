@@ -1,0 +1,349 @@
+"""The hook commands: ``fire``, ``list``, ``show``, ``events``, ``validate``, ``new``, ``log``.
+
+Each ``cmd_*`` reads its parsed arguments, calls the core (``Engine``, ``Registry``,
+``load_hook``, ``EventLog``) and prints for people or, with ``--json``, for programs. Exit
+codes: 0 allowed / ok, 2 denied (``fire``), 1 problems found (``validate``, ``show`` of an
+invalid hook, ``new`` over an existing folder). A caller's mistake is raised as a
+``ConfigError`` (``UsageError``, ``UnknownEventError``, ``InvalidEventError``), which the
+command boundary in :mod:`mcp_hooks.cli` prints on one line and ends with exit 64.
+
+Imported on every run of ``mcp-hooks`` (its parsers are part of the command line), so it
+imports nothing the one-shot commands do not need: no asyncio, no MCP SDK.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcp_hooks import options, paths
+from mcp_hooks.discovery import project_hooks_dir
+from mcp_hooks.engine import Engine
+from mcp_hooks.errors import EXIT_DENIED, EXIT_FAILURE, EXIT_OK, HookFileError, UsageError
+from mcp_hooks.events import EVENTS, canonical_event
+from mcp_hooks.hookfile import NAME_RE, find_hook_file, load_hook
+from mcp_hooks.outcome import Event, fault_outcome
+
+# -- parsers -----------------------------------------------------------------------------
+
+
+def add_parsers(sub: Any) -> None:
+    """Declare the hook commands on the ``mcp-hooks`` subparsers."""
+    for add in (_add_list_parser, _add_show_parser, _add_events_parser, _add_fire_parser,
+                _add_validate_parser, _add_new_parser, _add_log_parser):
+        add(sub)
+
+
+def _add_list_parser(sub: Any) -> None:
+    p = sub.add_parser("list", help="list installed hooks (and invalid ones, with their errors)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--event", metavar="EVENT", help="only hooks of this event (any alias)")
+    options.add_common_options(p)
+
+
+def _add_show_parser(sub: Any) -> None:
+    p = sub.add_parser("show", help="print one hook's HOOK.md")
+    p.add_argument("name")
+    options.add_common_options(p)
+
+
+def _add_events_parser(sub: Any) -> None:
+    p = sub.add_parser("events", help="print the event catalogue with every alias")
+    p.add_argument("--json", action="store_true")
+
+
+def _add_fire_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "fire", help="fire one event at the hooks and print the decision (exit 2 when denied)"
+    )
+    p.add_argument("event", help="event type: canonical name or alias (see `mcp-hooks events`)")
+    p.add_argument("--tool", metavar="NAME", help="tool name (tool events)")
+    p.add_argument("--input", metavar="JSON", help="tool input, a JSON object ('-' reads stdin)")
+    p.add_argument("--output", metavar="JSON", help="tool output (after_tool), any JSON")
+    p.add_argument("--error", metavar="TEXT", help="the tool's error (after_tool_failure)")
+    p.add_argument("--tool-use-id", metavar="ID")
+    p.add_argument(
+        "--payload", metavar="JSON",
+        help="further payload fields, a JSON object ('-' reads stdin), e.g. "
+        '\'{"stop_reason": "no_tool_calls"}\'',
+    )
+    p.add_argument("--session", metavar="ID",
+                   help="session id (the stop loop guard counts per session)")
+    p.add_argument("--work-dir", metavar="DIR", help="the hooks' working folder (default: project)")
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    options.add_common_options(p)
+
+
+def _add_validate_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "validate", help="check hook folders; exit 1 and file:field: reason for each problem"
+    )
+    p.add_argument(
+        "dirs", nargs="*", type=Path, metavar="DIR",
+        help="hook folders, or folders of hook folders (default: the user and project folders)",
+    )
+    p.add_argument("--strict", action="store_true", help="unknown frontmatter keys are errors")
+    options.add_common_options(p)
+
+
+def _add_new_parser(sub: Any) -> None:
+    p = sub.add_parser("new", help="scaffold a working hook")
+    p.add_argument("name", help="lowercase kebab-case, e.g. check-migrations")
+    p.add_argument("--trigger", required=True, metavar="EVENT", help="event to subscribe to")
+    p.add_argument("--project", action="store_true",
+                   help="create it in the project's .agents/hooks (default: the user folder)")
+    p.add_argument("--tool", metavar="REGEX", help="matcher.tool (tool events)")
+    p.add_argument("--pattern", metavar="REGEX", help="matcher.pattern (tool events)")
+    p.add_argument("--priority", type=int, default=100)
+    p.add_argument("--async", dest="is_async", action="store_true", help="run in the background")
+    options.add_common_options(p)
+
+
+def _add_log_parser(sub: Any) -> None:
+    p = sub.add_parser("log", help="print the event log")
+    p.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
+    p.add_argument("--session", metavar="ID", help="only this session's events")
+    p.add_argument("--json", action="store_true", help="print the raw JSON lines")
+    p.add_argument("-n", "--lines", type=int, default=20, metavar="N",
+                   help="how many of the latest events to print (default 20; 0 = all)")
+    options.add_common_options(p)
+
+
+
+# -- commands ----------------------------------------------------------------------------
+
+
+def _json_arg(text: str | None, what: str, *, want_object: bool = True) -> Any:
+    """The JSON value of an argument (``-`` reads stdin); None when it was not given.
+
+    Raises:
+        UsageError: not JSON, or not an object where one is needed.
+        RecursionError: valid JSON nested deeper than Python's parser goes.
+    """
+    if text is None:
+        return None
+    if text == "-":
+        text = sys.stdin.read()
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{what}: not valid JSON ({exc})") from None
+    if want_object and not isinstance(value, dict):
+        raise UsageError(f"{what}: must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+_JSON_ARGS = (("tool_input", "--input", True), ("tool_output", "--output", False),
+              ("payload", "--payload", True))
+
+
+def _json_args(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
+    """``fire``'s JSON arguments by event field, read in order, and the fault that stopped
+    the reading, if any: valid JSON nested too deep to read is input we cannot process,
+    answered as a fault (a deny), not as the caller's mistake."""
+    values: dict[str, Any] = {}
+    for field, flag, want_object in _JSON_ARGS:
+        try:
+            values[field] = _json_arg(getattr(args, flag[2:]), flag, want_object=want_object)
+        except RecursionError:
+            return values, f"{flag}: nested too deep to read"
+    return values, None
+
+
+def cmd_fire(args: argparse.Namespace) -> int:
+    event_type = canonical_event(args.event)
+    if args.input == "-" and args.payload == "-":
+        raise UsageError("only one of --input and --payload can read stdin")
+    if args.work_dir and not Path(args.work_dir).is_dir():
+        raise UsageError(f"--work-dir {args.work_dir}: not an existing folder")
+    values, fault = _json_args(args)
+    if fault is not None:
+        outcome = fault_outcome(event_type, fault, on_fault=options.on_fault(args))
+    else:
+        event = Event.create(
+            event_type=args.event,
+            session_id=args.session,
+            work_dir=str(Path(args.work_dir).resolve()) if args.work_dir else None,
+            tool_name=args.tool,
+            tool_input=values["tool_input"],
+            tool_output=values["tool_output"],
+            error=args.error,
+            tool_use_id=args.tool_use_id,
+            payload=values["payload"] or {},
+        )
+        engine = Engine(options.registry(args, watch=False), log=options.event_log(args),
+                        stop_block_cap=options.stop_block_cap(args), one_shot=True,
+                        on_fault=options.on_fault(args))
+        outcome = engine.fire_blocking(event)
+    if args.json:
+        print(outcome.to_json(indent=2))
+    else:
+        from mcp_hooks.cli.report import format_outcome
+
+        print(format_outcome(outcome, color=sys.stdout.isatty()))
+    return EXIT_DENIED if outcome.denied else EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from mcp_hooks.cli.report import format_hooks
+
+    registry = options.registry(args, watch=False)
+    hooks = registry.hooks()
+    if args.event:
+        event = canonical_event(args.event)
+        hooks = [h for h in hooks if h.event == event]
+    if args.json:
+        print(json.dumps({
+            "user_dir": str(registry.user_dir),
+            "project_dir": str(registry.project_dir),
+            "hooks": [h.frontmatter() | {"dir": str(h.dir), "trust": "trusted",
+                                         "replaces": str(registry.replaced[h.name].dir)
+                                         if h.scope == "project" and h.name in registry.replaced
+                                         else None}
+                      for h in hooks],
+            "untrusted": [u.as_dict() for u in registry.untrusted],
+            "invalid": [i.as_dict() for i in registry.invalid],
+            "warnings": registry.warnings,
+        }, indent=2))
+    else:
+        print(format_hooks(registry, hooks))
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    registry = options.registry(args, watch=False)
+    hook = registry.get(args.name)
+    if hook is None:
+        invalid = [i for i in registry.invalid if i.name == args.name]
+        if invalid:
+            print(f"mcp-hooks: hook {args.name!r} is invalid: {invalid[0]}", file=sys.stderr)
+            return EXIT_FAILURE
+        raise UsageError(f"no hook named {args.name!r}; see `mcp-hooks list`")
+    sys.stdout.write(hook.read_text())
+    return EXIT_OK
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    from mcp_hooks.events import catalogue
+
+    if args.json:
+        print(json.dumps(catalogue(), indent=2))
+        return EXIT_OK
+    width = max(len(n) for n in EVENTS)
+    for info in EVENTS.values():
+        print(f"{info.name:<{width}}  {info.layer:<8}  {info.summary}")
+        print(f"{'':<{width}}  aliases: {', '.join(info.aliases)}")
+        print(f"{'':<{width}}  deny: {info.on_deny}")
+    return EXIT_OK
+
+
+def _hook_dirs(target: Path) -> list[Path]:
+    if find_hook_file(target) is not None or (target / "scripts").is_dir():
+        return [target]
+    return sorted(p for p in target.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    targets: list[tuple[str, Path]]
+    if args.dirs:
+        targets = [("user", d) for d in args.dirs]
+    else:
+        user = options.user_dir(args) or paths.user_hooks_dir()
+        targets = [("user", user), ("project", project_hooks_dir(options.project_dir(args)))]
+    problems = checked = 0
+    for scope, target in targets:
+        if not target.is_dir():
+            if args.dirs:
+                print(f"{target}: not a folder", file=sys.stderr)
+                problems += 1
+            continue
+        for hook_dir in _hook_dirs(target):
+            checked += 1
+            try:
+                spec, warnings = load_hook(hook_dir, "project" if scope == "project" else "user",
+                                           strict=args.strict)
+            except HookFileError as exc:
+                problems += 1
+                print(f"{exc}", file=sys.stderr)
+                continue
+            for warning in warnings:
+                print(f"warning: {warning}", file=sys.stderr)
+            print(f"ok  {spec.name}  ({spec.trigger}, {spec.hook_file})")
+    if checked == 0 and not problems:
+        print("no hooks found", file=sys.stderr)
+    summary = f"{checked} hook(s) checked, {problems} problem(s)"
+    print(summary, file=sys.stderr if problems else sys.stdout)
+    return EXIT_FAILURE if problems else EXIT_OK
+
+
+_SCRIPT = """#!/bin/sh
+# {name}: runs on {trigger}. The event arrives as one JSON object on stdin.
+# Allow: exit 0 (stdout may carry JSON: decision, reason, modified_input,
+# additional_context). Deny: print the reason on stderr and exit 2.
+payload=$(cat)
+# Example: deny when the payload mentions something you never want.
+# case "$payload" in *"rm -rf /"*) echo "refused: rm -rf /" >&2; exit 2;; esac
+exit 0
+"""
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    name = args.name
+    if not NAME_RE.match(name) or len(name) > 64:
+        raise UsageError(f"{name!r}: a hook name is 1-64 lowercase letters, digits and hyphens")
+    event = canonical_event(args.trigger)
+    if not 0 <= args.priority <= 1000:
+        raise UsageError("--priority must be from 0 to 1000")
+    if (args.tool or args.pattern) and not EVENTS[event].is_tool_event:
+        raise UsageError("--tool and --pattern apply to tool events only")
+    root = (project_hooks_dir(options.project_dir(args)) if args.project
+            else options.user_dir(args) or paths.user_hooks_dir())
+    hook_dir = root / name
+    if hook_dir.exists():
+        print(f"mcp-hooks: {hook_dir} already exists; nothing written", file=sys.stderr)
+        return EXIT_FAILURE
+    lines = ["---", f"name: {name}", f"description: TODO say what {name} checks and why",
+             f"trigger: {args.trigger}"]
+    if args.tool or args.pattern:
+        lines.append("matcher:")
+        if args.tool:
+            lines.append(f"  tool: {json.dumps(args.tool)}")
+        if args.pattern:
+            lines.append(f"  pattern: {json.dumps(args.pattern)}")
+    lines += ["timeout: 30000", f"async: {'true' if args.is_async else 'false'}",
+              f"priority: {args.priority}", "---", "", f"# {name}", "",
+              "What this hook checks, when it denies, and what the agent should do then.", ""]
+    (hook_dir / "scripts").mkdir(parents=True)
+    (hook_dir / "HOOK.md").write_text("\n".join(lines), encoding="utf-8")
+    script = hook_dir / "scripts" / "run"
+    script.write_text(_SCRIPT.format(name=name, trigger=args.trigger), encoding="utf-8")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    print(f"created {hook_dir}/HOOK.md and {script}")
+    print(f"try it: mcp-hooks fire {args.trigger}" + (f" --tool {args.tool}" if args.tool else ""))
+    return EXIT_OK
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    from mcp_hooks.cli.report import format_log_record
+    from mcp_hooks.eventlog import EventLog
+
+    log = EventLog(options.log_path(args))
+    records = list(log.read(args.session))
+    if args.lines:
+        records = records[-args.lines:]
+    show = (lambda r: json.dumps(r)) if args.json else format_log_record
+    for record in records:
+        print(show(record))
+    if args.follow:
+        try:
+            for record in log.follow(args.session):
+                print(show(record), flush=True)
+        except KeyboardInterrupt:
+            return EXIT_OK
+    elif not records:
+        print(f"no events logged yet in {log.path}", file=sys.stderr)
+    return EXIT_OK
