@@ -1,0 +1,134 @@
+"""The library path: ``run_hook`` on asyncio's subprocess support (``MCP_HOOKS_RUNNER=library``).
+
+The switch back from the hand-written event-loop driver (``eventloop``), kept so the bench
+can show, row against row, what ``posix_spawn`` and the shared pidfd epoll still save
+(``bench/bench_engine.py``, "library path"). Here asyncio spawns the child
+(``asyncio.create_subprocess_exec``: ``subprocess.Popen``'s fork and exec), watches its exit
+and reaps it (its child watcher, ``Process.wait``). The pipes are still the run's own
+(``core.Run``), handed to asyncio as file descriptors, so the caps, the drain at exit (a
+grandchild holding stdout cannot hang the event), the limits (all set by ``prlimit`` after
+the spawn), the run id, the timeout's TERM -> grace -> KILL and the sweep are the same rules
+as on every other path.
+
+One difference it cannot avoid: asyncio reaps the leader as soon as it exits, so the group is
+killed after the leader is reaped, not before. Linux keeps a process group's id from being
+reused while any member lives, so this only matters when the group is already empty, which
+the kill then cannot hurt except in the unlikely case that the id was reused in between.
+``RunResult.limit`` also cannot tell a SIGKILL after ``cpu_seconds`` (asyncio does not report
+the leader's CPU time); a SIGXCPU it still names.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Mapping, Sequence
+
+from mcp_hooks.limits import Limits
+from mcp_hooks.runner.core import (
+    KILL_GRACE,
+    OUTPUT_CAP,
+    Run,
+    RunResult,
+    Stream,
+    killpg,
+    spawn_error,
+)
+from mcp_hooks.runner.spawn import Child
+
+
+async def run_hook_library(
+    argv: Sequence[str],
+    payload: bytes,
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    timeout: float,
+    output_cap: int = OUTPUT_CAP,
+    kill_grace: float = KILL_GRACE,
+    limits: Limits | None = None,
+) -> RunResult:
+    """``mcp_hooks.runner.run_hook`` through asyncio's subprocess support (same arguments,
+    same result, same promises but the two noted in the module docstring)."""
+    import asyncio
+
+    hook = Run(argv, env, limits, output_cap)
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=in_r, stdout=out_w, stderr=err_w, cwd=cwd, env=hook.env,
+            start_new_session=True)
+    except (OSError, ValueError) as exc:
+        for fd in (in_w, out_r, err_r):
+            os.close(fd)
+        return hook.not_started(spawn_error(argv, exc))
+    finally:
+        for fd in (in_r, out_w, err_w):
+            os.close(fd)
+    started = hook.adopt(Child(proc.pid, in_w, out_r, err_r))
+    if isinstance(started, RunResult):
+        return started
+    child = started.child
+    assert child is not None
+    loop = asyncio.get_running_loop()
+    waiter = loop.create_task(proc.wait())
+    writing = -1  # the stdin fd a writer is registered on
+    reading = False
+    timed_out = False
+
+    def on_readable(stream: Stream) -> None:
+        if stream.read_once():
+            loop.remove_reader(stream.fd)
+            stream.eof = True
+
+    def stop_writing() -> None:
+        nonlocal writing
+        if writing >= 0:
+            loop.remove_writer(writing)
+            writing = -1
+
+    def on_writable() -> None:
+        if hook.feed():
+            stop_writing()
+            hook.close_stdin()
+
+    try:
+        if not hook.begin_stdin(payload):
+            assert hook.in_fd is not None
+            writing = hook.in_fd
+            loop.add_writer(writing, on_writable)
+        for stream in (hook.out, hook.err):
+            loop.add_reader(stream.fd, on_readable, stream)
+        reading = True
+        done, _ = await asyncio.wait({waiter}, timeout=timeout)
+        if not done:
+            timed_out = True
+            hook.terminate()
+            done, _ = await asyncio.wait({waiter}, timeout=kill_grace)
+            if not done:
+                killpg(child.pid, signal.SIGKILL)
+        returncode = await waiter
+        for stream in (hook.out, hook.err):
+            if not stream.eof:
+                loop.remove_reader(stream.fd)
+        reading = False
+        hook.drain()  # what the child wrote is here; a grandchild cannot hang us
+        killpg(child.pid, signal.SIGKILL)  # what is left of its group
+        child.set_returncode(returncode)
+        hook.retire()
+    finally:
+        if child.returncode is None:  # cancelled from outside: asyncio reaps the leader
+            waiter.cancel()
+            killpg(child.pid, signal.SIGKILL)
+            hook.retire()
+            hook.reaper.sweep_pass(set())
+        stop_writing()
+        if reading:
+            for stream in (hook.out, hook.err):
+                if not stream.eof:
+                    loop.remove_reader(stream.fd)
+        hook.close()
+    await hook.reaper.sweep_async()
+    return hook.result(timed_out)
