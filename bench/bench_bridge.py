@@ -150,8 +150,9 @@ def serve_forwarding(port: int, project: str, user: str, log: str) -> None:
 
     from mcp_hooks.eventlog import EventLog
     from mcp_hooks.hosts.forward import bridge_routes
-    from mcp_hooks.server import HookService, build_server
-    from mcp_hooks.transport import ServeOptions, serve
+    from mcp_hooks.server import build_server
+    from mcp_hooks.server.transport import ServeOptions, serve
+    from mcp_hooks.service import HookService
 
     async def main() -> None:
         service = HookService(Path(project), user_dir=Path(user), log=EventLog(Path(log)))

@@ -225,13 +225,6 @@ class HookSpec:
         """The whole HOOK.md, read now (progressive disclosure: only when asked)."""
         return self.hook_file.read_text(encoding="utf-8")
 
-    def document(self) -> tuple[dict[str, Any], str]:
-        """The HOOK.md read now, as its parsed frontmatter and its prose."""
-        import frontmatter
-
-        post = frontmatter.loads(self.read_text())
-        return dict(post.metadata), post.content
-
 
 def find_hook_file(hook_dir: Path) -> Path | None:
     for name in HOOK_FILES:

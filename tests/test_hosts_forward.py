@@ -16,7 +16,8 @@ from starlette.applications import Starlette
 
 from mcp_hooks.eventlog import EventLog
 from mcp_hooks.hosts.forward import bridge_routes, mcp_tool_payload, register_bridge_tool
-from mcp_hooks.server import HookService, build_server
+from mcp_hooks.server import build_server
+from mcp_hooks.service import HookService
 from tests.conftest import write_hook
 
 pytestmark = pytest.mark.anyio

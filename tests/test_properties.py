@@ -577,7 +577,8 @@ def test_mcp_tools_answer_any_arguments_and_keep_the_guard(tmp_path: Path, era: 
     from mcp.shared.exceptions import MCPError
 
     from mcp_hooks.eventlog import EventLog
-    from mcp_hooks.server import HookService, build_server
+    from mcp_hooks.server import build_server
+    from mcp_hooks.service import HookService
 
     user_dir, project, elsewhere = tmp_path / "user", tmp_path / "project", tmp_path / "else"
     (project / ".agents" / "hooks").mkdir(parents=True)

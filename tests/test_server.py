@@ -19,7 +19,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.server import MAX_PAYLOAD_BYTES, HookService, build_server
+from mcp_hooks.server import MAX_PAYLOAD_BYTES, build_server
+from mcp_hooks.service import HookService
 from tests.conftest import write_hook
 
 pytestmark = pytest.mark.anyio

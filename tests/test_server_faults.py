@@ -22,7 +22,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_hooks.server import MAX_PAYLOAD_BYTES, HookService, build_server
+from mcp_hooks.server import MAX_PAYLOAD_BYTES, build_server
+from mcp_hooks.service import HookService
 from tests.background import background
 from tests.conftest import MCP_HOOKS, write_hook
 

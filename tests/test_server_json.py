@@ -12,7 +12,7 @@ import pytest
 
 import mcp_hooks
 from mcp_hooks.server import SERVER_NAME
-from mcp_hooks.transport import TOKEN_ENV
+from mcp_hooks.server.transport import TOKEN_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"

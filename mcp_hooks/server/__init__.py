@@ -2,7 +2,9 @@
 
 Modules (imported lazily, so ``import mcp_hooks.server.sdk_compat`` loads no server)::
 
-    app         build_server(service): the tools, resources, prompt and list-changed notices
+    app         build_server(service): the tools, resources, prompt and list-changed notices;
+                serve_hooks(service, options): serve them with the host-bridge endpoints
+    results     the structured results of list_hooks, get_hook and hooks://index
     prompts     every word the server says to a model (instructions, descriptions, the prompt)
     transport   serve any MCP server over stdio, streamable HTTP or SSE (shared with the proxy)
     sdk_compat  every private MCP SDK name the doors reach, each with what breaks and how to check
@@ -16,16 +18,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mcp_hooks.server.app import MAX_PAYLOAD_BYTES, SERVER_NAME, HookService, build_server
+    from mcp_hooks.server.app import MAX_PAYLOAD_BYTES, SERVER_NAME, build_server, serve_hooks
+    from mcp_hooks.server.transport import ServeOptions, serve
 
-__all__ = ["MAX_PAYLOAD_BYTES", "SERVER_NAME", "HookService", "build_server"]
+__all__ = ["MAX_PAYLOAD_BYTES", "SERVER_NAME", "ServeOptions", "build_server", "serve",
+           "serve_hooks"]
 
 _FROM = {
     "MAX_PAYLOAD_BYTES": "mcp_hooks.server.app",
     "SERVER_NAME": "mcp_hooks.server.app",
-    "HookService": "mcp_hooks.server.app",
+    "ServeOptions": "mcp_hooks.server.transport",
     "build_server": "mcp_hooks.server.app",
-    "serve_command": "mcp_hooks.server.app",  # until cli's COMMANDS names mcp_hooks.cli.serve
+    "serve": "mcp_hooks.server.transport",
+    "serve_hooks": "mcp_hooks.server.app",
 }
 
 

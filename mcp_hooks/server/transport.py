@@ -1,7 +1,8 @@
 """Serve an MCP server over stdio, streamable HTTP or SSE, with the options mcp-hooks shares.
 
 Every mcp-hooks command that serves MCP (``serve``, ``proxy``) offers the same transport
-options and the same safety rules, declared and enforced here once:
+options (``ServeOptions``; their command-line spelling is declared once in
+``mcp_hooks.cli.serve``) and the same safety rules, enforced here once:
 
 - ``--transport stdio|http|sse``: stdio (default), streamable HTTP at ``/mcp``, or the older
   SSE transport at ``/sse`` (messages are POSTed to ``/messages/``).
@@ -19,32 +20,37 @@ options and the same safety rules, declared and enforced here once:
 
 Usage::
 
-    options = options_from_args(args)   # after add_transport_arguments(parser)
+    options = ServeOptions(transport="http", port=0, token=token)
     options.check()                     # TransportConfigError: refuse to start, say why
     configure_logging(options.log_level)
     await serve(server, options, routes=[Route("/hook", endpoint, methods=["POST"])])
+
+A port already taken is ``errors.AddressInUseError``, raised by ``bind`` (which ``serve``
+calls unless handed a socket) before any task group starts, so it reaches the command as one
+error, not a traceback in a group. ``bind`` first, then start what else must run, then
+``serve(..., sock=sock)`` keeps it so (``server.app.serve_hooks`` does).
 
 ``server`` may be a high-level ``MCPServer`` or a low-level ``Server``. Extra Starlette
 routes are mounted beside the MCP endpoint on HTTP and SSE, behind the same bearer check.
 ``build_http_app`` returns the ASGI app itself, for tests and other ASGI servers.
 
 This module imports the MCP SDK, Starlette and uvicorn only inside the functions that serve,
-so ``add_transport_arguments`` is cheap to call while building the command-line parser.
+so ``ServeOptions`` is cheap to build while reading the command line.
 """
 
 from __future__ import annotations
 
-import argparse
+import errno
 import hmac
 import ipaddress
 import logging
-import os
+import socket
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from mcp_hooks.errors import MCPHooksError
+from mcp_hooks.errors import AddressInUseError, ConfigError
 
 if TYPE_CHECKING:
     import anyio
@@ -67,9 +73,9 @@ _LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 logger = logging.getLogger("mcp_hooks.transport")
 
 
-class TransportConfigError(MCPHooksError):
-    """Options that must not be served (a public bind without a token, ...); the message
-    says how to fix them."""
+class TransportConfigError(ConfigError):
+    """Options that must not be served (a public bind without a token, a bad port, an address
+    that cannot be bound); the message says how to fix them."""
 
 
 def is_loopback(host: str) -> bool:
@@ -135,60 +141,6 @@ class ServeOptions:
         return f"http://{host}:{self.port if port is None else port}{path}"
 
 
-def add_transport_arguments(
-    parser: argparse.ArgumentParser, *, default_port: int = DEFAULT_PORT
-) -> None:
-    """Declare the transport options on a command's parser (cheap: imports nothing heavy)."""
-    group = parser.add_argument_group("transport")
-    group.add_argument(
-        "--transport", choices=("stdio", "http", "sse"), default="stdio",
-        help="stdio (default), streamable HTTP at /mcp, or SSE at /sse",
-    )
-    group.add_argument(
-        "--host", default=DEFAULT_HOST,
-        help=f"address to bind for http/sse (default {DEFAULT_HOST}; any other address "
-        "needs a token)",
-    )
-    group.add_argument(
-        "--port", type=int, default=default_port,
-        help=f"port for http/sse (default {default_port}; 0 picks a free one)",
-    )
-    group.add_argument(
-        "--token", metavar="TOKEN",
-        help=f"require 'Authorization: Bearer TOKEN' on http/sse (default ${TOKEN_ENV})",
-    )
-    group.add_argument(
-        "--stateless", action="store_true",
-        help="stateless streamable HTTP, for replicas behind a load balancer",
-    )
-    group.add_argument(
-        "--allowed-host", action="append", metavar="HOST", default=[],
-        help="accept this Host header (repeatable): DNS-rebinding protection when the "
-        "server is reached by a real hostname",
-    )
-    group.add_argument(
-        "--log-level", default="WARNING", type=str.upper, choices=LOG_LEVELS,
-        help="stderr log level (default WARNING)",
-    )
-
-
-def options_from_args(
-    args: argparse.Namespace, environ: Mapping[str, str] | None = None
-) -> ServeOptions:
-    """The ``ServeOptions`` a parsed command line (and ``MCP_HOOKS_TOKEN``) describe."""
-    env = os.environ if environ is None else environ
-    token = getattr(args, "token", None) or env.get(TOKEN_ENV) or None
-    return ServeOptions(
-        transport=cast(TransportName, getattr(args, "transport", "stdio")),
-        host=getattr(args, "host", DEFAULT_HOST),
-        port=getattr(args, "port", DEFAULT_PORT),
-        token=token,
-        stateless=bool(getattr(args, "stateless", False)),
-        allowed_hosts=tuple(getattr(args, "allowed_host", None) or ()),
-        log_level=str(getattr(args, "log_level", "WARNING")).upper(),
-    )
-
-
 def configure_logging(level: str = "WARNING") -> None:
     """Send every log record to stderr (never stdout, which may carry the protocol)."""
     handler = logging.StreamHandler(sys.stderr)
@@ -238,15 +190,6 @@ class BearerTokenMiddleware:
         return False
 
 
-def _lowlevel(server: MCPServer | Server[Any]) -> Server[Any]:
-    from mcp.server import MCPServer
-
-    if isinstance(server, MCPServer):
-        # The SDK's own in-memory transport unwraps MCPServer the same way.
-        return server._lowlevel_server
-    return server
-
-
 def transport_security(options: ServeOptions) -> TransportSecuritySettings | None:
     """DNS-rebinding protection: on for loopback binds and whenever hosts are allowed."""
     from mcp.server.transport_security import TransportSecuritySettings
@@ -277,7 +220,9 @@ def build_http_app(
         options: transport (``http`` or ``sse``), token, stateless, allowed hosts.
         routes: extra Starlette routes, mounted beside the MCP endpoint, behind the token.
     """
-    lowlevel = _lowlevel(server)
+    from mcp_hooks.server.sdk_compat import lowlevel_server
+
+    lowlevel = lowlevel_server(server)
     security = transport_security(options)
     app: ASGIApp
     if options.transport == "sse":
@@ -310,10 +255,12 @@ def _sse_app(
     from starlette.responses import Response
     from starlette.routing import Mount, Route
 
+    from mcp_hooks.server.sdk_compat import asgi_send
+
     sse = SseServerTransport(MESSAGES_PATH, security_settings=security)
 
     async def handle_sse(request: Request) -> Response:
-        async with sse.connect_sse(request.scope, request.receive, request._send) as streams:
+        async with sse.connect_sse(request.scope, request.receive, asgi_send(request)) as streams:
             await lowlevel.run(streams[0], streams[1], lowlevel.create_initialization_options())
         return Response()
 
@@ -328,6 +275,35 @@ def _sse_app(
 # -- serving ---------------------------------------------------------------------------------
 
 
+def bind(options: ServeOptions) -> socket.socket | None:
+    """The listening address of HTTP/SSE options, bound now (None for stdio).
+
+    Binding before anything else starts turns a taken port into one plain error, where a
+    bind inside uvicorn would log, ``SystemExit`` and surface in a task group.
+
+    Raises:
+        AddressInUseError: another process listens on the host and port.
+        TransportConfigError: the address cannot be bound for another reason (not this
+            machine's, a port below 1024 without the right, a host name that does not resolve).
+    """
+    if options.transport == "stdio":
+        return None
+    family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        sock.bind((options.host.strip("[]"), options.port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise AddressInUseError(options.host, options.port) from None
+        reason = exc.strerror or str(exc)
+        raise TransportConfigError(
+            f"cannot listen on {options.host}:{options.port}: {reason}; pass another --host "
+            "or --port") from None
+    return sock
+
+
 async def serve(
     server: MCPServer | Server[Any],
     options: ServeOptions,
@@ -335,6 +311,7 @@ async def serve(
     routes: Sequence[BaseRoute] = (),
     on_ready: Callable[[str], Awaitable[None] | None] | None = None,
     shutdown: anyio.Event | None = None,
+    sock: socket.socket | None = None,
 ) -> None:
     """Serve until the client disconnects (stdio) or the process is interrupted (HTTP/SSE).
 
@@ -345,12 +322,16 @@ async def serve(
         on_ready: called with the URL once HTTP/SSE is listening (the stdio "URL" is
             ``stdio:``); the URL is also announced on stderr.
         shutdown: for HTTP/SSE, an event that stops the server gracefully when set.
+        sock: for HTTP/SSE, the socket ``bind(options)`` returned; bound here when None.
 
     Raises:
         TransportConfigError: the options must not be served.
+        AddressInUseError: HTTP/SSE: the host and port are taken (before anything starts).
     """
+    from mcp_hooks.server.sdk_compat import lowlevel_server
+
     options.check()
-    lowlevel = _lowlevel(server)
+    lowlevel = lowlevel_server(server)
     if options.transport == "stdio":
         from mcp_hooks.proxy.stdio import is_pipe_like, stdio_streams
 
@@ -367,7 +348,14 @@ async def serve(
                 await _maybe_await(on_ready("stdio:"))
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
         return
-    await _serve_http(server, options, routes, on_ready, shutdown)
+    own = sock is None
+    listening = bind(options) if sock is None else sock
+    assert listening is not None
+    try:
+        await _serve_http(server, options, routes, on_ready, shutdown, listening)
+    finally:
+        if own:
+            listening.close()
 
 
 async def _maybe_await(value: Awaitable[None] | None) -> None:
@@ -381,6 +369,7 @@ async def _serve_http(
     routes: Sequence[BaseRoute],
     on_ready: Callable[[str], Awaitable[None] | None] | None,
     shutdown: anyio.Event | None,
+    sock: socket.socket,
 ) -> None:
     import anyio
     import uvicorn
@@ -395,21 +384,18 @@ async def _serve_http(
 
     async def run_web() -> None:
         try:
-            await web.serve()
-        except SystemExit:  # uvicorn exits when it cannot bind; it has logged why
-            failed.append(f"cannot listen on {options.host}:{options.port}")
+            await web.serve(sockets=[sock])
+        except SystemExit:  # uvicorn exits when it cannot start; it has logged why
+            failed.append(f"cannot serve on {options.host}:{options.port}; see the log above")
             web.should_exit = True
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run_web)
         while not web.started:
             if failed:
-                raise TransportConfigError(failed[0] + " (is the port in use?)")
+                raise TransportConfigError(failed[0])
             await anyio.sleep(0.01)
-        port = options.port
-        for sock in (s for srv in getattr(web, "servers", []) for s in srv.sockets):
-            port = sock.getsockname()[1]
-            break
+        port = sock.getsockname()[1]
         url = options.url(port)
         auth = "bearer token required" if options.token else "no token"
         print(f"mcp-hooks: serving {options.transport} at {url} ({auth})",

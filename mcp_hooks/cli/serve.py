@@ -1,0 +1,204 @@
+"""``mcp-hooks serve``: serve the hooks as an MCP server over stdio, streamable HTTP or SSE.
+
+This module is the command line of the MCP server: it declares the ``serve`` options (and the
+transport options, which ``proxy`` shares: :func:`add_transport_arguments`), turns the parsed
+arguments into :class:`ServerOptions` (:func:`options_from_args`; the transport part alone is
+:func:`transport_options`), and :func:`run` serves from those alone, through
+``mcp_hooks.server.app.serve_hooks``.
+
+Refused before anything starts, as a ``UsageError`` or ``TransportConfigError`` (exit 64): a
+public bind without a token, a ``--root`` that is not a folder, and a server started in ``/``
+with no project named (every folder on the machine would be a root, so any folder's
+``.agents/hooks`` could be made to run; ``--root /`` is still accepted when asked for). A
+taken port is ``AddressInUseError`` (exit 1). Errors are raised to the command boundary
+(:func:`mcp_hooks.cli.main`), which prints them on one line.
+
+Importing this module imports no MCP SDK: the parser is built on every ``serve`` start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from mcp_hooks import options
+from mcp_hooks.errors import UsageError
+from mcp_hooks.eventlog import EventLog
+from mcp_hooks.outcome import OnFault
+from mcp_hooks.server.transport import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    LOG_LEVELS,
+    TOKEN_ENV,
+    ServeOptions,
+    TransportName,
+)
+from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
+
+EXIT_INTERRUPTED = 130
+
+
+def add_transport_arguments(
+    parser: argparse.ArgumentParser, *, default_port: int = DEFAULT_PORT
+) -> None:
+    """Declare the transport options on a command's parser (``serve``, ``proxy``)."""
+    group = parser.add_argument_group("transport")
+    group.add_argument(
+        "--transport", choices=("stdio", "http", "sse"), default="stdio",
+        help="stdio (default), streamable HTTP at /mcp, or SSE at /sse",
+    )
+    group.add_argument(
+        "--host", default=DEFAULT_HOST,
+        help=f"address to bind for http/sse (default {DEFAULT_HOST}; any other address "
+        "needs a token)",
+    )
+    group.add_argument(
+        "--port", type=int, default=default_port,
+        help=f"port for http/sse (default {default_port}; 0 picks a free one)",
+    )
+    group.add_argument(
+        "--token", metavar="TOKEN",
+        help=f"require 'Authorization: Bearer TOKEN' on http/sse (default ${TOKEN_ENV})",
+    )
+    group.add_argument(
+        "--stateless", action="store_true",
+        help="stateless streamable HTTP, for replicas behind a load balancer",
+    )
+    group.add_argument(
+        "--allowed-host", action="append", metavar="HOST", default=[],
+        help="accept this Host header (repeatable): DNS-rebinding protection when the "
+        "server is reached by a real hostname",
+    )
+    group.add_argument(
+        "--log-level", default="WARNING", type=str.upper, choices=LOG_LEVELS,
+        help="stderr log level (default WARNING)",
+    )
+
+
+def transport_options(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> ServeOptions:
+    """The ``ServeOptions`` a parsed command line (and ``MCP_HOOKS_TOKEN``) describe."""
+    env = os.environ if environ is None else environ
+    token = getattr(args, "token", None) or env.get(TOKEN_ENV) or None
+    return ServeOptions(
+        transport=cast(TransportName, getattr(args, "transport", "stdio")),
+        host=getattr(args, "host", DEFAULT_HOST),
+        port=getattr(args, "port", DEFAULT_PORT),
+        token=token,
+        stateless=bool(getattr(args, "stateless", False)),
+        allowed_hosts=tuple(getattr(args, "allowed_host", None) or ()),
+        log_level=str(getattr(args, "log_level", "WARNING")).upper(),
+    )
+
+
+def add_parser(sub: Any) -> None:
+    """Declare ``serve`` on the ``mcp-hooks`` subparsers."""
+    p = sub.add_parser(
+        "serve", help="run the MCP server (stdio, streamable HTTP or SSE)",
+        description="Serve fire_hook_event, list_hooks, get_hook and the hooks:// resources "
+        "over MCP. HTTP and SSE bind 127.0.0.1 unless told otherwise; any other address "
+        "needs a token (--token or MCP_HOOKS_TOKEN).",
+    )
+    add_transport_arguments(p)
+    p.add_argument("--root", action="append", type=Path, metavar="DIR", default=[],
+                   help="a folder whose subfolders clients may name as work_dir "
+                   "(repeatable; default the project dir)")
+    p.add_argument("--bridge-tool", action="store_true",
+                   help="also serve bridge_hook, the tool Claude Code mcp_tool hooks call "
+                   "(mcp-hooks install claude-code --via mcp)")
+    options.add_common_options(p)
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """Everything ``serve`` needs, typed: how to serve and which hooks.
+
+    Attributes:
+        serve: transport, address, token and HTTP settings.
+        project_dir: the default project (a call naming no ``work_dir``).
+        user_dir: the user hooks folder; None for the default.
+        roots: folders clients may name (subfolders of) as ``work_dir``; empty: the project.
+        log: the event log; None for none.
+        stop_block_cap: the ``before_stop`` loop guard's cap.
+        on_fault: ``block`` or ``warn``: what a fault of ours does to an event that can block.
+        trust_project_hooks: run every project hook without the trust store; None: the
+            environment decides.
+        bridge_tool: also serve ``bridge_hook`` (Claude Code ``mcp_tool`` hooks).
+    """
+
+    serve: ServeOptions
+    project_dir: Path
+    user_dir: Path | None = None
+    roots: tuple[Path, ...] = ()
+    log: EventLog | None = None
+    stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP
+    on_fault: OnFault = "block"
+    trust_project_hooks: bool | None = None
+    bridge_tool: bool = False
+
+
+def options_from_args(args: argparse.Namespace) -> ServerOptions:
+    """The options the command line (and the environment) give."""
+    return ServerOptions(
+        serve=transport_options(args),
+        project_dir=options.project_dir(args),
+        user_dir=options.user_dir(args),
+        roots=tuple(Path(r).expanduser() for r in (getattr(args, "root", None) or [])),
+        log=options.event_log(args),
+        stop_block_cap=options.stop_block_cap(args),
+        on_fault=options.on_fault(args),
+        trust_project_hooks=options.trust_project_hooks(args),
+        bridge_tool=bool(getattr(args, "bridge_tool", False)),
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    """``mcp-hooks serve``."""
+    return run(options_from_args(args))
+
+
+def run(opts: ServerOptions) -> int:
+    """Serve until the client disconnects (stdio) or the process is stopped (HTTP/SSE).
+
+    Returns:
+        0 when the client went away or the server was stopped, 130 on Ctrl-C.
+
+    Raises:
+        TransportConfigError: the transport options must not be served.
+        UsageError: no project to serve (started in ``/``), or a root that is not a folder.
+        AddressInUseError: HTTP/SSE: the host and port are taken.
+    """
+    opts.serve.check()
+    from mcp_hooks.server.transport import configure_logging
+
+    configure_logging(opts.serve.log_level)
+    roots = [Path(os.path.realpath(r)) for r in opts.roots]
+    if not roots and Path(os.path.realpath(opts.project_dir)) == Path("/"):
+        raise UsageError(
+            "no project to serve: the server was started in / and would accept any folder as "
+            "work_dir; pass --project-dir DIR (or --root DIR)")
+    for root in roots:
+        if not root.is_dir():
+            raise UsageError(f"--root {root} is not an existing folder")
+
+    import anyio
+
+    from mcp_hooks.server.app import serve_hooks
+    from mcp_hooks.service import HookService
+
+    token = opts.serve.token
+    service = HookService(
+        opts.project_dir, user_dir=opts.user_dir, roots=roots, log=opts.log,
+        stop_block_cap=opts.stop_block_cap, on_fault=opts.on_fault,
+        secrets=[token] if token else [], trust_project_hooks=opts.trust_project_hooks,
+    )
+    try:
+        anyio.run(lambda: serve_hooks(service, opts.serve, bridge_tool=opts.bridge_tool))
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    return 0
