@@ -11,6 +11,7 @@
     │   ├── MatcherError                   a matcher RE2 cannot compile
     │   ├── UnknownHostError               an agent host we have no bridge for
     │   ├── TransportConfigError           --transport/--host/--port/--token that clash
+    │   ├── BadRequest                     a service call: work_dir outside the roots, no such hook
     │   └── ProxyConfigError               a proxy config file (file, field, reason)
     └── RunError                  exit 1   the input was fine; the world was not
         ├── AddressInUseError              serve/proxy: the port is taken
