@@ -31,10 +31,8 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
-from mcp_hooks import options
 from mcp_hooks.cli import hooks
 from mcp_hooks.errors import EXIT_OK, EXIT_USAGE, MCPHooksError, exit_code
 
@@ -49,119 +47,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-# -- parsers of the doors (until their cli modules declare them) ------------------------
-
-
-def _add_serve_parser(sub: Any, full: bool = True) -> None:
-    help_text = "run the MCP server (stdio, streamable HTTP or SSE)"
-    if not full:  # another command runs: its options need not be built
-        sub.add_parser("serve", help=help_text)
-        return
-    from mcp_hooks.server.transport import add_transport_arguments  # imports no SDK
-
-    p = sub.add_parser(
-        "serve", help=help_text,
-        description="Serve fire_hook_event, list_hooks, get_hook and the hooks:// resources "
-        "over MCP. HTTP and SSE bind 127.0.0.1 unless told otherwise; any other address "
-        "needs a token (--token or MCP_HOOKS_TOKEN).",
-    )
-    add_transport_arguments(p)
-    p.add_argument("--root", action="append", type=Path, metavar="DIR", default=[],
-                   help="a folder whose subfolders clients may name as work_dir "
-                   "(repeatable; default the project dir)")
-    p.add_argument("--bridge-tool", action="store_true",
-                   help="also serve bridge_hook, the tool Claude Code mcp_tool hooks call "
-                   "(mcp-hooks install claude-code --via mcp)")
-    options.add_common_options(p)
-
-
-def _add_proxy_parser(sub: Any, full: bool = True) -> None:
-    help_text = "gate every tool of upstream MCP servers through the hooks"
-    if not full:
-        sub.add_parser("proxy", help=help_text)
-        return
-    from mcp_hooks.server.transport import add_transport_arguments
-
-    p = sub.add_parser(
-        "proxy", help=help_text,
-        description="Serve the tools, resources and prompts of upstream MCP servers; every "
-        "tools/call passes through the before_tool / after_tool hooks first.",
-    )
-    up = p.add_argument_group("upstream servers")
-    up.add_argument("--config", type=Path, metavar="FILE",
-                    help="an mcpServers JSON file (Claude Desktop, .mcp.json, Cursor, VS Code)")
-    up.add_argument("--upstream", action="append", metavar="NAME=COMMAND", default=[],
-                    help="one more upstream without a file: NAME='command args' (stdio) or "
-                    "NAME=https://host/mcp (streamable HTTP); repeatable")
-    up.add_argument("--prefix", action="store_true",
-                    help="prefix every tool and prompt <server>__ (default: only on collisions)")
-    up.add_argument("--timeout", type=float, metavar="SECONDS", default=60.0,
-                    help="how long one upstream call may take (default 60)")
-    up.add_argument("--startup-timeout", type=float, metavar="SECONDS", default=30.0,
-                    help="how long an upstream may take to start (default 30)")
-    add_transport_arguments(p, default_port=8766)
-    options.add_common_options(p)
-
-
-def _add_bridge_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "bridge", help="answer an agent host's native hook (its payload on stdin)",
-        description="The command an agent host's hook config runs: reads the host's JSON "
-        "payload on stdin, fires our event, answers in the host's own JSON and exit code. "
-        "What mcp-hooks cannot decide (an unreadable payload, an engine fault) is a deny in "
-        "the host's own form, a warning only for events that cannot block; --on-fault warn "
-        "or MCP_HOOKS_ON_FAULT=warn lets it through with the warning.",
-    )
-    p.add_argument("host", help="claude-code, codex, gemini-cli, cursor, copilot-cli, kimi-cli")
-    p.add_argument("--event", metavar="NAME",
-                   help="the host's event name (default: the payload's hook_event_name)")
-    options.add_common_options(p)
-
-
-def _add_install_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "install", help="write an agent host's hook config to run our hooks",
-        description="Merge our entries into the host's hook config (keeping every other "
-        "entry, with a backup of the previous file). Running it again changes nothing.",
-    )
-    p.add_argument("host", help="claude-code, codex, gemini-cli, cursor, copilot-cli, kimi-cli")
-    p.add_argument("--scope", choices=("project", "user"), default=None,
-                   help="the project's config (default) or the user's (Kimi CLI: user only)")
-    p.add_argument("--dry-run", action="store_true", help="print the diff; write nothing")
-    p.add_argument("--config", type=Path, metavar="FILE",
-                   help="write this config file instead of the host's usual one")
-    p.add_argument("--via", choices=("command", "server", "http", "mcp"), default="command",
-                   help="command: run `mcp-hooks bridge` (default); server: forward to a "
-                   "running `mcp-hooks serve --transport http` with curl, falling back to the "
-                   "bridge; http / mcp: Claude Code's native http / mcp_tool hook types")
-    p.add_argument("--event", dest="events", action="append", metavar="EVENT",
-                   help="only this event (host or canonical name; repeatable; default all)")
-    p.add_argument("--url", metavar="URL",
-                   help="the server for --via server/http (default http://127.0.0.1:8765)")
-    p.add_argument("--token", help="the server's bearer token (or MCP_HOOKS_TOKEN)")
-    p.add_argument("--server-name", metavar="NAME",
-                   help="--via mcp: our server's name in Claude Code's MCP config "
-                   "(default mcp-hooks)")
-    p.add_argument("--bridge-command", metavar="CMD",
-                   help="how the host starts mcp-hooks (or MCP_HOOKS_BRIDGE_COMMAND; default: "
-                   "plain `mcp-hooks` for project scope, a stable absolute one for user scope)")
-    options.add_common_options(p)
-
-
-def _add_uninstall_parser(sub: Any) -> None:
-    p = sub.add_parser("uninstall", help="remove our entries from an agent host's hook config")
-    p.add_argument("host", help="claude-code, codex, gemini-cli, cursor, copilot-cli, kimi-cli")
-    p.add_argument("--scope", choices=("project", "user"), default=None,
-                   help="the project's config (default) or the user's (Kimi CLI: user only)")
-    p.add_argument("--dry-run", action="store_true", help="print the diff; write nothing")
-    p.add_argument("--config", type=Path, metavar="FILE",
-                   help="write this config file instead of the host's usual one")
-    options.add_common_options(p)
+# Where each command after the hook commands declares its parser (module, function), in the
+# order of --help. Each is imported and built only when its command runs (or for --help):
+# the serving options cost a hook host's `fire` and `bridge` runs milliseconds.
+_PARSERS: dict[str, tuple[str, str]] = {
+    "serve": ("mcp_hooks.cli.serve", "add_parser"),
+    "proxy": ("mcp_hooks.cli.proxy", "add_parser"),
+    "bridge": ("mcp_hooks.cli.hosts", "add_bridge_parser"),
+    "install": ("mcp_hooks.cli.hosts", "add_install_parser"),
+    "uninstall": ("mcp_hooks.cli.hosts", "add_uninstall_parser"),
+    "doctor": ("mcp_hooks.cli.hosts", "add_doctor_parser"),
+    "trust": ("mcp_hooks.cli.trust", "add_parser"),
+}
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser; given the arguments, only the command they name gets the serving options
-    (building those costs a hook host's ``fire`` and ``bridge`` runs a few milliseconds)."""
+    """The parser; given the arguments, only the command they name gets its options beyond
+    the hook commands' (see ``_PARSERS``)."""
     parser = _Parser(
         prog="mcp-hooks",
         description="Run HOOK.md lifecycle hooks for any AI agent.",
@@ -173,12 +75,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     words = [a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")]
     command = words[0] if words else None
     hooks.add_parsers(sub)
-    _add_serve_parser(sub, full=command in (None, "serve"))
-    _add_proxy_parser(sub, full=command in (None, "proxy"))
-    for add in (_add_bridge_parser, _add_install_parser, _add_uninstall_parser):
-        add(sub)
-    for name, module, func in (("doctor", "mcp_hooks.doctor", "add_doctor_parser"),
-                               ("trust", "mcp_hooks.cli.trust", "add_parser")):
+    for name, (module, func) in _PARSERS.items():
         if command in (None, name):
             getattr(importlib.import_module(module), func)(sub)
         else:  # another command runs (a bridge, every tool call): not imported, not built
@@ -212,12 +109,12 @@ COMMANDS: dict[str, Command] = {
     "validate": hooks.cmd_validate,
     "new": hooks.cmd_new,
     "log": hooks.cmd_log,
-    "serve": _lazy("mcp_hooks.server", "serve_command"),
-    "proxy": _lazy("mcp_hooks.proxy.app", "proxy_command"),
-    "bridge": _lazy("mcp_hooks.hosts.bridge", "bridge_command"),
-    "install": _lazy("mcp_hooks.hosts.install", "install_command"),
-    "uninstall": _lazy("mcp_hooks.hosts.install", "uninstall_command"),
-    "doctor": _lazy("mcp_hooks.doctor", "doctor_command"),
+    "serve": _lazy("mcp_hooks.cli.serve", "command"),
+    "proxy": _lazy("mcp_hooks.cli.proxy", "command"),
+    "bridge": _lazy("mcp_hooks.cli.hosts", "bridge_command"),
+    "install": _lazy("mcp_hooks.cli.hosts", "install_command"),
+    "uninstall": _lazy("mcp_hooks.cli.hosts", "uninstall_command"),
+    "doctor": _lazy("mcp_hooks.cli.hosts", "doctor_command"),
     "trust": _lazy("mcp_hooks.cli.trust", "command"),
 }
 
