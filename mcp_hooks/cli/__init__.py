@@ -1,14 +1,17 @@
 """The ``mcp-hooks`` command: its parser, its table of commands, and the error boundary.
 
-Each command lives in a module of this package and is imported only when it runs, so ``fire``
-and ``bridge`` (run by hosts on every tool call) start fast::
+Each command group lives in a module of this package, which parses its arguments, turns
+them into the typed options of its adapter and calls it::
 
-    hooks    fire, list, show, events, validate, new, log
-    trust    trust (review and trust a project's hooks)
+    hooks    fire, list, show, events, validate, new, log   (the core; always imported)
+    serve    serve: the MCP server (mcp_hooks.server)
+    proxy    proxy: the gating proxy (mcp_hooks.proxy)
+    hosts    bridge, install, uninstall, doctor (mcp_hooks.hosts)
+    trust    trust: review and trust a project's hooks (mcp_hooks.trust)
     report   what people read: an outcome, the hook table, event-log lines
 
-The serving doors (``serve``, ``proxy``) and the host commands (``bridge``, ``install``,
-``uninstall``, ``doctor``) turn their arguments into typed options and call their adapters.
+Every group but ``hooks`` is imported, and its parser built, only when its command runs, so
+``fire`` and ``bridge`` (run by hosts on every tool call) start fast.
 
 Exit codes (:mod:`mcp_hooks.errors`): 0 allowed / ok; 2 denied (so ``fire`` works from shell
 and git hooks); 1 a run-time error (:class:`~mcp_hooks.errors.RunError`) or problems found
