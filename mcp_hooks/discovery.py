@@ -162,7 +162,7 @@ class Registry:
             ``mcp-hooks fire`` and the host bridges, which read the folders once.
         trust_project_hooks: run every project hook without checking the trust store (CI,
             containers); None reads ``MCP_HOOKS_TRUST_PROJECT_HOOKS``.
-        trust_store: where trusted digests are kept; None for ``trust.store_path()``.
+        trust_store: where trusted digests are kept; None for ``paths.trust_store_path()``.
     """
 
     def __init__(
