@@ -10,6 +10,8 @@
     │   ├── HookFileError                  a HOOK.md that cannot be loaded (file, field, reason)
     │   ├── MatcherError                   a matcher RE2 cannot compile
     │   ├── UnknownHostError               an agent host we have no bridge for
+    │   ├── InstallOptionError             install options the host cannot take (an event,
+    │   │                                  a --via, a scope it has not; no token)
     │   ├── TransportConfigError           --transport/--host/--port/--token that clash
     │   ├── BadRequest                     a service call: work_dir outside the roots, no such hook
     │   └── ProxyConfigError               a proxy config file (file, field, reason)
@@ -17,7 +19,8 @@
         ├── AddressInUseError              serve/proxy: the port is taken
         ├── ServiceUnavailable             a project's hooks cannot be read right now
         ├── UpstreamError                  a proxied MCP server failed or went away
-        ├── InstallError                   a host config we cannot read or write
+        ├── InstallError                   a host config we cannot read or write, or only
+        │                                  a throwaway mcp-hooks to point it at
         ├── TrustError                     trust cannot be recorded (run time: the folder
         │   │                              or the store, not the user's input, is at fault)
         │   ├── UnhashableError            a hook folder that cannot be hashed in full

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from mcp_hooks.doctor import host_deny_reason
+from mcp_hooks.hosts.doctor import host_deny_reason
 from tests.conftest import MCP_HOOKS, write_hook
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hosts"

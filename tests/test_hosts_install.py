@@ -208,7 +208,7 @@ def test_events_can_be_chosen_by_host_or_canonical_name(env: dict[str, str],
     assert list(data["hooks"]) == ["beforeShellExecution", "beforeMCPExecution",
                                    "beforeReadFile", "stop"]
     result = run(env, project, "install", "cursor", "--event", "nonsense")
-    assert result.returncode == 1 and "no event 'nonsense'" in result.stderr
+    assert result.returncode == 64 and "no event 'nonsense'" in result.stderr
 
 
 def test_folders_given_to_install_are_passed_to_the_bridge(env: dict[str, str], project: Path,
@@ -246,14 +246,16 @@ def test_unreadable_configs_are_left_alone(env: dict[str, str], project: Path) -
 
 
 def test_usage_errors(env: dict[str, str], project: Path) -> None:
+    """Options the host cannot take are the caller's mistake: exit 64, nothing written."""
     result = run(env, project, "install", "kimi-cli", "--scope", "project")
-    assert result.returncode == 1 and "use --scope user" in result.stderr
+    assert result.returncode == 64 and "use --scope user" in result.stderr
     result = run(env, project, "install", "vim")
     assert result.returncode == 64 and "unknown host" in result.stderr
     result = run(env, project, "install", "codex", "--via", "http")
-    assert result.returncode == 1 and "Claude Code hook type" in result.stderr
+    assert result.returncode == 64 and "Claude Code hook type" in result.stderr
     result = run(env, project, "install", "codex", "--via", "server")
-    assert result.returncode == 1 and "token" in result.stderr
+    assert result.returncode == 64 and "token" in result.stderr
+    assert not (project / ".codex").exists()
 
 
 # -- the written command works when the host runs it ---------------------------------------
@@ -336,7 +338,7 @@ def test_via_mcp_refuses_events_that_can_block(env: dict[str, str], project: Pat
     open meanwhile, so blocking events are refused with what to use instead."""
     for events in (["--event", "PreToolUse"], ["--event", "Stop"], []):
         result = run(env, project, "install", "claude-code", "--via", "mcp", *events)
-        assert result.returncode == 1
+        assert result.returncode == 64
         assert "before its MCP servers connect" in result.stderr
         assert "--via command" in result.stderr and "--event SessionEnd" in result.stderr
     assert not (project / ".claude" / "settings.json").exists()

@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from mcp_hooks.errors import ConfigError
+
 if TYPE_CHECKING:
     from mcp_hooks.hosts.base import Host
 
@@ -31,8 +33,8 @@ ALIASES: dict[str, str] = {
 }
 
 
-class UnknownHostError(ValueError):
-    """A host name that is not bridged."""
+class UnknownHostError(ConfigError, ValueError):
+    """A host name that is not bridged (a caller's mistake: exit 64)."""
 
     def __init__(self, name: str) -> None:
         self.name = name

@@ -1,11 +1,17 @@
 """What every host bridge has in common: the translated call, the reply, the host interface.
 
-A host module maps three things and nothing else:
+A host module maps three things at run time:
 
 1. the host's event name -> our canonical event (``Host.events``);
 2. the host's payload -> the fields of an engine ``Event`` (``Host.translate``), the tool
    renamed into the shared vocabulary and the host's own view kept under ``host``;
-3. our ``Outcome`` -> the host's stdout JSON, stderr and exit code (``Host.reply``).
+3. our ``Outcome`` -> the host's stdout JSON, stderr and exit code (``Host.reply``);
+
+and declares what ``install`` and ``doctor`` need to know of it, so that neither switches on
+a host's name: its config file per scope and that file's format (``config_path``,
+``config_format``), the handler written there (``entry``) and how ours is told apart
+(``command_keys``), its install notes, and the shell tool call ``doctor`` probes it with
+(``gate_event``, ``shell_call``, ``deny_reason``).
 
 This module must stay cheap to import: the bridge runs as a new process on every tool call.
 It imports the engine only for type checking.
@@ -18,16 +24,19 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from mcp_hooks.errors import RunError
 from mcp_hooks.hosts.vocab import RewriteError, ToolMap, Vocabulary
 
 if TYPE_CHECKING:
-    from mcp_hooks.engine import Outcome
+    from mcp_hooks.outcome import Outcome
 
 EXIT_FAIL_OPEN = 1  # every host treats exit 1 as "hook failed, carry on"
 EXIT_BLOCK = 2  # the block exit code of Claude Code, Codex, Gemini CLI, Cursor and Kimi CLI
 FAULT_FIX = "run `mcp-hooks doctor` to see what is broken"
+HOOK_TIMEOUT_S = 600  # the longest a HOOK.md may run (hookfile's cap); each hook has its own
 
 
 # Claude Code's hook event names (PascalCase), which Codex and Kimi CLI adopted too.
@@ -45,7 +54,7 @@ CLAUDE_EVENTS: dict[str, str] = {
     "PostCompact": "post_compact",
 }
 
-class BridgeInputError(ValueError):
+class BridgeInputError(RunError, ValueError):
     """A payload the bridge cannot translate (not JSON, not an object, unknown event)."""
 
 
@@ -105,9 +114,9 @@ def fault_outcome(event: str, what: str, *, on_fault: str = "block") -> Outcome:
     """The engine's answer for an event mcp-hooks could not decide: a deny by ``mcp-hooks``
     whose reason says what broke and how to fix it, or an allow with that as a warning
     (``warn``, or an event that cannot block). Imported here, when a fault happens."""
-    from mcp_hooks import engine
+    from mcp_hooks import outcome
 
-    return engine.fault_outcome(event, what, on_fault=on_fault)
+    return outcome.fault_outcome(event, what, on_fault=on_fault)
 
 
 def unreadable(host: Host, exc: Exception) -> str:
@@ -227,6 +236,20 @@ class Host:
     stop_flag_key: ClassVar[str] = "stop_hook_active"
     # payload fields copied into the event payload under our names (host key -> our key)
     field_map: ClassVar[dict[str, str]] = {}
+
+    # -- where `install` writes, and what (see ``mcp_hooks.hosts.install``) ----------------
+    # "claude": {"hooks": {event: [{"hooks": [handler]}]}}; "flat": {"version": 1, "hooks":
+    # {event: [handler]}}; "toml": Kimi's [[hooks]] tables, one managed block of text
+    config_format: ClassVar[str] = "claude"
+    project_config: ClassVar[str | None] = None  # under the project; None: no project scope
+    # user scope: ($VAR, else this folder under the home folder) / file
+    user_config: ClassVar[tuple[str | None, str, str]]
+    default_scope: ClassVar[str] = "project"
+    command_keys: ClassVar[tuple[str, ...]] = ("command",)  # where a handler holds its command
+    native_vias: ClassVar[frozenset[str]] = frozenset()  # --via choices beyond command/server
+    # -- how `doctor` probes the gate: a shell tool call that must come back denied ----------
+    gate_event: ClassVar[str] = "PreToolUse"
+    shell_tool: ClassVar[str] = "Bash"
 
     # -- in ------------------------------------------------------------------------------
 
@@ -351,6 +374,55 @@ class Host:
     def reply(self, call: Call, outcome: Outcome) -> Reply:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    # -- install and doctor ------------------------------------------------------------------
+
+    def config_path(self, scope: str, project: Path) -> Path | None:
+        """The hook config file for ``scope`` (None: the host has no such scope). The home
+        folder is read for user scope only."""
+        if scope == "project":
+            return None if self.project_config is None else project / self.project_config
+        var, folder, file = self.user_config
+        value = os.environ.get(var) if var else None
+        return (Path(value) if value else Path(os.path.expanduser("~"), folder)) / file
+
+    def user_config_text(self) -> str:
+        """The user config's place in words: ``$VAR/file, default ~/folder/file``."""
+        var, folder, file = self.user_config
+        default = "~/" + "/".join(p for p in (folder, file) if p)
+        return f"${var}/{file}, default {default}" if var else default
+
+    def entry(self, event: str, command: str) -> dict[str, Any]:
+        """The handler ``install`` writes for ``event``, running ``command``."""
+        return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}
+
+    def entry_command(self, handler: Mapping[str, Any]) -> str | None:
+        """The command a handler of this host's config runs (None: it runs none)."""
+        for key in self.command_keys:
+            value = handler.get(key)
+            if isinstance(value, str):
+                return value
+        return None
+
+    def install_notes(self, scope: str, via: str, server_name: str) -> list[str]:
+        """What the user must know after ``install`` (trust prompts, exports)."""
+        return []
+
+    def shell_call(self, command: str, session: str, work: Path) -> dict[str, Any]:
+        """The payload of a shell tool call of ``command`` on ``gate_event``, as sent."""
+        return {"hook_event_name": self.gate_event, "session_id": session, "cwd": str(work),
+                "tool_name": self.shell_tool, "tool_input": {"command": command},
+                "tool_use_id": session}
+
+    def deny_reason(self, stdout: str, stderr: str, code: int) -> str | None:
+        """The reason of a deny on ``gate_event`` in this host's form (None: not a deny)."""
+        if code == 2:
+            return stderr.strip()
+        data = json_answer(stdout, code)
+        specific = data.get("hookSpecificOutput") if data else None
+        if isinstance(specific, dict) and specific.get("permissionDecision") == "deny":
+            return str(specific.get("permissionDecisionReason", ""))
+        return None
+
     # -- our own faults --------------------------------------------------------------------
 
     def known_event(self, flag: str | None, payload: Any) -> str | None:
@@ -400,6 +472,17 @@ class Host:
         count = payload.get("loop_count")
         return payload.get(self.stop_flag_key) is True or (
             isinstance(count, int) and not isinstance(count, bool) and count > 0)
+
+
+def json_answer(stdout: str, code: int) -> dict[str, Any] | None:
+    """A hook's JSON answer (None: a failure, not JSON, or not an object)."""
+    if code != 0:
+        return None
+    try:
+        data = json.loads(stdout) if stdout.strip() else {}
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _first(payload: Mapping[str, Any], keys: tuple[str, ...]) -> Any:

@@ -28,11 +28,11 @@ the count, as does any stop that is allowed.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,7 @@ from mcp_hooks.hosts.base import (
     load_payload,
     unreadable,
 )
+from mcp_hooks.options import CommonOptions
 
 if TYPE_CHECKING:
     from mcp_hooks.engine import Outcome
@@ -54,15 +55,30 @@ EXIT_USAGE = 64
 STOP_STATE_TTL = 3600.0  # seconds; an interrupted loop's count is forgotten after this
 
 
-def bridge_command(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class BridgeOptions:
+    """How to answer one host hook call.
+
+    Attributes:
+        event: the host's event name (``--event``); None: the payload's own field.
+        common: the shared options as given (folders, log, stop cap, fault mode, trust).
+            Without a project dir (given or ``$MCP_HOOKS_PROJECT_DIR``), the project is
+            found from the work dir the host reports.
+    """
+
+    event: str | None = None
+    common: CommonOptions = field(default_factory=CommonOptions)
+
+
+def run_bridge(host_name: str, options: BridgeOptions) -> int:
     """Run one host hook call: stdin payload in, host answer out. Returns the exit code."""
     try:
-        host = get_host(args.host)
+        host = get_host(host_name)
     except UnknownHostError as exc:
         print(f"mcp-hooks bridge: {exc}", file=sys.stderr)
         return EXIT_USAGE
     raw = sys.stdin.buffer.read()
-    reply = answer(host, raw, args)
+    reply = answer(host, raw, options)
     # a lone surrogate in a reason must not crash the answer: escape it, JSON stays valid
     if reply.stdout:
         sys.stdout.buffer.write((reply.stdout + "\n").encode("utf-8", "backslashreplace"))
@@ -73,13 +89,13 @@ def bridge_command(args: argparse.Namespace) -> int:
     return reply.exit_code
 
 
-def answer(host: Host, raw: bytes, args: argparse.Namespace) -> Reply:
+def answer(host: Host, raw: bytes, options: BridgeOptions) -> Reply:
     """The host's answer to one payload; never raises. What mcp-hooks cannot decide is a
     deny in the host's form (see the module docstring), or a warning under ``warn``."""
-    from mcp_hooks import options
+    from mcp_hooks.options import on_fault as fault_mode
 
-    on_fault = options.on_fault(args)
-    flag = getattr(args, "event", None)
+    on_fault = fault_mode(options.common)
+    flag = options.event
     payload: Any = None
     try:
         payload = load_payload(raw)
@@ -90,19 +106,19 @@ def answer(host: Host, raw: bytes, args: argparse.Namespace) -> Reply:
                                 on_fault, payload)
     outcome: Outcome | BaseException
     try:
-        outcome = fire_call(call, args)
+        outcome = fire_call(call, options.common)
     except Exception as exc:
         outcome = exc
     return answer_outcome(host, call, outcome, on_fault, payload)
 
 
-def fire_call(call: Call, args: argparse.Namespace) -> Outcome:
+def fire_call(call: Call, args: CommonOptions) -> Outcome:
     """Fire the translated call at a fresh engine over the registry the options describe."""
     from mcp_hooks import options
     from mcp_hooks.discovery import Registry, find_project_dir
     from mcp_hooks.engine import Engine, Event
 
-    if getattr(args, "project_dir", None) is not None or os.environ.get("MCP_HOOKS_PROJECT_DIR"):
+    if args.project_dir is not None or os.environ.get("MCP_HOOKS_PROJECT_DIR"):
         project = options.project_dir(args)
     else:
         start = call.fields.get("work_dir") or os.getcwd()
@@ -181,4 +197,4 @@ def _state_dir() -> Path:
     return Path(base) / "mcp-hooks" / "stop"
 
 
-__all__ = ["BridgeInputError", "answer", "bridge_command", "fire_call"]
+__all__ = ["BridgeInputError", "BridgeOptions", "answer", "fire_call", "run_bridge"]

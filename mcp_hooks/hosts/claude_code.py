@@ -6,6 +6,10 @@ own permission prompt still happens), context (``additionalContext``), a rewritt
 output (``updatedToolOutput``), the stop gate (``decision: block`` + ``reason`` on Stop and
 SubagentStop; ``stop_hook_active`` is passed to our loop guard). Warnings go to
 ``systemMessage`` (the user sees them) and stderr.
+
+Besides command hooks, ``install`` can write Claude Code's own hook types (``native_vias``):
+``http`` (a POST to our server, ``http_entry``) and ``mcp_tool`` (our server's
+``bridge_hook`` tool, ``mcp_tool_entry``; the hook input passed field by field).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcp_hooks.hosts.base import (
     CLAUDE_EVENTS,
+    HOOK_TIMEOUT_S,
     Call,
     Host,
     Reply,
@@ -24,7 +29,7 @@ from mcp_hooks.hosts.base import (
 from mcp_hooks.hosts.vocab import CLAUDE_CODE, Vocabulary
 
 if TYPE_CHECKING:
-    from mcp_hooks.engine import Outcome
+    from mcp_hooks.outcome import Outcome
 
 
 class ClaudeShaped(Host):
@@ -93,6 +98,9 @@ class ClaudeShaped(Host):
 class ClaudeCode(ClaudeShaped):
     name = "claude-code"
     title = "Claude Code"
+    project_config = ".claude/settings.json"
+    user_config = ("CLAUDE_CONFIG_DIR", ".claude", "settings.json")
+    native_vias = frozenset({"http", "mcp"})
     events: ClassVar[dict[str, str]] = dict(CLAUDE_EVENTS)
     install_events = tuple(events)
     tool_events = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
@@ -118,6 +126,63 @@ class ClaudeCode(ClaudeShaped):
                                 "PostToolUseFailure", "SubagentStart"})
     # None: Claude Code's permission flow decides. "allow" would approve the call silently.
     rewrite_decision = None
+
+    def http_entry(self, event: str, url: str) -> dict[str, Any]:
+        """A native ``type: http`` hook POSTing the hook input to ``url`` (our server)."""
+        return {"type": "http", "url": f"{url}?event={event}", "timeout": HOOK_TIMEOUT_S,
+                "headers": {"Authorization": "Bearer $MCP_HOOKS_TOKEN"},
+                "allowedEnvVars": ["MCP_HOOKS_TOKEN"]}
+
+    def mcp_tool_entry(self, event: str, server: str, tool: str) -> dict[str, Any]:
+        """A native ``type: mcp_tool`` hook calling ``tool`` of the MCP server ``server``."""
+        return {"type": "mcp_tool", "server": server, "tool": tool,
+                "input": mcp_tool_input(event), "timeout": HOOK_TIMEOUT_S}
+
+    def install_notes(self, scope: str, via: str, server_name: str) -> list[str]:
+        if via == "http":
+            return ["Claude Code sends the token from $MCP_HOOKS_TOKEN: export it where "
+                    "Claude Code runs. If the server is down, Claude Code carries on without "
+                    "the hooks."]
+        if via == "mcp":
+            return ["Add the server to Claude Code as an MCP server named "
+                    f"{server_name!r}, started with --bridge-tool (claude mcp add mcp-hooks "
+                    "-- mcp-hooks serve --bridge-tool). Until it is connected, these "
+                    "(non-blocking) hooks do not run."]
+        return []
+
+
+LEAF_KEYS = ("command", "description", "file_path", "content", "old_string", "new_string",
+             "path", "pattern", "url", "query", "prompt")
+
+
+def mcp_tool_input(event: str) -> dict[str, str]:
+    """The ``input`` of a Claude Code ``mcp_tool`` hook: the hook JSON, field by field.
+
+    Claude Code substitutes ``${path}`` in string values from its hook input. Whether an
+    object (``${tool_input}``) arrives as JSON text is not documented, so the common input
+    keys are passed as leaves too and the tool rebuilds ``tool_input`` from them if needed.
+    """
+    fields = {
+        "host": "claude-code",
+        "hook_event_name": event,
+        "session_id": "${session_id}",
+        "cwd": "${cwd}",
+    }
+    if event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
+        fields.update({"tool_name": "${tool_name}", "tool_input": "${tool_input}",
+                       "tool_use_id": "${tool_use_id}"})
+        for key in LEAF_KEYS:
+            fields[f"input_{key}"] = "${tool_input." + key + "}"
+    if event == "PostToolUse":
+        fields["tool_response"] = "${tool_response}"
+    if event == "PostToolUseFailure":
+        fields["error"] = "${error}"
+    if event in ("Stop", "SubagentStop"):
+        fields.update({"stop_hook_active": "${stop_hook_active}",
+                       "last_assistant_message": "${last_assistant_message}"})
+    if event == "UserPromptSubmit":
+        fields["prompt"] = "${prompt}"
+    return fields
 
 
 HOST = ClaudeCode()

@@ -23,6 +23,8 @@ from mcp_hooks.hosts.vocab import CODEX, Vocabulary
 class Codex(ClaudeShaped):
     name = "codex"
     title = "Codex"
+    project_config = ".codex/hooks.json"
+    user_config = ("CODEX_HOME", ".codex", "hooks.json")
     # Claude's names, less the events Codex does not have
     events: ClassVar[dict[str, str]] = {
         k: v for k, v in CLAUDE_EVENTS.items() if k not in ("SessionEnd", "PostToolUseFailure")
@@ -46,6 +48,11 @@ class Codex(ClaudeShaped):
     context_events = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
                                 "SubagentStart"})
     rewrite_decision = "allow"
+
+    def install_notes(self, scope: str, via: str, server_name: str) -> list[str]:
+        return ["Codex runs hooks only once you trust them: review them with /hooks in Codex "
+                "(or pass --dangerously-bypass-hook-trust); project hooks also need the "
+                "project trusted."]
 
 
 HOST = Codex()

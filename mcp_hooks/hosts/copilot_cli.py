@@ -16,13 +16,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from mcp_hooks.hosts.base import Call, Host, Reply, denied_by, joined, json_reply
+from mcp_hooks.hosts.base import (
+    HOOK_TIMEOUT_S,
+    Call,
+    Host,
+    Reply,
+    denied_by,
+    joined,
+    json_answer,
+    json_reply,
+)
 from mcp_hooks.hosts.vocab import COPILOT_CLI, Vocabulary
 
 if TYPE_CHECKING:
-    from mcp_hooks.engine import Outcome
+    from mcp_hooks.outcome import Outcome
 
 _PRE_TOOL = frozenset({"preToolUse", "PreToolUse"})
 _STOPS = frozenset({"agentStop", "subagentStop", "Stop", "SubagentStop"})
@@ -32,6 +42,11 @@ _CONTEXT = frozenset({"postToolUseFailure", "PostToolUseFailure", "subagentStart
 class CopilotCli(Host):
     name = "copilot-cli"
     title = "Copilot CLI"
+    config_format = "flat"
+    project_config = ".github/hooks/mcp-hooks.json"
+    user_config = ("COPILOT_HOME", ".copilot", "hooks/mcp-hooks.json")
+    command_keys = ("bash", "powershell")
+    gate_event = "preToolUse"
     events: ClassVar[dict[str, str]] = {
         "sessionStart": "session_start",
         "sessionEnd": "session_end",
@@ -77,6 +92,27 @@ class CopilotCli(Host):
         "transcriptPath": "transcript_path",
         "transcript_path": "transcript_path",
     }
+
+    def entry(self, event: str, command: str) -> dict[str, Any]:
+        return {"type": "command", "bash": command, "timeoutSec": HOOK_TIMEOUT_S}
+
+    def install_notes(self, scope: str, via: str, server_name: str) -> list[str]:
+        if scope != "project":
+            return []
+        return ["Copilot CLI loads repository hooks in prompt mode (-p) only for a trusted "
+                "folder or with GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true."]
+
+    def shell_call(self, command: str, session: str, work: Path) -> dict[str, Any]:
+        # camelCase, no event name: the installed command passes --event
+        return {"sessionId": session, "cwd": str(work), "toolName": "bash",
+                "toolArgs": json.dumps({"command": command})}
+
+    def deny_reason(self, stdout: str, stderr: str, code: int) -> str | None:
+        # exit codes do not block here: only permissionDecision does
+        data = json_answer(stdout, code)
+        if data and data.get("permissionDecision") == "deny":
+            return str(data.get("permissionDecisionReason", ""))
+        return None
 
     def host_tool(self, host_event: str, payload: Mapping[str, Any]) -> tuple[str | None, Any]:
         name, args = super().host_tool(host_event, payload)

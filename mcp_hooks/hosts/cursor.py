@@ -18,13 +18,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from mcp_hooks.hosts.base import Call, Host, Reply, denied_by, joined, json_reply
+from mcp_hooks.hosts.base import (
+    HOOK_TIMEOUT_S,
+    Call,
+    Host,
+    Reply,
+    denied_by,
+    joined,
+    json_answer,
+    json_reply,
+)
 from mcp_hooks.hosts.vocab import CURSOR, CURSOR_EVENT_TOOLS, ToolMap, Vocabulary
 
 if TYPE_CHECKING:
-    from mcp_hooks.engine import Outcome
+    from mcp_hooks.outcome import Outcome
 
 _PERMISSION = frozenset({"preToolUse", "beforeShellExecution", "beforeMCPExecution",
                          "beforeReadFile", "subagentStart"})
@@ -34,6 +44,10 @@ _CONTEXT = frozenset({"sessionStart", "postToolUse"})
 class Cursor(Host):
     name = "cursor"
     title = "Cursor"
+    config_format = "flat"
+    project_config = ".cursor/hooks.json"
+    user_config = (None, ".cursor", "hooks.json")
+    gate_event = "beforeShellExecution"
     events: ClassVar[dict[str, str]] = {
         "sessionStart": "session_start",
         "sessionEnd": "session_end",
@@ -77,6 +91,22 @@ class Cursor(Host):
         "subagent_type": "subagent_type",
         "trigger": "trigger",
     }
+
+    def entry(self, event: str, command: str) -> dict[str, Any]:
+        return {"command": command, "timeout": HOOK_TIMEOUT_S}
+
+    def shell_call(self, command: str, session: str, work: Path) -> dict[str, Any]:
+        return {"hook_event_name": self.gate_event, "conversation_id": session,
+                "generation_id": session, "workspace_roots": [str(work)], "cwd": str(work),
+                "command": command}
+
+    def deny_reason(self, stdout: str, stderr: str, code: int) -> str | None:
+        if code == 2:
+            return stderr.strip()
+        data = json_answer(stdout, code)
+        if data and data.get("permission") == "deny":
+            return str(data.get("agent_message", ""))
+        return None
 
     def host_tool(self, host_event: str, payload: Mapping[str, Any]) -> tuple[str | None, Any]:
         fixed = CURSOR_EVENT_TOOLS.get(host_event)

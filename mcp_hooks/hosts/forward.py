@@ -50,10 +50,16 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.routing import Route
 
-    from mcp_hooks.engine import Engine, Outcome
+    from mcp_hooks.engine import Engine
+    from mcp_hooks.outcome import Outcome
 
 EngineFor = Callable[[str | None], "Engine | Awaitable[Engine]"]
-BRIDGE_PATH = "/hooks/bridge/{host}"
+# The wire contract, shared with `install` (which writes it into host configs and the forward
+# script) and `doctor` (which checks it):
+FORWARD_PATH = "/hooks/bridge/"  # + <host>?event=<HostEvent>
+BRIDGE_PATH = FORWARD_PATH + "{host}"
+NONCE_HEADER = "X-MCP-Hooks-Nonce"
+SIGNATURE_HEADER = "X-MCP-Hooks-Signature"
 TOOL_NAME = "bridge_hook"
 TOOL_DESCRIPTION = (
     "Answer an agent host's native hook call (Claude Code mcp_tool hooks): pass the hook's "
@@ -76,7 +82,7 @@ async def answer_payload(host: Host, payload: dict[str, Any], event: str | None,
     form); only a work dir this server does not serve fails over (exit 1), so that the
     forward script runs the local bridge instead.
     """
-    from mcp_hooks.engine import Event
+    from mcp_hooks.outcome import Event
 
     on_fault = _on_fault()
     try:
@@ -97,10 +103,6 @@ async def answer_payload(host: Host, payload: dict[str, Any], event: str | None,
     except Exception as exc:
         outcome = exc
     return answer_outcome(host, call, outcome, on_fault, payload)
-
-
-NONCE_HEADER = "X-MCP-Hooks-Nonce"
-SIGNATURE_HEADER = "X-MCP-Hooks-Signature"
 
 
 def sign(token: str, nonce: str, body: bytes) -> str:
@@ -251,5 +253,6 @@ def register_bridge_tool(server: Any, engine_for: EngineFor) -> None:
                     structured_output=False)
 
 
-__all__ = ["BRIDGE_PATH", "NONCE_HEADER", "SIGNATURE_HEADER", "TOOL_NAME", "answer_payload",
-           "bridge_hook", "bridge_routes", "mcp_tool_payload", "register_bridge_tool", "sign"]
+__all__ = ["BRIDGE_PATH", "FORWARD_PATH", "NONCE_HEADER", "SIGNATURE_HEADER", "TOOL_NAME",
+           "answer_payload", "bridge_hook", "bridge_routes", "mcp_tool_payload",
+           "register_bridge_tool", "sign"]

@@ -17,11 +17,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from mcp_hooks.hosts.base import Call, Host, Reply, denied_by, joined, json_reply
+from mcp_hooks.hosts.base import (
+    HOOK_TIMEOUT_S,
+    Call,
+    Host,
+    Reply,
+    denied_by,
+    joined,
+    json_answer,
+    json_reply,
+)
 from mcp_hooks.hosts.vocab import GEMINI_CLI, Vocabulary
 
 if TYPE_CHECKING:
-    from mcp_hooks.engine import Outcome
+    from mcp_hooks.outcome import Outcome
 
 _BLOCKS = frozenset({"BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent"})
 _CONTEXT = frozenset({"AfterTool", "BeforeAgent", "SessionStart"})
@@ -30,6 +39,10 @@ _CONTEXT = frozenset({"AfterTool", "BeforeAgent", "SessionStart"})
 class GeminiCli(Host):
     name = "gemini-cli"
     title = "Gemini CLI"
+    project_config = ".gemini/settings.json"
+    user_config = ("GEMINI_CLI_HOME", "", ".gemini/settings.json")
+    gate_event = "BeforeTool"
+    shell_tool = "run_shell_command"
     events: ClassVar[dict[str, str]] = {
         "SessionStart": "session_start",
         "SessionEnd": "session_end",
@@ -51,6 +64,19 @@ class GeminiCli(Host):
         "reason": "exit_reason",
         "transcript_path": "transcript_path",
     }
+
+    def entry(self, event: str, command: str) -> dict[str, Any]:
+        # Gemini reads the timeout in milliseconds
+        return {"name": "mcp-hooks", "type": "command", "command": command,
+                "timeout": HOOK_TIMEOUT_S * 1000}
+
+    def deny_reason(self, stdout: str, stderr: str, code: int) -> str | None:
+        if code == 2:
+            return stderr.strip()
+        data = json_answer(stdout, code)
+        if data and data.get("decision") in ("deny", "block"):
+            return str(data.get("reason", ""))
+        return None
 
     def canonical_tool(
         self, tool_name: str, tool_input: dict[str, Any], payload: Mapping[str, Any]

@@ -14,10 +14,11 @@ to the context (Kimi 1.49-1.51 does not read it yet).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcp_hooks.hosts.base import (
     CLAUDE_EVENTS,
+    HOOK_TIMEOUT_S,
     Call,
     Host,
     Reply,
@@ -29,7 +30,7 @@ from mcp_hooks.hosts.base import (
 from mcp_hooks.hosts.vocab import KIMI_CLI, Vocabulary
 
 if TYPE_CHECKING:
-    from mcp_hooks.engine import Outcome
+    from mcp_hooks.outcome import Outcome
 
 _BLOCKS = frozenset({"PreToolUse", "UserPromptSubmit", "Stop"})
 
@@ -37,6 +38,10 @@ _BLOCKS = frozenset({"PreToolUse", "UserPromptSubmit", "Stop"})
 class KimiCli(Host):
     name = "kimi-cli"
     title = "Kimi CLI"
+    config_format = "toml"
+    user_config = ("KIMI_SHARE_DIR", ".kimi", "config.toml")  # Kimi has no project config
+    default_scope = "user"
+    shell_tool = "Shell"
     events: ClassVar[dict[str, str]] = dict(CLAUDE_EVENTS)
     install_events = ("SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse",
                       "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStart",
@@ -54,6 +59,9 @@ class KimiCli(Host):
         "source": "source",
         "reason": "exit_reason",
     }
+
+    def entry(self, event: str, command: str) -> dict[str, Any]:
+        return {"event": event, "command": command, "timeout": HOOK_TIMEOUT_S}
 
     def reply(self, call: Call, outcome: Outcome) -> Reply:
         event = call.host_event

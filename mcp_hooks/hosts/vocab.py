@@ -22,13 +22,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_hooks.errors import RunError
+
 CANONICAL_TOOLS: tuple[str, ...] = (
     "Shell", "ReadFile", "WriteFile", "EditFile", "ApplyPatch", "Glob", "Grep", "ListDir",
     "WebFetch", "WebSearch", "Agent",
 )
 
 
-class RewriteError(ValueError):
+class RewriteError(RunError, ValueError):
     """A rewritten canonical input that the host's tool cannot take."""
 
 

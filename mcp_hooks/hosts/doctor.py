@@ -13,43 +13,36 @@ the token (a signed answer to a payload that runs no hook).
 Exit 1 when anything is broken, each problem printed with its fix; 0 otherwise. Warnings
 (a host wired without its tool gate, a server that is down while the local bridge still
 answers) do not fail the check.
+
+What a host looks like is the host's own declaration (``Host.config_path``, ``gate_event``,
+``shell_call``, ``deny_reason``); this module knows no host by name.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shlex
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from mcp_hooks import options
+from mcp_hooks import options, paths
+from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK
+from mcp_hooks.hosts import HOSTS, get_host, host_name
+from mcp_hooks.hosts.base import Host
+from mcp_hooks.hosts.configfile import Target, is_ours, target, toml_reader
+from mcp_hooks.hosts.forward import FORWARD_PATH, NONCE_HEADER, SIGNATURE_HEADER, sign
+from mcp_hooks.hosts.forward_script import read_token
+from mcp_hooks.options import CommonOptions
 
-if TYPE_CHECKING:  # the rest is imported when doctor runs: cli builds this parser every time
-    from mcp_hooks.hosts.base import Host
-    from mcp_hooks.hosts.install import Target
-
-EXIT_OK = 0
-EXIT_BROKEN = 1
+EXIT_BROKEN = EXIT_FAILURE
 PROBE_HOOK = "mcp-hooks-doctor-probe"
 PROBE_MARKER = "echo mcp-hooks-doctor-probe-7f3a"
 PROBE_REASON = "mcp-hooks doctor probe: denied as expected"
+PROBE_SESSION = "mcp-hooks-doctor"
 PROBE_TIMEOUT_S = 60.0
 UNREACHABLE = "http://127.0.0.1:9"  # no server: a forward script's local fallback answers
-
-# host -> the event that gates a shell command
-GATE_EVENT: dict[str, str] = {
-    "claude-code": "PreToolUse",
-    "codex": "PreToolUse",
-    "gemini-cli": "BeforeTool",
-    "cursor": "beforeShellExecution",
-    "copilot-cli": "preToolUse",
-    "kimi-cli": "PreToolUse",
-}
-
 
 @dataclass
 class Finding:
@@ -121,36 +114,35 @@ class Report:
                 "hooks": self.hooks, "files": self.files}
 
 
-# -- the parser and the command -------------------------------------------------------------
+# -- the command ---------------------------------------------------------------------------
 
 
-def add_doctor_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "doctor", help="check that the gate is whole: host wiring, hooks, log, trust, server",
-        description="For each agent host: where our hooks are wired, whether the command "
-        "there resolves and really denies a probe tool call; then invalid, untrusted and "
-        "shadowed hooks, whether the event log and trust store can be written, and whether "
-        "a --via server server answers and authenticates. Exit 1 when anything is broken.",
-    )
-    p.add_argument("--json", action="store_true", help="print a machine-readable report")
-    p.add_argument("--host", dest="hosts", action="append", metavar="HOST",
-                   help="only this host (repeatable; default all)")
-    options.add_common_options(p)
+@dataclass(frozen=True)
+class DoctorOptions:
+    """What ``doctor`` checks and how it reports.
+
+    Attributes:
+        hosts: only these hosts (names or aliases); empty: every host.
+        json: print a machine-readable report.
+        common: the shared options as given (hook folders, log, trust).
+    """
+
+    hosts: tuple[str, ...] = ()
+    json: bool = False
+    common: CommonOptions = field(default_factory=CommonOptions)
 
 
-def doctor_command(args: argparse.Namespace) -> int:
-    """Run every check; print the report; 1 when anything is broken."""
+def run_doctor(given: DoctorOptions) -> int:
+    """Run every check; print the report; 1 when anything is broken.
+
+    Raises:
+        UnknownHostError: a host in ``given.hosts`` that is not bridged.
+    """
     import tempfile
 
-    from mcp_hooks.hosts import HOSTS, get_host, host_name
-
     report = Report()
-    try:
-        names = [host_name(h) for h in (getattr(args, "hosts", None) or HOSTS)]
-    except ValueError as exc:
-        print(f"mcp-hooks doctor: {exc}", file=sys.stderr)
-        return 64
-    project = options.project_dir(args)
+    names = [host_name(h) for h in (given.hosts or HOSTS)]
+    project = options.project_dir(given.common)
     with tempfile.TemporaryDirectory(prefix="mcp-hooks-doctor-") as tmp:
         probe_root = Path(tmp)
         _write_probe(probe_root)
@@ -158,11 +150,10 @@ def doctor_command(args: argparse.Namespace) -> int:
             check_host(report, get_host(name), project, probe_root)
     if not report.wirings:
         report.warn("no agent host is wired to mcp-hooks (looked in the project and user "
-                    "configs)", "mcp-hooks install <host> (claude-code, codex, gemini-cli, "
-                    "cursor, copilot-cli, kimi-cli)")
-    check_hooks(report, args)
-    check_files(report, args)
-    if getattr(args, "json", False):
+                    "configs)", "mcp-hooks install <host> (" + ", ".join(HOSTS) + ")")
+    check_hooks(report, given.common)
+    check_files(report, given.common)
+    if given.json:
         print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
     else:
         print(format_report(report))
@@ -200,33 +191,21 @@ def format_report(report: Report) -> str:
 
 
 def _targets(host: Host, project: Path) -> list[tuple[str, Target]]:
-    from mcp_hooks.hosts.install import InstallError, target
-
-    found = []
-    for scope in ("project", "user"):
-        try:
-            found.append((scope, target(host, scope, project)))
-        except (InstallError, KeyError):
-            continue
-    return found
+    return [(scope, target(host, scope, project)) for scope in ("project", "user")
+            if host.config_path(scope, project) is not None]
 
 
-def read_entries(where: Target, text: str) -> list[Entry]:
+def read_entries(host: Host, where: Target, text: str) -> list[Entry]:
     """Our handlers in a host config's text (JSON or Kimi's TOML)."""
-    from mcp_hooks.hosts.install import is_ours
-
     entries: list[Entry] = []
-    if where.kind == "kimi":
-        if sys.version_info >= (3, 11):
-            import tomllib as toml
-        else:  # pragma: no cover - Python 3.10: tomli, if it is there
-            import importlib
-
-            toml = importlib.import_module("tomli")
+    if where.format == "toml":
+        toml = toml_reader()
+        if toml is None:  # pragma: no cover - Python 3.10 without tomli
+            raise ValueError("reading TOML needs Python 3.11 or tomli")
         data: Any = toml.loads(text)
         for hook in data.get("hooks", []) if isinstance(data, dict) else []:
-            if isinstance(hook, dict) and is_ours(hook):
-                entries.append(_entry(str(hook.get("event")), hook))
+            if isinstance(hook, dict) and is_ours(hook, host):
+                entries.append(_entry(host, str(hook.get("event")), hook))
         return entries
     data = json.loads(text) if text.strip() else {}
     hooks = data.get("hooks") if isinstance(data, dict) else None
@@ -236,21 +215,20 @@ def read_entries(where: Target, text: str) -> list[Entry]:
         if not isinstance(groups, list):
             continue
         for group in groups:
-            handlers = group.get("hooks") if where.kind == "claude" and isinstance(
+            handlers = group.get("hooks") if where.format == "claude" and isinstance(
                 group, dict) else [group]
             for handler in handlers if isinstance(handlers, list) else []:
-                if is_ours(handler):
-                    entries.append(_entry(event, handler))
+                if is_ours(handler, host):
+                    entries.append(_entry(host, event, handler))
     return entries
 
 
-def _entry(event: str, handler: dict[str, Any]) -> Entry:
+def _entry(host: Host, event: str, handler: dict[str, Any]) -> Entry:
     if handler.get("type") == "mcp_tool":
         return Entry(event, "mcp_tool")
     if handler.get("type") == "http":
         return Entry(event, "http", url=str(handler.get("url")))
-    command = next((handler[k] for k in ("command", "bash") if isinstance(handler.get(k), str)),
-                   "")
+    command = host.entry_command(handler) or ""
     kind = "server" if "mcp-hooks-forward" in command else "command"
     return Entry(event, kind, command=command)
 
@@ -264,14 +242,12 @@ def _executable(word: str) -> bool:
 
 
 def check_host(report: Report, host: Host, project: Path, probe_root: Path) -> None:
-    from mcp_hooks.hosts.install import FORWARD_PATH
-
     for scope, where in _targets(host, project):
         if not where.path.exists():
             continue
         try:
             text = where.path.read_text(encoding="utf-8")
-            entries = read_entries(where, text)
+            entries = read_entries(host, where, text)
         except (OSError, ValueError) as exc:
             report.problem(f"{where.path} cannot be read ({exc}); the host may not run any "
                            "hook from it", f"fix or restore the file, then mcp-hooks install "
@@ -282,7 +258,7 @@ def check_host(report: Report, host: Host, project: Path, probe_root: Path) -> N
         wiring = Wiring(host.name, scope, where.path, entries)
         report.wirings.append(wiring)
         _check_commands(report, wiring, host)
-        gate = GATE_EVENT[host.name]
+        gate = host.gate_event
         gate_entries = [e for e in entries if e.event == gate]
         if not gate_entries:
             report.warn(f"wired in {where.path} but not for {gate}: its tool calls are not "
@@ -300,7 +276,7 @@ def check_host(report: Report, host: Host, project: Path, probe_root: Path) -> N
         if entry.kind == "server" and entry.command:
             words = shlex.split(entry.command)
             url = words[2] if len(words) > 2 else ""
-            wiring.server = check_server(report, host, url, _forward_token(), gate,
+            wiring.server = check_server(report, host, url, read_token(), gate,
                                          fallback=True)
         elif entry.kind == "http" and entry.url:
             url = entry.url.split(FORWARD_PATH)[0]
@@ -357,47 +333,9 @@ def _write_probe(root: Path) -> None:
     run.chmod(0o755)
 
 
-def probe_payload(host: str, work: Path) -> dict[str, Any]:
-    """A shell tool call of ``PROBE_MARKER`` in ``host``'s own PreToolUse-style payload."""
-    session = "mcp-hooks-doctor"
-    shell = {"command": PROBE_MARKER}
-    if host == "cursor":
-        return {"hook_event_name": "beforeShellExecution", "conversation_id": session,
-                "generation_id": session, "workspace_roots": [str(work)], "cwd": str(work),
-                **shell}
-    if host == "copilot-cli":
-        return {"sessionId": session, "cwd": str(work), "toolName": "bash",
-                "toolArgs": json.dumps(shell)}
-    tool = {"gemini-cli": "run_shell_command", "kimi-cli": "Shell"}.get(host, "Bash")
-    return {"hook_event_name": GATE_EVENT[host], "session_id": session, "cwd": str(work),
-            "tool_name": tool, "tool_input": shell, "tool_use_id": "mcp-hooks-doctor"}
-
-
 def host_deny_reason(host: str, stdout: str, stderr: str, code: int) -> str | None:
-    """The reason of a deny in ``host``'s form, or None when the answer is not a deny."""
-    if code == 2 and host != "copilot-cli":
-        return stderr.strip()
-    if code != 0:
-        return None
-    try:
-        data = json.loads(stdout) if stdout.strip() else {}
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    if host in ("claude-code", "codex", "kimi-cli"):
-        specific = data.get("hookSpecificOutput") or {}
-        if specific.get("permissionDecision") == "deny":
-            return str(specific.get("permissionDecisionReason", ""))
-    elif host == "gemini-cli":
-        if data.get("decision") in ("deny", "block"):
-            return str(data.get("reason", ""))
-    elif host == "cursor":
-        if data.get("permission") == "deny":
-            return str(data.get("agent_message", ""))
-    elif data.get("permissionDecision") == "deny":
-        return str(data.get("permissionDecisionReason", ""))
-    return None
+    """The reason of a deny in ``host``'s form on its gate event, or None (not a deny)."""
+    return get_host(host).deny_reason(stdout, stderr, code)
 
 
 def probe(host: Host, entry: Entry, event: str, root: Path) -> dict[str, Any]:
@@ -416,14 +354,15 @@ def probe(host: Host, entry: Entry, event: str, root: Path) -> dict[str, Any]:
     result: dict[str, Any] = {"event": event, "command": shlex.join(words), "ok": False}
     try:
         done = subprocess.run(["sh", "-c", shlex.join(words)], cwd=work, env=env,
-                              input=json.dumps(probe_payload(host.name, work)),
+                              input=json.dumps(host.shell_call(PROBE_MARKER, PROBE_SESSION,
+                                                               work)),
                               capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
         result["why"] = f"it could not be run: {exc}"
         return result
     result.update(exit_code=done.returncode, stdout=done.stdout[-2000:],
                   stderr=done.stderr[-2000:])
-    reason = host_deny_reason(host.name, done.stdout, done.stderr, done.returncode)
+    reason = host.deny_reason(done.stdout, done.stderr, done.returncode)
     if reason is not None and PROBE_REASON in reason:
         result["ok"] = True
     elif reason is not None:
@@ -438,27 +377,13 @@ def probe(host: Host, entry: Entry, event: str, root: Path) -> dict[str, Any]:
 # -- the server -----------------------------------------------------------------------------
 
 
-def _forward_token() -> str | None:
-    from mcp_hooks.hosts.install import config_home
-
-    try:
-        text = (config_home() / "forward.header").read_text(encoding="utf-8")
-    except OSError:
-        return None
-    return text.strip().partition("Bearer ")[2].strip() or None
-
-
 def check_server(report: Report, host: Host, url: str, token: str | None, event: str, *,
                  fallback: bool) -> dict[str, Any]:
     """Whether the server at ``url`` answers and proves it holds ``token``. The payload is
     unreadable on purpose (``[]``): the server answers it without running any hook."""
-    import hashlib
     import hmac
     from http.client import HTTPConnection, HTTPSConnection
     from urllib.parse import quote, urlsplit
-
-    from mcp_hooks.hosts.forward import NONCE_HEADER, SIGNATURE_HEADER
-    from mcp_hooks.hosts.install import FORWARD_PATH
 
     info: dict[str, Any] = {"url": url, "status": "unchecked"}
     fix_token = (f"mcp-hooks install {host.name} --via {'server' if fallback else 'http'} "
@@ -507,8 +432,7 @@ def check_server(report: Report, host: Host, url: str, token: str | None, event:
                        "answer", "check that `mcp-hooks serve --transport http` runs there "
                        "with a token", host.name)
         return info
-    expected = hmac.new(token.encode(), nonce.encode() + b"\n" + body,
-                        hashlib.sha256).hexdigest()
+    expected = sign(token, nonce, body)
     if not hmac.compare_digest(signature.encode(), expected.encode()):
         info["status"] = "not authenticated"
         report.problem(f"the answer from {url} does not prove it comes from the mcp-hooks "
@@ -524,9 +448,9 @@ def check_server(report: Report, host: Host, url: str, token: str | None, event:
 # -- hooks and files ------------------------------------------------------------------------
 
 
-def check_hooks(report: Report, args: argparse.Namespace) -> None:
+def check_hooks(report: Report, given: CommonOptions) -> None:
     try:
-        registry = options.registry(args, watch=False)
+        registry = options.registry(given, watch=False)
     except Exception as exc:
         report.problem(f"the hook folders cannot be read: {type(exc).__name__}: {exc}",
                        "fix the folder permissions, then mcp-hooks validate")
@@ -575,35 +499,23 @@ def _writable(path: Path) -> bool:
     return parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)
 
 
-def _trust_store_path() -> tuple[Path, str | None]:
+def _trust_store() -> tuple[Path, str | None]:
+    """The trust store's path, and why it cannot be read (None: it can, or is absent)."""
+    from mcp_hooks.trust import TrustStore
+
+    path = paths.trust_store_path()
     try:
-        from mcp_hooks import trust
-    except ImportError:
-        trust = None  # type: ignore[assignment]
-    from mcp_hooks.paths import trust_store_path as store_path
-    if store_path is not None:
-        path = Path(store_path())
-        problem = None
-        store_class = getattr(trust, "TrustStore", None)
-        if store_class is not None:
-            try:
-                problem = store_class(path).problem
-            except Exception as exc:
-                problem = f"{path}: {exc}"
-        return path, problem
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "mcp-hooks" / "trust.json", None
+        return path, TrustStore(path).problem
+    except Exception as exc:
+        return path, f"{path}: {exc}"
 
 
-def check_files(report: Report, args: argparse.Namespace) -> None:
-    from mcp_hooks.eventlog import default_log_path
-
-    log = options.event_log(args)
+def check_files(report: Report, given: CommonOptions) -> None:
+    log = options.event_log(given)
     if log is None:
         report.files["event_log"] = {"path": None, "status": "off"}
     else:
-        path = Path(getattr(log, "path", default_log_path()))
+        path = Path(log.path)
         ok = _writable(path)
         report.files["event_log"] = {"path": str(path),
                                      "status": "writable" if ok else "NOT writable"}
@@ -611,7 +523,7 @@ def check_files(report: Report, args: argparse.Namespace) -> None:
             report.problem(f"the event log {path} cannot be written: hook runs go unrecorded",
                            f"fix the permissions of {path} (or its folder), or point --log / "
                            "MCP_HOOKS_LOG elsewhere")
-    store, problem = _trust_store_path()
+    store, problem = _trust_store()
     ok = _writable(store)
     report.files["trust_store"] = {"path": str(store),
                                    "status": "writable" if ok else "NOT writable"}
@@ -624,4 +536,4 @@ def check_files(report: Report, args: argparse.Namespace) -> None:
                        "fix or move the file away, then trust the project hooks again")
 
 
-__all__ = ["add_doctor_parser", "doctor_command"]
+__all__ = ["DoctorOptions", "host_deny_reason", "run_doctor"]

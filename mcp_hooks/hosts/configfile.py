@@ -1,0 +1,310 @@
+"""A host's hook config file: our entries merged in, recognised, taken out, written safely.
+
+Rules (``install`` and ``uninstall`` rest on them): every unrelated entry is kept as it was;
+replacing our entries with the same ones changes nothing; our entries are recognised by their
+shape whatever command starts them (``... bridge <host> --event ...``, our forward script,
+the older ``mcp-hooks bridge`` forms), URL (``/hooks/bridge/``) or MCP tool
+(``bridge_hook``); the previous file is copied to ``paths.backups_dir()`` before a change and
+the new one replaces it atomically. Three formats (``Host.config_format``):
+
+- ``claude``: ``{"hooks": {event: [{"hooks": [handler, ...]}, ...]}}`` (Claude Code, Codex,
+  Gemini CLI); a group left empty by an uninstall is dropped, as is an event left empty;
+- ``flat``: ``{"version": 1, "hooks": {event: [handler, ...]}}`` (Cursor, Copilot CLI);
+- ``toml``: Kimi's ``config.toml``, edited as text: our ``[[hooks]]`` tables live in one
+  block between two marker comments, appended to the file and removed as a whole; the result
+  is parsed back before it is written.
+
+A file that cannot be read as its format, or whose ``hooks`` has the wrong shape, is never
+touched: ``InstallError`` says what to fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcp_hooks import paths
+from mcp_hooks.errors import ConfigError, RunError
+from mcp_hooks.hosts import ALIASES, HOSTS
+from mcp_hooks.hosts.base import Host
+from mcp_hooks.hosts.forward import FORWARD_PATH, TOOL_NAME
+
+TOML_BEGIN = "# >>> mcp-hooks: managed block, written by `mcp-hooks install kimi-cli`"
+TOML_END = "# <<< mcp-hooks"
+FORWARD_SCRIPT = "mcp-hooks-forward.py"
+# Our commands by their shape, whatever starts them: `... bridge <host> --event ...`, our
+# forward script (the .sh of earlier versions too), or the older `mcp-hooks bridge` forms.
+OURS = re.compile(
+    r"(?:\bbridge\s+['\"]?(?:" + "|".join(re.escape(h) for h in (*HOSTS, *ALIASES))
+    + r")['\"]?\s+--event\b"
+    r"|mcp[-_]hooks(?:\.exe)?['\"]?\s+bridge\b|-m\s+mcp_hooks(?:\.cli)?\s+bridge\b"
+    r"|mcp-hooks-forward\.(?:sh|py)\b)"
+)
+
+Handler = dict[str, Any]
+MakeHandler = Callable[[str], Handler]
+
+
+class InstallError(RunError):
+    """A host config that must not be touched (unreadable, wrong shape), or a command that
+    would not keep working: exit 1, nothing changed."""
+
+
+class InstallOptionError(ConfigError):
+    """``install`` options that cannot be carried out for this host (an event it does not
+    have, a ``--via`` it does not take, a missing token, a scope it has not): exit 64."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where one host's hook config is written, and in which format."""
+
+    path: Path
+    format: str  # "claude", "flat" or "toml" (Host.config_format)
+
+
+def target(host: Host, scope: str, project: Path) -> Target:
+    """The config file of ``host`` for ``scope``.
+
+    Raises:
+        InstallOptionError: the host has no config for that scope.
+    """
+    path = host.config_path(scope, project)
+    if path is None:
+        raise InstallOptionError(f"{host.title} reads hooks only from its user config "
+                                 f"({host.user_config_text()}); use --scope user")
+    return Target(path, host.config_format)
+
+
+def is_ours(handler: Any, host: Host) -> bool:
+    """Whether a handler of ``host``'s config is one we wrote (command, URL or MCP tool)."""
+    if not isinstance(handler, dict):
+        return False
+    command = host.entry_command(handler)
+    if command is not None and OURS.search(command):
+        return True
+    url = handler.get("url")
+    if handler.get("type") == "http" and isinstance(url, str) and FORWARD_PATH in url:
+        return True
+    return handler.get("type") == "mcp_tool" and handler.get("tool") == TOOL_NAME
+
+
+def edit(where: Target, text: str, events: Sequence[str], make: MakeHandler | None,
+         host: Host) -> str:
+    """The config text with our entries replaced by ``make(event)`` for each event, or removed
+    (``make`` None). An empty result means: remove the file (nothing but ours was left)."""
+    if where.format == "toml":
+        return edit_toml(where.path, text, events, make, host)
+    return edit_json(where, text, events, make, host)
+
+
+# -- JSON ---------------------------------------------------------------------------------
+
+
+def _load_json(path: Path, text: str) -> dict[str, Any]:
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InstallError(f"{path} is not valid JSON ({exc}); fix it first, nothing was "
+                           "changed") from None
+    if not isinstance(data, dict):
+        raise InstallError(f"{path} must hold a JSON object; nothing was changed")
+    return data
+
+
+def _hooks_object(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    hooks = data.get("hooks")
+    if hooks is None:
+        hooks = data["hooks"] = {}
+    if not isinstance(hooks, dict):
+        raise InstallError(f"{path}: \"hooks\" must be an object; nothing was changed")
+    return hooks
+
+
+def _strip_grouped(hooks: dict[str, Any], host: Host) -> None:
+    """Remove our handlers from Claude-shaped ``hooks``, dropping groups and events left empty."""
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept = []
+        for group in groups:
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(inner, list):
+                kept.append(group)
+                continue
+            remaining = [h for h in inner if not is_ours(h, host)]
+            if len(remaining) == len(inner):
+                kept.append(group)
+            elif remaining:
+                kept.append({**group, "hooks": remaining})
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+
+
+def _strip_flat(hooks: dict[str, Any], host: Host) -> None:
+    """Remove our handlers from Cursor/Copilot ``hooks`` (event -> list of handlers)."""
+    for event in list(hooks):
+        handlers = hooks[event]
+        if not isinstance(handlers, list):
+            continue
+        kept = [h for h in handlers if not is_ours(h, host)]
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+
+
+def _event_list(path: Path, hooks: dict[str, Any], event: str) -> list[Any]:
+    entries = hooks.setdefault(event, [])
+    if not isinstance(entries, list):
+        raise InstallError(f"{path}: hooks.{event} must be a list; nothing was changed")
+    return entries
+
+
+def edit_json(where: Target, text: str, events: Sequence[str], make: MakeHandler | None,
+              host: Host) -> str:
+    """The JSON config with our entries replaced by fresh ones (``make``) or removed (None)."""
+    data = _load_json(where.path, text)
+    hooks = _hooks_object(where.path, data)
+    if where.format == "claude":
+        _strip_grouped(hooks, host)
+        if make is not None:
+            for event in events:
+                group: dict[str, Any] = {"hooks": [make(event)]}
+                _event_list(where.path, hooks, event).append(group)
+    else:
+        _strip_flat(hooks, host)
+        if make is not None:
+            data.setdefault("version", 1)
+            for event in events:
+                _event_list(where.path, hooks, event).append(make(event))
+    if make is None:
+        if not hooks:
+            del data["hooks"]
+        if not data or data == {"version": 1}:
+            return ""  # nothing left but what we wrote: remove the file
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+# -- TOML (Kimi CLI) ----------------------------------------------------------------------
+
+
+def _strip_block(text: str) -> str:
+    out: list[str] = []
+    inside = False
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if stripped.startswith("# >>> mcp-hooks"):
+            inside = True
+            continue
+        if inside and stripped == TOML_END:
+            inside = False
+            continue
+        if not inside:
+            out.append(line)
+    result = "".join(out)
+    return result.rstrip("\n") + "\n" if result.strip() else ""
+
+
+def edit_toml(path: Path, text: str, events: Sequence[str], make: MakeHandler | None,
+              host: Host) -> str:
+    """A ``config.toml`` with our managed block replaced (``make``) or removed (None); each
+    handler is written as one ``[[hooks]]`` table, key by key."""
+    check_toml(path, text, host)
+    base = _strip_block(text)
+    if make is None:
+        return base
+    lines = [TOML_BEGIN + f"; remove it with `mcp-hooks uninstall {host.name}`"]
+    for event in events:
+        lines.append("[[hooks]]")
+        lines += [f"{key} = {json.dumps(value, ensure_ascii=False)}"
+                  for key, value in make(event).items()]
+        lines.append("")
+    lines.append(TOML_END)
+    sep = "\n" if base and not base.endswith("\n\n") else ""
+    result = base + sep + "\n".join(lines) + "\n"
+    check_toml(path, result, host, ours=len(events))
+    return result
+
+
+def toml_reader() -> Any:
+    """``tomllib``; on Python 3.10 ``tomli`` if it is there (an optional extra we do not
+    require: the text edit stands on its marker lines), else None."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib
+    import importlib  # pragma: no cover - Python 3.10
+
+    try:  # pragma: no cover
+        return importlib.import_module("tomli")
+    except ModuleNotFoundError:  # pragma: no cover
+        return None
+
+
+def check_toml(path: Path, text: str, host: Host, ours: int | None = None) -> None:
+    """``text`` parses as TOML (and holds ``ours`` of our ``[[hooks]]``, when given)."""
+    toml = toml_reader()
+    if toml is None:  # pragma: no cover - Python 3.10 without tomli
+        return
+    try:
+        data = toml.loads(text)
+    except toml.TOMLDecodeError as exc:
+        if ours is None:
+            raise InstallError(f"{path} is not valid TOML ({exc}); fix it first, nothing was "
+                               "changed") from None
+        raise InstallError(f"appending our [[hooks]] to {path} would not give valid TOML "
+                           f"({exc}); nothing was changed") from None
+    if ours is not None:
+        found = [h for h in data.get("hooks", []) if is_ours(h, host)]
+        if len(found) < ours:
+            raise InstallError(f"{path}: our [[hooks]] did not land where expected "
+                               "(does the file end inside an array or table that takes them?); "
+                               "nothing was changed")
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def backup_path(host: Host, scope: str, path: Path) -> Path:
+    """Where the previous config is saved: ``paths.backups_dir()`` (not beside the file, so a
+    project's config folder does not fill with backups)."""
+    stamp = time.strftime("%Y%m%dT%H%M%S") + f".{time.time_ns() % 1_000_000:06d}"
+    return paths.backups_dir() / f"{stamp}-{host.name}-{scope}-{path.name}"
+
+
+def replace(path: Path, old: str, new: str, backup: Path) -> Path | None:
+    """Write ``new`` over ``path`` (``""``: remove it), saving ``old`` at ``backup`` first.
+    Returns the backup written, if any. Raises OSError."""
+    saved = None
+    if old:
+        backup.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, backup)
+        saved = backup
+    if new:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.mcp-hooks-tmp")
+        tmp.write_text(new, encoding="utf-8")
+        if path.exists():
+            shutil.copymode(path, tmp)
+        os.replace(tmp, path)
+    else:
+        path.unlink(missing_ok=True)
+    return saved
+
+
+__all__ = ["OURS", "InstallError", "InstallOptionError", "Target", "backup_path", "edit",
+           "is_ours", "replace", "target"]

@@ -1,0 +1,147 @@
+"""The forward script ``install --via server`` writes, and the token file beside it.
+
+The script (standard library only, run by the host on every hook call) hands the host's
+payload to a running ``mcp-hooks serve --transport http`` with a random nonce and prints the
+answer if and only if it carries the HMAC-SHA256 of nonce and body keyed by the server's
+token (``forward.sign``), so only the real server can answer; anything else (no server,
+another program on the port, a wrong token, an error) runs the bridge locally instead. One
+script serves every host installed that way: ``paths.config_dir()/mcp-hooks-forward.py``,
+with the token in a 0600 header file beside it. ``uninstall`` removes the host entries that
+call it, not these files.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from mcp_hooks import paths
+from mcp_hooks.hosts.base import HOOK_TIMEOUT_S
+from mcp_hooks.hosts.configfile import FORWARD_SCRIPT
+from mcp_hooks.hosts.forward import FORWARD_PATH, NONCE_HEADER, SIGNATURE_HEADER
+
+HEADER_FILE = "forward.header"
+
+
+def script_path() -> Path:
+    """Where the forward script is written."""
+    return paths.config_dir() / FORWARD_SCRIPT
+
+
+def header_path() -> Path:
+    """The 0600 file holding ``Authorization: Bearer <token>`` for the script."""
+    return paths.config_dir() / HEADER_FILE
+
+
+def read_token() -> str | None:
+    """The token the forward script sends (None: not installed, or unreadable)."""
+    try:
+        text = header_path().read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return text.strip().partition("Bearer ")[2].strip() or None
+
+
+FORWARD_SCRIPT_TEXT = '''\
+# mcp-hooks forward: hand an agent host's hook payload to a running `mcp-hooks serve`
+# (HTTP transport) and print its answer, if and only if the answer proves it comes from that
+# server: the request carries a random nonce, the answer the HMAC-SHA256 of nonce + "\\n" +
+# body keyed by the server's token. Anything else (no server, another program on the port,
+# a wrong token, an error) runs the bridge locally instead: same answer, one start slower.
+# Written by `mcp-hooks install --via server` (shared by every host installed that way;
+# `mcp-hooks uninstall` removes the host entries that call it, not this file).
+# Usage: python mcp-hooks-forward.py URL HOST EVENT [bridge options...]
+import hashlib
+import hmac
+import os
+import subprocess
+import sys
+
+HEADER = {header!r}
+BRIDGE = {bridge!r}
+TIMEOUT = {timeout}
+
+
+def forward(url, host, event, payload):
+    """The server's verified answer (bytes), or None."""
+    from http.client import HTTPConnection, HTTPSConnection
+    from urllib.parse import quote, urlsplit
+
+    with open(HEADER, encoding="utf-8") as f:
+        token = f.read().strip().partition("Bearer ")[2].strip()
+    if not token:
+        return None
+    parts = urlsplit(url)
+    kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
+    conn = kind(parts.hostname or "127.0.0.1", parts.port, timeout=TIMEOUT)
+    nonce = os.urandom(16).hex()
+    path = (parts.path.rstrip("/") + "{path}" + quote(host, safe="") + "?event="
+            + quote(event, safe=""))
+    try:
+        conn.request("POST", path, body=payload, headers={{
+            "Authorization": "Bearer " + token, "Content-Type": "application/json",
+            "{nonce_header}": nonce}})
+        response = conn.getresponse()
+        body = response.read()
+        signature = response.getheader("{signature_header}") or ""
+    finally:
+        conn.close()
+    if response.status != 200:
+        return None
+    expected = hmac.new(token.encode(), nonce.encode() + b"\\n" + body,
+                        hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(signature.encode(), expected.encode()):
+        sys.stderr.write("mcp-hooks forward: the answer from " + url + " did not prove it came "
+                         "from the mcp-hooks server (no valid signature); ignored, the local "
+                         "bridge answers\\n")
+        return None
+    return body
+
+
+def main():
+    url, host, event = sys.argv[1:4]
+    payload = sys.stdin.buffer.read()
+    try:
+        body = forward(url, host, event, payload)
+    except Exception:
+        body = None
+    if body is not None:
+        if body:
+            sys.stdout.buffer.write(body.rstrip(b"\\n") + b"\\n")
+        return 0
+    argv = [*BRIDGE, "bridge", host, "--event", event, *sys.argv[4:]]
+    try:
+        done = subprocess.run(argv, input=payload, stdout=subprocess.PIPE)
+    except OSError as exc:
+        sys.stderr.write("mcp-hooks forward: cannot run the bridge " + repr(argv) + " (" + str(exc)
+                         + "); blocked. Fix: run `mcp-hooks doctor`, or reinstall: "
+                         "uv tool install mcp-hooks, then mcp-hooks install " + host + "\\n")
+        return 1 if os.environ.get("MCP_HOOKS_ON_FAULT", "").strip().lower() == "warn" else 2
+    sys.stdout.buffer.write(done.stdout)
+    return done.returncode
+
+
+sys.exit(main())
+'''
+
+
+def write_forward_files(token: str, bridge: list[str], *, dry_run: bool) -> Path:
+    """Write the forward script (falling back to ``bridge``, an argv that starts mcp-hooks)
+    and its token file, unless ``dry_run``; returns the script's path. Raises OSError."""
+    script, header = script_path(), header_path()
+    if dry_run:
+        return script
+    script.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(header, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(f"Authorization: Bearer {token}\n")
+    os.chmod(header, 0o600)
+    script.write_text(FORWARD_SCRIPT_TEXT.format(
+        timeout=HOOK_TIMEOUT_S, header=str(header), path=FORWARD_PATH, bridge=bridge,
+        nonce_header=NONCE_HEADER, signature_header=SIGNATURE_HEADER,
+    ))
+    os.chmod(script, 0o644)
+    return script
+
+
+__all__ = ["header_path", "read_token", "script_path", "write_forward_files"]
