@@ -221,3 +221,50 @@ def test_log_shows_proxy_upstream_records(tmp_path: Path) -> None:
                                "upstream": "git", "state": "dead", "error": "exit 1"}) + "\n")
     shown = run("log", "--log", str(log))
     assert "proxy upstream git is dead: exit 1" in shown.stdout
+
+
+def test_common_options_read_as_the_command_line_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Adapters get typed options; they must mean what the same flags mean."""
+    from mcp_hooks import options
+    from mcp_hooks.cli import build_parser
+
+    args = build_parser(["fire", "stop"]).parse_args(
+        ["fire", "stop", "--user-dir", str(tmp_path / "u"), "--project-dir", str(tmp_path),
+         "--stop-block-cap", "3", "--on-fault", "warn", "--no-log"])
+    typed = options.CommonOptions.from_args(args)
+    for given in (args, typed):
+        assert options.user_dir(given) == tmp_path / "u"
+        assert options.project_dir(given) == tmp_path.resolve()
+        assert options.stop_block_cap(given) == 3
+        assert options.on_fault(given) == "warn"
+        assert options.event_log(given) is None
+    # nothing given: the environment, then paths.py, decide
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    bare = options.CommonOptions()
+    assert options.log_path(bare) == tmp_path / "state" / "mcp-hooks" / "events.jsonl"
+    log = options.event_log(bare)
+    assert log is not None and log.path == tmp_path / "state" / "mcp-hooks" / "events.jsonl"
+    assert options.user_dir(bare) is None
+    assert options.registry(bare, watch=False).user_dir == tmp_path / "config" / "agents" / "hooks"
+    monkeypatch.setenv("MCP_HOOKS_LOG", "off")
+    assert options.event_log(bare) is None
+    assert options.log_path(bare) == tmp_path / "state" / "mcp-hooks" / "events.jsonl"
+    monkeypatch.setenv("MCP_HOOKS_STOP_BLOCK_CAP", "5")
+    assert options.stop_block_cap(bare) == 5 and options.stop_block_cap(typed) == 3
+
+
+def test_trust_runs_from_typed_options(project: Path, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from mcp_hooks.cli.trust import TrustOptions, run
+    from mcp_hooks.trust import TrustStore
+
+    write_hook(project / ".agents" / "hooks", "fmt")
+    store = TrustStore(tmp_path / "trust.json")
+    assert run(TrustOptions(project=project, yes=True), store) == 0
+    assert "trusted fmt" in capsys.readouterr().out
+    assert set(store.entries()[str(project.resolve())]) == {"fmt"}
+    assert run(TrustOptions(project=project, action="revoke", hooks=("fmt",)), store) == 0
+    assert store.entries() == {}
