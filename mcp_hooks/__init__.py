@@ -1,8 +1,9 @@
 """mcp-hooks: run HOOK.md lifecycle hooks for any AI agent.
 
 The engine is a plain library: a ``Registry`` finds hooks, an ``Engine`` fires an ``Event``
-at them and returns one ``Outcome``. The MCP server, the command line, the gating proxy and
-the host bridges are thin adapters over it.
+at them and returns one ``Outcome``; a ``StopGuard`` (the ``before_stop`` loop guard) may be
+passed to the ``Engine``. The MCP server, the command line, the gating proxy and the host
+bridges are thin adapters over it.
 
 Names are imported on first use, so ``mcp-hooks fire`` and the host bridges (a new process
 per event) load only the modules they need.
@@ -18,16 +19,17 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "EVENTS": "mcp_hooks.events",
     "Engine": "mcp_hooks.engine",
-    "Event": "mcp_hooks.engine",
+    "Event": "mcp_hooks.outcome",
     "EventLog": "mcp_hooks.eventlog",
     "HookFileError": "mcp_hooks.errors",
-    "HookRun": "mcp_hooks.engine",
+    "HookRun": "mcp_hooks.outcome",
     "HookSpec": "mcp_hooks.hookfile",
     "InvalidEventError": "mcp_hooks.errors",
     "InvalidHook": "mcp_hooks.discovery",
     "MCPHooksError": "mcp_hooks.errors",
-    "Outcome": "mcp_hooks.engine",
+    "Outcome": "mcp_hooks.outcome",
     "Registry": "mcp_hooks.discovery",
+    "StopGuard": "mcp_hooks.stopguard",
     "UnknownEventError": "mcp_hooks.errors",
     "canonical_event": "mcp_hooks.events",
     "default_log_path": "mcp_hooks.eventlog",
@@ -49,6 +51,7 @@ __all__ = [
     "MCPHooksError",
     "Outcome",
     "Registry",
+    "StopGuard",
     "UnknownEventError",
     "__version__",
     "canonical_event",
@@ -60,7 +63,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from mcp_hooks.discovery import InvalidHook, Registry, default_user_dir, project_hooks_dir
-    from mcp_hooks.engine import Engine, Event, HookRun, Outcome
+    from mcp_hooks.engine import Engine
     from mcp_hooks.errors import (
         HookFileError,
         InvalidEventError,
@@ -70,6 +73,8 @@ if TYPE_CHECKING:
     from mcp_hooks.eventlog import EventLog, default_log_path
     from mcp_hooks.events import EVENTS, canonical_event
     from mcp_hooks.hookfile import HookSpec, load_hook
+    from mcp_hooks.outcome import Event, HookRun, Outcome
+    from mcp_hooks.stopguard import StopGuard
 
 
 def __getattr__(name: str) -> Any:

@@ -1,19 +1,27 @@
 """Async hooks for short-lived callers: run them in a detached process, log their results.
 
 ``mcp-hooks fire`` and the host bridges exit as soon as the decision is printed; an async
-hook (a formatter, a notifier) must not hold them up, nor die with them. The engine hands
-such hooks to ``spawn``, which starts ``python -m mcp_hooks.detached`` in a session of its
-own with the jobs as JSON on stdin and returns at once. That process runs the hooks exactly
-as the engine would (same runner, timeouts, process-group kills) and appends their results
-to the event log.
+hook (a formatter, a notifier) must not hold them up, nor die with them. Their engine's
+``DetachedLauncher`` hands such hooks to ``spawn``, which starts ``python -m
+mcp_hooks.detached`` in a session of its own with the jobs as JSON on stdin and returns at
+once. That process runs the hooks exactly as the engine would (same runner, timeouts,
+process-group kills) and appends their results to the event log.
+
+This module knows the engine only through ``asynchooks.AsyncJob``: it never imports
+``engine`` (which imports it).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp_hooks.asynchooks import AsyncJob
+    from mcp_hooks.eventlog import EventLog
 
 
 def spawn(job: dict[str, Any]) -> None:
@@ -43,11 +51,48 @@ def spawn(job: dict[str, Any]) -> None:
         print(f"mcp-hooks: could not start async hooks: {exc}", file=sys.stderr)
 
 
+class DetachedLauncher:
+    """The ``AsyncLauncher`` of a one-shot engine: one detached process per event.
+
+    Only the ``AGENT_HOOKS_*`` variables travel in the job: the detached process starts from
+    its own environment (the caller's, inherited), less the secrets, as the engine does.
+
+    Args:
+        log: the event log the detached process appends to; None for no log.
+    """
+
+    def __init__(self, log: EventLog | None) -> None:
+        self.log = log
+
+    async def open(self) -> None:
+        return None
+
+    async def close(self, exc: BaseException | None) -> None:
+        return None
+
+    def launch(self, event: str, session_id: str | None, jobs: list[AsyncJob]) -> None:
+        spawn({
+            "event": event,
+            "session_id": session_id,
+            "log": str(self.log.path) if self.log is not None else None,
+            "jobs": [{
+                "hook": {"name": job.hook.name, "scope": job.hook.scope,
+                         "priority": job.hook.priority},
+                "argv": list(job.hook.entry),
+                "stdin": job.stdin.decode(),
+                "cwd": job.cwd,
+                "env": {k: v for k, v in job.env.items() if k.startswith("AGENT_HOOKS_")},
+                "timeout": job.hook.timeout / 1000,
+                "limits": dataclasses.asdict(job.hook.limits),
+            } for job in jobs],
+        })
+
+
 async def _run(job: dict[str, Any]) -> None:
     import anyio
 
-    from mcp_hooks.engine import async_record, hook_environment
-    from mcp_hooks.eventlog import EventLog
+    from mcp_hooks.eventlog import EventLog, async_record
+    from mcp_hooks.hookenv import hook_environment
     from mcp_hooks.limits import Limits
     from mcp_hooks.runner import run_hook
 

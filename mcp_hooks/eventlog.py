@@ -9,6 +9,10 @@ lines that are not JSON, so a lost record costs only itself. Strings that cannot
 (lone surrogates, file names that were not UTF-8) are written as JSON ``\\u`` escapes. A
 log that cannot be written is reported once on stderr and never fails the event that wanted
 to log.
+
+Records carry ``ts`` (``now()``: ISO 8601 UTC with milliseconds) and ``kind``: ``event``
+(written by the engine) or ``async_result`` (``async_record``: one finished async hook,
+written by the engine's task group or by the detached runner).
 """
 
 from __future__ import annotations
@@ -22,20 +26,59 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from mcp_hooks import paths
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX: the O_APPEND write alone
     fcntl = None  # type: ignore[assignment]
 
+if TYPE_CHECKING:
+    from mcp_hooks.runner import RunResult
+
 
 def default_log_path() -> Path:
     """``$XDG_STATE_HOME/mcp-hooks/events.jsonl`` (default ``~/.local/state/...``)."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
-    )
-    return Path(base) / "mcp-hooks" / "events.jsonl"
+    return paths.log_path()
+
+
+def now() -> str:
+    """ISO 8601 UTC with milliseconds, e.g. 2026-01-15T10:30:00.123Z."""
+    stamp = time.time()
+    second = int(stamp)
+    return (f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(second))}."
+            f"{int((stamp - second) * 1000):03d}Z")
+
+
+def async_record(
+    event: str, session_id: str | None, hook: dict[str, Any], result: RunResult
+) -> dict[str, Any]:
+    """The log record of one finished async hook.
+
+    Args:
+        event: the canonical event that started it.
+        session_id: the event's session.
+        hook: ``name``, ``scope`` and ``priority`` of the hook.
+        result: what the runner saw.
+    """
+    if result.timed_out:
+        status = "timeout"
+    elif result.exit_code == 0:
+        status = "allow"
+    else:
+        status = "error"
+    record: dict[str, Any] = {
+        **hook, "mode": "async", "status": status, "exit_code": result.exit_code,
+        "duration_ms": round(result.duration_ms, 3), "message": result.spawn_error,
+    }
+    if result.stdout:
+        record["stdout"] = result.stdout.decode("utf-8", errors="replace")
+    if result.stderr:
+        record["stderr"] = result.stderr.decode("utf-8", errors="replace")
+    return {"ts": now(), "kind": "async_result", "event": event, "session_id": session_id,
+            "hook": record}
 
 
 class EventLog:

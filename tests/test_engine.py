@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -12,8 +14,11 @@ import anyio
 import pytest
 
 from mcp_hooks import Engine, Event, EventLog, Registry
-from mcp_hooks.engine import AGENT_TEXT_CAP, HookRun, Outcome
+from mcp_hooks.asynchooks import AsyncJob
 from mcp_hooks.errors import InvalidEventError, UnknownEventError
+from mcp_hooks.outcome import AGENT_TEXT_CAP, HookRun, Outcome
+from mcp_hooks.runner import RunResult
+from mcp_hooks.stopguard import STOP_STATE_TTL, FileCounter, StopGuard
 from tests.conftest import write_hook
 from tests.test_process_tree import assert_gone
 
@@ -557,6 +562,100 @@ async def test_cap_zero_turns_the_guard_off(user_dir: Path) -> None:
         outcomes = [await engine.fire(Event.create(event_type="before_stop", session_id="s"))
                     for _ in range(10)]
     assert all(o.continue_working for o in outcomes)
+
+
+@pytest.mark.parametrize("counter", ["memory", "file"])
+def test_one_guard_counts_in_memory_or_in_files(counter: str, user_dir: Path,
+                                                tmp_path: Path) -> None:
+    write_hook(user_dir, "gate", trigger="before_stop", script="echo 'not yet' >&2\nexit 2\n")
+
+    def guard() -> StopGuard:  # a fresh guard per event, as a bridge (one process per event)
+        if counter == "file":
+            return StopGuard(2, FileCounter(tmp_path / "stop", "claude-code"))
+        return kept
+
+    kept = StopGuard(2)
+    stops = []
+    for _ in range(4):
+        engine = Engine(Registry(user_dir, watch=False), one_shot=True, stop_guard=guard())
+        stops.append(engine.fire_blocking(Event.create(event_type="before_stop", session_id="s")))
+    assert [o.continue_working for o in stops] == [True, True, False, True]
+    assert "loop guard" in stops[2].warnings[-1] and "not yet" in stops[2].warnings[-1]
+
+
+def test_file_counter_keeps_hosts_and_sessions_apart_and_forgets(tmp_path: Path) -> None:
+    codex, cursor = FileCounter(tmp_path, "codex"), FileCounter(tmp_path, "cursor")
+    codex.set("s", 3)
+    assert (codex.get("s"), codex.get("t"), cursor.get("s")) == (3, 0, 0)
+    old = time.time() - STOP_STATE_TTL - 5
+    os.utime(codex.path("s"), (old, old))
+    assert codex.get("s") == 0  # an interrupted loop's count is forgotten
+    codex.path("s").write_text("garbage")
+    assert codex.get("s") == 0
+    codex.set("s", 1)
+    codex.reset("s")
+    assert not codex.path("s").exists()
+    (tmp_path / "file").write_text("")
+    blocked = FileCounter(tmp_path / "file", "x")  # a folder that cannot be made
+    blocked.set("s", 1)  # lost, never raised
+    assert blocked.get("s") == 0
+    blocked.reset("s")
+
+
+@pytest.mark.parametrize(("resets", "flag", "told"), [
+    (False, False, (True, 2)),  # the server: a flag from the model cannot reset the count
+    (True, False, (False, 0)),  # a bridge: the host says a new turn, the count starts over
+    (True, None, (True, 2)),
+    (True, True, (True, 2)),
+])
+def test_new_turn_resets_only_where_asked(resets: bool, flag: bool | None,
+                                          told: tuple[bool, int]) -> None:
+    guard = StopGuard(8, new_turn_resets=resets)
+    guard.counter.set("s", 2)
+    payload: dict[str, Any] = {}
+    extra = {} if flag is None else {"stop_hook_active": flag}
+    ticket = guard.before(Event(event_type="before_stop", session_id="s", payload=extra), payload)
+    assert (payload["stop_hook_active"], payload["stop_block_count"]) == told
+    assert ticket.count == told[1]
+
+
+@pytest.mark.anyio
+async def test_runner_and_launcher_are_injected(user_dir: Path, tmp_path: Path) -> None:
+    write_hook(user_dir, "sync-one")
+    write_hook(user_dir, "bg", extra="async: true\n")
+    ran: list[tuple[str, ...]] = []
+    launched: list[tuple[str, list[str]]] = []
+
+    async def runner(argv: tuple[str, ...], stdin: bytes, **options: Any) -> RunResult:
+        ran.append(argv)
+        assert json.loads(stdin)["event_type"] == "before_tool"
+        return RunResult(exit_code=2, stdout=b"", stderr=b"from the fake runner",
+                         duration_ms=1.0)
+
+    class Launcher:
+        async def open(self) -> None:
+            launched.append(("open", []))
+
+        async def close(self, exc: BaseException | None) -> None:
+            launched.append(("close", []))
+
+        def launch(self, event: str, session_id: str | None, jobs: list[AsyncJob]) -> None:
+            launched.append((event, [job.hook.name for job in jobs]))
+
+    async with Engine(Registry(user_dir), runner=runner, launcher=Launcher()) as engine:
+        outcome = await engine.fire(Event.create(**shell()))
+    assert outcome.denied and outcome.reason == "from the fake runner"
+    assert [r.status for r in outcome.hooks] == ["scheduled", "deny"]
+    assert len(ran) == 1 and any("sync-one" in part for part in ran[0])  # the async one: not
+    assert launched == [("open", []), ("before_tool", ["bg"]), ("close", [])]
+
+
+def test_the_detached_runner_does_not_import_the_engine() -> None:
+    code = ("import sys, mcp_hooks.detached, mcp_hooks.asynchooks, mcp_hooks.stopguard; "
+            "print('mcp_hooks.engine' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
 
 
 # -- progress callback, bad events, the log ----------------------------------------------
