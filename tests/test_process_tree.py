@@ -1,9 +1,10 @@
 """A hook's processes end with its run, and its resource limits apply (issue 9, item 5).
 
 Real hooks (sh scripts in tmp_path) start background children, ``setsid`` children and
-double forks; after the run returns, every one of them is gone, for both drivers, on a
-normal exit and on a timeout. Nothing here asserts a speed: a process is given up to
-``GONE_WITHIN`` seconds to vanish, and a CPU-bound hook up to its timeout to hit its limit.
+double forks; after the run returns, every one of them is gone, for every driver under
+every spawn strategy (``posix_spawn`` or ``Popen``, a pidfd or ``waitid``) and on the library
+path (``tests/test_runner.py``'s ways), on a normal exit and on a timeout. Nothing here
+asserts a speed: a process is given up to ``GONE_WITHIN`` seconds to vanish, and a CPU-bound hook up to its timeout to hit its limit.
 """
 
 from __future__ import annotations
@@ -17,15 +18,14 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 
-from mcp_hooks import runner
 from mcp_hooks.errors import HookFileError
 from mcp_hooks.limits import DEFAULT_LIMITS, Limits, parse_limits
-from mcp_hooks.runner import RUN_ID_VAR, RunResult, run_hook, run_hook_blocking
+from mcp_hooks.runner import RUN_ID_VAR, RunResult, run_hook, using
+from tests.test_runner import ASYNC_WAYS, WAYS, Way
 
 GONE_WITHIN = 10.0  # seconds a killed process may take to vanish on a loaded machine
 LINUX = sys.platform.startswith("linux")
@@ -64,16 +64,9 @@ def _kill(pid: int) -> None:
 
 Runner = Callable[..., Awaitable[RunResult]]
 
-
-async def run_async(argv: list[str], **kwargs: Any) -> RunResult:
-    return await run_hook(argv, b"{}", **kwargs)
-
-
-async def run_blocking(argv: list[str], **kwargs: Any) -> RunResult:
-    return run_hook_blocking(argv, b"{}", **kwargs)
-
-
-DRIVERS = pytest.mark.parametrize("drive", [run_async, run_blocking], ids=["async", "blocking"])
+# every driver under every strategy this machine honours (tests/test_runner.py)
+DRIVERS = pytest.mark.parametrize("drive", WAYS, ids=[way.id for way in WAYS])
+ASYNC_DRIVERS = pytest.mark.parametrize("way", ASYNC_WAYS, ids=[way.id for way in ASYNC_WAYS])
 
 
 def hook(tmp_path: Path, body: str, name: str = "run") -> str:
@@ -113,7 +106,7 @@ async def test_nothing_outlives_the_run(tmp_path: Path, drive: Runner, ending: s
     body = STARTERS[kind] + STARTERS[kind] + WAIT_FOR_PIDS
     body += "trap '' TERM\nsleep 100\n" if ending == "timeout" else "exit 3\n"
     env = hook_env(tmp_path, 2)
-    timeout = 3.0 if ending == "timeout" else 60.0
+    timeout = 2.0 if ending == "timeout" else 60.0
     result = await drive([hook(tmp_path, body)], cwd="/", env=env, timeout=timeout,
                          kill_grace=0.05)
     started = [int(line) for line in pids.read_text().split()]
@@ -150,8 +143,9 @@ async def test_unmarked_children_are_left_alone(tmp_path: Path, drive: Runner) -
         _kill(orphan)
 
 
+@ASYNC_DRIVERS
 @pytest.mark.anyio
-async def test_an_active_runs_orphans_wait_for_their_run(tmp_path: Path) -> None:
+async def test_an_active_runs_orphans_wait_for_their_run(tmp_path: Path, way: Way) -> None:
     """A run that ends kills the leftovers of ended runs only: another run's orphan (already
     re-parented to us) lives until its own run ends."""
     pids, go = tmp_path / "pids", tmp_path / "go"
@@ -164,29 +158,29 @@ async def test_an_active_runs_orphans_wait_for_their_run(tmp_path: Path) -> None
     async def slow_run() -> None:
         results.append(await run_hook([slow], b"", cwd="/", env=env, timeout=60))
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(slow_run)
-        with anyio.fail_after(60):
-            while not pids.exists() or not pids.read_text().strip():
-                await anyio.sleep(0.01)
-        orphan = int(pids.read_text())
-        try:
-            assert (await run_hook([quick], b"", cwd="/", env=env, timeout=30)).exit_code == 0
-            state = _state(orphan)
-            assert state is not None and state[0] != "Z", "the active run's orphan was killed"
-            go.touch()
-        finally:
-            go.touch()
+    with using(way.strategy):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(slow_run)
+            with anyio.fail_after(60):
+                while not pids.exists() or not pids.read_text().strip():
+                    await anyio.sleep(0.01)
+            orphan = int(pids.read_text())
+            try:
+                assert (await run_hook([quick], b"", cwd="/", env=env, timeout=30)).exit_code == 0
+                state = _state(orphan)
+                assert state is not None and state[0] != "Z", "the active run's orphan was killed"
+                go.touch()
+            finally:
+                go.touch()
     assert results[0].exit_code == 0
     assert_gone([orphan])
 
 
+@DRIVERS
 @pytest.mark.anyio
-async def test_fallbacks_without_pidfd_and_with_popen(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """No pidfd (end of both pipes stands for the exit) and Popen (another thread is running,
-    so the folder cannot be switched around posix_spawn): the same cleanup."""
-    monkeypatch.setattr(runner, "_HAS_PIDFD", False)
+async def test_another_thread_and_another_folder(tmp_path: Path, drive: Runner) -> None:
+    """Another thread is running, so a folder other than ours cannot be switched around
+    posix_spawn (Popen is used): the same cleanup."""
     pids = tmp_path / "pids"
     body = STARTERS["setsid"] + STARTERS["daemon"] + WAIT_FOR_PIDS + "exit 0\n"
     env = hook_env(tmp_path, 2)
@@ -194,14 +188,11 @@ async def test_fallbacks_without_pidfd_and_with_popen(tmp_path: Path,
     other = threading.Thread(target=stop.wait)
     other.start()  # two threads: a cwd other than ours goes through Popen
     try:
-        for drive in (run_async, run_blocking):
-            pids.write_text("")
-            result = await drive([hook(tmp_path, body)], cwd=str(tmp_path), env=env,
-                                 timeout=60)
-            assert result.exit_code == 0, result
-            started = [int(line) for line in pids.read_text().split()]
-            assert len(started) == 2
-            assert_gone(started)
+        result = await drive([hook(tmp_path, body)], cwd=str(tmp_path), env=env, timeout=60)
+        assert result.exit_code == 0, result
+        started = [int(line) for line in pids.read_text().split()]
+        assert len(started) == 2
+        assert_gone(started)
     finally:
         stop.set()
         other.join()

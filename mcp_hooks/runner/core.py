@@ -207,7 +207,8 @@ class Run:
         # hard limit is left as the engine's (the default is a sane start, not a boundary), so
         # the common run pays no prlimit.
         plan = self.plan
-        pre_exec_only = len(plan) == 1 and before is not None and plan[0][0] == before
+        pre_exec_only = child.limits_set or (
+            len(plan) == 1 and before is not None and plan[0][0] == before)
         if plan and not pre_exec_only:
             try:
                 rlimits.apply_limits(child.pid, plan, before)

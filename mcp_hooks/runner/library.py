@@ -6,9 +6,9 @@ can show, row against row, what ``posix_spawn`` and the shared pidfd epoll still
 (``asyncio.create_subprocess_exec``: ``subprocess.Popen``'s fork and exec), watches its exit
 and reaps it (its child watcher, ``Process.wait``). The pipes are still the run's own
 (``core.Run``), handed to asyncio as file descriptors, so the caps, the drain at exit (a
-grandchild holding stdout cannot hang the event), the limits (all set by ``prlimit`` after
-the spawn), the run id, the timeout's TERM -> grace -> KILL and the sweep are the same rules
-as on every other path.
+grandchild holding stdout cannot hang the event), the run id, the timeout's TERM -> grace ->
+KILL and the sweep are the same rules as on every other path. The limits are set in the
+child before its exec, by ``preexec_fn`` (the standard library's own way).
 
 One difference it cannot avoid: asyncio reaps the leader as soon as it exits, so the group is
 killed after the leader is reaped, not before. Linux keeps a process group's id from being
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from mcp_hooks.limits import Limits
 from mcp_hooks.runner.core import (
@@ -59,7 +59,7 @@ async def run_hook_library(
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=in_r, stdout=out_w, stderr=err_w, cwd=cwd, env=hook.env,
-            start_new_session=True)
+            start_new_session=True, preexec_fn=_limiter(hook.plan) if hook.plan else None)
     except (OSError, ValueError) as exc:
         for fd in (in_w, out_r, err_r):
             os.close(fd)
@@ -67,11 +67,11 @@ async def run_hook_library(
     finally:
         for fd in (in_r, out_w, err_w):
             os.close(fd)
-    started = hook.adopt(Child(proc.pid, in_w, out_r, err_r))
+    child = Child(proc.pid, in_w, out_r, err_r)
+    child.limits_set = True  # by _limiter, in the child before its exec
+    started = hook.adopt(child)
     if isinstance(started, RunResult):
         return started
-    child = started.child
-    assert child is not None
     loop = asyncio.get_running_loop()
     waiter = loop.create_task(proc.wait())
     writing = -1  # the stdin fd a writer is registered on
@@ -132,3 +132,17 @@ async def run_hook_library(
         hook.close()
     await hook.reaper.sweep_async()
     return hook.result(timed_out)
+
+
+def _limiter(plan: tuple[tuple[int, int, int], ...]) -> Callable[[], None]:
+    """The library's way to limit a child: ``setrlimit`` in it between fork and exec
+    (``preexec_fn``; it makes ``subprocess`` fork instead of vfork)."""
+    import resource
+
+    steps = sorted(plan, key=lambda step: step[0] == resource.RLIMIT_AS)  # AS last
+
+    def limit() -> None:
+        for res, soft, hard in steps:
+            resource.setrlimit(res, (soft, hard))
+
+    return limit

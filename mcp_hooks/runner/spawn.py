@@ -11,7 +11,8 @@ Two ways to spawn, and the one chosen per run:
   folder can be set safely: when it is already the process's own, or when this is the only
   thread (the folder is switched around the spawn). It can start the child with a lowered
   soft RLIMIT_NOFILE (see ``mcp_hooks.runner.rlimits``).
-- ``subprocess.Popen`` with ``cwd`` otherwise, and always when posix_spawn is switched off.
+- ``subprocess.Popen`` with ``cwd`` otherwise, and always when posix_spawn is switched off
+  (it starts the child with the lowered soft RLIMIT_NOFILE too).
 
 How a run starts and how its exit is told are chosen by one ``Strategy``, read once from the
 environment variable ``MCP_HOOKS_RUNNER`` (comma-separated words, empty for the default):
@@ -115,9 +116,11 @@ class Child:
         returncode: set once it is reaped (negative for a signal).
         cpu: CPU seconds the leader used, known once it is reaped by ``wait``.
         nofile_set: it started with the run's RLIMIT_NOFILE (set before exec).
+        limits_set: it started with all of the run's limits (set before exec).
     """
 
-    __slots__ = ("cpu", "err_fd", "in_fd", "nofile_set", "out_fd", "pid", "popen", "returncode")
+    __slots__ = ("cpu", "err_fd", "in_fd", "limits_set", "nofile_set", "out_fd", "pid", "popen",
+                 "returncode")
 
     def __init__(self, pid: int, in_fd: int, out_fd: int, err_fd: int,
                  popen: subprocess.Popen[bytes] | None = None) -> None:
@@ -129,6 +132,7 @@ class Child:
         self.returncode: int | None = None
         self.cpu = 0.0
         self.nofile_set = False
+        self.limits_set = False
 
     def wait(self) -> int:
         """Reap the child (blocking), recording its status and CPU time."""
@@ -199,19 +203,44 @@ def spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str],
                 return _posix_spawn(argv, env, nofile)
             finally:
                 os.chdir(here)
-    return _popen(argv, cwd, env)
+    return _popen(argv, cwd, env, nofile)
 
 
-def _popen(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> Child:
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True,
-                            bufsize=0)
+def _popen(argv: Sequence[str], cwd: str, env: Mapping[str, str], nofile: int | None) -> Child:
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, cwd=cwd, env=env,
+                                start_new_session=True, bufsize=0)
+
+    if nofile is None:
+        proc = start()
+    else:
+        with lowered_nofile(nofile):
+            proc = start()
     assert proc.stdin and proc.stdout and proc.stderr
     fds = (os.dup(proc.stdin.fileno()), os.dup(proc.stdout.fileno()),
            os.dup(proc.stderr.fileno()))
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         stream.close()
-    return Child(proc.pid, *fds, popen=proc)
+    child = Child(proc.pid, *fds, popen=proc)
+    child.nofile_set = nofile is not None
+    return child
+
+
+@contextlib.contextmanager
+def lowered_nofile(nofile: int) -> Iterator[None]:
+    """This process's soft RLIMIT_NOFILE lowered to ``nofile`` for the block, under a lock,
+    so a child spawned in it starts with that limit (see mcp_hooks.runner.rlimits): the soft
+    limit only (a hard one could not be raised back), and the fds already open stay valid."""
+    import resource
+
+    with _nofile_lock:
+        own = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, own[1]))
+        try:
+            yield
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, own)
 
 
 def _cwd_or_none() -> str | None:
@@ -238,19 +267,9 @@ def _posix_spawn(argv: Sequence[str], env: Mapping[str, str], nofile: int | None
             pid = os.posix_spawn(argv[0], list(argv), env, file_actions=actions, setsid=True)
         else:
             lowered = True
-            # The one limit that is safe to lower in this process around the spawn, so the
-            # child starts with it (see mcp_hooks.runner.rlimits): the soft limit only (a
-            # hard one could not be raised back), and the fds already open stay valid.
-            import resource
-
             argl = list(argv)
-            with _nofile_lock:
-                own = resource.getrlimit(resource.RLIMIT_NOFILE)
-                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, own[1]))
-                try:
-                    pid = os.posix_spawn(argv[0], argl, env, file_actions=actions, setsid=True)
-                finally:
-                    resource.setrlimit(resource.RLIMIT_NOFILE, own)
+            with lowered_nofile(nofile):  # the one limit safe to lower here around a spawn
+                pid = os.posix_spawn(argv[0], argl, env, file_actions=actions, setsid=True)
     except BaseException:
         for fd in (in_w, out_r, err_r):
             os.close(fd)
