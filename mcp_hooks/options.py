@@ -109,6 +109,8 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
 
 
 def user_dir(args: Given) -> Path | None:
+    """The user hooks folder given (flag, then ``MCP_HOOKS_USER_DIR``), made absolute; None
+    when neither is set (``Registry`` then takes ``paths.user_hooks_dir()``)."""
     given: Path | None = getattr(args, "user_dir", None)
     if given is not None:  # resolved once, now: hooks run in other folders
         return Path(os.path.abspath(given.expanduser()))
@@ -116,7 +118,14 @@ def user_dir(args: Given) -> Path | None:
     return Path(os.path.abspath(Path(env).expanduser())) if env else None
 
 
+def user_hooks_dir(args: Given) -> Path:
+    """The user hooks folder to read or write: as given, else ``paths.user_hooks_dir()``."""
+    return user_dir(args) or paths.user_hooks_dir()
+
+
 def project_dir(args: Given) -> Path:
+    """The project: flag, then ``MCP_HOOKS_PROJECT_DIR``, then the nearest folder at or
+    above the current one that has ``.agents/hooks`` (else the current folder)."""
     given: Path | None = getattr(args, "project_dir", None)
     if given is not None:
         return given.expanduser().resolve()
@@ -127,6 +136,8 @@ def project_dir(args: Given) -> Path:
 
 
 def event_log(args: Given) -> EventLog | None:
+    """The log to write: ``--no-log`` or ``MCP_HOOKS_LOG=off`` none; else flag, then
+    ``MCP_HOOKS_LOG``, then ``paths.log_path()``."""
     if getattr(args, "no_log", False):
         return None
     given: Path | None = getattr(args, "log", None)
@@ -150,6 +161,7 @@ def log_path(args: Given) -> Path:
 
 
 def stop_block_cap(args: Given) -> int:
+    """The stop loop guard's cap: flag, then ``MCP_HOOKS_STOP_BLOCK_CAP``, then the default."""
     given: int | None = getattr(args, "stop_block_cap", None)
     if given is not None:
         return given

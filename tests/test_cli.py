@@ -248,6 +248,8 @@ def test_common_options_read_as_the_command_line_does(
     log = options.event_log(bare)
     assert log is not None and log.path == tmp_path / "state" / "mcp-hooks" / "events.jsonl"
     assert options.user_dir(bare) is None
+    assert options.user_hooks_dir(bare) == tmp_path / "config" / "agents" / "hooks"
+    assert options.user_hooks_dir(typed) == tmp_path / "u"
     assert options.registry(bare, watch=False).user_dir == tmp_path / "config" / "agents" / "hooks"
     monkeypatch.setenv("MCP_HOOKS_LOG", "off")
     assert options.event_log(bare) is None

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mcp_hooks import options, paths
+from mcp_hooks import options
 from mcp_hooks.discovery import project_hooks_dir
 from mcp_hooks.engine import Engine
 from mcp_hooks.errors import EXIT_DENIED, EXIT_FAILURE, EXIT_OK, HookFileError, UsageError
@@ -252,7 +252,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.dirs:
         targets = [("user", d) for d in args.dirs]
     else:
-        user = options.user_dir(args) or paths.user_hooks_dir()
+        user = options.user_hooks_dir(args)
         targets = [("user", user), ("project", project_hooks_dir(options.project_dir(args)))]
     problems = checked = 0
     for scope, target in targets:
@@ -301,7 +301,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     if (args.tool or args.pattern) and not EVENTS[event].is_tool_event:
         raise UsageError("--tool and --pattern apply to tool events only")
     root = (project_hooks_dir(options.project_dir(args)) if args.project
-            else options.user_dir(args) or paths.user_hooks_dir())
+            else options.user_hooks_dir(args))
     hook_dir = root / name
     if hook_dir.exists():
         print(f"mcp-hooks: {hook_dir} already exists; nothing written", file=sys.stderr)
