@@ -18,9 +18,12 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from mcp_hooks.errors import EXIT_FAILURE, EXIT_USAGE
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.server import MAX_PAYLOAD_BYTES, build_server
-from mcp_hooks.service import HookService
+from mcp_hooks.hookfile import load_hook
+from mcp_hooks.outcome import Event
+from mcp_hooks.server import MAX_PAYLOAD_BYTES, build_server, sdk_compat
+from mcp_hooks.service import BadRequest, HookService, ServiceUnavailable, read_hook
 from tests.conftest import write_hook
 
 pytestmark = pytest.mark.anyio
@@ -273,6 +276,15 @@ async def test_get_hook(client: Client, project_hooks: Path) -> None:
     assert doc["text"] == (project_hooks / "fmt" / "HOOK.md").read_text()
     assert doc["frontmatter"]["trigger"] == "after_tool"
     assert doc["scope"] == "project" and doc["path"].endswith("fmt/HOOK.md")
+    assert doc["body"] == "# fmt"  # the prose, read (and stripped) by python-frontmatter
+
+    crlf = write_hook(project_hooks, "windows", trigger="after_tool")
+    hook_md = crlf / "HOOK.md"
+    hook_md.write_bytes(hook_md.read_bytes().replace(b"\n", b"\r\n"))
+    doc = (await client.call_tool("get_hook", {"name": "windows"})).structured_content
+    assert doc is not None
+    assert doc["text"] == hook_md.read_text()  # newlines as a text read gives them
+    assert "\r" not in doc["text"] and doc["body"] == "# windows"
 
     assert "no hook named 'nope'" in await tool_error(client, "get_hook", {"name": "nope"})
     assert "installed: fmt" in await tool_error(client, "get_hook", {"name": "nope"})
@@ -403,5 +415,69 @@ async def test_engine_for_checks_roots(service: HookService, tmp_path: Path,
     engine = await service.engine_for(None)
     assert engine.registry.project_dir == Path(os.path.realpath(project))
     assert await service.engine_for(str(project)) is engine
-    with pytest.raises(Exception, match="outside the folders"):
+    with pytest.raises(BadRequest, match="outside the folders") as raised:
         await service.engine_for(str(tmp_path))
+    assert raised.value.exit_code == EXIT_USAGE  # a ConfigError: the caller's to fix
+    with pytest.raises(BadRequest, match="not an existing folder"):
+        await service.engine_for(str(project / "nope"))
+
+
+def test_read_hook_refuses_what_the_index_would(tmp_path: Path, project_hooks: Path) -> None:
+    """get_hook reads HOOK.md now, with PyYAML (python-frontmatter), but only past the index's
+    guards: a file turned into an alias bomb after it was indexed is refused, not expanded."""
+    hook_dir = write_hook(project_hooks, "late")
+    spec, _ = load_hook(hook_dir, "project")
+    assert read_hook(spec).body == "# late"
+    (hook_dir / "HOOK.md").write_text("---\nname: late\ndescription: &a x\nt: *a\n---\n")
+    with pytest.raises(BadRequest, match="cannot read"):
+        read_hook(spec)
+    (hook_dir / "HOOK.md").unlink()
+    with pytest.raises(BadRequest, match="cannot read"):
+        read_hook(spec)
+
+
+async def test_hooks_that_cannot_be_loaded_are_service_unavailable(
+    project: Path, user_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project whose engine cannot be built: a listing raises ServiceUnavailable (a
+    RunError), an event that can block is a fault (a deny saying so), never a raise."""
+    service = HookService(project, user_dir=user_dir)
+
+    def cannot_load(project: Path) -> Any:
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(service, "_new_engine", cannot_load)
+    async with service:
+        with pytest.raises(ServiceUnavailable, match="cannot be loaded") as raised:
+            await service.registry_for(None)
+        assert raised.value.exit_code == EXIT_FAILURE
+        outcome = await service.fire(Event.create(event_type="before_tool", tool_name="Bash"))
+        assert outcome.decision == "deny" and outcome.blocked_by == "mcp-hooks"
+        assert "cannot be loaded" in (outcome.reason or "")
+
+
+# -- sdk_compat: every private SDK name, touched --------------------------------------------
+
+
+async def test_sdk_compat_names_still_resolve(service: HookService) -> None:
+    """After an SDK upgrade this says which workaround broke (see sdk_compat's docstring)."""
+    from mcp.server import MCPServer, Server
+
+    server = build_server(service)
+    lowlevel = sdk_compat.lowlevel_server(server)
+    assert isinstance(lowlevel, Server) and sdk_compat.lowlevel_server(lowlevel) is lowlevel
+    assert not isinstance(lowlevel, MCPServer)
+    # default_notification_options took: the initialize result advertises listChanged
+    init = lowlevel.create_initialization_options()
+    assert init.capabilities.resources is not None
+    assert init.capabilities.resources.list_changed is True
+    assert sdk_compat.session_connection(object()) is None
+    assert sdk_compat.TransportStreams is not None
+    assert callable(sdk_compat.create_mcp_http_client)
+    from starlette.requests import Request
+
+    async def send(message: Any) -> None:
+        return None
+
+    request = Request({"type": "http", "method": "GET", "headers": []}, send=send)
+    assert sdk_compat.asgi_send(request) is send

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -204,13 +205,22 @@ def test_started_in_filesystem_root_without_a_project_is_refused(user_dir: Path)
     assert "--project-dir" in done.stderr and done.stdout == ""
 
 
-def test_port_in_use_is_reported(serve_args: list[str]) -> None:
-    with served([*serve_args, "--transport", "http", "--port", "0"]) as first:
-        port = first.url.rsplit(":", 1)[1].split("/")[0]
-        done = subprocess.run([MCP_HOOKS, *serve_args, "--transport", "http", "--port", port],
+@pytest.mark.parametrize("transport", ["http", "sse"])
+def test_port_in_use_is_one_line_and_exit_1(serve_args: list[str], transport: str) -> None:
+    """A taken port ends ``serve`` with one line (no traceback, no exception group) and exit
+    1, a run-time error. stdio binds nothing, so it has no such case."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([MCP_HOOKS, *serve_args, "--transport", transport,
+                               "--port", str(port)],
                               capture_output=True, text=True, timeout=60)
-        assert done.returncode == 1
-        assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"mcp-hooks serve: cannot listen on 127.0.0.1:{port}: the address is already in "
+        "use; stop the other server or pass another --port\n")
+    assert done.stdout == ""
 
 
 def test_make_demo_script_runs() -> None:
