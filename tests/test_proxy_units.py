@@ -16,15 +16,9 @@ from mcp import Client
 from mcp_hooks.discovery import Registry
 from mcp_hooks.engine import Engine
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.proxy.app import (
-    Proxy,
-    ProxySettings,
-    apply_modified_output,
-    clean_result,
-    error_result,
-    error_text,
-)
+from mcp_hooks.proxy.app import Proxy, ProxySettings
 from mcp_hooks.proxy.config import UpstreamSpec, parse_upstream
+from mcp_hooks.proxy.results import apply_modified_output, clean_result, error_result, error_text
 from mcp_hooks.proxy.upstream import Upstream, UpstreamError, backoff
 from tests.conftest import write_hook
 from tests.test_proxy import UPSTREAM, text_of

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_hooks.errors import MCPHooksError
+from mcp_hooks.errors import ConfigError
 
 UpstreamTransport = Literal["stdio", "http", "sse"]
 
@@ -74,7 +74,7 @@ def _masked(argv: list[str]) -> list[str]:
     return out
 
 
-class ProxyConfigError(MCPHooksError):
+class ProxyConfigError(ConfigError):
     """A config file or ``--upstream`` value that cannot be used; the message names the
     file, the server and the field, and says how to fix it."""
 

@@ -1,19 +1,22 @@
-"""The proxy's own stdio transport: its stdin and stdout served by the event loop.
+"""The downstream stdio transport: this process's stdin and stdout served by the event loop.
 
 The SDK's stdio server reads and writes through worker threads (a thread hop for every line
 in and two for every line out). The proxy sits on the path of every tool call, so it reads
 and writes its pipes on the event loop instead, and lets a fast path take eligible
 ``tools/call`` requests straight off the wire (``FastPath``): they are parsed once with
 ``json`` and answered by the proxy itself, while everything else (the handshake, listings,
-resources, prompts, anything unusual) goes to the SDK's low-level server as before.
+resources, prompts, anything unusual) goes to the SDK's low-level server as before. Lines are
+framed, parsed and written by ``wire``, the codec the upstream channel uses too.
 
 Used only when stdin and stdout are pipes or sockets (how hosts start MCP servers); from a
 terminal the SDK's transport is used. ``mcp-hooks serve`` uses it too (without a fast path).
+The proxy switches back to the SDK's ``stdio_server`` with ``MCP_HOOKS_PROXY_STDIO=sdk``
+(``ProxySettings.fast_stdio``); ``bench/bench_proxy.py`` compares the two.
 
 Odd input never stops it, and every request gets an answer: a line that is not JSON, JSON
 nested deeper than Python's parser goes (``RecursionError``), or a message that is not
 JSON-RPC is answered with a JSON-RPC error carrying the request's ``id`` when one can be read
-from the line (``message_id``), else ``id: null``. Lone surrogates (``"\\udcff"``: valid
+from the line (``wire.message_id``), else ``id: null``. Lone surrogates (``"\\udcff"``: valid
 JSON, not valid UTF-8) are read as they are and written back as escapes; with
 ``replace_lone_surrogates`` (the proxy) each becomes U+FFFD as it is read, so the hooks gate
 exactly what a strict upstream can receive (an SDK server drops a line holding one, unanswered).
@@ -23,10 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import logging
 import os
-import re
 import stat
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
@@ -34,12 +35,12 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.client._transport import TransportStreams
 from mcp.shared.message import SessionMessage
 
-logger = logging.getLogger("mcp_hooks.proxy")
+from mcp_hooks.proxy import wire
+from mcp_hooks.server.sdk_compat import TransportStreams
 
-LINE_LIMIT = 1 << 26  # bytes in one message before the reader gives up (64 MiB)
+logger = logging.getLogger("mcp_hooks.proxy")
 
 FastPath = Callable[[dict[str, Any]], Awaitable[dict[str, Any]] | None]
 """Takes a parsed request; returns an awaitable of its whole JSON-RPC response when the proxy
@@ -55,103 +56,6 @@ def is_pipe_like(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-def _dumps(message: dict[str, Any]) -> bytes:
-    """One JSON-RPC line. A message that cannot be written as it is (a lone surrogate in a
-    string, nesting past the encoder) is written as ASCII JSON, or, failing that, replaced
-    by an error answer to the same request."""
-    try:
-        return json.dumps(message, ensure_ascii=False, separators=(",", ":"),
-                          default=str).encode() + b"\n"
-    except UnicodeEncodeError:  # a lone surrogate: escaped, it round-trips
-        with suppress(RecursionError, ValueError):
-            return json.dumps(message, separators=(",", ":"), default=str).encode() + b"\n"
-    except (RecursionError, ValueError):
-        pass
-    rid = message.get("id")
-    return json.dumps(error_response(
-        rid if isinstance(rid, (str, int)) else None, types.INTERNAL_ERROR,
-        "the answer to this request could not be encoded as JSON (nested too deep)"),
-        default=str).encode() + b"\n"
-
-
-_LONE = re.compile("[\ud800-\udfff]")  # after json.loads, a surrogate left is a lone one
-
-
-def _fix(text: str) -> str:
-    return _LONE.sub("\ufffd", text)
-
-
-def without_lone_surrogates(value: Any) -> Any:
-    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD;
-    containers are fixed in place, without recursion."""
-    if isinstance(value, str):
-        return _fix(value)
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if any(isinstance(k, str) and _LONE.search(k) for k in item):
-                fixed = {(_fix(k) if isinstance(k, str) else k): v for k, v in item.items()}
-                item.clear()
-                item.update(fixed)
-            for key, child in item.items():
-                if isinstance(child, str):
-                    if _LONE.search(child):
-                        item[key] = _fix(child)
-                elif isinstance(child, (dict, list)):
-                    stack.append(child)
-        elif isinstance(item, list):
-            for index, child in enumerate(item):
-                if isinstance(child, str):
-                    if _LONE.search(child):
-                        item[index] = _fix(child)
-                elif isinstance(child, (dict, list)):
-                    stack.append(child)
-    return value
-
-
-def error_response(rid: str | int | None, code: int, message: str) -> dict[str, Any]:
-    """A JSON-RPC error answer."""
-    return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
-
-
-_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]]')
-_ID_VALUE = re.compile(rb'\s*:\s*(-?[0-9]+(?![.eE0-9])|"[^"\\]*(?:\\.[^"\\]*)*")')
-
-
-def message_id(line: bytes) -> str | int | None:
-    """The ``id`` of the top-level JSON object on a line that could not be parsed (too deep,
-    or broken after the id), or None. Linear in the line, and never recursive."""
-    depth = 0
-    for token in _TOKEN.finditer(line):
-        first = line[token.start()]
-        if first in b"{[":
-            depth += 1
-        elif first in b"}]":
-            depth -= 1
-            if depth <= 0:
-                return None
-        elif depth == 1 and token.group() == b'"id"':
-            value = _ID_VALUE.match(line, token.end())
-            if value is None:
-                continue
-            try:
-                rid = json.loads(value.group(1))
-            except ValueError:
-                return None
-            return rid if isinstance(rid, (str, int)) else None
-    return None
-
-
-def unreadable(line: bytes, exc: BaseException) -> dict[str, Any]:
-    """The JSON-RPC error answering a line that is not a JSON-RPC message we can read."""
-    rid = message_id(line)
-    if isinstance(exc, RecursionError):
-        return error_response(rid, types.PARSE_ERROR, "Parse error: the message nests deeper "
-                              "than mcp-hooks reads; send flatter arguments")
-    return error_response(rid, types.PARSE_ERROR, f"Parse error: not valid JSON ({exc})")
-
-
 def _first_error(exc: BaseException) -> str:
     if isinstance(exc, RecursionError):
         return "nested too deep"
@@ -165,20 +69,16 @@ def _first_error(exc: BaseException) -> str:
 
 
 def _encode(session_message: SessionMessage) -> bytes:
-    """A message from the SDK server as one line, whatever it holds (see ``_dumps``)."""
+    """A message from the SDK server as one line, whatever it holds: one that cannot be
+    written becomes an error answer to the same request."""
     message = session_message.message
     try:
-        return message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
-    except ValueError:  # PydanticSerializationError: a lone surrogate, or too deep
-        pass
-    try:
-        data: dict[str, Any] = message.model_dump(mode="python", by_alias=True,
-                                                  exclude_unset=True)
-    except (ValueError, RecursionError):
+        return wire.encode_model(message)
+    except (RecursionError, ValueError):
         rid = getattr(message, "id", None)
-        data = error_response(rid if isinstance(rid, (str, int)) else None,
-                              types.INTERNAL_ERROR, "the answer could not be encoded")
-    return _dumps(data)
+        return wire.encode(wire.error_response(
+            rid if isinstance(rid, (str, int)) else None, types.INTERNAL_ERROR,
+            "the answer to this request could not be encoded as JSON"))
 
 
 @asynccontextmanager
@@ -208,7 +108,7 @@ async def stdio_streams(
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
-    reader = asyncio.StreamReader(limit=LINE_LIMIT, loop=loop)
+    reader = asyncio.StreamReader(limit=wire.LINE_LIMIT, loop=loop)
     read_transport, _ = await loop.connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(in_fd, "rb", 0))
     write_transport, write_protocol = await loop.connect_write_pipe(
@@ -220,7 +120,7 @@ async def stdio_streams(
 
     async def reply(message: dict[str, Any]) -> None:
         with suppress(ConnectionError, OSError):
-            await write(_dumps(message))
+            await write(wire.encode_answer(message))
 
     async def write(data: bytes) -> None:
         writer.write(data)
@@ -253,26 +153,18 @@ async def stdio_streams(
     async def read_lines(tg: anyio.abc.TaskGroup) -> None:
         async with to_server:
             while True:
-                try:
-                    line = await reader.readuntil(b"\n")
-                except asyncio.IncompleteReadError as exc:
-                    line = exc.partial
-                    if not line.strip():
-                        return
-                except asyncio.LimitOverrunError:
-                    logger.error("a message on stdin is over %d bytes; closing", LINE_LIMIT)
-                    return
-                except OSError:
+                line = await wire.read_line(reader, "stdin")
+                if line is None:
                     return
                 if not line.strip():
                     continue
                 try:
-                    raw = json.loads(line)
+                    raw = wire.decode(line)
                 except (ValueError, RecursionError) as exc:
-                    await reply(unreadable(line, exc))
+                    await reply(wire.unreadable(line, exc))
                     continue
-                if replace_lone_surrogates and (b"\\ud" in line or b"\\uD" in line):
-                    raw = without_lone_surrogates(raw)
+                if replace_lone_surrogates and wire.has_lone_surrogate_escape(line):
+                    raw = wire.without_lone_surrogates(raw)
                 if fast is not None and isinstance(raw, dict):
                     if raw.get("method") == "notifications/cancelled" and cancelled(raw):
                         continue
@@ -291,15 +183,15 @@ async def stdio_streams(
                 if isinstance(raw, dict) and "id" in raw and "method" in raw and (
                         isinstance(raw["id"], bool) or not isinstance(raw["id"], (str, int))):
                     # it would pass as a notification and never be answered
-                    await reply(error_response(None, types.INVALID_REQUEST, "Invalid request: "
+                    await reply(wire.error_response(None, types.INVALID_REQUEST, "Invalid request: "
                                                "the id must be a string or an integer"))
                     continue
                 try:
-                    message = types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
+                    message = wire.to_model(raw)
                 except (ValueError, RecursionError) as exc:
                     if isinstance(raw, dict) and "method" in raw and "id" in raw:
                         rid = raw["id"]
-                        await reply(error_response(
+                        await reply(wire.error_response(
                             rid if isinstance(rid, (str, int)) else None,
                             types.INVALID_REQUEST, f"Invalid request: {_first_error(exc)}"))
                     else:

@@ -11,27 +11,22 @@ A call to a ``failed`` or ``dead`` upstream starts it again, unless the backoff 
 last failure has not run out (the first restart is immediate, then 1, 2, 4 ... 30 s). Every
 request is bounded by the upstream's timeout, start-up included: the proxy never hangs.
 
-A stdio upstream is spawned by ``stdio_upstream`` rather than the SDK's ``stdio_client``:
-besides the SDK session's own traffic it carries the proxy's raw ``tools/call`` requests
-(``RawChannel``), which skip the SDK's per-message model validation on the hot path, and it
-keeps the exit status and the last lines of stderr for error messages.
+Transports: a stdio upstream is spawned by ``upstream_stdio.stdio_upstream`` rather than the
+SDK's ``stdio_client`` (it carries the proxy's raw ``tools/call`` requests, and keeps the exit
+status and the last lines of stderr for error messages); with ``fast_stdio=False``
+(``MCP_HOOKS_PROXY_STDIO=sdk``) the SDK's ``stdio_client`` is used, as it is on Windows.
+Streamable HTTP and SSE upstreams use the SDK's clients.
 """
 
 from __future__ import annotations
 
-import asyncio
-import itertools
-import json
 import logging
 import math
 import os
-import signal
 import sys
-import threading
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from types import TracebackType
@@ -41,33 +36,23 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp import Client
-from mcp.client._transport import TransportStreams
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
 
-from mcp_hooks.errors import MCPHooksError
+from mcp_hooks.errors import RunError
 from mcp_hooks.eventlog import EventLog
 from mcp_hooks.proxy.config import UpstreamSpec
-from mcp_hooks.proxy.stdio import message_id
+from mcp_hooks.proxy.upstream_stdio import Run, StderrTail, exited, stdio_upstream
+from mcp_hooks.server.sdk_compat import TransportStreams, create_mcp_http_client
 
 logger = logging.getLogger("mcp_hooks.proxy")
 
 DEFAULT_TIMEOUT = 60.0  # seconds per upstream request
 DEFAULT_STARTUP_TIMEOUT = 30.0  # seconds for one upstream to start and list what it has
 BACKOFF_MAX = 30.0
-# Seconds a server gets to exit after its stdin closes, then after SIGTERM (then SIGKILL).
-# Short, because hosts give the proxy itself 2 s after closing its stdin before they kill it,
-# and a killed proxy could not stop its upstreams.
-STOP_GRACE = 0.5
-_STDERR_LINES = 20
 _PAGE_CAP = 100
-_RAW_ID_PREFIX = "mcp-hooks-"
-_CHUNK = 1 << 16
-_READ_LIMIT = 1 << 26
 
 Kind = Literal["tools", "resources", "prompts"]
 ALL_KINDS: frozenset[Kind] = frozenset(("tools", "resources", "prompts"))
@@ -75,7 +60,7 @@ State = Literal["stopped", "starting", "ready", "failed", "dead"]
 _T = TypeVar("_T")
 
 
-class UpstreamError(MCPHooksError):
+class UpstreamError(RunError):
     """An upstream could not serve a request (down, timed out, died meanwhile).
 
     The message is written for the agent: it names the upstream and says what happened.
@@ -102,300 +87,6 @@ def backoff(failures: int) -> float:
     if failures <= 1:
         return 0.0
     return min(BACKOFF_MAX, 2.0 ** (failures - 2))
-
-
-# -- stdio upstreams -------------------------------------------------------------------------
-
-
-class StderrTail:
-    """Forwards a stdio upstream's stderr to ours, each line tagged with its name, and keeps
-    the last lines for error messages. A thread per run reads the pipe until the server and
-    everything it started have closed it."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.lines: deque[str] = deque(maxlen=_STDERR_LINES)
-        self._eof = threading.Event()
-        self._eof.set()
-
-    def open(self) -> IO[str]:
-        """A new pipe for the next run; the caller hands the write end to the process."""
-        read_fd, write_fd = os.pipe()
-        self.lines.clear()
-        eof = self._eof = threading.Event()
-        threading.Thread(
-            target=self._pump, args=(read_fd, eof), daemon=True, name=f"stderr-{self.name}"
-        ).start()
-        return os.fdopen(write_fd, "w")
-
-    def _pump(self, fd: int, eof: threading.Event) -> None:
-        try:
-            with os.fdopen(fd, "rb") as pipe:
-                for raw in pipe:
-                    line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                    self.lines.append(line)
-                    with suppress(OSError, ValueError):
-                        sys.stderr.write(f"[{self.name}] {line}\n")
-                        sys.stderr.flush()
-        finally:
-            eof.set()
-
-    async def settle(self, timeout: float = 0.5) -> None:
-        """Wait (briefly) until the pipe is drained, so the tail holds the last words."""
-        deadline = time.monotonic() + timeout
-        while not self._eof.is_set() and time.monotonic() < deadline:
-            await anyio.sleep(0.01)
-
-    def tail(self, lines: int = 5, limit: int = 800) -> str:
-        text = "\n".join(list(self.lines)[-lines:]).strip()
-        return text if len(text) <= limit else "..." + text[-limit:]
-
-
-class RawChannel:
-    """JSON-RPC requests the proxy writes itself on an upstream's stdin, beside the SDK
-    session's traffic. Their ids are strings ``mcp-hooks-N`` (the SDK numbers its own), and
-    their answers are taken off the pipe before the SDK session sees them."""
-
-    def __init__(self, write: Callable[[bytes], Awaitable[None]]) -> None:
-        self._write = write
-        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
-        self._ids = itertools.count(1)
-        self.closed = False
-
-    def owns(self, message: dict[str, Any]) -> bool:
-        rid = message.get("id")
-        return isinstance(rid, str) and rid in self._pending
-
-    def deliver(self, message: dict[str, Any]) -> None:
-        future = self._pending.pop(message["id"], None)
-        if future is not None and not future.done():
-            future.set_result(message)
-
-    def close(self) -> None:
-        """The pipe ended: every waiting request fails with ``CONNECTION_CLOSED``."""
-        self.closed = True
-        closed = {"error": {"code": types.CONNECTION_CLOSED, "message": "Connection closed"}}
-        for future in self._pending.values():
-            if not future.done():
-                future.set_result(closed)
-        self._pending.clear()
-
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
-        """Send one request and wait for its result (cancel the caller to give up).
-
-        Raises:
-            MCPError: the upstream answered with an error, or the connection closed.
-        """
-        if self.closed:
-            raise MCPError(types.CONNECTION_CLOSED, "Connection closed")
-        rid = f"{_RAW_ID_PREFIX}{next(self._ids)}"
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[rid] = future
-        try:
-            data = _line({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        except (RecursionError, ValueError):
-            self._pending.pop(rid, None)
-            raise MCPError(types.INVALID_PARAMS, "the arguments nest too deep to be sent "
-                           "upstream; the request was not sent") from None
-        try:
-            await self._write(data)
-            answer = await future
-        except BaseException:
-            if not future.done() and not self.closed:
-                note = {"jsonrpc": "2.0", "method": "notifications/cancelled",
-                        "params": {"requestId": rid, "reason": "the proxy gave up waiting"}}
-                with anyio.CancelScope(shield=True), anyio.move_on_after(1), \
-                        suppress(Exception):
-                    await self._write(json.dumps(note).encode() + b"\n")
-            raise
-        finally:
-            self._pending.pop(rid, None)
-        error = answer.get("error")
-        if error is not None:
-            if not isinstance(error, dict):
-                error = {"code": types.INTERNAL_ERROR, "message": str(error)}
-            raise MCPError(int(error.get("code", types.INTERNAL_ERROR)),
-                           str(error.get("message", "")), error.get("data"))
-        return answer.get("result")
-
-
-def _line(message: dict[str, Any]) -> bytes:
-    """One JSON-RPC line for an upstream. A lone surrogate (valid JSON, not UTF-8) goes as
-    its escape, as it came.
-
-    Raises:
-        RecursionError, ValueError: nested past what the encoder writes.
-    """
-    try:
-        return json.dumps(message, ensure_ascii=False, separators=(",", ":"),
-                          default=str).encode() + b"\n"
-    except UnicodeEncodeError:
-        return json.dumps(message, separators=(",", ":"), default=str).encode() + b"\n"
-
-
-@dataclass
-class _Run:
-    """One connection attempt: what its transport learned."""
-
-    closed: anyio.Event = field(default_factory=anyio.Event)
-    process: asyncio.subprocess.Process | None = None
-    channel: RawChannel | None = None
-    ready: bool = False
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-async def _stop_process(process: asyncio.subprocess.Process) -> None:
-    """Close stdin, give the server a grace period, then end its whole process group
-    (SIGTERM, a grace period, SIGKILL). The server leads its own group (a new session)."""
-    if process.stdin is not None:
-        with suppress(Exception):
-            process.stdin.close()
-    if not await _exited(process, STOP_GRACE):
-        _killpg(process.pid, signal.SIGTERM)
-        if not await _exited(process, STOP_GRACE):
-            _killpg(process.pid, signal.SIGKILL)
-            await _exited(process, STOP_GRACE)
-
-
-async def _exited(process: asyncio.subprocess.Process, timeout: float) -> bool:
-    # Polls returncode: process.wait() also waits for the pipes, which a grandchild may hold.
-    deadline = anyio.current_time() + timeout
-    while process.returncode is None:
-        if anyio.current_time() >= deadline:
-            return False
-        await anyio.sleep(0.01)
-    return True
-
-
-def _too_deep(name: str, rid: str | int | None) -> dict[str, Any] | None:
-    """The error that stands for an upstream answer nested too deep to read (None: no id)."""
-    logger.warning("upstream %s wrote a message nested too deep to read (id %r)", name, rid)
-    if rid is None:
-        return None
-    return {"jsonrpc": "2.0", "id": rid, "error": {
-        "code": types.INTERNAL_ERROR,
-        "message": f"upstream {name!r} answered with JSON nested too deep to read"}}
-
-
-@asynccontextmanager
-async def stdio_upstream(
-    spec: UpstreamSpec, run: _Run, errlog: IO[str] | None
-) -> AsyncIterator[TransportStreams]:
-    """Spawn a stdio server (in a session of its own) and connect the SDK session to it.
-
-    Lines from the server are parsed once: answers to ``run.channel``'s raw requests go to
-    their callers, everything else to the SDK session. When the server's stdout ends,
-    ``run.closed`` is set and waiting raw requests fail. Leaving the block stops the server
-    (stdin closed, a grace period, then SIGTERM and SIGKILL to its process group).
-
-    The pipes are asyncio streams, written without a lock or a yield (``write`` is atomic
-    and ``drain`` only waits when the pipe is full): a raw request costs no extra pass of
-    the event loop.
-    """
-    process = await asyncio.create_subprocess_exec(
-        spec.command or "", *spec.args,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=errlog if errlog is not None else sys.stderr,
-        # The proxy stands in for the host: the server gets the environment the host gave
-        # the proxy, plus its own "env".
-        env={**os.environ, **spec.env}, cwd=spec.cwd,
-        start_new_session=True, limit=_READ_LIMIT,
-    )
-    run.process = process
-    stdin, stdout = process.stdin, process.stdout
-    assert stdin is not None and stdout is not None
-    to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
-
-    async def write(data: bytes) -> None:
-        if stdin.is_closing():
-            raise anyio.BrokenResourceError
-        stdin.write(data)
-        await stdin.drain()
-
-    channel = run.channel = RawChannel(write)
-
-    async def dispatch(line: bytes) -> None:
-        try:
-            message = json.loads(line)
-        except ValueError:
-            logger.warning("upstream %s wrote a line that is not JSON: %.200r", spec.name, line)
-            return
-        except RecursionError:  # valid JSON, nested past Python's parser: its caller fails
-            message = _too_deep(spec.name, message_id(line))
-            if message is None:
-                return
-        if isinstance(message, dict) and "method" not in message and channel.owns(message):
-            channel.deliver(message)
-            return
-        try:
-            parsed = types.jsonrpc_message_adapter.validate_python(message, by_name=False)
-        except (ValidationError, RecursionError) as exc:
-            if isinstance(exc, ValidationError):
-                await to_session.send(exc)
-            return
-        await to_session.send(SessionMessage(parsed))
-
-    async def read_lines() -> None:
-        buffer = bytearray()
-        try:
-            async with to_session:
-                while chunk := await stdout.read(_CHUNK):
-                    buffer += chunk
-                    while (end := buffer.find(b"\n")) >= 0:
-                        line = bytes(buffer[:end])
-                        del buffer[: end + 1]
-                        if line.strip():
-                            await dispatch(line)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            pass
-        finally:
-            run.closed.set()
-            channel.close()
-
-    async def write_session() -> None:
-        try:
-            async with from_session:
-                async for session_message in from_session:
-                    message = session_message.message
-                    try:
-                        data = message.model_dump_json(by_alias=True,
-                                                       exclude_unset=True).encode() + b"\n"
-                    except ValueError:  # a lone surrogate, or nested past the serializer
-                        try:
-                            data = _line(message.model_dump(mode="python", by_alias=True,
-                                                            exclude_unset=True))
-                        except (RecursionError, ValueError):
-                            await refuse(message)
-                            continue
-                    await write(data)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            run.closed.set()
-
-    async def refuse(message: Any) -> None:
-        """A request that cannot be written fails for its caller, with a reason."""
-        rid = getattr(message, "id", None)
-        if rid is None or not hasattr(message, "method"):
-            logger.warning("upstream %s: a message could not be encoded; dropped", spec.name)
-            return
-        error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
-            code=types.INVALID_PARAMS,
-            message="the arguments nest too deep to be sent upstream; the request was not sent"))
-        await to_session.send(SessionMessage(error))
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(read_lines)
-        tg.start_soon(write_session)
-        try:
-            yield from_server, to_server
-        finally:
-            with anyio.CancelScope(shield=True):
-                await _stop_process(process)
-            tg.cancel_scope.cancel()
 
 
 class _WatchedReadStream:
@@ -493,6 +184,8 @@ class Upstream:
         startup_timeout: seconds a start (spawn or connect, handshake, listing) may take.
         on_change: awaited when the upstream's listing changed (list-changed, restart).
         log: the event log, for state changes.
+        fast_stdio: a stdio server on the proxy's own transport (raw ``tools/call``
+            requests, exit status and stderr in errors); False: the SDK's ``stdio_client``.
     """
 
     def __init__(
@@ -503,6 +196,7 @@ class Upstream:
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         on_change: OnChange | None = None,
         log: EventLog | None = None,
+        fast_stdio: bool = True,
     ) -> None:
         self.spec = spec
         self.name = spec.name
@@ -522,7 +216,7 @@ class Upstream:
         self._on_change = on_change
         self._log = log
         self._client: Client | None = None
-        self._run_state: _Run | None = None
+        self._run_state: Run | None = None
         self._attempt = anyio.Event()
         self._attempt.set()
         self._stop = anyio.Event()
@@ -531,6 +225,7 @@ class Upstream:
         # The handshake era: stdio servers speak the 2025 handshake (every SDK serves it, and
         # the raw fast path speaks it); a server that refuses it is retried with "auto".
         self._mode = "legacy" if spec.transport == "stdio" else "auto"
+        self._fast_stdio = fast_stdio and sys.platform != "win32"
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -572,10 +267,10 @@ class Upstream:
 
     @asynccontextmanager
     async def _transport(
-        self, run: _Run, errlog: IO[str] | None
+        self, run: Run, errlog: IO[str] | None
     ) -> AsyncIterator[TransportStreams]:
         spec = self.spec
-        if spec.transport == "stdio" and sys.platform != "win32":
+        if spec.transport == "stdio" and self._fast_stdio:
             async with stdio_upstream(spec, run, errlog) as streams:
                 yield streams
         elif spec.transport == "stdio":
@@ -588,8 +283,6 @@ class Upstream:
                 yield _WatchedReadStream(read, run.closed), write
         elif spec.transport == "http":
             from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
-
             async with create_mcp_http_client(headers=spec.headers or None) as http, \
                     streamable_http_client(spec.url or "", http_client=http) as (read, write):
                 yield _WatchedReadStream(read, run.closed), write
@@ -601,11 +294,11 @@ class Upstream:
 
     async def _run(self, attempt: anyio.Event, stop: anyio.Event) -> None:
         error: str | None = None
-        run = _Run()
+        run = Run()
         deadline = anyio.current_time() + self.startup_timeout
         try:
             for _ in range(2):
-                run = self._run_state = _Run()
+                run = self._run_state = Run()
                 try:
                     await self._connect(run, deadline, attempt, stop)
                 except MCPError as exc:
@@ -641,7 +334,7 @@ class Upstream:
         attempt.set()
 
     async def _connect(
-        self, run: _Run, deadline: float, attempt: anyio.Event, stop: anyio.Event
+        self, run: Run, deadline: float, attempt: anyio.Event, stop: anyio.Event
     ) -> None:
         """One connection, until it drops or ``stop`` (``run.ready`` says if it got ready)."""
         errlog = self._stderr.open() if self._stderr is not None else None
@@ -680,7 +373,7 @@ class Upstream:
             if errlog is not None:
                 errlog.close()
 
-    async def _describe(self, exc: BaseException, run: _Run, *, starting: bool) -> str:
+    async def _describe(self, exc: BaseException, run: Run, *, starting: bool) -> str:
         leaves = [e for e in _leaves(exc) if not isinstance(e, anyio.get_cancelled_exc_class())]
         first = leaves[0] if leaves else exc
         command, cwd = self.spec.command, self.spec.cwd
@@ -699,14 +392,14 @@ class Upstream:
             what = f"cannot talk to {self.spec.url}: {what}"
         return what
 
-    async def _describe_exit(self, run: _Run | None, *, starting: bool = False) -> str:
+    async def _describe_exit(self, run: Run | None, *, starting: bool = False) -> str:
         when = " while starting" if starting else ""
         if self._stderr is None:
             return f"the server closed the connection{when}"
         process = run.process if run is not None else None
         status = ""
         if process is not None:
-            await _exited(process, 0.5)
+            await exited(process, 0.5)
             code = process.returncode
             if code is not None:
                 status = f" with status {code}" if code >= 0 else f" (killed by signal {-code})"

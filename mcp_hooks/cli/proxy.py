@@ -1,0 +1,161 @@
+"""``mcp-hooks proxy``: serve the tools of upstream MCP servers, every call gated by the hooks.
+
+This module is the proxy's command line: it declares the ``proxy`` options (the transport
+options are ``serve``'s: ``cli.serve.add_transport_arguments``), turns the parsed arguments
+into :class:`ProxyOptions` (:func:`options_from_args`), and :func:`run` serves from those
+alone, through ``mcp_hooks.proxy.app.serve_proxy``.
+
+Refused before anything starts, as a ``ProxyConfigError`` or ``TransportConfigError``
+(exit 64): a config file or ``--upstream`` that cannot be used, no upstream at all, a
+``--timeout`` or ``--startup-timeout`` that is not a positive number, a public bind without
+a token. A taken port is ``AddressInUseError`` (exit 1). Errors are raised to the command
+boundary (:func:`mcp_hooks.cli.main`), which prints them on one line.
+
+``MCP_HOOKS_PROXY_STDIO=sdk`` serves and reaches stdio with the SDK's own transports instead
+of the hand-written ones (``ProxySettings.fast_stdio``); ``bench/bench_proxy.py`` compares.
+
+Importing this module imports no MCP SDK: the parser is built on every ``proxy`` start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp_hooks import options
+from mcp_hooks.cli.serve import add_transport_arguments, transport_options
+from mcp_hooks.eventlog import EventLog
+from mcp_hooks.outcome import OnFault
+from mcp_hooks.server.transport import ServeOptions
+from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
+
+if TYPE_CHECKING:
+    from mcp_hooks.proxy.app import ProxySettings
+    from mcp_hooks.proxy.config import UpstreamSpec
+
+STDIO_ENV = "MCP_HOOKS_PROXY_STDIO"
+DEFAULT_PORT = 8766
+DEFAULT_TIMEOUT = 60.0  # as proxy.upstream's; repeated so that --help imports no SDK
+DEFAULT_STARTUP_TIMEOUT = 30.0
+
+
+def add_parser(sub: Any) -> None:
+    """Declare ``proxy`` on the ``mcp-hooks`` subparsers."""
+    p = sub.add_parser(
+        "proxy", help="gate every tool of upstream MCP servers through the hooks",
+        description="Serve the tools, resources and prompts of upstream MCP servers; every "
+        "tools/call passes through the before_tool / after_tool hooks first.",
+    )
+    up = p.add_argument_group("upstream servers")
+    up.add_argument("--config", type=Path, metavar="FILE",
+                    help="an mcpServers JSON file (Claude Desktop, .mcp.json, Cursor, VS Code)")
+    up.add_argument("--upstream", action="append", metavar="NAME=COMMAND", default=[],
+                    help="one more upstream without a file: NAME='command args' (stdio) or "
+                    "NAME=https://host/mcp (streamable HTTP); repeatable")
+    up.add_argument("--prefix", action="store_true",
+                    help="prefix every tool and prompt <server>__ (default: only on collisions)")
+    up.add_argument("--timeout", type=float, metavar="SECONDS", default=DEFAULT_TIMEOUT,
+                    help=f"how long one upstream call may take (default {DEFAULT_TIMEOUT:g})")
+    up.add_argument("--startup-timeout", type=float, metavar="SECONDS",
+                    default=DEFAULT_STARTUP_TIMEOUT,
+                    help="how long an upstream may take to start "
+                    f"(default {DEFAULT_STARTUP_TIMEOUT:g})")
+    add_transport_arguments(p, default_port=DEFAULT_PORT)
+    options.add_common_options(p)
+
+
+@dataclass(frozen=True)
+class ProxyOptions:
+    """Everything ``proxy`` needs, typed: the upstreams, how to treat and serve them, and
+    which hooks.
+
+    Attributes:
+        upstreams: the upstream servers (config file, then ``--upstream``).
+        settings: prefixes, timeouts, the stdio switch.
+        serve: transport, address, token and HTTP settings.
+        project_dir: the project whose hooks gate the calls.
+        user_dir: the user hooks folder; None for the default.
+        log: the event log; None for none.
+        stop_block_cap: the ``before_stop`` loop guard's cap.
+        on_fault: ``block`` or ``warn``: what a fault of ours does to an event that can block.
+        trust_project_hooks: run every project hook without the trust store; None: the
+            environment decides.
+    """
+
+    upstreams: tuple[UpstreamSpec, ...]
+    settings: ProxySettings
+    serve: ServeOptions
+    project_dir: Path
+    user_dir: Path | None = None
+    log: EventLog | None = None
+    stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP
+    on_fault: OnFault = "block"
+    trust_project_hooks: bool | None = None
+
+
+def options_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> ProxyOptions:
+    """The options the command line (and the environment) give.
+
+    Raises:
+        ProxyConfigError: the upstreams or timeouts cannot be used.
+    """
+    from mcp_hooks.proxy.app import ProxySettings
+    from mcp_hooks.proxy.config import ProxyConfigError, collect_upstreams
+
+    env = os.environ if environ is None else environ
+    specs = collect_upstreams(args.config, args.upstream or [])
+    for option in ("timeout", "startup_timeout"):
+        value = getattr(args, option, None)
+        if value is not None and not value > 0:
+            raise ProxyConfigError(f"--{option.replace('_', '-')} must be a positive number "
+                                   f"of seconds, not {value:g}")
+    settings = ProxySettings(
+        prefix_all=bool(args.prefix),
+        timeout=float(getattr(args, "timeout", None) or DEFAULT_TIMEOUT),
+        startup_timeout=float(getattr(args, "startup_timeout", None) or DEFAULT_STARTUP_TIMEOUT),
+        fast_stdio=env.get(STDIO_ENV, "").strip().lower() != "sdk",
+    )
+    return ProxyOptions(
+        upstreams=tuple(specs),
+        settings=settings,
+        serve=transport_options(args, env),
+        project_dir=options.project_dir(args),
+        user_dir=options.user_dir(args),
+        log=options.event_log(args),
+        stop_block_cap=options.stop_block_cap(args),
+        on_fault=options.on_fault(args),
+        trust_project_hooks=options.trust_project_hooks(args),
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    """``mcp-hooks proxy``."""
+    return run(options_from_args(args))
+
+
+def run(opts: ProxyOptions) -> int:
+    """Serve the upstreams, gated, until the client goes (stdio) or the process is stopped.
+
+    Returns:
+        0 when the client went away or the proxy was stopped.
+
+    Raises:
+        TransportConfigError: the transport options must not be served.
+        AddressInUseError: HTTP/SSE: the host and port are taken.
+    """
+    from mcp_hooks.discovery import Registry
+    from mcp_hooks.proxy.app import serve_proxy
+
+    opts.serve.check()
+    registry = Registry(opts.user_dir, opts.project_dir,
+                        trust_project_hooks=opts.trust_project_hooks)
+    serve_proxy(opts.upstreams, settings=opts.settings, serve_options=opts.serve,
+                registry=registry, log=opts.log, stop_block_cap=opts.stop_block_cap,
+                on_fault=opts.on_fault)
+    return 0

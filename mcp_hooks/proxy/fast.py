@@ -1,0 +1,99 @@
+"""The stdio fast path's own answers: plain ``tools/call`` requests the proxy answers itself,
+straight off the wire, instead of the SDK server (``stdio.FastPath``).
+
+Taken only for plain calls (no progress token, no 2026 input rounds) to a known tool, on a
+connection whose era the SDK server has already settled: a handshake-era connection after
+``initialize`` (at a version with structured content), or a 2026-07-28 request with its
+envelope, after the SDK has served one. Everything else (and anything unusual) is left to
+the SDK server. The call goes through the same ``Gate`` as on the SDK path, so hooks, results
+and errors are the same on either path; only the JSON-RPC envelope is written here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcp_hooks.proxy.catalog import Catalog
+from mcp_hooks.proxy.gate import Gate
+from mcp_hooks.proxy.sessions import DownstreamSession, Sessions
+
+_FAST_PARAMS = frozenset(("name", "arguments", "_meta"))
+_STRUCTURED_SINCE = "2025-06-18"  # the first handshake version with structuredContent
+
+
+class FastPath:
+    """Answers eligible ``tools/call`` requests (call it with the parsed message).
+
+    Args:
+        catalog: the tools the proxy serves.
+        sessions: the downstream sessions (and what the SDK server has settled).
+        gate: runs the call through the hooks.
+        server_stamp: the server-info stamp 2026-07-28 results carry (read once, on first
+            use).
+    """
+
+    def __init__(
+        self, catalog: Catalog, sessions: Sessions, gate: Gate,
+        server_stamp: Callable[[], dict[str, Any]],
+    ) -> None:
+        self._catalog = catalog
+        self._sessions = sessions
+        self._gate = gate
+        self._server_stamp = server_stamp
+        self._stamp: dict[str, Any] | None = None
+
+    def __call__(self, message: dict[str, Any]) -> Awaitable[dict[str, Any]] | None:
+        """The JSON-RPC response to ``message``, to be awaited, or None: the SDK answers."""
+        rid = message.get("id")
+        if message.get("method") != "tools/call" or isinstance(rid, bool) \
+                or not isinstance(rid, (str, int)):
+            return None
+        params = message.get("params")
+        if not isinstance(params, dict) or not _FAST_PARAMS.issuperset(params):
+            return None
+        name, arguments = params.get("name"), params.get("arguments") or {}
+        meta = params.get("_meta") or {}
+        if not isinstance(name, str) or not isinstance(arguments, dict) \
+                or not isinstance(meta, dict) or "progressToken" in meta \
+                or name not in self._catalog.tool_routes:
+            return None
+        sessions = self._sessions
+        version = meta.get(types.PROTOCOL_VERSION_META_KEY)
+        if version is None:
+            if len(sessions.connections) != 1:
+                return None
+            connection = next(iter(sessions.connections.values()))
+            session = sessions.on_connection(connection)
+            if session is None or not connection.initialize_accepted \
+                    or connection.protocol_version < _STRUCTURED_SINCE:
+                return None
+            modern = False
+        elif version in MODERN_PROTOCOL_VERSIONS and sessions.modern_seen \
+                and types.CLIENT_CAPABILITIES_META_KEY in meta and not sessions.connections:
+            session, modern = sessions.shared(None), True
+        else:
+            return None
+        return self._answer(rid, session, name, dict(arguments), modern)
+
+    async def _answer(
+        self, rid: str | int, session: DownstreamSession, name: str,
+        arguments: dict[str, Any], modern: bool,
+    ) -> dict[str, Any]:
+        try:
+            result = await self._gate.call_tool(session, name, arguments)
+        except MCPError as exc:
+            return {"jsonrpc": "2.0", "id": rid,
+                    "error": exc.error.model_dump(mode="json", exclude_none=True)}
+        if modern:
+            if self._stamp is None:
+                self._stamp = self._server_stamp()
+            result["resultType"] = "complete"
+            meta = result.get("_meta")
+            result["_meta"] = {**(meta if isinstance(meta, dict) else {}),
+                               types.SERVER_INFO_META_KEY: self._stamp}
+        return {"jsonrpc": "2.0", "id": rid, "result": result}

@@ -1,0 +1,146 @@
+"""The gate: one ``tools/call`` through the hooks, on either path (SDK server or stdio fast
+path). The result is in wire form (``results``).
+
+1. ``before_tool`` fires with ``tool_name`` as the client sees it, ``tool_input``,
+   ``tool_use_id``, and ``mcp_server`` / ``mcp_tool`` (the upstream's own names) in the
+   payload. A deny answers with an ``isError`` result carrying the hook's reason; the
+   upstream is never called. ``modified_input`` is what the upstream receives.
+2. The upstream call, bounded by the timeout (the start of a stopped upstream included).
+3. Success -> ``after_tool`` with ``tool_output`` = ``{content, structuredContent}``; a hook's
+   ``modified_output`` replaces the result, a deny withholds it, and the
+   ``additional_context`` of both events is appended as one text block. An ``isError``
+   result, a protocol error or an upstream fault -> ``after_tool_failure`` with ``error``; the
+   client sees the upstream's error as it was, and the proxy's own faults (timeout, upstream
+   down) as ``isError`` results that say what happened. A call the client cancels fires
+   ``after_tool_failure`` too (shielded) before the cancellation goes on.
+
+Faults of the gate itself (a hook in scope that does not load, input nested deeper than hooks
+are handed, an exception of ours) are ``engine.fault_outcome`` under the engine's
+``on_fault``: with ``block`` the call is refused with an ``isError`` result saying what broke,
+and the upstream is not called. ``fire`` never raises.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+import anyio
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
+
+from mcp_hooks.engine import Engine
+from mcp_hooks.outcome import Event, Outcome, cap_text, fault_outcome
+from mcp_hooks.proxy.catalog import Catalog
+from mcp_hooks.proxy.results import (
+    append_context,
+    apply_modified_output,
+    clean_result,
+    deny_text,
+    error_result,
+    error_text,
+    tool_output,
+)
+from mcp_hooks.proxy.sessions import DownstreamSession
+from mcp_hooks.proxy.upstream import UpstreamError
+
+logger = logging.getLogger("mcp_hooks.proxy")
+
+
+class Gate:
+    """Fires the hooks around every tool call.
+
+    Args:
+        engine: the entered engine.
+        catalog: routes the client's tool names to upstreams.
+    """
+
+    def __init__(self, engine: Engine, catalog: Catalog) -> None:
+        self.engine = engine
+        self.catalog = catalog
+
+    async def fire(self, event: Event) -> Outcome:
+        """Fire an event; a failure of ours is a fault (``fault_outcome`` under the engine's
+        policy: a deny for an event that can block), never a crash of the proxy."""
+        try:
+            return await self.engine.fire(event)
+        except Exception as exc:  # an event that cannot fire never takes the proxy down
+            logger.error("cannot fire %s: %s", event.event_type, exc)
+            return self.fault(event.event_type, exc)
+
+    def fault(self, event: str, exc: BaseException) -> Outcome:
+        """The outcome that stands for ``exc``, a failure of ours on ``event``."""
+        return fault_outcome(event, f"the proxy failed: {type(exc).__name__}: "
+                             f"{cap_text(str(exc), 300)}", on_fault=self.engine.on_fault)
+
+    async def call_tool(
+        self,
+        session: DownstreamSession,
+        name: str,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None = None,
+    ) -> dict[str, Any]:
+        """One ``tools/call`` through the hooks; the result in wire form.
+
+        Raises:
+            MCPError: the upstream answered with a protocol error (after
+                ``after_tool_failure``), passed on as it is.
+        """
+        session.steps += 1
+        route = self.catalog.tool_routes.get(name)
+        if route is None:
+            return error_result(f"Unknown tool {name!r}: no upstream server of this proxy has "
+                                "it (see tools/list and the resource hooks://proxy/status).")
+        upstream, tool = route
+        fields: dict[str, Any] = {
+            "session_id": session.id, "tool_name": name,
+            "tool_use_id": f"proxy-{uuid.uuid4().hex}",
+            "payload": {"mcp_server": upstream.name, "mcp_tool": tool},
+        }
+        try:
+            before = await self.engine.fire(Event.create(
+                event_type="before_tool", tool_input=arguments, **fields))
+        except Exception as exc:
+            # The gate itself is broken: fail closed rather than run the tool unchecked.
+            logger.exception("the before_tool gate failed on %s", name)
+            before = self.fault("before_tool", exc)
+        if before.denied:
+            return error_result(deny_text(before, name, ran=False))
+        if before.modified_input is not None:
+            arguments = before.modified_input
+
+        try:
+            result = clean_result(await upstream.call_tool(tool, arguments, progress))
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self.fire(Event.create(
+                    event_type="after_tool_failure", tool_input=arguments,
+                    error="the client cancelled the call", **fields))
+            raise
+        except UpstreamError as exc:
+            await self.fire(Event.create(event_type="after_tool_failure", tool_input=arguments,
+                                         error=str(exc), **fields))
+            return error_result(str(exc))
+        except MCPError as exc:
+            await self.fire(Event.create(
+                event_type="after_tool_failure", tool_input=arguments,
+                error=f"MCP error {exc.error.code}: {exc.error.message}", **fields))
+            raise
+        if result.get("isError"):
+            await self.fire(Event.create(
+                event_type="after_tool_failure", tool_input=arguments, error=error_text(result),
+                tool_output=tool_output(result), **fields))
+            return result
+
+        try:
+            after = await self.fire(Event.create(
+                event_type="after_tool", tool_input=arguments, tool_output=tool_output(result),
+                **fields))
+        except Exception as exc:  # the upstream's result cannot be made an event
+            after = self.fault("after_tool", exc)
+        if after.denied:
+            return error_result(deny_text(after, name, ran=True))
+        if after.modified_output is not None:
+            result = apply_modified_output(result, after.modified_output)
+        return append_context(result, [*before.additional_context, *after.additional_context])
