@@ -70,7 +70,7 @@ MESSAGES_PATH = "/messages/"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 
-logger = logging.getLogger("mcp_hooks.transport")
+logger = logging.getLogger("mcp_hooks.server.transport")
 
 
 class TransportConfigError(ConfigError):
