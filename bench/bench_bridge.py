@@ -6,10 +6,14 @@ matching ``exit 0`` HOOK.md hook:
 
 - ``bridge``: ``mcp-hooks bridge claude-code`` (what ``install`` writes by default).
   Target: median <= 120 ms wall.
-- ``forward``: the ``install --via server`` command (sh + curl to a running
-  ``mcp-hooks serve --transport http`` with a token). Target: median <= 40 ms wall.
+- ``forward``: the ``install --via server`` command (the forward script, standard library
+  only, to a running ``mcp-hooks serve --transport http`` with a token). Target: median
+  <= 40 ms wall.
 - for scale: a plain shell-script hook run the same way (``cat >/dev/null; exit 0``), and
   a bare ``python -c pass`` with the same interpreter (the floor of any Python bridge).
+- where the bridge's time goes: importing exactly the ``mcp_hooks`` modules one bridge run
+  loads (read from a real run first, so the row follows the code; the run must not import
+  asyncio), and pydantic with one model, for scale.
 
 Run: ``.venv/bin/python bench/bench_bridge.py [--runs N]``. Prints the figures and replaces
 the ``## bridge`` section of bench/RESULTS.md.
@@ -53,7 +57,17 @@ PAYLOAD = {
 }
 
 
-ENGINE_IMPORTS = "import mcp_hooks.cli, mcp_hooks.options, mcp_hooks.engine, asyncio"
+# One bridge run in-process, then what it imported: its mcp_hooks modules and whether asyncio
+# came along (it must not: see docs/design-notes.md, Cold start).
+IMPORTS_OF_A_RUN = (
+    "import json, sys\n"
+    "from mcp_hooks import cli\n"
+    "cli.main(['bridge', 'claude-code', '--user-dir', sys.argv[1]])\n"
+    "sys.stdout.flush()\n"
+    "mods = sorted(m for m in sys.modules if m.split('.')[0] == 'mcp_hooks')\n"
+    "sys.stderr.write('\\n' + json.dumps({'modules': mods, 'asyncio': 'asyncio' in "
+    "sys.modules}) + '\\n')\n"
+)
 PYDANTIC = "import pydantic\nclass M(pydantic.BaseModel):\n    x: int = 0\nM()"
 
 
@@ -164,6 +178,16 @@ def serve_forwarding(port: int, project: str, user: str, log: str) -> None:
     anyio.run(main)
 
 
+def bridge_imports(data: bytes, env: dict[str, str], tmp: Path, user: Path) -> list[str]:
+    """The mcp_hooks modules one bridge run imports (asserting asyncio is not among them)."""
+    done = subprocess.run([sys.executable, "-c", IMPORTS_OF_A_RUN, str(user)], input=data,
+                          env=env, cwd=tmp, capture_output=True, check=True)
+    found = json.loads(done.stderr.decode().strip().splitlines()[-1])
+    assert not found["asyncio"], "the bridge imported asyncio"
+    modules: list[str] = found["modules"]
+    return modules
+
+
 def forward_command(tmp: Path, env: dict[str, str], base: str, project: Path) -> str:
     config = tmp / "forward-settings.json"
     subprocess.run(
@@ -187,6 +211,7 @@ def bench(runs: int) -> None:
         proc, base, which = start_server(project, user, env, tmp)
         try:
             forward = forward_command(tmp, env, base, project)
+            imports = "import " + ", ".join(bridge_imports(data, env, tmp, user))
             cases: dict[str, Callable[[], tuple[float, bytes]]] = {
                 "bridge": lambda: timed([MCP_HOOKS, "bridge", "claude-code", "--user-dir",
                                          str(user)], data, env, tmp),
@@ -194,8 +219,8 @@ def bench(runs: int) -> None:
                 "shell hook": lambda: timed([str(sh_hook)], data, env, tmp),
                 "python -c pass": lambda: timed([sys.executable, "-c", "pass"], b"", env, tmp),
                 # where the bridge's time goes: importing what it needs; pydantic alone, for scale
-                "import engine": lambda: timed([sys.executable, "-c", ENGINE_IMPORTS], b"",
-                                               env, tmp),
+                "import bridge modules": lambda: timed([sys.executable, "-c", imports], b"",
+                                                       env, tmp),
                 "import pydantic": lambda: timed([sys.executable, "-c", PYDANTIC], b"", env,
                                                  tmp),
             }
@@ -215,11 +240,11 @@ def bench(runs: int) -> None:
             proc.wait(10)
         log = (tmp / "server-events.jsonl").read_text().splitlines()
         served = sum(1 for line in log if '"before_tool"' in line)
-    report(runs, samples, which, served, forward)
+    report(runs, samples, which, served, forward, imports.count(",") + 1)
 
 
 def report(runs: int, samples: dict[str, list[float]], which: str, served: int,
-           forward: str) -> None:
+           forward: str, modules: int) -> None:
     med = {k: statistics.median(v) * 1000 for k, v in samples.items()}
     p90 = {k: sorted(v)[int(len(v) * 0.9) - 1] * 1000 for k, v in samples.items()}
     bridge_ok = med["bridge"] <= 120
@@ -240,13 +265,14 @@ forwarding path: {which} (it answered {served} calls).
 
 - `mcp-hooks bridge claude-code`: **{med['bridge']:.1f} ms** median, target <= 120 ms:
   {verdict(bridge_ok)}. Where it goes: a bare `python -c pass` costs
-  {med['python -c pass']:.1f} ms; importing what the bridge needs (`mcp_hooks.cli`, `options`,
-  `engine`, `asyncio`) {med['import engine']:.1f} ms (that path imports no pydantic: pydantic
-  with one model costs {med['import pydantic']:.1f} ms on its own); translating, running the
-  hook and answering the remaining {med['bridge'] - med['import engine']:.1f} ms.
-- `install --via server` command (`sh` + `curl` to the running server, falling back to the
-  bridge if the server does not answer): **{med['forward']:.1f} ms** median, target <= 40 ms:
-  {verdict(forward_ok)}.
+  {med['python -c pass']:.1f} ms; starting it and importing the {modules} `mcp_hooks`
+  modules a bridge run loads (read from a real run; no asyncio, no pydantic: pydantic with one
+  model costs {med['import pydantic']:.1f} ms on its own) {med['import bridge modules']:.1f} ms;
+  translating, running the hook and answering the remaining
+  {med['bridge'] - med['import bridge modules']:.1f} ms.
+- `install --via server` command (the forward script to the running server, falling back to
+  the bridge if the server does not answer): **{med['forward']:.1f} ms** median, target
+  <= 40 ms: {verdict(forward_ok)}.
 - The forward command: `{forward.split()[0].rsplit('/', 1)[-1]} URL claude-code PreToolUse`.
 """
     say(f"bridge: {med['bridge']:.1f} ms median (target 120: {verdict(bridge_ok)})")
@@ -268,7 +294,7 @@ def main() -> None:
         serve_forwarding(args.serve, args.project_dir, args.user_dir, args.log)
         return
     if subprocess.run(["sh", "-c", "command -v curl"], capture_output=True).returncode != 0:
-        raise SystemExit("curl is needed for the forwarding path")
+        raise SystemExit("curl is needed to wait for the server")
     bench(args.runs)
 
 

@@ -1,9 +1,20 @@
 """Host bridges: one module per agent host, over the same engine.
 
-``mcp-hooks bridge <host>`` (``bridge.py``) is the command a host's native hook config runs;
-``mcp-hooks install <host>`` (``install.py``) writes that config. Each host module maps the
-host's events, payloads and answers; ``vocab.py`` holds the shared tool vocabulary.
-Host modules are imported lazily: a bridge run loads only its own host.
+Each host module (``claude_code``, ``codex``, ``gemini_cli``, ``cursor``, ``copilot_cli``,
+``kimi_cli``) declares everything mcp-hooks knows of that host: its events, payloads and
+answers, its hook config (file per scope, format, the handler written there) and install
+notes (see ``base.Host``). Over them, knowing no host by name:
+
+- ``bridge``: ``mcp-hooks bridge <host>``, the command a host's hook config runs;
+- ``forward``: the same answers from a running server (HTTP endpoint, ``bridge_hook`` tool),
+  and the wire constants ``install`` writes and ``doctor`` checks;
+- ``install``: ``mcp-hooks install`` / ``uninstall``, over ``configfile`` (editing the three
+  config formats) and ``forward_script`` (the ``--via server`` script);
+- ``doctor``: ``mcp-hooks doctor``, whether the gate is whole;
+- ``vocab``: the shared tool vocabulary.
+
+Their parsers and the conversion to typed options live in ``mcp_hooks.cli.hosts``. Host
+modules are imported lazily: a bridge run loads only its own host.
 """
 
 from __future__ import annotations
