@@ -3,6 +3,8 @@
 1. one matching `exit 0` sh hook: Engine.fire vs a raw spawn-and-wait of the same script with
    the same stdin and pipes, the fastest way Python offers (the floor), interleaved;
 2. ten matching sync hooks vs ten sequential raw spawns;
+   then the runner's A/B: its hand-written path against the library path
+   (``MCP_HOOKS_RUNNER=library``), the same hook, against the same two floors;
 3. 10,000 generated hooks: index build time, an event no hook matches, one match among
    10,000 vs the one-hook case; with a project whose hooks are checked against the trust
    store on every event (issue 9: the guards must keep the no-match event under 200 µs);
@@ -197,6 +199,63 @@ async def bench_one_and_ten(tmp: Path) -> tuple[str, dict[str, float]]:
     return "\n".join(lines), {"r1": r1, "engine1": m["engine1"]}
 
 
+async def bench_runner_paths(tmp: Path) -> str:
+    """A/B: the runner's hand-written event-loop path against the library path
+    (``MCP_HOOKS_RUNNER=library``: asyncio's subprocess spawns, watches and reaps), through
+    the async engine with one matching hook, interleaved with the two raw floors."""
+    from mcp_hooks.runner import Strategy, using
+
+    root = tmp / "ab"
+    script = str(make_hook(root, "only"))
+    tool_input = {"command": "ls -la"}
+    data = payload_for(tool_input)
+    cwd = str(tmp)
+    event = Event.create(event_type="before_tool", tool_name="Shell", tool_input=tool_input,
+                         session_id="bench", work_dir=cwd)
+    samples: dict[str, list[float]] = {k: [] for k in ("hand", "library", "spawn", "aspawn")}
+    async with Engine(Registry(root), log=None) as engine:
+
+        async def hand_once() -> None:
+            assert (await engine.fire(event)).hooks[0].status == "allow"
+
+        async def library_once() -> None:
+            with using(Strategy(library=True)):
+                assert (await engine.fire(event)).hooks[0].status == "allow"
+
+        async def spawn_once() -> None:
+            raw_posix_spawn(script, data, cwd)
+
+        async def aspawn_once() -> None:
+            await raw_async_spawn(script, data, cwd)
+
+        order = [("hand", hand_once), ("library", library_once), ("spawn", spawn_once),
+                 ("aspawn", aspawn_once)]
+        for _ in range(20):  # warm up
+            for _, once in order:
+                await once()
+        for i in range(N):
+            for key, once in order[i % 4:] + order[:i % 4]:
+                t = time.perf_counter()
+                await once()
+                samples[key].append(time.perf_counter() - t)
+    m = {k: median_us(v) for k, v in samples.items()}
+    rows = [
+        "The runner's hand-written path (posix_spawn, pidfds in a shared epoll set) against "
+        "the library path it can be switched back to (`MCP_HOOKS_RUNNER=library`: asyncio's "
+        "subprocess spawns, watches the exit and reaps; same rules otherwise), async engine, "
+        f"1 matching `exit 0` sh hook, {N} events each, interleaved:",
+        "",
+        "| runner path | engine median | vs posix_spawn floor | vs asyncio floor |",
+        "|---|---|---|---|",
+    ]
+    for key, name in (("hand", "hand-written (default)"), ("library", "library")):
+        rows.append(f"| {name} | {m[key]:.0f} µs | {m[key] / m['spawn']:.3f} "
+                    f"({m['spawn']:.0f} µs) | {m[key] / m['aspawn']:.3f} "
+                    f"({m['aspawn']:.0f} µs) |")
+    rows.append(f"| library / hand-written | {m['library'] / m['hand']:.2f}x | | |")
+    return "\n".join(rows)
+
+
 async def bench_ten_thousand(tmp: Path, one_hook_us: float) -> str:
     root = tmp / "many"
     root.mkdir()
@@ -346,6 +405,9 @@ async def main() -> None:
         say("engine: 1 and 10 hooks vs raw spawns ...")
         spawn_table, figures = await bench_one_and_ten(tmp)
         say(spawn_table)
+        say("engine: runner A/B, hand-written vs library path ...")
+        runner_ab = await bench_runner_paths(tmp)
+        say(runner_ab)
         say("engine: 10,000 hooks ...")
         many = await bench_ten_thousand(tmp, figures["engine1"])
         say(many)
@@ -356,7 +418,7 @@ async def main() -> None:
         cli = bench_cli(tmp)
         say(cli)
     body = "\n\n".join([
-        spawn_table, many,
+        spawn_table, runner_ab, many,
         "| process hygiene and cold start | measured | target |\n|---|---|---|\n"
         f"{timeouts}\n{cli}",
     ])

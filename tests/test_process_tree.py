@@ -4,7 +4,8 @@ Real hooks (sh scripts in tmp_path) start background children, ``setsid`` childr
 double forks; after the run returns, every one of them is gone, for every driver under
 every spawn strategy (``posix_spawn`` or ``Popen``, a pidfd or ``waitid``) and on the library
 path (``tests/test_runner.py``'s ways), on a normal exit and on a timeout. Nothing here
-asserts a speed: a process is given up to ``GONE_WITHIN`` seconds to vanish, and a CPU-bound hook up to its timeout to hit its limit.
+asserts a speed: a process is given up to ``GONE_WITHIN`` seconds to vanish, and a CPU-bound
+hook up to its timeout to hit its limit.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def test_strategy_words() -> None:
     chosen = Strategy.parse(" library , no-pidfd,no-posix-spawn ")
     assert chosen.library and not chosen.pidfd and not chosen.posix_spawn
     assert Strategy.parse("library").name == "library"
-    with pytest.raises(ValueError, match="unknown word.*fast.*use any of: library"):
+    with pytest.raises(ValueError, match=r"unknown word.*fast.*use any of: library"):
         Strategy.parse("library,fast")
 
 

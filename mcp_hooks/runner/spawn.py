@@ -207,23 +207,32 @@ def spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str],
 
 
 def _popen(argv: Sequence[str], cwd: str, env: Mapping[str, str], nofile: int | None) -> Child:
-    def start() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, cwd=cwd, env=env,
-                                start_new_session=True, bufsize=0)
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
 
-    if nofile is None:
-        proc = start()
-    else:
-        with lowered_nofile(nofile):
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(argv, stdin=in_r, stdout=out_w, stderr=err_w, cwd=cwd, env=env,
+                                start_new_session=True)
+
+    # Popen opens one more pipe (its exec-error pipe): it too must fit under a lowered limit,
+    # else the limit is left to prlimit after the spawn, as for posix_spawn
+    lower = nofile is not None and max(in_w, out_r, err_r) + 2 < nofile
+    try:
+        if nofile is not None and lower:
+            with lowered_nofile(nofile):
+                proc = start()
+        else:
             proc = start()
-    assert proc.stdin and proc.stdout and proc.stderr
-    fds = (os.dup(proc.stdin.fileno()), os.dup(proc.stdout.fileno()),
-           os.dup(proc.stderr.fileno()))
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        stream.close()
-    child = Child(proc.pid, *fds, popen=proc)
-    child.nofile_set = nofile is not None
+    except BaseException:
+        for fd in (in_w, out_r, err_r):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (in_r, out_w, err_w):
+            os.close(fd)
+    child = Child(proc.pid, in_w, out_r, err_r, popen=proc)
+    child.nofile_set = lower
     return child
 
 
