@@ -457,3 +457,20 @@ def test_bridge_command_is_recognised_by_shape(env: dict[str, str], project: Pat
            "--event", "PreToolUse"))
     command = our_commands("claude", (project / ".codex" / "hooks.json").read_text())
     assert command["PreToolUse"].startswith(f"{runner} bridge codex")
+
+
+def test_install_and_doctor_name_no_host() -> None:
+    """A host's knowledge lives in its own module: the generic modules hold no host name as a
+    value to switch on (they read ``Host`` declarations instead)."""
+    import ast
+
+    import mcp_hooks.hosts
+    from mcp_hooks.hosts import ALIASES, HOSTS
+
+    names = {*HOSTS, *ALIASES}
+    root = Path(mcp_hooks.hosts.__file__).parent
+    for module in ("install.py", "configfile.py", "forward_script.py", "doctor.py", "bridge.py"):
+        tree = ast.parse((root / module).read_text(encoding="utf-8"))
+        named = [node.value for node in ast.walk(tree)
+                 if isinstance(node, ast.Constant) and node.value in names]
+        assert named == [], (module, named)

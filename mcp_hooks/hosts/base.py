@@ -238,9 +238,9 @@ class Host:
     field_map: ClassVar[dict[str, str]] = {}
 
     # -- where `install` writes, and what (see ``mcp_hooks.hosts.install``) ----------------
-    # "claude": {"hooks": {event: [{"hooks": [handler]}]}}; "flat": {"version": 1, "hooks":
+    # "grouped": {"hooks": {event: [{"hooks": [handler]}]}}; "flat": {"version": 1, "hooks":
     # {event: [handler]}}; "toml": Kimi's [[hooks]] tables, one managed block of text
-    config_format: ClassVar[str] = "claude"
+    config_format: ClassVar[str] = "grouped"
     project_config: ClassVar[str | None] = None  # under the project; None: no project scope
     # user scope: ($VAR, else this folder under the home folder) / file
     user_config: ClassVar[tuple[str | None, str, str]]

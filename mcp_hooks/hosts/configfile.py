@@ -7,7 +7,7 @@ the older ``mcp-hooks bridge`` forms), URL (``/hooks/bridge/``) or MCP tool
 (``bridge_hook``); the previous file is copied to ``paths.backups_dir()`` before a change and
 the new one replaces it atomically. Three formats (``Host.config_format``):
 
-- ``claude``: ``{"hooks": {event: [{"hooks": [handler, ...]}, ...]}}`` (Claude Code, Codex,
+- ``grouped``: ``{"hooks": {event: [{"hooks": [handler, ...]}, ...]}}`` (Claude Code, Codex,
   Gemini CLI); a group left empty by an uninstall is dropped, as is an event left empty;
 - ``flat``: ``{"version": 1, "hooks": {event: [handler, ...]}}`` (Cursor, Copilot CLI);
 - ``toml``: Kimi's ``config.toml``, edited as text: our ``[[hooks]]`` tables live in one
@@ -68,7 +68,7 @@ class Target:
     """Where one host's hook config is written, and in which format."""
 
     path: Path
-    format: str  # "claude", "flat" or "toml" (Host.config_format)
+    format: str  # "grouped", "flat" or "toml" (Host.config_format)
 
 
 def target(host: Host, scope: str, project: Path) -> Target:
@@ -179,7 +179,7 @@ def edit_json(where: Target, text: str, events: Sequence[str], make: MakeHandler
     """The JSON config with our entries replaced by fresh ones (``make``) or removed (None)."""
     data = _load_json(where.path, text)
     hooks = _hooks_object(where.path, data)
-    if where.format == "claude":
+    if where.format == "grouped":
         _strip_grouped(hooks, host)
         if make is not None:
             for event in events:

@@ -215,7 +215,7 @@ def read_entries(host: Host, where: Target, text: str) -> list[Entry]:
         if not isinstance(groups, list):
             continue
         for group in groups:
-            handlers = group.get("hooks") if where.format == "claude" and isinstance(
+            handlers = group.get("hooks") if where.format == "grouped" and isinstance(
                 group, dict) else [group]
             for handler in handlers if isinstance(handlers, list) else []:
                 if is_ours(handler, host):
