@@ -45,13 +45,14 @@ async def proxied(
     *args: str,
     mode: str = "auto",
     message_handler: Callable[[Any], Awaitable[None]] | None = None,
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[Client]:
     """An SDK client over stdio to ``mcp-hooks proxy ARGS`` (the console script)."""
     params = StdioServerParameters(
         command=MCP_HOOKS,
         args=["proxy", *args, "--user-dir", str(user_dir), "--project-dir", str(project),
               "--log", str(tmp_path / "events.jsonl")],
-        env=dict(os.environ), cwd=str(project),
+        env={**os.environ, **(env or {})}, cwd=str(project),
     )
     async with Client(params, mode=mode, message_handler=message_handler) as client:
         yield client
@@ -174,6 +175,28 @@ async def test_deny_never_reaches_the_upstream(
     assert payload["tool_use_id"].startswith("proxy-")
     assert payload["mcp_server"] == "files" and payload["mcp_tool"] == "write_file"
     assert payload["work_dir"] == str(project)
+
+
+@pytest.mark.parametrize("stdio", ["fast", "sdk"])
+async def test_both_stdio_paths_gate_alike(
+    tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path, stdio: str
+) -> None:
+    """MCP_HOOKS_PROXY_STDIO=sdk puts the SDK's stdio transports on both sides; the hooks,
+    results and errors are those of the hand-written path."""
+    write_hook(project_hooks, "no-secrets", extra="matcher:\n  pattern: secret\n",
+               script="echo 'no secrets' >&2\nexit 2\n")
+    write_hook(project_hooks, "shout", extra="matcher:\n  tool: echo\n  pattern: shout\n",
+               script="""printf '%s' '{"modified_input": {"text": "SHOUT"}}'\n""")
+    async with proxied(tmp_path, project, user_dir, "--upstream",
+                       upstream("alpha", "--tools", "echo,fail"),
+                       env={"MCP_HOOKS_PROXY_STDIO": stdio}) as client:
+        assert text_of(await client.call_tool("echo", {"text": "plain"})) == "plain"
+        assert text_of(await client.call_tool("echo", {"text": "shout"})) == "SHOUT"
+        denied = await client.call_tool("echo", {"text": "secret"})
+        assert denied.is_error and "Blocked by hook no-secrets: no secrets" in text_of(denied)
+        failed = await client.call_tool("fail", {"message": "nope"})
+        assert failed.is_error and text_of(failed) == "Error executing tool fail: nope"
+        assert by_name(await status(client))["alpha"]["state"] == "ready"
 
 
 async def test_matchers_see_the_name_the_client_sees(

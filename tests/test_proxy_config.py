@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_hooks.errors import MCPHooksError
+from mcp_hooks.errors import ConfigError, MCPHooksError, RunError, exit_code
 from mcp_hooks.proxy.config import (
     ProxyConfigError,
     collect_upstreams,
@@ -121,6 +121,15 @@ def test_names_must_differ_and_something_must_be_given(tmp_path: Path) -> None:
     with pytest.raises(ProxyConfigError, match="no upstream servers"):
         collect_upstreams(None, [])
     assert issubclass(ProxyConfigError, MCPHooksError)
+
+
+def test_error_classes_and_their_exit_codes() -> None:
+    from mcp_hooks.proxy.upstream import UpstreamError
+
+    assert issubclass(ProxyConfigError, ConfigError)
+    assert exit_code(ProxyConfigError("x")) == 64  # the caller's config: fix it and retry
+    assert issubclass(UpstreamError, RunError)
+    assert exit_code(UpstreamError("x")) == 1  # the input was fine; the upstream was not
 
 
 def test_prefix_is_a_safe_tool_name_prefix() -> None:

@@ -99,6 +99,24 @@ def test_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:
     assert "without a token" in done.stderr
 
 
+@pytest.mark.parametrize("transport", ["http", "sse"])
+def test_a_busy_port_is_one_line(tmp_path: Path, transport: str) -> None:
+    started = tmp_path / "started"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [MCP_HOOKS, "proxy", "--transport", transport, "--port", str(port),
+             "--upstream", f"a=touch {started}", "--no-log"],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 1  # a run-time error, not a usage error (64) nor a deny (2)
+    assert done.stderr == (
+        f"mcp-hooks proxy: cannot listen on 127.0.0.1:{port}: the address is already in use; "
+        "stop the other server or pass another --port\n")
+    assert not started.exists()  # refused before any upstream started
+
+
 @pytest.mark.parametrize("kind", ["http", "sse"])
 async def test_upstreams_over_http(
     kind: str, tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path

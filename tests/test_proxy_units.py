@@ -160,3 +160,34 @@ async def test_a_missing_working_folder_is_named(tmp_path: Path) -> None:
         assert upstream.last_error is not None
         assert f"cannot start in '{tmp_path / 'nowhere'}'" in upstream.last_error
         tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("fast", [True, False])
+async def test_stdio_upstream_on_either_transport(fast: bool) -> None:
+    """The hand-written stdio transport carries raw tools/call requests; with
+    ``fast_stdio=False`` the SDK's stdio_client does, and calls answer alike."""
+    upstream = Upstream(spec("alpha", "--tools", "echo,add"), timeout=20, startup_timeout=20,
+                        fast_stdio=fast)
+    async with anyio.create_task_group() as tg:
+        upstream.bind(tg)
+        await upstream.start().wait()
+        assert upstream.state == "ready"
+        run = upstream._run_state
+        assert run is not None and (run.channel is not None) is fast
+        assert (run.process is not None) is fast
+        result = await upstream.call_tool("add", {"a": 2, "b": 3})
+        assert result["structuredContent"] == {"total": 5, "terms": [2, 3]}
+        upstream.stop()
+        tg.cancel_scope.cancel()
+
+
+def test_the_stdio_switch_is_read_from_the_environment(tmp_path: Path) -> None:
+    from mcp_hooks.cli import build_parser
+    from mcp_hooks.cli.proxy import options_from_args
+
+    args = build_parser(["proxy"]).parse_args(
+        ["proxy", "--upstream", "a=true", "--project-dir", str(tmp_path), "--no-log"])
+    assert options_from_args(args, environ={}).settings.fast_stdio is True
+    sdk = options_from_args(args, environ={"MCP_HOOKS_PROXY_STDIO": "sdk"})
+    assert sdk.settings.fast_stdio is False
+    assert [s.name for s in sdk.upstreams] == ["a"] and sdk.serve.transport == "stdio"
