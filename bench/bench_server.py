@@ -2,7 +2,8 @@
 
 1. Overhead: ``fire_hook_event`` with no matching hook (event log on) against a trivial echo
    tool on a bare ``MCPServer``, both spawned over stdio and driven by the same SDK client,
-   calls interleaved; medians of N calls each. Target: ratio <= 1.15.
+   calls interleaved; medians of N calls each. Target: ratio <= 1.15. An A/B row runs the
+   same server with ``MCP_HOOKS_SERVE_STDIO=sdk`` (the SDK's stdio transport).
 2. Concurrency: 200 concurrent ``fire_hook_event`` calls over streamable HTTP, each waking a
    hook that sleeps 100 ms. Targets: all done within 1.5 s wall, no zombie processes left,
    server RSS growth <= 50 MB.
@@ -63,20 +64,28 @@ async def overhead(tmp: Path, calls: int) -> dict[str, Any]:
               "--log", str(tmp / "events.jsonl")],
         env=env,
     )
+    sdk_stdio_server = StdioServerParameters(  # A/B: the library path, not the event loop's
+        command=hooks_server.command, args=hooks_server.args,
+        env={**env, "MCP_HOOKS_SERVE_STDIO": "sdk"},
+    )
     bare_server = StdioServerParameters(
         command=sys.executable, args=[str(Path(__file__).resolve()), "--echo-server"], env=env
     )
     fire_args = {"event_type": "before_tool", "session_id": "bench", "tool_name": "Read",
                  "tool_input": {"file_path": "README.md"}}
-    async with Client(hooks_server) as hooked, Client(bare_server) as bare:
+    async with Client(hooks_server) as hooked, Client(sdk_stdio_server) as hooked_sdk, \
+            Client(bare_server) as bare:
         protocol = hooked.protocol_version
-        first = await hooked.call_tool("fire_hook_event", fire_args)
-        assert not first.is_error and first.structured_content is not None
-        assert first.structured_content["hooks"] == [], first.structured_content
-        for _ in range(50):  # warm up both
+        for client in (hooked, hooked_sdk):
+            first = await client.call_tool("fire_hook_event", fire_args)
+            assert not first.is_error and first.structured_content is not None
+            assert first.structured_content["hooks"] == [], first.structured_content
+        for _ in range(50):  # warm up all three
             await hooked.call_tool("fire_hook_event", fire_args)
+            await hooked_sdk.call_tool("fire_hook_event", fire_args)
             await bare.call_tool("echo", {"text": "hi"})
         fire_t: list[float] = []
+        sdk_t: list[float] = []
         echo_t: list[float] = []
         for _ in range(calls):
             t0 = time.perf_counter()
@@ -84,12 +93,16 @@ async def overhead(tmp: Path, calls: int) -> dict[str, Any]:
             t1 = time.perf_counter()
             await bare.call_tool("echo", {"text": "hi"})
             t2 = time.perf_counter()
+            await hooked_sdk.call_tool("fire_hook_event", fire_args)
+            t3 = time.perf_counter()
             fire_t.append(t1 - t0)
             echo_t.append(t2 - t1)
+            sdk_t.append(t3 - t2)
     fire_ms = statistics.median(fire_t) * 1000
+    sdk_ms = statistics.median(sdk_t) * 1000
     echo_ms = statistics.median(echo_t) * 1000
-    return {"calls": calls, "fire_ms": fire_ms, "echo_ms": echo_ms, "ratio": fire_ms / echo_ms,
-            "protocol": protocol}
+    return {"calls": calls, "fire_ms": fire_ms, "sdk_ms": sdk_ms, "echo_ms": echo_ms,
+            "ratio": fire_ms / echo_ms, "sdk_ratio": sdk_ms / echo_ms, "protocol": protocol}
 
 
 # -- 2. concurrency over HTTP -----------------------------------------------------------------
@@ -218,6 +231,8 @@ def main() -> int:
     rss_ok = conc["rss_growth_mb"] <= 50
     print(f"overhead over stdio ({over['calls']} interleaved calls each, medians):")
     print(f"  fire_hook_event, no matching hook: {over['fire_ms']:.3f} ms")
+    print(f"  the same, SDK stdio transport (A/B): {over['sdk_ms']:.3f} ms "
+          f"(ratio {over['sdk_ratio']:.3f})")
     print(f"  echo tool on a bare MCPServer:     {over['echo_ms']:.3f} ms")
     print(f"  ratio {over['ratio']:.3f} (target <= 1.15): {'ok' if ratio_ok else 'MISSED'}")
     print(f"concurrency over streamable HTTP ({conc['n']} calls, 100 ms sleep hook each):")
@@ -233,6 +248,8 @@ def main() -> int:
 
     rows = [
         ("`fire_hook_event`, no matching hook, stdio, median", f"{over['fire_ms']:.3f} ms", "", ""),
+        ("A/B: the same through the SDK's `stdio_server` (`MCP_HOOKS_SERVE_STDIO=sdk`), "
+         "median", f"{over['sdk_ms']:.3f} ms (ratio {over['sdk_ratio']:.3f})", "", ""),
         ("echo tool on a bare `MCPServer`, stdio, median", f"{over['echo_ms']:.3f} ms", "", ""),
         ("ratio", f"{over['ratio']:.3f}", "<= 1.15", mark(ratio_ok)),
         (f"{conc['n']} concurrent calls over HTTP, 100 ms sleep hook each: wall",
@@ -250,8 +267,10 @@ def main() -> int:
 
         The overhead run fires `before_tool` for tool `Read` at a project whose hooks are a
         `session_end` hook and a `before_tool` hook matching only `Bash`, with the event log
-        on; both servers run as stdio subprocesses, {over['calls']} calls each, interleaved,
-        driven by one SDK client each (protocol {over['protocol']}). The concurrency run
+        on; the servers run as stdio subprocesses, {over['calls']} calls each, interleaved,
+        driven by one SDK client each (protocol {over['protocol']}). The A/B row is the same
+        `mcp-hooks serve` with its stdio served by the SDK's `stdio_server` (worker threads)
+        instead of on the event loop, the switch back kept for comparison. The concurrency run
         starts `mcp-hooks serve --transport http` and sends {conc['n']} calls at once from
         one SDK client (one HTTP connection per call); RSS is read from /proc before and
         after, and the processes left below the server 0.2 s after the last reply.

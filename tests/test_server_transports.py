@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -102,6 +103,38 @@ def test_stdio_stdout_carries_only_protocol(serve_args: list[str], project_hooks
     assert outcome["hooks"][0]["status"] == "error"  # exit 1: failed open
     assert by_id[3]["result"]["isError"] is True
     assert not any("hook stdout noise" in json.dumps(r) for r in replies if "id" not in r)
+
+
+@pytest.mark.parametrize("stdio", ["", "sdk"])
+def test_stdio_switch_back_to_the_sdk_transport(serve_args: list[str], stdio: str) -> None:
+    """MCP_HOOKS_SERVE_STDIO=sdk serves stdio with the SDK's stdio_server (the library path);
+    by default the event loop's transport does, and only it answers a line that is not JSON
+    (the SDK's drops it)."""
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}}
+    lines = [json.dumps(initialize), json.dumps({"jsonrpc": "2.0",
+                                                 "method": "notifications/initialized"}),
+             "this is not json", json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"})]
+    env = {**os.environ, "MCP_HOOKS_SERVE_STDIO": stdio}
+    proc = subprocess.Popen([MCP_HOOKS, *serve_args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("\n".join(lines) + "\n")
+    proc.stdin.flush()
+    replies: list[dict[str, Any]] = []
+    while not any(r.get("id") == 2 for r in replies):  # answered in order: ping comes last
+        line = proc.stdout.readline()
+        assert line, "the server closed stdout early"
+        replies.append(json.loads(line))
+    proc.stdin.close()
+    proc.stdin = None  # closed: communicate() must not flush it
+    rest, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 0, stderr
+    replies += [json.loads(line) for line in rest.splitlines()]
+    assert {r.get("id") for r in replies if "result" in r} == {1, 2}
+    unreadable = [r for r in replies if "error" in r and r.get("id") is None]
+    assert len(unreadable) == (0 if stdio == "sdk" else 1), replies
 
 
 # -- streamable HTTP ---------------------------------------------------------------------------

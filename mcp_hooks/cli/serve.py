@@ -13,12 +13,17 @@ with no project named (every folder on the machine would be a root, so any folde
 taken port is ``AddressInUseError`` (exit 1). Errors are raised to the command boundary
 (:func:`mcp_hooks.cli.main`), which prints them on one line.
 
+Over stdio from pipes the server reads and writes on the event loop (the proxy's downstream
+transport); ``MCP_HOOKS_SERVE_STDIO=sdk`` switches back to the SDK's ``stdio_server``
+(``ServeOptions.fast_stdio``), and ``bench/bench_server.py`` measures both.
+
 Importing this module imports no MCP SDK: the parser is built on every ``serve`` start.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,6 +45,7 @@ from mcp_hooks.server.transport import (
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
 
 EXIT_INTERRUPTED = 130
+STDIO_ENV = "MCP_HOOKS_SERVE_STDIO"  # "sdk": the SDK's stdio transport, not the event loop's
 
 
 def add_transport_arguments(
@@ -143,9 +149,11 @@ class ServerOptions:
 
 
 def options_from_args(args: argparse.Namespace) -> ServerOptions:
-    """The options the command line (and the environment) give."""
+    """The options the command line (and the environment: ``MCP_HOOKS_TOKEN``,
+    ``MCP_HOOKS_SERVE_STDIO`` and those of ``options``) give."""
+    fast_stdio = os.environ.get(STDIO_ENV, "").strip().lower() != "sdk"
     return ServerOptions(
-        serve=transport_options(args),
+        serve=dataclasses.replace(transport_options(args), fast_stdio=fast_stdio),
         project_dir=options.project_dir(args),
         user_dir=options.user_dir(args),
         roots=tuple(Path(r).expanduser() for r in (getattr(args, "root", None) or [])),

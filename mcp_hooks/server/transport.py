@@ -101,6 +101,10 @@ class ServeOptions:
         stateless: stateless streamable HTTP.
         allowed_hosts: extra ``Host`` header values accepted (DNS-rebinding protection).
         log_level: stderr log level name.
+        fast_stdio: stdio from pipes is served on the event loop (``proxy.stdio``: no thread
+            hops, and a line the SDK would drop gets a JSON-RPC error); False: the SDK's own
+            ``stdio_server``, for comparison (``bench/bench_server.py``) or as a way out of a
+            bug (``mcp-hooks serve`` reads ``MCP_HOOKS_SERVE_STDIO=sdk``).
     """
 
     transport: TransportName = "stdio"
@@ -110,6 +114,7 @@ class ServeOptions:
     stateless: bool = False
     allowed_hosts: tuple[str, ...] = ()
     log_level: str = "WARNING"
+    fast_stdio: bool = True
 
     def check(self) -> None:
         """Refuse options that would expose the server.
@@ -335,7 +340,8 @@ async def serve(
     if options.transport == "stdio":
         from mcp_hooks.proxy.stdio import is_pipe_like, stdio_streams
 
-        if sys.platform != "win32" and is_pipe_like(0) and is_pipe_like(1):
+        if options.fast_stdio and sys.platform != "win32" and is_pipe_like(0) \
+                and is_pipe_like(1):
             # Served on the event loop: no thread hops, and a line the SDK would drop
             # (too deep, not JSON-RPC) gets a JSON-RPC error instead of no answer.
             streams = stdio_streams()
