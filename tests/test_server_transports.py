@@ -20,6 +20,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
+from mcp_hooks.cli import build_parser
+from mcp_hooks.cli.serve import options_from_args
+from mcp_hooks.server.transport import TOKEN_ENV, ServeOptions
 from tests.background import Background, background
 from tests.conftest import MCP_HOOKS, write_hook
 
@@ -135,6 +138,17 @@ def test_stdio_switch_back_to_the_sdk_transport(serve_args: list[str], stdio: st
     assert {r.get("id") for r in replies if "result" in r} == {1, 2}
     unreadable = [r for r in replies if "error" in r and r.get("id") is None]
     assert len(unreadable) == (0 if stdio == "sdk" else 1), replies
+
+
+def test_serve_options_are_typed_from_the_command_line(project: Path, tmp_path: Path) -> None:
+    args = build_parser(["serve"]).parse_args([
+        "serve", "--project-dir", str(project), "--root", str(tmp_path), "--bridge-tool",
+        "--transport", "http", "--port", "0", "--on-fault", "warn", "--no-log"])
+    opts = options_from_args(args, environ={TOKEN_ENV: TOKEN, "MCP_HOOKS_SERVE_STDIO": "sdk"})
+    assert opts.serve == ServeOptions(transport="http", port=0, token=TOKEN, fast_stdio=False)
+    assert opts.project_dir == project.resolve() and opts.roots == (tmp_path,)
+    assert opts.bridge_tool and opts.on_fault == "warn" and opts.log is None
+    assert options_from_args(args, environ={}).serve.fast_stdio is True
 
 
 # -- streamable HTTP ---------------------------------------------------------------------------

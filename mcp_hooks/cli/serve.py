@@ -148,12 +148,15 @@ class ServerOptions:
     bridge_tool: bool = False
 
 
-def options_from_args(args: argparse.Namespace) -> ServerOptions:
+def options_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> ServerOptions:
     """The options the command line (and the environment: ``MCP_HOOKS_TOKEN``,
     ``MCP_HOOKS_SERVE_STDIO`` and those of ``options``) give."""
-    fast_stdio = os.environ.get(STDIO_ENV, "").strip().lower() != "sdk"
+    env = os.environ if environ is None else environ
+    fast_stdio = env.get(STDIO_ENV, "").strip().lower() != "sdk"
     return ServerOptions(
-        serve=dataclasses.replace(transport_options(args), fast_stdio=fast_stdio),
+        serve=dataclasses.replace(transport_options(args, env), fast_stdio=fast_stdio),
         project_dir=options.project_dir(args),
         user_dir=options.user_dir(args),
         roots=tuple(Path(r).expanduser() for r in (getattr(args, "root", None) or [])),
