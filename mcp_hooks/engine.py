@@ -79,7 +79,7 @@ class _Chain:
 
     def __init__(self, event: Event, runs: list[HookRun], warnings: list[str]) -> None:
         self.runs = runs
-        self.warnings = warnings
+        self.warnings = list(warnings)
         self.outputs: dict[str, RunResult] = {}
         self.contexts: list[str] = []
         self.tool_input = event.tool_input

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
-from mcp_hooks.eventlog import EventLog
+import pytest
+
+from mcp_hooks.eventlog import EventLog, async_record, default_log_path, now
+from mcp_hooks.runner import RunResult
 
 WRITER = """
 import sys
@@ -133,3 +137,29 @@ def test_readers_skip_fragments(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     path.write_bytes(b'{"n": 1}\n{"n": "cu\n{"n": 2}\n' + b"[" * 100000 + b"\n{\xff\n")
     assert [r["n"] for r in EventLog(path).read()] == [1, 2]
+
+
+@pytest.mark.parametrize(("result", "status"), [
+    (RunResult(exit_code=0, stdout=b"ok\n", duration_ms=1.23456), "allow"),
+    (RunResult(exit_code=3, stderr=b"bad \xff"), "error"),
+    (RunResult(exit_code=None, timed_out=True), "timeout"),
+    (RunResult(exit_code=None, spawn_error="not executable"), "error"),
+])
+def test_async_record_says_how_the_hook_ended(result: RunResult, status: str) -> None:
+    hook = {"name": "fmt", "scope": "user", "priority": 0}
+    record = async_record("after_tool", "s1", hook, result)
+    assert (record["kind"], record["event"], record["session_id"]) == (
+        "async_result", "after_tool", "s1")
+    assert record["hook"]["status"] == status and record["hook"]["mode"] == "async"
+    assert record["hook"]["name"] == "fmt" and record["hook"]["message"] == result.spawn_error
+    assert record["hook"]["duration_ms"] == round(result.duration_ms, 3)
+    assert record["hook"].get("stdout") == (result.stdout.decode() if result.stdout else None)
+    if result.stderr:
+        assert record["hook"]["stderr"] == "bad \ufffd"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", record["ts"])
+
+
+def test_now_and_the_default_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", now())
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert default_log_path() == tmp_path / "mcp-hooks" / "events.jsonl"
