@@ -93,6 +93,10 @@ def setup(tmp: Path) -> tuple[Path, Path, dict[str, str]]:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
     (tmp / "home").mkdir()
+    # the project hook runs only once trusted: trust it for real, so every run pays the
+    # trust check a user's bridge pays (the store in the bench's own XDG_STATE_HOME)
+    subprocess.run([MCP_HOOKS, "trust", str(project), "--yes"], env=env, cwd=tmp, check=True,
+                   capture_output=True)
     return project, user, env
 
 
@@ -273,7 +277,8 @@ forwarding path: {which} (it answered {served} calls).
 - `install --via server` command (the forward script to the running server, falling back to
   the bridge if the server does not answer): **{med['forward']:.1f} ms** median, target
   <= 40 ms: {verdict(forward_ok)}.
-- The forward command: `{forward.split()[0].rsplit('/', 1)[-1]} URL claude-code PreToolUse`.
+- The forward command: `{' '.join(w.rsplit('/', 1)[-1] for w in forward.split()[:2])} URL
+  claude-code PreToolUse`.
 """
     say(f"bridge: {med['bridge']:.1f} ms median (target 120: {verdict(bridge_ok)})")
     say(f"forward: {med['forward']:.1f} ms median (target 40: {verdict(forward_ok)}) via {which}")

@@ -39,14 +39,15 @@ from mcp_hooks.hosts.forward import FORWARD_PATH, TOOL_NAME
 
 TOML_BEGIN = "# >>> mcp-hooks: managed block, written by `mcp-hooks install kimi-cli`"
 TOML_END = "# <<< mcp-hooks"
-FORWARD_SCRIPT = "mcp-hooks-forward.py"
+FORWARD_STEM = "mcp-hooks-forward"  # our forward script: .py now, .sh in earlier versions
+FORWARD_SCRIPT = FORWARD_STEM + ".py"
 # Our commands by their shape, whatever starts them: `... bridge <host> --event ...`, our
 # forward script (the .sh of earlier versions too), or the older `mcp-hooks bridge` forms.
 OURS = re.compile(
     r"(?:\bbridge\s+['\"]?(?:" + "|".join(re.escape(h) for h in (*HOSTS, *ALIASES))
     + r")['\"]?\s+--event\b"
     r"|mcp[-_]hooks(?:\.exe)?['\"]?\s+bridge\b|-m\s+mcp_hooks(?:\.cli)?\s+bridge\b"
-    r"|mcp-hooks-forward\.(?:sh|py)\b)"
+    r"|" + re.escape(FORWARD_STEM) + r"\.(?:sh|py)\b)"
 )
 
 Handler = dict[str, Any]

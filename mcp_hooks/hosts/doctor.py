@@ -31,7 +31,7 @@ from mcp_hooks import options, paths
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK
 from mcp_hooks.hosts import HOSTS, get_host, host_name
 from mcp_hooks.hosts.base import Host
-from mcp_hooks.hosts.configfile import Target, is_ours, target, toml_reader
+from mcp_hooks.hosts.configfile import FORWARD_STEM, Target, is_ours, target, toml_reader
 from mcp_hooks.hosts.forward import FORWARD_PATH, NONCE_HEADER, SIGNATURE_HEADER, sign
 from mcp_hooks.hosts.forward_script import read_token
 from mcp_hooks.options import CommonOptions
@@ -229,7 +229,7 @@ def _entry(host: Host, event: str, handler: dict[str, Any]) -> Entry:
     if handler.get("type") == "http":
         return Entry(event, "http", url=str(handler.get("url")))
     command = host.entry_command(handler) or ""
-    kind = "server" if "mcp-hooks-forward" in command else "command"
+    kind = "server" if FORWARD_STEM in command else "command"
     return Entry(event, kind, command=command)
 
 
