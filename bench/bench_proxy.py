@@ -7,6 +7,9 @@ stdio, calls interleaved (the order rotates every round), medians of N calls eac
 - **proxied**: through ``mcp-hooks proxy`` with hooks that do not match the call (event log on);
 - **proxied + hook**: through a second proxy with one matching ``before_tool`` hook that is
   ``exit 0``;
+- **proxied, SDK stdio** (the A/B row of the hand-written stdio paths): as *proxied*, with
+  ``MCP_HOOKS_PROXY_STDIO=sdk``, so the proxy serves and reaches stdio with the SDK's own
+  transports (no fast path, no raw upstream channel);
 
 and, in the same rounds, a **raw spawn** of that hook's script (``subprocess.run`` with the
 payload on stdin and both pipes drained: the hook's spawn floor). Targets: proxied / direct
@@ -67,13 +70,13 @@ async def measure(calls: int) -> dict[str, Any]:
                            extra="matcher:\n  tool: echo\n")
         (hooked / "user").mkdir()
 
-        def proxy(project: Path) -> StdioServerParameters:
+        def proxy(project: Path, stdio: str = "fast") -> StdioServerParameters:
             return StdioServerParameters(
                 command=MCP_HOOKS,
                 args=["proxy", "--upstream", f"bench={upstream}", "--user-dir",
                       str(project / "user"), "--project-dir", str(project),
-                      "--log", str(project / "events.jsonl")],
-                env=env, cwd=str(project),
+                      "--log", str(project / f"events-{stdio}.jsonl")],
+                env={**env, "MCP_HOOKS_PROXY_STDIO": stdio}, cwd=str(project),
             )
 
         direct_params = StdioServerParameters(
@@ -82,8 +85,9 @@ async def measure(calls: int) -> dict[str, Any]:
                               "tool_input": {"text": "hello"}}).encode()
 
         async with Client(direct_params) as direct, Client(proxy(quiet)) as proxied, \
-                Client(proxy(hooked)) as hooked_client:
-            for client in (direct, proxied, hooked_client):
+                Client(proxy(hooked)) as hooked_client, \
+                Client(proxy(quiet, "sdk")) as sdk_proxied:
+            for client in (direct, proxied, hooked_client, sdk_proxied):
                 await client.list_tools()
             arguments = {"text": "hello"}
 
@@ -93,12 +97,13 @@ async def measure(calls: int) -> dict[str, Any]:
                 into.append(time.perf_counter() - start)
 
             series: dict[str, list[float]] = {"direct": [], "proxied": [], "hooked": [],
-                                              "spawn": []}
+                                              "spawn": [], "sdk": []}
             steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
                 ("direct", lambda: direct.call_tool("echo", arguments)),
                 ("proxied", lambda: proxied.call_tool("echo", arguments)),
                 ("hooked", lambda: hooked_client.call_tool("echo", arguments)),
                 ("spawn", lambda: _sync(raw_spawn, script, payload)),
+                ("sdk", lambda: sdk_proxied.call_tool("echo", arguments)),
             ]
             for _ in range(30):  # warm up every path
                 for _, fn in steps:
@@ -110,7 +115,7 @@ async def measure(calls: int) -> dict[str, Any]:
             check = await hooked_client.call_tool("echo", arguments)
             assert not check.is_error, check
 
-        log_lines = (hooked / "events.jsonl").read_text().count('"allow-echo"')
+        log_lines = (hooked / "events-fast.jsonl").read_text().count('"allow-echo"')
         assert log_lines >= calls, f"the hook ran {log_lines} times for {calls} calls"
         return {name: median_us(samples) for name, samples in series.items()}
 
@@ -149,6 +154,11 @@ def main() -> None:
         f"- raw spawn of that hook's script (`subprocess.run`, the floor): {m['spawn']:.0f} µs",
         f"- the proxy's added latency with that hook: {added_hook:.0f} µs; target one direct "
         f"call + spawn + 300 µs = {budget:.0f} µs: {verdict(ok_hook)}",
+        f"- A/B, the same proxied call on the SDK's stdio transports "
+        f"(`MCP_HOOKS_PROXY_STDIO=sdk`: no fast path, no raw upstream channel): "
+        f"{m['sdk']:.0f} µs, ratio {m['sdk'] / m['direct']:.2f}; the hand-written stdio "
+        f"paths save {m['sdk'] - m['proxied']:.0f} µs per call "
+        f"({(m['sdk'] - m['proxied']) / m['sdk']:.0%} of it)",
         f"- what the hook adds over the proxied call: {hook_cost:.0f} µs = spawn "
         f"{hook_cost - m['spawn']:+.0f} µs (within spawn + 300 µs: {verdict(ok_cost)})",
         f"- read strictly, the whole hooked call within direct + spawn + 300 µs: "
