@@ -456,6 +456,18 @@ async def test_hooks_that_cannot_be_loaded_are_service_unavailable(
         assert "cannot be loaded" in (outcome.reason or "")
 
 
+def test_server_package_exports_exactly_its_public_names() -> None:
+    import mcp_hooks.server as package
+
+    assert package.__all__ == sorted(package.__all__)
+    assert set(package.__all__) == {"MAX_PAYLOAD_BYTES", "SERVER_NAME", "ServeOptions",
+                                    "build_server", "serve", "serve_hooks"}
+    for name in package.__all__:
+        assert getattr(package, name) is not None
+    with pytest.raises(AttributeError):
+        package.HookService  # noqa: B018 -- the service is mcp_hooks.service's
+
+
 # -- sdk_compat: every private SDK name, touched --------------------------------------------
 
 
