@@ -18,20 +18,17 @@ lasting fault cannot keep an agent working forever.
 A host runs this as a new process on every tool call, so the import graph stays small: the
 host module, the engine and the options; never the MCP SDK, Starlette or the server.
 
-Stop loops across processes: the engine's loop guard counts consecutive ``before_stop``
-blocks per session in memory, and each bridge run is a new process, so the bridge keeps the
-count in a small file per host and session (``$XDG_STATE_HOME/mcp-hooks/stop/``) and passes
-it as ``stop_block_count``; the host's own flag (``stop_hook_active``, Cursor's
-``loop_count``) is passed too. A stop the host reports as not being a continuation resets
-the count, as does any stop that is allowed.
+Stop loops across processes: each bridge run is a new process, so the engine's loop guard
+(``stopguard.StopGuard``) keeps its count of consecutive ``before_stop`` blocks in a small
+file per host and session (``FileCounter``, ``$XDG_STATE_HOME/mcp-hooks/stop/``); the host's
+own flag (``stop_hook_active``, Cursor's ``loop_count``) is passed too. A stop the host
+reports as not being a continuation resets the count, as does any stop that is allowed.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,10 +46,10 @@ from mcp_hooks.hosts.base import (
 from mcp_hooks.options import CommonOptions
 
 if TYPE_CHECKING:
-    from mcp_hooks.engine import Outcome
+    from mcp_hooks.outcome import Outcome
+    from mcp_hooks.stopguard import StopGuard
 
 EXIT_USAGE = 64
-STOP_STATE_TTL = 3600.0  # seconds; an interrupted loop's count is forgotten after this
 
 
 @dataclass(frozen=True)
@@ -116,7 +113,8 @@ def fire_call(call: Call, args: CommonOptions) -> Outcome:
     """Fire the translated call at a fresh engine over the registry the options describe."""
     from mcp_hooks import options
     from mcp_hooks.discovery import Registry, find_project_dir
-    from mcp_hooks.engine import Engine, Event
+    from mcp_hooks.engine import Engine
+    from mcp_hooks.outcome import Event
 
     if args.project_dir is not None or os.environ.get("MCP_HOOKS_PROJECT_DIR"):
         project = options.project_dir(args)
@@ -125,76 +123,24 @@ def fire_call(call: Call, args: CommonOptions) -> Outcome:
         project = find_project_dir(Path(start))
     registry = Registry(options.user_dir(args), project, watch=False,
                         trust_project_hooks=options.trust_project_hooks(args))
-    stop_state = _StopState(call) if call.event == "before_stop" else None
-    if stop_state is not None:
-        stop_state.before()
     event = Event.create(event_type=call.event, **call.fields)
 
-    engine = Engine(registry, log=options.event_log(args),
-                    stop_block_cap=options.stop_block_cap(args), one_shot=True,
-                    on_fault=options.on_fault(args))
+    engine = Engine(registry, log=options.event_log(args), one_shot=True,
+                    on_fault=options.on_fault(args),
+                    stop_guard=stop_guard(call, options.stop_block_cap(args)))
     try:
-        outcome = engine.fire_blocking(event)
+        return engine.fire_blocking(event)
     finally:
         registry.close()
-    if stop_state is not None:
-        stop_state.after(outcome)
-    return outcome
 
 
-class _StopState:
-    """The consecutive stop-block count of one host session, kept between bridge runs."""
+def stop_guard(call: Call, cap: int) -> StopGuard:
+    """The loop guard of one bridge run: its count in a file per host and session."""
+    from mcp_hooks import paths
+    from mcp_hooks.stopguard import FileCounter, StopGuard
 
-    def __init__(self, call: Call) -> None:
-        self.call = call
-        self.extra: dict[str, Any] = call.fields.setdefault("payload", {})
-        host = self.extra.get("host", {}).get("name", "host")
-        session = call.session_id
-        self.path: Path | None = None
-        if session:
-            digest = hashlib.sha256(f"{host}\0{session}".encode()).hexdigest()[:32]
-            self.path = _state_dir() / f"{host}-{digest}"
-
-    def before(self) -> None:
-        flag = self.extra.get("stop_hook_active")
-        count = 0 if flag is False else self._read()
-        given = self.extra.get("stop_block_count")
-        if isinstance(given, int) and not isinstance(given, bool):
-            count = max(count, given)
-        self.extra["stop_block_count"] = count
-        if count and flag is None:
-            self.extra["stop_hook_active"] = True
-
-    def after(self, outcome: Outcome) -> None:
-        if self.path is None:
-            return
-        if outcome.continue_working:
-            count = self.extra.get("stop_block_count", 0) + 1
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.path.write_text(str(count))
-            except OSError:
-                pass
-        else:
-            self.path.unlink(missing_ok=True)
-
-    def _read(self) -> int:
-        if self.path is None:
-            return 0
-        try:
-            st = self.path.stat()
-            if time.time() - st.st_mtime > STOP_STATE_TTL:
-                return 0
-            return max(0, int(self.path.read_text().strip() or 0))
-        except (OSError, ValueError):
-            return 0
-
-
-def _state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
-    )
-    return Path(base) / "mcp-hooks" / "stop"
+    host = call.fields.get("payload", {}).get("host", {}).get("name", "host")
+    return StopGuard(cap, FileCounter(paths.state_dir() / "stop", host), new_turn_resets=True)
 
 
 __all__ = ["BridgeInputError", "BridgeOptions", "answer", "fire_call", "run_bridge"]
