@@ -81,7 +81,7 @@ class HookService:
         strict: unknown frontmatter keys make a hook invalid.
         watch_interval: seconds between looks for changes on disk (list-changed notices).
         on_fault: ``block`` (default): what the server cannot process denies an event that
-            can block; ``warn``: it is let through with a warning (``engine.fault_outcome``).
+            can block; ``warn``: it is let through with a warning (``outcome.fault_outcome``).
         secrets: values no hook may see in its environment (the server's token).
         trust_project_hooks: run every project hook without the trust store; None: the
             environment decides (``MCP_HOOKS_TRUST_PROJECT_HOOKS``).

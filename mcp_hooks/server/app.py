@@ -14,7 +14,7 @@ a hook that crashes is an ``Outcome`` entry, never a server failure.
 Fail closed: what the server cannot process although the request is well formed (more than
 ``MAX_PAYLOAD_BYTES`` of event data, nesting deeper than the engine reads, a hook folder that
 cannot be loaded, an exception of our own anywhere around the engine) is answered by
-``engine.fault_outcome`` under the service's ``on_fault`` policy: for an event that can block,
+``outcome.fault_outcome`` under the service's ``on_fault`` policy: for an event that can block,
 a deny whose reason says what broke (``blocked_by: "mcp-hooks"``), never a crash and never a
 silent allow. The server keeps answering its other clients.
 
