@@ -44,6 +44,7 @@ PROBE_SESSION = "mcp-hooks-doctor"
 PROBE_TIMEOUT_S = 60.0
 UNREACHABLE = "http://127.0.0.1:9"  # no server: a forward script's local fallback answers
 
+
 @dataclass
 class Finding:
     """One problem (breaks the gate) or warning, with how to fix it."""
