@@ -7,8 +7,8 @@
                         └─ Engine: session_start, before_tool, after_tool,
                                    after_tool_failure, session_end
 
-Modules, each owning one concern (imported lazily: ``import mcp_hooks.proxy.stdio``, which
-``mcp-hooks serve`` uses, loads no proxy)::
+Modules, each owning one concern (imported lazily: ``import mcp_hooks.proxy.config`` loads no
+server)::
 
     app             Proxy: the MCP server (handlers, status) over the parts below;
                     run_proxy / serve_proxy serve it
@@ -17,10 +17,8 @@ Modules, each owning one concern (imported lazily: ``import mcp_hooks.proxy.stdi
     results         tool results in wire form: cleaned, shown to hooks, rewritten, refused
     sessions        downstream sessions and their session_start / session_end
     fast            the stdio fast path's own answers to plain tools/call requests
-    stdio           the downstream stdio transport on the event loop (also ``serve``'s)
     upstream        one upstream's state machine: start, list, call, watch, restart
     upstream_stdio  the stdio transport to an upstream, with the raw tools/call channel
-    wire            the one JSON-RPC line codec both stdio ends use
     config          the mcpServers config file and --upstream values
 
 Faults of the gate itself are ``engine.fault_outcome`` under ``--on-fault``: with ``block``
@@ -32,7 +30,8 @@ tools answer with a clear error, the others keep working, and it is started agai
 next call, with backoff.
 
 Speed: over stdio, ``tools/call`` requests are answered on a fast path that skips the SDK's
-per-message validation on both sides (``fast``, ``stdio``, ``upstream_stdio``); the hooks,
+per-message validation on both sides (``fast``, ``upstream_stdio``, and the event-loop
+``server.stdio`` transport and ``server.wire`` codec it shares with ``serve``); the hooks,
 results and errors are the same on either path. ``MCP_HOOKS_PROXY_STDIO=sdk`` switches both
 sides back to the SDK's stdio transports; ``bench/bench_proxy.py`` measures both.
 """

@@ -500,8 +500,8 @@ async def _run(
     log: EventLog | None,
     sock: socket.socket | None,
 ) -> None:
-    from mcp_hooks.proxy.stdio import is_pipe_like, stdio_streams
     from mcp_hooks.server import transport
+    from mcp_hooks.server.stdio import is_pipe_like, stdio_streams
 
     stdio = serve_options.transport == "stdio"
     shutdown = anyio.Event()

@@ -48,8 +48,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from mcp_hooks.proxy import wire
 from mcp_hooks.proxy.config import UpstreamSpec
+from mcp_hooks.server import wire
 from mcp_hooks.server.sdk_compat import TransportStreams
 
 logger = logging.getLogger("mcp_hooks.proxy")

@@ -7,9 +7,14 @@ Modules (imported lazily, so ``import mcp_hooks.server.sdk_compat`` loads no ser
     results     the structured results of list_hooks, get_hook and hooks://index
     prompts     every word the server says to a model (instructions, descriptions, the prompt)
     transport   serve any MCP server over stdio, streamable HTTP or SSE (shared with the proxy)
+    stdio       the event-loop stdio transport from pipes, with an optional fast path
+    wire        the one JSON-RPC line codec of every hand-written stdio end (also the proxy's
+                upstream channel)
     sdk_compat  every private MCP SDK name the doors reach, each with what breaks and how to check
 
-The engine side it adapts, projects -> engines, is ``mcp_hooks.service`` (it knows no MCP).
+The engine side it adapts, projects -> engines, is ``mcp_hooks.service`` (it knows no MCP). The
+proxy imports ``transport``, ``stdio``, ``wire`` and ``sdk_compat`` from here; nothing here
+imports the proxy.
 """
 
 from __future__ import annotations

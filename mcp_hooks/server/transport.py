@@ -101,7 +101,7 @@ class ServeOptions:
         stateless: stateless streamable HTTP.
         allowed_hosts: extra ``Host`` header values accepted (DNS-rebinding protection).
         log_level: stderr log level name.
-        fast_stdio: stdio from pipes is served on the event loop (``proxy.stdio``: no thread
+        fast_stdio: stdio from pipes is served on the event loop (``server.stdio``: no thread
             hops, and a line the SDK would drop gets a JSON-RPC error); False: the SDK's own
             ``stdio_server``, for comparison (``bench/bench_server.py``) or as a way out of a
             bug (``mcp-hooks serve`` reads ``MCP_HOOKS_SERVE_STDIO=sdk``).
@@ -338,7 +338,7 @@ async def serve(
     options.check()
     lowlevel = lowlevel_server(server)
     if options.transport == "stdio":
-        from mcp_hooks.proxy.stdio import is_pipe_like, stdio_streams
+        from mcp_hooks.server.stdio import is_pipe_like, stdio_streams
 
         if options.fast_stdio and sys.platform != "win32" and is_pipe_like(0) \
                 and is_pipe_like(1):

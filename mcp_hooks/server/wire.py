@@ -1,8 +1,10 @@
-"""One JSON-RPC line codec for both ends of the proxy's stdio: MCP's stdio framing, by hand.
+"""One JSON-RPC line codec for every hand-written stdio end: MCP's stdio framing, by hand.
 
-Both hand-written stdio paths use it: the downstream transport (``stdio``: the proxy's, and
-``mcp-hooks serve``'s, own stdin and stdout) and the upstream channel (``upstream_stdio``: a
-stdio server the proxy spawns). The SDK's models are bypassed on the hot path (a
+Both hand-written stdio paths use it: the downstream transport (``server.stdio``: the own stdin
+and stdout of ``mcp-hooks serve`` and of the proxy) and the proxy's upstream channel
+(``proxy.upstream_stdio``: a stdio server the proxy spawns). It lives with the server because
+the server uses it; the proxy, a server in front of servers, imports from here (never the
+other way round). The SDK's models are bypassed on the hot path (a
 ``tools/call`` and its answer are parsed once, with ``json``); everything else still goes
 through the SDK's JSON-RPC models (``to_model``, ``encode_model``).
 

@@ -1,4 +1,5 @@
-"""The JSON-RPC line codec both stdio ends of the proxy share (``mcp_hooks.proxy.wire``)."""
+"""The JSON-RPC line codec every hand-written stdio end shares (``mcp_hooks.server.wire``):
+serve's and the proxy's event-loop stdio, and the proxy's stdio upstreams."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from mcp_hooks.proxy import wire
+from mcp_hooks.server import wire
 
 pytestmark = pytest.mark.anyio
 

@@ -37,10 +37,10 @@ import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
-from mcp_hooks.proxy import wire
+from mcp_hooks.server import wire
 from mcp_hooks.server.sdk_compat import TransportStreams
 
-logger = logging.getLogger("mcp_hooks.proxy")
+logger = logging.getLogger(__name__)
 
 FastPath = Callable[[dict[str, Any]], Awaitable[dict[str, Any]] | None]
 """Takes a parsed request; returns an awaitable of its whole JSON-RPC response when the proxy

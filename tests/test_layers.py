@@ -1,0 +1,125 @@
+"""The package's shape, checked: layers import only downward, no import cycle, small modules.
+
+The layers (docs/development.md draws them), lowest first::
+
+    core     errors, paths, events, yamlsubset, matching, limits, hookfile, watch, trust,
+             discovery, eventlog, runner/, outcome, judge, hookenv, stopguard, asynchooks,
+             engine, detached
+    service  service
+    doors    hosts/ and options, then server/ (it mounts the bridges' forward endpoint), then
+             proxy/ (a server in front of servers: it reuses the server's transports)
+    cli      cli/
+
+A module may import its own layer or a lower one, at module level or inside a function.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "mcp_hooks"
+MAX_LINES = 600
+RANKS = {"service": 1, "hosts": 2, "options": 2, "server": 3, "proxy": 4, "cli": 5}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else ""
+    if top in ("", "__main__"):
+        return RANKS["cli"]  # the package's lazy public API re-exports; `python -m mcp_hooks`
+    return RANKS.get(top, 0)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(path: Path, module: str, *, top_level_only: bool) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    found: set[str] = set()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("mcp_hooks"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            if name.startswith("mcp_hooks"):
+                found.add(name)
+                found.update(f"{name}.{a.name}" for a in node.names)
+    return found
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def test_every_module_is_small() -> None:
+    big = {
+        name: n for name, path in _modules().items()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert not big, f"modules over {MAX_LINES} lines (split them by concern): {big}"
+
+
+def test_layers_import_only_downward() -> None:
+    modules = _modules()
+    upward = []
+    for name, path in modules.items():
+        for imported in _imports(path, name, top_level_only=False):
+            target = _resolve(imported, modules)
+            if target and target != "mcp_hooks" and _layer(target) > _layer(name):
+                upward.append(f"{name} -> {target}")
+    assert not upward, "imports to a higher layer: " + ", ".join(sorted(set(upward)))
+
+
+@pytest.mark.parametrize("top_level_only", [True, False], ids=["module-level", "any-import"])
+def test_no_import_cycle(top_level_only: bool) -> None:
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        imported = _imports(path, name, top_level_only=top_level_only)
+        targets = {_resolve(i, modules) for i in imported}
+        graph[name] = {
+            t for t in targets
+            if t and t != name and t != "mcp_hooks" and not name.startswith(t + ".")
+        }
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append([*trail[trail.index(nxt):], nxt] if nxt in trail else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_checks_see_the_package() -> None:
+    modules = _modules()
+    assert {"mcp_hooks.engine", "mcp_hooks.errors", "mcp_hooks.cli"} <= set(modules)
+    assert _layer("mcp_hooks.cli.hooks") > _layer("mcp_hooks.proxy.gate") > _layer(
+        "mcp_hooks.server.app") > _layer("mcp_hooks.hosts.bridge") > _layer(
+        "mcp_hooks.service") > _layer("mcp_hooks.engine")
