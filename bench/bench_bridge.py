@@ -8,7 +8,8 @@ matching ``exit 0`` HOOK.md hook:
   Target: median <= 120 ms wall.
 - ``forward``: the ``install --via server`` command (the forward script, standard library
   only, to a running ``mcp-hooks serve --transport http`` with a token). Target: median
-  <= 40 ms wall.
+  <= 40 ms wall. A/B: the same with ``MCP_HOOKS_FORWARD_HTTP=library`` (``http.client``
+  instead of the script's own HTTP/1.1 exchange).
 - for scale: a plain shell-script hook run the same way (``cat >/dev/null; exit 0``), and
   a bare ``python -c pass`` with the same interpreter (the floor of any Python bridge).
 - where the bridge's time goes: importing exactly the ``mcp_hooks`` modules one bridge run
@@ -216,10 +217,14 @@ def bench(runs: int) -> None:
         try:
             forward = forward_command(tmp, env, base, project)
             imports = "import " + ", ".join(bridge_imports(data, env, tmp, user))
+            library = {**env, "MCP_HOOKS_FORWARD_HTTP": "library"}
             cases: dict[str, Callable[[], tuple[float, bytes]]] = {
                 "bridge": lambda: timed([MCP_HOOKS, "bridge", "claude-code", "--user-dir",
                                          str(user)], data, env, tmp),
                 "forward": lambda: timed(["sh", "-c", forward], data, env, tmp),
+                # A/B: the forward script's library path (http.client) instead of its own
+                "forward (http.client)": lambda: timed(["sh", "-c", forward], data, library,
+                                                       tmp),
                 "shell hook": lambda: timed([str(sh_hook)], data, env, tmp),
                 "python -c pass": lambda: timed([sys.executable, "-c", "pass"], b"", env, tmp),
                 # where the bridge's time goes: importing what it needs; pydantic alone, for scale
@@ -229,7 +234,7 @@ def bench(runs: int) -> None:
                                                  tmp),
             }
             # the answers must be a plain allow: no output at all
-            for label in ("bridge", "forward"):
+            for label in ("bridge", "forward", "forward (http.client)"):
                 _, out = cases[label]()
                 assert out.strip() == b"", (label, out)
             for _ in range(3):  # warm the page cache and the server
@@ -276,7 +281,9 @@ forwarding path: {which} (it answered {served} calls).
   {med['bridge'] - med['import bridge modules']:.1f} ms.
 - `install --via server` command (the forward script to the running server, falling back to
   the bridge if the server does not answer): **{med['forward']:.1f} ms** median, target
-  <= 40 ms: {verdict(forward_ok)}.
+  <= 40 ms: {verdict(forward_ok)}. It speaks plain HTTP to the server by hand; with
+  `MCP_HOOKS_FORWARD_HTTP=library` it uses `http.client` (as it does for https):
+  {med['forward (http.client)']:.1f} ms, the cost of importing it.
 - The forward command: `{' '.join(w.rsplit('/', 1)[-1] for w in forward.split()[:2])} URL
   claude-code PreToolUse`.
 """

@@ -54,8 +54,11 @@ def hooks(project_hooks: Path) -> None:
                extra="matcher:\n  tool: Shell\n  pattern: 'rm -rf'\n")
 
 
-def test_the_forward_command_is_answered_by_the_server(hooks: None, project: Path,
+@pytest.mark.parametrize("http", ["plain", "library"])
+def test_the_forward_command_is_answered_by_the_server(http: str, hooks: None, project: Path,
                                                        user_dir: Path, tmp_path: Path) -> None:
+    """Both ways the forward script speaks HTTP (by hand; http.client under
+    MCP_HOOKS_FORWARD_HTTP=library) get the server's signed answers."""
     server_log = tmp_path / "server-events.jsonl"
     with served(project, user_dir, server_log, "--token", TOKEN) as base:
         config = tmp_path / "settings.json"
@@ -68,7 +71,7 @@ def test_the_forward_command_is_answered_by_the_server(hooks: None, project: Pat
         command = json.loads(config.read_text())["hooks"]["PreToolUse"][0]["hooks"][0][
             "command"]
         # the server's log proves it answered (a local fallback would log nowhere: off)
-        env = {**os.environ, "MCP_HOOKS_LOG": "off"}
+        env = {**os.environ, "MCP_HOOKS_LOG": "off", "MCP_HOOKS_FORWARD_HTTP": http}
         denied = subprocess.run(["sh", "-c", command], capture_output=True, text=True,
                                 input=payload("claude-code", "PreToolUse.rm", project),
                                 env=env, timeout=60)

@@ -51,10 +51,10 @@ FORWARD_SCRIPT_TEXT = '''\
 # Written by `mcp-hooks install --via server` (shared by every host installed that way;
 # `mcp-hooks uninstall` removes the host entries that call it, not this file).
 # Usage: python mcp-hooks-forward.py URL HOST EVENT [bridge options...]
-import hashlib
-import hmac
+# A plain http:// URL is spoken to by hand (one POST, Connection: close): importing
+# http.client costs more than the whole exchange. https://, or MCP_HOOKS_FORWARD_HTTP=library,
+# uses http.client. Either way only a signed answer counts.
 import os
-import subprocess
 import sys
 
 HEADER = {header!r}
@@ -62,9 +62,77 @@ BRIDGE = {bridge!r}
 TIMEOUT = {timeout}
 
 
+def post_library(parts, path, headers, payload):
+    """(status, headers by lowercase name, body) of one POST, through http.client."""
+    from http.client import HTTPConnection, HTTPSConnection
+
+    kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
+    conn = kind(parts.hostname or "127.0.0.1", parts.port, timeout=TIMEOUT)
+    try:
+        conn.request("POST", path, body=payload, headers=headers)
+        response = conn.getresponse()
+        body = response.read()
+        return response.status, {{k.lower(): v for k, v in response.getheaders()}}, body
+    finally:
+        conn.close()
+
+
+def post_plain(parts, path, headers, payload):
+    """(status, headers by lowercase name, body) of one POST over plain HTTP/1.1, by hand.
+    Anything it cannot read raises: the caller then lets the local bridge answer."""
+    import socket
+
+    address = parts.netloc.rpartition("@")[2]
+    head = ["POST " + path + " HTTP/1.1", "Host: " + address, "Connection: close",
+            "Content-Length: " + str(len(payload))]
+    head += [name + ": " + value for name, value in headers.items()]
+    chunks = []
+    with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80),
+                                  timeout=TIMEOUT) as sock:
+        sock.sendall(("\\r\\n".join(head) + "\\r\\n\\r\\n").encode("latin-1") + payload)
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    raw, sep, body = b"".join(chunks).partition(b"\\r\\n\\r\\n")
+    if not sep:
+        raise ValueError("no complete answer")
+    status_line, *lines = raw.decode("latin-1").split("\\r\\n")
+    status = int(status_line.split(" ", 2)[1])
+    fields = {{}}
+    for line in lines:
+        name, _, value = line.partition(":")
+        fields[name.strip().lower()] = value.strip()
+    if fields.get("transfer-encoding", "").lower() == "chunked":
+        body = dechunk(body)
+    elif "content-length" in fields:
+        length = int(fields["content-length"])
+        if len(body) < length:
+            raise ValueError("answer cut short")
+        body = body[:length]
+    return status, fields, body
+
+
+def dechunk(data):
+    out = []
+    while True:
+        size, sep, data = data.partition(b"\\r\\n")
+        if not sep:
+            raise ValueError("chunk cut short")
+        size = int(size.split(b";")[0], 16)
+        if size == 0:
+            return b"".join(out)
+        if len(data) < size + 2:
+            raise ValueError("chunk cut short")
+        out.append(data[:size])
+        data = data[size + 2:]
+
+
 def forward(url, host, event, payload):
     """The server's verified answer (bytes), or None."""
-    from http.client import HTTPConnection, HTTPSConnection
+    import hashlib
+    import hmac
     from urllib.parse import quote, urlsplit
 
     with open(HEADER, encoding="utf-8") as f:
@@ -72,22 +140,17 @@ def forward(url, host, event, payload):
     if not token:
         return None
     parts = urlsplit(url)
-    kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
-    conn = kind(parts.hostname or "127.0.0.1", parts.port, timeout=TIMEOUT)
     nonce = os.urandom(16).hex()
     path = (parts.path.rstrip("/") + "{path}" + quote(host, safe="") + "?event="
             + quote(event, safe=""))
-    try:
-        conn.request("POST", path, body=payload, headers={{
-            "Authorization": "Bearer " + token, "Content-Type": "application/json",
-            "{nonce_header}": nonce}})
-        response = conn.getresponse()
-        body = response.read()
-        signature = response.getheader("{signature_header}") or ""
-    finally:
-        conn.close()
-    if response.status != 200:
+    headers = {{"Authorization": "Bearer " + token, "Content-Type": "application/json",
+               "{nonce_header}": nonce}}
+    library = parts.scheme != "http" or os.environ.get("MCP_HOOKS_FORWARD_HTTP") == "library"
+    status, fields, body = (post_library if library else post_plain)(parts, path, headers,
+                                                                      payload)
+    if status != 200:
         return None
+    signature = fields.get("{signature_header}".lower()) or ""
     expected = hmac.new(token.encode(), nonce.encode() + b"\\n" + body,
                         hashlib.sha256).hexdigest()
     if not hmac.compare_digest(signature.encode(), expected.encode()):
@@ -109,6 +172,8 @@ def main():
         if body:
             sys.stdout.buffer.write(body.rstrip(b"\\n") + b"\\n")
         return 0
+    import subprocess
+
     argv = [*BRIDGE, "bridge", host, "--event", event, *sys.argv[4:]]
     try:
         done = subprocess.run(argv, input=payload, stdout=subprocess.PIPE)
