@@ -13,7 +13,7 @@ from mcp_hooks import Engine, Event, EventLog, Outcome, Registry
 
 pytestmark = pytest.mark.anyio
 
-LIBRARY = Path(__file__).resolve().parent.parent / "hooks"
+LIBRARY = Path(__file__).resolve().parent.parent / "mcp_hooks" / "library"
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow...\n-----END RSA PRIVATE KEY-----\n"
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "hooks" / "protect-hooks" / "scripts" / "run.py"
+LIBRARY = Path(__file__).resolve().parent.parent / "mcp_hooks" / "library"
+SCRIPT = LIBRARY / "protect-hooks" / "scripts" / "run.py"
 PREFIX = "Hook configuration protected:"
 
 

@@ -16,9 +16,10 @@ Two layers:
    * a ``before_stop`` gate makes the host take one more turn (one more model request,
      carrying the gate's reason), and the loop ends;
    * a gate that never relents still lets the run end (the host's loop flag or cap);
-   * rewrites, context, uninstall, ``--user-dir``, the bundled ``hooks/`` library, and the
-     server paths (``install --via server``; Claude Code's ``--via http`` / ``--via mcp``,
-     the latter only for events that cannot block: install refuses the gates);
+   * rewrites, context, uninstall, ``--user-dir``, the bundled library
+     (``mcp_hooks/library/``), and the server paths (``install --via server``; Claude
+     Code's ``--via http`` / ``--via mcp``, the latter only for events that cannot block:
+     install refuses the gates);
    * project hooks run only once trusted: tests with project hooks trust them with the real
      ``mcp-hooks trust <project> --yes`` in the host's environment; an untrusted hook does
      not run and the user is told how to trust it; a broken HOOK.md closes the gate.
@@ -1026,9 +1027,9 @@ def test_via_mcp_tool_claude_code(
     assert result.returncode == 0, why
 
 
-# --- the bundled hooks/ library, unchanged, on every host ------------------------------------
+# --- the bundled library, unchanged, on every host ------------------------------------
 
-REPO_HOOKS = Path(__file__).resolve().parents[2] / "hooks"
+REPO_HOOKS = Path(__file__).resolve().parents[2] / "mcp_hooks" / "library"
 
 
 @needs_bridges
@@ -1041,7 +1042,7 @@ def test_bundled_library_gates_every_host(
     box: Sandbox,
     request: pytest.FixtureRequest,
 ) -> None:
-    """The repository's own ``hooks/`` (``install --user-dir hooks/``): protect-secrets stops
+    """The bundled library (``install --user-dir mcp_hooks/library``): protect-secrets stops
     a shell write to ``.env``, block-dangerous-commands stops ``curl … | sh``, a harmless
     command runs, and enforce-tests keeps the agent working until ``make test`` passes."""
     if not (REPO_HOOKS / "enforce-tests" / "HOOK.md").exists():
