@@ -3,9 +3,9 @@
 `make demo` runs this. It starts `mcp-hooks serve` over stdio with the bundled library
 (`mcp_hooks/library/`) as the user library and a throw-away project whose tests fail,
 connects the MCP SDK's client as an agent host would, and fires the events of one agent
-session: a dangerous shell command, a safe one, a write to `.env`, then the agent trying to stop with failing tests. Then the same
-decision from the command line (the way a git hook or a host's command hook runs it), and,
-when the proxy is built, a tool call gated by `mcp-hooks proxy`. Exits 1 if any decision is
+session: a dangerous shell command, a safe one, a write to `.env`, then the agent trying to
+stop with failing tests. Then the same decision from the command line (the way a git hook
+or a host's command hook runs it), and a tool call gated by `mcp-hooks proxy`. Exits 1 if any decision is
 not the expected one.
 """
 
