@@ -5,8 +5,8 @@
 connects the MCP SDK's client as an agent host would, and fires the events of one agent
 session: a dangerous shell command, a safe one, a write to `.env`, then the agent trying to
 stop with failing tests. Then the same decision from the command line (the way a git hook
-or a host's command hook runs it), and a tool call gated by `mcp-hooks proxy`. Exits 1 if any decision is
-not the expected one.
+or a host's command hook runs it), and a tool call gated by `mcp-hooks proxy`. Exits 1 if
+any decision is not the expected one.
 """
 
 from __future__ import annotations
