@@ -39,7 +39,9 @@ def _layer(module: str) -> int:
 
 
 def _modules() -> dict[str, Path]:
-    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+    """The package's modules; the bundled hooks (``library/``) are standalone scripts."""
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))
+            if "library" not in p.relative_to(PACKAGE).parts[:1]}
 
 
 def _imports(path: Path, module: str, *, top_level_only: bool) -> set[str]:
