@@ -41,6 +41,7 @@ code with :func:`exit_code` and never prints a traceback for one.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 EXIT_OK = 0
@@ -71,14 +72,30 @@ class UsageError(ConfigError):
     """A command line that cannot be carried out as written."""
 
 
-class UnknownEventError(ConfigError, ValueError):
-    """An event type that is not in the catalogue, under any spelling."""
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``did you mean 'x'?`` for the choice closest to a mistyped ``word`` (up to three,
+    closest first), or ``""`` when none is close."""
+    import difflib  # only on an error's path: the commands hosts run start without it
 
-    def __init__(self, name: str, known: list[str]) -> None:
+    close = difflib.get_close_matches(word, list(dict.fromkeys(choices)), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return "did you mean " + " or ".join(repr(c) for c in close) + "?"
+
+
+class UnknownEventError(ConfigError, ValueError):
+    """An event type that is not in the catalogue, under any spelling.
+
+    ``spellings`` (canonical names and aliases) are searched for a "did you mean"; the
+    message lists ``known`` (the canonical names).
+    """
+
+    def __init__(self, name: str, known: list[str], spellings: Iterable[str] = ()) -> None:
         self.name = name
+        hint = did_you_mean(name, [*known, *spellings])
         super().__init__(
-            f"unknown event type {name!r}; use one of: {', '.join(known)} "
-            "(or an alias listed by `mcp-hooks events`)"
+            f"unknown event type {name!r}; {hint + ' ' if hint else ''}use one of: "
+            f"{', '.join(known)} (or an alias listed by `mcp-hooks events`)"
         )
 
 

@@ -162,7 +162,7 @@ def canonical_event(name: str) -> str:
     try:
         return _SPELLINGS[name]
     except (KeyError, TypeError):
-        raise UnknownEventError(str(name), list(EVENTS)) from None
+        raise UnknownEventError(str(name), list(EVENTS), _SPELLINGS) from None
 
 
 def is_known_event(name: str) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from mcp_hooks.errors import ConfigError
+from mcp_hooks.errors import ConfigError, did_you_mean
 
 if TYPE_CHECKING:
     from mcp_hooks.hosts.base import Host
@@ -49,7 +49,9 @@ class UnknownHostError(ConfigError, ValueError):
 
     def __init__(self, name: str) -> None:
         self.name = name
-        super().__init__(f"unknown host {name!r}; use one of: {', '.join(HOSTS)}")
+        hint = did_you_mean(name, [*HOSTS, *ALIASES])
+        super().__init__(f"unknown host {name!r}; {hint + ' ' if hint else ''}"
+                         f"use one of: {', '.join(HOSTS)}")
 
 
 def host_name(name: str) -> str:
