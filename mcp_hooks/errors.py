@@ -73,14 +73,12 @@ class UsageError(ConfigError):
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """``did you mean 'x'?`` for the choice closest to a mistyped ``word`` (up to three,
-    closest first), or ``""`` when none is close."""
+    """``did you mean 'x'?`` for the choice closest to a mistyped ``word``, or ``""`` when
+    none is close (``difflib``'s ratio under 0.6)."""
     import difflib  # only on an error's path: the commands hosts run start without it
 
-    close = difflib.get_close_matches(word, list(dict.fromkeys(choices)), n=3, cutoff=0.6)
-    if not close:
-        return ""
-    return "did you mean " + " or ".join(repr(c) for c in close) + "?"
+    close = difflib.get_close_matches(word, list(dict.fromkeys(choices)), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else ""
 
 
 class UnknownEventError(ConfigError, ValueError):
@@ -94,7 +92,7 @@ class UnknownEventError(ConfigError, ValueError):
         self.name = name
         hint = did_you_mean(name, [*known, *spellings])
         super().__init__(
-            f"unknown event type {name!r}; {hint + ' ' if hint else ''}use one of: "
+            f"unknown event type {name!r}{f' ({hint})' if hint else ''}; use one of: "
             f"{', '.join(known)} (or an alias listed by `mcp-hooks events`)"
         )
 

@@ -50,7 +50,7 @@ class UnknownHostError(ConfigError, ValueError):
     def __init__(self, name: str) -> None:
         self.name = name
         hint = did_you_mean(name, [*HOSTS, *ALIASES])
-        super().__init__(f"unknown host {name!r}; {hint + ' ' if hint else ''}"
+        super().__init__(f"unknown host {name!r}{f' ({hint})' if hint else ''}; "
                          f"use one of: {', '.join(HOSTS)}")
 
 
