@@ -722,7 +722,70 @@ class KimiCli(Host):
             )
 
 
-HOSTS: dict[str, type[Host]] = {cls.name: cls for cls in (ClaudeCode, Codex, GeminiCli, KimiCli)}
+class CopilotCli(Host):
+    """GitHub Copilot CLI: OpenAI Chat Completions through its bring-your-own-key variables
+    (``COPILOT_OFFLINE=true``, ``COPILOT_PROVIDER_BASE_URL``, ...), no GitHub login;
+    ``-p`` with ``--allow-all-tools``. User hooks (``~/.copilot/hooks/*.json``) always
+    load; repository hooks (``.github/hooks/*.json``) only in a trusted folder, which the
+    run grants with ``GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true``."""
+
+    name = "copilot-cli"
+    version = "1.0.102"
+    package = "@github/copilot"
+    bin_name = "copilot"
+    native_shell_tool = "bash"
+    model = "gpt-4.1"
+
+    def env(self, box: Sandbox, base_url: str, extra_path: list[str]) -> dict[str, str]:
+        env = base_env(box.home, extra_path)
+        env.update(
+            COPILOT_OFFLINE="true",
+            COPILOT_PROVIDER_BASE_URL=f"{base_url}/v1",
+            COPILOT_PROVIDER_API_KEY="sk-fake",
+            COPILOT_MODEL=self.model,
+            COPILOT_AUTO_UPDATE="false",
+            GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS="true",
+        )
+        return env
+
+    def argv(self, prompt: str, pre_approved: bool = True) -> list[str]:
+        argv = [str(self.info.binary), "-p", prompt]
+        return [*argv, "--allow-all-tools"] if pre_approved else argv
+
+    def write_native_hooks(self, box: Sandbox, pre_script: Path, stop_script: Path) -> None:
+        # Copilot CLI 1.0.102 blocks on any non-zero preToolUse exit but drops stderr (the
+        # model reads "hook exited with code 2"); the reason travels only in its JSON answer.
+        # So the pre-tool entry is a wrapper that turns the script's exit 2 + stderr into
+        # {"permissionDecision": "deny", "permissionDecisionReason": <stderr>}.
+        wrapper = box.root / "native" / "copilot-pre-tool"
+        wrapper.parent.mkdir(parents=True, exist_ok=True)
+        wrapper.write_text(
+            f"#!{sys.executable}\n"
+            "import json, subprocess, sys\n"
+            f"p = subprocess.run([{str(pre_script)!r}], stdin=sys.stdin, capture_output=True,"
+            " text=True)\n"
+            "if p.returncode == 2:\n"
+            "    print(json.dumps({'permissionDecision': 'deny',"
+            " 'permissionDecisionReason': p.stderr.strip()}))\n"
+            "    sys.exit(0)\n"
+            "sys.stdout.write(p.stdout)\n"
+            "sys.exit(p.returncode)\n"
+        )
+        wrapper.chmod(0o755)
+
+        def entry(script: Path) -> dict[str, Any]:
+            return {"type": "command", "bash": str(script), "timeoutSec": 30}
+
+        cfg = {
+            "version": 1,
+            "hooks": {"preToolUse": [entry(wrapper)], "agentStop": [entry(stop_script)]},
+        }
+        _write_json(box.home / ".copilot" / "hooks" / "native.json", cfg)
+
+
+HOSTS: dict[str, type[Host]] = {
+    cls.name: cls for cls in (ClaudeCode, Codex, GeminiCli, KimiCli, CopilotCli)
+}
 
 
 def main(argv: list[str] | None = None) -> int:
