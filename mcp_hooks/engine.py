@@ -362,18 +362,19 @@ class Engine:
         payload["event_type"] = hook.trigger  # as the hook's own trigger spells it
         return _encode(payload)
 
-    def fire_blocking(self, event: Event) -> Outcome:
+    def fire_blocking(self, event: Event, *, on_hook_done: HookDone | None = None) -> Outcome:
         """``fire`` for a one-shot process, with no event loop at all.
 
         With ``one_shot`` the engine never suspends (hooks run in ``poll``, async hooks are
-        handed to a detached process), so its coroutine runs to the end in one step.
+        handed to a detached process), so its coroutine runs to the end in one step; so
+        must ``on_hook_done`` (a coroutine that awaits nothing).
 
         Raises:
             UnknownEventError: as ``fire``.
         """
         if not self.one_shot:
             raise RuntimeError("fire_blocking needs an Engine made with one_shot=True")
-        step = self.fire(event)
+        step = self.fire(event, on_hook_done=on_hook_done)
         try:
             step.send(None)
         except StopIteration as done:
