@@ -250,6 +250,8 @@ class Host:
     # -- how `doctor` probes the gate: a shell tool call that must come back denied ----------
     gate_event: ClassVar[str] = "PreToolUse"
     shell_tool: ClassVar[str] = "Bash"
+    # -- how `init` tells the host is installed: a program on PATH, or its config folder -----
+    programs: ClassVar[tuple[str, ...]] = ()
 
     # -- in ------------------------------------------------------------------------------
 
@@ -384,6 +386,25 @@ class Host:
         var, folder, file = self.user_config
         value = os.environ.get(var) if var else None
         return (Path(value) if value else Path(os.path.expanduser("~"), folder)) / file
+
+    def config_home(self, home: Path) -> Path:
+        """The host's own folder of user settings (``~/.claude``, ``$CODEX_HOME``, ...)."""
+        var, folder, file = self.user_config
+        value = os.environ.get(var) if var else None
+        base = Path(value) if value else home / folder
+        return base if folder else base / file.split("/")[0]
+
+    def installed(self, home: Path, path: str | None = None) -> str | None:
+        """Why the host looks installed here (its program on ``path``, default ``$PATH``; or
+        its config folder under ``home``), or None."""
+        import shutil
+
+        for program in self.programs:
+            found = shutil.which(program, path=path)
+            if found:
+                return f"{program} is on PATH ({found})"
+        folder = self.config_home(home)
+        return f"{folder} exists" if folder.is_dir() else None
 
     def user_config_text(self) -> str:
         """The user config's place in words: ``$VAR/file, default ~/folder/file``."""

@@ -100,6 +100,7 @@ class ClaudeCode(ClaudeShaped):
     title = "Claude Code"
     project_config = ".claude/settings.json"
     user_config = ("CLAUDE_CONFIG_DIR", ".claude", "settings.json")
+    programs = ("claude",)
     native_vias = frozenset({"http", "mcp"})
     events: ClassVar[dict[str, str]] = dict(CLAUDE_EVENTS)
     install_events = tuple(events)

@@ -25,6 +25,7 @@ class Codex(ClaudeShaped):
     title = "Codex"
     project_config = ".codex/hooks.json"
     user_config = ("CODEX_HOME", ".codex", "hooks.json")
+    programs = ("codex",)
     # Claude's names, less the events Codex does not have
     events: ClassVar[dict[str, str]] = {
         k: v for k, v in CLAUDE_EVENTS.items() if k not in ("SessionEnd", "PostToolUseFailure")

@@ -45,6 +45,7 @@ class CopilotCli(Host):
     config_format = "flat"
     project_config = ".github/hooks/mcp-hooks.json"
     user_config = ("COPILOT_HOME", ".copilot", "hooks/mcp-hooks.json")
+    programs = ("copilot",)
     command_keys = ("bash", "powershell")
     gate_event = "preToolUse"
     events: ClassVar[dict[str, str]] = {

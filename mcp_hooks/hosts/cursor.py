@@ -47,6 +47,7 @@ class Cursor(Host):
     config_format = "flat"
     project_config = ".cursor/hooks.json"
     user_config = (None, ".cursor", "hooks.json")
+    programs = ("cursor-agent", "cursor")
     gate_event = "beforeShellExecution"
     events: ClassVar[dict[str, str]] = {
         "sessionStart": "session_start",

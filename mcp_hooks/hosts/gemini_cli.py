@@ -41,6 +41,7 @@ class GeminiCli(Host):
     title = "Gemini CLI"
     project_config = ".gemini/settings.json"
     user_config = ("GEMINI_CLI_HOME", "", ".gemini/settings.json")
+    programs = ("gemini",)
     gate_event = "BeforeTool"
     shell_tool = "run_shell_command"
     events: ClassVar[dict[str, str]] = {

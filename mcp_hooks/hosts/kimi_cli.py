@@ -40,6 +40,7 @@ class KimiCli(Host):
     title = "Kimi CLI"
     config_format = "toml"
     user_config = ("KIMI_SHARE_DIR", ".kimi", "config.toml")  # Kimi has no project config
+    programs = ("kimi",)
     default_scope = "user"
     shell_tool = "Shell"
     events: ClassVar[dict[str, str]] = dict(CLAUDE_EVENTS)
