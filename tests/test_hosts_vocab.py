@@ -14,7 +14,7 @@ import pytest
 
 from mcp_hooks.hosts import HOSTS, UnknownHostError, get_host, host_name
 from mcp_hooks.hosts.base import BridgeInputError, load_payload
-from mcp_hooks.hosts.vocab import (
+from mcp_hooks.vocabulary import (
     CLAUDE_CODE,
     CODEX,
     COPILOT_CLI,

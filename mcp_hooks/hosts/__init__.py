@@ -11,7 +11,7 @@ notes (see ``base.Host``). Over them, knowing no host by name:
 - ``install``: ``mcp-hooks install`` / ``uninstall``, over ``configfile`` (editing the three
   config formats) and ``forward_script`` (the ``--via server`` script);
 - ``doctor``: ``mcp-hooks doctor``, whether the gate is whole;
-- ``vocab``: the shared tool vocabulary.
+- the shared tool vocabulary is core: ``mcp_hooks.vocabulary``.
 
 Their parsers and the conversion to typed options live in ``mcp_hooks.cli.hosts``. Host
 modules are imported lazily: a bridge run loads only its own host.

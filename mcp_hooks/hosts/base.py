@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcp_hooks.errors import RunError
-from mcp_hooks.hosts.vocab import RewriteError, ToolMap, Vocabulary
+from mcp_hooks.vocabulary import RewriteError, ToolMap, Vocabulary
 
 if TYPE_CHECKING:
     from mcp_hooks.outcome import Outcome

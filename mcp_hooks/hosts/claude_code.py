@@ -26,7 +26,7 @@ from mcp_hooks.hosts.base import (
     joined,
     json_reply,
 )
-from mcp_hooks.hosts.vocab import CLAUDE_CODE, Vocabulary
+from mcp_hooks.vocabulary import CLAUDE_CODE, Vocabulary
 
 if TYPE_CHECKING:
     from mcp_hooks.outcome import Outcome

@@ -29,7 +29,7 @@ from mcp_hooks.hosts.base import (
     json_answer,
     json_reply,
 )
-from mcp_hooks.hosts.vocab import COPILOT_CLI, Vocabulary
+from mcp_hooks.vocabulary import COPILOT_CLI, Vocabulary
 
 if TYPE_CHECKING:
     from mcp_hooks.outcome import Outcome

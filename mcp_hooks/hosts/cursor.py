@@ -31,7 +31,7 @@ from mcp_hooks.hosts.base import (
     json_answer,
     json_reply,
 )
-from mcp_hooks.hosts.vocab import CURSOR, CURSOR_EVENT_TOOLS, ToolMap, Vocabulary
+from mcp_hooks.vocabulary import CURSOR, CURSOR_EVENT_TOOLS, ToolMap, Vocabulary
 
 if TYPE_CHECKING:
     from mcp_hooks.outcome import Outcome

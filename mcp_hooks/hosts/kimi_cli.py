@@ -27,7 +27,7 @@ from mcp_hooks.hosts.base import (
     json_reply,
     warning_text,
 )
-from mcp_hooks.hosts.vocab import KIMI_CLI, Vocabulary
+from mcp_hooks.vocabulary import KIMI_CLI, Vocabulary
 
 if TYPE_CHECKING:
     from mcp_hooks.outcome import Outcome
