@@ -10,6 +10,7 @@
     │   ├── HookFileError                  a HOOK.md that cannot be loaded (file, field, reason)
     │   ├── MatcherError                   a matcher RE2 cannot compile
     │   ├── UnknownHostError               an agent host we have no bridge for
+    │   ├── UnknownBundledHookError        `add`: a name not in the bundled hook library
     │   ├── InstallOptionError             install options the host cannot take (an event,
     │   │                                  a --via, a scope it has not; no token)
     │   ├── TransportConfigError           --transport/--host/--port/--token that clash
