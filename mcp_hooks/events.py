@@ -2,7 +2,9 @@
 
 Canonical names are the snake_case ones of the Agent Hooks spec (plus ``after_stop`` and
 ``post_compact`` from its kebab-case edition). Every other spelling found in the seed
-documents is an alias: a hook may subscribe with any of them.
+documents is an alias: a hook may subscribe with any of them. ``SPEC_NAMES`` holds the
+trigger names of the current (kebab-case) spec, the only ones another implementation reads:
+what a hook meant to be shared, and the bundled library, write (``spec_name``).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class EventInfo:
             "on_deny": self.on_deny,
             "payload_fields": [*BASE_FIELDS, *self.fields],
             "aliases": list(self.aliases),
+            "spec_name": SPEC_NAMES[self.name],
         }
 
 
@@ -148,6 +151,16 @@ EVENTS: dict[str, EventInfo] = {
     )
 }
 
+# canonical name -> the trigger name of the current spec (kebab-case, pre-/post-)
+SPEC_NAMES: dict[str, str] = {
+    "session_start": "pre-session", "session_end": "post-session",
+    "before_agent": "pre-agent-turn", "after_agent": "post-agent-turn",
+    "before_stop": "pre-agent-turn-stop", "after_stop": "post-agent-turn-stop",
+    "before_tool": "pre-tool-call", "after_tool": "post-tool-call",
+    "after_tool_failure": "post-tool-call-failure",
+    "subagent_start": "pre-subagent", "subagent_stop": "post-subagent",
+    "pre_compact": "pre-context-compact", "post_compact": "post-context-compact",
+}
 ALIASES: dict[str, str] = {alias: e.name for e in EVENTS.values() for alias in e.aliases}
 TOOL_EVENTS: frozenset[str] = frozenset(n for n, e in EVENTS.items() if e.is_tool_event)
 _SPELLINGS: dict[str, str] = {**{n: n for n in EVENTS}, **ALIASES}
@@ -163,6 +176,15 @@ def canonical_event(name: str) -> str:
         return _SPELLINGS[name]
     except (KeyError, TypeError):
         raise UnknownEventError(str(name), list(EVENTS), _SPELLINGS) from None
+
+
+def spec_name(name: str) -> str:
+    """The current spec's (kebab-case) trigger name of an event given under any spelling.
+
+    Raises:
+        UnknownEventError: the name is neither canonical nor an alias.
+    """
+    return SPEC_NAMES[canonical_event(name)]
 
 
 def is_known_event(name: str) -> bool:

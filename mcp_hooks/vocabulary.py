@@ -1,12 +1,29 @@
 """The shared tool vocabulary: each host's built-in tools under one canonical name and keys.
 
-A hook matches ``tool: Shell`` and reads ``tool_input.command`` on every host; the bridge
-renames the host's tool (``Bash``, ``run_shell_command``, ``bash``, ...) and input keys
-(``file_path`` -> ``path``, ...) on the way in, and maps a rewrite back on the way out. Keys
-that are not renamed pass through both ways; tools with no canonical name (MCP tools, ...)
-pass through unchanged.
+A hook matches ``tool: Shell`` and reads ``tool_input.command`` whichever door the call came
+through. Each door renames the caller's tool (``Bash``, ``run_shell_command``, ``bash``, ...)
+and input keys (``file_path`` -> ``path``, ...) on the way in, keeps the caller's own name and
+input under ``host`` in the event payload, and maps a rewrite (``modified_input``) back to the
+caller's keys on the way out (``ToolMap.to_host``). Keys that are not renamed pass through
+both ways; tools with no canonical name (MCP tools, ``git_status``, ...) pass through
+unchanged, so a hook that names them still matches.
 
-Canonical tools and keys (README, Host bridges has the table per host)::
+Which table each door uses:
+
+- the host bridges: their host's own table (``CLAUDE_CODE``, ``CODEX``, ...);
+- the MCP server's ``fire_hook_event`` and the proxy: ``MCP_CLIENTS``, the union of every
+  host's table. An MCP client is no known host, so every well-known name is read as its
+  host means it. The union is unambiguous (``union`` refuses a name two hosts map to
+  different canonical tools or edit shapes, or a host key two hosts rename differently;
+  where hosts differ only in extra key renames, such as Cursor's ``target_file``, both
+  apply). It leaves out ``MCP_SERVER_TOOLS``: names that are also the tools of the reference
+  MCP servers (the filesystem server's ``read_file``, ``write_file``, ``list_directory``),
+  which in MCP mean that server's own tool and which hooks behind the proxy name as such.
+
+This module is core: it knows no host, no MCP and no command line, so every door (and the
+portable check of ``mcp-hooks validate``) reads the same table.
+
+Canonical tools and keys (``CANONICAL_KEYS``; docs/bridges.md has the table per host)::
 
     Shell       command, cwd                 WriteFile   path, content
     ReadFile    path, offset, limit          EditFile    path, edits[{old_string, new_string,
@@ -19,15 +36,29 @@ Canonical tools and keys (README, Host bridges has the table per host)::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from mcp_hooks.errors import RunError
 
-CANONICAL_TOOLS: tuple[str, ...] = (
-    "Shell", "ReadFile", "WriteFile", "EditFile", "ApplyPatch", "Glob", "Grep", "ListDir",
-    "WebFetch", "WebSearch", "Agent",
-)
+if TYPE_CHECKING:
+    from mcp_hooks.outcome import Outcome
+
+# The canonical tools and the input keys hooks read (other keys pass through as sent).
+CANONICAL_KEYS: dict[str, tuple[str, ...]] = {
+    "Shell": ("command", "cwd"),
+    "ReadFile": ("path", "offset", "limit"),
+    "WriteFile": ("path", "content"),
+    "EditFile": ("path", "edits"),
+    "ApplyPatch": ("patch",),
+    "Glob": ("pattern", "path"),
+    "Grep": ("pattern", "path", "glob"),
+    "ListDir": ("path",),
+    "WebFetch": ("url", "prompt"),
+    "WebSearch": ("query",),
+    "Agent": ("prompt", "description", "subagent_type"),
+}
+CANONICAL_TOOLS: tuple[str, ...] = tuple(CANONICAL_KEYS)
 
 
 class RewriteError(RunError, ValueError):
@@ -314,3 +345,145 @@ KIMI_CLI = vocabulary(
     tool("Agent", "Agent"),
     tool("Task", "Agent"),
 )
+
+
+# -- one table for every host, and a caller's call through it ----------------------------------
+
+
+def union(*vocabs: Vocabulary, leave_out: frozenset[str] = frozenset()) -> Vocabulary:
+    """One table holding every tool of ``vocabs`` (but the names in ``leave_out``).
+
+    A name several tables hold keeps its canonical tool and edit shape, and gets the key
+    renames of all of them.
+
+    Raises:
+        ValueError: the union would be ambiguous: a name mapped to different canonical tools
+            or edit shapes, or a host key renamed to different canonical keys.
+    """
+    merged: dict[str, ToolMap] = {}
+    for vocab in vocabs:
+        for name, tool in vocab.tools.items():
+            if name in leave_out:
+                continue
+            have = merged.get(name)
+            if have is None:
+                merged[name] = tool
+                continue
+            if (have.canonical, have.edits) != (tool.canonical, tool.edits):
+                raise ValueError(f"{name!r} is {have.canonical} ({have.edits}) in one table "
+                                 f"and {tool.canonical} ({tool.edits}) in another")
+            keys = dict(have.keys)
+            for host_key, canonical_key in tool.keys:
+                if keys.setdefault(host_key, canonical_key) != canonical_key:
+                    raise ValueError(f"{name!r}: {host_key!r} is renamed to both "
+                                     f"{keys[host_key]!r} and {canonical_key!r}")
+            merged[name] = ToolMap(name, have.canonical, tuple(keys.items()), have.edits)
+    return Vocabulary(merged)
+
+
+HOST_TABLES: dict[str, Vocabulary] = {
+    "claude-code": CLAUDE_CODE, "codex": CODEX, "gemini-cli": GEMINI_CLI, "cursor": CURSOR,
+    "copilot-cli": COPILOT_CLI, "kimi-cli": KIMI_CLI,
+}
+# The reference MCP servers' own tools whose names a host also uses (the filesystem server's):
+# behind the proxy they are that server's tools, and hooks name them so.
+MCP_SERVER_TOOLS: frozenset[str] = frozenset({"read_file", "write_file", "list_directory"})
+MCP_CLIENTS: Vocabulary = union(*HOST_TABLES.values(), leave_out=MCP_SERVER_TOOLS)
+
+
+def rewrite_failed(exc: RewriteError) -> str:
+    """The warning for a rewrite that cannot go back to the caller's tool (it is dropped)."""
+    return f"the rewrite by a hook was not applied: {exc}"
+
+
+@dataclass(frozen=True)
+class CallerTool:
+    """One tool call as a caller sent it and as hooks see it.
+
+    Attributes:
+        tool_name: the name hooks see (canonical when the table has the caller's name).
+        tool_input: the input hooks see (in canonical keys).
+        sent_name: the tool's name as the caller sent it.
+        sent_input: the tool's input as the caller sent it.
+        tool: the table's entry for ``sent_name``; None when the call passes unchanged.
+    """
+
+    tool_name: str
+    tool_input: dict[str, Any]
+    sent_name: str
+    sent_input: dict[str, Any]
+    tool: ToolMap | None = None
+
+    @property
+    def host(self) -> dict[str, Any] | None:
+        """The caller's own view for the event payload's ``host`` (None: nothing renamed)."""
+        if self.tool_name == self.sent_name and self.tool_input == self.sent_input:
+            return None
+        return {"tool_name": self.sent_name, "tool_input": self.sent_input}
+
+    def to_caller(self, rewritten: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+        """A hook's ``modified_input`` in the caller's keys, as a whole replacement input; or
+        None and the warning that says why it cannot be expressed (then it is not applied)."""
+        if self.tool is None:
+            return dict(rewritten), None
+        try:
+            return self.tool.to_host(rewritten, self.sent_input), None
+        except RewriteError as exc:
+            return None, rewrite_failed(exc)
+
+    def answer(self, outcome: Outcome) -> Outcome:
+        """``outcome`` with its ``modified_input`` in the caller's keys; a rewrite that cannot
+        be expressed there is dropped, with a warning (as the bridges do)."""
+        if outcome.modified_input is None or self.tool is None:
+            return outcome
+        rewritten, why = self.to_caller(outcome.modified_input)
+        return replace(outcome, modified_input=rewritten,
+                       warnings=[*outcome.warnings, why] if why else outcome.warnings)
+
+    def payload(self, payload: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The event payload with the caller's own view under ``host`` (merged into a
+        ``host`` mapping the caller sent); unchanged when nothing was renamed."""
+        out = dict(payload or {})
+        host = self.host
+        if host is not None:
+            sent = out.get("host")
+            out["host"] = {**sent, **host} if isinstance(sent, dict) else host
+        return out
+
+
+def caller_tool(vocab: Vocabulary, tool_name: str, tool_input: Mapping[str, Any]) -> CallerTool:
+    """The call ``tool_name(tool_input)`` read through ``vocab``; unknown names pass unchanged."""
+    tool = vocab.get(tool_name)
+    sent = dict(tool_input)
+    if tool is None:
+        return CallerTool(tool_name, sent, tool_name, sent)
+    return CallerTool(tool.canonical, tool.to_canonical(sent), tool_name, sent, tool)
+
+
+def tool_catalogue(vocab: Vocabulary = MCP_CLIENTS) -> list[dict[str, Any]]:
+    """The canonical tools as JSON-ready data: name, the input keys hooks read, and the
+    callers' names ``vocab`` reads as each (for ``hooks://events`` and ``mcp-hooks events``)."""
+    names: dict[str, list[str]] = {c: [] for c in CANONICAL_KEYS}
+    for host_name, tool in vocab.tools.items():
+        if host_name != tool.canonical:
+            names[tool.canonical].append(host_name)
+    return [{"name": c, "input_keys": list(keys), "caller_names": sorted(names[c])}
+            for c, keys in CANONICAL_KEYS.items()]
+
+
+def matcher_problem(matcher_tool: str) -> str | None:
+    """Why a names-only ``matcher.tool`` (``Bash``, ``Write|Edit``) misses calls on the doors
+    that speak this vocabulary: a host's own name without its canonical one, which the
+    bridges, ``fire_hook_event`` and the proxy all rename before hooks see it. None when it
+    is fine (or a regex, which this does not judge)."""
+    names = set(matcher_tool.split("|"))
+    renamed: dict[str, str] = {}
+    for name in sorted(names):
+        tool = MCP_CLIENTS.get(name)
+        if tool is not None and tool.canonical != name and tool.canonical not in names:
+            renamed[name] = tool.canonical
+    if not renamed:
+        return None
+    wanted = "|".join(dict.fromkeys(renamed.values()))
+    return (f"{', '.join(renamed)} reach hooks as {wanted.replace('|', ', ')} (every door "
+            f"renames a host's own tool names): add {wanted} to it")
