@@ -114,11 +114,11 @@ async def test_fire_deny_modify_and_context(
     client: Client, project: Path, project_hooks: Path, user_dir: Path
 ) -> None:
     write_hook(project_hooks, "no-rm", script="echo 'rm -rf is not allowed' >&2\nexit 2\n",
-               extra="matcher:\n  tool: Bash\n  pattern: 'rm -rf'\n")
+               extra="matcher:\n  tool: Shell\n  pattern: 'rm -rf'\n")
     write_hook(user_dir, "add-flag",
                script='echo \'{"modified_input": {"command": "ls -la"}, '
                '"additional_context": "listing only"}\'\n',
-               extra="priority: 500\nmatcher:\n  tool: Bash\n  pattern: '^ls$'\n")
+               extra="priority: 500\nmatcher:\n  tool: Shell\n  pattern: '^ls$'\n")
     denied = await fire(client, event_type="pre-tool-use", tool_name="Bash",
                         tool_input={"command": "rm -rf /"}, session_id="s1",
                         work_dir=str(project))
@@ -493,3 +493,106 @@ async def test_sdk_compat_names_still_resolve(service: HookService) -> None:
 
     request = Request({"type": "http", "method": "GET", "headers": []}, send=send)
     assert sdk_compat.asgi_send(request) is send
+
+
+# -- one tool vocabulary (vocabulary.MCP_CLIENTS) ----------------------------------------------
+
+
+async def test_a_hook_on_shell_matches_a_client_that_says_bash(
+    client: Client, project_hooks: Path, tmp_path: Path
+) -> None:
+    seen = tmp_path / "seen.json"
+    write_hook(project_hooks, "no-rm", script=f"cat > '{seen}'\necho 'no rm' >&2\nexit 2\n",
+               extra="matcher:\n  tool: Shell\n  pattern: 'rm -rf'\n")
+    denied = await fire(client, event_type="before_tool", tool_name="Bash",
+                        tool_input={"command": "rm -rf /", "timeout": 5})
+    assert (denied["decision"], denied["blocked_by"]) == ("deny", "no-rm")
+    payload = json.loads(seen.read_text())
+    assert payload["tool_name"] == "Shell"
+    assert payload["tool_input"] == {"command": "rm -rf /", "timeout": 5}
+    assert payload["host"] == {"tool_name": "Bash",
+                               "tool_input": {"command": "rm -rf /", "timeout": 5}}
+    # input keys too: Read's file_path is ReadFile's path
+    seen.unlink()
+    write_hook(project_hooks, "no-env", script=f"cat > '{seen}'\nexit 2\n",
+               extra="matcher:\n  tool: ReadFile\n  pattern: '\\.env$'\n")
+    denied = await fire(client, event_type="before_tool", tool_name="Read",
+                        tool_input={"file_path": "/p/.env"})
+    assert denied["blocked_by"] == "no-env"
+    payload = json.loads(seen.read_text())
+    assert (payload["tool_name"], payload["tool_input"]) == ("ReadFile", {"path": "/p/.env"})
+    assert payload["host"]["tool_input"] == {"file_path": "/p/.env"}
+
+
+async def test_a_rewrite_comes_back_in_the_callers_keys(
+    client: Client, project_hooks: Path
+) -> None:
+    write_hook(project_hooks, "safe-write",
+               script='echo \'{"modified_input": {"path": "/tmp/b.txt", "content": "safe"}}\'\n',
+               extra="matcher:\n  tool: WriteFile\n")
+    changed = await fire(client, event_type="before_tool", tool_name="Write",
+                         tool_input={"file_path": "/tmp/a.txt", "content": "x"})
+    assert changed["modified_input"] == {"file_path": "/tmp/b.txt", "content": "safe"}
+    # Gemini CLI's name for the same tool: its own key comes back
+    changed = await fire(client, event_type="before_tool", tool_name="create",
+                         tool_input={"path": "/tmp/a.txt", "file_text": "x"})
+    assert changed["modified_input"] == {"path": "/tmp/b.txt", "file_text": "safe"}
+
+    # a rewrite the caller's tool cannot take (Edit holds one edit) is dropped, with a warning
+    write_hook(project_hooks, "two-edits", script='echo \'{"modified_input": {"path": "/a", '
+               '"edits": [{"old_string": "a", "new_string": "b"}, '
+               '{"old_string": "c", "new_string": "d"}]}}\'\n',
+               extra="matcher:\n  tool: EditFile\n")
+    dropped = await fire(client, event_type="before_tool", tool_name="Edit",
+                         tool_input={"file_path": "/a", "old_string": "a", "new_string": "b"})
+    assert dropped["modified_input"] is None
+    assert any("rewrite by a hook was not applied" in w and "exactly one edit" in w
+               for w in dropped["warnings"])
+
+
+async def test_an_unmapped_tool_name_passes_through_unchanged(
+    client: Client, project_hooks: Path, tmp_path: Path
+) -> None:
+    seen = tmp_path / "seen.jsonl"
+    write_hook(project_hooks, "git-guard", script=f"cat >> '{seen}'\necho >> '{seen}'\n",
+               extra="matcher:\n  tool: git_status|write_file\n")
+    for name, arguments in (("git_status", {"repo_path": "."}),
+                            ("write_file", {"path": "a.txt", "content": "x"})):
+        outcome = await fire(client, event_type="before_tool", tool_name=name,
+                             tool_input=arguments)
+        assert [h["name"] for h in outcome["hooks"]] == ["git-guard"]
+    payloads = [json.loads(line) for line in seen.read_text().splitlines() if line.strip()]
+    assert [(p["tool_name"], p["tool_input"]) for p in payloads] == [
+        ("git_status", {"repo_path": "."}), ("write_file", {"path": "a.txt", "content": "x"})]
+    assert all("host" not in p for p in payloads)
+
+
+async def test_list_hooks_reads_tool_names_in_the_vocabulary(
+    client: Client, project_hooks: Path
+) -> None:
+    write_hook(project_hooks, "shell-only", extra="matcher:\n  tool: Shell\n")
+    by_tool = await client.call_tool("list_hooks", {"tool_name": "Bash"})
+    assert [h["name"] for h in (by_tool.structured_content or {})["hooks"]] == ["shell-only"]
+
+
+async def test_the_model_is_told_the_vocabulary(client: Client) -> None:
+    fire_tool = next(t for t in (await client.list_tools()).tools if t.name == "fire_hook_event")
+    assert "Bash -> Shell" in (fire_tool.description or "")
+    described = fire_tool.input_schema["properties"]["tool_name"]["description"]
+    assert "Shell" in described and "WriteFile" in described
+    prompt = await client.get_prompt("lifecycle-protocol")
+    content = prompt.messages[0].content
+    assert isinstance(content, types.TextContent)
+    assert "## Tool names" in content.text and "`Shell` (command, cwd)" in content.text
+
+    events = await client.read_resource("hooks://events")
+    first = events.contents[0]
+    assert isinstance(first, types.TextResourceContents)
+    catalogue = {e["name"]: e for e in json.loads(first.text)}
+    assert catalogue["before_tool"]["spec_name"] == "pre-tool-call"
+    assert catalogue["before_stop"]["spec_name"] == "pre-agent-turn-stop"
+    tools = {t["name"]: t for t in catalogue["after_tool"]["tools"]}
+    assert tools["Shell"]["input_keys"] == ["command", "cwd"]
+    assert {"Bash", "run_shell_command", "bash"} <= set(tools["Shell"]["caller_names"])
+    assert "Write" in tools["WriteFile"]["caller_names"]
+    assert "tools" not in catalogue["before_stop"]

@@ -262,9 +262,9 @@ def test_odd_input_over_stdio_gets_answers_and_the_server_stays_up(
     seen = tmp_path / "payloads.jsonl"
     write_hook(project_hooks, "recorder",
                script=f"cat >> '{seen}'\necho >> '{seen}'\nexit 0\n",
-               extra="matcher:\n  tool: Bash\n")
+               extra="matcher:\n  tool: Shell\n")
     write_hook(project_hooks, "no-rm", script="echo 'no rm' >&2\nexit 2\n",
-               extra="priority: 900\nmatcher:\n  tool: Bash\n  pattern: 'rm -rf'\n")
+               extra="priority: 900\nmatcher:\n  tool: Shell\n  pattern: 'rm -rf'\n")
     huge = "x" * (3 << 20)
     with raw_session(serve_argv(project, user_dir)) as server:
         server.send(
@@ -312,7 +312,7 @@ async def test_odd_input_over_http_gets_answers_and_the_server_stays_up(
     project: Path, user_dir: Path, project_hooks: Path
 ) -> None:
     write_hook(project_hooks, "no-rm", script="echo 'no rm' >&2\nexit 2\n",
-               extra="matcher:\n  tool: Bash\n  pattern: 'rm -rf'\n")
+               extra="matcher:\n  tool: Shell\n  pattern: 'rm -rf'\n")
     argv = serve_argv(project, user_dir, "--transport", "http", "--port", "0", "--stateless")
     headers = {"Accept": "application/json, text/event-stream",
                "Content-Type": "application/json", "MCP-Protocol-Version": "2025-11-25"}
@@ -394,7 +394,7 @@ async def test_a_backtracking_pattern_over_a_big_input_does_not_stall_the_server
     project: Path, user_dir: Path, project_hooks: Path
 ) -> None:
     write_hook(project_hooks, "nested-plus", script="exit 2\n",
-               extra="matcher:\n  tool: Bash\n  pattern: '(a+)+b'\n")
+               extra="matcher:\n  tool: Shell\n  pattern: '(a+)+b'\n")
     write_hook(project_hooks, "lookahead", extra="matcher:\n  pattern: 'rm(?=\\s)'\n")
     argv = serve_argv(project, user_dir, "--transport", "http", "--port", "0")
     big = {"command": "a" * 1_000_000}
@@ -428,7 +428,7 @@ async def test_a_backtracking_pattern_over_a_big_input_matches_in_linear_time(
     project: Path, user_dir: Path, project_hooks: Path
 ) -> None:
     write_hook(project_hooks, "nested-plus", script="echo 'found it' >&2\nexit 2\n",
-               extra="matcher:\n  tool: Bash\n  pattern: '(a+)+b'\n")
+               extra="matcher:\n  tool: Shell\n  pattern: '(a+)+b'\n")
     async with HookService(project, user_dir=user_dir) as service, \
             Client(build_server(service)) as client:
         miss = await call(client, "fire_hook_event", event_type="before_tool",

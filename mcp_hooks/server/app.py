@@ -55,6 +55,7 @@ from mcp_hooks.server import prompts
 from mcp_hooks.server.results import HookDocument, HookListing, document, listing
 from mcp_hooks.server.sdk_compat import default_notification_options, session_connection
 from mcp_hooks.service import BadRequest, HookService, check_hook_name, find_hook, read_hook
+from mcp_hooks.vocabulary import MCP_CLIENTS, caller_tool, tool_catalogue
 
 if TYPE_CHECKING:
     from mcp_hooks.server.transport import ServeOptions
@@ -268,6 +269,13 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
             fault = _unprocessable((tool_input, tool_output, error, payload, context))
             if fault is not None:
                 return _fired(service.fault(name, fault))
+            # one vocabulary: Bash -> Shell, file_path -> path (vocabulary.MCP_CLIENTS); the
+            # caller's own name and input under payload.host, a rewrite back in its keys
+            call = None if tool_name is None else caller_tool(MCP_CLIENTS, tool_name,
+                                                              tool_input or {})
+            if call is not None and call.host is not None:
+                tool_name, tool_input = call.tool_name, call.tool_input
+                payload = call.payload(payload)
             event = Event.create(
                 event_type=event_type, session_id=session_id, work_dir=work_dir,
                 tool_name=tool_name, tool_input=tool_input, tool_use_id=tool_use_id,
@@ -276,7 +284,7 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
             )
             progress = _Progress(ctx, service, event)
             outcome = await service.fire(event, on_hook_done=progress)
-            return _fired(outcome)
+            return _fired(outcome if call is None else call.answer(outcome))
         except ConfigError:  # the caller's mistake (a malformed field, work_dir outside roots)
             raise
         except Exception as exc:  # ours, around the engine: a fault, never a crash
@@ -290,6 +298,8 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
         work_dir: Annotated[str | None, Field(description=LIST["work_dir"])] = None,
     ) -> HookListing:
         event = canonical_event(event_type) if event_type is not None else None
+        if tool_name is not None:  # the name hooks see (Bash -> Shell)
+            tool_name = caller_tool(MCP_CLIENTS, tool_name, {}).tool_name
         return listing(await service.registry_for(work_dir), event, tool_name)
 
     async def get_hook(
@@ -332,7 +342,10 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
         return json.dumps(data, indent=1)
 
     def events() -> str:
-        return json.dumps(catalogue(), indent=1)
+        # tool events name the tool vocabulary: canonical names, input keys, callers' names
+        tools = tool_catalogue()
+        data = [e | {"tools": tools} if e["layer"] == "react" else e for e in catalogue()]
+        return json.dumps(data, indent=1)
 
     async def hook_text(name: str) -> str:
         registry = await service.registry_for(None)

@@ -50,6 +50,18 @@ Always send the same `session_id` for one session and, when you work in a projec
 its absolute path as `work_dir`. Do not fire events for the `fire_hook_event`, `list_hooks`
 or `get_hook` calls themselves.
 
+## Tool names
+
+Send each tool's name and input as your host knows them: hooks see them in one vocabulary.
+Well-known host names are read as these canonical tools (their input keys in brackets):
+`Shell` (command, cwd) for Bash, bash, shell, run_shell_command; `ReadFile` (path, offset,
+limit) for Read, view; `WriteFile` (path, content) for Write, create; `EditFile` (path,
+edits) for Edit, MultiEdit, edit, replace, StrReplaceFile; `ApplyPatch` (patch) for
+apply_patch; `Glob`, `Grep`, `ListDir` (LS), `WebFetch`, `WebSearch`, `Agent` (Task).
+`file_path` becomes `path`, and so on; `hooks://events` lists every name. Other tools (MCP
+tools, your own) reach the hooks as you name them. A `modified_input` comes back in your
+tool's own keys: use it as it is.
+
 ## How to obey the result
 
 The result is one decision:
@@ -93,6 +105,10 @@ when it fails (add error), before_stop before you stop and hand back, and sessio
 before_agent, subagent_start/subagent_stop, pre_compact/post_compact, session_end at those
 moments. Aliases such as pre-tool-call or pre-tool-use are accepted.
 
+Give tool_name and tool_input as your host knows them: well-known host tools are read as
+one vocabulary (Bash -> Shell, Write -> WriteFile, Edit -> EditFile, Read -> ReadFile, ...,
+file_path -> path; hooks://events lists them), and modified_input comes back in your keys.
+
 Obey the result: decision "deny" means do not run the tool (or do the step) and tell the user
 the reason; modified_input, when not null, is the input to use instead of yours;
 continue_working true means do not stop, work on the reason; additional_context is for you
@@ -106,8 +122,11 @@ FIRE_ARGS = {
     "before_stop, session_start, before_agent, ... (or an alias such as pre-tool-call)",
     "session_id": "the agent session's id, the same for every event of a session",
     "work_dir": "absolute path of the project folder the agent works in",
-    "tool_name": "tool events: the tool's name, such as Bash or Edit",
-    "tool_input": "tool events: the tool's arguments",
+    "tool_name": "tool events: the tool's name as your host knows it, such as Bash or Edit; "
+    "hooks see the canonical name (Shell, ReadFile, WriteFile, EditFile, ApplyPatch, Glob, "
+    "Grep, ListDir, WebFetch, WebSearch, Agent; see hooks://events)",
+    "tool_input": "tool events: the tool's arguments in your host's keys (file_path, ...); "
+    "hooks see canonical keys (path, command, content, ...)",
     "tool_use_id": "tool events: the call's id",
     "tool_output": "after_tool: what the tool returned",
     "error": "after_tool_failure: the error",
@@ -148,8 +167,10 @@ SERVER_TITLE = "Lifecycle hooks"
 INDEX_TITLE = "Hook index"
 INDEX_DESCRIPTION = "JSON metadata of every hook (user and project), invalid hooks with errors"
 EVENTS_TITLE = "Event catalogue"
-EVENTS_DESCRIPTION = ("Every lifecycle event: canonical name, aliases, layer, payload fields, "
-                      "what a deny means")
+EVENTS_DESCRIPTION = ("Every lifecycle event: canonical name, the spec's kebab-case name, "
+                      "aliases, layer, payload fields, what a deny means; tool events add the "
+                      "tool vocabulary: canonical tool names, their input keys and the host "
+                      "names read as each")
 HOOK_TITLE = "A hook's HOOK.md"
 HOOK_DESCRIPTION = "The whole HOOK.md of one hook, by name"
 PROMPT_TITLE = "Lifecycle hook protocol"
