@@ -2,10 +2,12 @@
 
 ``--user-dir``, ``--project-dir``, ``--log`` / ``--no-log`` and ``--stop-block-cap`` mean the
 same in ``fire``, ``serve``, ``proxy`` and ``bridge``; this module declares them once and
-builds the ``Registry`` and ``EventLog`` they describe. Environment variables give the same
-settings to commands a host runs for us: ``MCP_HOOKS_USER_DIR``, ``MCP_HOOKS_PROJECT_DIR``,
-``MCP_HOOKS_LOG`` (a path, or ``off``), ``MCP_HOOKS_STOP_BLOCK_CAP``, ``MCP_HOOKS_ON_FAULT``
-(``block`` or ``warn``) and ``MCP_HOOKS_TRUST_PROJECT_HOOKS`` (``1`` trusts every project hook).
+builds the ``Registry`` and ``EventLog`` they describe. They are accepted before the command
+too (``mcp-hooks --user-dir X list``); given on both sides, the one after the command wins.
+Environment variables give the same settings to commands a host runs for us:
+``MCP_HOOKS_USER_DIR``, ``MCP_HOOKS_PROJECT_DIR``, ``MCP_HOOKS_LOG`` (a path, or ``off``),
+``MCP_HOOKS_STOP_BLOCK_CAP``, ``MCP_HOOKS_ON_FAULT`` (``block`` or ``warn``) and
+``MCP_HOOKS_TRUST_PROJECT_HOOKS`` (``1`` trusts every project hook).
 Defaults on disk come from :mod:`mcp_hooks.paths`.
 
 Adapters take typed options, never an ``argparse.Namespace``: :class:`CommonOptions` holds
@@ -72,37 +74,53 @@ class CommonOptions:
 Given: TypeAlias = "CommonOptions | argparse.Namespace | None"
 
 
-def add_common_options(parser: argparse.ArgumentParser) -> None:
-    """Declare the shared options on a subcommand's parser."""
-    group = parser.add_argument_group("hook folders and log")
+# The shared options that take a value: how `mcp-hooks` finds the command word in a command
+# line whose shared options come first (`mcp-hooks --user-dir X list`).
+VALUE_OPTIONS = ("--user-dir", "--project-dir", "--log", "--stop-block-cap", "--on-fault")
+
+
+def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """Declare the shared options on a parser.
+
+    The ``mcp-hooks`` parser declares them with ``top=True``, with their defaults, so they
+    may come before the command; every command's parser declares them again without
+    defaults (``argparse.SUPPRESS``), so a value given after the command replaces the one
+    given before it, and one not given after it leaves it as it was.
+    """
+    def default(value: object) -> object:
+        return value if top else argparse.SUPPRESS
+
+    group = parser.add_argument_group(
+        "hook folders and log" + (" (also after the command)" if top else ""))
     group.add_argument(
-        "--user-dir", type=Path, metavar="DIR",
+        "--user-dir", type=Path, metavar="DIR", default=default(None),
         help="user hooks folder (default $XDG_CONFIG_HOME/agents/hooks, ~/.config/agents/hooks)",
     )
     group.add_argument(
-        "--project-dir", type=Path, metavar="DIR",
+        "--project-dir", type=Path, metavar="DIR", default=default(None),
         help="project whose .agents/hooks to load (default: the nearest folder at or above "
         "the current one that has .agents/hooks, else the current folder)",
     )
     group.add_argument(
-        "--log", type=Path, metavar="FILE",
+        "--log", type=Path, metavar="FILE", default=default(None),
         help="event log (default $XDG_STATE_HOME/mcp-hooks/events.jsonl)",
     )
-    group.add_argument("--no-log", action="store_true", help="do not write the event log")
+    group.add_argument("--no-log", action="store_true", default=default(False),
+                       help="do not write the event log")
     group.add_argument(
-        "--stop-block-cap", type=int, metavar="N", default=None,
+        "--stop-block-cap", type=int, metavar="N", default=default(None),
         help=f"consecutive before_stop blocks per session before the stop is allowed anyway "
         f"(default {DEFAULT_STOP_BLOCK_CAP}; 0 = no cap)",
     )
-    safety = parser.add_argument_group("safety")
+    safety = parser.add_argument_group("safety" + (" (also after the command)" if top else ""))
     safety.add_argument(
-        "--on-fault", choices=("block", "warn"), default=None,
+        "--on-fault", choices=("block", "warn"), default=default(None),
         help="when mcp-hooks itself cannot reach a decision (a broken hook, an unreadable "
         "payload): block denies the event, saying what broke (default); warn lets it "
         f"through with a warning (or {ON_FAULT_ENV})",
     )
     safety.add_argument(
-        "--trust-project-hooks", action="store_true", default=None,
+        "--trust-project-hooks", action="store_true", default=default(None),
         help="run every project hook without asking for trust first (CI, containers; or "
         "MCP_HOOKS_TRUST_PROJECT_HOOKS=1); see `mcp-hooks trust`",
     )

@@ -15,18 +15,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import stat
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from mcp_hooks import options
-from mcp_hooks.discovery import project_hooks_dir
-from mcp_hooks.engine import Engine
-from mcp_hooks.errors import EXIT_DENIED, EXIT_FAILURE, EXIT_OK, HookFileError, UsageError
+from mcp_hooks.discovery import Registry, project_hooks_dir
+from mcp_hooks.engine import Engine, HookDone
+from mcp_hooks.errors import (
+    EXIT_DENIED,
+    EXIT_FAILURE,
+    EXIT_OK,
+    HookFileError,
+    UsageError,
+    did_you_mean,
+)
 from mcp_hooks.events import EVENTS, canonical_event
-from mcp_hooks.hookfile import NAME_RE, find_hook_file, load_hook
-from mcp_hooks.outcome import Event, fault_outcome
+from mcp_hooks.hookfile import find_hook_file, load_hook
+from mcp_hooks.outcome import Event, HookRun, Outcome, fault_outcome
+
+PROGRESS_AFTER = 1.0  # seconds: on a terminal, an event running longer shows each hook's end
 
 # -- parsers -----------------------------------------------------------------------------
 
@@ -75,6 +84,9 @@ def _add_fire_parser(sub: Any) -> None:
                    help="session id (the stop loop guard counts per session)")
     p.add_argument("--work-dir", metavar="DIR", help="the hooks' working folder (default: project)")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="also say which hooks were considered and why each did or did not "
+                   "match (on stderr)")
     options.add_common_options(p)
 
 
@@ -175,17 +187,72 @@ def cmd_fire(args: argparse.Namespace) -> int:
             tool_use_id=args.tool_use_id,
             payload=values["payload"] or {},
         )
-        engine = Engine(options.registry(args, watch=False), log=options.event_log(args),
+        registry = options.registry(args, watch=False)
+        engine = Engine(registry, log=options.event_log(args),
                         stop_block_cap=options.stop_block_cap(args), one_shot=True,
                         on_fault=options.on_fault(args))
-        outcome = engine.fire_blocking(event)
+        outcome = engine.fire_blocking(event, on_hook_done=_progress(event_type))
+        if getattr(args, "verbose", False):
+            from mcp_hooks.cli.report import format_considered
+
+            print(format_considered(registry, event_type, args.tool, values["tool_input"]),
+                  file=sys.stderr)
     if args.json:
         print(outcome.to_json(indent=2))
     else:
         from mcp_hooks.cli.report import format_outcome
 
-        print(format_outcome(outcome, color=sys.stdout.isatty()))
+        why, notes = ("", []) if fault is not None else _why_none(registry, event_type, args,
+                                                                  outcome)
+        print(format_outcome(outcome, color=sys.stdout.isatty(), why_none=why, notes=notes))
     return EXIT_DENIED if outcome.denied else EXIT_OK
+
+
+def _progress(event_type: str) -> HookDone | None:
+    """On a terminal (stderr), a callback that shows each sync hook as it finishes once the
+    event has run for ``PROGRESS_AFTER`` seconds (the ones before, at that moment); None
+    otherwise, so nothing is added where no one watches."""
+    if not sys.stderr.isatty():
+        return None
+    from mcp_hooks.cli.report import format_progress
+
+    start = time.monotonic()
+    waiting: list[HookRun] = []
+
+    async def done(run: HookRun) -> None:  # awaits nothing: fire_blocking runs it in step
+        waiting.append(run)
+        if time.monotonic() - start >= PROGRESS_AFTER:
+            for finished in waiting:
+                print(format_progress(event_type, finished), file=sys.stderr, flush=True)
+            waiting.clear()
+
+    return done
+
+
+def _why_none(registry: Registry, event_type: str, args: argparse.Namespace,
+              outcome: Outcome) -> tuple[str, list[str]]:
+    """When no hook ran: why (no hooks at all, none for this event, none matched) and what to
+    do about it; ("", []) when a hook ran or the event was denied."""
+    if outcome.hooks or outcome.denied:
+        return "", []
+    if not registry.hooks() and not registry.untrusted and not registry.invalid:
+        searched = [f"{registry.user_dir} (user)"]
+        if registry.project_dir is not None:
+            searched.append(f"{project_hooks_dir(registry.project_dir)} (project)")
+        return "no hooks installed", [
+            f"searched: {', '.join(searched)}",
+            "add the bundled guards with `mcp-hooks init` (or pick from `mcp-hooks add "
+            "--list`), or write one with `mcp-hooks new NAME --trigger EVENT`",
+        ]
+    candidates = registry.for_event(event_type)
+    if not candidates:
+        return f"no {event_type} hooks", [
+            f"{len(registry.hooks())} hook(s) installed, none for {event_type}; "
+            "`mcp-hooks list` shows them"]
+    given = f"tool {args.tool!r}" if args.tool else "no --tool given"
+    more = "" if getattr(args, "verbose", False) else "; --verbose shows why"
+    return "no hook matched", [
+        f"{len(candidates)} {event_type} hook(s), none matched ({given}){more}"]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -222,7 +289,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         if invalid:
             print(f"mcp-hooks: hook {args.name!r} is invalid: {invalid[0]}", file=sys.stderr)
             return EXIT_FAILURE
-        raise UsageError(f"no hook named {args.name!r}; see `mcp-hooks list`")
+        names = [h.name for h in registry.hooks()] + [u.name for u in registry.untrusted]
+        hint = did_you_mean(args.name, names)
+        raise UsageError(f"no hook named {args.name!r}{f' ({hint})' if hint else ''}; "
+                         "see `mcp-hooks list`")
     sys.stdout.write(hook.read_text())
     return EXIT_OK
 
@@ -280,51 +350,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_FAILURE if problems else EXIT_OK
 
 
-_SCRIPT = """#!/bin/sh
-# {name}: runs on {trigger}. The event arrives as one JSON object on stdin.
-# Allow: exit 0 (stdout may carry JSON: decision, reason, modified_input,
-# additional_context). Deny: print the reason on stderr and exit 2.
-payload=$(cat)
-# Example: deny when the payload mentions something you never want.
-# case "$payload" in *"rm -rf /"*) echo "refused: rm -rf /" >&2; exit 2;; esac
-exit 0
-"""
-
-
 def cmd_new(args: argparse.Namespace) -> int:
-    name = args.name
-    if not NAME_RE.match(name) or len(name) > 64:
-        raise UsageError(f"{name!r}: a hook name is 1-64 lowercase letters, digits and hyphens")
-    event = canonical_event(args.trigger)
-    if not 0 <= args.priority <= 1000:
-        raise UsageError("--priority must be from 0 to 1000")
-    if (args.tool or args.pattern) and not EVENTS[event].is_tool_event:
-        raise UsageError("--tool and --pattern apply to tool events only")
-    root = (project_hooks_dir(options.project_dir(args)) if args.project
-            else options.user_hooks_dir(args))
-    hook_dir = root / name
-    if hook_dir.exists():
-        print(f"mcp-hooks: {hook_dir} already exists; nothing written", file=sys.stderr)
-        return EXIT_FAILURE
-    lines = ["---", f"name: {name}", f"description: TODO say what {name} checks and why",
-             f"trigger: {args.trigger}"]
-    if args.tool or args.pattern:
-        lines.append("matcher:")
-        if args.tool:
-            lines.append(f"  tool: {json.dumps(args.tool)}")
-        if args.pattern:
-            lines.append(f"  pattern: {json.dumps(args.pattern)}")
-    lines += ["timeout: 30000", f"async: {'true' if args.is_async else 'false'}",
-              f"priority: {args.priority}", "---", "", f"# {name}", "",
-              "What this hook checks, when it denies, and what the agent should do then.", ""]
-    (hook_dir / "scripts").mkdir(parents=True)
-    (hook_dir / "HOOK.md").write_text("\n".join(lines), encoding="utf-8")
-    script = hook_dir / "scripts" / "run"
-    script.write_text(_SCRIPT.format(name=name, trigger=args.trigger), encoding="utf-8")
-    script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    print(f"created {hook_dir}/HOOK.md and {script}")
-    print(f"try it: mcp-hooks fire {args.trigger}" + (f" --tool {args.tool}" if args.tool else ""))
-    return EXIT_OK
+    from mcp_hooks.cli.scaffold import new_command
+
+    return new_command(args)
 
 
 def cmd_log(args: argparse.Namespace) -> int:

@@ -14,6 +14,10 @@ boundary (:func:`mcp_hooks.cli.main`), which prints them on one line.
 ``MCP_HOOKS_PROXY_STDIO=sdk`` serves and reaches stdio with the SDK's own transports instead
 of the hand-written ones (``ProxySettings.fast_stdio``); ``bench/bench_proxy.py`` compares.
 
+Started from a terminal (stdin a TTY) on stdio, it first says on stderr that it waits for an
+MCP client and how to connect one (``cli.serve.announce_stdio``); over HTTP/SSE the
+transport announces the URLs that reach it.
+
 Importing this module imports no MCP SDK: the parser is built on every ``proxy`` start.
 """
 
@@ -27,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_hooks import options
-from mcp_hooks.cli.serve import add_transport_arguments, transport_options
+from mcp_hooks.cli.serve import add_transport_arguments, announce_stdio, transport_options
 from mcp_hooks.eventlog import EventLog
 from mcp_hooks.outcome import OnFault
 from mcp_hooks.server.transport import ServeOptions
@@ -136,7 +140,9 @@ def options_from_args(
 
 def command(args: argparse.Namespace) -> int:
     """``mcp-hooks proxy``."""
-    return run(options_from_args(args))
+    opts = options_from_args(args)
+    announce_stdio("proxy", opts.serve.transport)
+    return run(opts)
 
 
 def run(opts: ProxyOptions) -> int:

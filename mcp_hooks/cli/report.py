@@ -1,12 +1,16 @@
-"""Readable text for people: an outcome, the hook table, event-log lines."""
+"""Readable text for people: an outcome, the hook table, event-log lines, a hook's progress
+and why each hook was or was not considered for an event (``fire --verbose``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from mcp_hooks import matching
 from mcp_hooks.discovery import Registry
+from mcp_hooks.events import EVENTS
 from mcp_hooks.hookfile import HookSpec
-from mcp_hooks.outcome import Outcome
+from mcp_hooks.outcome import HookRun, Outcome
 
 _MARK = {"allow": "ok", "deny": "DENY", "error": "ERR", "timeout": "TIME", "scheduled": "bg"}
 
@@ -15,8 +19,13 @@ def _paint(text: str, code: str, color: bool) -> str:
     return f"\033[{code}m{text}\033[0m" if color else text
 
 
-def format_outcome(outcome: Outcome, *, color: bool = False) -> str:
-    """The decision on one line, then one line per hook, then reason, context and warnings."""
+def format_outcome(outcome: Outcome, *, color: bool = False, why_none: str = "",
+                   notes: Sequence[str] = ()) -> str:
+    """The decision on one line, then one line per hook, then reason, context and warnings.
+
+    ``why_none`` says why no hook ran (default "no hook matched"), ``notes`` what to do about
+    it; both only for an allowed event that no hook ran on.
+    """
     if outcome.denied:
         head = _paint("DENIED", "1;31", color) + f"  {outcome.event_type}  by {outcome.blocked_by}"
         if outcome.continue_working:
@@ -24,8 +33,10 @@ def format_outcome(outcome: Outcome, *, color: bool = False) -> str:
     else:
         head = _paint("ALLOWED", "1;32", color) + f"  {outcome.event_type}"
         if not outcome.hooks:
-            head += "  (no hook matched)"
+            head += f"  ({why_none or 'no hook matched'})"
     lines = [head]
+    if not outcome.hooks and not outcome.denied:
+        lines += [f"  {note}" for note in notes]
     if outcome.reason:
         lines.append(_indent("reason: ", outcome.reason))
     if outcome.modified_input is not None:
@@ -76,7 +87,9 @@ def format_hooks(registry: Registry, hooks: list[HookSpec]) -> str:
             cells = [cell.ljust(w) for cell, w in zip(row, widths, strict=False)]
             lines.append("  ".join([*cells, row[-1]]).rstrip())
     else:
-        lines.append("no hooks installed (create one with `mcp-hooks new NAME --trigger EVENT`)")
+        lines.append("no hooks installed: add the bundled guards with `mcp-hooks init` (or pick "
+                     "from `mcp-hooks add --list`), or write one with `mcp-hooks new NAME "
+                     "--trigger EVENT`")
     if registry.replaced:
         lines += ["", "project* replaces the user hook of the same name: " + ", ".join(
             f"{name} ({user.dir})" for name, user in sorted(registry.replaced.items()))]
@@ -118,3 +131,68 @@ def format_log_record(record: dict[str, Any]) -> str:
     if record.get("reason"):
         line += f"  reason: {str(record['reason']).splitlines()[0][:100]}"
     return line
+
+
+def format_progress(event_type: str, run: HookRun) -> str:
+    """One hook that has just finished, while its event is still running (on a terminal)."""
+    return (f"mcp-hooks fire: {event_type}: {run.name} {run.status} "
+            f"({run.duration_ms:.0f} ms)")
+
+
+def _tool_verdict(hook: HookSpec, tool: str | None) -> str | None:
+    """Why ``matcher.tool`` turns the call away, or None when it lets it through."""
+    if hook.matcher_tool is None:
+        return None
+    if tool is None:
+        return f"matcher.tool {hook.matcher_tool!r}, but no --tool was given"
+    matcher = hook.tool_re
+    if matcher is not None and matching.fullmatch(matcher, tool):
+        return None
+    return f"tool {tool!r} does not match matcher.tool {hook.matcher_tool!r}"
+
+
+def _pattern_verdict(hook: HookSpec, tool_input: Any) -> str | None:
+    """Why ``matcher.pattern`` turns the call away, or None when it lets it through."""
+    if hook.matcher_pattern is None:
+        return None
+    if matching.search_strings(matching.compile_matcher(hook.matcher_pattern), tool_input):
+        return None
+    return f"matcher.pattern {hook.matcher_pattern!r} is not found in the tool input"
+
+
+def _why(hook: HookSpec, event_type: str, tool: str | None, tool_input: Any) -> str:
+    """Whether one valid hook is woken by the event, and why (not)."""
+    event = hook.event
+    if event != event_type:
+        return f"skipped  its trigger is {hook.trigger} ({event})"
+    if not EVENTS[event].is_tool_event:
+        return "matched  the event (matchers apply to tool events only)"
+    refusal = _tool_verdict(hook, tool) or _pattern_verdict(hook, tool_input)
+    if refusal is not None:
+        return f"skipped  {refusal}"
+    shown = [f"{k} {v!r}" for k, v in (("matcher.tool", hook.matcher_tool),
+                                       ("matcher.pattern", hook.matcher_pattern)) if v]
+    return "matched  " + (" and ".join(shown) if shown else "no matcher: every tool call")
+
+
+def format_considered(registry: Registry, event_type: str, tool: str | None,
+                      tool_input: Any) -> str:
+    """Every hook the event was held against, one line each: matched or skipped, and why
+    (its event, ``matcher.tool``, ``matcher.pattern``, trust, a file that does not load)."""
+    lines = [f"hooks considered for {event_type}"
+             + (f" (tool {tool!r})" if tool is not None else "") + ":"]
+    hooks = registry.hooks()
+    width = max((len(h.name) for h in hooks), default=0)
+    for hook in hooks:
+        lines.append(f"  {hook.name:<{width}}  {hook.scope:<7}  "
+                     f"{_why(hook, event_type, tool, tool_input)}")
+    for untrusted in registry.untrusted:
+        lines.append(f"  {untrusted.name}  project  not run: {untrusted.status} "
+                     f"(see `mcp-hooks trust`)")
+    for invalid in registry.invalid:
+        lines.append(f"  {invalid.name}  invalid  not loaded: {invalid}")
+    if len(lines) == 1:
+        lines.append(f"  none: no hook in {registry.user_dir}"
+                     + (f" or {registry.project_dir}/.agents/hooks"
+                        if registry.project_dir else ""))
+    return "\n".join(lines)

@@ -17,6 +17,11 @@ Over stdio from pipes the server reads and writes on the event loop (the proxy's
 transport); ``MCP_HOOKS_SERVE_STDIO=sdk`` switches back to the SDK's ``stdio_server``
 (``ServeOptions.fast_stdio``), and ``bench/bench_server.py`` measures both.
 
+Started from a terminal (stdin a TTY) on stdio, it first says on stderr that it waits for an
+MCP client and how to connect one (:func:`waiting_for_client`): a person who typed
+``mcp-hooks serve`` is not left looking at nothing. Over HTTP/SSE the transport announces the
+URLs that reach the server (for ``--host 0.0.0.0``, this machine's addresses too).
+
 Importing this module imports no MCP SDK: the parser is built on every ``serve`` start.
 """
 
@@ -25,7 +30,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-from collections.abc import Mapping
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -168,9 +175,28 @@ def options_from_args(
     )
 
 
+def waiting_for_client(command: str, argv: Sequence[str]) -> str:
+    """The line ``serve``/``proxy`` print when started on stdio from a terminal: they wait
+    for an MCP client there, and how to connect one (the command line as run, given to
+    ``claude mcp add``)."""
+    line = shlex.join(["claude", "mcp", "add", "mcp-hooks", "--", "mcp-hooks", *argv])
+    return (f"mcp-hooks {command}: waiting for an MCP client on stdio (JSON-RPC on stdin), "
+            f"not for typing. Let a client start it, e.g. `{line}`, or serve over HTTP with "
+            f"--transport http (see docs/server.md). Ctrl-C stops it.")
+
+
+def announce_stdio(command: str, transport: str) -> None:
+    """Print :func:`waiting_for_client` when serving stdio with stdin on a terminal."""
+    if transport == "stdio" and sys.stdin.isatty():
+        argv = sys.argv[1:] if command in sys.argv[1:] else [command]
+        print(waiting_for_client(command, argv), file=sys.stderr, flush=True)
+
+
 def command(args: argparse.Namespace) -> int:
     """``mcp-hooks serve``."""
-    return run(options_from_args(args))
+    opts = options_from_args(args)
+    announce_stdio("serve", opts.serve.transport)
+    return run(opts)
 
 
 def run(opts: ServerOptions) -> int:
