@@ -13,6 +13,12 @@ them into the typed options of its adapter and calls it::
 Every group but ``hooks`` is imported, and its parser built, only when its command runs, so
 ``fire`` and ``bridge`` (run by hosts on every tool call) start fast.
 
+The shared options (``--user-dir``, ``--project-dir``, ``--log``, ``--on-fault``, ...:
+:func:`mcp_hooks.options.add_common_options`) are accepted before the command as well as
+after it; after it wins. Every command's ``--help`` ends with examples (``EXAMPLES``), each
+of which parses (``tests/test_cli_help.py``). A mistyped command, event, host or hook name is
+answered with "did you mean" (:func:`mcp_hooks.errors.did_you_mean`).
+
 Exit codes (:mod:`mcp_hooks.errors`): 0 allowed / ok; 2 denied (so ``fire`` works from shell
 and git hooks); 1 a run-time error (:class:`~mcp_hooks.errors.RunError`) or problems found
 (``validate``, ``doctor``); 64 the caller's mistake (a bad option, an unknown event,
@@ -32,22 +38,153 @@ import builtins
 import errno
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
+from mcp_hooks import options
 from mcp_hooks.cli import hooks
-from mcp_hooks.errors import EXIT_OK, EXIT_USAGE, MCPHooksError, exit_code
+from mcp_hooks.errors import EXIT_OK, EXIT_USAGE, MCPHooksError, did_you_mean, exit_code
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 
 Command = Callable[[argparse.Namespace], int]
 
 
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
+        found = _INVALID_CHOICE.search(message)
+        if found:  # a mistyped command or choice: say which one was meant
+            choices = re.findall(r"'([^']*)'", found["choices"])
+            hint = did_you_mean(found["word"], choices)
+            message += f"; {hint}" if hint else ""
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Wraps descriptions as usual, but keeps an examples epilog line for line."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples:"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+# Two or three real command lines per command, shown at the end of its --help (and checked to
+# parse by tests/test_cli_help.py, so they cannot rot). A command added to the parser needs
+# its row here.
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "": (
+        "mcp-hooks init",
+        "mcp-hooks fire pre-tool-call --tool Shell --input '{\"command\": \"rm -rf /\"}'",
+        "mcp-hooks --user-dir ./hooks list",
+    ),
+    "list": (
+        "mcp-hooks list",
+        "mcp-hooks list --event pre-tool-call --json",
+        "mcp-hooks --project-dir ~/src/app list",
+    ),
+    "show": (
+        "mcp-hooks show block-dangerous-commands",
+        "mcp-hooks show enforce-tests --project-dir .",
+    ),
+    "events": (
+        "mcp-hooks events",
+        "mcp-hooks events --json",
+    ),
+    "fire": (
+        "mcp-hooks fire pre-tool-call --tool Shell --input '{\"command\": \"rm -rf /\"}'",
+        "mcp-hooks fire pre-agent-turn-stop --session s1 --payload "
+        "'{\"stop_reason\": \"no_tool_calls\"}' --verbose",
+        "echo '{\"command\": \"ls\"}' | mcp-hooks fire before_tool --tool Shell --input - "
+        "--json",
+    ),
+    "validate": (
+        "mcp-hooks validate",
+        "mcp-hooks validate --strict .agents/hooks",
+        "mcp-hooks validate ~/.config/agents/hooks/my-guard",
+    ),
+    "new": (
+        "mcp-hooks new no-force-push --trigger pre-tool-call --tool Shell "
+        "--pattern 'git push.*--force'",
+        "mcp-hooks new run-tests --trigger pre-agent-turn-stop --project",
+    ),
+    "log": (
+        "mcp-hooks log",
+        "mcp-hooks log --follow --session s1",
+        "mcp-hooks log -n 0 --json",
+    ),
+    "serve": (
+        "claude mcp add hooks -- mcp-hooks serve",
+        "mcp-hooks serve --transport http --port 8765",
+        "MCP_HOOKS_TOKEN=$(openssl rand -hex 32) mcp-hooks serve --transport http "
+        "--host 0.0.0.0",
+    ),
+    "proxy": (
+        "mcp-hooks proxy --config .mcp.json",
+        "mcp-hooks proxy --upstream 'fs=npx -y @modelcontextprotocol/server-filesystem .'",
+        "mcp-hooks proxy --config .mcp.json --transport http --port 8766",
+    ),
+    "bridge": (
+        "mcp-hooks bridge claude-code < payload.json",
+        "mcp-hooks bridge codex --event PreToolUse < payload.json",
+    ),
+    "install": (
+        "mcp-hooks install claude-code",
+        "mcp-hooks install gemini-cli --scope user --dry-run",
+        "mcp-hooks install claude-code --via server --token \"$MCP_HOOKS_TOKEN\"",
+    ),
+    "uninstall": (
+        "mcp-hooks uninstall claude-code",
+        "mcp-hooks uninstall cursor --scope user --dry-run",
+    ),
+    "doctor": (
+        "mcp-hooks doctor",
+        "mcp-hooks doctor --host claude-code --json",
+    ),
+    "trust": (
+        "mcp-hooks trust",
+        "mcp-hooks trust ~/src/app --hook enforce-tests --yes",
+        "mcp-hooks trust --list",
+    ),
+    "add": (
+        "mcp-hooks add --list",
+        "mcp-hooks add block-dangerous-commands",
+        "mcp-hooks add block-dangerous-commands --scope project --force",
+    ),
+    "init": (
+        "mcp-hooks init",
+        "mcp-hooks init --host claude-code --scope user",
+        "mcp-hooks init --dry-run",
+    ),
+}
+
+
+def examples_epilog(command: str) -> str | None:
+    """The ``examples:`` block ending ``command``'s ``--help`` ("" for ``mcp-hooks``)."""
+    lines = EXAMPLES.get(command)
+    if not lines:
+        return None
+    return "examples:\n" + "".join(f"  {line}\n" for line in lines)
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The command a command line names: its first word that is neither an option nor the
+    value of a shared option given before the command (``--user-dir X list``)."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in options.VALUE_OPTIONS:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
 
 
 # Where each command after the hook commands declares its parser (module, function), in the
@@ -70,19 +207,28 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="mcp-hooks",
         description="Run HOOK.md lifecycle hooks for any AI agent.",
-        epilog="Exit codes: 0 allowed/ok, 2 denied, 1 problem found or run-time error, "
-        "64 usage error.",
+        epilog=f"{examples_epilog('')}\nexit codes: 0 allowed/ok, 2 denied, 1 problem found "
+        "or run-time error, 64 usage error.",
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"mcp-hooks {_version()}")
+    options.add_common_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    words = [a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")]
-    command = words[0] if words else None
+    command = _command_word(sys.argv[1:] if argv is None else argv)
     hooks.add_parsers(sub)
+    built = set(sub.choices)
     for name, (module, func) in _PARSERS.items():
         if command in (None, name):
             getattr(importlib.import_module(module), func)(sub)
+            built.add(name)
         else:  # another command runs (a bridge, every tool call): not imported, not built
             sub.add_parser(name)
+    for name in built:
+        command_parser = sub.choices[name]
+        epilog = examples_epilog(name)
+        if epilog is not None and not command_parser.epilog:
+            command_parser.epilog = epilog
+            command_parser.formatter_class = _HelpFormatter
     return parser
 
 
