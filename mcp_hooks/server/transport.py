@@ -404,7 +404,10 @@ async def _serve_http(
         port = sock.getsockname()[1]
         url = options.url(port)
         auth = "bearer token required" if options.token else "no token"
-        print(f"mcp-hooks: serving {options.transport} at {url} ({auth})",
+        from mcp_hooks.server.addresses import also_reachable
+
+        print(f"mcp-hooks: serving {options.transport} at {url} ({auth})"
+              f"{also_reachable(options.host, url)}",
               file=sys.stderr, flush=True)
         if on_ready is not None:
             await _maybe_await(on_ready(url))
