@@ -522,3 +522,28 @@ def test_bridge_imports_no_server_stack(hooks: Path, user_dir: Path, project: Pa
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env={**os.environ, "RECORD_DIR": str(hooks)}, timeout=60)
     assert json.loads(result.stderr.strip().splitlines()[-1]) == []
+
+
+# -- Copilot CLI as the real program reads answers (1.0.102, measured in tests/e2e) -----------
+
+
+def test_copilot_takes_context_on_prompts_and_after_tools(hooks: Path, user_dir: Path,
+                                                          project: Path) -> None:
+    """Top-level ``additionalContext`` reaches the model on ``userPromptSubmitted`` and
+    ``postToolUse`` (not only on ``postToolUseFailure``)."""
+    prompt = out(bridge("copilot-cli", fixture("copilot-cli", "userPromptSubmitted", project),
+                        user_dir, hooks, "--event", "userPromptSubmitted"))
+    assert prompt.get("additionalContext") == "Project rule: use pnpm", prompt
+    after = out(bridge("copilot-cli", fixture("copilot-cli", "postToolUse", project), user_dir,
+                       hooks, "--event", "postToolUse"))
+    assert after.get("additionalContext") == "formatted the file", after
+    assert recorded(hooks, "after_tool")["tool_name"] == "Shell"
+
+
+def test_copilot_blocks_a_prompt_with_decision_block(user_dir: Path, project: Path) -> None:
+    """A ``before_agent`` deny stops the prompt (``decision: block``), not just a note."""
+    write_hook(user_dir, "no-prompts", trigger="before_agent",
+               script='echo "prompts are closed today" >&2\nexit 2\n')
+    result = bridge("copilot-cli", fixture("copilot-cli", "userPromptSubmitted", project),
+                    user_dir, None, "--event", "userPromptSubmitted")
+    assert out(result) == {"decision": "block", "reason": "prompts are closed today"}

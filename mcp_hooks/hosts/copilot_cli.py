@@ -6,10 +6,15 @@ passes ``--event``; the VS Code-compatible PascalCase events (``PreToolUse``, ``
 send snake_case payloads with ``hook_event_name``. Both are accepted. Tools are lowercase
 (``bash``, ``view``, ``create``, ``edit``, ...).
 
-Carries over: deny on ``preToolUse`` (``permissionDecision: deny`` + reason; exit codes do
-not block there), a rewrite (``modifiedArgs``, no permission decision), the stop gate
-(``decision: block`` + ``reason`` on ``agentStop``/``subagentStop``), context
-(``additionalContext`` on ``postToolUseFailure`` and ``subagentStart``).
+Carries over: deny on ``preToolUse`` (``permissionDecision: deny`` + reason; a non-zero exit
+blocks too, but the model then reads only "hook exited with code 2", never the reason), a
+rewrite (``modifiedArgs``, no permission decision), the stop gate and a blocked prompt
+(``decision: block`` + ``reason`` on ``agentStop``/``subagentStop`` and
+``userPromptSubmitted``: the prompt is not sent, the reason goes to the user), context
+(``additionalContext`` on ``sessionStart``, ``userPromptSubmitted``, ``postToolUse``,
+``postToolUseFailure`` and ``subagentStart``; Copilot CLI 1.0.102 appends a tool's to its
+result as "Additional guidance from postToolUse hooks"). Measured against the real program
+in ``tests/e2e`` (docs/e2e.md).
 """
 
 from __future__ import annotations
@@ -36,7 +41,13 @@ if TYPE_CHECKING:
 
 _PRE_TOOL = frozenset({"preToolUse", "PreToolUse"})
 _STOPS = frozenset({"agentStop", "subagentStop", "Stop", "SubagentStop"})
-_CONTEXT = frozenset({"postToolUseFailure", "PostToolUseFailure", "subagentStart"})
+_PROMPT = frozenset({"userPromptSubmitted", "UserPromptSubmit"})
+# events whose deny reaches the model as context (they cannot block)
+_CONTEXT = frozenset({"postToolUse", "PostToolUse", "postToolUseFailure", "PostToolUseFailure",
+                      "subagentStart"})
+# events whose top-level additionalContext Copilot CLI 1.0.102 hands to the model (measured:
+# session start as a user message, a prompt inside <system_reminder>, a tool's after its result)
+_TAKES_CONTEXT = _CONTEXT | _PROMPT | {"sessionStart", "SessionStart"}
 
 
 class CopilotCli(Host):
@@ -109,7 +120,7 @@ class CopilotCli(Host):
                 "toolArgs": json.dumps({"command": command})}
 
     def deny_reason(self, stdout: str, stderr: str, code: int) -> str | None:
-        # exit codes do not block here: only permissionDecision does
+        # only permissionDecision carries a reason (an exit code blocks without one)
         data = json_answer(stdout, code)
         if data and data.get("permissionDecision") == "deny":
             return str(data.get("permissionDecisionReason", ""))
@@ -125,7 +136,7 @@ class CopilotCli(Host):
         return name, args
 
     def universal_block(self, what: str) -> Reply:
-        """Copilot CLI blocks by ``permissionDecision`` only (exit codes do not block)."""
+        """Copilot CLI's block with a reason: ``permissionDecision`` (an exit code has none)."""
         reason = f"mcp-hooks could not check this call, so it is blocked: {what}"
         return Reply.json({"permissionDecision": "deny", "permissionDecisionReason": reason},
                           stderr=f"mcp-hooks: {reason}\n")
@@ -139,7 +150,7 @@ class CopilotCli(Host):
             reason = outcome.reason or denied_by(outcome)
             if event in _PRE_TOOL:
                 out = {"permissionDecision": "deny", "permissionDecisionReason": reason}
-            elif event in _STOPS:
+            elif event in _STOPS or event in _PROMPT:  # a blocked prompt is never sent
                 out = {"decision": "block", "reason": joined([reason, *contexts])}
                 contexts = []
             elif event in _CONTEXT:
@@ -157,7 +168,7 @@ class CopilotCli(Host):
             notes.append(f"Copilot CLI cannot rewrite the output of {event} from a command "
                          "hook; ignored")
         if contexts:
-            if event in _CONTEXT:
+            if event in _TAKES_CONTEXT:
                 out["additionalContext"] = joined(contexts)
             else:
                 notes.append(f"Copilot CLI takes no context on {event}: {joined(contexts)}")
