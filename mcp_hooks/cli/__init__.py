@@ -8,6 +8,7 @@ them into the typed options of its adapter and calls it::
     proxy    proxy: the gating proxy (mcp_hooks.proxy)
     hosts    bridge, install, uninstall, doctor (mcp_hooks.hosts)
     trust    trust: review and trust a project's hooks (mcp_hooks.trust)
+    setup    add, init: the bundled hook library, the first run (mcp_hooks.bundle)
     report   what people read: an outcome, the hook table, event-log lines
 
 Every group but ``hooks`` is imported, and its parser built, only when its command runs, so
@@ -198,6 +199,8 @@ _PARSERS: dict[str, tuple[str, str]] = {
     "uninstall": ("mcp_hooks.cli.hosts", "add_uninstall_parser"),
     "doctor": ("mcp_hooks.cli.hosts", "add_doctor_parser"),
     "trust": ("mcp_hooks.cli.trust", "add_parser"),
+    "add": ("mcp_hooks.cli.setup", "add_add_parser"),
+    "init": ("mcp_hooks.cli.setup", "add_init_parser"),
 }
 
 
@@ -265,6 +268,8 @@ COMMANDS: dict[str, Command] = {
     "uninstall": _lazy("mcp_hooks.cli.hosts", "uninstall_command"),
     "doctor": _lazy("mcp_hooks.cli.hosts", "doctor_command"),
     "trust": _lazy("mcp_hooks.cli.trust", "command"),
+    "add": _lazy("mcp_hooks.cli.setup", "add_command"),
+    "init": _lazy("mcp_hooks.cli.setup", "init_command"),
 }
 
 
