@@ -99,6 +99,12 @@ def _add_validate_parser(sub: Any) -> None:
         help="hook folders, or folders of hook folders (default: the user and project folders)",
     )
     p.add_argument("--strict", action="store_true", help="unknown frontmatter keys are errors")
+    p.add_argument(
+        "--portable", action="store_true",
+        help="also report what another implementation of the current Agent Hooks spec would "
+        "reject (a snake_case trigger, a name unlike its folder, an unknown top-level key, "
+        "...): check a hook library before you share it",
+    )
     options.add_common_options(p)
 
 
@@ -342,10 +348,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 continue
             for warning in warnings:
                 print(f"warning: {warning}", file=sys.stderr)
+            if args.portable:
+                from mcp_hooks.portable import check_hook
+
+                unportable = check_hook(hook_dir)
+                for item in unportable:
+                    print(f"not portable: {item}", file=sys.stderr)
+                problems += len(unportable)
+                if unportable:
+                    continue
             print(f"ok  {spec.name}  ({spec.trigger}, {spec.hook_file})")
     if checked == 0 and not problems:
         print("no hooks found", file=sys.stderr)
     summary = f"{checked} hook(s) checked, {problems} problem(s)"
+    if args.portable and checked and not problems:
+        summary += "; portable: another implementation of the current spec reads them too"
     print(summary, file=sys.stderr if problems else sys.stdout)
     return EXIT_FAILURE if problems else EXIT_OK
 
