@@ -33,8 +33,9 @@ TOKEN = "correct-horse-battery-staple"
 
 @pytest.fixture
 def serve_args(project: Path, user_dir: Path, tmp_path: Path, project_hooks: Path) -> list[str]:
+    # the canonical name: a client that says Bash matches it too (one vocabulary)
     write_hook(project_hooks, "no-rm", script="echo 'no rm -rf here' >&2\nexit 2\n",
-               extra="matcher:\n  tool: Bash\n  pattern: 'rm -rf'\n")
+               extra="matcher:\n  tool: Shell\n  pattern: 'rm -rf'\n")
     return ["serve", "--project-dir", str(project), "--user-dir", str(user_dir),
             "--log", str(tmp_path / "events.jsonl")]
 
@@ -174,18 +175,58 @@ async def test_http_token(serve_args: list[str]) -> None:
     with served([*serve_args, "--transport", "http", "--port", "0"], env=env) as server:
         body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
         async with httpx2.AsyncClient() as http:
-            for headers in ({}, {"Authorization": "Bearer wrong"},
-                            {"Authorization": f"Basic {TOKEN}"},
-                            {"Authorization": f"Bearer {TOKEN}x"}):
+            for headers, error in (({}, "unauthorized"),
+                                   ({"Authorization": "Bearer wrong"}, "invalid_token"),
+                                   ({"Authorization": f"Basic {TOKEN}"}, "invalid_token"),
+                                   ({"Authorization": f"Bearer {TOKEN}x"}, "invalid_token"),
+                                   ({"Authorization": "Bearer"}, "invalid_token")):
                 response = await http.post(server.url, json=body, headers=headers)
                 assert response.status_code == 401, headers
-                assert response.headers["www-authenticate"].startswith("Bearer")
+                challenge = response.headers["www-authenticate"]
+                # a plain bearer challenge: nothing that points a client at OAuth
+                assert challenge.startswith('Bearer realm="mcp-hooks"'), challenge
+                assert "resource_metadata" not in challenge and "scope" not in challenge
+                assert (', error="invalid_token"' in challenge) == (error == "invalid_token")
+                answer = response.json()
+                assert answer["error"] == error
+                assert ("set the 'Authorization: Bearer <token>' header (the token is "
+                        "MCP_HOOKS_TOKEN on the server)") in answer["error_description"]
+                assert TOKEN not in response.text
         headers = {"Authorization": f"Bearer {TOKEN}"}
         for mode in ("legacy", "auto"):
             async with httpx2.AsyncClient(headers=headers, timeout=30) as http, Client(
                 streamable_http_client(server.url, http_client=http), mode=mode
             ) as client:
                 await check_session(client)
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_token_server_offers_no_oauth(serve_args: list[str], transport: str) -> None:
+    """What an OAuth client asks for after a 401 (protected-resource and authorization-server
+    metadata, OpenID discovery, the TypeScript SDK's fallback endpoints) is not there: 404
+    with an OAuth error body that says to set the header instead, with a token or without."""
+    with served([*serve_args, "--transport", transport, "--port", "0",
+                 "--token", TOKEN]) as server:
+        origin = server.url.rsplit("/", 1)[0]
+        probes = [("GET", "/.well-known/oauth-protected-resource"),
+                  ("GET", "/.well-known/oauth-protected-resource/mcp"),
+                  ("GET", "/.well-known/oauth-authorization-server"),
+                  ("GET", "/.well-known/openid-configuration"),
+                  ("POST", "/register"), ("GET", "/authorize"), ("POST", "/token")]
+        async with httpx2.AsyncClient() as http:
+            for headers in ({}, {"Authorization": f"Bearer {TOKEN}"}):
+                for method, path in probes:
+                    response = await http.request(method, origin + path, headers=headers)
+                    assert response.status_code == 404, (method, path, headers)
+                    assert "www-authenticate" not in response.headers
+                    answer = response.json()
+                    assert answer["error"] == "invalid_request"
+                    assert answer["error_description"].startswith(
+                        "this server takes a static bearer token, not OAuth: set the "
+                        "'Authorization: Bearer <token>' header")
+            # the rest is still behind the token
+            other = await http.get(origin + "/.well-known/something-else")
+            assert other.status_code == 401
 
 
 async def test_dns_rebinding_protection(serve_args: list[str]) -> None:

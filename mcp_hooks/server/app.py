@@ -52,7 +52,14 @@ from mcp_hooks.errors import ConfigError, MCPHooksError
 from mcp_hooks.events import canonical_event, catalogue
 from mcp_hooks.outcome import Event, HookRun, Outcome, cap_text
 from mcp_hooks.server import prompts
-from mcp_hooks.server.results import HookDocument, HookListing, document, listing
+from mcp_hooks.server.results import (
+    HookDocument,
+    HookListing,
+    document,
+    listing,
+    portable_schema,
+    simplify_schema,
+)
 from mcp_hooks.server.sdk_compat import default_notification_options, session_connection
 from mcp_hooks.service import BadRequest, HookService, check_hook_name, find_hook, read_hook
 from mcp_hooks.vocabulary import MCP_CLIENTS, caller_tool, tool_catalogue
@@ -129,45 +136,18 @@ def _describe_validation(exc: ValidationError) -> str:
     return "invalid arguments: " + "; ".join(parts)
 
 
-def simplify_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The same JSON schema, cheaper to validate and to read: ``$ref``s inlined, titles
-    dropped, and ``anyOf: [{type: T}, {type: null}]`` written as ``type: [T, null]``."""
-    defs: dict[str, Any] = schema.get("$defs", {})
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, list):
-            return [walk(n) for n in node]
-        if not isinstance(node, dict):
-            return node
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            return walk(defs[ref.rsplit("/", 1)[1]])
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key in ("$defs", "title"):
-                continue
-            if key == "properties" and isinstance(value, dict):
-                out[key] = {name: walk(sub) for name, sub in value.items()}
-            else:
-                out[key] = walk(value)
-        any_of = out.get("anyOf")
-        if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:
-            other = next(a for a in any_of if a != {"type": "null"})
-            simple = isinstance(other, dict) and set(other) == {"type"}
-            if simple and isinstance(other["type"], str):
-                del out["anyOf"]
-                out["type"] = [other["type"], "null"]
-        return out
-
-    result: dict[str, Any] = walk(schema)
-    return result
-
-
 class _Tool(Tool):
     """A tool whose argument errors read as one line naming the field, not a pydantic dump,
     whose errors of ours (``BadRequest``, ``ServiceUnavailable``, an unknown event) read as
-    their message, and whose output schema is simplified (clients validate every result
-    against it)."""
+    their message, and whose schemas are portable (``results.portable_schema``: what the MCP
+    Inspector's ``--strict`` checks) and, for the output, simplified (clients validate every
+    result against it)."""
+
+    @classmethod
+    def from_function(cls, *args: Any, **kwargs: Any) -> Tool:
+        tool = super().from_function(*args, **kwargs)
+        tool.parameters = portable_schema(tool.parameters)
+        return tool
 
     @cached_property
     def output_schema(self) -> dict[str, Any] | None:

@@ -1,6 +1,15 @@
 """The structured results of ``list_hooks``, ``get_hook`` and ``hooks://index``: pydantic
 models (the tools' output schemas are published from them) and the functions that fill them
-from a ``Registry``.
+from a ``Registry``; and the rules every published tool schema follows.
+
+Published schemas are portable (``portable_schema``): they pass the MCP Inspector's
+``--strict`` schema check (``inspector --cli URL --method tools/list --strict``) without a
+finding, and so map onto single-``type`` dialects such as the OpenAPI subset of Gemini's
+function declarations. That means: no ``type`` array (a nullable field is ``anyOf: [{type:
+T}, {type: "null"}]``), no schema without a validation keyword (a field that takes any JSON
+value says so: ``ANY_JSON``), no bare ``true``/``false`` schema, no ``$ref`` outside the
+document. Output schemas are also simplified (``simplify_schema``: ``$ref``s inlined, titles
+dropped). ``schema_findings`` lists what breaks those rules; the tests hold every tool to it.
 
 A listing shows every hook with its ``trust`` (``trusted``, ``untrusted``, ``changed``; the
 untrusted ones with the ``fix`` command), ``replaces`` for a trusted project hook that replaces
@@ -9,6 +18,8 @@ schemas live in ``prompts.RESULT_FIELDS``.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -132,3 +143,147 @@ def document(registry: Registry, hook: HookSpec, read: HookText) -> HookDocument
     return HookDocument(name=hook.name, scope=hook.scope, path=str(hook.hook_file),
                         frontmatter=info, text=read.text, body=read.body, trust=trust,
                         notes=notes)
+
+
+# -- the published schemas ---------------------------------------------------------------------
+
+# Any JSON value, one single-typed branch per JSON type (a schema with no type accepts the
+# same, but is what the Inspector's --strict flags as "untyped").
+ANY_JSON: tuple[dict[str, Any], ...] = (
+    {"type": "object", "additionalProperties": True}, {"type": "array"}, {"type": "string"},
+    {"type": "number"}, {"type": "boolean"}, {"type": "null"},
+)
+# Keywords that constrain a value (JSON Schema 2020-12 assertions, applicators, references);
+# a schema with none of them accepts anything. if/then/else constrain only as a pair.
+_CONSTRAINING = frozenset({
+    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+    "exclusiveMinimum", "maxLength", "minLength", "pattern", "format", "contentMediaType",
+    "contentEncoding", "contentSchema", "maxItems", "minItems", "uniqueItems", "maxContains",
+    "minContains", "maxProperties", "minProperties", "required", "dependentRequired", "allOf",
+    "anyOf", "oneOf", "not", "items", "prefixItems", "contains", "additionalItems",
+    "unevaluatedItems", "properties", "patternProperties", "additionalProperties",
+    "unevaluatedProperties", "propertyNames", "dependentSchemas", "dependencies", "$ref",
+    "$dynamicRef", "$recursiveRef",
+})
+_ONE = ("items", "contains", "not", "propertyNames", "if", "then", "else", "contentSchema",
+        "additionalProperties", "unevaluatedProperties", "additionalItems", "unevaluatedItems")
+_MANY = ("allOf", "anyOf", "oneOf", "prefixItems")
+_NAMED = ("properties", "patternProperties", "dependentSchemas", "dependencies", "$defs",
+          "definitions")
+_BOOLEAN_OK = frozenset({"additionalProperties", "unevaluatedProperties", "additionalItems",
+                         "unevaluatedItems"})
+
+
+def _subschemas(node: dict[str, Any], path: str) -> list[tuple[Any, str, str]]:
+    """(subschema, its path, the keyword it sits under) for every subschema of ``node``."""
+    found: list[tuple[Any, str, str]] = []
+    for key in _NAMED:
+        if isinstance(node.get(key), dict):
+            found += [(sub, f"{path}.{key}.{name}", key) for name, sub in node[key].items()]
+    for key in _MANY:
+        if isinstance(node.get(key), list):
+            found += [(sub, f"{path}.{key}[{i}]", key) for i, sub in enumerate(node[key])]
+    for key in _ONE:
+        if key not in node:
+            continue
+        if key == "items" and isinstance(node[key], list):
+            found += [(sub, f"{path}.items[{i}]", key) for i, sub in enumerate(node[key])]
+        else:
+            found.append((node[key], f"{path}.{key}", key))
+    return found
+
+
+def _constrains(node: dict[str, Any]) -> bool:
+    return any(key in _CONSTRAINING for key in node) or (
+        "if" in node and ("then" in node or "else" in node))
+
+
+def schema_findings(schema: dict[str, Any], name: str = "schema") -> list[str]:
+    """What in ``schema`` another client may not read as meant, one line each (empty: none).
+
+    The rules of the MCP Inspector's ``--strict`` tool-schema check: a bare boolean where a
+    schema is expected, a ``type`` array, a ``$ref`` outside the document, a schema with no
+    validation keyword (except under ``not``).
+    """
+    findings: list[str] = []
+    stack: list[tuple[Any, str, str | None]] = [(schema, name, None)]
+    while stack:
+        node, path, keyword = stack.pop()
+        if isinstance(node, bool):
+            if keyword not in _BOOLEAN_OK:
+                findings.append(f"{path}: bare {str(node).lower()} where a schema is expected")
+            continue
+        if not isinstance(node, dict):
+            continue
+        if isinstance(node.get("type"), list):
+            findings.append(f"{path}: type is an array {node['type']}; use anyOf branches")
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref and not ref.startswith("#"):
+            findings.append(f"{path}: $ref {ref!r} points outside the document")
+        if keyword != "not" and not _constrains(node):
+            findings.append(f"{path}: no validation keyword (untyped); say what it accepts")
+        stack += [(sub, where, key) for sub, where, key in reversed(_subschemas(node, path))]
+    return findings
+
+
+def portable_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` rewritten to have no ``schema_findings``, accepting exactly the same values:
+    a ``type`` array becomes ``anyOf`` branches of one type each, and a schema that accepts
+    anything (no validation keyword: a field typed ``Any``) says so with ``ANY_JSON``.
+    Descriptions, defaults and every other keyword are kept."""
+
+    def walk(node: Any, keyword: str | None) -> Any:
+        if not isinstance(node, dict):
+            return node
+        out = dict(node)
+        for key in _NAMED:
+            if isinstance(out.get(key), dict):
+                out[key] = {name: walk(sub, key) for name, sub in out[key].items()}
+        for key in _MANY:
+            if isinstance(out.get(key), list):
+                out[key] = [walk(sub, key) for sub in out[key]]
+        for key in _ONE:
+            if key in out:
+                sub = out[key]
+                out[key] = [walk(s, key) for s in sub] if isinstance(sub, list) \
+                    else walk(sub, key)
+        types = out.get("type")
+        if isinstance(types, list):
+            del out["type"]
+            branches = [{"type": t} for t in types]
+            if "anyOf" in out:  # the value must pass both: the branches join allOf
+                out["allOf"] = [*out.get("allOf", []), {"anyOf": branches}]
+            else:
+                out["anyOf"] = branches
+        elif keyword != "not" and not _constrains(out):
+            out["anyOf"] = [dict(branch) for branch in ANY_JSON]
+        return out
+
+    result: dict[str, Any] = walk(schema, None)
+    return result
+
+
+def simplify_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The same JSON schema, cheaper to validate and to read, and portable: ``$ref``s inlined,
+    titles dropped, then ``portable_schema``."""
+    defs: dict[str, Any] = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(n) for n in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return walk(defs[ref.rsplit("/", 1)[1]])
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in ("$defs", "title"):
+                continue
+            if key == "properties" and isinstance(value, dict):
+                out[key] = {name: walk(sub) for name, sub in value.items()}
+            else:
+                out[key] = walk(value)
+        return out
+
+    return portable_schema(walk(schema))

@@ -9,8 +9,9 @@ options (``ServeOptions``; their command-line spelling is declared once in
 - ``--host`` (default 127.0.0.1) and ``--port`` (0 picks a free port; the URL actually served
   is announced on stderr).
 - ``--token`` or ``MCP_HOOKS_TOKEN``: HTTP and SSE then require ``Authorization: Bearer
-  <token>`` on every request (compared in constant time; 401 otherwise). Binding an address
-  that is not loopback without a token is refused with a message saying how to set one.
+  <token>`` on every request (compared in constant time; 401 otherwise, whose body says to
+  set that header, and no OAuth: see ``BearerTokenMiddleware``). Binding an address that is
+  not loopback without a token is refused with a message saying how to set one.
 - ``--stateless``: stateless streamable HTTP (no session ids; for replicas behind a load
   balancer; the server cannot push list-changed notifications then).
 - ``--allowed-host``: DNS-rebinding protection for a server reached by a real hostname: the
@@ -160,11 +161,45 @@ def configure_logging(level: str = "WARNING") -> None:
 # -- HTTP ------------------------------------------------------------------------------------
 
 
+AUTH_HINT = (f"set the 'Authorization: Bearer <token>' header (the token is {TOKEN_ENV} on "
+             "the server)")
+NOT_OAUTH = f"this server takes a static bearer token, not OAuth: {AUTH_HINT}"
+# What an OAuth client asks for after a 401: protected-resource metadata (RFC 9728),
+# authorization-server metadata (RFC 8414, OpenID discovery), and the endpoints the MCP
+# TypeScript SDK falls back to when it finds no metadata (dynamic registration at /register).
+_OAUTH_PREFIXES = ("/.well-known/oauth-protected-resource",
+                   "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")
+_OAUTH_FALLBACKS = ("/register", "/authorize", "/token")
+_PROBLEMS = {  # what is wrong with a request's credentials (BearerTokenMiddleware._problem)
+    "missing": "this mcp-hooks server needs a bearer token and the request sent none",
+    "scheme": "the Authorization header is not a bearer token",
+    "wrong": "the bearer token is not this server's",
+}
+
+
+def is_oauth_path(path: str) -> bool:
+    """Whether ``path`` is one an OAuth client probes (discovery or the legacy fallbacks)."""
+    return path in _OAUTH_FALLBACKS or any(
+        path == prefix or path.startswith(prefix + "/") for prefix in _OAUTH_PREFIXES)
+
+
 class BearerTokenMiddleware:
     """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``.
 
-    The token is compared in constant time (``hmac.compare_digest``); a missing or wrong
-    token gets 401 with ``WWW-Authenticate: Bearer``. Lifespan events pass through.
+    The contract, chosen so that MCP clients with a static token just work and clients
+    without one are told what to set instead of being sent into OAuth:
+
+    - The token is compared in constant time (``hmac.compare_digest``).
+    - A missing or wrong token gets 401 with ``WWW-Authenticate: Bearer realm="mcp-hooks"``
+      (plus ``error="invalid_token"`` when a token was sent, RFC 6750 section 3.1) and *no*
+      ``resource_metadata``: nothing in the answer points at an authorization server. The
+      JSON body (``{"error", "error_description"}``, which the MCP SDKs show) says to set
+      the ``Authorization`` header and where the token comes from (``AUTH_HINT``).
+    - The OAuth discovery documents and fallback endpoints (``is_oauth_path``) answer 404
+      with ``NOT_OAUTH`` as an OAuth error body, token or not: no protected-resource
+      metadata is published, so a client finds no OAuth to start, and one that tries dynamic
+      registration anyway reports our message.
+    - Lifespan events pass through.
     """
 
     def __init__(self, app: ASGIApp, token: str) -> None:
@@ -172,27 +207,40 @@ class BearerTokenMiddleware:
         self._token = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or self._authorized(scope):
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         from starlette.responses import JSONResponse
 
-        response = JSONResponse(
-            {"error": "unauthorized",
-             "error_description": "send 'Authorization: Bearer <token>' with the server's token"},
-            status_code=401,
-            headers={"WWW-Authenticate": 'Bearer realm="mcp-hooks"'},
-        )
-        await response(scope, receive, send)
+        if scope["type"] == "http" and is_oauth_path(scope.get("path", "")):
+            await JSONResponse(
+                {"error": "invalid_request", "error_description": NOT_OAUTH},
+                status_code=404,
+            )(scope, receive, send)
+            return
+        problem = self._problem(scope)
+        if problem is None:
+            await self.app(scope, receive, send)
+            return
+        challenge = 'Bearer realm="mcp-hooks"'
+        error = "unauthorized"
+        if problem != "missing":
+            challenge += ', error="invalid_token"'
+            error = "invalid_token"
+        await JSONResponse(
+            {"error": error, "error_description": f"{_PROBLEMS[problem]}: {AUTH_HINT}"},
+            status_code=401, headers={"WWW-Authenticate": challenge},
+        )(scope, receive, send)
 
-    def _authorized(self, scope: Scope) -> bool:
+    def _problem(self, scope: Scope) -> str | None:
+        """None when authorized, else ``missing``, ``scheme`` or ``wrong``."""
         for name, value in scope.get("headers", ()):
             if name == b"authorization":
                 scheme, _, given = bytes(value).partition(b" ")
                 if scheme.lower() != b"bearer":
-                    return False
-                return hmac.compare_digest(given.strip(), self._token)
-        return False
+                    return "scheme"
+                return None if hmac.compare_digest(given.strip(), self._token) else "wrong"
+        return "missing"
 
 
 def transport_security(options: ServeOptions) -> TransportSecuritySettings | None:

@@ -2,9 +2,15 @@
 //
 //   node client.mjs stdio <command> [args...]
 //   node client.mjs http <url> [token]
+//   node client.mjs denied <url> <token|-> [oauth]
 //
-// Calls tools/list, fire_hook_event (a before_tool event for `rm -rf /`) and resources/read
-// of hooks://index, and prints {tools, outcome, isError, index, protocol} on stdout.
+// stdio and http: call tools/list, fire_hook_event (a before_tool event for `rm -rf /`) and
+// resources/read of hooks://index, and print {tools, outcome, isError, index, protocol}.
+// denied: connect with a wrong token (or none, `-`), expect the connection to fail, and print
+// {error, requests, redirected}: the error's message, every request the SDK made
+// ("METHOD path"), and whether it tried to send a person to an authorization page. With
+// `oauth` the transport gets an OAuth client provider, as the MCP Inspector's does, so a 401
+// makes the SDK look for OAuth.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -16,8 +22,11 @@ if (mode === "stdio") {
 } else if (mode === "http") {
   const headers = rest[0] ? { Authorization: `Bearer ${rest[0]}` } : {};
   transport = new StreamableHTTPClientTransport(new URL(target), { requestInit: { headers } });
+} else if (mode === "denied") {
+  await denied(target, rest[0], rest[1] === "oauth");
+  process.exit(0);
 } else {
-  console.error("usage: client.mjs stdio <command> [args...] | http <url> [token]");
+  console.error("usage: client.mjs stdio <command> [args...] | http <url> [token] | denied <url> <token|-> [oauth]");
   process.exit(64);
 }
 
@@ -39,3 +48,39 @@ console.log(JSON.stringify({
   protocol: client.getServerVersion(),
 }));
 await client.close();
+
+async function denied(url, token, oauth) {
+  const requests = [];
+  let redirected = false;
+  const recording = async (input, init) => {
+    const where = new URL(input instanceof Request ? input.url : String(input));
+    requests.push(`${init?.method ?? (input instanceof Request ? input.method : "GET")} ${where.pathname}`);
+    return fetch(input, init);
+  };
+  const headers = token && token !== "-" ? { Authorization: `Bearer ${token}` } : {};
+  const options = { requestInit: { headers }, fetch: recording };
+  if (oauth) {
+    let client;
+    options.authProvider = {
+      get redirectUrl() { return "http://127.0.0.1:9/callback"; },
+      get clientMetadata() {
+        return { client_name: "ts-e2e", redirect_uris: ["http://127.0.0.1:9/callback"] };
+      },
+      clientInformation: () => client,
+      saveClientInformation: (info) => { client = info; },
+      tokens: () => undefined,
+      saveTokens: () => {},
+      redirectToAuthorization: () => { redirected = true; },
+      saveCodeVerifier: () => {},
+      codeVerifier: () => "verifier",
+    };
+  }
+  const denied = new Client({ name: "ts-e2e-denied", version: "1.0.0" });
+  let error = null;
+  try {
+    await denied.connect(new StreamableHTTPClientTransport(new URL(url), options));
+  } catch (exc) {
+    error = String(exc?.message ?? exc);
+  }
+  console.log(JSON.stringify({ error, requests, redirected }));
+}
