@@ -56,9 +56,9 @@ from .hosts import RUN_TIMEOUT, Host, RunResult, Sandbox, run_process
 
 pytestmark = pytest.mark.e2e
 
-ALL_HOSTS = ["claude-code", "codex", "gemini-cli", "kimi-cli"]
+ALL_HOSTS = ["claude-code", "codex", "gemini-cli", "kimi-cli", "copilot-cli"]
 #: hosts with a project-level hook config (kimi-cli reads hooks from its user config only)
-PROJECT_SCOPE_HOSTS = ["claude-code", "codex", "gemini-cli"]
+PROJECT_SCOPE_HOSTS = ["claude-code", "codex", "gemini-cli", "copilot-cli"]
 
 DENY_REASON = "E2E-DENY: writing forbidden-marker.txt is refused by the HOOK.md policy"
 STOP_REASON = "E2E-STOP-GATE: run the checks once more before finishing"
@@ -215,8 +215,11 @@ def test_harness_native_hook(
 
     pre_payloads = [json.loads(p.read_text()) for p in sorted(seen.glob("pre-*.json"))]
     assert pre_payloads, f"the native pre-tool hook never ran\n{why}"
-    assert pre_payloads[0]["tool_name"] == host.native_shell_tool, why
-    assert "echo hello > marker.txt" in json.dumps(pre_payloads[0]["tool_input"]), why
+    first = pre_payloads[0]
+    # Copilot CLI's camelCase events send toolName/toolArgs; the others tool_name/tool_input
+    assert first.get("tool_name", first.get("toolName")) == host.native_shell_tool, why
+    tool_input = first.get("tool_input", first.get("toolArgs"))
+    assert "echo hello > marker.txt" in json.dumps(tool_input), why
     assert list(seen.glob("stop-*.json")), f"the native stop hook never ran\n{why}"
 
     reqs = model_requests(fake_model)
@@ -320,6 +323,7 @@ PROJECT_CONFIG = {
     "claude-code": ".claude/settings.json",
     "codex": ".codex/hooks.json",
     "gemini-cli": ".gemini/settings.json",
+    "copilot-cli": ".github/hooks/mcp-hooks.json",
 }
 
 
@@ -526,7 +530,7 @@ def test_install_keeps_unrelated_user_settings(
 
 
 #: hosts whose pre-tool hook can rewrite a tool's input (kimi-cli 1.51.0 has no such form)
-REWRITE_HOSTS = ["claude-code", "codex", "gemini-cli"]
+REWRITE_HOSTS = ["claude-code", "codex", "gemini-cli", "copilot-cli"]
 
 
 @needs_bridges
@@ -601,7 +605,7 @@ def test_plain_allow_does_not_approve_the_tool(
 
 CONTEXT_TEXT = "E2E-CONTEXT: the linter found nothing to report"
 #: hosts that hand a hook's context after a tool to the model (kimi-cli 1.51.0 does not)
-CONTEXT_HOSTS = ["claude-code", "codex", "gemini-cli"]
+CONTEXT_HOSTS = ["claude-code", "codex", "gemini-cli", "copilot-cli"]
 
 
 @needs_bridges
@@ -1161,7 +1165,7 @@ def test_failing_command_fires_one_after_event(
 # --- issue 9: project-hook trust and failing closed, in the real hosts ----------------------
 
 #: hosts the trust and fault scenarios run in
-GATE_HOSTS = ["claude-code", "codex"]
+GATE_HOSTS = ["claude-code", "codex", "copilot-cli"]
 UNTRUSTED_REASON = "E2E-DENY-ALL: this project hook denies every tool call"
 
 
@@ -1209,8 +1213,9 @@ def test_untrusted_project_hook_does_not_run(
 ) -> None:
     """A deny-everything project hook nobody trusted does not run: the command's side effect
     happens, the hook's marker is never written, and the user is told why, with the command
-    that trusts it (Claude Code: a ``systemMessage`` in the transcript; Codex shows hooks'
-    ``systemMessage`` nowhere in ``codex exec``, so there it is checked in the event log)."""
+    that trusts it (Claude Code: a ``systemMessage`` in the transcript; Codex and Copilot CLI
+    show hooks' ``systemMessage`` nowhere in a headless run, so there it is checked in the
+    event log)."""
     host = host_factory(host_name)
     seen, marker = write_deny_all(box)
     command = "echo hello > untrusted-side-effect.txt"
