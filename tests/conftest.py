@@ -1,4 +1,9 @@
-"""Shared fixtures: a guard against the real home directory, and fresh hook folders."""
+"""Shared fixtures: a guard against the real home directory, and fresh hook folders.
+
+The suite's one cache folder (``tests/shared_cache.py``) is resolved once, before any test
+moves ``HOME`` or ``XDG_*``, and exported as ``$MCP_HOOKS_TEST_CACHE`` so every test and every
+process it starts installs into, and reuses, the same folder.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from tests import shared_cache
+
 BIN = Path(sys.executable).parent
 MCP_HOOKS = str(BIN / "mcp-hooks")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ[shared_cache.ENV] = str(shared_cache.cache_root())
 
 
 class RealHomeTouched(AssertionError):

@@ -1,7 +1,7 @@
 """The proxy in front of MCP servers no one here wrote: ``mcp-server-git`` from PyPI on a
 temporary repository, and ``@modelcontextprotocol/server-filesystem`` from the npm registry on a
 temporary folder (installed on first use into a cache folder outside the repository,
-``$MCP_HOOKS_TEST_CACHE``, default /var/tmp/mcp-hooks-cache; skipped, saying why, where
+``$MCP_HOOKS_TEST_CACHE``, default ``~/.cache/mcp-hooks-test``; skipped, saying why, where
 ``node`` or ``npm`` is absent)."""
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import write_hook
+from tests.shared_cache import npm_package
 from tests.test_proxy import by_name, proxied, recorder, records, status, text_of
 
 pytestmark = pytest.mark.anyio
 
 FILESYSTEM = "@modelcontextprotocol/server-filesystem"
 FILESYSTEM_VERSION = "2026.8.31"
-CACHE = Path(os.environ.get("MCP_HOOKS_TEST_CACHE", "/var/tmp/mcp-hooks-cache"))
 
 
 def git(repo: Path, *args: str) -> str:
@@ -88,21 +88,11 @@ def filesystem_server() -> Path:
     if node is None or npm is None:
         pytest.skip("node and npm are needed for the @modelcontextprotocol/server-filesystem "
                     "upstream")
-    folder = CACHE / "npm-filesystem"
-    package = folder / "node_modules" / "@modelcontextprotocol" / "server-filesystem"
-    manifest = package / "package.json"
-    if not manifest.exists() or json.loads(manifest.read_text())["version"] != FILESYSTEM_VERSION:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "package.json").write_text(json.dumps(
-            {"private": True, "dependencies": {FILESYSTEM: FILESYSTEM_VERSION}}))
-        env = {**os.environ, "HOME": str(CACHE), "npm_config_cache": str(CACHE / "npm"),
-               "npm_config_update_notifier": "false", "npm_config_fund": "false",
-               "npm_config_audit": "false"}
-        done = subprocess.run([npm, "install", "--prefix", str(folder), "--no-save",
-                               f"{FILESYSTEM}@{FILESYSTEM_VERSION}"],
-                              capture_output=True, text=True, env=env, timeout=600)
-        if done.returncode != 0:
-            pytest.fail(f"npm install of {FILESYSTEM} failed:\n{done.stderr[-3000:]}")
+    try:
+        modules = npm_package(FILESYSTEM, FILESYSTEM_VERSION, folder="server-filesystem")
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    package = modules / "@modelcontextprotocol" / "server-filesystem"
     entry = package / "dist" / "index.js"
     assert entry.exists(), f"{entry} is missing after the install"
     return entry

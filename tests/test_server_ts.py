@@ -1,15 +1,14 @@
 """End to end with a client no one here wrote: the TypeScript MCP SDK.
 
-The SDK (pinned in tests/ts_client/package.json) is installed from the npm registry into a
-cache folder outside the repository (``$MCP_HOOKS_TEST_CACHE``, default
-/var/tmp/mcp-hooks-cache) on first use; the test is skipped, saying why, where ``node`` or
-``npm`` is absent.
+The SDK (pinned in tests/ts_client/package.json) is installed from the npm registry into the
+test suite's cache folder outside the repository (``$MCP_HOOKS_TEST_CACHE``, default
+``~/.cache/mcp-hooks-test``; ``tests/shared_cache.py``) on first use; the test is skipped,
+saying why, where ``node`` or ``npm`` is absent.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,10 +17,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import MCP_HOOKS, write_hook
+from tests.shared_cache import npm_package
 from tests.test_server_transports import TOKEN, served
 
 HERE = Path(__file__).resolve().parent / "ts_client"
-CACHE = Path(os.environ.get("MCP_HOOKS_TEST_CACHE", "/var/tmp/mcp-hooks-cache")) / "ts-sdk"
 
 
 def _wanted_version() -> str:
@@ -31,27 +30,18 @@ def _wanted_version() -> str:
 
 
 @pytest.fixture(scope="module")
-def ts_client() -> Path:
-    """The folder holding client.mjs beside an installed TypeScript SDK."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
+def ts_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of its own holding client.mjs, beside the cached SDK's ``node_modules``."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node and npm are needed for the TypeScript SDK client test")
-    version = _wanted_version()
-    installed = CACHE / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json"
-    if not installed.exists() or json.loads(installed.read_text())["version"] != version:
-        CACHE.mkdir(parents=True, exist_ok=True)
-        shutil.copy(HERE / "package.json", CACHE / "package.json")
-        env = {**os.environ, "HOME": str(CACHE.parent),
-               "npm_config_cache": str(CACHE.parent / "npm"),
-               "npm_config_update_notifier": "false", "npm_config_fund": "false",
-               "npm_config_audit": "false"}
-        done = subprocess.run([npm, "install", "--prefix", str(CACHE), "--no-save",
-                               f"@modelcontextprotocol/sdk@{version}"],
-                              capture_output=True, text=True, env=env, timeout=600)
-        if done.returncode != 0:
-            pytest.fail(f"npm install of the TypeScript SDK failed:\n{done.stderr[-3000:]}")
-    shutil.copy(HERE / "client.mjs", CACHE / "client.mjs")
-    return CACHE
+    try:
+        modules = npm_package("@modelcontextprotocol/sdk", _wanted_version(), folder="ts-sdk")
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    folder = tmp_path_factory.mktemp("ts-client")
+    shutil.copy(HERE / "client.mjs", folder / "client.mjs")
+    (folder / "node_modules").symlink_to(modules)  # the cache is shared: nothing written there
+    return folder
 
 
 @pytest.fixture

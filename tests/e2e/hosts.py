@@ -1,16 +1,17 @@
 """Install, configure and run the real agent hosts for the end-to-end tests.
 
 Each host is a pinned release from its registry (npm; kimi-cli from PyPI), installed once
-into a cache folder outside the repository and reused by later runs:
+into the test suite's cache folder outside the repository and reused by later runs
+(``tests/shared_cache.py``):
 
-    $MCP_HOOKS_E2E_CACHE (default /var/tmp/mcp-hooks-cache)
+    $MCP_HOOKS_TEST_CACHE (default $XDG_CACHE_HOME/mcp-hooks-test, ~/.cache/mcp-hooks-test)
         hosts/<host>-<version>/     npm --prefix folder (or a venv for kimi-cli)
         npm/                        npm's download cache
         pip/                        pip's download cache
 
 An install goes to a temporary sibling folder, is checked by running ``<bin> --version``
-and only then renamed into place, so an interrupted install is never reused. A lock file
-serialises concurrent installs of the same host.
+and only then renamed into place, under a lock, so an interrupted or concurrent install
+never leaves a broken host at the final path (``shared_cache.ensure``).
 
 Every host run gets a fresh HOME (and CODEX_HOME, KIMI_SHARE_DIR, XDG dirs inside it), a
 minimal environment built from scratch (nothing of the caller's environment leaks in but
@@ -21,7 +22,6 @@ PATH), stdin from /dev/null and a timeout. How each host is driven offline is re
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import pwd
@@ -30,20 +30,37 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-DEFAULT_CACHE = Path("/var/tmp/mcp-hooks-cache")
+try:
+    from tests.shared_cache import cache_root, ensure
+except ModuleNotFoundError:  # run as a script: python tests/e2e/hosts.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.shared_cache import cache_root, ensure
+
 RUN_TIMEOUT = 120.0  # seconds per host run; a hung host fails the test, not CI
 INSTALL_TIMEOUT = 900.0
-COMPLETE = ".mcp-hooks-complete"
-
-
-def cache_root() -> Path:
-    """The cache folder for host installs (``$MCP_HOOKS_E2E_CACHE`` or /var/tmp/...)."""
-    return Path(os.environ.get("MCP_HOOKS_E2E_CACHE") or DEFAULT_CACHE)
+# what an installer may take from the caller's environment (registry, proxy, CA settings);
+# npm's global config (CA file, registry) lives outside HOME and applies as well
+INSTALL_ENV = (
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_FIND_LINKS",
+    "PIP_CERT",
+    "PIP_DEFAULT_TIMEOUT",
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "npm_config_registry",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "https_proxy",
+    "http_proxy",
+    "no_proxy",
+)
 
 
 class HostUnavailable(Exception):
@@ -123,17 +140,6 @@ def _dir_size(path: Path) -> int:
             seen.add(key)
             total += st.st_size
     return total
-
-
-@contextlib.contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def base_env(home: Path, extra_path: list[str] | None = None) -> dict[str, str]:
@@ -284,62 +290,43 @@ class Host:
         """The command that prints the host's version."""
         return [str(binary), "--version"]
 
+    #: whether the install still runs once renamed (a venv names itself in its scripts)
+    relocatable: ClassVar[bool] = True
+
     @classmethod
     def ensure_installed(cls) -> InstallInfo:
         """Install the pinned host into the cache unless a complete install is there."""
         cls.check_tools()
-        prefix = cls.prefix()
         start = time.perf_counter()
-        if (prefix / COMPLETE).exists():
-            return cls._info(prefix, installed_now=False, seconds=time.perf_counter() - start)
-        with _locked(prefix.parent / f".{prefix.name}.lock"):
-            if (prefix / COMPLETE).exists():
-                return cls._info(prefix, installed_now=False, seconds=time.perf_counter() - start)
-            tmp = prefix.parent / f"{prefix.name}.partial-{os.getpid()}"
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
-            home = tmp.parent / f".{prefix.name}.home-{os.getpid()}"
+        prefix, now = ensure(
+            f"hosts/{cls.name}-{cls.version}", cls._install_checked, relocatable=cls.relocatable
+        )
+        return cls._info(prefix, installed_now=now, seconds=time.perf_counter() - start)
+
+    @classmethod
+    def _install_checked(cls, tmp: Path) -> None:
+        """Install into the fresh folder ``tmp`` and check that ``<bin> --version`` runs
+        (``shared_cache.ensure`` then marks it complete and renames it into place)."""
+        home = tmp.with_name(tmp.name + ".home")  # a .partial-* sibling: removed if left
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(parents=True)
+        try:
+            env = base_env(home)
+            env["npm_config_cache"] = str(cache_root() / "npm")
+            env["npm_config_logs_dir"] = str(cache_root() / "npm" / "_logs")
+            env.update({key: os.environ[key] for key in INSTALL_ENV if key in os.environ})
+            cls.install_into(tmp, env)
+            res = run_process(cls.version_argv(cls.find_binary(tmp)), cwd=tmp,
+                              env=cls.version_env(env, home), timeout=120)
+            if res.returncode != 0 or cls.version not in res.stdout + res.stderr:
+                raise RuntimeError(f"{cls.name} installed but does not run:\n{res.describe()}")
+        finally:
             shutil.rmtree(home, ignore_errors=True)
-            home.mkdir(parents=True)
-            try:
-                env = base_env(home)
-                env["npm_config_cache"] = str(cache_root() / "npm")
-                env["npm_config_logs_dir"] = str(cache_root() / "npm" / "_logs")
-                # npm's global config (CA file, registry) lives outside HOME and still
-                # applies; pip's config is read from /etc and the environment.
-                for key in (
-                    "PIP_INDEX_URL",
-                    "PIP_EXTRA_INDEX_URL",
-                    "PIP_FIND_LINKS",
-                    "PIP_CERT",
-                    "PIP_DEFAULT_TIMEOUT",
-                    "NODE_EXTRA_CA_CERTS",
-                    "SSL_CERT_FILE",
-                    "npm_config_registry",
-                    "HTTPS_PROXY",
-                    "HTTP_PROXY",
-                    "NO_PROXY",
-                    "https_proxy",
-                    "http_proxy",
-                    "no_proxy",
-                ):
-                    if key in os.environ:
-                        env[key] = os.environ[key]
-                cls.install_into(tmp, env)
-                binary = cls.find_binary(tmp)
-                res = run_process(cls.version_argv(binary), cwd=tmp, env=env, timeout=120)
-                if res.returncode != 0 or cls.version not in res.stdout:
-                    raise RuntimeError(f"{cls.name} installed but does not run:\n{res.describe()}")
-                (tmp / COMPLETE).write_text(
-                    json.dumps({"version": cls.version, "reported": res.stdout.strip()}) + "\n"
-                )
-                if prefix.exists():
-                    shutil.rmtree(prefix)
-                tmp.rename(prefix)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-                shutil.rmtree(home, ignore_errors=True)
-            return cls._info(prefix, installed_now=True, seconds=time.perf_counter() - start)
+
+    @classmethod
+    def version_env(cls, env: dict[str, str], home: Path) -> dict[str, str]:
+        """The environment of the ``--version`` check after an install."""
+        return env
 
     @classmethod
     def _info(cls, prefix: Path, *, installed_now: bool, seconds: float) -> InstallInfo:
@@ -601,6 +588,7 @@ class KimiCli(Host):
     package = "kimi-cli"
     bin_name = "kimi"
     native_shell_tool = "Shell"
+    relocatable = False  # a venv: its scripts are rewritten to the final path before the rename
 
     @classmethod
     def find_binary(cls, prefix: Path) -> Path:
@@ -636,45 +624,8 @@ class KimiCli(Host):
             raise RuntimeError(f"pip install of kimi-cli=={cls.version} failed:\n{res.describe()}")
 
     @classmethod
-    def ensure_installed(cls) -> InstallInfo:
-        # A venv records its own absolute path in its scripts: a renamed venv breaks, so
-        # kimi installs in place (still marked complete only after `--version` works).
-        cls.check_tools()
-        prefix = cls.prefix()
-        start = time.perf_counter()
-        with _locked(prefix.parent / f".{prefix.name}.lock"):
-            if (prefix / COMPLETE).exists():
-                return cls._info(prefix, installed_now=False, seconds=time.perf_counter() - start)
-            shutil.rmtree(prefix, ignore_errors=True)
-            prefix.mkdir(parents=True)
-            home = prefix.parent / f".{prefix.name}.home-{os.getpid()}"
-            home.mkdir(parents=True, exist_ok=True)
-            try:
-                env = base_env(home)
-                for key in (
-                    "PIP_INDEX_URL",
-                    "PIP_EXTRA_INDEX_URL",
-                    "PIP_FIND_LINKS",
-                    "PIP_CERT",
-                    "PIP_DEFAULT_TIMEOUT",
-                    "SSL_CERT_FILE",
-                ):
-                    if key in os.environ:
-                        env[key] = os.environ[key]
-                cls.install_into(prefix, env)
-                env["KIMI_SHARE_DIR"] = str(home / "kimi")
-                res = run_process(
-                    cls.version_argv(cls.find_binary(prefix)), cwd=prefix, env=env, timeout=120
-                )
-                if res.returncode != 0 or cls.version not in res.stdout + res.stderr:
-                    raise RuntimeError(f"kimi-cli installed but does not run:\n{res.describe()}")
-                (prefix / COMPLETE).write_text(json.dumps({"version": cls.version}) + "\n")
-            except BaseException:
-                shutil.rmtree(prefix, ignore_errors=True)
-                raise
-            finally:
-                shutil.rmtree(home, ignore_errors=True)
-            return cls._info(prefix, installed_now=True, seconds=time.perf_counter() - start)
+    def version_env(cls, env: dict[str, str], home: Path) -> dict[str, str]:
+        return {**env, "KIMI_SHARE_DIR": str(home / "kimi")}
 
     @staticmethod
     def share_dir(box: Sandbox) -> Path:
