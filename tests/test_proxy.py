@@ -46,8 +46,13 @@ async def proxied(
     mode: str = "auto",
     message_handler: Callable[[Any], Awaitable[None]] | None = None,
     env: dict[str, str] | None = None,
+    settle: bool = True,
 ) -> AsyncIterator[Client]:
-    """An SDK client over stdio to ``mcp-hooks proxy ARGS`` (the console script)."""
+    """An SDK client over stdio to ``mcp-hooks proxy ARGS`` (the console script).
+
+    The proxy answers ``initialize`` before its upstreams are up (tests/test_proxy_startup.py);
+    with ``settle`` the client is handed over once no upstream is ``starting`` any more.
+    """
     params = StdioServerParameters(
         command=MCP_HOOKS,
         args=["proxy", *args, "--user-dir", str(user_dir), "--project-dir", str(project),
@@ -55,7 +60,16 @@ async def proxied(
         env={**os.environ, **(env or {})}, cwd=str(project),
     )
     async with Client(params, mode=mode, message_handler=message_handler) as client:
+        if settle:
+            await settled(client)
         yield client
+
+
+async def settled(client: Client, timeout: float = 120.0) -> None:
+    """Wait until no upstream of the proxy is ``starting`` (its status resource says)."""
+    with anyio.fail_after(timeout):
+        while any(u["state"] == "starting" for u in (await status(client))["upstreams"]):
+            await anyio.sleep(0.05)
 
 
 def recorder(root: Path, name: str, trigger: str, out: Path, *, extra: str = "",
@@ -534,3 +548,98 @@ def test_stdout_carries_only_protocol(
     denied = answers["three"]["result"]
     assert denied["isError"] is True and "no secrets" in denied["content"][0]["text"]
     assert answers[4]["result"]["content"][0]["text"] == "x"  # the SDK path, same answer
+
+
+# -- one tool vocabulary (vocabulary.MCP_CLIENTS) ----------------------------------------------
+
+AGENT_TOOLS = '''
+import json
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("agent-tools")
+
+
+def bash(command: str) -> str:
+    return "ran: " + command
+
+
+def edit(file_path: str, old_string: str, new_string: str) -> str:
+    return json.dumps({"file_path": file_path, "old_string": old_string,
+                       "new_string": new_string}, sort_keys=True)
+
+
+def git_status(repo_path: str) -> str:
+    return "clean: " + repo_path
+
+
+server.add_tool(bash, name="Bash", description="Run a shell command.")
+server.add_tool(edit, name="Edit", description="Replace text in a file.")
+server.add_tool(git_status, description="Status of a repository.")
+server.run()
+'''
+
+
+def agent_tools(tmp_path: Path) -> str:
+    """An ``--upstream`` value for a real MCP server whose tools carry host tool names."""
+    script = tmp_path / "agent_tools.py"
+    script.write_text(AGENT_TOOLS)
+    return f"agent={shlex.join([sys.executable, str(script)])}"
+
+
+@pytest.mark.parametrize("stdio", ["fast", "sdk"])
+async def test_a_hook_on_shell_matches_an_upstream_tool_named_bash(
+    tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path, stdio: str
+) -> None:
+    seen = tmp_path / "seen.jsonl"
+    recorder(project_hooks, "no-rm", "before_tool", seen,
+             extra="matcher:\n  tool: Shell\n  pattern: 'rm -rf'\n",
+             then="echo 'no rm -rf' >&2\nexit 2\n")
+    after = tmp_path / "after.jsonl"
+    recorder(project_hooks, "audit", "after_tool", after, extra="matcher:\n  tool: Shell\n")
+    write_hook(project_hooks, "quieter", extra="matcher:\n  tool: Shell\n  pattern: '^ls$'\n",
+               script="""printf '%s' '{"modified_input": {"command": "ls -la"}}'\n""")
+    async with proxied(tmp_path, project, user_dir, "--upstream", agent_tools(tmp_path),
+                       env={"MCP_HOOKS_PROXY_STDIO": stdio}) as client:
+        denied = await client.call_tool("Bash", {"command": "rm -rf /"})
+        assert denied.is_error and "no rm -rf" in text_of(denied)
+        # the rewrite reaches the upstream under the tool's own key
+        assert text_of(await client.call_tool("Bash", {"command": "ls"})) == "ran: ls -la"
+    (payload,) = records(seen)
+    assert (payload["tool_name"], payload["tool_input"]) == ("Shell", {"command": "rm -rf /"})
+    assert payload["host"] == {"tool_name": "Bash", "tool_input": {"command": "rm -rf /"}}
+    assert payload["mcp_server"] == "agent" and payload["mcp_tool"] == "Bash"
+    (ran,) = records(after)  # after the call: what ran, in the vocabulary
+    assert (ran["tool_name"], ran["tool_input"]) == ("Shell", {"command": "ls -la"})
+    assert ran["host"]["tool_input"] == {"command": "ls -la"}
+
+
+async def test_a_rewrite_goes_back_in_the_upstream_tools_keys(
+    tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    seen = tmp_path / "seen.jsonl"
+    recorder(project_hooks, "edit-audit", "before_tool", seen,
+             extra="matcher:\n  tool: EditFile\n",
+             then="""printf '%s' '{"modified_input": {"path": "/b.txt", "edits": """
+             """[{"old_string": "x", "new_string": "safe"}]}}'\n""")
+    async with proxied(tmp_path, project, user_dir, "--upstream", agent_tools(tmp_path)) as client:
+        result = await client.call_tool("Edit", {"file_path": "/a.txt", "old_string": "x",
+                                                 "new_string": "rm"})
+        assert json.loads(text_of(result)) == {"file_path": "/b.txt", "old_string": "x",
+                                               "new_string": "safe"}
+    (payload,) = records(seen)
+    assert payload["tool_name"] == "EditFile"
+    assert payload["tool_input"] == {"path": "/a.txt",
+                                     "edits": [{"old_string": "x", "new_string": "rm"}]}
+
+
+async def test_an_unmapped_upstream_tool_passes_through_unchanged(
+    tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    seen = tmp_path / "seen.jsonl"
+    recorder(project_hooks, "git-audit", "before_tool", seen,
+             extra="matcher:\n  tool: git_status\n")
+    async with proxied(tmp_path, project, user_dir, "--upstream", agent_tools(tmp_path)) as client:
+        assert text_of(await client.call_tool("git_status", {"repo_path": "."})) == "clean: ."
+    (payload,) = records(seen)
+    assert (payload["tool_name"], payload["tool_input"]) == ("git_status", {"repo_path": "."})
+    assert "host" not in payload

@@ -14,6 +14,10 @@ import os
 import shlex
 import sys
 import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +79,22 @@ def call_line(rid: Any, name: str, arguments_json: str) -> bytes:
             f'{{"name":"{name}","arguments":{arguments_json}}}}}\n').encode()
 
 
+@contextmanager
+def proxy_session(argv: list[str]) -> Iterator[RawSession]:
+    """A raw session with the proxy, handed over once no upstream is ``starting`` (the proxy
+    answers ``initialize`` at once), so that calls take the fast path from the first."""
+    with raw_session(argv) as proxy:
+        for n in count():
+            rid = f"status-{n}"
+            proxy.send({"jsonrpc": "2.0", "id": rid, "method": "resources/read",
+                        "params": {"uri": "hooks://proxy/status"}})
+            status = json.loads(proxy.pop(rid)["result"]["contents"][0]["text"])
+            if not status["proxy"]["upstreams_starting"]:
+                break
+            time.sleep(0.05)
+        yield proxy
+
+
 def result_of(session: RawSession, rid: Any) -> dict[str, Any]:
     answer = session.answer(rid)
     assert "result" in answer, answer
@@ -99,7 +119,7 @@ def test_odd_input_through_the_fast_path(
     argv = proxy_argv(project, user_dir, "--upstream",
                       upstream("files", "--root", str(root), "--tools", "write_file"))
     huge = "y" * (3 << 20)
-    with raw_session(argv) as proxy:
+    with proxy_session(argv) as proxy:
         proxy.send(
             call_line(1, "write_file", '{"path":"sur.txt","content":"a\\udcffb"}'),
             call_line(2, "write_file", '{"path":"deep.txt","content":"x","extra":'
@@ -144,7 +164,7 @@ def test_a_call_the_gate_cannot_decide_is_refused_and_not_run(
     root.mkdir()
     argv = proxy_argv(project, user_dir, "--upstream",
                       upstream("files", "--root", str(root), "--tools", "write_file,echo"))
-    with raw_session(argv) as proxy:
+    with proxy_session(argv) as proxy:
         # too deep for the engine to hand to the gate hook (but not for Python's parser)
         proxy.send(call_line(1, "write_file", '{"path":"deep.txt","content":"x","extra":'
                              + nested(300) + "}"))
@@ -175,7 +195,7 @@ def test_odd_answers_from_an_upstream_never_take_the_proxy_down(
     script.write_text(RAW_UPSTREAM)
     argv = proxy_argv(project, user_dir, "--upstream",
                       f"raw={shlex.join([sys.executable, str(script)])}")
-    with raw_session(argv) as proxy:
+    with proxy_session(argv) as proxy:
         proxy.send(call_line(1, "deep", "{}"), call_line(2, "odd", "{}"),
                    call_line(3, "hello", "{}"))
         deep = proxy.answer(1)
@@ -241,7 +261,7 @@ async def test_untrusted_project_hooks_do_not_gate_until_trusted(
 
 def test_proxy_exits_cleanly_after_odd_input(project: Path, user_dir: Path) -> None:
     argv = proxy_argv(project, user_dir, "--upstream", upstream("alpha", "--tools", "echo"))
-    with raw_session(argv) as proxy:
+    with proxy_session(argv) as proxy:
         proxy.send(b"[]\n", b"7\n", b'"text"\n', b"null\n",
                    b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}\n',
                    b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":'

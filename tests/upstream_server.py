@@ -8,6 +8,8 @@ template and a prompt.
 
 ``--fail-start`` exits with status 3 and a message on stderr before speaking MCP, and
 ``--silent`` never answers anything: the two ways an upstream can fail to start.
+``--start-after FILE`` reads nothing until FILE exists (then serves, or fails with
+``--fail-start``): a slow start whose end a test decides, with no clock involved.
 """
 
 from __future__ import annotations
@@ -131,7 +133,10 @@ def main() -> None:
     parser.add_argument("--sse", type=int, metavar="PORT", help="serve SSE instead")
     parser.add_argument("--fail-start", action="store_true")
     parser.add_argument("--silent", action="store_true")
+    parser.add_argument("--start-after", type=Path, metavar="FILE")
     args = parser.parse_args()
+    while args.start_after is not None and not args.start_after.exists():
+        time.sleep(0.05)
     if args.fail_start:
         sys.stderr.write(f"{args.name}: cannot start: missing configuration (on purpose)\n")
         sys.exit(3)

@@ -5,7 +5,8 @@ resources, resource templates and prompts, unchanged (``catalog``), and passes e
 ``tools/call`` through the hooks (``gate``). It adds one resource of its own,
 ``hooks://proxy/status``: each upstream's state, last error, restarts and tools. Its parts:
 
-    Proxy ── catalog   names -> upstreams (aggregation, prefixes, routes)
+    Proxy ── startup   serve at once; the listing window; requests that wait for a start
+          ── catalog   names -> upstreams (aggregation, prefixes, routes)
           ── gate      before_tool -> upstream -> after_tool / after_tool_failure
           ── sessions  downstream sessions: session_start, session_end
           ── fast      the stdio fast path's own answers to plain tools/call requests
@@ -25,7 +26,6 @@ import logging
 import signal
 import socket
 import sys
-import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -57,6 +57,7 @@ from mcp_hooks.proxy.fast import FastPath
 from mcp_hooks.proxy.gate import Gate
 from mcp_hooks.proxy.results import strip_stamp
 from mcp_hooks.proxy.sessions import DownstreamSession, Sessions
+from mcp_hooks.proxy.startup import LISTING_WINDOW, Startup
 from mcp_hooks.proxy.upstream import (
     DEFAULT_STARTUP_TIMEOUT,
     DEFAULT_TIMEOUT,
@@ -71,7 +72,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("mcp_hooks.proxy")
 
-STARTUP_WAIT = 10.0  # seconds the proxy waits for its upstreams before it starts serving
 RESOURCE_NOT_FOUND = -32002
 
 
@@ -83,8 +83,10 @@ class ProxySettings:
         prefix_all: prefix every tool and prompt ``<server>__``, not only colliding ones.
         timeout: seconds an upstream request may take (a server's own ``timeout`` wins).
         startup_timeout: seconds an upstream may take to start and list what it has.
-        startup_wait: seconds to wait for the upstreams before serving; slower ones join
-            later with a list-changed notification.
+        startup_wait: the listing window: seconds after the start during which a listing
+            waits for the upstreams still in their first start (``startup``); the proxy
+            answers ``initialize`` at once either way, and slower upstreams join later with a
+            list-changed notification.
         fast_stdio: the hand-written stdio paths (the downstream fast path, the upstreams'
             raw channel); False uses the SDK's stdio transports on both sides
             (``MCP_HOOKS_PROXY_STDIO=sdk``), for comparison or as a way out of a bug.
@@ -93,7 +95,7 @@ class ProxySettings:
     prefix_all: bool = False
     timeout: float = DEFAULT_TIMEOUT
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
-    startup_wait: float = STARTUP_WAIT
+    startup_wait: float = LISTING_WINDOW
     fast_stdio: bool = True
 
 
@@ -165,6 +167,8 @@ class Proxy:
                      fast_stdio=self.settings.fast_stdio)
             for spec in specs
         ]
+        self.startup = Startup(self.upstreams, window=self.settings.startup_wait,
+                               startup_timeout=self.settings.startup_timeout)
         self.catalog = Catalog(prefix_all=self.settings.prefix_all)
         self.gate = Gate(engine, self.catalog)
         self.sessions = Sessions(self.gate.fire, transport=transport,
@@ -244,17 +248,13 @@ class Proxy:
                 self.sessions.bind(None)
         return None
 
-    async def start(self, wait: float | None = None) -> None:
-        """Start every upstream and wait (at most ``wait`` s) until each is up or has failed."""
-        attempts = [upstream.start() for upstream in self.upstreams]
-        with anyio.move_on_after(self.settings.startup_wait if wait is None else wait):
-            for attempt in attempts:
-                await attempt.wait()
-        self.server.instructions = self._instructions()
-        for upstream in self.upstreams:
-            if upstream.state == "starting":
-                logger.warning("upstream %s is still starting; its tools join when it is up",
-                               upstream.name)
+    async def start(self, wait: float = 0.0) -> None:
+        """Start every upstream in the background (``startup.Startup.begin``) and return at
+        once, or after at most ``wait`` s if each is up or has failed sooner."""
+        self.startup.begin(self._up_tg)
+        with anyio.move_on_after(wait):
+            for upstream in self.startup.starting():
+                await upstream.start().wait()  # the attempt under way: nothing new starts
 
     def _instructions(self) -> str:
         names = ", ".join(u.name for u in self.upstreams) or "none"
@@ -273,6 +273,8 @@ class Proxy:
     def rebuild(self) -> None:
         """Recompute what the proxy serves from its upstreams' listings."""
         self.catalog.rebuild(self.upstreams)
+        self.server.instructions = self._instructions()  # for the clients still to come
+        self.startup.rebuilt()
 
     async def _upstream_changed(self, upstream: Upstream, kinds: set[Kind]) -> None:
         self.rebuild()
@@ -294,15 +296,6 @@ class Proxy:
                 else:
                     await connection.send_prompt_list_changed()
 
-    def _kick_failed(self) -> None:
-        """Retry, in the background, upstreams that never came up (once their backoff ran out);
-        dead ones that listed tools start again on their next call."""
-        now = time.monotonic()
-        for upstream in self.upstreams:
-            if upstream.state == "failed" and not upstream.listing.tools \
-                    and upstream.next_attempt <= now:
-                upstream.start()
-
     # -- tools ----------------------------------------------------------------------------
 
     async def call_tool(
@@ -312,8 +305,14 @@ class Proxy:
         arguments: dict[str, Any],
         progress: ProgressFnT | None = None,
     ) -> dict[str, Any]:
-        """One ``tools/call`` through the hooks (``Gate.call_tool``); the result in wire form."""
+        """One ``tools/call`` through the hooks (``Gate.call_tool``); the result in wire form.
+        A name no upstream lists yet waits while upstreams are starting (``startup``)."""
+        await self._await_tool(name)
         return await self.gate.call_tool(session, name, arguments, progress)
+
+    async def _await_tool(self, name: str) -> None:
+        if name not in self.catalog.tool_routes:
+            await self.startup.await_known(lambda: name in self.catalog.tool_routes)
 
     def fast_request(self, message: dict[str, Any]) -> Awaitable[dict[str, Any]] | None:
         """The stdio fast path (``fast.FastPath``): a ``tools/call`` request the proxy
@@ -323,12 +322,13 @@ class Proxy:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        self._kick_failed()
+        await self.startup.before_listing()
         return types.ListToolsResult(tools=self.catalog.tools)
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        await self._await_tool(params.name)
         result = await self.gate.call_tool(self.sessions.of(ctx), params.name,
                                            dict(params.arguments or {}), _progress_forwarder(ctx))
         return types.CallToolResult.model_validate(result, by_name=False)
@@ -338,7 +338,7 @@ class Proxy:
     async def _list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        self._kick_failed()
+        await self.startup.before_listing()
         status = types.Resource(
             uri=STATUS_URI, name="proxy-status", title="mcp-hooks proxy status",
             description="Each upstream server's state, last error, restarts and tools.",
@@ -349,6 +349,7 @@ class Proxy:
     async def _list_templates(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
+        await self.startup.before_listing()
         return types.ListResourceTemplatesResult(resource_templates=self.catalog.templates)
 
     async def _read_resource(
@@ -361,6 +362,10 @@ class Proxy:
                 text=json.dumps(self.status(), indent=2),
             )])
         upstream = self.catalog.resource_owner(uri, self.upstreams)
+        if upstream is None:
+            await self.startup.await_known(
+                lambda: self.catalog.resource_owner(uri, self.upstreams) is not None)
+            upstream = self.catalog.resource_owner(uri, self.upstreams)
         if upstream is None:
             raise MCPError(RESOURCE_NOT_FOUND, f"Unknown resource {uri}: no upstream server "
                            "of this proxy lists it or a template that matches it")
@@ -376,12 +381,14 @@ class Proxy:
     async def _list_prompts(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        self._kick_failed()
+        await self.startup.before_listing()
         return types.ListPromptsResult(prompts=self.catalog.prompts)
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
+        if params.name not in self.catalog.prompt_routes:
+            await self.startup.await_known(lambda: params.name in self.catalog.prompt_routes)
         route = self.catalog.prompt_routes.get(params.name)
         if route is None:
             raise MCPError(types.INVALID_PARAMS, f"Unknown prompt {params.name!r}")
@@ -431,6 +438,7 @@ class Proxy:
                 "timeout_seconds": self.settings.timeout,
                 "startup_timeout_seconds": self.settings.startup_timeout,
                 "tools": len(self.catalog.tools),
+                "upstreams_starting": [u.name for u in self.startup.starting()],
                 "hooks_user_dir": str(registry.user_dir),
                 "project_dir": str(registry.project_dir) if registry.project_dir else None,
             },

@@ -7,9 +7,11 @@ requests from every downstream session share it. Its states::
                              │                                                      │
                              └──(cannot start in time)──► failed ◄──(restart fails)─┘
 
-A call to a ``failed`` or ``dead`` upstream starts it again, unless the backoff since the
-last failure has not run out (the first restart is immediate, then 1, 2, 4 ... 30 s). Every
-request is bounded by the upstream's timeout, start-up included: the proxy never hangs.
+Every change of state is logged (stderr, and the event log as ``kind: proxy_upstream``,
+``starting`` included). A call to a ``failed`` or ``dead`` upstream starts it again, unless
+the backoff since the last failure has not run out (the first restart is immediate, then 1,
+2, 4 ... 30 s). Every request is bounded by the upstream's timeout, start-up included: the
+proxy never hangs.
 
 Transports: a stdio upstream is spawned by ``upstream_stdio.stdio_upstream`` rather than the
 SDK's ``stdio_client`` (it carries the proxy's raw ``tools/call`` requests, and keeps the exit
@@ -239,8 +241,8 @@ class Upstream:
             return self._attempt
         if self._tg is None:
             raise RuntimeError("an Upstream must be bound to a task group before it starts")
-        self._set_state("starting")
         self.starts += 1
+        self._set_state("starting")
         self._attempt = anyio.Event()
         self._stop = anyio.Event()
         self._tg.start_soon(self._run, self._attempt, self._stop)
@@ -258,11 +260,11 @@ class Upstream:
             logger.warning("upstream %s is %s: %s", self.name, state, error)
         else:
             logger.info("upstream %s is %s", self.name, state)
-        if self._log is not None and state != "starting":
+        if self._log is not None:
             self._log.append({
                 "ts": self.since, "kind": "proxy_upstream", "upstream": self.name,
                 "state": state, "error": error if state in ("failed", "dead") else None,
-                "target": self.spec.describe(),
+                "target": self.spec.describe(), "starts": self.starts,
             })
 
     @asynccontextmanager
