@@ -252,6 +252,11 @@ def test_add_with_a_user_dir_and_usage_errors(tmp_path: Path) -> None:
     assert "did you mean 'protect-secrets'?" in unknown.stderr
     assert _run([MCP_HOOKS, "add"], env, tmp_path).returncode == 64
     assert _run([MCP_HOOKS, "add", "--list", "protect-secrets"], env, tmp_path).returncode == 64
+    assert _run([MCP_HOOKS, "add", "--json", "protect-secrets"], env, tmp_path).returncode == 64
+    planned = _run([MCP_HOOKS, "add", "session-summary", "--user-dir", str(mine), "--dry-run"],
+                   env, tmp_path)
+    assert planned.returncode == 0 and "would add session-summary" in planned.stdout
+    assert not (mine / "session-summary").exists()
 
 
 @pytest.mark.usefixtures("untrusted")

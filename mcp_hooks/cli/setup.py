@@ -54,6 +54,8 @@ def add_add_parser(sub: Any) -> None:
                    help="print the library: name, event, fail-closed or not, what it does")
     p.add_argument("--json", action="store_true", help="with --list: print JSON")
     _add_scope(p)
+    p.add_argument("--dry-run", action="store_true",
+                   help="change nothing; print what would be copied")
     p.add_argument("--force", action="store_true",
                    help="replace a different hook of the same name (the old one is kept in "
                    "$XDG_STATE_HOME/mcp-hooks/backups/hooks)")
@@ -176,8 +178,10 @@ def add_command(args: argparse.Namespace) -> int:
         if args.names:
             raise UsageError("--list takes no hook names")
         return print_library(bool(args.json))
+    if args.json:
+        raise UsageError("--json goes with --list")
     return add(AddOptions(names=tuple(args.names), scope=args.scope, force=bool(args.force),
-                          common=CommonOptions.from_args(args)))
+                          dry_run=bool(args.dry_run), common=CommonOptions.from_args(args)))
 
 
 # -- init ----------------------------------------------------------------------------------
