@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import re
+import select
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tests.conftest import MCP_HOOKS, write_hook
+from tests.conftest import BIN, MCP_HOOKS, write_hook
 
 
 def run(*args: str, cwd: Path | None = None, stdin: str | None = None,
@@ -270,3 +274,171 @@ def test_trust_runs_from_typed_options(project: Path, tmp_path: Path,
     assert set(store.entries()[str(project.resolve())]) == {"fmt"}
     assert run(TrustOptions(project=project, action="revoke", hooks=("fmt",)), store) == 0
     assert store.entries() == {}
+
+
+# -- fire: why no hook ran, --verbose, progress on a terminal --------------------------------
+
+
+def test_fire_tells_no_hooks_installed_from_none_matched(user_dir: Path, project: Path) -> None:
+    folders = ["--user-dir", str(user_dir), "--project-dir", str(project)]
+    empty = run("fire", "before_tool", "--tool", "Shell", *folders)
+    assert empty.returncode == 0
+    lines = empty.stdout.splitlines()
+    assert lines[0] == "ALLOWED  before_tool  (no hooks installed)"
+    assert f"searched: {user_dir} (user), {project}/.agents/hooks (project)" in empty.stdout
+    assert "mcp-hooks init" in empty.stdout and "mcp-hooks add" in empty.stdout
+    write_hook(user_dir, "no-rm", extra="matcher:\n  tool: Shell\n  pattern: rm\n")
+    other = run("fire", "before_stop", *folders)
+    assert other.stdout.splitlines()[0] == "ALLOWED  before_stop  (no before_stop hooks)"
+    missed = run("fire", "before_tool", "--tool", "Read", *folders)
+    assert missed.stdout.splitlines()[0] == "ALLOWED  before_tool  (no hook matched)"
+    assert "1 before_tool hook(s), none matched (tool 'Read'); --verbose shows why" \
+        in missed.stdout
+    assert "no hooks installed" not in missed.stdout
+    # the JSON and the exit codes are what they were
+    data = json.loads(run("fire", "before_tool", "--json", *folders).stdout)
+    assert data["decision"] == "allow" and data["hooks"] == []
+
+
+def test_fire_verbose_says_why_each_hook_was_considered(user_dir: Path, project: Path,
+                                                        project_hooks: Path,
+                                                        untrusted: None) -> None:
+    write_hook(user_dir, "no-rm", extra="matcher:\n  tool: Shell\n  pattern: rm\n")
+    write_hook(user_dir, "any-tool")
+    write_hook(user_dir, "stop-gate", trigger="pre-agent-turn-stop")
+    write_hook(user_dir, "broken", extra="timeout: 1\n")
+    write_hook(project_hooks, "proj")
+    folders = ["--user-dir", str(user_dir), "--project-dir", str(project)]
+    done = run("fire", "before_tool", "--tool", "Shell", "--input", '{"command": "ls"}',
+               "--verbose", "--on-fault", "warn", "--json", *folders)
+    assert json.loads(done.stdout)["event_type"] == "before_tool"  # stdout stays the JSON
+    said = done.stderr
+    assert "hooks considered for before_tool (tool 'Shell'):" in said
+    assert re.search(r"no-rm +user +skipped  matcher.pattern 'rm' is not found in the tool "
+                     r"input", said)
+    assert re.search(r"any-tool +user +matched  no matcher: every tool call", said)
+    assert re.search(r"stop-gate +user +skipped  its trigger is pre-agent-turn-stop "
+                     r"\(before_stop\)", said)
+    assert re.search(r"proj +project +not run: untrusted \(see `mcp-hooks trust`\)", said)
+    assert re.search(r"broken +user +not loaded: .*broken/HOOK.md: timeout", said)
+    read = run("fire", "before_tool", "--tool", "Read", "-v", *folders, "--on-fault", "warn")
+    assert "no-rm" in read.stderr and "tool 'Read' does not match matcher.tool 'Shell'" \
+        in read.stderr
+    quiet = run("fire", "before_tool", "--tool", "Shell", *folders, "--on-fault", "warn")
+    assert "hooks considered" not in quiet.stderr
+
+
+def test_fire_on_a_terminal_shows_slow_hooks_as_they_finish(user_dir: Path,
+                                                            project: Path) -> None:
+    write_hook(user_dir, "slow", extra="priority: 900\n", script="sleep 1.2\nexit 0\n")
+    write_hook(user_dir, "after-slow", extra="priority: 10\n")
+    argv = [MCP_HOOKS, "fire", "before_tool", "--tool", "Shell", "--user-dir", str(user_dir),
+            "--project-dir", str(project)]
+    master, slave = pty.openpty()
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=slave, timeout=60)
+        os.close(slave)
+        shown = b""
+        while select.select([master], [], [], 0.5)[0]:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(master)
+    assert done.returncode == 0
+    text = shown.decode()
+    assert re.search(r"mcp-hooks fire: before_tool: slow allow \(\d+ ms\)", text), text
+    assert re.search(r"mcp-hooks fire: before_tool: after-slow allow \(\d+ ms\)", text), text
+    assert text.index(": slow allow") < text.index(": after-slow allow")
+    # without a terminal: nothing extra
+    piped = run(*argv[1:])
+    assert piped.returncode == 0 and "mcp-hooks fire:" not in piped.stderr
+
+
+# -- new: valid YAML for any name, the spec's trigger, a fire line that works ----------------
+
+
+@pytest.mark.parametrize("name", ["no", "yes", "on", "off", "null", "true", "y", "n", "1e3",
+                                  "0x1f", "123", "2024-01-01", "nan", "inf", "12-30", "plain"])
+def test_new_writes_yaml_that_reads_back_for_any_name(name: str, user_dir: Path,
+                                                      project: Path) -> None:
+    done = run("new", name, "--trigger", "before_tool", "--tool", "Shell",
+               "--pattern", "a: b #c", "--user-dir", str(user_dir), "--project-dir",
+               str(project))
+    assert done.returncode == 0, done.stderr
+    text = (user_dir / name / "HOOK.md").read_text()
+    front = yaml.safe_load(text.split("---")[1])
+    assert front["name"] == name
+    assert front["trigger"] == "pre-tool-call"
+    assert front["matcher"] == {"tool": "Shell", "pattern": "a: b #c"}
+    assert front["description"] == f"TODO say what {name} checks and why"
+    assert run("validate", "--strict", str(user_dir / name)).returncode == 0
+
+
+@pytest.mark.parametrize("name", ["has:colon", "No", "a b", ""])
+def test_new_refuses_names_that_are_not_hook_names(name: str, user_dir: Path) -> None:
+    done = run("new", name, "--trigger", "before_tool", "--user-dir", str(user_dir))
+    assert done.returncode == 64 and "a hook name is" in done.stderr
+    assert list(user_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize(("trigger", "written"), [
+    ("before_tool", "pre-tool-call"), ("pre-tool-use", "pre-tool-call"),
+    ("before_stop", "pre-agent-turn-stop"), ("session_end", "post-session"),
+    ("after_tool_failure", "post-tool-call-failure"),
+])
+def test_new_writes_the_spec_trigger(trigger: str, written: str, user_dir: Path) -> None:
+    assert run("new", "h", "--trigger", trigger, "--user-dir", str(user_dir)).returncode == 0
+    assert f"\ntrigger: {written}\n" in (user_dir / "h" / "HOOK.md").read_text()
+
+
+def try_it(done: subprocess.CompletedProcess[str]) -> str:
+    lines = [line for line in done.stdout.splitlines() if line.startswith("try it: ")]
+    assert len(lines) == 1, done.stdout
+    return lines[0][len("try it: "):]
+
+
+@pytest.mark.parametrize("extra", [
+    [], ["--tool", "Shell"], ["--tool", "Bash|Shell", "--pattern", r"git\s+push.*--force"],
+    ["--tool", "mcp__.*__write", "--pattern", "rm -rf"], ["--pattern", "[Dd]rop (table|db)"],
+], ids=["plain", "tool", "tools+pattern", "tool-regex", "pattern-only"])
+def test_new_prints_a_fire_line_that_runs_the_hook(extra: list[str], user_dir: Path,
+                                                   project: Path) -> None:
+    made = run("new", "probe-me", "--trigger", "before_tool", *extra, "--user-dir",
+               str(user_dir), "--project-dir", str(project))
+    assert made.returncode == 0, made.stderr
+    line = try_it(made)
+    assert line.startswith("mcp-hooks fire pre-tool-call")
+    # deny, so that the run is visible in the decision too
+    script = user_dir / "probe-me" / "scripts" / "run"
+    script.write_text("#!/bin/sh\necho 'probe-me ran' >&2\nexit 2\n")
+    fired = subprocess.run(line, shell=True, capture_output=True, text=True, timeout=60,
+                           cwd=project, env={**os.environ,
+                                             "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"})
+    assert fired.returncode == 2, (line, fired.stdout, fired.stderr)
+    assert "DENIED  before_tool  by probe-me" in fired.stdout
+
+
+def test_new_project_hook_is_trusted_as_written(project: Path, user_dir: Path,
+                                                untrusted: None) -> None:
+    made = run("new", "proj-gate", "--trigger", "before_stop", "--project", "--project-dir",
+               str(project), "--user-dir", str(user_dir))
+    assert made.returncode == 0, made.stderr
+    line = try_it(made)
+    assert f"--project-dir {project}" in line
+    assert "after an edit, trust it again: mcp-hooks trust" in made.stdout
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    fired = subprocess.run(line, shell=True, capture_output=True, text=True, timeout=60,
+                           env=env)
+    assert fired.returncode == 0 and "ok   proj-gate" in fired.stdout, fired.stdout
+    (project / ".agents" / "hooks" / "proj-gate" / "scripts" / "run").write_text(
+        "#!/bin/sh\nexit 2\n")
+    edited = subprocess.run(line, shell=True, capture_output=True, text=True, timeout=60,
+                            env=env)
+    assert "proj-gate" not in edited.stdout.splitlines()[0]  # untrusted again: not run
+    assert "not trusted" in edited.stdout

@@ -27,9 +27,9 @@ from tests.conftest import MCP_HOOKS, write_hook
 COMMANDS = sorted(TABLE)
 
 
-def run(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
+def run(*args: str, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([MCP_HOOKS, *args], capture_output=True, text=True, timeout=60,
-                          **kw)  # type: ignore[call-overload]
+                          stdin=stdin)
 
 
 def help_text(*argv: str) -> str:

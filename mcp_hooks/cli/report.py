@@ -182,15 +182,17 @@ def format_considered(registry: Registry, event_type: str, tool: str | None,
     lines = [f"hooks considered for {event_type}"
              + (f" (tool {tool!r})" if tool is not None else "") + ":"]
     hooks = registry.hooks()
-    width = max((len(h.name) for h in hooks), default=0)
+    names = [h.name for h in hooks] + [u.name for u in registry.untrusted] \
+        + [i.name for i in registry.invalid]
+    width = max(map(len, names), default=0)
     for hook in hooks:
         lines.append(f"  {hook.name:<{width}}  {hook.scope:<7}  "
                      f"{_why(hook, event_type, tool, tool_input)}")
     for untrusted in registry.untrusted:
-        lines.append(f"  {untrusted.name}  project  not run: {untrusted.status} "
+        lines.append(f"  {untrusted.name:<{width}}  project  not run: {untrusted.status} "
                      f"(see `mcp-hooks trust`)")
     for invalid in registry.invalid:
-        lines.append(f"  {invalid.name}  invalid  not loaded: {invalid}")
+        lines.append(f"  {invalid.name:<{width}}  {invalid.scope:<7}  not loaded: {invalid}")
     if len(lines) == 1:
         lines.append(f"  none: no hook in {registry.user_dir}"
                      + (f" or {registry.project_dir}/.agents/hooks"
