@@ -47,7 +47,8 @@ class Built:
 def _ignore(folder: str, names: list[str]) -> set[str]:
     top = Path(folder) == REPO
     return {n for n in names if n in _NOT_SOURCE or n.endswith((".egg-info", ".pyc"))
-            or (top and n in _NOT_SOURCE_TOP)}
+            or (top and n in _NOT_SOURCE_TOP)
+            or (Path(folder) == REPO / "bench" and n == "out")}
 
 
 def _copy(source: str, dest: str) -> None:
