@@ -5,6 +5,12 @@ path). The result is in wire form (``results``).
    ``tool_use_id``, and ``mcp_server`` / ``mcp_tool`` (the upstream's own names) in the
    payload. A deny answers with an ``isError`` result carrying the hook's reason; the
    upstream is never called. ``modified_input`` is what the upstream receives.
+
+   One vocabulary: a tool name in ``vocabulary.MCP_CLIENTS`` (``Bash``, ``Edit``, ...) reaches
+   the hooks of every event as its canonical tool (``Shell``, ``EditFile``, ...) with canonical
+   input keys, the client's own name and arguments under ``host``; a ``modified_input`` goes
+   back to the tool's own keys (one that cannot is dropped, with a warning in the log). Other
+   names (``git_status``, ``write_file``) reach the hooks as the client sees them.
 2. The upstream call, bounded by the timeout (the start of a stopped upstream included).
 3. Success -> ``after_tool`` with ``tool_output`` = ``{content, structuredContent}``; a hook's
    ``modified_output`` replaces the result, a deny withholds it, and the
@@ -44,6 +50,7 @@ from mcp_hooks.proxy.results import (
 )
 from mcp_hooks.proxy.sessions import DownstreamSession
 from mcp_hooks.proxy.upstream import UpstreamError
+from mcp_hooks.vocabulary import MCP_CLIENTS, CallerTool, caller_tool
 
 logger = logging.getLogger("mcp_hooks.proxy")
 
@@ -93,14 +100,17 @@ class Gate:
             return error_result(f"Unknown tool {name!r}: no upstream server of this proxy has "
                                 "it (see tools/list and the resource hooks://proxy/status).")
         upstream, tool = route
-        fields: dict[str, Any] = {
-            "session_id": session.id, "tool_name": name,
-            "tool_use_id": f"proxy-{uuid.uuid4().hex}",
-            "payload": {"mcp_server": upstream.name, "mcp_tool": tool},
-        }
+        use_id = f"proxy-{uuid.uuid4().hex}"
+        origin = {"mcp_server": upstream.name, "mcp_tool": tool}
+
+        def event(kind: str, call: CallerTool, **data: Any) -> Event:
+            return Event.create(event_type=kind, session_id=session.id,
+                                tool_name=call.tool_name, tool_input=call.tool_input,
+                                tool_use_id=use_id, payload=call.payload(origin), **data)
+
+        call = caller_tool(MCP_CLIENTS, name, arguments)  # what the hooks see
         try:
-            before = await self.engine.fire(Event.create(
-                event_type="before_tool", tool_input=arguments, **fields))
+            before = await self.engine.fire(event("before_tool", call))
         except Exception as exc:
             # The gate itself is broken: fail closed rather than run the tool unchecked.
             logger.exception("the before_tool gate failed on %s", name)
@@ -108,35 +118,35 @@ class Gate:
         if before.denied:
             return error_result(deny_text(before, name, ran=False))
         if before.modified_input is not None:
-            arguments = before.modified_input
+            rewritten, why = call.to_caller(before.modified_input)  # back to the tool's keys
+            if rewritten is None:
+                logger.warning("%s: %s", name, why)
+            else:
+                arguments = rewritten
+                call = caller_tool(MCP_CLIENTS, name, arguments)
 
         try:
             result = clean_result(await upstream.call_tool(tool, arguments, progress))
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
-                await self.fire(Event.create(
-                    event_type="after_tool_failure", tool_input=arguments,
-                    error="the client cancelled the call", **fields))
+                await self.fire(event("after_tool_failure", call,
+                                      error="the client cancelled the call"))
             raise
         except UpstreamError as exc:
-            await self.fire(Event.create(event_type="after_tool_failure", tool_input=arguments,
-                                         error=str(exc), **fields))
+            await self.fire(event("after_tool_failure", call, error=str(exc)))
             return error_result(str(exc))
         except MCPError as exc:
-            await self.fire(Event.create(
-                event_type="after_tool_failure", tool_input=arguments,
-                error=f"MCP error {exc.error.code}: {exc.error.message}", **fields))
+            await self.fire(event("after_tool_failure", call,
+                                  error=f"MCP error {exc.error.code}: {exc.error.message}"))
             raise
         if result.get("isError"):
-            await self.fire(Event.create(
-                event_type="after_tool_failure", tool_input=arguments, error=error_text(result),
-                tool_output=tool_output(result), **fields))
+            await self.fire(event("after_tool_failure", call, error=error_text(result),
+                                  tool_output=tool_output(result)))
             return result
 
         try:
-            after = await self.fire(Event.create(
-                event_type="after_tool", tool_input=arguments, tool_output=tool_output(result),
-                **fields))
+            after = await self.fire(event("after_tool", call,
+                                          tool_output=tool_output(result)))
         except Exception as exc:  # the upstream's result cannot be made an event
             after = self.fault("after_tool", exc)
         if after.denied:
