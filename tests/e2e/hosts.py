@@ -686,10 +686,24 @@ class CopilotCli(Host):
     bin_name = "copilot"
     native_shell_tool = "bash"
     model = "gpt-4.1"
+    #: The native binary unpacks its 235 MB runtime into ``$XDG_CACHE_HOME/copilot/pkg`` on
+    #: first start: in a fresh HOME that is every run. It is unpacked once, at install, into
+    #: this folder of the prefix, which every run names in ``COPILOT_PKG_CACHE_HOME`` (the
+    #: unpacking is Copilot's own rename-into-place, so a copy made later is just as safe).
+    pkg_cache = "copilot-pkg-cache"
+
+    @classmethod
+    def install_into(cls, tmp: Path, env: dict[str, str]) -> None:
+        super().install_into(tmp, env)
+        unpack = {**env, "COPILOT_PKG_CACHE_HOME": str(tmp / cls.pkg_cache)}
+        res = run_process([str(cls.find_binary(tmp)), "--version"], cwd=tmp, env=unpack)
+        if res.returncode != 0:
+            raise RuntimeError(f"copilot could not unpack its runtime:\n{res.describe()}")
 
     def env(self, box: Sandbox, base_url: str, extra_path: list[str]) -> dict[str, str]:
         env = base_env(box.home, extra_path)
         env.update(
+            COPILOT_PKG_CACHE_HOME=str(self.info.prefix / self.pkg_cache),
             COPILOT_OFFLINE="true",
             COPILOT_PROVIDER_BASE_URL=f"{base_url}/v1",
             COPILOT_PROVIDER_API_KEY="sk-fake",
