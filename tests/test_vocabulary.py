@@ -1,0 +1,108 @@
+"""``mcp_hooks.vocabulary`` beyond the host tables (tests/test_hosts_vocab.py): the union that
+``fire_hook_event`` and the proxy read, a caller's call through it, and what the model is told."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from mcp_hooks.outcome import Outcome
+from mcp_hooks.server import prompts
+from mcp_hooks.vocabulary import (
+    CANONICAL_KEYS,
+    HOST_TABLES,
+    MCP_CLIENTS,
+    MCP_SERVER_TOOLS,
+    caller_tool,
+    matcher_problem,
+    tool,
+    tool_catalogue,
+    union,
+    vocabulary,
+)
+
+
+def test_the_mcp_table_is_every_host_name_but_the_mcp_servers_own() -> None:
+    names = {n for table in HOST_TABLES.values() for n in table.tools}
+    assert set(MCP_CLIENTS.tools) == names - MCP_SERVER_TOOLS
+    for table in HOST_TABLES.values():
+        for name, entry in table.tools.items():
+            if name in MCP_SERVER_TOOLS:
+                continue
+            merged = MCP_CLIENTS.get(name)
+            assert merged is not None
+            assert (merged.canonical, merged.edits) == (entry.canonical, entry.edits)
+            assert set(entry.keys) <= set(merged.keys)  # every host's renames apply
+    assert MCP_CLIENTS.canonical("Bash", {"command": "ls"}) == ("Shell", {"command": "ls"})
+    assert MCP_CLIENTS.canonical("Read", {"target_file": "/a"}) == ("ReadFile", {"path": "/a"})
+    assert MCP_CLIENTS.canonical("write_file", {"path": "/a"}) == ("write_file", {"path": "/a"})
+
+
+def test_an_ambiguous_union_is_refused() -> None:
+    one = vocabulary(tool("edit", "EditFile", edits="copilot-edit"))
+    other = vocabulary(tool("edit", "WriteFile"))
+    with pytest.raises(ValueError, match="'edit' is EditFile"):
+        union(one, other)
+    keys = vocabulary(tool("Read", "ReadFile", ("file", "path")))
+    clash = vocabulary(tool("Read", "ReadFile", ("file", "content")))
+    with pytest.raises(ValueError, match="'file' is renamed to both"):
+        union(keys, clash)
+    assert set(union(one, other, leave_out=frozenset({"edit"})).tools) == set()
+
+
+def test_a_call_keeps_the_callers_view_and_answers_in_its_keys() -> None:
+    call = caller_tool(MCP_CLIENTS, "Write", {"file_path": "/a", "content": "x"})
+    assert (call.tool_name, call.tool_input) == ("WriteFile", {"path": "/a", "content": "x"})
+    assert call.host == {"tool_name": "Write", "tool_input": {"file_path": "/a", "content": "x"}}
+    assert call.payload({"mcp_server": "fs", "host": {"name": "mine"}}) == {
+        "mcp_server": "fs", "host": {"name": "mine", **call.host}}
+    rewritten = Outcome("before_tool", modified_input={"path": "/b", "content": "y"})
+    assert call.answer(rewritten).modified_input == {"file_path": "/b", "content": "y"}
+
+    edit = caller_tool(MCP_CLIENTS, "Edit", {"file_path": "/a", "old_string": "a",
+                                             "new_string": "b"})
+    two = Outcome("before_tool", modified_input={"path": "/a", "edits": [
+        {"old_string": "a", "new_string": "b"}, {"old_string": "c", "new_string": "d"}]},
+        warnings=["earlier"])
+    dropped = edit.answer(two)
+    assert dropped.modified_input is None
+    assert dropped.warnings[0] == "earlier" and "exactly one edit" in dropped.warnings[1]
+
+    plain = caller_tool(MCP_CLIENTS, "git_status", {"repo_path": "."})
+    assert (plain.tool_name, plain.tool_input, plain.host, plain.tool) == (
+        "git_status", {"repo_path": "."}, None, None)
+    assert plain.payload({"a": 1}) == {"a": 1}
+    same = Outcome("before_tool", modified_input={"repo_path": "/x"})
+    assert plain.answer(same) is same
+    # a canonical name sent as it is needs no host view
+    assert caller_tool(MCP_CLIENTS, "Shell", {"command": "ls"}).host is None
+
+
+def test_the_catalogue_lists_every_canonical_tool() -> None:
+    listed = {t["name"]: t for t in tool_catalogue()}
+    assert list(listed) == list(CANONICAL_KEYS)
+    assert listed["EditFile"]["input_keys"] == ["path", "edits"]
+    assert {"Edit", "MultiEdit", "edit", "replace", "StrReplaceFile"} == set(
+        listed["EditFile"]["caller_names"])
+    assert "write_file" not in listed["WriteFile"]["caller_names"]
+
+
+@pytest.mark.parametrize(("matcher", "problem"), [
+    ("Bash", "Bash reach hooks as Shell"), ("Write|Edit", "add EditFile|WriteFile"),
+    ("Shell|Bash", None), ("git_status", None), ("write_file", None), ("Shell", None),
+])
+def test_matcher_problem(matcher: str, problem: str | None) -> None:
+    found = matcher_problem(matcher)
+    assert found is None if problem is None else problem in (found or "")
+
+
+def test_what_the_prompt_says_is_what_the_table_does() -> None:
+    section = prompts._PROTOCOL.split("## Tool names", 1)[1].split("##", 1)[0]
+    section = " ".join(section.split())
+    claims = re.findall(r"`(\w+)` \(([^)]*)\) for ([\w, ]+?)(?:;|\.)", section)
+    assert len(claims) >= 5
+    for canonical, keys, names in claims:
+        assert [k.strip() for k in keys.split(",")] == list(CANONICAL_KEYS[canonical])
+        for name in names.split(","):
+            assert MCP_CLIENTS.canonical(name.strip(), {})[0] == canonical, name
