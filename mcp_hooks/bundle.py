@@ -9,7 +9,8 @@ Contracts:
 
 - ``bundled_hooks()`` lists every folder of the library that loads as a valid hook, sorted
   by name (a broken one is a packaging bug: it raises, it is never skipped in silence).
-- ``add_hooks`` copies whole folders, file modes kept, never ``__pycache__`` or ``*.pyc``.
+- ``add_hooks`` copies whole folders, file modes kept, never byte-code (``__pycache__``,
+  ``*.pyc``) or a tool's cache (``.mypy_cache``, ...).
   A destination that already holds the same files (same relative paths, bytes and executable
   bits; byte-code ignored) is left alone and reported ``same``; a different one is reported
   ``conflict`` and left alone unless ``force``, which replaces it and keeps the old folder
@@ -51,7 +52,8 @@ RECOMMENDED: dict[str, str] = {
                      "hosts' hook configs",
 }
 
-_SKIPPED = ("__pycache__",)
+# byte-code and tool caches (a linter run inside a hook folder), never part of a hook
+_SKIPPED = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 _SENTENCE_END = re.compile(r"(?<=[\w)][.!?])\s+(?=[A-Z])")
 _SKIPPED_SUFFIXES = (".pyc", ".pyo")
 
@@ -179,8 +181,8 @@ def _skipped(name: str) -> bool:
 
 
 def _content(folder: Path) -> dict[str, tuple[str, bytes, int]]:
-    """relative path -> (kind, content, executable bits) of a hook folder, byte-code left
-    out. Symlinks count by their target text."""
+    """relative path -> (kind, content, executable bits) of a hook folder, byte-code and
+    tool caches left out. Symlinks count by their target text."""
     found: dict[str, tuple[str, bytes, int]] = {}
     stack = [folder]
     while stack:
@@ -202,7 +204,7 @@ def _content(folder: Path) -> dict[str, tuple[str, bytes, int]]:
 
 
 def same_content(a: Path, b: Path) -> bool:
-    """Whether two hook folders hold the same files (byte-code ignored)."""
+    """Whether two hook folders hold the same files (byte-code and tool caches ignored)."""
     try:
         return _content(a) == _content(b)
     except OSError:

@@ -73,10 +73,12 @@ def _fake_library(root: Path) -> Path:
     (hook / "scripts" / "helper.txt").write_text("data\n")
     (hook / "scripts" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\0")
     (hook / "scripts" / "stale.pyc").write_bytes(b"\0")
+    (hook / "scripts" / ".mypy_cache" / "3.10").mkdir(parents=True)
+    (hook / "scripts" / ".mypy_cache" / "3.10" / "cache.db").write_bytes(b"\0")
     return root / "lib"
 
 
-def test_add_copies_modes_and_no_byte_code_then_leaves_the_same_hook_alone(
+def test_add_copies_modes_no_byte_code_or_caches_then_leaves_the_same_hook_alone(
         tmp_path: Path) -> None:
     library = _fake_library(tmp_path)
     [hook] = bundle.bundled_hooks(library)

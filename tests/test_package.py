@@ -32,6 +32,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 LIBRARY = REPO / "mcp_hooks" / "library"
 SDIST_EXTRAS = ("tests", "docs", "examples", "bench")
+JUNK = ("mcp_hooks/library/protect-hooks/scripts/__pycache__/protect_hooks.cpython-311.pyc",
+        "mcp_hooks/library/protect-hooks/scripts/.mypy_cache/3.10/cache.db",
+        "tests/.ruff_cache/0.6/cache", "tests/fixtures/__pycache__/x.cpython-311.pyc")
 _NOT_SOURCE = {".git", ".venv", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
                ".hypothesis", "node_modules"}
 _NOT_SOURCE_TOP = {"build", "dist"}
@@ -71,6 +74,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     root = tmp_path_factory.mktemp("package")
     src = root / "src"
     shutil.copytree(REPO, src, ignore=_ignore, symlinks=True, copy_function=_copy)
+    for junk in JUNK:  # byte-code and a tool's cache, as a run inside the library leaves
+        (src / junk).parent.mkdir(parents=True, exist_ok=True)
+        (src / junk).write_bytes(b"\0")
     out = root / "dist"
     done = subprocess.run(
         [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(src)],
@@ -81,11 +87,18 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     return Built(src, sdist, wheel)
 
 
+def _is_junk(name: str) -> bool:
+    """Byte-code or a tool's cache: in neither archive."""
+    parts = name.split("/")
+    return name.endswith(".pyc") or bool(set(parts) & _NOT_SOURCE) or any(
+        p.startswith(".") and p.endswith("_cache") for p in parts)
+
+
 def _library_files() -> dict[str, int]:
     """Every file of the bundled library (relative to the package), with its exec bits."""
     found = {}
     for path in sorted(LIBRARY.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+        if path.is_file() and not _is_junk(path.relative_to(REPO).as_posix()):
             found[path.relative_to(REPO).as_posix()] = path.stat().st_mode & 0o111
     assert len({p.split("/")[2] for p in found}) >= 7  # the seven hooks at least
     return found
@@ -96,7 +109,7 @@ def test_the_wheel_carries_the_library_with_its_modes(built: Built) -> None:
         modes = {i.filename: (i.external_attr >> 16) & 0o111 for i in wheel.infolist()}
     library = _library_files()
     assert {name: modes.get(name) for name in library} == library
-    assert not [n for n in modes if "__pycache__" in n or n.endswith(".pyc")]
+    assert not [n for n in modes if _is_junk(n)]
     assert "mcp_hooks/bundle.py" in modes and "mcp_hooks/py.typed" in modes
     assert not [n for n in modes if n.startswith(("tests/", "docs/", "mcp_hooks/tests"))]
 
@@ -111,12 +124,13 @@ def test_the_sdist_carries_the_library_tests_docs_examples_and_bench(built: Buil
         assert top in members
     for folder in SDIST_EXTRAS:
         expected = {p.relative_to(built.src).as_posix() for p in (built.src / folder).rglob("*")
-                    if p.is_file() and "out" not in p.relative_to(built.src).parts[1:2]}
+                    if p.is_file() and "out" not in p.relative_to(built.src).parts[1:2]
+                    and not _is_junk(p.relative_to(built.src).as_posix())}
         assert expected, folder
         assert expected <= set(members), sorted(expected - set(members))[:10]
     assert "tests/conftest.py" in members and "tests/fixtures" in {
         "/".join(n.split("/")[:2]) for n in members}
-    assert not [n for n in members if "__pycache__" in n or n.endswith(".pyc")]
+    assert not [n for n in members if _is_junk(n)]
 
 
 @pytest.fixture(scope="module")
