@@ -17,6 +17,7 @@ server)::
     results         tool results in wire form: cleaned, shown to hooks, rewritten, refused
     sessions        downstream sessions and their session_start / session_end
     fast            the stdio fast path's own answers to plain tools/call requests
+    startup         serving at once: the listing window, requests that wait for a start
     upstream        one upstream's state machine: start, list, call, watch, restart
     upstream_stdio  the stdio transport to an upstream, with the raw tools/call channel
     config          the mcpServers config file and --upstream values
@@ -27,7 +28,8 @@ upstream is not called. Hooks never see the proxy's token nor the upstreams' con
 credentials in their environment (``config.upstream_secrets``). An upstream that fails to
 start or dies is logged (stderr and the event log) and shown by ``hooks://proxy/status``; its
 tools answer with a clear error, the others keep working, and it is started again on its
-next call, with backoff.
+next call, with backoff. The proxy answers ``initialize`` at once, without waiting for any
+upstream; slow ones join with a list-changed notification (``startup``).
 
 Speed: over stdio, ``tools/call`` requests are answered on a fast path that skips the SDK's
 per-message validation on both sides (``fast``, ``upstream_stdio``, and the event-loop
