@@ -374,13 +374,11 @@ async def test_timeout_kills_the_whole_group(user_dir: Path, tmp_path: Path) -> 
         f"echo $$ >> {pids}\n"
         "wait\n"
     ))
-    started = time.monotonic()
-    outcome = await fire(Registry(user_dir), **shell())
-    elapsed = time.monotonic() - started
+    with anyio.fail_after(30):  # a hang, not slowness: waiting for `sleep 60` would pass it
+        outcome = await fire(Registry(user_dir), **shell())
     assert outcome.decision == "allow"
     assert outcome.hooks[0].status == "timeout"
     assert any("timed out after 300 ms" in w for w in outcome.warnings)
-    assert elapsed < 3
     deadline = time.monotonic() + 5  # SIGKILL is delivered asynchronously: allow a moment
     for pid in map(int, pids.read_text().split()):
         while _alive(pid) and time.monotonic() < deadline:
@@ -449,19 +447,21 @@ async def test_hook_that_reads_a_large_payload(user_dir: Path) -> None:
 async def test_async_hooks_do_not_delay_or_block(user_dir: Path, tmp_path: Path) -> None:
     done = tmp_path / "done"
     seen = tmp_path / "seen.json"
+    gate = tmp_path / "gate"  # the async hook finishes only once the event has returned
     write_hook(user_dir, "bg", extra="async: true\n",
-               script=f"cat > {seen}\nsleep 0.5\necho finished\ntouch {done}\nexit 2\n")
+               script=f"cat > {seen}\nwhile [ ! -e {gate} ]; do sleep 0.01; done\n"
+                      f"echo finished\ntouch {done}\nexit 2\n")
     write_hook(user_dir, "rewrite", extra="priority: 999\n",
                script="""echo '{"modified_input": {"command": "changed"}}'\n""")
     log = EventLog(tmp_path / "log.jsonl")
     async with Engine(Registry(user_dir), log=log) as engine:
-        started = time.monotonic()
-        outcome = await engine.fire(Event.create(**shell({"command": "orig"})))
-        assert time.monotonic() - started < 0.4
+        with anyio.fail_after(30):  # had the event waited for the async hook, it would hang
+            outcome = await engine.fire(Event.create(**shell({"command": "orig"})))
         assert outcome.decision == "allow"
         assert {h.name: h.status for h in outcome.hooks} == {"bg": "scheduled",
                                                               "rewrite": "allow"}
         assert not done.exists()
+        gate.touch()
     assert done.exists()  # leaving the engine waited for it
     assert json.loads(seen.read_text())["tool_input"] == {"command": "orig"}
     records = list(log.read())
@@ -473,10 +473,9 @@ async def test_async_hooks_do_not_delay_or_block(user_dir: Path, tmp_path: Path)
 async def test_async_hook_timeout_is_logged_and_killed(user_dir: Path, tmp_path: Path) -> None:
     write_hook(user_dir, "bg", extra="async: true\ntimeout: 200\n", script="sleep 30\n")
     log = EventLog(tmp_path / "log.jsonl")
-    started = time.monotonic()
-    async with Engine(Registry(user_dir), log=log) as engine:
-        await engine.fire(Event.create(**shell()))
-    assert time.monotonic() - started < 3
+    with anyio.fail_after(25):  # a hang, not slowness: waiting for `sleep 30` would pass it
+        async with Engine(Registry(user_dir), log=log) as engine:
+            await engine.fire(Event.create(**shell()))
     result = next(r for r in log.read() if r["kind"] == "async_result")
     assert result["hook"]["status"] == "timeout"
 
@@ -746,19 +745,24 @@ async def test_a_failing_log_never_fails_the_event(
 
 @pytest.mark.anyio
 async def test_concurrent_events_share_one_engine(user_dir: Path, tmp_path: Path) -> None:
-    write_hook(user_dir, "sleepy", script="sleep 0.2\n")
+    arrived = tmp_path / "arrived"
+    arrived.mkdir()
+    # Each run waits until all 20 have started: only runs made in parallel ever get there
+    # (one after another, the first would wait until its timeout and fail).
+    write_hook(user_dir, "sleepy", extra="timeout: 20000\n", script=(
+        f"mktemp -p {arrived} > /dev/null\n"
+        f"while [ $(ls {arrived} | wc -l) -lt 20 ]; do sleep 0.02; done\n"))
     log = EventLog(tmp_path / "log.jsonl")
     results: list[Outcome] = []
     async with Engine(Registry(user_dir), log=log) as engine:
-        started = time.monotonic()
 
         async def one(i: int) -> None:
             results.append(await engine.fire(Event.create(**shell(), session_id=f"s{i}")))
 
-        async with anyio.create_task_group() as tg:
-            for i in range(20):
-                tg.start_soon(one, i)
-        assert time.monotonic() - started < 2.0  # in parallel, not 20 x 0.2 s
+        with anyio.fail_after(60):  # a hang, not slowness
+            async with anyio.create_task_group() as tg:
+                for i in range(20):
+                    tg.start_soon(one, i)
     assert len(results) == 20 and all(r.hooks[0].status == "allow" for r in results)
     assert len(list(log.read())) == 20
 

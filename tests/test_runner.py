@@ -209,10 +209,10 @@ async def test_term_is_enough_for_a_hook_that_honours_it(drive: Way, tmp_path: P
     marker = tmp_path / "termed"
     script = f"trap 'echo term > {marker}; exit 0' TERM; while :; do sleep 0.05; done"
     result = await drive(["/bin/sh", "-c", script], b"", cwd="/", env={}, timeout=0.5,
-                         kill_grace=5)
+                         kill_grace=120)
     assert result.timed_out and result.exit_code is None
     assert marker.read_text() == "term\n"
-    assert result.duration_ms < 5000  # it did not wait the whole grace
+    assert result.duration_ms < 60_000  # a hang bound: it did not wait out the 120 s grace
 
 
 async def test_timeout_shorter_than_the_reader_delay(drive: Way) -> None:
@@ -227,7 +227,6 @@ async def test_grandchild_holding_stdout(drive: Way, tmp_path: Path) -> None:
     result = await drive(["/bin/sh", "-c", script], b"", cwd="/", env={}, timeout=20)
     assert result.exit_code == 2 and result.stderr == b"bye\n"
     assert not result.timed_out  # the grandchild holding stdout did not keep the run going
-    assert result.duration_ms < 10_000
     pid = int(pid_file.read_text())
     deadline = time.monotonic() + 10  # and it ended with the run (tests/test_process_tree.py)
     while _alive(pid) and time.monotonic() < deadline:
@@ -278,8 +277,7 @@ async def test_concurrent_slow_floods_are_all_drained(async_way: Way) -> None:
     for i, result in results.items():
         assert result.exit_code == 0 and not result.timed_out, i
         expected = 0 if i % 2 else 200_000 + i
-        assert result.stdout_size == expected, i
-        assert result.duration_ms < 10_000, i
+        assert result.stdout_size == expected, i  # (one never drained would hit fail_after)
 
 
 @pytest.mark.parametrize("way", ASYNC_WAYS, ids=[way.id for way in ASYNC_WAYS])

@@ -232,11 +232,9 @@ def test_too_many_entries_is_unverifiable(tmp_path: Path) -> None:
         (hook / f"f{i}").touch()
     assert hook_digest(hook) != UNVERIFIABLE_DIGEST  # exactly the limit is fine
     (hook / "one-more").touch()
-    started = time.monotonic()
     digest, notes = digest_report(hook)
     assert digest == UNVERIFIABLE_DIGEST
     assert notes == [f"more than {MAX_ENTRIES} entries, not hashed"]
-    assert time.monotonic() - started < 5
 
 
 def test_a_file_too_large_is_unverifiable(tmp_path: Path) -> None:

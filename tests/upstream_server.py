@@ -69,6 +69,22 @@ def build(name: str, root: Path, keep: set[str] | None = None) -> MCPServer:
         await anyio.sleep(seconds)
         return f"slept {seconds}"
 
+    async def rendezvous(folder: str, count: int) -> str:
+        """Wait until ``count`` calls sharing ``folder`` are under way at once (each leaves a
+        file there), so a test sees calls overlap without timing them."""
+        import tempfile
+
+        import anyio
+
+        os.close(tempfile.mkstemp(dir=folder)[0])
+        while len(os.listdir(folder)) < count:
+            await anyio.sleep(0.02)
+        return f"met {count}"
+
+    if keep is not None and "rendezvous" in keep:  # only on request: not in the default set
+        server.add_tool(rendezvous, description="Wait until COUNT calls sharing FOLDER are "
+                        "under way at once.")
+
     @tool("Report progress three times, then finish.")
     async def progress(ctx: Context) -> str:
         for step in (1, 2, 3):
