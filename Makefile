@@ -1,12 +1,16 @@
-# mcp-hooks: `make demo` shows it working, `make test` checks everything, `make bench` measures.
+# mcp-hooks: `make demo` shows it working, `make test` checks everything but the real agent
+# hosts, `make e2e` runs those, `make bench` measures. `.ci/run` is `make test` then `make e2e`.
 # Each target creates .venv and installs the package (with its dev tools) when needed.
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+# pytest workers of `make test` (pytest-xdist); every test has its own TMPDIR, HOME, ports
+# and cache lock, so they are safe side by side. JOBS=0 runs them all in one process.
+JOBS   ?= 2
 
-.PHONY: demo test lint typecheck pytest fuzz bench clean
+.PHONY: demo test e2e lint typecheck pytest fuzz bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,10 +30,21 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # pytest exits 5 when it collected no test: say so and fail, never pass by accident.
-pytest: $(STAMP)
-	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest; rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; \
+# $(call run_pytest,TARGET,ARGS)
+define run_pytest
+	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest $(2); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make $(1): pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
+endef
+
+# Everything but the real agent hosts: offline once .venv and the test cache are filled.
+pytest: $(STAMP)
+	$(call run_pytest,test,-m "not e2e" -n $(JOBS))
+
+# The real agent hosts (tests/e2e, docs/e2e.md): node >= 20 and npm, the npm registry and PyPI
+# on the first run (installs are cached in $MCP_HOOKS_TEST_CACHE, ~/.cache/mcp-hooks-test).
+e2e: $(STAMP)
+	$(call run_pytest,e2e,-m e2e)
 
 # The property tests of tests/test_properties.py with a budget 20 times make test's (minutes);
 # failing examples are kept in .pytest_cache/hypothesis and replayed first next time.

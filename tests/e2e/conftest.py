@@ -7,8 +7,8 @@
 * ``box``: a fresh project folder and HOME for one host run.
 * ``mcp_hooks_exe``: the real ``mcp-hooks`` console script.
 
-The ``e2e`` marker is registered here; select the tests with ``pytest -m e2e`` or leave
-them out with ``-m 'not e2e'``.
+The ``e2e`` marker is registered in pyproject.toml; ``make e2e`` selects these tests
+(``pytest -m e2e``), ``make test`` leaves them out (``-m 'not e2e'``).
 """
 
 from __future__ import annotations
@@ -30,14 +30,6 @@ REPO = Path(__file__).resolve().parents[2]
 # Filled while tests run; printed in the terminal summary.
 INSTALLS: dict[str, InstallInfo | str] = {}
 RUN_TIMES: list[tuple[str, str, float]] = []
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "e2e: end-to-end tests that install and run the real agent hosts (npm) against a "
-        "fake model server on loopback",
-    )
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
