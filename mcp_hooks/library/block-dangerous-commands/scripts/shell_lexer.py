@@ -1,0 +1,212 @@
+"""The words of a shell command line, and the folders they name.
+
+``prescan`` is one quote-aware pass over a line: it drops comments, cuts heredoc bodies out
+(returned in order, for the command that reads them) and returns the bodies of ``$(...)``,
+``<(...)``, ``>(...)`` and backticks, which shlex cannot see into. ``tokens`` then splits the
+line as a POSIX shell would (operators apart), or returns None when it cannot. ``protected``
+says whether a word names a folder whose deletion wrecks the system or the user's files.
+Every loop here is linear in its input.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import posixpath
+import re
+import shlex
+
+SYSTEM_DIRS = ("bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "opt",
+               "root", "sbin", "srv", "sys", "usr", "var", "mnt", "media", "snap", "nix",
+               "Users", "System", "Library", "Applications", "Volumes", "private")
+HOME = re.compile(r"^(?:~|\$HOME\b|\$\{HOME(?:[:%#?=+-][^}]*)?\})")
+GLOB = re.compile(r"[*?\[]")
+EVERYTHING = r"[.\[\]!^]*[*?][.*?\[\]!^]*"  # *, .*, .[!.]*, ?* ...
+DISK = re.compile(r"/dev/(?:sd[a-z]|nvme\d|hd[a-z]|vd[a-z]|xvd[a-z]|mmcblk\d|disk\d|mapper/)")
+HARMLESS_DEV = re.compile(r"/dev/(?:null|zero|stdout|stderr|stdin|tty|fd/\d+|full|u?random)$")
+HEREDOC = r"<<(-?)[ \t]*((?:'[^'\n]*'|\"[^\"\n]*\"|[^\s;&|<>()])+)"  # compiled when used
+
+
+def ansi_c(word: str) -> str:
+    """The value of a $'...' word (shlex leaves its escapes alone)."""
+    if word.startswith("$") and "\\" in word:
+        try:
+            return word[1:].encode("latin-1", "backslashreplace").decode("unicode_escape")
+        except (UnicodeError, ValueError):
+            return word
+    return word
+
+
+def braces(word: str, limit: int = 64) -> list[str]:
+    """Brace expansion of one word (a{b,c}d -> abd acd), at most ``limit`` results."""
+    out: list[str] = []
+    todo, steps = [word], 0
+    while todo and len(out) < limit and steps < 8 * limit:  # depth first: bounded
+        item, steps = todo.pop(), steps + 1
+        m = re.search(r"\{([^{}]*,[^{}]*)\}", item)
+        if m is None:
+            out.append(item)
+        else:
+            choices = m.group(1).split(",")[:limit]
+            todo.extend(item[:m.start()] + c + item[m.end():] for c in reversed(choices))
+    return out
+
+
+def protected(word: str, here: bool = True) -> str | None:
+    """The folder ``word`` names if deleting it wrecks the system or the user's files:
+    /, ~, a system folder, your own home by its path; . and .. too when ``here``."""
+    for each in braces(ansi_c(word)):
+        found = _protected(each.strip(), here)
+        if found:
+            return found
+    return None
+
+
+def _protected(word: str, here: bool) -> str | None:
+    if not word:
+        return None
+    m = HOME.match(word)
+    root, rest = (("~", word[m.end():]) if m else ("/", word) if word.startswith("/")
+                  else (".", word))
+    if rest and not rest.startswith("/") and root == "~":
+        return None  # ~user or $HOMEDIR
+    parts: list[str] = []
+    above = False
+    for part in rest.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts:
+                parts.pop()
+            else:
+                above = True
+        else:
+            parts.append(part)
+    if root == ".":
+        return word if here and not parts and ("." in word) else None
+    while parts and re.fullmatch(EVERYTHING, parts[-1]):
+        parts.pop()  # /* and ~/.* empty the folder
+    if root == "~":
+        return "~" if not parts or (above and root == "~") else None
+    if not parts:
+        return "/"
+    path = "/" + "/".join(parts)
+    home = os.environ.get("HOME", "")
+    if home and posixpath.normpath(home) not in ("/", ".") and path == posixpath.normpath(home):
+        return path
+    if len(parts) == 1 and any(fnmatch.fnmatchcase(d, parts[0]) for d in SYSTEM_DIRS):
+        return path
+    return None
+
+
+def tokens(text: str) -> list[str] | None:
+    lexer = shlex.shlex(text, posix=True, punctuation_chars="();<>|&\n")
+    lexer.whitespace = " \t\r"
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        return list(lexer)
+    except ValueError:
+        return None
+
+
+def is_operator(token: str) -> bool:
+    return bool(token) and all(c in "();<>|&\n" for c in token)
+
+
+def separates(token: str) -> bool:
+    redirect = ">" in token or "<" in token
+    return (any(c in token for c in ";\n()") or "&&" in token or "||" in token
+            or ("|" in token and token != ">|") or ("&" in token and not redirect))
+
+
+def closing(text: str, i: int, close: str) -> int:
+    """Where the substitution opened just before ``i`` ends (``len(text)`` if never)."""
+    depth, quote = 1, None
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if quote:
+            quote = None if c == quote else quote
+        elif close == "`":
+            if c == "`":
+                return i
+        elif c in "'\"":
+            quote = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return len(text)
+
+
+def prescan(text: str) -> tuple[str, list[str], list[str]]:
+    """One pass over a command line, quote-aware: (the line without comments and heredoc
+    bodies, the heredoc bodies in order, the bodies of $(...), <(...), >(...) and `...`)."""
+    text = text.replace("\\\r\n", "").replace("\\\n", "")
+    out: list[str] = []
+    bodies: list[str] = []
+    inner: list[str] = []
+    pending: list[tuple[str, bool]] = []
+    i, n, quote = 0, len(text), ""
+    while i < n:
+        c = text[i]
+        if quote == "'":
+            quote = "" if c == "'" else quote
+        elif c == "\\":  # escapes the next character everywhere but inside '...'
+            out.append(text[i:i + 2])
+            i += 2
+            continue
+        elif quote == "$'":
+            quote = "" if c == "'" else quote
+        elif c == "`" or (c in "$<>" and text.startswith("(", i + 1)
+                          and (c == "$" or not quote)):
+            start = i + (1 if c == "`" else 2)
+            end = closing(text, start, "`" if c == "`" else ")")
+            inner.append(text[start:end])
+            out.append(text[i:end + 1])
+            i = end + 1
+            continue
+        elif quote == '"':
+            quote = "" if c == '"' else quote
+        elif c in "'\"":
+            quote = "$'" if c == "'" and out and out[-1] == "$" else c
+        elif c == "#" and (i == 0 or text[i - 1] in " \t\n;&|()"):
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        elif c == "<" and text.startswith("<<", i) and not text.startswith("<<<", i):
+            m = re.compile(HEREDOC).match(text, i)
+            if m:
+                pending.append((re.sub(r"['\"\\]", "", m.group(2)), m.group(1) == "-"))
+                out.append(text[i:m.end()])
+                i = m.end()
+                continue
+        elif c == "\n" and pending:
+            out.append("\n")
+            i += 1
+            for delim, dash in pending:
+                lines = []
+                while i < n:
+                    end = text.find("\n", i)
+                    end = n if end < 0 else end
+                    line, i = text[i:end], end + 1
+                    if (line.lstrip("\t") if dash else line) == delim:
+                        break
+                    lines.append(line)
+                bodies.append("\n".join(lines))
+            pending = []
+            continue
+        out.append(c)
+        i += 1
+    bodies.extend("" for _ in pending)
+    return "".join(out), bodies, inner
+
+
+def unescape(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text)
