@@ -680,6 +680,42 @@ def test_uninstall_removes_only_ours(
 
 
 @needs_bridges
+@pytest.mark.parametrize("trusted_by", ["nothing", "--trust-folder"])
+def test_copilot_runs_project_hooks_only_in_a_trusted_folder(
+    trusted_by: str,
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """What the README tells Copilot CLI users: the project config ``install copilot-cli
+    --scope project`` writes (``.github/hooks``) loads in ``copilot -p`` only in a folder
+    Copilot trusts. Without ``--trust-folder`` (or ``GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=
+    true``, which the other tests set) Copilot skips it silently and the command runs."""
+    host = host_factory("copilot-cli")
+    _audit, guard = write_tool_policy(box.project_hooks, box)
+    fake_model.script = Script(commands=["echo hello > forbidden-marker.txt"])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, "project")
+    env = host.env(box, fake_model.url, [str(mcp_hooks_exe.parent)])
+    del env["GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS"]
+    argv = host.argv("Do the task.")
+    if trusted_by != "nothing":
+        argv.append(trusted_by)
+
+    result = run_process(argv, cwd=box.project, env=env)
+    RUN_TIMES.append((host.name, request.node.name, result.seconds))
+    why = context(host, box, fake_model, result)
+    assert not result.timed_out, why
+    ran = (box.project / "forbidden-marker.txt").exists()
+    if trusted_by == "nothing":
+        assert ran and not payloads(guard), f"Copilot ran untrusted repository hooks\n{why}"
+    else:
+        assert payloads(guard) and not ran, f"--trust-folder did not load the hooks\n{why}"
+
+
+@needs_bridges
 def test_user_dir_given_at_install_is_used(
     host_factory: Callable[[str], Host],
     mcp_hooks_exe: Path,
