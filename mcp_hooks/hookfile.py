@@ -162,8 +162,12 @@ class HookSpec:
     def __post_init__(self) -> None:
         if self.matcher_tool is not None:
             if LITERAL_TOOLS.fullmatch(self.matcher_tool):
-                object.__setattr__(self, "_tool_names",
-                                   frozenset(self.matcher_tool.split("|")))
+                from mcp_hooks.vocabulary import also_named
+
+                names = frozenset(self.matcher_tool.split("|"))
+                # a host's own name (Bash) also matches the canonical one (Shell) every door
+                # hands hooks: a hook written for one host still guards on all of them
+                object.__setattr__(self, "_tool_names", names | also_named(names))
             else:
                 object.__setattr__(self, "_tool_re",
                                    matching.compile_matcher(self.matcher_tool))
@@ -177,7 +181,8 @@ class HookSpec:
 
     @property
     def tool_names(self) -> frozenset[str] | None:
-        """The tool names a names-only ``matcher.tool`` stands for; None for a regex or none."""
+        """The tool names a names-only ``matcher.tool`` stands for (with the canonical names
+        of any host tool names in it: ``Bash`` -> ``Bash``, ``Shell``); None for a regex."""
         return self._tool_names
 
     @property

@@ -37,12 +37,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mcp_hooks.errors import RunError
-
-if TYPE_CHECKING:
-    from mcp_hooks.outcome import Outcome
+from mcp_hooks.outcome import Outcome, fault_outcome
 
 # The canonical tools and the input keys hooks read (other keys pass through as sent).
 CANONICAL_KEYS: dict[str, tuple[str, ...]] = {
@@ -391,9 +389,38 @@ MCP_SERVER_TOOLS: frozenset[str] = frozenset({"read_file", "write_file", "list_d
 MCP_CLIENTS: Vocabulary = union(*HOST_TABLES.values(), leave_out=MCP_SERVER_TOOLS)
 
 
+def also_named(names: frozenset[str]) -> frozenset[str]:
+    """The canonical names any host's table gives ``names`` (a hook's names-only
+    ``matcher.tool``), beyond ``names`` themselves: ``{"Bash"}`` -> ``{"Shell"}``.
+
+    Every door renames a host's own tool before hooks see it, so a hook written for one host
+    (``tool: Bash``) would otherwise never match anywhere: a guard that silently guards
+    nothing. ``hookfile`` widens such a matcher with these names (``validate --portable``
+    still asks for the canonical one).
+    """
+    extra = {tool.canonical for name in names for table in HOST_TABLES.values()
+             if (tool := table.get(name)) is not None}
+    return frozenset(extra - names)
+
+
 def rewrite_failed(exc: RewriteError) -> str:
-    """The warning for a rewrite that cannot go back to the caller's tool (it is dropped)."""
+    """What broke when a rewrite cannot go back to the caller's tool."""
     return f"the rewrite by a hook was not applied: {exc}"
+
+
+def unexpressible(event: str, outcome: Outcome, why: str, on_fault: str) -> Outcome:
+    """The answer when a hook's ``modified_input`` cannot be expressed in the caller's tool.
+
+    Running the tool with its original input would run what a hook replaced (a sanitised
+    command, a redirected path), so it is a fault of ours: under ``on_fault="block"`` a deny
+    saying so; under ``warn`` the outcome without the rewrite, with the warning.
+    """
+    if on_fault == "warn":
+        return replace(outcome, modified_input=None, warnings=[*outcome.warnings, why])
+    return fault_outcome(event, (
+        f"{why}; the call is refused rather than run with the input the hook replaced. Fix "
+        "the hook's rewrite for this tool (or run with --on-fault warn to drop it)"),
+        on_fault=on_fault, warnings=list(outcome.warnings))
 
 
 @dataclass(frozen=True)
@@ -431,14 +458,15 @@ class CallerTool:
         except RewriteError as exc:
             return None, rewrite_failed(exc)
 
-    def answer(self, outcome: Outcome) -> Outcome:
+    def answer(self, outcome: Outcome, on_fault: str = "block") -> Outcome:
         """``outcome`` with its ``modified_input`` in the caller's keys; a rewrite that cannot
-        be expressed there is dropped, with a warning (as the bridges do)."""
+        be expressed there is ``unexpressible`` (a deny under ``on_fault="block"``)."""
         if outcome.modified_input is None or self.tool is None:
             return outcome
         rewritten, why = self.to_caller(outcome.modified_input)
-        return replace(outcome, modified_input=rewritten,
-                       warnings=[*outcome.warnings, why] if why else outcome.warnings)
+        if rewritten is None:
+            return unexpressible(outcome.event_type, outcome, why or "", on_fault)
+        return replace(outcome, modified_input=rewritten)
 
     def payload(self, payload: Mapping[str, Any] | None) -> dict[str, Any]:
         """The event payload with the caller's own view under ``host`` (merged into a

@@ -215,6 +215,36 @@ def test_claude_code_multiedit_rewrite_keeps_its_list(hooks: Path, user_dir: Pat
     assert edits[1]["replace_all"] is True
 
 
+TWO_EDITS = """\
+import json, sys
+payload = json.load(sys.stdin)
+data = dict(payload["tool_input"])
+data["edits"] = [{"old_string": "a", "new_string": "b"}, {"old_string": "c", "new_string": "d"}]
+print(json.dumps({"modified_input": data}))
+"""
+
+
+@pytest.mark.parametrize("on_fault", ["block", "warn"])
+def test_a_rewrite_the_hosts_tool_cannot_take_is_refused_not_dropped(
+        project_hooks: Path, user_dir: Path, project: Path, on_fault: str) -> None:
+    """Claude's Edit holds one edit; a hook that rewrites it into two cannot be expressed.
+    Running the original input would run what the hook replaced: under the default fail-closed
+    policy the call is denied, saying why; with --on-fault warn the rewrite is dropped."""
+    write_hook(project_hooks, "two-edits", script=TWO_EDITS, entry="scripts/run.py",
+               extra="matcher:\n  tool: EditFile\n")
+    answer = out(bridge("claude-code", fixture("claude-code", "PreToolUse.edit", project),
+                        user_dir, None, "--on-fault", on_fault))
+    specific = answer.get("hookSpecificOutput", {})
+    assert "updatedInput" not in specific
+    if on_fault == "block":
+        assert specific["permissionDecision"] == "deny"
+        assert "exactly one edit" in specific["permissionDecisionReason"]
+        assert "refused rather than run" in specific["permissionDecisionReason"]
+    else:
+        assert specific.get("permissionDecision") != "deny"
+        assert "exactly one edit" in json.dumps(answer)
+
+
 def test_codex_rewrite_carries_allow_only_with_updated_input(hooks: Path, user_dir: Path,
                                                              project: Path) -> None:
     payload = fixture("codex", "PreToolUse.bash", project)

@@ -635,6 +635,27 @@ async def test_a_rewrite_goes_back_in_the_upstream_tools_keys(
                                      "edits": [{"old_string": "x", "new_string": "rm"}]}
 
 
+async def test_a_rewrite_the_upstream_tool_cannot_take_is_refused(
+    tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
+) -> None:
+    """Edit holds one edit: a hook's rewrite into two cannot reach the upstream, and the
+    original input (what the hook replaced) must not run instead."""
+    seen = tmp_path / "seen.jsonl"
+    two = ('{"modified_input": {"path": "/a.txt", "edits": [{"old_string": "x", '
+           '"new_string": "y"}, {"old_string": "p", "new_string": "q"}]}}')
+    recorder(project_hooks, "two-edits", "before_tool", seen,
+             extra="matcher:\n  tool: EditFile\n", then=f"printf '%s' '{two}'\n")
+    ran = tmp_path / "ran.jsonl"
+    recorder(project_hooks, "audit", "after_tool", ran)
+    async with proxied(tmp_path, project, user_dir, "--upstream", agent_tools(tmp_path)) as client:
+        result = await client.call_tool("Edit", {"file_path": "/a.txt", "old_string": "x",
+                                                 "new_string": "rm"})
+        assert result.is_error
+        assert "exactly one edit" in text_of(result) and "refused" in text_of(result)
+    assert len(records(seen)) == 1
+    assert not ran.exists() or not records(ran)  # the upstream tool never ran
+
+
 async def test_an_unmapped_upstream_tool_passes_through_unchanged(
     tmp_path: Path, project: Path, user_dir: Path, project_hooks: Path
 ) -> None:

@@ -538,16 +538,18 @@ async def test_a_rewrite_comes_back_in_the_callers_keys(
                          tool_input={"path": "/tmp/a.txt", "file_text": "x"})
     assert changed["modified_input"] == {"path": "/tmp/b.txt", "file_text": "safe"}
 
-    # a rewrite the caller's tool cannot take (Edit holds one edit) is dropped, with a warning
+    # a rewrite the caller's tool cannot take (Edit holds one edit) is a fault of ours: the
+    # call is refused rather than run with the input the hook replaced
     write_hook(project_hooks, "two-edits", script='echo \'{"modified_input": {"path": "/a", '
                '"edits": [{"old_string": "a", "new_string": "b"}, '
                '{"old_string": "c", "new_string": "d"}]}}\'\n',
                extra="matcher:\n  tool: EditFile\n")
-    dropped = await fire(client, event_type="before_tool", tool_name="Edit",
+    refused = await fire(client, event_type="before_tool", tool_name="Edit",
                          tool_input={"file_path": "/a", "old_string": "a", "new_string": "b"})
-    assert dropped["modified_input"] is None
-    assert any("rewrite by a hook was not applied" in w and "exactly one edit" in w
-               for w in dropped["warnings"])
+    assert (refused["decision"], refused["blocked_by"]) == ("deny", "mcp-hooks")
+    assert refused["modified_input"] is None
+    assert "rewrite by a hook was not applied" in refused["reason"]
+    assert "exactly one edit" in refused["reason"]
 
 
 async def test_an_unmapped_tool_name_passes_through_unchanged(

@@ -4,16 +4,20 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
-from mcp_hooks.outcome import Outcome
+from mcp_hooks.discovery import Registry
+from mcp_hooks.engine import Engine
+from mcp_hooks.outcome import Event, Outcome
 from mcp_hooks.server import prompts
 from mcp_hooks.vocabulary import (
     CANONICAL_KEYS,
     HOST_TABLES,
     MCP_CLIENTS,
     MCP_SERVER_TOOLS,
+    also_named,
     caller_tool,
     matcher_problem,
     tool,
@@ -21,6 +25,7 @@ from mcp_hooks.vocabulary import (
     union,
     vocabulary,
 )
+from tests.conftest import write_hook
 
 
 def test_the_mcp_table_is_every_host_name_but_the_mcp_servers_own() -> None:
@@ -106,3 +111,36 @@ def test_what_the_prompt_says_is_what_the_table_does() -> None:
         assert [k.strip() for k in keys.split(",")] == list(CANONICAL_KEYS[canonical])
         for name in names.split(","):
             assert MCP_CLIENTS.canonical(name.strip(), {})[0] == canonical, name
+
+
+@pytest.mark.parametrize(("matcher", "sent"), [
+    ("Bash", "Bash"),        # a Claude-style hook, a Claude-style caller
+    ("Bash", "Shell"),       # the same hook, a caller (or bridge) that says Shell
+    ("run_shell_command", "Bash"),  # a Gemini-style hook, a Claude-style caller
+    ("Write|Edit", "Edit"),  # several host names
+    ("Shell", "Bash"),       # the canonical hook, as the issue asks
+])
+def test_a_hook_written_for_one_host_guards_on_every_door(
+    tmp_path: Path, user_dir: Path, matcher: str, sent: str
+) -> None:
+    """Every door renames a host's tool before hooks see it (Bash -> Shell), so a matcher of
+    only host names would silently guard nothing: hookfile widens it with their canonical
+    names, and the deny reaches a caller that says either name."""
+    write_hook(user_dir, "no-rm", extra=f"matcher:\n  tool: {matcher}\n",
+               script="echo 'no' >&2\nexit 2\n")
+    engine = Engine(Registry(user_dir=user_dir, watch=False), one_shot=True)
+    tool_name, _ = MCP_CLIENTS.canonical(sent, {"command": "rm -rf /"})
+    outcome = engine.fire_blocking(Event("before_tool", tool_name=tool_name,
+                                         tool_input={"command": "rm -rf /"},
+                                         work_dir=str(tmp_path)))
+    assert (outcome.decision, outcome.blocked_by) == ("deny", "no-rm")
+    other = engine.fire_blocking(Event("before_tool", tool_name="ReadFile",
+                                       tool_input={"path": "/etc/hosts"}, work_dir=str(tmp_path)))
+    assert other.decision == "allow" and not other.hooks  # still only the tools it names
+
+
+def test_also_named_adds_only_canonical_names_of_host_tools() -> None:
+    assert also_named(frozenset({"Bash"})) == {"Shell"}
+    assert also_named(frozenset({"Shell"})) == frozenset()
+    assert also_named(frozenset({"git_status"})) == frozenset()
+    assert "ReadFile" in also_named(frozenset({"read_file"}))  # Gemini's, behind any door

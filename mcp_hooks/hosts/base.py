@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcp_hooks.errors import RunError
-from mcp_hooks.vocabulary import RewriteError, ToolMap, Vocabulary
+from mcp_hooks.vocabulary import RewriteError, ToolMap, Vocabulary, unexpressible
 
 if TYPE_CHECKING:
     from mcp_hooks.outcome import Outcome
@@ -140,6 +140,10 @@ def answer_outcome(host: Host, call: Call, outcome: Outcome | BaseException, on_
         outcome = fault_outcome(call.event, (
             f"the engine failed on {call.host_event}: {type(outcome).__name__}: {outcome}. "
             f"Check the hooks with `mcp-hooks validate`; {FAULT_FIX}"), on_fault=on_fault)
+    elif outcome.modified_input is not None and on_fault != "warn":
+        rewritten, why = host.host_input(call, outcome)
+        if rewritten is None and why:  # never let the input a hook replaced run instead
+            outcome = unexpressible(call.event, outcome, why, on_fault)
     try:
         return host.reply(call, outcome)
     except Exception as exc:

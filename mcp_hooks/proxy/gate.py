@@ -50,7 +50,7 @@ from mcp_hooks.proxy.results import (
 )
 from mcp_hooks.proxy.sessions import DownstreamSession
 from mcp_hooks.proxy.upstream import UpstreamError
-from mcp_hooks.vocabulary import MCP_CLIENTS, CallerTool, caller_tool
+from mcp_hooks.vocabulary import MCP_CLIENTS, CallerTool, caller_tool, unexpressible
 
 logger = logging.getLogger("mcp_hooks.proxy")
 
@@ -119,8 +119,11 @@ class Gate:
             return error_result(deny_text(before, name, ran=False))
         if before.modified_input is not None:
             rewritten, why = call.to_caller(before.modified_input)  # back to the tool's keys
-            if rewritten is None:
+            if rewritten is None:  # never run the input a hook replaced: a fault of ours
+                before = unexpressible("before_tool", before, why or "", self.engine.on_fault)
                 logger.warning("%s: %s", name, why)
+                if before.denied:
+                    return error_result(deny_text(before, name, ran=False))
             else:
                 arguments = rewritten
                 call = caller_tool(MCP_CLIENTS, name, arguments)

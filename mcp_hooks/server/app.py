@@ -264,7 +264,7 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
             )
             progress = _Progress(ctx, service, event)
             outcome = await service.fire(event, on_hook_done=progress)
-            return _fired(outcome if call is None else call.answer(outcome))
+            return _fired(outcome if call is None else call.answer(outcome, service.on_fault))
         except ConfigError:  # the caller's mistake (a malformed field, work_dir outside roots)
             raise
         except Exception as exc:  # ours, around the engine: a fault, never a crash
