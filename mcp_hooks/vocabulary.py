@@ -322,6 +322,7 @@ CURSOR_EVENT_TOOLS: dict[str, ToolMap] = {
 
 COPILOT_CLI = vocabulary(
     tool("bash", "Shell"),
+    tool("Bash", "Shell"),  # its VS Code-style events (PreToolUse) name the shell as Claude does
     tool("view", "ReadFile"),
     tool("create", "WriteFile", ("file_text", "content")),
     tool("edit", "EditFile", edits="copilot-edit"),

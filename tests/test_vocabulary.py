@@ -144,3 +144,11 @@ def test_also_named_adds_only_canonical_names_of_host_tools() -> None:
     assert also_named(frozenset({"Shell"})) == frozenset()
     assert also_named(frozenset({"git_status"})) == frozenset()
     assert "ReadFile" in also_named(frozenset({"read_file"}))  # Gemini's, behind any door
+
+
+def test_copilot_reads_its_vs_code_style_shell_name_too() -> None:
+    """Copilot CLI's PascalCase events (PreToolUse, as VS Code writes them) send Claude's
+    ``Bash``; a hook on ``Shell`` must still see the call as ``Shell``."""
+    copilot = HOST_TABLES["copilot-cli"]
+    assert copilot.canonical("Bash", {"command": "ls"}) == ("Shell", {"command": "ls"})
+    assert copilot.canonical("bash", {"command": "ls"}) == ("Shell", {"command": "ls"})
