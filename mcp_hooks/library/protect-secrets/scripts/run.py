@@ -1,9 +1,24 @@
-"""Deny writes to secret files, and writes whose content carries a secret."""
+"""Deny writes to secret files, and writes whose content carries a secret.
+
+Contract: one pre-tool-call event on stdin; exit 0 allows, exit 2 denies with the reason on
+stderr (never the secret itself). File tools are read by their path and content keys. A shell
+command is read as text, so what it nests (``sh -c``, ``eval``, ``$(...)``, heredocs) is read
+too: redirections and ``tee`` into a secret file, the target of ``cp``/``mv``/``install``/
+``ln``/``dd of=``/``sed -i``/``truncate``/``curl -o``/``wget -O`` wherever the verb stands
+(quotes and line continuations dropped, so ``".e"nv`` is ``.env``), an interpreter one-liner
+or heredoc (python, node, perl, ruby, php) that writes and names a secret file in a string,
+and secret content anywhere in the command. Linear work; commands past MAX_COMMAND characters
+are read up to it. Standalone: Python 3.10+, standard library only.
+"""
 
 import json
 import os
 import re
+import shlex
 import sys
+from typing import Any
+
+MAX_COMMAND = 1_000_000
 
 SAFE_ENV = {".env.example", ".env.sample", ".env.template", ".env.dist"}
 SECRET_NAMES = re.compile(
@@ -14,14 +29,29 @@ SECRET_DIRS = re.compile(r"(?:^|/)(?:\.ssh|\.aws|\.gnupg|\.docker|\.kube)/")
 CONTENT_RULES = [
     (re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"), "a private key"),
     (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "an AWS access key id"),
-    (re.compile(r"(?i)aws_secret_access_key\s*[=:]\s*['\"]?[A-Za-z0-9/+=]{40}"), "an AWS secret access key"),
-    (re.compile(r"\"type\"\s*:\s*\"service_account\"[\s\S]*\"private_key\""), "a GCP service-account key"),
-    (re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}\b|\bgithub_pat_[A-Za-z0-9_]{60,}"), "a GitHub token"),
+    (re.compile(r"(?i)aws_secret_access_key\s*[=:]\s*['\"]?[A-Za-z0-9/+=]{40}"),
+     "an AWS secret access key"),
+    (re.compile(r"\"type\"\s*:\s*\"service_account\"[\s\S]*\"private_key\""),
+     "a GCP service-account key"),
+    (re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}\b|\bgithub_pat_[A-Za-z0-9_]{60,}"),
+     "a GitHub token"),
     (re.compile(r"\bglpat-[A-Za-z0-9_-]{20}\b"), "a GitLab token"),
     (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), "a Slack token"),
     (re.compile(r"\b[rs]k_live_[A-Za-z0-9]{20,}"), "a Stripe live key"),
 ]
-SHELL_WRITE = re.compile(r"(?:>>?|\btee\s+(?:-a\s+)?|\b(?:cp|mv|install)\s+\S+\s+)\s*['\"]?([^\s'\";&|>]+)")
+SHELL_WRITE = re.compile(
+    r"(?:>>?|\btee\s+(?:-a\s+)?|\b(?:cp|mv|install)\s+\S+\s+)\s*['\"]?([^\s'\";&|>]+)")
+# verb -> which of its words it writes: "last" operand, "all" operands, or an option's value
+WRITERS = {"cp": "last", "mv": "last", "install": "last", "ln": "last", "rsync": "last",
+           "tee": "all", "truncate": "all", "touch": "all", "sed": "all", "perl": "all",
+           "dd": "of=", "curl": "-o", "wget": "-O"}
+INTERPRETER = re.compile(r"\b(?:python[\d.]*|pypy\d*|node|nodejs|deno|bun|perl|ruby|php)\b")
+WRITE_API = re.compile(
+    r"\bopen\s*\([^)]*['\"](?:[wax]|r\+)|write_text|write_bytes|writeFile|appendFile"
+    r"|createWriteStream|\b(?:File|IO)\s*\.\s*(?:write|open|new)|copy(?:file|File|2|tree)?\s*\("
+    r"|\brename\w*\s*\(|\breplace\s*\(|\bmove\s*\(|symlink|file_put_contents|fopen"
+    r"|['\"]\s*\+?>{1,2}\s*['\"]|\bopen\s*\(?\s*\w*\s*,?\s*['\"]\+?>")
+LITERAL = re.compile(r"'([^'\"\n]{1,1024})'|\"([^'\"\n]{1,1024})\"")
 
 
 def secret_path(path: str) -> str | None:
@@ -35,7 +65,38 @@ def secret_path(path: str) -> str | None:
     return None
 
 
-def content_of(tool_input: dict) -> str:
+def shell_targets(command: str) -> list[str]:
+    """Every file a shell command evidently writes, wherever the verb stands (nested too)."""
+    flat = re.sub(r"\\\r?\n", "", command)
+    targets = [m for text in (command, re.sub(r"['\"\\]", "", flat))
+               for m in SHELL_WRITE.findall(text)]
+    for segment in re.split(r"[;&|\n()`]|\$\(", re.sub(r"['\"\\]", "", flat)):
+        words = segment.split()
+        for k, word in enumerate(words):
+            how = WRITERS.get(word.rsplit("/", 1)[-1])
+            if how is None:
+                continue
+            args = words[k + 1:k + 257]
+            if word.endswith(("sed", "perl")) and not any(
+                    re.match(r"^-[a-zA-Z]*i", a) or a.startswith("--in-place") for a in args):
+                continue
+            operands = [a for a in args if not a.startswith("-")]
+            if how == "last":
+                targets += operands[-1:]
+            elif how == "all":
+                targets += operands
+            elif how == "of=":
+                targets += [a[3:] for a in args if a.startswith("of=")]
+            else:
+                targets += [args[j + 1] for j, a in enumerate(args[:-1])
+                            if a == how or a in ("--output", "--output-document")]
+                targets += [a[2:] for a in args if a.startswith(how) and len(a) > 2]
+    if INTERPRETER.search(command) and WRITE_API.search(command):
+        targets += [m.group(1) or m.group(2) for m in LITERAL.finditer(command)]
+    return targets
+
+
+def content_of(tool_input: dict[str, Any]) -> str:
     parts = [tool_input.get(k) for k in ("content", "new_string", "new_str", "text", "file_text")]
     for edit in tool_input.get("edits") or []:
         if isinstance(edit, dict):
@@ -47,8 +108,11 @@ def main() -> int:
     payload = json.load(sys.stdin)
     tool_input = payload.get("tool_input") or {}
     command = tool_input.get("command") or tool_input.get("cmd")
+    if isinstance(command, list) and all(isinstance(c, str) for c in command):
+        command = shlex.join(command)
     if isinstance(command, str):
-        for target in SHELL_WRITE.findall(command):
+        command = command[:MAX_COMMAND]
+        for target in shell_targets(command):
             why = secret_path(target)
             if why:
                 print(f"Secret file protected: {why}; the shell command would write it. "
@@ -57,7 +121,8 @@ def main() -> int:
         for rule, what in CONTENT_RULES:
             if rule.search(command):
                 print(f"Secret protected: the command carries {what}. Never put secrets in "
-                      "commands or files; reference an environment variable instead.", file=sys.stderr)
+                      "commands or files; reference an environment variable instead.",
+                      file=sys.stderr)
                 return 2
         return 0
     path = next((tool_input[k] for k in ("path", "file_path", "filename", "target_file")
@@ -65,13 +130,15 @@ def main() -> int:
     why = secret_path(path) if path else None
     if why:
         print(f"Secret file protected: {why}. Writes to it are refused; ask the user to "
-              "change secrets by hand, or write an example file such as .env.example.", file=sys.stderr)
+              "change secrets by hand, or write an example file such as .env.example.",
+              file=sys.stderr)
         return 2
     text = content_of(tool_input)
     for rule, what in CONTENT_RULES:
         if rule.search(text):
             print(f"Secret protected: the content for {path or 'this file'} carries {what}. "
-                  "Do not write secrets into files; read them from the environment.", file=sys.stderr)
+                  "Do not write secrets into files; read them from the environment.",
+                  file=sys.stderr)
             return 2
     return 0
 
