@@ -87,7 +87,8 @@ def shell_targets(command: str) -> list[str]:
     for segment in re.split(r"[;&|\n()`]|\$\(", re.sub(r"['\"\\]", "", flat)):
         words = segment.split()
         verbs = [k for k, word in enumerate(words) if word.rsplit("/", 1)[-1] in WRITERS]
-        for k, end in zip(verbs, [*verbs[1:], len(words)], strict=True):
+        for n, k in enumerate(verbs):
+            end = verbs[n + 1] if n + 1 < len(verbs) else len(words)
             word = words[k]
             how = WRITERS[word.rsplit("/", 1)[-1]]
             args = words[k + 1:min(end, k + 257)]  # up to the next writer: linear in all
