@@ -1,4 +1,5 @@
-"""The ready hooks in hooks/, fired with real events through the engine."""
+"""The bundled hooks in mcp_hooks/library/, fired with real events through the engine (the
+guards' tables of rewrites and look-alikes are in test_guards.py)."""
 
 from __future__ import annotations
 
