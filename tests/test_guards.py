@@ -101,6 +101,7 @@ DANGEROUS = [
     "node <<'JS'\nrequire('fs').rmSync('/', {recursive: true})\nJS",
     "bash <<EOF\nrm -rf /\nEOF", "cat <<EOF | sh\nrm -rf ~\nEOF", "echo 'rm -rf /' | bash",
     "bash <<< 'rm -rf /'", "cat > /tmp/x.sh <<'EOF'\nrm -rf /\nEOF\nbash /tmp/x.sh",
+    "x=$(bash <<EOF\nrm -rf /\nEOF\n)", "echo \"$(cat <<EOF\nhi\nEOF\n)\"; rm -rf /",
     # the rest of the table
     "chmod -R 777 \"/\"", "chown -R nobody /", "rsync -a --delete empty/ /", "mv ~ /tmp/gone",
     "\"mk\"fs /dev/sda", "python3 -c 'open(\"/dev/sda\", \"wb\").write(b\"0\" * 512)'",
@@ -122,6 +123,9 @@ LOOK_ALIKES = [
     "sh -c 'ls /'", "echo / | xargs ls", "# rm -rf /\nls", "ls # don't rm -rf /",
     "chmod -R u+w .", "rsync -a --delete src/ dest/", "mv build old-build",
     "git rm -r --cached .", "make clean && rm -rf dist", "docker run --rm alpine ls /",
+    # how agents commit: the message in a heredoc inside $(...), quotes and all
+    "git commit -m \"$(cat <<'EOF'\nGuard: it's now blocking \"rm -rf /\" variants\n\n"
+    "Co-Authored-By: an agent\nEOF\n)\"",
 ]
 
 

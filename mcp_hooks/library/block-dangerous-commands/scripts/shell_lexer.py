@@ -120,9 +120,37 @@ def separates(token: str) -> bool:
             or ("|" in token and token != ">|") or ("&" in token and not redirect))
 
 
+def heredoc_at(text: str, i: int) -> tuple[str, bool, int] | None:
+    """The heredoc operator at ``i`` (``<<``, not ``<<<``): (delimiter, <<-, where it ends)."""
+    if not text.startswith("<<", i) or text.startswith("<<<", i):
+        return None
+    m = re.compile(HEREDOC).match(text, i)
+    if m is None:
+        return None
+    return re.sub(r"['\"\\]", "", m.group(2)), m.group(1) == "-", m.end()
+
+
+def read_bodies(text: str, i: int, pending: list[tuple[str, bool]]) -> tuple[int, list[str]]:
+    """The bodies of the pending heredocs, read from ``i`` (just past their line's newline)."""
+    bodies = []
+    for delim, dash in pending:
+        lines = []
+        while i < len(text):
+            end = text.find("\n", i)
+            end = len(text) if end < 0 else end
+            line, i = text[i:end], end + 1
+            if (line.lstrip("\t") if dash else line) == delim:
+                break
+            lines.append(line)
+        bodies.append("\n".join(lines))
+    return i, bodies
+
+
 def closing(text: str, i: int, close: str) -> int:
-    """Where the substitution opened just before ``i`` ends (``len(text)`` if never)."""
+    """Where the substitution opened just before ``i`` ends (``len(text)`` if never); quotes
+    and heredoc bodies inside it are skipped (git commit -m "$(cat <<'EOF' ... EOF)")."""
     depth, quote = 1, None
+    pending: list[tuple[str, bool]] = []
     while i < len(text):
         c = text[i]
         if c == "\\":
@@ -130,6 +158,14 @@ def closing(text: str, i: int, close: str) -> int:
             continue
         if quote:
             quote = None if c == quote else quote
+        elif c == "\n" and pending:
+            i, _ = read_bodies(text, i + 1, pending)
+            pending = []
+            continue
+        elif c == "<" and (found := heredoc_at(text, i)):
+            pending.append(found[:2])
+            i = found[2]
+            continue
         elif close == "`":
             if c == "`":
                 return i
@@ -147,7 +183,8 @@ def closing(text: str, i: int, close: str) -> int:
 
 def prescan(text: str) -> tuple[str, list[str], list[str]]:
     """One pass over a command line, quote-aware: (the line without comments and heredoc
-    bodies, the heredoc bodies in order, the bodies of $(...), <(...), >(...) and `...`)."""
+    bodies, the heredoc bodies in order, the bodies of $(...), <(...), >(...) and `...`,
+    which stand in the line as ``$(:)``: they are read on their own)."""
     text = text.replace("\\\r\n", "").replace("\\\n", "")
     out: list[str] = []
     bodies: list[str] = []
@@ -169,7 +206,7 @@ def prescan(text: str) -> tuple[str, list[str], list[str]]:
             start = i + (1 if c == "`" else 2)
             end = closing(text, start, "`" if c == "`" else ")")
             inner.append(text[start:end])
-            out.append(text[i:end + 1])
+            out.append("$(:)")
             i = end + 1
             continue
         elif quote == '"':
@@ -180,26 +217,15 @@ def prescan(text: str) -> tuple[str, list[str], list[str]]:
             while i < n and text[i] != "\n":
                 i += 1
             continue
-        elif c == "<" and text.startswith("<<", i) and not text.startswith("<<<", i):
-            m = re.compile(HEREDOC).match(text, i)
-            if m:
-                pending.append((re.sub(r"['\"\\]", "", m.group(2)), m.group(1) == "-"))
-                out.append(text[i:m.end()])
-                i = m.end()
-                continue
+        elif c == "<" and (found := heredoc_at(text, i)):
+            pending.append(found[:2])
+            out.append(text[i:found[2]])
+            i = found[2]
+            continue
         elif c == "\n" and pending:
             out.append("\n")
-            i += 1
-            for delim, dash in pending:
-                lines = []
-                while i < n:
-                    end = text.find("\n", i)
-                    end = n if end < 0 else end
-                    line, i = text[i:end], end + 1
-                    if (line.lstrip("\t") if dash else line) == delim:
-                        break
-                    lines.append(line)
-                bodies.append("\n".join(lines))
+            i, read = read_bodies(text, i + 1, pending)
+            bodies.extend(read)
             pending = []
             continue
         out.append(c)
