@@ -12,7 +12,6 @@ past MAX_COMMAND characters are read up to it. Standalone: Python 3.10+, standar
 import json
 import os
 import re
-import shlex
 import sys
 
 MAX_COMMAND = 1_000_000
@@ -62,6 +61,8 @@ def main() -> int:
     tool_input = payload.get("tool_input") or {}
     command = tool_input.get("command") or tool_input.get("cmd") or ""
     if isinstance(command, list):
+        import shlex  # only for a list command: its import is not free
+
         command = (shlex.join(command) if all(isinstance(c, str) for c in command)
                    else " ".join(map(str, command)))
     if not isinstance(command, str):

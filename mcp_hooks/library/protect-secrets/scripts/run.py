@@ -11,12 +11,12 @@ and secret content anywhere in the command. Linear work; commands past MAX_COMMA
 are read up to it. Standalone: Python 3.10+, standard library only.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import re
-import shlex
 import sys
-from typing import Any, Union
 
 MAX_COMMAND = 1_000_000
 
@@ -26,8 +26,7 @@ SECRET_NAMES = re.compile(
     r"|\.netrc|\.pgpass|credentials(?:\.json)?|service[-_]account.*\.json)$"
 )
 SECRET_DIRS = re.compile(r"(?:^|/)(?:\.ssh|\.aws|\.gnupg|\.docker|\.kube)/")
-Rule = Union["re.Pattern[str]", tuple["re.Pattern[str]", "re.Pattern[str]"]]
-CONTENT_RULES: list[tuple[Rule, str]] = [
+CONTENT_RULES: list[tuple[re.Pattern[str] | tuple[re.Pattern[str], re.Pattern[str]], str]] = [
     (re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"), "a private key"),
     (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "an AWS access key id"),
     (re.compile(r"(?i)aws_secret_access_key\s*[=:]\s*['\"]?[A-Za-z0-9/+=]{40}"),
@@ -47,12 +46,13 @@ WRITERS = {"cp": "last", "mv": "last", "install": "last", "ln": "last", "rsync":
            "tee": "all", "truncate": "all", "touch": "all", "sed": "all", "perl": "all",
            "dd": "of=", "curl": "-o", "wget": "-O"}
 INTERPRETER = re.compile(r"\b(?:python[\d.]*|pypy\d*|node|nodejs|deno|bun|perl|ruby|php)\b")
-WRITE_API = re.compile(
+# compiled on first use (re's cache): most commands run no interpreter
+WRITE_API = (
     r"\bopen\s*\([^)]*['\"](?:[wax]|r\+)|write_text|write_bytes|writeFile|appendFile"
     r"|createWriteStream|\b(?:File|IO)\s*\.\s*(?:write|open|new)|copy(?:file|File|2|tree)?\s*\("
     r"|\brename\w*\s*\(|\breplace\s*\(|\bmove\s*\(|symlink|file_put_contents|fopen"
     r"|['\"]\s*\+?>{1,2}\s*['\"]|\bopen\s*\(?\s*\w*\s*,?\s*['\"]\+?>")
-LITERAL = re.compile(r"'([^'\"\n]{1,1024})'|\"([^'\"\n]{1,1024})\"")
+LITERAL = r"'([^'\"\n]{1,1024})'|\"([^'\"\n]{1,1024})\""
 
 
 def carries(text: str) -> str | None:
@@ -106,14 +106,15 @@ def shell_targets(command: str) -> list[str]:
                 targets += [args[j + 1] for j, a in enumerate(args[:-1])
                             if a == how or a in ("--output", "--output-document")]
                 targets += [a[2:] for a in args if a.startswith(how) and len(a) > 2]
-    if INTERPRETER.search(command) and WRITE_API.search(command):
-        targets += [m.group(1) or m.group(2) for m in LITERAL.finditer(command)]
+    if INTERPRETER.search(command) and re.search(WRITE_API, command):
+        targets += [m.group(1) or m.group(2) for m in re.finditer(LITERAL, command)]
     return targets
 
 
-def content_of(tool_input: dict[str, Any]) -> str:
+def content_of(tool_input: dict[str, object]) -> str:
     parts = [tool_input.get(k) for k in ("content", "new_string", "new_str", "text", "file_text")]
-    for edit in tool_input.get("edits") or []:
+    edits = tool_input.get("edits")
+    for edit in edits if isinstance(edits, list) else []:
         if isinstance(edit, dict):
             parts.append(edit.get("new_string") or edit.get("new_str"))
     return "\n".join(p for p in parts if isinstance(p, str))
@@ -124,6 +125,8 @@ def main() -> int:
     tool_input = payload.get("tool_input") or {}
     command = tool_input.get("command") or tool_input.get("cmd")
     if isinstance(command, list) and all(isinstance(c, str) for c in command):
+        import shlex  # only for a list command: its import is not free
+
         command = shlex.join(command)
     if isinstance(command, str):
         command = command[:MAX_COMMAND]
