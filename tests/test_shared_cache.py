@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,11 +46,28 @@ print(final, now)
 """
 
 
+STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def no_installer_left() -> Iterator[None]:
+    """An installer still waiting for its "go" file when a test ends (a failed test) is
+    killed, so it never polls on after the run."""
+    yield
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=HANG)
+
+
 def installer(root: Path, go: Path, log: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-c", INSTALLER, str(root), str(go), str(log)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
+    STARTED.append(proc)
+    return proc
 
 
 def wait_until(predicate: object, what: str) -> None:
