@@ -173,7 +173,13 @@ def test_matcher_semantics(user_dir: Path) -> None:
     spec, _ = load_hook(hook, "user")
     assert spec.matches("Write", {"path": "app/.env"})
     assert spec.matches("Edit", {"nested": [{"deep": {"path": ".env"}}]})
-    assert not spec.matches("WriteFile", {"path": ".env"})  # tool is a full match
+    assert not spec.matches("Writer", {"path": ".env"})  # tool is a full match
+    assert not spec.matches("ReWrite", {"path": ".env"})
+    # host tool names also match the canonical names every door hands hooks (Write ->
+    # WriteFile, Edit -> EditFile), so a hook written for one host guards on all of them
+    assert spec.tool_names == {"Write", "Edit", "WriteFile", "EditFile"}
+    assert spec.matches("WriteFile", {"path": ".env"})
+    assert not spec.matches("ReadFile", {"path": ".env"})
     assert not spec.matches("Write", {"path": ".env.example"})
     assert not spec.matches(None, {"path": ".env"})
     assert not spec.matches("Write", {"size": 5})
