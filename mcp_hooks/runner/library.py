@@ -115,9 +115,13 @@ async def run_hook_library(
                 loop.remove_reader(stream.fd)
         reading = False
         hook.drain()  # what the child wrote is here; a grandchild cannot hang us
-        killpg(child.pid, signal.SIGKILL)  # what is left of its group
         child.set_returncode(returncode)
         hook.retire()
+        # asyncio has reaped the leader already: its marked orphans are killed and reaped by
+        # the sweep while they are alive (a process killed first loses its environ while it
+        # dies, and the sweep could no longer tell it is ours), then the rest of its group
+        await hook.reaper.sweep_async()
+        killpg(child.pid, signal.SIGKILL)
     finally:
         if child.returncode is None:  # cancelled from outside: asyncio reaps the leader
             waiter.cancel()
