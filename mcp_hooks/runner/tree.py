@@ -64,6 +64,7 @@ from collections.abc import Mapping
 
 RUN_ID_VAR = "AGENT_HOOKS_RUN_ID"  # marks every process of a run: see the module docstring
 SWEEP_LIMIT = 5.0  # seconds a run's end waits for the processes it killed to be reaped
+PF_EXITING = 0x4  # /proc/<pid>/stat flags: the process is exiting (linux/sched.h)
 CHUNK = 1 << 16
 
 
@@ -208,10 +209,14 @@ class Reaper:
                         killed.add(pid)
                         acted = True
                     continue
-                fields = _stat_fields(pid)  # no environ: a zombie, or not ours to read
-                if (fields is not None and len(fields) > 3 and fields[0] == b"Z"
-                        and int(fields[3]) not in (self.sid, pid)):
+                fields = _stat_fields(pid)  # no environ: dying, a zombie, or not ours to read
+                if (fields is None or len(fields) <= 6
+                        or int(fields[3]) in (self.sid, pid)):
+                    continue  # someone's direct child, or the embedding program's own
+                if fields[0] == b"Z":
                     self.doomed.add(pid)  # nobody's direct child: nobody else waits for it
+                elif int(fields[6]) & PF_EXITING:
+                    acted = True  # killed, its environ already gone: look again once it is Z
             for pid in list(self.doomed):
                 try:
                     done = os.waitpid(pid, os.WNOHANG)[0]
