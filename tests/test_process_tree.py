@@ -264,7 +264,10 @@ async def test_cpu_seconds_ends_a_busy_hook(tmp_path: Path, drive: Runner) -> No
 @DRIVERS
 @pytest.mark.anyio
 async def test_address_space_blocks_a_big_allocation(tmp_path: Path, drive: Runner) -> None:
-    code = "bytearray(1 << 30)"  # 1 GiB, under a 256 MiB address space
+    # 1 GiB, under a 256 MiB address space; read stdin first: address_space_mb is set just
+    # after the spawn and before stdin is written (runner docstring), so only a hook that
+    # reads its stdin first is sure to run under it (one that allocates at once may not)
+    code = "import sys; sys.stdin.read(); bytearray(1 << 30)"
     result = await drive([sys.executable, "-c", code], cwd="/", env=dict(os.environ),
                          timeout=60, limits=Limits(address_space_mb=256))
     assert result.exit_code == 1 and b"MemoryError" in result.stderr
