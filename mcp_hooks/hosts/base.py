@@ -28,7 +28,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcp_hooks.errors import RunError
-from mcp_hooks.vocabulary import RewriteError, ToolMap, Vocabulary, unexpressible
+from mcp_hooks.vocabulary import (
+    RewriteError,
+    ToolMap,
+    Vocabulary,
+    rewrite_failed,
+    unexpressible,
+)
 
 if TYPE_CHECKING:
     from mcp_hooks.outcome import Outcome
@@ -375,7 +381,7 @@ class Host:
         try:
             return call.tool.to_host(outcome.modified_input, original), None
         except RewriteError as exc:
-            return None, f"the rewrite by a hook was not applied: {exc}"
+            return None, rewrite_failed(exc)
 
     def reply(self, call: Call, outcome: Outcome) -> Reply:  # pragma: no cover - abstract
         raise NotImplementedError
