@@ -21,17 +21,20 @@ OTHERS = {"pre-tool-use": "before_tool", "post-tool-use": "after_tool",
           "pre_acting": "before_tool", "post_acting": "after_tool"}
 
 
-def test_thirteen_canonical_events_in_five_layers() -> None:
+def test_nineteen_canonical_events_in_six_layers() -> None:
     assert list(EVENTS) == [
         "session_start", "session_end", "before_agent", "after_agent", "before_stop",
         "after_stop", "before_tool", "after_tool", "after_tool_failure", "subagent_start",
-        "subagent_stop", "pre_compact", "post_compact"]
+        "subagent_stop", "pre_compact", "post_compact",
+        "before_issue_start", "after_issue_start", "before_issue_submit",
+        "after_issue_submit", "before_issue_close", "after_issue_close"]
     assert {e.layer for e in EVENTS.values()} == {"session", "turn", "react", "subagent",
-                                                  "context"}
+                                                  "context", "issue"}
     assert {"before_tool", "after_tool", "after_tool_failure"} == TOOL_EVENTS
     # a fault of ours on these is only a warning: they happen after the fact
     assert {n for n, e in EVENTS.items() if not e.can_block} == {
-        "session_end", "after_stop", "post_compact", "after_tool_failure"}
+        "session_end", "after_stop", "post_compact", "after_tool_failure",
+        "after_issue_start", "after_issue_submit", "after_issue_close"}
 
 
 @pytest.mark.parametrize(("alias", "canonical"), [*SEED_000.items(), *OTHERS.items()])
