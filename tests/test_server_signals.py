@@ -21,7 +21,7 @@ from tests.test_server import fire, tool_error
 
 pytestmark = pytest.mark.anyio
 
-ISSUE = {"id": "FEAT-0123", "type": "feature", "title": "Users API", "status": "in_progress",
+ISSUE: dict[str, Any] = {"id": "FEAT-0123", "type": "feature", "title": "Users API", "status": "in_progress",
          "checklist": [{"text": "endpoint", "done": True}, {"text": "tests", "done": False},
                        {"text": "API docs", "done": False}],
          "files_changed": [f"src/f{n}.py" for n in range(25)]}
@@ -62,8 +62,9 @@ async def client(request: pytest.FixtureRequest, service: HookService) -> AsyncI
 async def respond(client: Client, **arguments: Any) -> dict[str, Any]:
     result = await client.call_tool("respond_to_signal", arguments)
     assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
+    data = result.structured_content
+    assert isinstance(data, dict)
+    return data
 
 
 async def test_the_tool_and_its_schema(client: Client) -> None:

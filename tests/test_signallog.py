@@ -161,3 +161,55 @@ def test_concurrent_processes_never_tear_a_line(tmp_path: Path) -> None:
     for n in range(4):
         mine = [r for r in records if r["session_id"] == f"w{n}"]
         assert sum(r["kind"] == "response" for r in mine) == 150
+
+
+# -- the command line: fire an issue event, read the signals, answer one ---------------------
+
+
+def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    from tests.conftest import MCP_HOOKS
+
+    return subprocess.run([MCP_HOOKS, *args], capture_output=True, text=True, timeout=60,
+                          env=env)
+
+
+def test_signals_and_respond_on_the_command_line(tmp_path: Path, user_dir: Path,
+                                                 project: Path) -> None:
+    import os
+
+    from tests.conftest import write_hook
+
+    write_hook(user_dir, "checklist-gate", trigger="pre-issue-submit", script=(
+        "cat >/dev/null\necho '{\"intensity\": \"block\", \"reason\": \"checklist incomplete\","
+        " \"resolution_path\": [\"complete the API docs\"]}'\n"))
+    log = tmp_path / "state" / "events.jsonl"
+    env = {**os.environ, "MCP_HOOKS_LOG": str(log)}
+    common = ("--user-dir", str(user_dir), "--project-dir", str(project))
+    issue = json.dumps({"issue": {"id": "FEAT-0123", "checklist": [
+        {"text": "API docs", "done": False}]}})
+    fired = cli("fire", "pre-issue-submit", "--session", "s1", "--payload", issue, "--json",
+                *common, env=env)
+    assert fired.returncode == 2, fired.stderr
+    outcome = json.loads(fired.stdout)
+    (signal,) = outcome["signals"]
+    signal_id = signal["header"]["id"]
+    assert signal["context"]["issue_id"] == "FEAT-0123"
+
+    shown = cli("signals", "--session", "s1", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "before_issue_submit" in shown.stdout and "block" in shown.stdout
+    assert "checklist incomplete" in shown.stdout and signal_id in shown.stdout
+
+    wrong = cli("respond", signal_id, "acknowledge", env=env)
+    assert wrong.returncode == 64
+    assert "answers a prompt signal, not a block one" in wrong.stderr
+    bad = cli("respond", signal_id, "abort", "--details", "[1", env=env)
+    assert bad.returncode == 64 and "--details is not JSON" in bad.stderr
+    done = cli("respond", signal_id, "retry_after_fix", "--details", '{"fixed": "docs"}',
+               env=env)
+    assert done.returncode == 0, done.stderr
+    line = json.loads(done.stdout)
+    assert (line["consumed"], line["action"], line["session_id"]) == (
+        True, "retry_after_fix", "s1")
+    raw = cli("signals", "--json", "-n", "0", env=env).stdout.splitlines()
+    assert [json.loads(r)["kind"] for r in raw] == ["signal", "response"]
