@@ -16,10 +16,14 @@ Running an event (``Engine.fire``):
    it. ``judge.judge`` turns each run into a verdict (exit 0 allows, exit 2 denies, anything
    else fails open unless the hook fails closed), and the chain's accumulator applies it.
    The first deny ends the chain.
+   Each run's verdict is also turned into signals (``signals.from_hook_run``: a deny is a
+   block, a rewrite a control, context or a hook's warning a prompt, or the signal the hook
+   printed itself), one ``correlation_id`` per event, with the issue's id and changed files
+   when the payload has an ``issue``; the outcome lists them strongest first.
 4. **Guard**: ``before_stop`` denied -> ``continue_working``; the ``StopGuard``
    (``stopguard.py``) counts consecutive blocks per session and lets the stop through at
-   its cap, saying so.
-5. **Log** the event (``eventlog.py``).
+   its cap, saying so (its block signals become prompts then).
+5. **Log** the event (``eventlog.py``) and its signals (``signallog.py``, beside it).
 
 What varies between callers is chosen once, at construction, never tested per hook: the
 runner (``runner.run_hook`` on an event loop, or the blocking ``run_hook_blocking`` for a
@@ -48,6 +52,8 @@ from mcp_hooks.hookfile import HookSpec
 from mcp_hooks.judge import Verdict, decode, judge
 from mcp_hooks.outcome import Event, HookRun, OnFault, Outcome, cap_text, fault_outcome
 from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
+from mcp_hooks.signallog import SignalLog
+from mcp_hooks.signals import INTENSITIES, Signal, from_hook_run, new_id
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
 
 _THREAD_MATCH = 1 << 16  # characters of tool input past which matching leaves the event loop
@@ -74,10 +80,19 @@ async def _run_blocking(argv: tuple[str, ...], stdin: bytes, **options: Any) -> 
 class _Chain:
     """What the sync hooks of one event have decided so far (step 3's accumulator)."""
 
-    __slots__ = ("blocked_by", "contexts", "decision", "input_changed", "output_changed",
-                 "outputs", "reason", "runs", "tool_input", "tool_output", "warnings")
+    __slots__ = ("blocked_by", "contexts", "correlation", "decision", "files", "input_changed",
+                 "issue_id", "name", "output_changed", "outputs", "reason", "runs", "signals",
+                 "tool_input", "tool_output", "warnings")
 
-    def __init__(self, event: Event, runs: list[HookRun], warnings: list[str]) -> None:
+    def __init__(self, name: str, event: Event, runs: list[HookRun],
+                 warnings: list[str]) -> None:
+        self.name = name
+        self.signals: list[Signal] = []
+        self.correlation = new_id()  # links the signals of this event
+        issue = event.payload.get("issue")
+        issue = issue if isinstance(issue, dict) else {}
+        self.issue_id: str | None = issue.get("id")
+        self.files: tuple[str, ...] = tuple(issue.get("files_changed") or ())
         self.runs = runs
         self.warnings = list(warnings)
         self.outputs: dict[str, RunResult] = {}
@@ -98,6 +113,9 @@ class _Chain:
         self.runs.append(run)
         if verdict.warning:
             self.warnings.append(verdict.warning)
+        if (verdict.deny or verdict.context or verdict.signal is not None
+                or verdict.modified_input is not None or verdict.modified_output is not None):
+            self._signal(hook, verdict)
         if verdict.context:
             self.contexts.append(cap_text(verdict.context))
         if verdict.modified_input is not None:
@@ -108,6 +126,24 @@ class _Chain:
             self.decision, self.blocked_by = "deny", verdict.blocked_by or hook.name
             self.reason = cap_text(verdict.reason or f"blocked by hook {hook.name}")
         return run
+
+    def _signal(self, hook: HookSpec, verdict: Verdict) -> None:
+        """The signals of one run (before ``apply`` changes ``tool_input``)."""
+        where: dict[str, Any] = {"issue_id": self.issue_id, "files": self.files,
+                                 "correlation_id": self.correlation}
+        printed = verdict.signal
+        derived = from_hook_run(
+            source=hook.name, hook=self.name, deny=verdict.deny, reason=verdict.reason,
+            modified_input=verdict.modified_input, original_input=self.tool_input,
+            modified_output=verdict.modified_output,
+            context=None if printed is not None or verdict.notice else verdict.context,
+            warning=verdict.notice, **where)
+        if printed is not None:
+            printed = printed.with_context(
+                correlation_id=self.correlation, issue_id=printed.context.issue_id
+                or self.issue_id, files=printed.context.files or self.files)
+            derived = [printed, *(s for s in derived if not (printed.blocks and s.blocks))]
+        self.signals.extend(derived)
 
     def outcome(self, name: str) -> Outcome:
         allowed = self.decision == "allow"
@@ -122,6 +158,7 @@ class _Chain:
             continue_working=not allowed and name == "before_stop",
             hooks=self.runs,
             warnings=self.warnings,
+            signals=sorted(self.signals, key=lambda s: INTENSITIES.index(s.intensity)),
         )
 
 
@@ -151,6 +188,8 @@ class Engine:
             bridges pass one that keeps its count in a file per session.
         runner: runs one hook (``run_hook``'s signature); default chosen by ``one_shot``.
         launcher: starts async hooks; default chosen by ``detach_async``/``one_shot``.
+        signal_log: where each outcome's signals go; default the signal log beside ``log``
+            (``SignalLog.beside``), none without a ``log``.
     """
 
     def __init__(
@@ -166,9 +205,12 @@ class Engine:
         stop_guard: StopGuard | None = None,
         runner: Runner | None = None,
         launcher: AsyncLauncher | None = None,
+        signal_log: SignalLog | None = None,
     ) -> None:
         self.registry = registry
         self.log = log
+        self.signal_log = signal_log if signal_log is not None or log is None else (
+            SignalLog.beside(log))
         self.one_shot = one_shot
         self.on_fault: OnFault = "warn" if on_fault == "warn" else "block"
         self.stop_guard = stop_guard if stop_guard is not None else StopGuard(stop_block_cap)
@@ -216,9 +258,8 @@ class Engine:
             outcome = fault_outcome(
                 name, f"the engine failed: {type(exc).__name__}: {cap_text(str(exc), 300)}",
                 on_fault=self.on_fault)
-            if self.log is not None:
-                with contextlib.suppress(Exception):
-                    self._log_event(event, name, self._work_dir(event), outcome, {})
+            with contextlib.suppress(Exception):
+                self._logged(event, name, self._work_dir(event), outcome, {})
             return outcome
 
     async def _fire(self, name: str, event: Event, on_hook_done: HookDone | None) -> Outcome:
@@ -236,13 +277,15 @@ class Engine:
             notes = outcome.warnings  # warn: the valid hooks run, the warning stays
         ticket = self.stop_guard.before(event, payload) if name == "before_stop" else None
         # 2. start async hooks, 3. run, judge, apply
-        chain = _Chain(event, self._start_async(name, event, hooks, payload, work_dir), notes)
+        chain = _Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes)
         if hooks:
             await self._run_chain(name, event, hooks, payload, work_dir, chain, on_hook_done)
         outcome = chain.outcome(name)
         # 4. guard, 5. log
         if ticket is not None:
             outcome = self.stop_guard.after(ticket, outcome)
+            if not outcome.denied and any(s.blocks for s in outcome.signals):
+                outcome = _demote_blocks(outcome)
         return self._logged(event, name, work_dir, outcome, chain.outputs)
 
     async def _select_here(self, name: str, event: Event) -> list[HookSpec]:
@@ -389,6 +432,8 @@ class Engine:
                 outputs: dict[str, RunResult]) -> Outcome:
         if self.log is not None:
             self._log_event(event, name, work_dir, outcome, outputs)
+        if self.signal_log is not None and outcome.signals:
+            self.signal_log.record(outcome.signals, event.session_id)
         return outcome
 
     def _log_event(
@@ -422,3 +467,19 @@ class Engine:
             "hooks": hooks,
             "warnings": outcome.warnings,
         })
+
+
+def _demote_blocks(outcome: Outcome) -> Outcome:
+    """The loop guard let a blocked stop through: its block signals become prompts."""
+    from dataclasses import replace
+
+    def demote(signal: Signal) -> Signal:
+        if not signal.blocks:
+            return signal
+        note = ("the stop loop guard let the agent stop after repeated blocks: "
+                f"{signal.payload.get('reason', '')}")
+        return signal.with_intensity("prompt", {"severity": "high", "message": note,
+                                                "suggestions": list(
+                                                    signal.payload.get("resolution_path", [])),
+                                                "continue_allowed": True})
+    return replace(outcome, signals=[demote(s) for s in outcome.signals])

@@ -15,7 +15,10 @@
     │   │                                  a --via, a scope it has not; no token)
     │   ├── TransportConfigError           --transport/--host/--port/--token that clash
     │   ├── BadRequest                     a service call: work_dir outside the roots, no such hook
-    │   └── ProxyConfigError               a proxy config file (file, field, reason)
+    │   ├── ProxyConfigError               a proxy config file (file, field, reason)
+    │   ├── HooksYamlError                 a hooks.yaml problem (file, entry, key, reason)
+    │   ├── OracleConfigError              an oracle's config (key, reason)
+    │   └── UnknownOracleError             an oracle name nothing resolves
     └── RunError                  exit 1   the input was fine; the world was not
         ├── AddressInUseError              serve/proxy: the port is taken
         ├── ServiceUnavailable             a project's hooks cannot be read right now

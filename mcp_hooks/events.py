@@ -5,6 +5,13 @@ Canonical names are the snake_case ones of the Agent Hooks spec (plus ``after_st
 documents is an alias: a hook may subscribe with any of them. ``SPEC_NAMES`` holds the
 trigger names of the current (kebab-case) spec, the only ones another implementation reads:
 what a hook meant to be shared, and the bundled library, write (``spec_name``).
+
+The issue-lifecycle events (layer ``issue``: ``before_issue_start`` ... ``after_issue_close``)
+are the control protocol's extension (seed ``002``), not the Agent Hooks spec's: their seed
+spellings (``pre-issue-start`` ...) are aliases, ``spec_name`` gives those, and they are not in
+``SPEC_NAMES`` (``validate --portable`` says another implementation will not fire them). Their
+payload carries an ``issue`` object (``ISSUE_FIELDS``), checked by ``issue_problem``; the
+``after_*`` ones happen after the fact and cannot block.
 """
 
 from __future__ import annotations
@@ -16,6 +23,12 @@ from mcp_hooks.errors import UnknownEventError
 
 BASE_FIELDS: tuple[str, ...] = ("event_type", "timestamp", "session_id", "work_dir", "context")
 TOOL_FIELDS: tuple[str, ...] = ("tool_name", "tool_input", "tool_use_id")
+# the ``issue`` object of the issue-lifecycle events: key -> what it must be
+ISSUE_FIELDS: dict[str, str] = {
+    "id": "a string", "type": "a string", "title": "a string", "status": "a string",
+    "checklist": 'a list of {"text": string, "done": boolean}',
+    "files_changed": "a list of paths (strings)",
+}
 
 
 @dataclass(frozen=True)
@@ -61,7 +74,7 @@ class EventInfo:
             "on_deny": self.on_deny,
             "payload_fields": [*BASE_FIELDS, *self.fields],
             "aliases": list(self.aliases),
-            "spec_name": SPEC_NAMES[self.name],
+            "spec_name": spec_name(self.name),
         }
 
 
@@ -71,7 +84,8 @@ def _event(
     return EventInfo(name, layer, summary, on_deny, fields, aliases)
 
 
-_CANNOT_BLOCK = frozenset({"session_end", "after_stop", "post_compact", "after_tool_failure"})
+_CANNOT_BLOCK = frozenset({"session_end", "after_stop", "post_compact", "after_tool_failure",
+                           "after_issue_start", "after_issue_submit", "after_issue_close"})
 
 
 def can_block(event: str) -> bool:
@@ -148,6 +162,36 @@ EVENTS: dict[str, EventInfo] = {
             "reported to the user",
             ("trigger", "token_count"), "post-context-compact",
         ),
+        _event(
+            "before_issue_start", "issue", "work on an issue is about to start",
+            "the issue does not start; the reason says what to prepare first",
+            ("issue",), "pre-issue-start", "pre_issue_start",
+        ),
+        _event(
+            "after_issue_start", "issue", "work on an issue has started",
+            "reported to the agent; the issue has started anyway",
+            ("issue",), "post-issue-start", "post_issue_start",
+        ),
+        _event(
+            "before_issue_submit", "issue", "an issue is about to be submitted (quality gate)",
+            "the submit is refused; the agent fixes what the reason says and submits again",
+            ("issue",), "pre-issue-submit", "pre_issue_submit",
+        ),
+        _event(
+            "after_issue_submit", "issue", "an issue has been submitted for review",
+            "reported to the agent; the submit stands",
+            ("issue",), "post-issue-submit", "post_issue_submit",
+        ),
+        _event(
+            "before_issue_close", "issue", "an issue is about to be closed",
+            "the issue stays open; the reason says what is missing",
+            ("issue",), "pre-issue-close", "pre_issue_close",
+        ),
+        _event(
+            "after_issue_close", "issue", "an issue has been closed",
+            "reported to the agent; the issue is closed anyway",
+            ("issue",), "post-issue-close", "post_issue_close",
+        ),
     )
 }
 
@@ -161,6 +205,13 @@ SPEC_NAMES: dict[str, str] = {
     "subagent_start": "pre-subagent", "subagent_stop": "post-subagent",
     "pre_compact": "pre-context-compact", "post_compact": "post-context-compact",
 }
+# the issue events' names in the seed's hooks.yaml (an extension: not in SPEC_NAMES)
+SEED_NAMES: dict[str, str] = {
+    "before_issue_start": "pre-issue-start", "after_issue_start": "post-issue-start",
+    "before_issue_submit": "pre-issue-submit", "after_issue_submit": "post-issue-submit",
+    "before_issue_close": "pre-issue-close", "after_issue_close": "post-issue-close",
+}
+ISSUE_EVENTS: frozenset[str] = frozenset(SEED_NAMES)
 ALIASES: dict[str, str] = {alias: e.name for e in EVENTS.values() for alias in e.aliases}
 TOOL_EVENTS: frozenset[str] = frozenset(n for n, e in EVENTS.items() if e.is_tool_event)
 _SPELLINGS: dict[str, str] = {**{n: n for n in EVENTS}, **ALIASES}
@@ -184,7 +235,34 @@ def spec_name(name: str) -> str:
     Raises:
         UnknownEventError: the name is neither canonical nor an alias.
     """
-    return SPEC_NAMES[canonical_event(name)]
+    name = canonical_event(name)
+    return SPEC_NAMES.get(name) or SEED_NAMES[name]
+
+
+def issue_problem(issue: Any) -> str | None:
+    """What is wrong with an issue-lifecycle event's ``issue`` object, or None.
+
+    Every key is optional; unknown keys are left to the hooks. ``checklist`` items are
+    ``{"text": string, "done": boolean}``; ``files_changed`` holds paths.
+    """
+    if not isinstance(issue, dict):
+        return "must be a JSON object (id, type, title, status, checklist, files_changed)"
+    for key in ("id", "type", "title", "status"):
+        if issue.get(key) is not None and not isinstance(issue[key], str):
+            return f"{key} must be {ISSUE_FIELDS[key]}"
+    checklist = issue.get("checklist")
+    if checklist is not None:
+        if not isinstance(checklist, list):
+            return f"checklist must be {ISSUE_FIELDS['checklist']}"
+        for n, item in enumerate(checklist):
+            if (not isinstance(item, dict) or not isinstance(item.get("text"), str)
+                    or not isinstance(item.get("done", False), bool)):
+                return f"checklist[{n}] must be {{\"text\": string, \"done\": boolean}}"
+    files = issue.get("files_changed")
+    if files is not None and (not isinstance(files, list)
+                              or not all(isinstance(f, str) for f in files)):
+        return f"files_changed must be {ISSUE_FIELDS['files_changed']}"
+    return None
 
 
 def is_known_event(name: str) -> bool:

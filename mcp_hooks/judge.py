@@ -12,6 +12,12 @@ The rules of the decision protocol, in one place:
   sets ``metadata.on_error: block``;
 - a ``decision`` other than allow/deny/block allows with a warning (``approve`` silently),
   and denies for a hook that fails closed;
+- ``decision: warn`` (or ``warning``) allows with a non-blocking warning (``notice``: a
+  prompt signal, and its text reaches the agent as context), even for a fail-closed hook;
+- stdout may carry a signal the hook made itself (``intensity`` and that intensity's payload,
+  ``signals.printed_signal``): a block signal denies with its ``reason``; a prompt or aid
+  signal's text reaches the agent as context when the hook gave none; a malformed one is a
+  failure of the hook (fail open unless fail-closed);
 - ``modified_input`` outside ``before_tool`` and ``modified_output`` outside ``after_tool``
   are ignored with a warning.
 
@@ -25,19 +31,22 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from mcp_hooks.errors import ConfigError
 from mcp_hooks.hookfile import HookSpec
 from mcp_hooks.outcome import FAULT_SOURCE, OnFault, Status, cap_text, fault_outcome
 from mcp_hooks.runner import RunResult
+from mcp_hooks.signals import Signal, printed_signal
 
 _DENY_WORDS = frozenset({"deny", "block"})
 _ALLOW_WORDS = frozenset({"allow", "approve"})
+_WARN_WORDS = frozenset({"warn", "warning"})
 
 
 class Verdict:
     """One sync hook's effect on the chain."""
 
     __slots__ = ("blocked_by", "context", "deny", "message", "modified_input",
-                 "modified_output", "reason", "status", "warning")
+                 "modified_output", "notice", "reason", "signal", "status", "warning")
 
     def __init__(self, status: Status) -> None:
         self.status: Status = status
@@ -49,6 +58,8 @@ class Verdict:
         self.modified_output: Any = None
         self.context: str | None = None
         self.warning: str | None = None
+        self.notice: str | None = None  # a non-blocking warning for the agent (a prompt)
+        self.signal: Signal | None = None  # the signal the hook printed itself
 
 
 _ALLOW = Verdict("allow")  # shared: a verdict is never changed once judged
@@ -160,11 +171,20 @@ def _parse_stdout(hook: HookSpec, event: str, result: RunResult) -> Verdict:
         return _failure(hook, "error", f"stdout must be a JSON object, got {type(data).__name__}")
 
     notes: list[str] = []
+    signal = None
+    if data.get("intensity") is not None:
+        try:
+            signal = printed_signal(data, source=hook.name, hook=event)
+        except ConfigError as exc:
+            return _failure(hook, "error", f"its signal cannot be read: {exc}")
+        if signal.blocks and data.get("decision") is None:
+            data = {**data, "decision": "deny", "reason": signal.payload.get("reason")}
     decision = data.get("decision")
     if decision is None:
         decision = "allow"
     word = decision.strip().lower() if isinstance(decision, str) else None
-    unknown = word not in _DENY_WORDS and word not in _ALLOW_WORDS
+    warn = word in _WARN_WORDS
+    unknown = word not in _DENY_WORDS and word not in _ALLOW_WORDS and not warn
     if word in _DENY_WORDS or (unknown and hook.on_error == "block"):
         verdict = Verdict("deny")
         verdict.deny = True
@@ -179,6 +199,9 @@ def _parse_stdout(hook: HookSpec, event: str, result: RunResult) -> Verdict:
         verdict = Verdict("allow")
         if unknown:
             notes.append(f"decision {decision!r} is not allow or deny; treated as allow")
+        if warn:
+            verdict.notice = str(data.get("reason") or f"warning from hook {hook.name}")
+    verdict.signal = signal
 
     modified = data.get("modified_input")
     if modified is not None:
@@ -198,6 +221,10 @@ def _parse_stdout(hook: HookSpec, event: str, result: RunResult) -> Verdict:
         context = "\n".join(str(c) for c in context)
     if context:
         verdict.context = str(context)
+    elif verdict.notice:
+        verdict.context = verdict.notice
+    elif signal is not None and signal.intensity in ("prompt", "aid"):
+        verdict.context = signal.text()
     log = data.get("log")
     if log and verdict.message is None:
         verdict.message = cap_text(str(log), 500)

@@ -5,6 +5,11 @@ nothing else to the engine. They are frozen stdlib dataclasses, not pydantic mod
 built per event and per hook run, and importing pydantic would cost a short-lived bridge
 process about 70 ms (``docs/design-notes.md``).
 
+Every outcome also carries its ``signals`` (``signals.py``): one per intervention, strongest
+first, at the control protocol's intensities (a deny is always a block signal). They add to the
+decision and never change it: ``decision``, ``reason``, ``modified_input`` ... mean exactly
+what they meant before signals existed.
+
 ``fault_outcome`` is the one answer for an event mcp-hooks itself cannot decide: every door
 that fails before or inside the engine builds it, so a fault of ours never opens the gate.
 """
@@ -16,7 +21,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from mcp_hooks.errors import InvalidEventError
-from mcp_hooks.events import can_block
+from mcp_hooks.events import can_block, issue_problem
+from mcp_hooks.signals import Signal
 
 Status = Literal["allow", "deny", "error", "timeout", "scheduled"]
 OnFault = Literal["block", "warn"]
@@ -82,6 +88,10 @@ class Event:
         for name in ("payload", "context"):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, {})
+        if "issue" in self.payload:
+            problem = issue_problem(self.payload["issue"])
+            if problem:
+                raise InvalidEventError("payload.issue", problem)
 
     @classmethod
     def create(cls, **fields: Any) -> Event:
@@ -132,6 +142,8 @@ class Outcome:
         continue_working: ``before_stop`` was denied: keep working, with ``reason`` as feedback.
         hooks: one entry per hook woken, in the order they ran (async ones ``scheduled``).
         warnings: hooks that failed open, ignored fields, the loop guard overriding a block.
+        signals: the interventions behind this outcome (``signals.Signal``), strongest first;
+            each is in the signal log, and ``respond_to_signal`` answers it by id.
     """
 
     event_type: str
@@ -144,6 +156,7 @@ class Outcome:
     continue_working: bool = False
     hooks: list[HookRun] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    signals: list[Signal] = field(default_factory=list)
 
     @property
     def denied(self) -> bool:
@@ -155,6 +168,7 @@ class Outcome:
         data["hooks"] = [run.as_dict() for run in self.hooks]
         data["additional_context"] = list(self.additional_context)
         data["warnings"] = list(self.warnings)
+        data["signals"] = [signal.as_dict() for signal in self.signals]
         return data
 
     def to_json(self, *, indent: int | None = None) -> str:
@@ -181,12 +195,14 @@ def fault_outcome(event: str, what: str, *, on_fault: str = "block",
     """
     blocks = can_block(event)
     if on_fault != "warn" and blocks:
+        reason = cap_text(f"mcp-hooks could not decide this event, so it is blocked: {what}"
+                          " (to let such events through instead: MCP_HOOKS_ON_FAULT=warn)")
         return Outcome(
-            event_type=event, decision="deny", blocked_by=FAULT_SOURCE,
-            reason=cap_text(f"mcp-hooks could not decide this event, so it is blocked: {what}"
-                            " (to let such events through instead: MCP_HOOKS_ON_FAULT=warn)"),
+            event_type=event, decision="deny", blocked_by=FAULT_SOURCE, reason=reason,
             continue_working=event == "before_stop",
-            warnings=[*(warnings or []), f"fault: {what}; blocked (on-fault: block)"])
+            warnings=[*(warnings or []), f"fault: {what}; blocked (on-fault: block)"],
+            signals=[Signal.block(reason, source=FAULT_SOURCE, hook=event, type="fault",
+                                  resolution_path=[cap_text(what, 500)])])
     how = "on-fault: warn" if blocks else f"{event} cannot block"
     return Outcome(event_type=event,
                    warnings=[*(warnings or []), f"fault: {what}; allowed ({how})"])

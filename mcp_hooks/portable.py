@@ -154,7 +154,10 @@ def _check_trigger(trigger: Any, problem: _Report) -> None:
     if not isinstance(trigger, str) or not trigger:
         problem("trigger", "required: one of " + ", ".join(SPEC_NAMES.values()))
     elif trigger not in SPEC_NAMES.values():
-        if is_known_event(trigger):
+        if is_known_event(trigger) and spec_name(trigger) not in SPEC_NAMES.values():
+            problem("trigger", f"{trigger!r} is an issue-lifecycle event of mcp-hooks' control "
+                    "layer; another implementation of the spec will not fire it")
+        elif is_known_event(trigger):
             problem("trigger", f"{trigger!r} is read by mcp-hooks only; write "
                     f"{spec_name(trigger)!r}, the current spec's name")
         else:

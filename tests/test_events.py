@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from mcp_hooks.errors import UnknownEventError
@@ -21,17 +23,20 @@ OTHERS = {"pre-tool-use": "before_tool", "post-tool-use": "after_tool",
           "pre_acting": "before_tool", "post_acting": "after_tool"}
 
 
-def test_thirteen_canonical_events_in_five_layers() -> None:
+def test_nineteen_canonical_events_in_six_layers() -> None:
     assert list(EVENTS) == [
         "session_start", "session_end", "before_agent", "after_agent", "before_stop",
         "after_stop", "before_tool", "after_tool", "after_tool_failure", "subagent_start",
-        "subagent_stop", "pre_compact", "post_compact"]
+        "subagent_stop", "pre_compact", "post_compact",
+        "before_issue_start", "after_issue_start", "before_issue_submit",
+        "after_issue_submit", "before_issue_close", "after_issue_close"]
     assert {e.layer for e in EVENTS.values()} == {"session", "turn", "react", "subagent",
-                                                  "context"}
+                                                  "context", "issue"}
     assert {"before_tool", "after_tool", "after_tool_failure"} == TOOL_EVENTS
     # a fault of ours on these is only a warning: they happen after the fact
     assert {n for n, e in EVENTS.items() if not e.can_block} == {
-        "session_end", "after_stop", "post_compact", "after_tool_failure"}
+        "session_end", "after_stop", "post_compact", "after_tool_failure",
+        "after_issue_start", "after_issue_submit", "after_issue_close"}
 
 
 @pytest.mark.parametrize(("alias", "canonical"), [*SEED_000.items(), *OTHERS.items()])
@@ -62,3 +67,68 @@ def test_payload_fields() -> None:
         data["subagent_start"]["payload_fields"])
     assert {"duration_seconds", "total_steps", "exit_reason"} <= set(
         data["session_end"]["payload_fields"])
+
+
+# -- the issue lifecycle (the control layer's extension, seed 002) ------------------------
+
+SEED_002 = {
+    "pre-issue-start": "before_issue_start", "post-issue-start": "after_issue_start",
+    "pre-issue-submit": "before_issue_submit", "post-issue-submit": "after_issue_submit",
+    "pre-issue-close": "before_issue_close", "post-issue-close": "after_issue_close",
+}
+
+
+@pytest.mark.parametrize(("alias", "canonical"), SEED_002.items())
+def test_issue_events_take_the_seeds_spellings(alias: str, canonical: str) -> None:
+    from mcp_hooks.events import SPEC_NAMES, spec_name
+
+    assert canonical_event(alias) == canonical
+    assert spec_name(canonical) == alias  # what a hook writes
+    assert canonical not in SPEC_NAMES  # not the Agent Hooks spec's: not portable
+    info = EVENTS[canonical]
+    assert info.layer == "issue" and info.fields == ("issue",)
+    assert info.can_block == canonical.startswith("before_")
+    entry = next(e for e in catalogue() if e["name"] == canonical)
+    assert entry["spec_name"] == alias and "issue" in entry["payload_fields"]
+
+
+def test_the_issue_payload_object_is_checked() -> None:
+    from mcp_hooks.errors import InvalidEventError
+    from mcp_hooks.events import issue_problem
+    from mcp_hooks.outcome import Event
+
+    good = {"id": "FEAT-0123", "type": "feature", "title": "t", "status": "open",
+            "checklist": [{"text": "docs", "done": False}], "files_changed": ["a.py"]}
+    assert issue_problem(good) is None and issue_problem({}) is None
+    for bad, words in [
+        ([], "must be a JSON object"),
+        ({"id": 12}, "id must be a string"),
+        ({"checklist": {"text": "x"}}, "checklist must be a list"),
+        ({"checklist": [{"text": "x", "done": "yes"}]}, "checklist[0] must be"),
+        ({"files_changed": "a.py"}, "files_changed must be a list of paths"),
+    ]:
+        assert words in (issue_problem(bad) or "")
+        with pytest.raises(InvalidEventError, match=r"payload\.issue"):
+            Event.create(event_type="pre-issue-submit", payload={"issue": bad})
+    assert Event.create(event_type="pre-issue-submit", payload={"issue": good}).payload == {
+        "issue": good}
+
+
+@pytest.mark.anyio
+async def test_a_hook_md_hook_subscribes_to_an_issue_event(tmp_path: Any) -> None:
+    import json
+
+    from mcp_hooks import Engine, Event, Registry
+    from tests.conftest import write_hook
+
+    seen = tmp_path / "seen.json"
+    write_hook(tmp_path / "hooks", "on-submit", trigger="pre-issue-submit",
+               script=f"cat > {seen}\n")
+    async with Engine(Registry(tmp_path / "hooks")) as engine:
+        outcome = await engine.fire(Event.create(
+            event_type="before_issue_submit", work_dir=str(tmp_path),
+            payload={"issue": {"id": "FEAT-1", "files_changed": ["a.py"]}}))
+    assert outcome.decision == "allow" and [h.name for h in outcome.hooks] == ["on-submit"]
+    payload = json.loads(seen.read_text())
+    assert payload["event_type"] == "pre-issue-submit"  # as the hook spells its trigger
+    assert payload["issue"] == {"id": "FEAT-1", "files_changed": ["a.py"]}

@@ -69,7 +69,7 @@ async def tool_error(client: Client, tool: str, arguments: dict[str, Any]) -> st
 
 async def test_tools_have_schemas_annotations_and_descriptions(client: Client) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"fire_hook_event", "list_hooks", "get_hook"}
+    assert set(tools) == {"fire_hook_event", "respond_to_signal", "list_hooks", "get_hook"}
     fire_tool = tools["fire_hook_event"]
     assert "before_tool" in (fire_tool.description or "")
     assert "deny" in (fire_tool.description or "")

@@ -30,7 +30,8 @@ async def test_every_tool_schema_passes_the_strict_rules(project: Path, user_dir
         build_server(service), mode="legacy"
     ) as client:
         tools = (await client.list_tools()).tools
-    assert {t.name for t in tools} == {"fire_hook_event", "list_hooks", "get_hook"}
+    assert {t.name for t in tools} == {"fire_hook_event", "respond_to_signal", "list_hooks",
+                                       "get_hook"}
     for tool in tools:
         assert schema_findings(tool.input_schema, f"{tool.name}.inputSchema") == []
         assert tool.output_schema is not None

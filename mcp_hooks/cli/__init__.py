@@ -9,6 +9,7 @@ them into the typed options of its adapter and calls it::
     hosts    bridge, install, uninstall, doctor (mcp_hooks.hosts)
     trust    trust: review and trust a project's hooks (mcp_hooks.trust)
     setup    add, init: the bundled hook library, the first run (mcp_hooks.bundle)
+    signals  signals, respond: the signal log of the control layer (mcp_hooks.signallog)
     report   what people read: an outcome, the hook table, event-log lines
 
 Every group but ``hooks`` is imported, and its parser built, only when its command runs, so
@@ -158,6 +159,16 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "mcp-hooks add block-dangerous-commands",
         "mcp-hooks add block-dangerous-commands --scope project --force",
     ),
+    "signals": (
+        "mcp-hooks signals",
+        "mcp-hooks signals --follow --session s1",
+        "mcp-hooks signals -n 0 --json",
+    ),
+    "respond": (
+        "mcp-hooks respond 0b7c3f9e-5d2a-4c1e-9f6b-2a8d4e6c1b3a retry_after_fix",
+        "mcp-hooks respond 0b7c3f9e-5d2a-4c1e-9f6b-2a8d4e6c1b3a acknowledge "
+        "--details '{\"why\": \"25 files is fine here\"}'",
+    ),
     "init": (
         "mcp-hooks init",
         "mcp-hooks init --host claude-code --scope user",
@@ -201,6 +212,8 @@ _PARSERS: dict[str, tuple[str, str]] = {
     "trust": ("mcp_hooks.cli.trust", "add_parser"),
     "add": ("mcp_hooks.cli.setup", "add_add_parser"),
     "init": ("mcp_hooks.cli.setup", "add_init_parser"),
+    "signals": ("mcp_hooks.cli.signals", "add_signals_parser"),
+    "respond": ("mcp_hooks.cli.signals", "add_respond_parser"),
 }
 
 
@@ -270,6 +283,8 @@ COMMANDS: dict[str, Command] = {
     "trust": _lazy("mcp_hooks.cli.trust", "command"),
     "add": _lazy("mcp_hooks.cli.setup", "add_command"),
     "init": _lazy("mcp_hooks.cli.setup", "init_command"),
+    "signals": _lazy("mcp_hooks.cli.signals", "signals_command"),
+    "respond": _lazy("mcp_hooks.cli.signals", "respond_command"),
 }
 
 

@@ -358,6 +358,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 if unportable:
                     continue
             print(f"ok  {spec.name}  ({spec.trigger}, {spec.hook_file})")
+    if not args.dirs:
+        problems += _validate_hooks_yaml(options.project_dir(args))
     if checked == 0 and not problems:
         print("no hooks found", file=sys.stderr)
     summary = f"{checked} hook(s) checked, {problems} problem(s)"
@@ -365,6 +367,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
         summary += "; portable: another implementation of the current spec reads them too"
     print(summary, file=sys.stderr if problems else sys.stdout)
     return EXIT_FAILURE if problems else EXIT_OK
+
+
+def _validate_hooks_yaml(project: Path) -> int:
+    """The hooks.yaml layers (``~/.ahp``, the project's, the local one): problems found."""
+    from mcp_hooks.control import load_config
+
+    config = load_config(project)
+    for problem in config.problems:
+        print(f"{problem}", file=sys.stderr)
+    for entry in config.untrusted:
+        print(f"untrusted: {entry.file}: {entry.label}: runs commands; it runs once the "
+              f"project's .ahp folder is trusted", file=sys.stderr)
+    for entry in config.entries:
+        print(f"ok  {entry.oracle_name}  ({entry.written_trigger}, {entry.file})")
+    return len(config.problems)
 
 
 def cmd_new(args: argparse.Namespace) -> int:

@@ -1,5 +1,6 @@
-"""The MCP server: ``fire_hook_event``, ``list_hooks``, ``get_hook``, the ``hooks://``
-resources and the ``lifecycle-protocol`` prompt, as a thin adapter over a ``HookService``.
+"""The MCP server: ``fire_hook_event``, ``respond_to_signal``, ``list_hooks``, ``get_hook``,
+the ``hooks://`` resources and the ``lifecycle-protocol`` prompt, as a thin adapter over a
+``HookService``.
 
 ``build_server(service)`` returns the ``MCPServer`` that exposes it; ``serve_hooks(service,
 options)`` serves it (and the host-bridge endpoints) with ``transport.serve``. Every word the
@@ -17,6 +18,11 @@ cannot be loaded, an exception of our own anywhere around the engine) is answere
 ``outcome.fault_outcome`` under the service's ``on_fault`` policy: for an event that can block,
 a deny whose reason says what broke (``blocked_by: "mcp-hooks"``), never a crash and never a
 silent allow. The server keeps answering its other clients.
+
+Signals: each outcome's ``signals`` (``signals.py``) are in the signal log beside the event
+log; ``respond_to_signal`` records the agent's answer there (``SignalLog.respond``: an action of
+another intensity, an unknown or already answered signal is a tool error saying so). A server
+run with ``--no-log`` keeps no signal log, so its signals cannot be answered (a tool error).
 
 Trust: project hooks run only once trusted (``mcp-hooks trust``); listings and ``get_hook``
 show each hook's trust. ``get_hook`` and ``hooks://hooks/{name}`` read the whole HOOK.md with
@@ -55,6 +61,7 @@ from mcp_hooks.server import prompts
 from mcp_hooks.server.results import (
     HookDocument,
     HookListing,
+    SignalResponse,
     document,
     listing,
     portable_schema,
@@ -62,6 +69,7 @@ from mcp_hooks.server.results import (
 )
 from mcp_hooks.server.sdk_compat import default_notification_options, session_connection
 from mcp_hooks.service import BadRequest, HookService, check_hook_name, find_hook, read_hook
+from mcp_hooks.signallog import SignalLog
 from mcp_hooks.vocabulary import MCP_CLIENTS, caller_tool, tool_catalogue
 
 if TYPE_CHECKING:
@@ -78,6 +86,7 @@ HOOK_URI = "hooks://hooks/{name}"
 FIRE = prompts.FIRE_ARGS
 LIST = prompts.LIST_ARGS
 GET = prompts.GET_ARGS
+RESPOND = prompts.RESPOND_ARGS
 
 
 def _unprocessable(values: Sequence[Any]) -> str | None:
@@ -272,6 +281,24 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
             return _fired(service.fault(name, f"the server failed: {type(exc).__name__}: "
                                         f"{cap_text(str(exc), 300)}"))
 
+    async def respond_to_signal(
+        signal_id: Annotated[str, Field(description=RESPOND["signal_id"])],
+        action: Annotated[str, Field(description=RESPOND["action"])],
+        details: Annotated[dict[str, Any] | None, Field(description=RESPOND["details"])] = None,
+        session_id: Annotated[str | None, Field(description=RESPOND["session_id"])] = None,
+    ) -> SignalResponse:
+        if service.log is None:
+            raise BadRequest("this server keeps no log (--no-log), so it has no signal to "
+                             "answer; serve it with a log to answer signals")
+        log = SignalLog.beside(service.log)
+        # the look-up reads the log: off the event loop, other clients go on
+        line = await anyio.to_thread.run_sync(
+            lambda: log.respond(signal_id, action, details, session_id=session_id))
+        return SignalResponse(signal_id=signal_id, consumed_at=line["timestamp"],
+                              action=action, intensity=line["intensity"],
+                              source=line["source"], hook=line["hook"],
+                              consumed=True, details=details)
+
     async def list_hooks(
         event_type: Annotated[str | None, Field(description=LIST["event_type"])] = None,
         tool_name: Annotated[str | None, Field(description=LIST["tool_name"])] = None,
@@ -295,6 +322,12 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
     tools = [
         _Tool.from_function(
             fire_hook_event, title=prompts.FIRE_TITLE, description=prompts.FIRE_DESCRIPTION,
+            annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                        idempotent_hint=False, open_world_hint=False),
+        ),
+        _Tool.from_function(
+            respond_to_signal, title=prompts.RESPOND_TITLE,
+            description=prompts.RESPOND_DESCRIPTION,
             annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                         idempotent_hint=False, open_world_hint=False),
         ),

@@ -15,7 +15,9 @@ INSTRUCTIONS = (
     "session_start, before_agent, after_tool, after_tool_failure, before_stop and the other "
     "events at those moments. Obey the result: decision deny means do not do it and tell the "
     "user the reason, modified_input replaces the tool's input, continue_working means keep "
-    "working on the reason instead of stopping, and additional_context is for you to read."
+    "working on the reason instead of stopping, additional_context is for you to read, and "
+    "each of its signals (block, control, prompt or aid) is answered with respond_to_signal "
+    "once you have acted on it."
 )
 
 PROMPT_NAME = "lifecycle-protocol"
@@ -115,7 +117,15 @@ continue_working true means do not stop, work on the reason; additional_context 
 to read. Send the same session_id throughout a session and work_dir as the absolute project
 folder. Event data beyond 1 MiB of JSON is denied; so is any event mcp-hooks cannot decide
 (blocked_by "mcp-hooks", the reason says what broke). Read warnings: they name hooks that
-did not run (an untrusted project hook, with the command that trusts it)."""
+did not run (an untrusted project hook, with the command that trusts it).
+
+signals lists every intervention behind the decision, strongest first, each with an id
+(header.id) and an intensity: block (must fix: follow payload.resolution_path), control (the
+input was adjusted: payload.modifications), prompt (a warning: payload.message and
+suggestions; you may go on) or aid (advice). Answer each with respond_to_signal. The issue
+events (before_issue_start, before_issue_submit, before_issue_close and their after_*
+events; pre-issue-submit and the like are aliases) take payload {"issue": {"id", "type",
+"title", "status", "checklist": [{"text", "done"}], "files_changed": [paths]}}."""
 
 FIRE_ARGS = {
     "event_type": "the lifecycle event: before_tool, after_tool, after_tool_failure, "
@@ -133,6 +143,26 @@ FIRE_ARGS = {
     "payload": "further event fields: prompt, stop_reason, final_message, subagent_name, ... "
     "(see the hooks://events resource)",
     "context": "free-form context handed to the hooks",
+}
+
+RESPOND_TITLE = "Answer a signal"
+RESPOND_DESCRIPTION = """\
+Tell the control layer what you did about a signal from a fire_hook_event result (its
+header.id). The action must fit the signal's intensity:
+block: retry_after_fix (you fixed it and will retry), proceed_with_risk, abort;
+control: accept_modification, reject_modification;
+prompt: acknowledge (read it, going on), apply_suggestion, dismiss;
+aid: suggestion_applied, suggestion_deferred.
+Each signal is answered once; the answer goes to the signal log, where repeated violations
+are counted. An action of another intensity is an error that lists the ones that fit."""
+
+RESPOND_ARGS = {
+    "signal_id": "the signal's header.id, from a fire_hook_event result",
+    "action": "what you did: retry_after_fix, proceed_with_risk, abort (block); "
+    "accept_modification, reject_modification (control); acknowledge, apply_suggestion, "
+    "dismiss (prompt); suggestion_applied, suggestion_deferred (aid)",
+    "details": "optional object: what you fixed, which suggestion you applied, why",
+    "session_id": "your session's id (default: the session the signal was sent to)",
 }
 
 LIST_TITLE = "List hooks"
@@ -193,6 +223,8 @@ RESULT_FIELDS = {
     "changed (changed since it was trusted: it does not run)",
     "fix": "for a hook that is not trusted: the command that trusts it, to run once a person "
     "has read it",
+    "consumed": "true: the line records a response to the signal",
+    "action": "the response: one of the actions of the signal's intensity",
     "replaces": "for a trusted project hook: the folder of the user hook of the same name it "
     "replaces",
     "invalid_event": "the event it could have handled (null: any); until fixed it blocks that "

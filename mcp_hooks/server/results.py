@@ -1,4 +1,5 @@
-"""The structured results of ``list_hooks``, ``get_hook`` and ``hooks://index``: pydantic
+"""The structured results of ``list_hooks``, ``get_hook``, ``respond_to_signal`` and
+``hooks://index``: pydantic
 models (the tools' output schemas are published from them) and the functions that fill them
 from a ``Registry``; and the rules every published tool schema follows.
 
@@ -84,6 +85,20 @@ class HookListing(BaseModel):
     hooks: list[HookInfo]
     invalid: list[InvalidHookInfo]
     warnings: list[str] = Field(default_factory=list)
+
+
+class SignalResponse(BaseModel):
+    """The agent's answer to a signal, as the signal log recorded it (the seed's
+    ``SignalResponse`` plus the signal's intensity, source and hook)."""
+
+    signal_id: str
+    consumed_at: str
+    action: str = Field(description=WORDS["action"])
+    intensity: str
+    source: str
+    hook: str
+    consumed: bool = Field(default=True, description=WORDS["consumed"])
+    details: dict[str, Any] | None = None
 
 
 class HookDocument(BaseModel):

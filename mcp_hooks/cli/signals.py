@@ -1,0 +1,100 @@
+"""``mcp-hooks signals`` and ``mcp-hooks respond``: read the signal log, answer a signal.
+
+``signals`` prints the signal log (``signallog.py``, beside the event log ``--log`` names):
+one line per signal sent and per response, ``--session`` for one session, ``--follow`` to keep
+printing, ``--json`` for the raw lines (the seed's shape: ``timestamp, hook, intensity,
+source, consumed, action`` and more). ``respond SIGNAL_ID ACTION [--details JSON]`` records an
+answer for a script, as ``respond_to_signal`` does over MCP, and prints the line written.
+
+Exit codes: 0 ok; 64 an action that does not fit the signal's intensity, an unknown action or
+signal, a signal already answered, ``--details`` that is not a JSON object (``ConfigError``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from mcp_hooks import options
+from mcp_hooks.errors import EXIT_OK, UsageError
+from mcp_hooks.signallog import SignalLog
+from mcp_hooks.signals import ACTIONS
+
+
+def _log(args: argparse.Namespace) -> SignalLog:
+    return SignalLog.beside(options.log_path(args))
+
+
+def add_signals_parser(sub: Any) -> None:
+    """Declare ``signals`` on the ``mcp-hooks`` subparsers."""
+    p = sub.add_parser(
+        "signals", help="print the signal log (the control layer's interventions, answers)",
+        description="Print the signal log, beside the event log: every signal a hook or "
+        "oracle sent (block, control, prompt, aid) and every response to one.")
+    p.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
+    p.add_argument("--session", metavar="ID", help="only this session's signals")
+    p.add_argument("--json", action="store_true", help="print the raw JSON lines")
+    p.add_argument("-n", "--lines", type=int, default=20, metavar="N",
+                   help="print the last N lines (0: all; default 20)")
+    options.add_common_options(p)
+
+
+def add_respond_parser(sub: Any) -> None:
+    """Declare ``respond`` on the ``mcp-hooks`` subparsers."""
+    every = "; ".join(f"{i}: {', '.join(a)}" for i, a in ACTIONS.items())
+    p = sub.add_parser(
+        "respond", help="answer a signal (for scripts; agents use respond_to_signal)",
+        description=f"Record the answer to a signal in the signal log. Actions by intensity: "
+        f"{every}.")
+    p.add_argument("signal_id", metavar="SIGNAL_ID", help="the signal's id (header.id)")
+    p.add_argument("action", metavar="ACTION", help="an action of the signal's intensity")
+    p.add_argument("--details", metavar="JSON", help="a JSON object kept with the answer")
+    p.add_argument("--session", metavar="ID", help="who answers (default: the signal's session)")
+    options.add_common_options(p)
+
+
+def format_signal_line(record: dict[str, Any]) -> str:
+    """One signal-log line on one line, for people."""
+    ts = str(record.get("timestamp", ""))[:23].replace("T", " ")
+    head = (f"{ts}  {record.get('hook') or '?':<20} {record.get('intensity') or '?':<7} "
+            f"{record.get('source') or '?'}")
+    if record.get("kind") == "response":
+        return f"{head}: answered {record.get('action')} ({record.get('signal_id')})"
+    signal = record.get("signal") or {}
+    payload = signal.get("payload") or {} if isinstance(signal, dict) else {}
+    text = (payload.get("reason") or payload.get("message") or payload.get("context_info")
+            or f"{len(payload.get('modifications') or [])} modification(s)")
+    return f"{head}: {text} ({record.get('signal_id')})"
+
+
+def signals_command(args: argparse.Namespace) -> int:
+    log = _log(args)
+    records = list(log.read(args.session))
+    if args.lines:
+        records = records[-args.lines:]
+    show = json.dumps if args.json else format_signal_line
+    for record in records:
+        print(show(record))
+    if args.follow:
+        try:
+            for record in log.follow(args.session):
+                print(show(record), flush=True)
+        except KeyboardInterrupt:
+            return EXIT_OK
+    elif not records:
+        print(f"no signals logged yet in {log.path}", file=sys.stderr)
+    return EXIT_OK
+
+
+def respond_command(args: argparse.Namespace) -> int:
+    details = None
+    if args.details is not None:
+        try:
+            details = json.loads(args.details)
+        except ValueError as exc:
+            raise UsageError(f"--details is not JSON: {exc}") from None
+    line = _log(args).respond(args.signal_id, args.action, details, session_id=args.session)
+    print(json.dumps(line, ensure_ascii=False))
+    return EXIT_OK

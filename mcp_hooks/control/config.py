@@ -1,0 +1,499 @@
+"""hooks.yaml: the control layer's configuration, layered, validated, trusted.
+
+Three layers, read in this order (the seed's ``5.1``); a later layer overrides an earlier
+one entry by entry::
+
+    ~/.ahp/hooks.yaml            user defaults                       (layer "user")
+    ./.ahp/hooks.yaml            the project's, committed            (layer "project")
+    ./.ahp/hooks.local.yaml      local overrides, git-ignored        (layer "local")
+
+Shape::
+
+    hooks:
+      <trigger>:                 # pre-issue-submit, pre-tool-use, before_issue_submit, ...
+        - oracle: TestGate       # required: a built-in name, path/file.py:Class, module:Class
+          config: {...}          # the oracle's options (checked: unknown keys are errors)
+          when: {...}            # conditions, all must hold; default: always
+          priority: 1            # >= 1 run in ascending order, then 0 ("unordered") in file order
+          enabled: true
+          async: false           # true: runs in the background, its signal is aid
+          id: name               # optional: tells apart two entries of one oracle
+          escalation: [prompt, control, block]   # optional ladder (see ladder.py); true: this one
+
+Contracts a caller may rely on:
+
+- Triggers: the seed's spellings (``TRIGGERS``: ``pre-tool-use`` is ``before_tool``,
+  ``post-tool-use`` is ``after_tool``, ``pre-issue-submit`` is ``before_issue_submit``,
+  ...), canonical event names, and any alias ``events.canonical_event`` knows. Entries are
+  stored under the canonical name.
+- Override: an entry is keyed by (trigger, ``id`` or ``oracle``). A later layer's entry
+  with the same key changes only the keys it writes: ``config`` is merged key by key,
+  ``when`` is replaced whole; ``enabled: false`` in ``hooks.local.yaml`` switches one off.
+- ``when``: ``tool`` (a name or a list), ``environment`` (a name or a list, see
+  ``context.OracleContext.environment``), and dotted paths into ``issue.*``, ``files.*``
+  (``files.changed_count``), ``tool_input.*``, ``env.NAME``, ``session_id``. A value is an
+  exact match, a list (any of them) or a comparison string (``"> 10"``, ``"<= 3"``,
+  ``"== 2"``, ``"!= 0"``) on a number.
+- Errors: every problem is a ``HooksYamlError`` naming the file, the entry
+  (``pre-issue-submit[2] (TestGate)``) and the key (``config.max_files``); ``load_config``
+  never raises for a file's content: it collects them in ``ControlConfig.problems`` (with
+  the trigger each could have woken, None for the whole file) so the caller fails closed
+  on exactly those triggers, as a broken HOOK.md does.
+- Trust: the project layers come with a cloned repository. Entries that run anything
+  (``Oracle.runs_commands()``: TestGate, LintChecker, custom oracles, a configured command)
+  from a project layer apply only while the project's ``.ahp`` folder is trusted
+  (``trust_config``; ``MCP_HOOKS_TRUST_PROJECT_HOOKS=1`` trusts all); otherwise they are
+  listed in ``ControlConfig.untrusted`` and neither run nor override the user's entry.
+  The digest covers ``.ahp/hooks*.yaml`` and every ``.py`` file under ``.ahp``; a project
+  layer's ``path/file.py:Class`` must lie inside ``.ahp``. Entries that only read (the
+  checklist, the change size, the scanners) apply untrusted: they can only say no.
+- PyYAML is imported only when a hooks.yaml exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from mcp_hooks.control.context import OracleContext
+from mcp_hooks.control.oracles import build_oracle, is_path_reference
+from mcp_hooks.control.oracles.base import Oracle, OracleConfigError
+from mcp_hooks.errors import ConfigError, UnknownEventError, did_you_mean
+
+if TYPE_CHECKING:
+    from mcp_hooks.trust import TrustStore
+
+Layer = Literal["user", "project", "local"]
+TRUST_NAME = ".ahp"  # the trust store's name for a project's hooks.yaml (no hook is named so)
+PROJECT_FILE = Path(".ahp", "hooks.yaml")
+LOCAL_FILE = Path(".ahp", "hooks.local.yaml")
+ENTRY_KEYS = ("oracle", "config", "when", "priority", "enabled", "async", "id", "escalation")
+WHEN_ROOTS = ("tool", "environment", "issue", "files", "tool_input", "env", "session_id")
+TRIGGERS: dict[str, str] = {
+    "pre-issue-start": "before_issue_start", "post-issue-start": "after_issue_start",
+    "pre-issue-submit": "before_issue_submit", "post-issue-submit": "after_issue_submit",
+    "pre-issue-close": "before_issue_close", "post-issue-close": "after_issue_close",
+    "pre-tool-use": "before_tool", "post-tool-use": "after_tool",
+}
+INTENSITY_STEPS = ("prompt", "control", "block")
+_COMPARISON = re.compile(r"^\s*(<=|>=|==|!=|<|>)\s*(-?\d+(?:\.\d+)?)\s*$")
+_MAX_DEPTH = 32
+
+
+def user_config_path() -> Path:
+    """``~/.ahp/hooks.yaml`` (the seed's place, not an XDG one)."""
+    return Path(os.path.expanduser("~"), ".ahp", "hooks.yaml")
+
+
+class HooksYamlError(ConfigError):
+    """A hooks.yaml problem.
+
+    Attributes:
+        file: the hooks.yaml.
+        entry: ``trigger[index] (Oracle)``, the trigger alone, or None for the whole file.
+        key: the key at fault (``config.max_files``, ``when.tool``), or None.
+        reason: what is wrong and how to fix it.
+        trigger: the canonical trigger it could have woken, or None (any).
+    """
+
+    def __init__(self, file: Path, entry: str | None, key: str | None, reason: str,
+                 trigger: str | None = None) -> None:
+        self.file, self.entry, self.key, self.reason = file, entry, key, reason
+        self.trigger = trigger
+        where = ": ".join(str(p) for p in (file, entry, key) if p)
+        super().__init__(f"{where}: {reason}")
+
+
+def canonical_trigger(name: str) -> str:
+    """The canonical event name of a hooks.yaml trigger.
+
+    Raises:
+        UnknownEventError: neither a seed trigger nor a known event.
+    """
+    if name in TRIGGERS:
+        return TRIGGERS[name]
+    if name in TRIGGERS.values():
+        return name
+    from mcp_hooks.events import canonical_event
+
+    return canonical_event(name)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One effective hooks.yaml entry, after the layers were merged."""
+
+    trigger: str
+    written_trigger: str
+    oracle_name: str
+    oracle: Oracle
+    config: Mapping[str, Any]
+    when: Mapping[str, Any]
+    priority: int
+    enabled: bool
+    async_: bool
+    id: str
+    escalation: tuple[str, ...] | None
+    file: Path  # the last file that wrote to it
+    layer: Layer
+    order: tuple[int, int]  # (layer, position) of its first definition
+
+    @property
+    def label(self) -> str:
+        return f"{self.written_trigger}[{self.order[1]}] ({self.oracle_name})"
+
+    def sort_key(self) -> tuple[bool, int, tuple[int, int]]:
+        # priority >= 1 first, ascending (the seed: 1 runs first); 0 = unordered, after them,
+        # in definition order (user layer first, then file order); stable for ties
+        return (self.priority == 0, self.priority, self.order)
+
+    def matches(self, context: OracleContext) -> bool:
+        """Whether every ``when`` condition holds for this event."""
+        if not self.when:
+            return True
+        view = context.view()
+        return all(condition_holds(key, want, view) for key, want in self.when.items())
+
+
+def lookup(view: Mapping[str, Any], key: str) -> Any:
+    value: Any = view
+    for part in key.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        try:
+            value = value[part]
+        except KeyError:
+            return None
+    return value
+
+
+def _scalar_holds(want: Any, actual: Any) -> bool:
+    if isinstance(want, str):
+        compared = _COMPARISON.match(want)
+        if compared:
+            if isinstance(actual, list):
+                actual = len(actual)
+            try:
+                number = float(actual)
+            except (TypeError, ValueError):
+                return False
+            op, bound = compared.group(1), float(compared.group(2))
+            return {"<": number < bound, "<=": number <= bound, ">": number > bound,
+                    ">=": number >= bound, "==": number == bound, "!=": number != bound}[op]
+    if isinstance(actual, list):
+        return want in actual
+    if isinstance(want, bool) or isinstance(actual, bool):
+        return want is actual
+    if isinstance(want, (int, float)) and isinstance(actual, (int, float)):
+        return float(want) == float(actual)
+    return actual is not None and str(want) == str(actual)
+
+
+def condition_holds(key: str, want: Any, view: Mapping[str, Any]) -> bool:
+    actual = lookup(view, key)
+    if isinstance(want, list):
+        return any(_scalar_holds(w, actual) for w in want)
+    return _scalar_holds(want, actual)
+
+
+@dataclass
+class ControlConfig:
+    """The merged hooks.yaml layers of one project.
+
+    Attributes:
+        entries: every effective entry (disabled ones included), in run order per trigger.
+        problems: what could not be read; ``problems_for(trigger)`` fails those closed.
+        untrusted: project entries that would run commands without the project's trust.
+        files: the hooks.yaml files read, lowest layer first.
+        trust: ``trusted``, ``untrusted`` or ``changed`` for the project layers (or None).
+    """
+
+    entries: list[Entry] = field(default_factory=list)
+    problems: list[HooksYamlError] = field(default_factory=list)
+    untrusted: list[Entry] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    trust: str | None = None
+
+    def for_trigger(self, trigger: str, context: OracleContext | None = None) -> list[Entry]:
+        """The enabled entries of ``trigger`` whose ``when`` holds, in run order."""
+        chosen = [e for e in self.entries if e.trigger == trigger and e.enabled
+                  and (context is None or e.matches(context))]
+        return sorted(chosen, key=Entry.sort_key)
+
+    def problems_for(self, trigger: str) -> list[HooksYamlError]:
+        return [p for p in self.problems if p.trigger in (None, trigger)]
+
+    def untrusted_for(self, trigger: str) -> list[Entry]:
+        return [e for e in self.untrusted if e.trigger == trigger]
+
+    @property
+    def triggers(self) -> set[str]:
+        return {e.trigger for e in self.entries}
+
+
+# -- trust ---------------------------------------------------------------------------------
+
+def config_digest(project_dir: Path) -> str:
+    """SHA-256 over the project's ``.ahp/hooks*.yaml`` and ``.ahp/**/*.py`` (names and bytes)."""
+    root = project_dir / ".ahp"
+    digest = hashlib.sha256()
+    if root.is_dir():
+        names = sorted({*root.glob("hooks*.yaml"), *root.rglob("*.py")})
+        for path in names[:1000]:
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                data = f"unreadable:{exc.errno}".encode()
+            rel = path.relative_to(root).as_posix().encode()
+            digest.update(len(rel).to_bytes(8, "big") + rel + len(data).to_bytes(8, "big"))
+            digest.update(data)
+    return digest.hexdigest()
+
+
+def trust_status(project_dir: Path, store: TrustStore | None = None) -> str:
+    from mcp_hooks.trust import TrustStore
+
+    return (store or TrustStore()).status(project_dir, TRUST_NAME, config_digest(project_dir))
+
+
+def trust_config(project_dir: Path, store: TrustStore | None = None) -> str:
+    """Trust the project's hooks.yaml as it is now (after reading it); returns the digest."""
+    from mcp_hooks.trust import TrustStore
+
+    digest = config_digest(project_dir)
+    (store or TrustStore()).trust(project_dir, {TRUST_NAME: digest})
+    return digest
+
+
+# -- reading -------------------------------------------------------------------------------
+
+def read_yaml(file: Path) -> Any:
+    """A hooks.yaml's data (None for an empty file), refusing anchors and deep nesting.
+
+    Raises:
+        HooksYamlError: unreadable or malformed.
+    """
+    import yaml
+
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HooksYamlError(file, None, None, f"cannot be read ({exc})") from None
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        depth = 0
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > _MAX_DEPTH:
+                    raise HooksYamlError(file, None, None, "nests too deep; flatten it")
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise HooksYamlError(file, None, None, "YAML anchors and aliases (&a, *a) "
+                                     "are not allowed; write the value out")
+        return yaml.load(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f"line {mark.line + 1}: " if mark is not None else ""
+        raise HooksYamlError(file, None, None, f"{line}malformed YAML: "
+                             f"{getattr(exc, 'problem', None) or exc}") from None
+
+
+def _check_entry(file: Path, label: str, trigger: str, raw: Any) -> dict[str, Any]:
+    def fail(key: str | None, reason: str) -> HooksYamlError:
+        return HooksYamlError(file, label, key, reason, trigger)
+
+    if not isinstance(raw, dict):
+        raise fail(None, "an entry must be a mapping with at least 'oracle: Name'")
+    for key in raw:
+        if key not in ENTRY_KEYS:
+            hint = did_you_mean(str(key), ENTRY_KEYS)
+            raise fail(str(key), f"unknown key{f' ({hint})' if hint else ''}; an entry "
+                       f"takes {', '.join(ENTRY_KEYS)}")
+    if not isinstance(raw.get("oracle"), str) or not raw["oracle"].strip():
+        raise fail("oracle", "is required: the oracle's name (ChecklistValidator, ...)")
+    kinds = {"config": (dict, "a mapping"), "when": (dict, "a mapping"),
+             "enabled": (bool, "true or false"), "async": (bool, "true or false"),
+             "id": (str, "a string")}
+    for key, (kind, words) in kinds.items():
+        if key in raw and not isinstance(raw[key], kind):
+            raise fail(key, f"must be {words}, got {raw[key]!r}")
+    priority = raw.get("priority", 0)
+    if isinstance(priority, bool) or not isinstance(priority, int) or priority < 0:
+        raise fail("priority", f"must be a whole number >= 0, got {priority!r}")
+    for key, want in (raw.get("when") or {}).items():
+        root = str(key).split(".", 1)[0]
+        if root not in WHEN_ROOTS or (root in ("issue", "files", "tool_input", "env")
+                                      and "." not in str(key)):
+            raise fail(f"when.{key}", "unknown condition; use tool, environment, session_id "
+                       "or a dotted path under issue., files., tool_input., env.")
+        values = want if isinstance(want, list) else [want]
+        if not values or not all(isinstance(v, (str, int, float, bool)) for v in values):
+            raise fail(f"when.{key}", "must be a value, a list of values or a comparison "
+                       "such as \"> 10\"")
+    ladder = raw.get("escalation")
+    if ladder is not None and ladder is not True and not (
+            isinstance(ladder, list) and ladder and all(s in INTENSITY_STEPS for s in ladder)):
+        raise fail("escalation", "must be true or a list of prompt, control, block")
+    return raw
+
+
+def _layers(project_dir: Path | None, user_file: Path | None) -> list[tuple[Layer, Path]]:
+    out: list[tuple[Layer, Path]] = [("user", user_file or user_config_path())]
+    if project_dir is not None:
+        out += [("project", project_dir / PROJECT_FILE), ("local", project_dir / LOCAL_FILE)]
+    return out
+
+
+def _entries_of(layer: Layer, file: Path, data: Any, problems: list[HooksYamlError],
+                ) -> list[tuple[str, str, int, dict[str, Any]]]:
+    """(canonical trigger, written trigger, position, raw entry) of one file's valid entries."""
+    if data is None:
+        return []
+    if not isinstance(data, dict) or set(data) - {"hooks", "version"}:
+        problems.append(HooksYamlError(file, None, None, "must be a mapping with one key, "
+                                       "'hooks', of triggers to lists of entries"))
+        return []
+    hooks = data.get("hooks") or {}
+    if not isinstance(hooks, dict):
+        problems.append(HooksYamlError(file, None, "hooks", "must map triggers to lists"))
+        return []
+    out = []
+    for written, entries in hooks.items():
+        try:
+            trigger = canonical_trigger(str(written))
+        except UnknownEventError as exc:
+            problems.append(HooksYamlError(file, str(written), None, str(exc)))
+            continue
+        if isinstance(entries, dict):
+            entries = [entries]  # the seed's 2.3 writes a single entry as a mapping
+        if not isinstance(entries, list):
+            problems.append(HooksYamlError(file, str(written), None, "must be a list of "
+                                           "entries (- oracle: Name)", trigger))
+            continue
+        seen: set[str] = set()
+        for i, raw in enumerate(entries):
+            name = raw.get("oracle") if isinstance(raw, dict) else None
+            label = f"{written}[{i}]" + (f" ({name})" if name else "")
+            try:
+                checked = _check_entry(file, label, trigger, raw)
+            except HooksYamlError as exc:
+                problems.append(exc)
+                continue
+            ident = checked.get("id") or checked["oracle"]
+            if ident in seen:
+                problems.append(HooksYamlError(
+                    file, label, "id", f"a second entry for {ident!r} in this trigger; give "
+                    "each an id", trigger))
+                continue
+            seen.add(ident)
+            out.append((trigger, str(written), i, checked))
+    return out
+
+
+@dataclass
+class _Merged:
+    raw: dict[str, Any]
+    file: Path
+    layer: Layer
+    order: tuple[int, int]
+    written: str
+
+
+def _merge(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    if old is None:
+        return dict(new)
+    merged = {**old, **new}
+    if "config" in new:
+        merged["config"] = {**(old.get("config") or {}), **new["config"]}
+    return merged
+
+
+def _build(key: tuple[str, str], merged: _Merged, project_dir: Path | None) -> Entry:
+    raw = merged.raw
+    name = raw["oracle"]
+    base = merged.file.parent
+    fail_trigger = key[0]
+    if is_path_reference(name) and merged.layer != "user" and project_dir is not None:
+        target = (base / name.split(":", 1)[0]).resolve()
+        if not target.is_relative_to((project_dir / ".ahp").resolve()):
+            raise HooksYamlError(merged.file, None, "oracle", f"{name}: a project's oracle "
+                                 "file must lie inside .ahp/ (the folder trust covers)",
+                                 fail_trigger)
+    try:
+        oracle = build_oracle(name, raw.get("config") or {}, base)
+    except OracleConfigError as exc:
+        key_name = "oracle" if exc.key == "oracle" else f"config.{exc.key}"
+        raise HooksYamlError(merged.file, None, key_name, exc.reason, fail_trigger) from None
+    except ConfigError as exc:
+        raise HooksYamlError(merged.file, None, "oracle", str(exc), fail_trigger) from None
+    ladder = raw.get("escalation")
+    return Entry(
+        trigger=key[0], written_trigger=merged.written, oracle_name=name, oracle=oracle,
+        config=dict(raw.get("config") or {}), when=dict(raw.get("when") or {}),
+        priority=int(raw.get("priority", 0)), enabled=bool(raw.get("enabled", True)),
+        async_=bool(raw.get("async", False)), id=str(raw.get("id") or name),
+        escalation=INTENSITY_STEPS if ladder is True else (tuple(ladder) if ladder else None),
+        file=merged.file, layer=merged.layer, order=merged.order)
+
+
+def load_config(project_dir: Path | None, *, user_file: Path | None = None,
+                trust_project: bool | None = None,
+                trust_store: TrustStore | None = None) -> ControlConfig:
+    """Read and merge the hooks.yaml layers of a project (see the module docstring).
+
+    Args:
+        project_dir: the project, or None for the user layer alone.
+        user_file: the user layer; None for ``~/.ahp/hooks.yaml``.
+        trust_project: trust the project layers without the store; None reads
+            ``MCP_HOOKS_TRUST_PROJECT_HOOKS``.
+        trust_store: the store to check; None for the default one.
+    """
+    config = ControlConfig()
+    if trust_project is None:
+        from mcp_hooks.trust import trust_all_from_env
+
+        trust_project = trust_all_from_env()
+    merged: dict[tuple[str, str], _Merged] = {}
+    built: dict[tuple[str, str], Entry] = {}
+    for rank, (layer, file) in enumerate(_layers(project_dir, user_file)):
+        if not file.is_file():
+            continue
+        config.files.append(file)
+        try:
+            data = read_yaml(file)
+        except HooksYamlError as exc:
+            config.problems.append(exc)
+            continue
+        trusted = layer == "user" or trust_project
+        if not trusted and project_dir is not None:
+            if config.trust is None:
+                config.trust = trust_status(project_dir, trust_store)
+            trusted = config.trust == "trusted"
+        elif layer != "user":
+            config.trust = "trusted"
+        for trigger, written, position, raw in _entries_of(layer, file, data, config.problems):
+            key = (trigger, raw.get("id") or raw["oracle"])
+            old = merged.get(key)
+            candidate = _Merged(_merge(old.raw if old else None, raw), file, layer,
+                                old.order if old else (rank, position),
+                                old.written if old else written)
+            try:
+                entry = _build(key, candidate, project_dir)
+            except HooksYamlError as exc:
+                exc.entry = f"{written}[{position}] ({raw['oracle']})"
+                config.problems.append(HooksYamlError(exc.file, exc.entry, exc.key,
+                                                      exc.reason, trigger))
+                continue
+            if not trusted and entry.oracle.runs_commands():
+                config.untrusted.append(entry)
+                continue  # neither runs nor overrides what a trusted layer set
+            merged[key], built[key] = candidate, entry
+    config.entries = sorted(built.values(), key=Entry.sort_key)
+    return config

@@ -1,0 +1,297 @@
+"""Oracles on risk: ``SecurityScanner``, ``DependencyChecker``, ``PermissionChecker``.
+
+None of them runs a command; they read files and the event.
+
+- ``SecurityScanner`` searches the changed files (text files up to 1 MiB) and every string
+  of the tool input with the ``rules`` (default all of ``RULES``): ``no-secrets`` (keys,
+  tokens, private keys, assigned passwords; high), ``no-sql-injection`` (SQL built by
+  formatting or concatenation and handed to execute/query; high), ``no-eval`` (medium),
+  ``no-shell-true`` (``shell=True``; low). Findings below ``severity_threshold`` (default
+  low) are dropped; a high finding blocks, the rest prompt. Patterns run on RE2 (linear time
+  over whatever an agent wrote).
+- ``DependencyChecker``: each of ``manifest_files`` (default: those of
+  ``requirements.txt``, ``pyproject.toml``, ``package.json`` present) must exist and parse,
+  and the code's third-party imports (Python ``import``/``from``; JavaScript ``require``/
+  ``import ... from``) must be declared in one of them. Blocks, naming what to add.
+- ``PermissionChecker``: a tool call whose input contains one of ``dangerous_commands``
+  (plain substrings, case-insensitive) is a prompt asking for confirmation when
+  ``require_confirmation`` is true, else a block; ``tools`` restricts it to some tools.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from mcp_hooks.control.context import OracleContext, git
+from mcp_hooks.control.oracles.base import Option, Oracle, OracleConfigError
+from mcp_hooks.signals import Signal
+
+SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
+MAX_SCAN_BYTES = 1024 * 1024
+
+# rule -> (severity, patterns); RE2 syntax
+RULES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "no-secrets": ("high", (
+        r"AKIA[0-9A-Z]{16}",
+        r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |PGP )?PRIVATE KEY",
+        r"gh[pousr]_[A-Za-z0-9]{36}",
+        r"xox[abprs]-[A-Za-z0-9-]{10,}",
+        r"sk-[A-Za-z0-9]{32,}",
+        r"(?i)(?:api[_-]?key|secret|passw(?:or)?d|token)\s*[:=]\s*[\"'][^\"'\s]{8,}[\"']",
+    )),
+    "no-sql-injection": ("high", (
+        r"(?i)(?:execute|executemany|query|raw)\s*\(\s*f[\"'][^\"']*\b(?:select|insert|update|delete)\b[^\"']*\{",
+        r"(?i)(?:execute|executemany|query|raw)\s*\(\s*[\"'][^\"']*\b(?:select|insert|update|delete)\b[^\"']*[\"']\s*(?:\+|%)",
+        r"(?i)(?:execute|executemany|query|raw)\s*\(\s*[\"'][^\"']*\b(?:select|insert|update|delete)\b[^\"']*[\"']\s*\.\s*format\s*\(",
+    )),
+    "no-eval": ("medium", (r"(?:^|[^.\w])eval\s*\(",)),
+    "no-shell-true": ("low", (r"shell\s*=\s*True",)),
+}
+
+
+class SecurityScanner(Oracle):
+    name = "SecurityScanner"
+    options: ClassVar[Mapping[str, Option]] = {
+        "rules": Option((list,), list(RULES), f"a list of rule names ({', '.join(RULES)})"),
+        "severity_threshold": Option((str,), "low", "low, medium or high"),
+    }
+
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(config)
+        from mcp_hooks.matching import compile_matcher
+
+        for i, rule in enumerate(self.config["rules"]):
+            if rule not in RULES:
+                raise OracleConfigError(f"rules[{i}]", f"unknown rule {rule!r}; use "
+                                        f"{', '.join(RULES)}")
+        if self.config["severity_threshold"] not in SEVERITY_RANK:
+            raise OracleConfigError("severity_threshold", "must be low, medium or high")
+        floor = SEVERITY_RANK[self.config["severity_threshold"]]
+        self.rules = [(rule, RULES[rule][0], [compile_matcher(p) for p in RULES[rule][1]])
+                      for rule in self.config["rules"] if SEVERITY_RANK[RULES[rule][0]] >= floor]
+
+    def _texts(self, context: OracleContext) -> Iterator[tuple[str, str]]:
+        from mcp_hooks.matching import strings
+
+        for name in context.changed_files:
+            path = context.work_dir / name
+            try:
+                if not path.is_file() or path.stat().st_size > MAX_SCAN_BYTES:
+                    continue
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if b"\0" not in data:
+                yield name, data.decode("utf-8", "replace")
+        for text in strings(dict(context.tool_input)):
+            yield "tool_input", text
+
+    def evaluate(self, context: OracleContext) -> Signal | None:
+        findings: list[tuple[str, str, str]] = []  # severity, rule, where
+        for where, text in self._texts(context):
+            for number, line in enumerate(text.splitlines(), 1):
+                for rule, severity, matchers in self.rules:
+                    if any(m.search(line) for m in matchers):
+                        findings.append((severity, rule, f"{where}:{number}"))
+        if not findings:
+            return None
+        worst = max(SEVERITY_RANK[f[0]] for f in findings)
+        listed = ", ".join(f"{rule} at {where}" for _, rule, where in findings[:20])
+        more = f" and {len(findings) - 20} more" if len(findings) > 20 else ""
+        files = sorted({w.rsplit(":", 1)[0] for _, _, w in findings} - {"tool_input"})
+        fixes = [f"remove or rewrite: {rule} at {where}" for _, rule, where in findings[:20]]
+        if worst == SEVERITY_RANK["high"]:
+            return Signal.block(f"security: {listed}{more}", resolution_path=fixes,
+                                type="security", files=files)
+        severity = "medium" if worst == SEVERITY_RANK["medium"] else "low"
+        return Signal.prompt(f"security: {listed}{more}", suggestions=fixes,
+                             severity=severity, type="security", files=files)
+
+
+# import name -> distribution name, where they differ
+IMPORT_TO_DIST = {"yaml": "pyyaml", "PIL": "pillow", "sklearn": "scikit-learn",
+                  "cv2": "opencv-python", "bs4": "beautifulsoup4",
+                  "dateutil": "python-dateutil", "dotenv": "python-dotenv",
+                  "jwt": "pyjwt", "re2": "google-re2", "frontmatter": "python-frontmatter"}
+_NODE_BUILTINS = frozenset((
+    "assert", "buffer", "child_process", "cluster", "crypto", "dgram", "dns", "events", "fs",
+    "http", "http2", "https", "net", "os", "path", "perf_hooks", "process", "querystring",
+    "readline", "stream", "string_decoder", "timers", "tls", "tty", "url", "util", "v8", "vm",
+    "worker_threads", "zlib"))
+_JS_IMPORT = re.compile(r"""(?:require\(\s*|\bfrom\s+|\bimport\s+)['"]([^'"]+)['"]""")
+_REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+DEFAULT_MANIFESTS = ("requirements.txt", "pyproject.toml", "package.json")
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _declared(path: Path) -> set[str]:
+    """The dependency names a manifest declares (normalised).
+
+    Raises:
+        ValueError: the manifest does not parse.
+    """
+    text = path.read_text(encoding="utf-8")
+    if path.name == "package.json":
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        return {name for key in ("dependencies", "devDependencies", "peerDependencies",
+                                 "optionalDependencies")
+                for name in (data.get(key) or {})}
+    if path.suffix == ".toml":
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # Python 3.10: tomli, where installed
+            try:
+                import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+            except ImportError:
+                raise ValueError("reading it needs Python 3.11 or tomli") from None
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(str(exc)) from None
+        project = data.get("project") or {}
+        specs = list(project.get("dependencies") or [])
+        for extra in (project.get("optional-dependencies") or {}).values():
+            specs += list(extra)
+        poetry = (data.get("tool") or {}).get("poetry") or {}
+        names = {_norm(n) for n in (poetry.get("dependencies") or {})}
+        return names | {_norm(m.group(1)) for s in specs if (m := _REQ_NAME.match(str(s)))}
+    names = set()
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line or line.startswith("-"):
+            continue
+        found = _REQ_NAME.match(line)
+        if not found:
+            raise ValueError(f"line {number}: {line!r} is not a requirement")
+        names.add(_norm(found.group(1)))
+    return names
+
+
+def _python_imports(text: str) -> set[str]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+class DependencyChecker(Oracle):
+    name = "DependencyChecker"
+    options: ClassVar[Mapping[str, Option]] = {
+        "manifest_files": Option((list,), None, "a list of manifest paths"),
+        "check_imports": Option((bool,), True, "true or false"),
+    }
+
+    def _sources(self, context: OracleContext) -> list[str]:
+        try:
+            listed = git(context.work_dir, "ls-files", "-co", "--exclude-standard", "-z")
+            return [n for n in listed.stdout.split("\0") if n]
+        except OSError:
+            return list(context.changed_files)
+
+    def evaluate(self, context: OracleContext) -> Signal | None:
+        root = context.work_dir
+        manifests = self.config["manifest_files"] or [
+            m for m in DEFAULT_MANIFESTS if (root / m).is_file()]
+        problems: list[str] = []
+        python: set[str] = set()
+        node: set[str] = set()
+        for name in manifests:
+            path = root / name
+            if not path.is_file():
+                problems.append(f"{name} is missing")
+                continue
+            try:
+                declared = _declared(path)
+            except (OSError, ValueError, UnicodeDecodeError) as exc:
+                problems.append(f"{name} does not parse: {exc}")
+                continue
+            (node if path.name == "package.json" else python).update(declared)
+        has_py = any(Path(m).name != "package.json" for m in manifests)
+        has_js = any(Path(m).name == "package.json" for m in manifests)
+        if self.config["check_imports"] and not problems:
+            problems += self._undeclared(context, has_py, python, has_js, node)
+        if not problems:
+            return None
+        return Signal.block("dependencies: " + "; ".join(problems),
+                            resolution_path=[f"fix: {p}" for p in problems],
+                            type="dependencies", files=list(manifests))
+
+    def _undeclared(self, context: OracleContext, has_py: bool, python: set[str],
+                    has_js: bool, node: set[str]) -> list[str]:
+        root = context.work_dir
+        files = self._sources(context)
+        local = {Path(f).parts[0].removesuffix(".py") for f in files}
+        local |= {Path(f).parent.name for f in files if f.endswith("/__init__.py")}
+        missing: dict[str, str] = {}
+        for name in files:
+            if not (name.endswith(".py") and has_py) and not (
+                    name.endswith((".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx")) and has_js):
+                continue
+            try:
+                text = (root / name).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if name.endswith(".py"):
+                for mod in _python_imports(text):
+                    dist = _norm(IMPORT_TO_DIST.get(mod, mod))
+                    if (mod in sys.stdlib_module_names or mod in local or dist in python
+                            or mod == "__future__"):
+                        continue
+                    missing.setdefault(mod, name)
+            else:
+                for spec in _JS_IMPORT.findall(text):
+                    if spec.startswith((".", "/", "node:")):
+                        continue
+                    parts = spec.split("/")
+                    pkg = "/".join(parts[:2]) if spec.startswith("@") else parts[0]
+                    if pkg in _NODE_BUILTINS or pkg in node:
+                        continue
+                    missing.setdefault(pkg, name)
+        return [f"{mod} (imported in {where}) is not declared in a manifest"
+                for mod, where in sorted(missing.items())]
+
+
+class PermissionChecker(Oracle):
+    name = "PermissionChecker"
+    options: ClassVar[Mapping[str, Option]] = {
+        "dangerous_commands": Option((list,), ["rm -rf", "DROP TABLE", "git push --force"],
+                                     "a list of strings"),
+        "require_confirmation": Option((bool,), True, "true or false"),
+        "tools": Option((list,), [], "a list of tool names (empty: every tool)"),
+    }
+
+    def evaluate(self, context: OracleContext) -> Signal | None:
+        from mcp_hooks.matching import strings
+
+        if self.config["tools"] and context.tool_name not in self.config["tools"]:
+            return None
+        texts = [t.lower() for t in strings(dict(context.tool_input))]
+        hits = [d for d in self.config["dangerous_commands"]
+                if any(d.lower() in t for t in texts)]
+        if not hits:
+            return None
+        what = f"{context.tool_name or 'the call'} contains {', '.join(map(repr, hits))}"
+        if self.config["require_confirmation"]:
+            return Signal.prompt(f"dangerous operation: {what}; confirm before it runs",
+                                 severity="high", type="permission",
+                                 suggestions=["confirm with the user", "use a safer command"])
+        return Signal.block(f"dangerous operation refused: {what}", type="permission",
+                            resolution_path=["use a safer command"])

@@ -1,0 +1,169 @@
+"""The signal log: one JSON line per signal sent and one per response to it.
+
+Each line has the seed's shape (``002``, section 8)::
+
+    {"timestamp": ..., "hook": ..., "intensity": ..., "source": ..., "consumed": ..., "action": ...}
+
+plus ``kind`` (``signal`` or ``response``), ``signal_id`` and ``session_id``. A signal's line
+is written when the engine sends it (``consumed: false``, ``action: null``) and also carries
+``type``, ``issue_id``, ``correlation_id`` and the whole signal (``signal``: its ``as_dict``);
+a response's line is written by ``respond`` (``consumed: true``, the action, and ``details``
+when given). ``hook`` is the canonical event the signal came from (``before_issue_submit``).
+
+Contracts:
+
+- Lines are whole: appended on an ``O_APPEND`` descriptor under an exclusive ``flock``, with
+  the event log's writer (``eventlog.py``: short writes retried, a fragment ended), so
+  concurrent writers in threads or processes never tear or interleave a line.
+- ``record`` never raises (a log that cannot be written is reported once on stderr, like the
+  event log); ``respond`` raises, because its caller asked for something:
+  ``ConfigError`` for an unknown action, an unknown signal id, an action of another intensity
+  (``signals.check_action``), or a signal already answered. The look-up and the write happen
+  under one lock, so two racing responses to one signal cannot both be recorded.
+- The log lives beside the event log: ``$XDG_STATE_HOME/mcp-hooks/signals.jsonl`` by default
+  (``SignalLog.beside``), so every engine that logs events logs its signals too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from mcp_hooks.errors import ConfigError
+from mcp_hooks.eventlog import EventLog, _open, _parse, _write_line, encode_record
+from mcp_hooks.signals import ACTION_INTENSITY, ACTIONS, Signal, check_action, timestamp
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: the O_APPEND write alone
+    fcntl = None  # type: ignore[assignment]
+
+SIGNAL_LOG_NAME = "signals.jsonl"
+
+
+def signal_record(signal: Signal, session_id: str | None = None) -> dict[str, Any]:
+    """The log line of a signal just sent (``consumed: false``)."""
+    return {
+        "timestamp": signal.header.timestamp, "hook": signal.context.hook,
+        "intensity": signal.intensity, "source": signal.source,
+        "consumed": False, "action": None,
+        "kind": "signal", "signal_id": signal.id, "session_id": session_id,
+        "type": signal.header.type, "issue_id": signal.context.issue_id,
+        "correlation_id": signal.header.correlation_id, "signal": signal.as_dict(),
+    }
+
+
+class SignalLog(EventLog):
+    """Appends signals and responses to a JSONL file; reads and follows it (``EventLog``'s
+    ``read``/``follow``, filtered by ``session_id``)."""
+
+    @classmethod
+    def beside(cls, event_log: EventLog | Path) -> SignalLog:
+        """The signal log in the event log's folder."""
+        path = event_log.path if isinstance(event_log, EventLog) else Path(event_log)
+        return cls(path.with_name(SIGNAL_LOG_NAME))
+
+    def record(self, signals: list[Signal], session_id: str | None = None) -> None:
+        """Append one line per signal; never raises."""
+        for signal in signals:
+            self.append(signal_record(signal, session_id))
+
+    def find(self, signal_id: str) -> dict[str, Any] | None:
+        """The line of the signal sent with this id, or None."""
+        for record in self.read():
+            if record.get("kind") == "signal" and record.get("signal_id") == signal_id:
+                return record
+        return None
+
+    def responses(self, signal_id: str) -> list[dict[str, Any]]:
+        """The responses recorded for a signal, oldest first."""
+        return [r for r in self.read()
+                if r.get("kind") == "response" and r.get("signal_id") == signal_id]
+
+    def respond(self, signal_id: str, action: str, details: dict[str, Any] | None = None,
+                *, session_id: str | None = None) -> dict[str, Any]:
+        """Record the agent's response to a signal; returns the line written.
+
+        Args:
+            signal_id: the id in the signal's header.
+            action: one of ``ACTIONS[intensity]`` for the signal's intensity.
+            details: free-form object kept with the response (what was fixed, why).
+            session_id: who answers; default the session the signal was sent to.
+
+        Raises:
+            ConfigError: an unknown action, no such signal in this log, an action that does
+                not fit the signal's intensity, or a signal already answered.
+        """
+        if action not in ACTION_INTENSITY:
+            every = "; ".join(f"{i}: {', '.join(a)}" for i, a in ACTIONS.items())
+            raise ConfigError(f"unknown action {action!r}; the actions are {every}")
+        if details is not None and not isinstance(details, dict):
+            raise ConfigError("details must be a JSON object")
+        fd, readable = self._open_locked()
+        try:
+            sent, answered = self._look_up(fd, signal_id)
+            if sent is None:
+                raise ConfigError(f"no signal {signal_id!r} in the signal log {self.path}")
+            if answered is not None:
+                raise ConfigError(f"signal {signal_id} was already answered: "
+                                  f"{answered.get('action')} at {answered.get('timestamp')}")
+            check_action(str(sent.get("intensity")), action)
+            record: dict[str, Any] = {
+                "timestamp": timestamp(), "hook": sent.get("hook"),
+                "intensity": sent.get("intensity"), "source": sent.get("source"),
+                "consumed": True, "action": action,
+                "kind": "response", "signal_id": signal_id,
+                "session_id": session_id if session_id is not None else sent.get("session_id"),
+            }
+            if details is not None:
+                record["details"] = details
+            _write_line(fd, encode_record(record), readable)
+        finally:
+            os.close(fd)  # closing releases the lock
+        return record
+
+    def _open_locked(self) -> tuple[int, bool]:
+        try:
+            fd, readable = _open(self.path)
+        except FileNotFoundError:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, readable = _open(self.path)
+        if fcntl is not None:
+            with contextlib.suppress(OSError):  # a file system without locks
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        return fd, readable
+
+    def _look_up(self, fd: int, signal_id: str
+                 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The signal's line and its first response, read through the locked descriptor."""
+        sent = answered = None
+        for line in _lines(fd):
+            if signal_id not in line:  # most lines: no JSON parse
+                continue
+            record = _parse(line)
+            if record is None or record.get("signal_id") != signal_id:
+                continue
+            if record.get("kind") == "signal" and sent is None:
+                sent = record
+            elif record.get("kind") == "response" and answered is None:
+                answered = record
+        return sent, answered
+
+
+def _lines(fd: int) -> Iterator[str]:
+    """The lines of the file behind ``fd`` from its start (``pread``: the offset is kept)."""
+    offset, pending = 0, b""
+    while True:
+        chunk = os.pread(fd, 1 << 16, offset)
+        if not chunk:
+            break
+        offset += len(chunk)
+        pending += chunk
+        *whole, pending = pending.split(b"\n")
+        for raw in whole:
+            yield raw.decode("utf-8", errors="replace")
+    if pending:
+        yield pending.decode("utf-8", errors="replace")
