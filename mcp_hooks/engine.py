@@ -323,9 +323,7 @@ class Engine:
             position += 1
             if stdin_for != hook.trigger:  # encoded again only when something changed
                 stdin, stdin_for = self._stdin(hook, payload), hook.trigger
-            result = await self._runner(hook.entry, stdin, cwd=work_dir,
-                                        env=self._envs.get(hook, work_dir, event.session_id),
-                                        timeout=hook.timeout / 1000, limits=hook.limits)
+            result = await self._run_one(hook, stdin, work_dir, event)
             verdict = judge(hook, name, result, self.on_fault, self.registry.replaced)
             run = chain.apply(hook, result, verdict)
             if verdict.modified_input is not None:
@@ -341,6 +339,14 @@ class Engine:
                 await on_hook_done(run)
             if verdict.deny:
                 return
+
+    async def _run_one(self, hook: HookSpec, stdin: bytes, work_dir: str,
+                       event: Event) -> RunResult:
+        """Run one sync hook: the one place that chooses how (a process per event today;
+        a persistent process or an in-process callable are chosen here too)."""
+        return await self._runner(hook.entry, stdin, cwd=work_dir,
+                                  env=self._envs.get(hook, work_dir, event.session_id),
+                                  timeout=hook.timeout / 1000, limits=hook.limits)
 
     def _fault(self, name: str, hooks: list[HookSpec], payload: dict[str, Any],
                work_dir: str) -> str | None:
