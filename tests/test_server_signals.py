@@ -21,7 +21,8 @@ from tests.test_server import fire, tool_error
 
 pytestmark = pytest.mark.anyio
 
-ISSUE: dict[str, Any] = {"id": "FEAT-0123", "type": "feature", "title": "Users API", "status": "in_progress",
+ISSUE: dict[str, Any] = {"id": "FEAT-0123", "type": "feature", "title": "Users API",
+         "status": "in_progress",
          "checklist": [{"text": "endpoint", "done": True}, {"text": "tests", "done": False},
                        {"text": "API docs", "done": False}],
          "files_changed": [f"src/f{n}.py" for n in range(25)]}
