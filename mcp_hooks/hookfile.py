@@ -134,6 +134,8 @@ class HookSpec:
         entry: the argv that runs the hook's entry script.
         on_error: ``allow`` fails open (the spec's default); ``block`` fails closed.
         limits: resource limits of its processes (``metadata.limits``, ``mcp_hooks.limits``).
+        persistent: ``metadata.persistent``: a long-lived engine keeps one process of it and
+            sends it one event per line (``mcp_hooks.runner.persistent``); sync hooks only.
     """
 
     name: str
@@ -152,6 +154,7 @@ class HookSpec:
     metadata: dict[str, Any] = field(default_factory=dict)
     on_error: Literal["allow", "block"] = "allow"
     limits: Limits = DEFAULT_LIMITS
+    persistent: bool = False
     _tool_names: frozenset[str] | None = field(default=None, init=False, repr=False,
                                                 compare=False)
     _tool_re: matching.Matcher | None = field(default=None, init=False, repr=False,
@@ -436,6 +439,14 @@ def _load_text(hook_dir: Path, scope: Scope, hook_file: Path, text: str, strict:
     if on_error not in ("allow", "block"):
         raise HookFileError(hook_file, "metadata.on_error", f"{on_error!r}: {_ON_ERROR_HINT}")
     limits = parse_limits(metadata.get("limits"), hook_file)
+    persistent = metadata.get("persistent", False)
+    if not isinstance(persistent, bool):
+        raise HookFileError(hook_file, "metadata.persistent", f"{persistent!r}: true (one "
+                            "process serves every event) or false (a process per event)")
+    if fm["async"] and persistent:
+        warnings.append(f"{hook_file}: metadata.persistent: ignored on an async hook, which "
+                        "runs a process per event")
+        persistent = False
     if fm["async"] and on_error == "block":
         warnings.append(
             f"{hook_file}: metadata.on_error: ignored on an async hook, which cannot block"
@@ -458,5 +469,6 @@ def _load_text(hook_dir: Path, scope: Scope, hook_file: Path, text: str, strict:
         entry=resolve_entry(hook_dir, hook_file, run_is_file),
         on_error=on_error,
         limits=limits,
+        persistent=persistent,
     )
     return spec, warnings
