@@ -5,8 +5,9 @@
 connects the MCP SDK's client as an agent host would, and fires the events of one agent
 session: a dangerous shell command, a safe one, a write to `.env`, then the agent trying to
 stop with failing tests. Then the same decision from the command line (the way a git hook
-or a host's command hook runs it), and a tool call gated by `mcp-hooks proxy`. Exits 1 if
-any decision is not the expected one.
+or a host's command hook runs it), a tool call gated by `mcp-hooks proxy`, and the control
+layer's submit of an issue (``examples/control_scene/``). Exits 1 if any decision is not the
+expected one.
 """
 
 from __future__ import annotations
@@ -132,6 +133,17 @@ async def proxy_scene(tmp: Path, log: Path) -> None:
     say()
 
 
+def control_scene() -> None:
+    scene = REPO / "examples" / "control_scene" / "scene.py"
+    say(f"{BOLD}== 4. The control layer: hooks.yaml oracles, signals, answers (seed 002, 8){END}")
+    done = subprocess.run([sys.executable, str(scene)], capture_output=True, text=True,
+                          timeout=120)
+    say(done.stdout.rstrip())
+    if done.returncode != 0:
+        failures.append("control scene failed: " + (done.stdout + done.stderr).strip()[-300:])
+    say()
+
+
 def log_scene(log: Path) -> None:
     say(f"{BOLD}== The audit trail{END}")
     say(f"{DIM}$ mcp-hooks log{END}")
@@ -151,6 +163,7 @@ async def main() -> int:
         await server_scene(project, log)
         cli_scene(project, log)
         await proxy_scene(tmp, log)
+        control_scene()
         log_scene(log)
     if failures:
         say(f"{RED}demo FAILED:{END}")
