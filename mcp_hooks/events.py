@@ -12,6 +12,21 @@ spellings (``pre-issue-start`` ...) are aliases, ``spec_name`` gives those, and 
 ``SPEC_NAMES`` (``validate --portable`` says another implementation will not fire them). Their
 payload carries an ``issue`` object (``ISSUE_FIELDS``), checked by ``issue_problem``; the
 ``after_*`` ones happen after the fact and cannot block.
+
+The agent-loop events (seeds ``003``/``004``: AgentScope's in-process hooks) are an extension
+too: ``before_model``/``after_model`` around each model (reasoning) call, the streamed chunks
+``reasoning_chunk`` and ``tool_output_chunk``, and ``error`` with its ``phase``
+(``ERROR_PHASES``). AgentScope's spellings are aliases (Python ``pre_reasoning``, Java
+``PreReasoning``, ``PreCall``, ``PreActing``, ``ActingChunk``, ``Error`` ...); ``spec_name``
+gives a kebab-case spelling (``LOOP_NAMES``), not in ``SPEC_NAMES``. What a hook may change:
+
+- ``before_model``: its ``modified_input`` is the new model input, ``{"messages": [...]}``
+  (the payload's ``messages`` for the hooks after it and ``Outcome.modified_input`` for the
+  caller);
+- ``after_model``: its ``modified_output`` is the new ``response`` (``Outcome.modified_output``);
+- the chunk events are notifications (``notify_only``): every matching hook starts at once, as
+  an async hook does, their results are ignored and the caller gets an allow without waiting;
+  they cannot block. ``error`` is reported after the fact and cannot block either.
 """
 
 from __future__ import annotations
@@ -37,7 +52,7 @@ class EventInfo:
 
     Attributes:
         name: canonical snake_case name.
-        layer: session, turn, react, subagent or context.
+        layer: session, turn, react, subagent, context, issue or model.
         summary: when the event fires.
         on_deny: what a deny (exit 2, ``decision: deny``) does to the agent.
         fields: payload fields beyond the base ones, in the order hooks usually read them.
@@ -62,6 +77,12 @@ class EventInfo:
         return self.name not in _CANNOT_BLOCK
 
     @property
+    def notify_only(self) -> bool:
+        """A notification (the streamed chunks): its hooks all start at once like async
+        hooks, their results are ignored, and firing it never waits for them."""
+        return self.name in NOTIFY_ONLY
+
+    @property
     def is_tool_event(self) -> bool:
         return self.layer == "react"
 
@@ -71,6 +92,7 @@ class EventInfo:
             "layer": self.layer,
             "summary": self.summary,
             "can_block": self.can_block,
+            "notify_only": self.notify_only,
             "on_deny": self.on_deny,
             "payload_fields": [*BASE_FIELDS, *self.fields],
             "aliases": list(self.aliases),
@@ -85,12 +107,23 @@ def _event(
 
 
 _CANNOT_BLOCK = frozenset({"session_end", "after_stop", "post_compact", "after_tool_failure",
-                           "after_issue_start", "after_issue_submit", "after_issue_close"})
+                           "after_issue_start", "after_issue_submit", "after_issue_close",
+                           "reasoning_chunk", "tool_output_chunk", "error"})
+# notifications: every hook starts at once as an async hook does, none is waited for
+NOTIFY_ONLY = frozenset({"reasoning_chunk", "tool_output_chunk"})
+# where an ``error`` event's error happened (its ``phase`` field)
+ERROR_PHASES: tuple[str, ...] = ("reply", "reasoning", "acting", "model", "tool", "hook",
+                                 "session", "other")
 
 
 def can_block(event: str) -> bool:
     """``EventInfo.can_block`` by canonical name; a name we do not know is taken to block."""
     return event not in _CANNOT_BLOCK
+
+
+def is_notification(event: str) -> bool:
+    """``EventInfo.notify_only`` by canonical name."""
+    return event in NOTIFY_ONLY
 
 EVENTS: dict[str, EventInfo] = {
     e.name: e
@@ -108,12 +141,12 @@ EVENTS: dict[str, EventInfo] = {
         _event(
             "before_agent", "turn", "before the agent processes the user's input",
             "the input is refused; the reason says why",
-            ("prompt",), "pre-agent-turn", "pre_reply",
+            ("prompt",), "pre-agent-turn", "pre_reply", "PreCall",
         ),
         _event(
             "after_agent", "turn", "after the agent has produced its reply",
             "the reply is flagged; the reason says why",
-            ("prompt", "response"), "post-agent-turn", "post_reply",
+            ("prompt", "response"), "post-agent-turn", "post_reply", "PostCall",
         ),
         _event(
             "before_stop", "turn", "the agent is about to stop and hand back (quality gate)",
@@ -130,12 +163,13 @@ EVENTS: dict[str, EventInfo] = {
         _event(
             "before_tool", "react", "a tool is about to run",
             "the tool does not run; the agent is told the reason",
-            TOOL_FIELDS, "pre-tool-call", "pre-tool-use", "pre_acting",
+            TOOL_FIELDS, "pre-tool-call", "pre-tool-use", "pre_acting", "PreActing",
         ),
         _event(
             "after_tool", "react", "a tool has run successfully",
             "the agent is told the result was rejected, and why",
             (*TOOL_FIELDS, "tool_output"), "post-tool-call", "post-tool-use", "post_acting",
+            "PostActing",
         ),
         _event(
             "after_tool_failure", "react", "a tool has failed",
@@ -192,6 +226,32 @@ EVENTS: dict[str, EventInfo] = {
             "reported to the agent; the issue is closed anyway",
             ("issue",), "post-issue-close", "post_issue_close",
         ),
+        _event(
+            "before_model", "model", "the model is about to be called (a reasoning step)",
+            "the model is not called; the reason says why",
+            ("messages",), "pre-reasoning", "pre_reasoning", "PreReasoning", "before_reasoning",
+        ),
+        _event(
+            "after_model", "model", "the model has answered (the whole response, once streamed)",
+            "the response is rejected; the reason says why",
+            ("messages", "response"), "post-reasoning", "post_reasoning", "PostReasoning",
+            "after_reasoning",
+        ),
+        _event(
+            "reasoning_chunk", "model", "the model streamed a chunk (notification only)",
+            "nothing: a notification cannot block; its hooks run beside the stream",
+            ("chunk", "accumulated"), "reasoning-chunk", "ReasoningChunk",
+        ),
+        _event(
+            "tool_output_chunk", "react", "a tool streamed a chunk of output (notification only)",
+            "nothing: a notification cannot block; its hooks run beside the stream",
+            (*TOOL_FIELDS, "chunk"), "tool-output-chunk", "acting_chunk", "ActingChunk",
+        ),
+        _event(
+            "error", "turn", "the agent hit an error (phase: reply, reasoning, acting ...)",
+            "reported; the error stands (it is raised to the caller anyway)",
+            ("error", "phase"), "Error",
+        ),
     )
 }
 
@@ -210,6 +270,12 @@ SEED_NAMES: dict[str, str] = {
     "before_issue_start": "pre-issue-start", "after_issue_start": "post-issue-start",
     "before_issue_submit": "pre-issue-submit", "after_issue_submit": "post-issue-submit",
     "before_issue_close": "pre-issue-close", "after_issue_close": "post-issue-close",
+}
+# the agent-loop events' kebab spellings (an extension: not in SPEC_NAMES)
+LOOP_NAMES: dict[str, str] = {
+    "before_model": "pre-reasoning", "after_model": "post-reasoning",
+    "reasoning_chunk": "reasoning-chunk", "tool_output_chunk": "tool-output-chunk",
+    "error": "error",
 }
 ISSUE_EVENTS: frozenset[str] = frozenset(SEED_NAMES)
 ALIASES: dict[str, str] = {alias: e.name for e in EVENTS.values() for alias in e.aliases}
@@ -236,7 +302,7 @@ def spec_name(name: str) -> str:
         UnknownEventError: the name is neither canonical nor an alias.
     """
     name = canonical_event(name)
-    return SPEC_NAMES.get(name) or SEED_NAMES[name]
+    return SPEC_NAMES.get(name) or SEED_NAMES.get(name) or LOOP_NAMES[name]
 
 
 def issue_problem(issue: Any) -> str | None:

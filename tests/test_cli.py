@@ -148,7 +148,7 @@ def test_events_lists_aliases() -> None:
     done = run("events")
     assert "before_tool" in done.stdout and "pre-tool-use" in done.stdout
     data = json.loads(run("events", "--json").stdout)
-    assert len(data) == 19  # 13 of the spec, 6 of the issue lifecycle
+    assert len(data) == 24  # 13 of the spec, 6 of the issue lifecycle, 5 of the agent loop
 
 
 def test_validate_reports_file_field_reason(user_dir: Path) -> None:

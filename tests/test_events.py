@@ -23,20 +23,26 @@ OTHERS = {"pre-tool-use": "before_tool", "post-tool-use": "after_tool",
           "pre_acting": "before_tool", "post_acting": "after_tool"}
 
 
-def test_nineteen_canonical_events_in_six_layers() -> None:
+def test_twenty_four_canonical_events_in_seven_layers() -> None:
     assert list(EVENTS) == [
         "session_start", "session_end", "before_agent", "after_agent", "before_stop",
         "after_stop", "before_tool", "after_tool", "after_tool_failure", "subagent_start",
         "subagent_stop", "pre_compact", "post_compact",
         "before_issue_start", "after_issue_start", "before_issue_submit",
-        "after_issue_submit", "before_issue_close", "after_issue_close"]
+        "after_issue_submit", "before_issue_close", "after_issue_close",
+        "before_model", "after_model", "reasoning_chunk", "tool_output_chunk", "error"]
     assert {e.layer for e in EVENTS.values()} == {"session", "turn", "react", "subagent",
-                                                  "context", "issue"}
-    assert {"before_tool", "after_tool", "after_tool_failure"} == TOOL_EVENTS
+                                                  "context", "issue", "model"}
+    # a tool's streamed output is a tool event: matchers apply to it
+    assert {"before_tool", "after_tool", "after_tool_failure", "tool_output_chunk"} == (
+        TOOL_EVENTS)
     # a fault of ours on these is only a warning: they happen after the fact
     assert {n for n, e in EVENTS.items() if not e.can_block} == {
         "session_end", "after_stop", "post_compact", "after_tool_failure",
-        "after_issue_start", "after_issue_submit", "after_issue_close"}
+        "after_issue_start", "after_issue_submit", "after_issue_close",
+        "reasoning_chunk", "tool_output_chunk", "error"}
+    assert {n for n, e in EVENTS.items() if e.notify_only} == {
+        "reasoning_chunk", "tool_output_chunk"}
 
 
 @pytest.mark.parametrize(("alias", "canonical"), [*SEED_000.items(), *OTHERS.items()])
@@ -132,3 +138,37 @@ async def test_a_hook_md_hook_subscribes_to_an_issue_event(tmp_path: Any) -> Non
     payload = json.loads(seen.read_text())
     assert payload["event_type"] == "pre-issue-submit"  # as the hook spells its trigger
     assert payload["issue"] == {"id": "FEAT-1", "files_changed": ["a.py"]}
+
+
+# -- the agent loop (the AgentScope seeds 003 and 004, Python and Java spellings) ----------
+
+SEEDS_003_004 = {
+    "pre_reasoning": "before_model", "post_reasoning": "after_model",
+    "PreReasoning": "before_model", "PostReasoning": "after_model",
+    "ReasoningChunk": "reasoning_chunk", "ActingChunk": "tool_output_chunk",
+    "acting_chunk": "tool_output_chunk", "Error": "error",
+    "PreCall": "before_agent", "PostCall": "after_agent",
+    "PreActing": "before_tool", "PostActing": "after_tool",
+    "pre-reasoning": "before_model", "post-reasoning": "after_model",
+}
+
+
+@pytest.mark.parametrize(("alias", "canonical"), SEEDS_003_004.items())
+def test_agent_loop_events_take_the_seeds_spellings(alias: str, canonical: str) -> None:
+    assert canonical_event(alias) == canonical
+
+
+def test_agent_loop_events_in_the_catalogue() -> None:
+    from mcp_hooks.events import LOOP_NAMES, SPEC_NAMES, spec_name
+
+    data = {e["name"]: e for e in catalogue()}
+    assert "messages" in data["before_model"]["payload_fields"]
+    assert {"messages", "response"} <= set(data["after_model"]["payload_fields"])
+    assert {"error", "phase"} <= set(data["error"]["payload_fields"])
+    assert {"tool_name", "chunk"} <= set(data["tool_output_chunk"]["payload_fields"])
+    assert data["before_model"]["can_block"] and data["after_model"]["can_block"]
+    for name in ("reasoning_chunk", "tool_output_chunk"):
+        assert data[name]["notify_only"] and not data[name]["can_block"]
+    assert not data["error"]["can_block"] and not data["error"]["notify_only"]
+    for name, kebab in LOOP_NAMES.items():
+        assert name not in SPEC_NAMES and spec_name(name) == kebab == data[name]["spec_name"]
