@@ -13,6 +13,22 @@ a host's name: its config file per scope and that file's format (``config_path``
 (``command_keys``), its install notes, and the shell tool call ``doctor`` probes it with
 (``gate_event``, ``shell_call``, ``deny_reason``).
 
+Signals (``signals.py``) reach a host through the forms it has, with no host-specific code:
+
+- **block**: the deny form (the outcome is a deny);
+- **control**: a rewrite of the tool input is the host's rewrite form (``host_input``;
+  refused where the host's tool cannot take it); any other adjustment reaches the model as
+  the context the engine wrote for it;
+- **prompt**: its message is in ``additional_context``, so it goes to the host's context
+  field; a warning (severity medium or high) is also shown to the user, with its signal id
+  and the ``mcp-hooks respond`` actions that answer it (``signal_notes``: ``systemMessage``
+  where the host shows one, stderr everywhere);
+- **aid**: the engine hands it over as ``additional_context`` of the session's next event,
+  so it reaches the host as that event's context.
+
+Where a host has no form for the event (no context field, no rewrite), the bridge says so
+on stderr as for any other outcome: docs/bridges.md has the table.
+
 This module must stay cheap to import: the bridge runs as a new process on every tool call.
 It imports the engine only for type checking.
 """
@@ -28,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcp_hooks.errors import RunError
+from mcp_hooks.signals import ACTIONS
 from mcp_hooks.vocabulary import (
     RewriteError,
     ToolMap,
@@ -202,9 +219,33 @@ def joined(parts: list[str]) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+def signal_notes(outcome: Outcome) -> list[str]:
+    """What the user should see of the outcome's signals beyond its decision: each warning
+    (a prompt of severity medium or high) and each adjustment other than a rewrite the host
+    carries (a control signal not on ``tool_input``/``tool_output``), with the signal's id
+    and the actions ``mcp-hooks respond`` takes for it. Blocks are the deny itself, aid and
+    plain context (severity low) only the model's."""
+    notes: list[str] = []
+    for signal in outcome.signals:
+        if signal.intensity == "prompt" and signal.payload.get("severity") != "low":
+            what = "warning"
+        elif signal.intensity == "control" and any(
+                not isinstance(m, dict) or m.get("field") not in ("tool_input", "tool_output")
+                for m in signal.payload.get("modifications", ())):
+            what = "adjusted"
+        else:
+            continue
+        actions = "|".join(ACTIONS[signal.intensity])
+        notes.append(f"{what} from {signal.source or 'a hook'}: {signal.text()} [{signal.intensity}"
+                     f" signal {signal.id}; answer: mcp-hooks respond {signal.id} {actions}]")
+    return notes
+
+
 def warning_text(outcome: Outcome, notes: list[str]) -> str:
-    """One line per warning, for stderr and the user-facing message fields."""
-    return "\n".join(f"mcp-hooks: {w}" for w in (*notes, *outcome.warnings))
+    """One line per warning, for stderr and the user-facing message fields: the host's own
+    notes, the outcome's warnings, then its signals' (``signal_notes``)."""
+    return "\n".join(f"mcp-hooks: {w}"
+                     for w in (*notes, *outcome.warnings, *signal_notes(outcome)))
 
 
 def json_reply(out: dict[str, Any], outcome: Outcome, notes: list[str], *,
