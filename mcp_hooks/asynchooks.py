@@ -94,3 +94,7 @@ class TaskGroupLauncher:
             self.log.append(async_record(
                 event, session_id,
                 {"name": hook.name, "scope": hook.scope, "priority": hook.priority}, result))
+        from mcp_hooks.inbox import deliver_async
+
+        deliver_async(event, session_id, hook.name, result.stdout, result.exit_code,
+                      self.log.path if self.log is not None else None)

@@ -24,15 +24,16 @@ if TYPE_CHECKING:
     from mcp_hooks.eventlog import EventLog
 
 
-def spawn(job: dict[str, Any]) -> None:
-    """Start the detached runner with ``job``; never waits for it, never raises."""
+def spawn(job: dict[str, Any], module: str = "mcp_hooks.detached") -> None:
+    """Start ``python -m module`` detached with ``job`` as JSON on stdin (default: this
+    module's runner of async hooks); never waits for it, never raises."""
     try:
         read_fd, write_fd = os.pipe()
         devnull = os.open(os.devnull, os.O_RDWR)
         try:
             os.posix_spawn(
                 sys.executable,
-                [sys.executable, "-m", "mcp_hooks.detached"],
+                [sys.executable, "-m", module],
                 os.environ,
                 file_actions=[
                     (os.POSIX_SPAWN_DUP2, read_fd, 0),
@@ -93,6 +94,7 @@ async def _run(job: dict[str, Any]) -> None:
 
     from mcp_hooks.eventlog import EventLog, async_record
     from mcp_hooks.hookenv import hook_environment
+    from mcp_hooks.inbox import deliver_async
     from mcp_hooks.limits import Limits
     from mcp_hooks.runner import run_hook
 
@@ -107,6 +109,8 @@ async def _run(job: dict[str, Any]) -> None:
         )
         if log is not None:
             log.append(async_record(job["event"], job.get("session_id"), spec["hook"], result))
+        deliver_async(job["event"], job.get("session_id"), spec["hook"]["name"], result.stdout,
+                      result.exit_code, log.path if log is not None else None)
 
     async with anyio.create_task_group() as tg:
         for spec in job["jobs"]:

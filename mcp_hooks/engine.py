@@ -39,22 +39,28 @@ import os
 import shlex
 from collections.abc import Awaitable, Callable, Collection
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_hooks import matching
 from mcp_hooks.asynchooks import AsyncJob, AsyncLauncher, TaskGroupLauncher
+from mcp_hooks.callables import CallableHook, notify
 from mcp_hooks.detached import DetachedLauncher
 from mcp_hooks.discovery import Registry, run_order
 from mcp_hooks.eventlog import EventLog, now
-from mcp_hooks.events import canonical_event
+from mcp_hooks.events import can_block, canonical_event
 from mcp_hooks.hookenv import HookEnvs, hook_environment
 from mcp_hooks.hookfile import HookSpec
+from mcp_hooks.inbox import AidInbox, aid_context
 from mcp_hooks.judge import Verdict, decode, judge
 from mcp_hooks.outcome import Event, HookRun, OnFault, Outcome, cap_text, fault_outcome
 from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
+from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.signallog import SignalLog
 from mcp_hooks.signals import INTENSITIES, Signal, from_hook_run, new_id
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
+
+if TYPE_CHECKING:
+    from mcp_hooks.control.layer import ControlLayer, Decision
 
 _THREAD_MATCH = 1 << 16  # characters of tool input past which matching leaves the event loop
 
@@ -80,7 +86,8 @@ async def _run_blocking(argv: tuple[str, ...], stdin: bytes, **options: Any) -> 
 class _Chain:
     """What the sync hooks of one event have decided so far (step 3's accumulator)."""
 
-    __slots__ = ("blocked_by", "contexts", "correlation", "decision", "files", "input_changed",
+    __slots__ = ("blocked_by", "contexts", "correlation", "decision", "delivered", "files",
+                 "input_changed",
                  "issue_id", "name", "output_changed", "outputs", "reason", "runs", "signals",
                  "tool_input", "tool_output", "warnings")
 
@@ -88,6 +95,7 @@ class _Chain:
                  warnings: list[str]) -> None:
         self.name = name
         self.signals: list[Signal] = []
+        self.delivered: frozenset[str] = frozenset()  # aid handed over, logged when made
         self.correlation = new_id()  # links the signals of this event
         issue = event.payload.get("issue")
         issue = issue if isinstance(issue, dict) else {}
@@ -145,6 +153,23 @@ class _Chain:
             derived = [printed, *(s for s in derived if not (printed.blocks and s.blocks))]
         self.signals.extend(derived)
 
+    def deliver(self, aid: list[Signal]) -> None:
+        """Aid left for this session by an earlier event (``inbox.py``)."""
+        self.contexts.extend(cap_text(aid_context(s)) for s in aid)
+        self.signals.extend(aid)
+        self.delivered = frozenset(s.id for s in aid)
+
+    def control(self, decision: Decision) -> None:
+        """Apply the hooks.yaml entries' ``Decision`` (``control.layer``)."""
+        self.signals.extend(decision.signals)
+        self.warnings.extend(decision.warnings)
+        self.contexts.extend(cap_text(c) for c in decision.contexts)
+        if decision.tool_input is not None:
+            self.tool_input, self.input_changed = decision.tool_input, True
+        if decision.deny is not None:
+            self.decision, self.blocked_by = "deny", decision.deny.source
+            self.reason = cap_text(decision.reason or decision.deny.text())
+
     def outcome(self, name: str) -> Outcome:
         allowed = self.decision == "allow"
         return Outcome(
@@ -188,8 +213,15 @@ class Engine:
             bridges pass one that keeps its count in a file per session.
         runner: runs one hook (``run_hook``'s signature); default chosen by ``one_shot``.
         launcher: starts async hooks; default chosen by ``detach_async``/``one_shot``.
+        pool: the resident processes of ``metadata.persistent`` hooks
+            (``runner.persistent``); default: made on the first such hook and closed with
+            the engine. A one-shot engine runs them one-shot.
         signal_log: where each outcome's signals go; default the signal log beside ``log``
             (``SignalLog.beside``), none without a ``log``.
+        control: the hooks.yaml control layer (``control.layer.ControlLayer``); default one
+            for the registry's project (watching for changes unless ``one_shot``); False for
+            none.
+        inbox: where aid waits for a session's next event; default ``inbox.AidInbox()``.
     """
 
     def __init__(
@@ -204,8 +236,11 @@ class Engine:
         secrets: Collection[str] = (),
         stop_guard: StopGuard | None = None,
         runner: Runner | None = None,
+        pool: PersistentPool | None = None,
         launcher: AsyncLauncher | None = None,
         signal_log: SignalLog | None = None,
+        control: ControlLayer | Literal[False] | None = None,
+        inbox: AidInbox | None = None,
     ) -> None:
         self.registry = registry
         self.log = log
@@ -215,11 +250,18 @@ class Engine:
         self.on_fault: OnFault = "warn" if on_fault == "warn" else "block"
         self.stop_guard = stop_guard if stop_guard is not None else StopGuard(stop_block_cap)
         self._runner: Runner = runner or (_run_blocking if one_shot else run_hook)
+        self._pool, self._owns_pool = pool, False
         self._launcher: AsyncLauncher = launcher or (
             DetachedLauncher(log) if detach_async or one_shot else TaskGroupLauncher(log))
         # a one-shot engine never suspends: big inputs are matched in place, not in a thread
         self._select = self._select_here if one_shot else self._select_off_loop
         self._envs = HookEnvs(hook_environment(os.environ, secrets))
+        if control is None:
+            from mcp_hooks.control.layer import ControlLayer
+
+            control = ControlLayer(registry.project_dir, watch=not one_shot)
+        self.control: ControlLayer | None = control or None
+        self._inbox = inbox if inbox is not None else AidInbox()
 
     async def __aenter__(self) -> Engine:
         await self._launcher.open()
@@ -232,7 +274,12 @@ class Engine:
         tb: TracebackType | None,
     ) -> None:
         # the caller's own error propagates as it was; the async hooks are stopped then
-        await self._launcher.close(exc)
+        try:
+            await self._launcher.close(exc)
+        finally:
+            if self._owns_pool and self._pool is not None:  # persistent hook processes
+                await self._pool.aclose()
+                self._pool, self._owns_pool = None, False
 
     # -- firing --------------------------------------------------------------------------
 
@@ -278,15 +325,42 @@ class Engine:
         ticket = self.stop_guard.before(event, payload) if name == "before_stop" else None
         # 2. start async hooks, 3. run, judge, apply
         chain = _Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes)
+        chain.deliver(self._inbox.take(event.session_id) if event.session_id else [])
         if hooks:
             await self._run_chain(name, event, hooks, payload, work_dir, chain, on_hook_done)
+        if self.control is not None and self.control.wakes(name):
+            await self._run_control(name, event, payload, chain)
         outcome = chain.outcome(name)
         # 4. guard, 5. log
         if ticket is not None:
             outcome = self.stop_guard.after(ticket, outcome)
             if not outcome.denied and any(s.blocks for s in outcome.signals):
                 outcome = _demote_blocks(outcome)
-        return self._logged(event, name, work_dir, outcome, chain.outputs)
+        return self._logged(event, name, work_dir, outcome, chain.outputs, chain.delivered)
+
+    async def _run_control(self, name: str, event: Event, payload: dict[str, Any],
+                           chain: _Chain) -> None:
+        """Step 3b: the hooks.yaml entries, after the HOOK.md chain (``control.layer``)."""
+        assert self.control is not None
+        if chain.decision == "allow":
+            payload["event_type"] = name
+            if "tool_input" in payload:
+                payload["tool_input"] = chain.tool_input
+            import functools
+
+            decide = functools.partial(
+                self.control.decide, name, payload, can_block=can_block(name),
+                fail_closed=self.on_fault == "block", correlation_id=chain.correlation)
+            if self.one_shot:
+                decision = decide()
+            else:  # an oracle may run a test suite: never on the event loop
+                import anyio
+
+                decision = await anyio.to_thread.run_sync(decide)
+            chain.control(decision)
+        self.control.background(name, payload, session_id=event.session_id,
+                                log_path=self.log.path if self.log is not None else None,
+                                correlation_id=chain.correlation, detach=self.one_shot)
 
     async def _select_here(self, name: str, event: Event) -> list[HookSpec]:
         return self.registry.select(name, event.tool_name, event.tool_input)
@@ -302,39 +376,55 @@ class Engine:
 
     def _start_async(self, name: str, event: Event, hooks: list[HookSpec],
                      payload: dict[str, Any], work_dir: str) -> list[HookRun]:
-        """Hand the async hooks to the launcher; their ``scheduled`` runs, in order."""
+        """Hand the async hooks to the launcher; their ``scheduled`` runs, in order.
+
+        A notification (``events.NOTIFY_ONLY``: the streamed chunks) makes every hook one:
+        scripts go to the launcher, Python callables start beside the caller
+        (``callables.notify``), and none is waited for."""
+        every = is_notification(name)
+        started = [hook for hook in hooks if hook.is_async or every]
+        if not started:
+            return []
         jobs = [AsyncJob(hook, self._stdin(hook, payload), work_dir,
                          self._envs.get(hook, work_dir, event.session_id))
-                for hook in hooks if hook.is_async]
-        if not jobs:
-            return []
-        self._launcher.launch(name, event.session_id, jobs)
-        return [HookRun(name=job.hook.name, scope=job.hook.scope, priority=job.hook.priority,
-                        mode="async", status="scheduled") for job in jobs]
+                for hook in started if not isinstance(hook, CallableHook)]
+        if jobs:
+            self._launcher.launch(name, event.session_id, jobs)
+        calls = [hook for hook in started if isinstance(hook, CallableHook)]
+        if calls:
+            notify(calls, name, dict(payload, event_type=name))
+        return [HookRun(name=hook.name, scope=hook.scope, priority=hook.priority,
+                        mode="async", status="scheduled") for hook in started]
 
     async def _run_chain(self, name: str, event: Event, hooks: list[HookSpec],
                          payload: dict[str, Any], work_dir: str, chain: _Chain,
                          on_hook_done: HookDone | None) -> None:
         stdin, stdin_for = b"", ""  # the payload as bytes, and the trigger spelling in them
-        todo = [h for h in hooks if not h.is_async]
+        todo = [] if is_notification(name) else [h for h in hooks if not h.is_async]
         position = 0
         while position < len(todo):
             hook = todo[position]
             position += 1
-            if stdin_for != hook.trigger:  # encoded again only when something changed
-                stdin, stdin_for = self._stdin(hook, payload), hook.trigger
-            result = await self._run_one(hook, stdin, work_dir, event)
-            verdict = judge(hook, name, result, self.on_fault, self.registry.replaced)
+            if isinstance(hook, CallableHook):  # in process: no stdin, its verdict built directly
+                result, verdict = await hook.call(name, payload)
+            else:
+                if stdin_for != hook.trigger:  # encoded again only when something changed
+                    stdin, stdin_for = self._stdin(hook, payload), hook.trigger
+                result = await self._run_one(hook, stdin, work_dir, event)
+                verdict = judge(hook, name, result, self.on_fault, self.registry.replaced)
             run = chain.apply(hook, result, verdict)
             if verdict.modified_input is not None:
                 if "tool_input" in payload:
                     payload["tool_input"], stdin_for = chain.tool_input, ""
+                elif name == "before_model":  # {"messages": [...]}: the new model input
+                    payload["messages"], stdin_for = chain.tool_input["messages"], ""
                 # the hooks after this one are chosen by what the tool will now receive
                 later = self.registry.select(name, event.tool_name, chain.tool_input)
                 todo = todo[:position] + [
                     h for h in later if not h.is_async and run_order(h) > run_order(hook)]
-            if verdict.modified_output is not None and name == "after_tool":
-                payload["tool_output"], stdin_for = chain.tool_output, ""
+            if verdict.modified_output is not None and name in ("after_tool", "after_model"):
+                payload["tool_output" if name == "after_tool" else "response"] = chain.tool_output
+                stdin_for = ""
             if on_hook_done is not None:
                 await on_hook_done(run)
             if verdict.deny:
@@ -344,6 +434,13 @@ class Engine:
                        event: Event) -> RunResult:
         """Run one sync hook: the one place that chooses how (a process per event today;
         a persistent process or an in-process callable are chosen here too)."""
+        if hook.persistent and not self.one_shot:  # its resident process (runner.persistent)
+            if self._pool is None:
+                self._pool, self._owns_pool = PersistentPool(one_shot=self._runner), True
+            return await self._pool.run(
+                hook, stdin, cwd=work_dir, env=self._envs.get(hook, work_dir, event.session_id),
+                timeout=hook.timeout / 1000, limits=hook.limits,
+                generation=self.registry.generation)
         return await self._runner(hook.entry, stdin, cwd=work_dir,
                                   env=self._envs.get(hook, work_dir, event.session_id),
                                   timeout=hook.timeout / 1000, limits=hook.limits)
@@ -435,11 +532,13 @@ class Engine:
     # -- the log -------------------------------------------------------------------------
 
     def _logged(self, event: Event, name: str, work_dir: str, outcome: Outcome,
-                outputs: dict[str, RunResult]) -> Outcome:
+                outputs: dict[str, RunResult], delivered: frozenset[str] = frozenset(),
+                ) -> Outcome:
         if self.log is not None:
             self._log_event(event, name, work_dir, outcome, outputs)
         if self.signal_log is not None and outcome.signals:
-            self.signal_log.record(outcome.signals, event.session_id)
+            self.signal_log.record([s for s in outcome.signals if s.id not in delivered],
+                                   event.session_id)
         return outcome
 
     def _log_event(

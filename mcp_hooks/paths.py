@@ -6,9 +6,16 @@ Each function reads the environment when called (tests and users set ``XDG_*`` p
     config_dir()        $XDG_CONFIG_HOME/mcp-hooks           installed helper scripts (forward.py)
     state_dir()         $XDG_STATE_HOME/mcp-hooks            what we write as we run:
       log_path()          .../events.jsonl                     the event log
-      trust_store_path()  .../trust.json                       trusted project hooks
+      trust_store_path()  .../trust.json                       trusted project hooks and .ahp
       backups_dir()       .../backups/                         host configs before `install`
+      ladder_path()       .../ladder.json                      the escalation ladder's counts
+      aid_inbox_dir()     .../aid/                             aid signals for the next event
     cache_dir()         $XDG_CACHE_HOME/mcp-hooks            what can be rebuilt at will
+    ahp_user_file()     ~/.ahp/hooks.yaml                    the user layer of hooks.yaml ($HOME;
+                                                             the seed's place, not an XDG one)
+
+The project's own control files (``.ahp/hooks.yaml``, ``.ahp/hooks.local.yaml``) are
+relative to the project and named in ``control/config.py``.
 
 Defaults follow the XDG base directory spec: ``~/.config``, ``~/.local/state``, ``~/.cache``.
 An empty ``XDG_*`` value counts as unset.
@@ -75,6 +82,22 @@ def trust_store_path() -> Path:
     return Path(os.path.expanduser(given)) if given else state_dir() / "trust.json"
 
 
+def ahp_user_file() -> Path:
+    """``~/.ahp/hooks.yaml``: the user layer of the control layer (the seed's place, not an
+    XDG one). ``$HOME`` when set, as a shell's ``~`` reads it."""
+    return Path(os.environ.get("HOME") or os.path.expanduser("~"), ".ahp", "hooks.yaml")
+
+
+def aid_inbox_dir() -> Path:
+    """Aid signals waiting for the next event of their session (``inbox.py``)."""
+    return state_dir() / "aid"
+
+
 def backups_dir() -> Path:
     """Where ``install`` saves a host config before changing it."""
     return state_dir() / "backups"
+
+
+def ladder_path() -> Path:
+    """The escalation ladder's counts: ``$XDG_STATE_HOME/mcp-hooks/ladder.json``."""
+    return state_dir() / "ladder.json"

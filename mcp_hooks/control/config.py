@@ -53,7 +53,6 @@ Contracts a caller may rely on:
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -86,8 +85,10 @@ _MAX_DEPTH = 32
 
 
 def user_config_path() -> Path:
-    """``~/.ahp/hooks.yaml`` (the seed's place, not an XDG one)."""
-    return Path(os.path.expanduser("~"), ".ahp", "hooks.yaml")
+    """``~/.ahp/hooks.yaml`` (the seed's place, not an XDG one; ``paths.ahp_user_file``)."""
+    from mcp_hooks.paths import ahp_user_file
+
+    return ahp_user_file()
 
 
 class HooksYamlError(ConfigError):

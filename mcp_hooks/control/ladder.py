@@ -11,7 +11,7 @@ step is passed over for the next one up. A signal moved to another intensity kee
 finding: ``reason`` and ``message`` stand for each other, as do ``resolution_path`` and
 ``suggestions``; it gets a new id and keeps the oracle's ``type`` and context.
 
-The counts live in one JSON file (``paths.state_dir() / "ladder.json"``), keyed by session,
+The counts live in one JSON file (``paths.ladder_path()``), keyed by session,
 trigger and entry, so a restarted server carries on where it was. Each update locks a
 sibling ``.lock`` file, re-reads, changes and atomically replaces the file, so concurrent
 processes (the bridges run one per tool call) lose no step. An unreadable or corrupt file
@@ -37,9 +37,10 @@ NO_SESSION = "-"
 
 
 def default_path() -> Path:
-    from mcp_hooks.paths import state_dir
+    """``paths.ladder_path()``: ``$XDG_STATE_HOME/mcp-hooks/ladder.json``."""
+    from mcp_hooks.paths import ladder_path
 
-    return state_dir() / "ladder.json"
+    return ladder_path()
 
 
 def convert(signal: Signal, intensity: Intensity) -> Signal:
@@ -67,7 +68,7 @@ class Ladder:
     """Escalation counts per (session, trigger, entry), kept in a file.
 
     Args:
-        path: the state file; None for ``paths.state_dir() / "ladder.json"``.
+        path: the state file; None for ``paths.ladder_path()``.
     """
 
     def __init__(self, path: Path | None = None) -> None:

@@ -1,0 +1,244 @@
+"""What an engine holds of the control layer: its project's hooks.yaml, kept current.
+
+``ControlLayer.config()`` is the merged hooks.yaml (``config.load_config``) of the engine's
+project, or None when no layer exists: then nothing of the control layer is imported and an
+event pays three ``stat`` calls (one-shot) or one non-blocking ``read`` (a long-lived engine
+watching ``~/.ahp``, the project's ``.ahp`` and the trust store with inotify).
+
+``ControlLayer.decide`` runs one event's sync entries (``evaluation.evaluate``) and returns
+them as a ``Decision`` the engine applies to its chain; ``ControlLayer.background`` runs the
+``async: true`` entries after the reply (a thread in a long-lived engine, a detached process
+for a one-shot caller), logging their aid signals and leaving them in the session's inbox
+(``inbox.py``) for its next event.
+
+How a signal acts on the event (the engine's rules, in one place: ``Decision``):
+
+- **block**: a deny with the signal's reason and resolution path, ``blocked_by`` the
+  entry's source. On an event that cannot block, a warning.
+- **prompt**: the message (and suggestions) in ``additional_context``; the event goes on.
+  A prompt of type ``oracle_fault`` (an oracle that raised) is a fault of the control layer:
+  under ``on_fault: block`` a deny saying which oracle broke, else a warning.
+- **control**: a modification of ``field: tool_input`` with a ``to`` object rewrites the tool
+  input (``modified_input``) on ``before_tool``; any other adjustment (a batch split, lint
+  fixes already applied) is described in ``additional_context``.
+- **aid**: in ``additional_context``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp_hooks.signals import Signal
+
+if TYPE_CHECKING:
+    from mcp_hooks.control.config import ControlConfig, Entry
+    from mcp_hooks.control.ladder import Ladder
+    from mcp_hooks.watch import ChangeWatcher
+
+_DETACHED = "mcp_hooks.control.layer"
+
+
+@dataclass
+class Decision:
+    """The sync entries of one event, as the engine applies them (see the module doc)."""
+
+    signals: list[Signal] = field(default_factory=list)
+    deny: Signal | None = None
+    reason: str | None = None
+    contexts: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    tool_input: dict[str, Any] | None = None
+
+
+def _rewrite(signal: Signal) -> dict[str, Any] | None:
+    for change in signal.payload.get("modifications") or ():
+        if (isinstance(change, dict) and change.get("field") == "tool_input"
+                and isinstance(change.get("to"), dict)):
+            return dict(change["to"])
+    return None
+
+
+def _untrusted_note(entries: list[Entry], project_dir: Path | None) -> str:
+    import shlex
+
+    which = ", ".join(sorted({f"{e.id} ({e.trigger})" for e in entries}))
+    where = shlex.quote(str(project_dir)) if project_dir is not None else "PROJECT"
+    return (f"project hooks.yaml entries that run commands are not trusted, so not run: "
+            f"{which}. Read .ahp/, then trust it with: mcp-hooks trust {where}")
+
+
+class ControlLayer:
+    """The hooks.yaml of one project, read again when it changes.
+
+    Args:
+        project_dir: the project whose ``.ahp`` layers apply; None for the user layer only.
+        user_file: the user layer; None for ``paths.ahp_user_file()``.
+        ladder: the escalation store; None for the default file.
+        watch: keep watching for changes (a long-lived engine); False reads once (a one-shot
+            process).
+    """
+
+    def __init__(self, project_dir: Path | None, *, user_file: Path | None = None,
+                 ladder: Ladder | None = None, watch: bool = True) -> None:
+        from mcp_hooks.paths import ahp_user_file
+
+        self.project_dir = Path(project_dir) if project_dir is not None else None
+        self.user_file = Path(user_file) if user_file is not None else ahp_user_file()
+        self._ladder = ladder
+        self._watch = watch
+        self._watcher: ChangeWatcher | None = None
+        self._config: ControlConfig | None = None
+        self._loaded = False
+        self._lock = threading.Lock()
+
+    # -- the configuration -----------------------------------------------------------------
+
+    def _files(self) -> list[Path]:
+        files = [self.user_file]
+        if self.project_dir is not None:
+            files += [self.project_dir / ".ahp" / "hooks.yaml",
+                      self.project_dir / ".ahp" / "hooks.local.yaml"]
+        return files
+
+    def _watched(self) -> tuple[list[Path], list[Path]]:
+        """The folders a change of the configuration (or of its trust) shows up in."""
+        from mcp_hooks.paths import trust_store_path
+
+        dirs = [self.user_file.parent, trust_store_path().parent]
+        if self.project_dir is not None:
+            root = self.project_dir / ".ahp"
+            dirs.append(root)
+            if root.is_dir():  # custom oracles' .py files are part of what is trusted
+                dirs += [p for p in root.rglob("*") if p.is_dir()][:200]
+        return [d for d in dirs if d.is_dir()], [d for d in dirs if not d.is_dir()]
+
+    def config(self) -> ControlConfig | None:
+        """The merged configuration, or None when no hooks.yaml layer exists."""
+        if self._loaded and (self._watcher is None or not self._watcher.changed()):
+            return self._config
+        with self._lock:
+            if self._watch and self._watcher is None:
+                from mcp_hooks.watch import ChangeWatcher
+
+                self._watcher = ChangeWatcher()
+            if self._watcher is not None:
+                self._watcher.watch(*self._watched())
+            if any(f.is_file() for f in self._files()):
+                from mcp_hooks.control.config import load_config
+
+                self._config = load_config(self.project_dir, user_file=self.user_file)
+            else:
+                self._config = None
+            self._loaded = True
+        return self._config
+
+    def wakes(self, trigger: str) -> bool:
+        """Whether ``trigger`` (canonical) has anything to run or report in hooks.yaml."""
+        config = self.config()
+        return config is not None and (
+            trigger in config.triggers or bool(config.problems_for(trigger))
+            or bool(config.untrusted_for(trigger)))
+
+    @property
+    def ladder(self) -> Ladder:
+        if self._ladder is None:
+            from mcp_hooks.control.ladder import Ladder
+
+            self._ladder = Ladder()
+        return self._ladder
+
+    # -- one event ---------------------------------------------------------------------------
+
+    def decide(self, trigger: str, payload: Mapping[str, Any], *, can_block: bool,
+               fail_closed: bool, correlation_id: str | None = None) -> Decision:
+        """Run ``trigger``'s sync entries on ``payload`` (the payload hooks get, as the
+        HOOK.md chain left it) and say what they decide (see the module doc)."""
+        from mcp_hooks.control.evaluation import evaluate
+
+        config = self.config()
+        decision = Decision()
+        if config is None:
+            return decision
+        held = config.untrusted_for(trigger)
+        if held:
+            decision.warnings.append(_untrusted_note(held, self.project_dir))
+        signals = evaluate(trigger, payload, config=config, ladder=self.ladder,
+                           project_dir=self.project_dir, correlation_id=correlation_id)
+        decision.signals = signals
+        for signal in signals:
+            text = f"[{signal.source}] {signal.text()}"
+            if signal.blocks or (signal.header.type == "oracle_fault" and fail_closed):
+                if can_block:
+                    decision.deny = signal
+                    decision.reason = signal.text() if signal.blocks else (
+                        f"the control layer could not decide: {signal.text()}")
+                    break
+                decision.warnings.append(text)
+            elif signal.header.type == "oracle_fault":
+                decision.warnings.append(text)
+            elif signal.intensity == "control":
+                rewrite = _rewrite(signal) if trigger == "before_tool" else None
+                if rewrite is not None:
+                    decision.tool_input = rewrite
+                decision.contexts.append(text)
+            else:
+                decision.contexts.append(text)
+        return decision
+
+    def background(self, trigger: str, payload: Mapping[str, Any], *, session_id: str | None,
+                   log_path: Path | None, correlation_id: str | None, detach: bool) -> None:
+        """Start ``trigger``'s ``async: true`` entries after the reply; never raises."""
+        config = self.config()
+        if config is None or not any(e.async_ for e in config.for_trigger(trigger)):
+            return
+        job = {"trigger": trigger, "payload": dict(payload), "session_id": session_id,
+               "project_dir": str(self.project_dir) if self.project_dir else None,
+               "user_file": str(self.user_file), "correlation_id": correlation_id,
+               "log": str(log_path) if log_path is not None else None}
+        if detach:
+            from mcp_hooks.detached import spawn
+
+            spawn(json.loads(json.dumps(job, default=str)), _DETACHED)
+        else:
+            threading.Thread(target=run_background, args=(job, config, self.ladder),
+                             name="mcp-hooks-aid", daemon=True).start()
+
+
+def run_background(job: dict[str, Any], config: ControlConfig | None = None,
+                   ladder: Ladder | None = None) -> list[Signal]:
+    """Run one event's ``async: true`` entries; log their aid and leave it in the inbox."""
+    from mcp_hooks.control.config import load_config
+    from mcp_hooks.control.evaluation import evaluate
+    from mcp_hooks.inbox import AidInbox
+
+    project = Path(job["project_dir"]) if job.get("project_dir") else None
+    if config is None:
+        config = load_config(project, user_file=Path(job["user_file"]))
+    try:
+        signals = evaluate(job["trigger"], job["payload"], config=config, ladder=ladder,
+                           project_dir=project, background=True,
+                           correlation_id=job.get("correlation_id"))
+    except Exception as exc:  # a background fault is reported, never raised
+        print(f"mcp-hooks: background hooks.yaml entries failed: {exc}", file=sys.stderr)
+        return []
+    if signals and job.get("log"):
+        from mcp_hooks.signallog import SignalLog
+
+        SignalLog.beside(Path(job["log"])).record(signals, job.get("session_id"))
+    AidInbox().put(job.get("session_id"), signals)
+    return signals
+
+
+def main() -> None:
+    """``python -m mcp_hooks.control.layer``: one background job as JSON on stdin."""
+    run_background(json.loads(sys.stdin.buffer.read()))
+
+
+if __name__ == "__main__":
+    main()
