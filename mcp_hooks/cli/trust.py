@@ -5,6 +5,16 @@ it runs, its SHA-256 and whether it is trusted now) and asks before recording th
 trust store; ``--yes`` answers for a script (without a terminal it is required). ``--list``
 prints the store; ``--revoke`` forgets a project's hooks (or the ``--hook`` ones).
 
+The project's control layer is a stranger's code too: its ``.ahp/hooks.yaml`` (and
+``hooks.local.yaml``, and any ``.py`` oracle under ``.ahp``) is listed beside the hooks under
+the trust store's name ``.ahp`` (``control.config.TRUST_NAME``), with its status (trusted,
+changed, untrusted), its files, the entries that run commands (which wait for this trust)
+and those that only read (which apply anyway), and its SHA-256 (``control.config.
+config_digest``). It is trusted with the hooks, after the same question; ``--hook .ahp``
+picks it alone, ``--revoke --hook .ahp`` forgets it, ``--list PROJECT`` shows its status.
+A hooks.yaml with problems is shown with them and not trusted (it fails closed anyway). A
+project with a hooks.yaml but no ``.agents/hooks`` is reviewed all the same.
+
 Exit codes: 0 ok, 1 a problem (declined, nothing to trust, an invalid or unhashable hook,
 an unreadable store: a ``TrustError``), 64 a usage error (an unknown ``--hook``, the project
 named twice: a ``UsageError``). Errors are raised to the command boundary
@@ -24,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mcp_hooks import options
+from mcp_hooks.control.config import TRUST_NAME, config_digest, load_config
 from mcp_hooks.discovery import project_hooks_dir
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, HookFileError, UsageError
 from mcp_hooks.hookfile import HookSpec, load_hook
@@ -37,13 +48,15 @@ def add_parser(sub: Any) -> None:
         description="Project hooks (<project>/.agents/hooks) run only after you trusted their "
         "exact content. This shows each hook -- trigger, matcher, the command it runs, the "
         "SHA-256 of its folder -- and asks before trusting it. Any later change to the folder "
-        "makes the hook untrusted again until you run this again.",
+        "makes the hook untrusted again until you run this again. The project's hooks.yaml "
+        "(.ahp, the control layer) is shown and trusted the same way, under the name .ahp: "
+        "its entries that run commands (TestGate, LintChecker, custom oracles) wait for it.",
     )
     p.add_argument("project", nargs="?", type=Path, metavar="PROJECT_DIR",
                    help="the project (default: --project-dir, else the nearest folder at or "
                    "above the current one that has .agents/hooks)")
     p.add_argument("--hook", dest="hooks", action="append", metavar="NAME",
-                   help="only this hook (repeatable)")
+                   help="only this hook (repeatable; .ahp: the project's hooks.yaml)")
     p.add_argument("--yes", "-y", action="store_true",
                    help="trust without asking (required without a terminal)")
     what = p.add_mutually_exclusive_group()
@@ -94,6 +107,65 @@ def _inspect(folder: Path, project: Path, store: TrustStore) -> _Hook:
         hook.notes.append("the folder changed while being read; run this again")
     hook.status = store.status(project, hook.name, hook.digest)
     return hook
+
+
+@dataclass
+class _Ahp:
+    """The project's control layer (``.ahp``): its files, entries, digest and trust."""
+
+    dir: Path
+    files: list[Path] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)  # entries that run commands
+    reads: list[str] = field(default_factory=list)  # entries that only read
+    problems: list[str] = field(default_factory=list)
+    digest: str = UNVERIFIABLE_DIGEST
+    status: Status = "untrusted"
+    name: str = TRUST_NAME
+
+    @property
+    def trustable(self) -> bool:
+        return not self.problems and self.digest != UNVERIFIABLE_DIGEST
+
+
+def _inspect_ahp(project: Path, store: TrustStore) -> _Ahp | None:
+    """The project's hooks.yaml layers as trust sees them; None when it has none."""
+    root = project / ".ahp"
+    files = [f for f in (root / "hooks.yaml", root / "hooks.local.yaml") if f.is_file()]
+    if not files:
+        return None
+    ahp = _Ahp(root, files)
+    before = config_digest(project)
+    config = load_config(project, trust_project=True)  # every entry, to show what it runs
+    for entry in config.entries:
+        if entry.layer == "user":
+            continue
+        label = f"{entry.label}{'' if entry.enabled else ' (disabled)'}"
+        if entry.oracle.runs_commands():
+            command = entry.config.get("command")
+            ahp.runs.append(label + (f": {command}" if command else ""))
+        else:
+            ahp.reads.append(label)
+    ahp.problems = [str(p) for p in config.problems if p.file.is_relative_to(root)]
+    digest = config_digest(project)
+    if digest == before:  # what is shown must be what is trusted
+        ahp.digest = digest
+    else:
+        ahp.problems.append(f"{root} changed while being read; run this again")
+    ahp.status = store.status(project, TRUST_NAME, digest)
+    return ahp
+
+
+def _describe_ahp(ahp: _Ahp) -> list[str]:
+    lines = [f"  {ahp.name}  [{ahp.status}]  the control layer (hooks.yaml)",
+             f"    files:    {', '.join(str(f) for f in ahp.files)}"]
+    lines.extend(f"    runs:     {label}" for label in ahp.runs)
+    if not ahp.runs:
+        lines.append("    runs:     (no entry runs a command)")
+    lines.extend(f"    reads:    {label} (applies untrusted too)" for label in ahp.reads)
+    lines.extend(f"    INVALID, will not be trusted: {problem}" for problem in ahp.problems)
+    if ahp.digest != UNVERIFIABLE_DIGEST:
+        lines.append(f"    sha256:   {ahp.digest}")
+    return lines
 
 
 def _describe(hook: _Hook) -> list[str]:
@@ -199,46 +271,56 @@ def _select(hooks: list[_Hook], names: list[str] | None, root: Path,
 
 def _trust(store: TrustStore, project: Path, names: list[str] | None, yes: bool) -> int:
     root = project_hooks_dir(project)
-    if not root.is_dir():
+    has_ahp = any((project / ".ahp" / f).is_file() for f in ("hooks.yaml", "hooks.local.yaml"))
+    if not root.is_dir() and not has_ahp:
         if names:
             raise UsageError(f"no hook named {', '.join(map(repr, names))}: {root} does not exist")
-        print(f"mcp-hooks trust: no project hooks: {root} does not exist", file=sys.stderr)
+        print(f"mcp-hooks trust: no project hooks: {root} does not exist, nor "
+              f"{project / '.ahp' / 'hooks.yaml'}", file=sys.stderr)
         return EXIT_FAILURE
     if store.problem:
         print(f"mcp-hooks trust: {store.problem}", file=sys.stderr)
         return EXIT_FAILURE
     folders = _hook_folders(root)
     if names:  # an unknown name is a usage error before any hashing
-        _select([_Hook(f.name, f) for f in folders], names, root)
+        _select([_Hook(f.name, f) for f in folders], names, root,
+                also={TRUST_NAME} if has_ahp else None)
         folders = [f for f in folders if f.name in set(names)]
     hooks = [_inspect(f, project, store) for f in folders]
-    if not hooks:
+    ahp = _inspect_ahp(project, store) if not names or TRUST_NAME in names else None
+    if not hooks and ahp is None:
         print(f"mcp-hooks trust: no hooks in {root}", file=sys.stderr)
         return EXIT_FAILURE
 
-    print(f"Project hooks in {root}")
+    if hooks:
+        print(f"Project hooks in {root}")
+    if ahp is not None:
+        print(f"Project control layer in {ahp.dir}")
     print(f"Trust store: {store.path}")
     print()
     for hook in hooks:
         print("\n".join(_describe(hook)))
+    if ahp is not None:
+        print("\n".join(_describe_ahp(ahp)))
     print()
-    bad = [h for h in hooks if not h.trustable]
-    todo = [h for h in hooks if h.trustable and h.status != "trusted"]
+    items: list[_Hook | _Ahp] = [*hooks, *([ahp] if ahp is not None else [])]
+    bad = [h for h in items if not h.trustable]
+    todo = [h for h in items if h.trustable and h.status != "trusted"]
     if bad:
         print(f"not trustable: {', '.join(h.name for h in bad)} (see above)", file=sys.stderr)
     if not todo:
-        trusted = [h.name for h in hooks if h.trustable]
+        trusted = [h.name for h in items if h.trustable]
         if trusted:
             print(f"already trusted: {', '.join(trusted)}")
         return EXIT_FAILURE if bad else EXIT_OK
 
     if not yes:
         if not sys.stdin.isatty():
-            print(f"mcp-hooks trust: not a terminal: review the {len(todo)} hook(s) above and "
+            print(f"mcp-hooks trust: not a terminal: review the {_count(todo)} above and "
                   "pass --yes to trust them", file=sys.stderr)
             return EXIT_FAILURE
         try:
-            answer = input(f"Trust these {len(todo)} hook(s)? [y/N] ")
+            answer = input(f"Trust these {_count(todo)}? [y/N] ")
         except EOFError:
             answer = ""
         if answer.strip().lower() not in ("y", "yes"):
@@ -249,6 +331,14 @@ def _trust(store: TrustStore, project: Path, names: list[str] | None, yes: bool)
     for h in todo:
         print(f"trusted {h.name}  sha256 {h.digest[:16]}")
     return EXIT_FAILURE if bad else EXIT_OK
+
+
+def _count(items: list[_Hook | _Ahp]) -> str:
+    """``2 hook(s)``, ``the hooks.yaml``, ``1 hook(s) and the hooks.yaml``."""
+    hooks = sum(1 for i in items if isinstance(i, _Hook))
+    parts = ([f"{hooks} hook(s)"] if hooks else []) + (
+        ["the hooks.yaml (.ahp)"] if len(items) > hooks else [])
+    return " and ".join(parts)
 
 
 def _list(store: TrustStore, project: Path | None) -> int:
@@ -281,6 +371,10 @@ def _list(store: TrustStore, project: Path | None) -> int:
                 if h.digest == UNVERIFIABLE_DIGEST:
                     extra += "  (cannot be hashed)"
                 print(f"  {h.name.ljust(width)}  {h.status}{extra}")
+        ahp = _inspect_ahp(project, store)
+        if ahp is not None:
+            extra = "  (invalid)" if ahp.problems else ""
+            print(f"Control layer {ahp.dir}: {TRUST_NAME}  {ahp.status}{extra}")
     return EXIT_FAILURE if problem else EXIT_OK
 
 
@@ -292,7 +386,7 @@ def _revoke(store: TrustStore, project: Path, names: list[str] | None) -> int:
     if names:
         on_disk = [_Hook(f.name, f) for f in _hook_folders(project_hooks_dir(project))]
         _select(on_disk, names, project_hooks_dir(project),
-                also=set(store.entries().get(key, {})))
+                also={*store.entries().get(key, {}), TRUST_NAME})
     removed = store.revoke(project, names or None)
     if removed:
         print(f"revoked {', '.join(removed)} in {key}")
