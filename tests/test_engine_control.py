@@ -245,3 +245,15 @@ def test_the_inbox_claims_once(tmp_path: Path) -> None:
     inbox.put(None, [Signal.aid("lost: no session")])
     assert [s.payload["context_info"] for s in inbox.take("s")] == ["one", "two"]
     assert inbox.take("s") == [] and inbox.take(None) == []
+
+
+async def test_a_long_lived_engine_sees_hooks_yaml_change(repo: Path, tmp_path: Path) -> None:
+    engine = engine_for(repo, tmp_path)
+    async with engine:
+        before = await engine.fire(submit(repo, OPEN_ISSUE))
+        write(repo, ".ahp/hooks.yaml", SEED_YAML)
+        added = await engine.fire(submit(repo, OPEN_ISSUE))
+        write(repo, ".ahp/hooks.local.yaml",
+              "hooks:\n  pre-issue-submit:\n    - {oracle: ChecklistValidator, enabled: false}\n")
+        switched_off = await engine.fire(submit(repo, OPEN_ISSUE))
+    assert not before.denied and added.denied and not switched_off.denied

@@ -95,6 +95,7 @@ class ControlLayer:
         self._watcher: ChangeWatcher | None = None
         self._config: ControlConfig | None = None
         self._loaded = False
+        self._seen: tuple[tuple[str, int, int], ...] = ()
         self._lock = threading.Lock()
 
     # -- the configuration -----------------------------------------------------------------
@@ -118,8 +119,30 @@ class ControlLayer:
                 dirs += [p for p in root.rglob("*") if p.is_dir()][:200]
         return [d for d in dirs if d.is_dir()], [d for d in dirs if not d.is_dir()]
 
+    def _signature(self) -> tuple[tuple[str, int, int], ...]:
+        """What the configuration and its trust rest on, by ``stat``: the layers, the trust
+        store, and every file and folder under the project's ``.ahp``."""
+        from mcp_hooks.paths import trust_store_path
+
+        names = [*self._files(), trust_store_path()]
+        if self.project_dir is not None and (self.project_dir / ".ahp").is_dir():
+            names += sorted((self.project_dir / ".ahp").rglob("*"))[:1000]
+        out = []
+        for name in names:
+            try:
+                st = name.stat()
+            except (OSError, ValueError):
+                continue
+            out.append((str(name), st.st_mtime_ns, st.st_size))
+        return tuple(out)
+
     def config(self) -> ControlConfig | None:
-        """The merged configuration, or None when no hooks.yaml layer exists."""
+        """The merged configuration, or None when no hooks.yaml layer exists.
+
+        A long-lived layer asks its watcher first (one non-blocking ``read``); only when a
+        watched folder changed (the trust store's folder also holds the event log) does it
+        compare the ``stat`` signature, and it reads the files again only if that moved.
+        """
         if self._loaded and (self._watcher is None or not self._watcher.changed()):
             return self._config
         with self._lock:
@@ -129,13 +152,16 @@ class ControlLayer:
                 self._watcher = ChangeWatcher()
             if self._watcher is not None:
                 self._watcher.watch(*self._watched())
+            signature = self._signature() if self._watch else ()
+            if self._loaded and signature == self._seen:
+                return self._config
             if any(f.is_file() for f in self._files()):
                 from mcp_hooks.control.config import load_config
 
                 self._config = load_config(self.project_dir, user_file=self.user_file)
             else:
                 self._config = None
-            self._loaded = True
+            self._seen, self._loaded = signature, True
         return self._config
 
     def wakes(self, trigger: str) -> bool:
