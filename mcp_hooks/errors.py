@@ -37,6 +37,12 @@ Denials are not errors: a hook that decides "no" yields an ``Outcome`` with
 (:data:`EXIT_DENIED`). A hook that crashes, times out or prints garbage is not an exception
 either: it is a ``HookRun`` with ``status="error"`` or ``"timeout"``.
 
+The control layer's three are defined beside what they check: ``HooksYamlError`` in
+``control/config.py``, ``OracleConfigError`` in ``control/oracles/base.py`` and
+``UnknownOracleError`` in ``control/oracles/__init__.py``; ``signals.py`` and
+``signallog.py`` raise ``ConfigError`` itself (a malformed signal, an action that does not fit
+the signal's intensity, an unknown or already answered signal id: exit 64).
+
 Each class here is defined where its knowledge lives when it needs more than a message
 (``HookFileError`` here, ``ProxyConfigError`` in the proxy's config); all of them derive from
 :class:`ConfigError` or :class:`RunError`, so a command boundary maps any of them to an exit

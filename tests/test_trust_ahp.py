@@ -65,6 +65,7 @@ def test_an_untrusted_gate_does_not_run_until_trusted_and_again_after_a_change(
     before = submit(repo)
     assert before.returncode == 0, before.stderr
     assert not ran.exists()  # the stranger's command did not run
+    assert f"trust it with: mcp-hooks trust {repo}" in before.stdout  # the warning's fix
 
     shown = cli("trust", str(repo), "--yes")
     assert shown.returncode == 0, shown.stderr
