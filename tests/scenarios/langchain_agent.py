@@ -1,0 +1,51 @@
+"""A LangChain 1.x agent with mcp-hooks as its middleware, against a scripted model.
+
+Run by tests/test_adapter_langchain.py in the framework's venv (tests/framework_venv.py)::
+
+    python langchain_agent.py '{"base_url": ..., "project_dir": ..., "user_dir": ...,
+                               "sandbox": ..., "mode": "sync" | "async", "stream": false}'
+
+Its one tool, ``write_file(path, text)``, writes ``text`` to ``sandbox/path`` (the side effect
+a test looks for). Prints one JSON line: the final answer and every message's type and text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from langchain.agents import create_agent
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+
+from mcp_hooks.adapters.langchain import HooksMiddleware
+
+
+def main() -> None:
+    args = json.loads(sys.argv[1])
+    sandbox = Path(args["sandbox"])
+
+    @tool
+    def write_file(path: str, text: str) -> str:
+        """Write text to a file in the sandbox."""
+        (sandbox / path).write_text(text)
+        return f"wrote {len(text)} characters to {path}"
+
+    model = ChatOpenAI(model="scripted", base_url=args["base_url"], api_key="test",
+                       streaming=bool(args.get("stream")), max_retries=0)
+    middleware = HooksMiddleware(project_dir=args["project_dir"], user_dir=args["user_dir"],
+                                 session_id="scenario")
+    agent = create_agent(model, [write_file], middleware=[middleware])
+    request = {"messages": [{"role": "user", "content": "do the task"}]}
+    if args.get("mode") == "async":
+        state = asyncio.run(agent.ainvoke(request))
+    else:
+        state = agent.invoke(request)
+    messages = [{"type": m.type, "text": str(m.text)} for m in state["messages"]]
+    print(json.dumps({"final": messages[-1]["text"], "messages": messages}))
+
+
+if __name__ == "__main__":
+    main()
