@@ -213,9 +213,8 @@ class Engine:
             bridges pass one that keeps its count in a file per session.
         runner: runs one hook (``run_hook``'s signature); default chosen by ``one_shot``.
         launcher: starts async hooks; default chosen by ``detach_async``/``one_shot``.
-        pool: the resident processes of ``metadata.persistent`` hooks
-            (``runner.persistent``); default: made on the first such hook and closed with
-            the engine. A one-shot engine runs them one-shot.
+        pool: the processes of persistent hooks (``runner.persistent``); default: made on
+            the first one, closed with the engine (a one-shot engine runs them one-shot).
         signal_log: where each outcome's signals go; default the signal log beside ``log``
             (``SignalLog.beside``), none without a ``log``.
         control: the hooks.yaml control layer (``control.layer.ControlLayer``); default one
@@ -278,8 +277,7 @@ class Engine:
             await self._launcher.close(exc)
         finally:
             if self._owns_pool and self._pool is not None:  # persistent hook processes
-                await self._pool.aclose()
-                self._pool, self._owns_pool = None, False
+                await self._pool.aclose()  # later runs are one-shot
 
     # -- firing --------------------------------------------------------------------------
 
