@@ -118,6 +118,8 @@ def show(outcome: dict[str, Any]) -> None:
         steps = p.get("resolution_path") or p.get("suggestions") or p.get("follow_ups") or []
         if steps:
             say(f"     {DIM}{'; '.join(steps)}{END}")
+    for warning in outcome.get("warnings", []):
+        say(f"     {RED}warning: {warning}{END}")
 
 
 def only(outcome: dict[str, Any], intensity: str, source: str) -> dict[str, Any] | None:
