@@ -1,12 +1,13 @@
 """Deny shell commands that destroy a system or pipe the internet into a shell.
 
-Contract: one pre-tool-call event on stdin; exit 0 allows, exit 2 denies with the reason on
-stderr. The command is read the way a shell reads it: quotes, ``;``/``&&``/``||``/``|``
-chains, newlines, ``$(...)``/backticks, heredocs and here-strings, nested ``sh -c``/``eval``,
-wrapper prefixes (``sudo``, ``env``, ``timeout``, ``xargs``, ...) and a file a heredoc
-writes and the same command then runs. Interpreter one-liners (python, node, perl, ruby, php)
-are searched for their recursive-delete calls, disk writes and shell-outs, whose strings are
-read as commands in turn.
+Contract: ``check(event)`` reads one pre-tool-call event and returns the reason to deny it,
+or None; run.py serves it with ``mcp_hooks.hookkit`` (one-shot: exit 2 with the reason on
+stderr; persistent: one answer per event line). The command is read the way a shell reads
+it: quotes, ``;``/``&&``/``||``/``|`` chains, newlines, ``$(...)``/backticks, heredocs and
+here-strings, nested ``sh -c``/``eval``, wrapper prefixes (``sudo``, ``env``, ``timeout``,
+``xargs``, ...) and a file a heredoc writes and the same command then runs. Interpreter
+one-liners (python, node, perl, ruby, php) are searched for their recursive-delete calls,
+disk writes and shell-outs, whose strings are read as commands in turn.
 
 Bounded work on hostile input: past MAX_DEPTH nested levels, on text shlex cannot split, on
 a line over MAX_PARSE characters (MAX_PARSED in all levels together), the conservative scan
@@ -15,16 +16,14 @@ fails closed, so what cannot be read at all is refused: an event that is not JSO
 that is not text, one over MAX_COMMAND characters, one that needs more than MAX_STRINGS
 nested strings, or more than MAX_CALLS calls or verbs in one program or conservative scan.
 
-Standalone: Python 3.10+, standard library only (this folder is copied alone).
+Python 3.10+, standard library only (this folder is copied alone; run.py adds hookkit).
 """
 
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
 import shlex
-import sys
 
 from program_calls import (
     COMMAND_QUOTES,
@@ -520,41 +519,38 @@ class Scan:
                         return
 
 
-def main() -> int:
-    try:
-        payload = json.loads(sys.stdin.buffer.read())
-    except (ValueError, RecursionError):
-        payload = None
-    tool_input = payload.get("tool_input") if isinstance(payload, dict) else None
-    if payload is None or not isinstance(payload, dict):
-        return refuse("the event could not be read, so the command cannot be checked", "")
+UNREADABLE = ("Dangerous command blocked: the event could not be read, so the command cannot "
+              "be checked. Command: ")
+
+
+def check(payload: dict) -> str | None:
+    """The refusal for one pre-tool-call event (its reason for the agent), or None to allow."""
+    tool_input = payload.get("tool_input")
     if isinstance(tool_input, str):
         tool_input = {"command": tool_input}
     if not isinstance(tool_input, dict):
-        return 0
+        return None
     command = tool_input.get("command", tool_input.get("cmd"))
     if command is None:
-        return 0
+        return None
     commands = [command]
     if isinstance(command, list) and all(isinstance(c, str) for c in command):
         commands = [shlex.join(command)] + (command if len(command) == 1 else [])
     if not all(isinstance(c, str) for c in commands):
-        return refuse("the command is not text, so it cannot be checked", repr(command))
+        return refusal("the command is not text, so it cannot be checked", repr(command))
     for text in commands:
         if len(text) > MAX_COMMAND:
-            return refuse(f"the command is over {MAX_COMMAND} characters, too long to check; "
-                          "write the script to a file and review it", text)
+            return refusal(f"the command is over {MAX_COMMAND} characters, too long to check; "
+                           "write the script to a file and review it", text)
         why = rule_hit(text)
         if why is None:
             scan = Scan()
             scan.shell(text)
             why = scan.reason
         if why:
-            return refuse(why, text)
-    return 0
+            return refusal(why, text)
+    return None
 
 
-def refuse(why: str, command: str) -> int:
-    print(f"Dangerous command blocked: {why}. Command: {command.strip()[:300]}", file=sys.stderr)
-    return 2
-
+def refusal(why: str, command: str) -> str:
+    return f"Dangerous command blocked: {why}. Command: {command.strip()[:300]}"

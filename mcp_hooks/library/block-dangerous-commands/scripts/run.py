@@ -1,8 +1,12 @@
-"""block-dangerous-commands' entry: the check is in dangerous_commands.py (imported, so its
-byte-code is cached between runs)."""
+"""block-dangerous-commands' entry: the check is in dangerous_commands.py, served per event by
+mcp_hooks.hookkit (one-shot, or persistent under MCP_HOOKS_PERSISTENT=1)."""
 
-import sys
+from dangerous_commands import UNREADABLE, check
 
-from dangerous_commands import main
+from mcp_hooks.hookkit import deny, hook
 
-sys.exit(main())
+
+@hook(unreadable=deny(UNREADABLE))  # fails closed: an event it cannot read is refused
+def main(event: dict) -> dict | None:
+    why = check(event)
+    return deny(why) if why else None

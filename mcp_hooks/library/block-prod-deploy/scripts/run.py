@@ -1,18 +1,19 @@
 """Deny shell commands that change production, unless ALLOW_PROD_DEPLOY=1.
 
-Contract: one pre-tool-call event on stdin; exit 0 allows, exit 2 denies with the reason on
-stderr. The rules are searched in the command's text, so what it nests (``sh -c``, ``eval``,
-``$(...)``, a heredoc, an interpreter's ``os.system("...")``) is searched too; they are also
-searched with line continuations joined and quotes and backslashes dropped, so
-``kubectl apply \\`` + newline + ``--context prod`` and ``ter'r'aform apply ... prod`` are
-read as written. A list command is joined as a shell would quote it. Linear work; commands
-past MAX_COMMAND characters are read up to it. Standalone: Python 3.10+, standard library.
+Contract: one pre-tool-call event, served by ``mcp_hooks.hookkit`` (one-shot: exit 0 allows,
+exit 2 denies with the reason on stderr; persistent: one answer per event line). The rules
+are searched in the command's text, so what it nests (``sh -c``, ``eval``, ``$(...)``, a
+heredoc, an interpreter's ``os.system("...")``) is searched too; they are also searched with
+line continuations joined and quotes and backslashes dropped, so ``kubectl apply \\`` +
+newline + ``--context prod`` and ``ter'r'aform apply ... prod`` are read as written. A list
+command is joined as a shell would quote it. Linear work; commands past MAX_COMMAND
+characters are read up to it. Python 3.10+, standard library and hookkit.
 """
 
-import json
 import os
 import re
-import sys
+
+from mcp_hooks.hookkit import deny, hook
 
 MAX_COMMAND = 1_000_000
 
@@ -54,10 +55,10 @@ def changes_prod(line: str) -> bool:
     return False
 
 
-def main() -> int:
+@hook
+def main(payload: dict) -> dict | None:
     if os.environ.get("ALLOW_PROD_DEPLOY") == "1":
-        return 0
-    payload = json.load(sys.stdin)
+        return None
     tool_input = payload.get("tool_input") or {}
     command = tool_input.get("command") or tool_input.get("cmd") or ""
     if isinstance(command, list):
@@ -66,16 +67,12 @@ def main() -> int:
         command = (shlex.join(command) if all(isinstance(c, str) for c in command)
                    else " ".join(map(str, command)))
     if not isinstance(command, str):
-        return 0
+        return None
     command = command[:MAX_COMMAND]
     joined = re.sub(r"\\\r?\n", " ", command)
     texts = (command, joined, re.sub(r"['\"\\]", "", joined))
     if any(changes_prod(line) for text in texts for line in text.split("\n")):
-        print("Production change blocked: this command deploys to or modifies production. "
-              "Stop and ask a person to run it (or set ALLOW_PROD_DEPLOY=1 for this session). "
-              f"Command: {command.strip()[:300]}", file=sys.stderr)
-        return 2
-    return 0
-
-
-sys.exit(main())
+        return deny("Production change blocked: this command deploys to or modifies production. "
+                    "Stop and ask a person to run it (or set ALLOW_PROD_DEPLOY=1 for this "
+                    f"session). Command: {command.strip()[:300]}")
+    return None

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from mcp_hooks.hookkit import allow, deny, hook
+
 TAIL_LINES = 40
 
 
@@ -42,34 +44,24 @@ def test_command(root: Path) -> list[str] | None:
     return None
 
 
-def main() -> int:
-    payload = json.load(sys.stdin)
+@hook
+def main(payload: dict) -> dict | None:
     root = Path(payload.get("work_dir") or os.getcwd())
     command = test_command(root)
     if command is None:
-        print(json.dumps({"log": f"no test command found in {root}; stop allowed"}))
-        return 0
+        return allow(log=f"no test command found in {root}; stop allowed")
     shown = command[-1] if command[:2] == ["sh", "-c"] else " ".join(command)
     try:
         run = subprocess.run(command, cwd=root, stdin=subprocess.DEVNULL, capture_output=True,
                              text=True, errors="replace")
     except OSError as exc:
-        print(json.dumps({"log": f"could not run {shown}: {exc}; stop allowed"}))
-        return 0
+        return allow(log=f"could not run {shown}: {exc}; stop allowed")
     if run.returncode == 0:
-        print(json.dumps({"log": f"tests pass ({shown})"}))
-        return 0
+        return allow(log=f"tests pass ({shown})")
     tail = "\n".join((run.stdout + run.stderr).rstrip().splitlines()[-TAIL_LINES:])
     report = f"Tests fail: `{shown}` exited {run.returncode}. Fix them before finishing.\n{tail}"
     blocks = payload.get("stop_block_count") or 0
     if payload.get("stop_hook_active") and blocks >= max_blocks():
-        print(json.dumps({
-            "additional_context": f"Stopping with failing tests after {blocks} attempts.\n{report}",
-            "log": "max_blocks reached; stop allowed",
-        }))
-        return 0
-    print(report, file=sys.stderr)
-    return 2
-
-
-sys.exit(main())
+        return allow(context=f"Stopping with failing tests after {blocks} attempts.\n{report}",
+                     log="max_blocks reached; stop allowed")
+    return deny(report)

@@ -1,16 +1,15 @@
 """Deny agent tool calls that change the hook folders, the trust store or a host's hook config.
 
-Reads one before_tool event on stdin; exit 0 allows, exit 2 denies with the reason on stderr.
-Standard library only. See ../HOOK.md for what is protected and what this cannot see. It is a
-module imported by run.py, so Python keeps its compiled bytecode between runs.
+``check(event)`` reads one before_tool event and returns the reason to deny it, or None;
+run.py serves it with ``mcp_hooks.hookkit`` (one-shot: exit 2 with the reason on stderr;
+persistent: one answer per event line). Standard library only. See ../HOOK.md for what is
+protected and what this cannot see.
 """
 
 import fnmatch
-import json
 import os
 import re
 import shlex
-import sys
 
 MAX_SHELL = 100_000  # longer commands get the conservative scan, not shlex
 MAX_DEPTH = 8  # nested sh -c / $(...) / eval levels before the conservative scan
@@ -891,29 +890,23 @@ def _tool_verb(name):
     return "write"
 
 
-def main():
-    raw = sys.stdin.buffer.read()
-    try:
-        payload = json.loads(raw.decode("utf-8", "surrogateescape"))
-    except (ValueError, RecursionError):
-        print(f"{PREFIX} the event could not be read as JSON, so this tool call cannot be "
-              "checked and is refused.", file=sys.stderr)
-        return 2
-    if not isinstance(payload, dict):
-        return 0
+UNREADABLE = (f"{PREFIX} the event could not be read as JSON, so this tool call cannot be "
+              "checked and is refused.")
+
+
+def check(payload):
+    """The refusal (its reason for the agent) of one before_tool event, or None to allow."""
     work_dir = payload.get("work_dir") or payload.get("cwd") or os.getcwd()
     if not isinstance(work_dir, str) or not os.path.isabs(work_dir):
         work_dir = os.getcwd()
     guard = Guard(os.path.normpath(work_dir))
     found = check_tool(guard, payload)
     if found is None:
-        return 0
+        return None
     what, path, label = found
     shown = path if len(path) <= 200 else path[:200] + "..."
     shown = shown.encode("utf-8", "backslashreplace").decode("utf-8")
-    print(f"{PREFIX} refused {what} {shown!s} — {label}. Agents may read hook folders, the "
-          "trust store and the hosts' hook config but never change them. Ask the user to make "
-          "this change themselves (edit the hooks or config by hand, or run `mcp-hooks trust` / "
-          "`mcp-hooks install` themselves); do not try another way around this check.",
-          file=sys.stderr)
-    return 2
+    return (f"{PREFIX} refused {what} {shown!s} — {label}. Agents may read hook folders, the "
+            "trust store and the hosts' hook config but never change them. Ask the user to make "
+            "this change themselves (edit the hooks or config by hand, or run `mcp-hooks trust` / "
+            "`mcp-hooks install` themselves); do not try another way around this check.")

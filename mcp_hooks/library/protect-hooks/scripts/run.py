@@ -1,7 +1,12 @@
-"""protect-hooks' entry: the check is in protect_hooks.py (imported, so its bytecode is cached)."""
+"""protect-hooks' entry: the check is in protect_hooks.py, served per event by mcp_hooks.hookkit
+(one-shot, or persistent under MCP_HOOKS_PERSISTENT=1)."""
 
-import sys
+from protect_hooks import UNREADABLE, check
 
-from protect_hooks import main
+from mcp_hooks.hookkit import deny, hook
 
-sys.exit(main())
+
+@hook(unreadable=deny(UNREADABLE))  # fails closed: an event it cannot read is refused
+def main(event: dict) -> dict | None:
+    why = check(event)
+    return deny(why) if why else None

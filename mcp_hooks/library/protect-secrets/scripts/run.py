@@ -1,22 +1,23 @@
 """Deny writes to secret files, and writes whose content carries a secret.
 
-Contract: one pre-tool-call event on stdin; exit 0 allows, exit 2 denies with the reason on
-stderr (never the secret itself). File tools are read by their path and content keys. A shell
+Contract: one pre-tool-call event, served by ``mcp_hooks.hookkit`` (one-shot: exit 0 allows,
+exit 2 denies with the reason on stderr; persistent: one answer per event line); the reason
+never holds the secret itself. File tools are read by their path and content keys. A shell
 command is read as text, so what it nests (``sh -c``, ``eval``, ``$(...)``, heredocs) is read
 too: redirections and ``tee`` into a secret file, the target of ``cp``/``mv``/``install``/
 ``ln``/``dd of=``/``sed -i``/``truncate``/``curl -o``/``wget -O`` wherever the verb stands
 (quotes and line continuations dropped, so ``".e"nv`` is ``.env``), an interpreter one-liner
 or heredoc (python, node, perl, ruby, php) that writes and names a secret file in a string,
 and secret content anywhere in the command. Linear work; commands past MAX_COMMAND characters
-are read up to it. Standalone: Python 3.10+, standard library only.
+are read up to it. Python 3.10+, standard library and hookkit.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import sys
+
+from mcp_hooks.hookkit import deny, hook
 
 MAX_COMMAND = 1_000_000
 
@@ -120,8 +121,8 @@ def content_of(tool_input: dict[str, object]) -> str:
     return "\n".join(p for p in parts if isinstance(p, str))
 
 
-def main() -> int:
-    payload = json.load(sys.stdin)
+@hook
+def main(payload: dict) -> dict | None:
     tool_input = payload.get("tool_input") or {}
     command = tool_input.get("command") or tool_input.get("cmd")
     if isinstance(command, list) and all(isinstance(c, str) for c in command):
@@ -133,32 +134,22 @@ def main() -> int:
         for target in shell_targets(command):
             why = secret_path(target)
             if why:
-                print(f"Secret file protected: {why}; the shell command would write it. "
-                      "Ask the user to edit secrets by hand.", file=sys.stderr)
-                return 2
+                return deny(f"Secret file protected: {why}; the shell command would write it. "
+                            "Ask the user to edit secrets by hand.")
         what = carries(command)
         if what:
-            print(f"Secret protected: the command carries {what}. Never put secrets in "
-                  "commands or files; reference an environment variable instead.",
-                  file=sys.stderr)
-            return 2
-        return 0
+            return deny(f"Secret protected: the command carries {what}. Never put secrets in "
+                        "commands or files; reference an environment variable instead.")
+        return None
     path = next((tool_input[k] for k in ("path", "file_path", "filename", "target_file")
                  if isinstance(tool_input.get(k), str)), "")
     why = secret_path(path) if path else None
     if why:
-        print(f"Secret file protected: {why}. Writes to it are refused; ask the user to "
-              "change secrets by hand, or write an example file such as .env.example.",
-              file=sys.stderr)
-        return 2
+        return deny(f"Secret file protected: {why}. Writes to it are refused; ask the user to "
+                    "change secrets by hand, or write an example file such as .env.example.")
     text = content_of(tool_input)
     what = carries(text)
     if what:
-        print(f"Secret protected: the content for {path or 'this file'} carries {what}. "
-              "Do not write secrets into files; read them from the environment.",
-              file=sys.stderr)
-        return 2
-    return 0
-
-
-sys.exit(main())
+        return deny(f"Secret protected: the content for {path or 'this file'} carries {what}. "
+                    "Do not write secrets into files; read them from the environment.")
+    return None

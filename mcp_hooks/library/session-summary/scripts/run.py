@@ -3,9 +3,10 @@
 import json
 import os
 import re
-import sys
 from collections import Counter
 from pathlib import Path
+
+from mcp_hooks.hookkit import context, hook
 
 
 def state_dir() -> Path:
@@ -20,8 +21,8 @@ def log_path() -> Path:
     return state_dir() / "events.jsonl"
 
 
-def main() -> int:
-    payload = json.load(sys.stdin)
+@hook
+def main(payload: dict) -> dict | None:
     session = payload.get("session_id") or "unknown-session"
     events = []
     try:
@@ -58,11 +59,5 @@ def main() -> int:
     out = state_dir() / "sessions" / f"{safe}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines), encoding="utf-8")
-    print(json.dumps({
-        "additional_context": f"Session summary written to {out}: {sum(tools.values())} tool "
-                              f"calls checked, {len(denials)} denied, {len(failures)} failed hooks.",
-    }))
-    return 0
-
-
-sys.exit(main())
+    return context(f"Session summary written to {out}: {sum(tools.values())} tool calls "
+                   f"checked, {len(denials)} denied, {len(failures)} failed hooks.")
