@@ -3,6 +3,8 @@
 An agent finished FEAT-0123 and submits it. The project's ``.ahp/hooks.yaml`` (beside this
 file) is the quality gate of ``pre-issue-submit``: ChecklistValidator, FileChangeLimiter,
 TestGate, SecurityScanner; ``post-issue-submit`` tells the reviewers through a local command.
+TestGate and ReviewTrigger run commands, so the user trusts the project's ``.ahp`` first
+(``mcp-hooks trust PROJECT --yes``); the other entries would apply untrusted.
 
 1. The submit is blocked by the checklist (a block signal with a resolution path); the agent
    answers ``retry_after_fix``. Through ``mcp-hooks fire`` and ``mcp-hooks respond``.
@@ -225,11 +227,13 @@ async def main() -> int:
         (tmp / "hooks").mkdir()
         common = ["--user-dir", str(tmp / "hooks"), "--project-dir", str(project),
                   "--log", str(tmp / "events.jsonl")]
-        say(f"{DIM}a git repository with .ahp/hooks.yaml (examples/control_scene/); its "
-            f"TestGate and ReviewTrigger run commands, so its .ahp is trusted first{END}")
-        from mcp_hooks.control import trust_config
-
-        trust_config(project)
+        say(f"{BOLD}0. A git repository with .ahp/hooks.yaml (examples/control_scene/); its "
+            f"TestGate and ReviewTrigger run commands, so the user trusts it first{END}")
+        say(f"{DIM}$ mcp-hooks trust {project.name} --yes{END}")
+        trusted = run(["trust", str(project), "--yes"], cwd=tmp)
+        say("\n".join(f"  {DIM}{line.strip()}{END}" for line in trusted.stdout.strip().splitlines()
+                      if line.strip().startswith(("runs:", "reads:", "trusted"))))
+        expect(f"mcp-hooks trust: {trusted.stderr.strip()}", trusted.returncode == 0)
         say()
         submit_by_cli(project, common)
         await submit_by_mcp(project, common)
