@@ -24,6 +24,7 @@ _EXPORTS = {
     "EventLog": "mcp_hooks.eventlog",
     "HookFileError": "mcp_hooks.errors",
     "HookRun": "mcp_hooks.outcome",
+    "Hooks": "mcp_hooks.api",
     "HookSpec": "mcp_hooks.hookfile",
     "InvalidEventError": "mcp_hooks.errors",
     "InvalidHook": "mcp_hooks.discovery",
@@ -32,9 +33,11 @@ _EXPORTS = {
     "Registry": "mcp_hooks.discovery",
     "StopGuard": "mcp_hooks.stopguard",
     "UnknownEventError": "mcp_hooks.errors",
+    "afire": "mcp_hooks.api",
     "canonical_event": "mcp_hooks.events",
     "default_log_path": "mcp_hooks.eventlog",
     "default_user_dir": "mcp_hooks.discovery",
+    "fire": "mcp_hooks.api",
     "load_hook": "mcp_hooks.hookfile",
     "project_hooks_dir": "mcp_hooks.discovery",
 }
@@ -47,6 +50,7 @@ __all__ = [
     "HookFileError",
     "HookRun",
     "HookSpec",
+    "Hooks",
     "InvalidEventError",
     "InvalidHook",
     "MCPHooksError",
@@ -55,9 +59,11 @@ __all__ = [
     "StopGuard",
     "UnknownEventError",
     "__version__",
+    "afire",
     "canonical_event",
     "default_log_path",
     "default_user_dir",
+    "fire",
     "load_hook",
     "project_hooks_dir",
 ]
@@ -65,6 +71,7 @@ __all__ = [
 if TYPE_CHECKING:
     from typing import Any
 
+    from mcp_hooks.api import Hooks, afire, fire
     from mcp_hooks.discovery import InvalidHook, Registry, default_user_dir, project_hooks_dir
     from mcp_hooks.engine import Engine
     from mcp_hooks.errors import (

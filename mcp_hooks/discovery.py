@@ -38,6 +38,7 @@ from mcp_hooks.events import canonical_event
 from mcp_hooks.hookfile import HOOK_FILES, HookSpec, Scope, load_hook
 
 if TYPE_CHECKING:
+    from mcp_hooks.callables import CallableView
     from mcp_hooks.trust import TrustStore
     from mcp_hooks.watch import ChangeWatcher
 
@@ -143,8 +144,16 @@ class _EventIndex:
 
 
 def run_order(hook: HookSpec) -> tuple[int, int, str]:
-    """Sort key of sync hooks: priority descending, then user before project, then name."""
-    return (-hook.priority, 0 if hook.scope == "user" else 1, hook.name)
+    """Sort key of sync hooks: priority descending, then user before project, then name.
+
+    A Python callable (``callables.CallableHook``) brings its own key: after both at equal
+    priority, instance ones before class ones, each in registration order.
+    """
+    if type(hook) is HookSpec:
+        return (-hook.priority, 0 if hook.scope == "user" else 1, hook.name)
+    key: tuple[int, int, str] = getattr(hook, "order_key", None) or (
+        -hook.priority, 0 if hook.scope == "user" else 1, hook.name)
+    return key
 
 
 _Loaded = tuple[HookSpec, list[str]] | InvalidHook
@@ -199,6 +208,8 @@ class Registry:
         self._index: dict[str, _EventIndex] = {}
         self.invalid: list[InvalidHook] = []
         self.warnings: list[str] = []
+        # Python callables merged into ``select`` (``callables.CallableView``; the library)
+        self.callables: CallableView | None = None
         self._scan()
 
     # -- reading -------------------------------------------------------------------------
@@ -223,7 +234,22 @@ class Registry:
     def select(
         self, event: str, tool_name: str | None = None, tool_input: Any = None
     ) -> list[HookSpec]:
-        """The hooks a canonical event wakes, in run order, matchers applied."""
+        """The hooks a canonical event wakes, in run order, matchers applied (with the
+        ``callables`` among them, when set)."""
+        if self.callables is not None and self.callables.wakes(event):
+            return sorted([*self._select(event, tool_name, tool_input),
+                           *self.callables.select(event, tool_name, tool_input)], key=run_order)
+        return self._select(event, tool_name, tool_input)
+
+    def wakes(self, event: str) -> bool:
+        """Whether a canonical event has anything here: a hook (or callable), a hook that
+        did not load but could have woken it, an untrusted project hook to warn of."""
+        return (event in self._index
+                or (self.callables is not None and self.callables.wakes(event))
+                or any(i.wakes(event) for i in self.invalid)
+                or any(u.spec.event == event for u in self.untrusted))
+
+    def _select(self, event: str, tool_name: str | None, tool_input: Any) -> list[HookSpec]:
         index = self._index.get(event)
         if index is None:
             return []

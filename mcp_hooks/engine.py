@@ -47,7 +47,7 @@ from mcp_hooks.callables import CallableHook, notify
 from mcp_hooks.detached import DetachedLauncher
 from mcp_hooks.discovery import Registry, run_order
 from mcp_hooks.eventlog import EventLog, now
-from mcp_hooks.events import can_block, canonical_event
+from mcp_hooks.events import can_block, canonical_event, is_notification
 from mcp_hooks.hookenv import HookEnvs, hook_environment
 from mcp_hooks.hookfile import HookSpec
 from mcp_hooks.inbox import AidInbox, aid_context
@@ -360,6 +360,18 @@ class Engine:
                                 log_path=self.log.path if self.log is not None else None,
                                 correlation_id=chain.correlation, detach=self.one_shot)
 
+    def wakes(self, name: str) -> bool:
+        """Whether firing this canonical event could do anything but allow: a hook or
+        callable for it, one in scope that did not load, an untrusted project hook to warn
+        of, a hooks.yaml entry. Picks up changes on disk first. False: ``fire`` would return
+        a plain allow, so a caller may answer one itself (the library's fast path,
+        ``api.py``), skipping the event log and aid waiting for the session."""
+        registry = self.registry
+        registry.refresh()
+        if registry.wakes(name):
+            return True
+        return self.control is not None and self.control.wakes(name)
+
     async def _select_here(self, name: str, event: Event) -> list[HookSpec]:
         return self.registry.select(name, event.tool_name, event.tool_input)
 
@@ -415,7 +427,7 @@ class Engine:
                 if "tool_input" in payload:
                     payload["tool_input"], stdin_for = chain.tool_input, ""
                 elif name == "before_model":  # {"messages": [...]}: the new model input
-                    payload["messages"], stdin_for = chain.tool_input["messages"], ""
+                    payload["messages"], stdin_for = verdict.modified_input["messages"], ""
                 # the hooks after this one are chosen by what the tool will now receive
                 later = self.registry.select(name, event.tool_name, chain.tool_input)
                 todo = todo[:position] + [

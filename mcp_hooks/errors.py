@@ -8,6 +8,7 @@
     │   ├── UnknownEventError              an event name neither canonical nor an alias
     │   ├── InvalidEventError              an event whose fields are malformed
     │   ├── HookFileError                  a HOOK.md that cannot be loaded (file, field, reason)
+    │   ├── CallableHookError              a Python callable hook that cannot be registered
     │   ├── MatcherError                   a matcher RE2 cannot compile
     │   ├── UnknownHostError               an agent host we have no bridge for
     │   ├── UnknownBundledHookError        `add`: a name not in the bundled hook library

@@ -18,8 +18,9 @@ The rules of the decision protocol, in one place:
   ``signals.printed_signal``): a block signal denies with its ``reason``; a prompt or aid
   signal's text reaches the agent as context when the hook gave none; a malformed one is a
   failure of the hook (fail open unless fail-closed);
-- ``modified_input`` outside ``before_tool`` and ``modified_output`` outside ``after_tool``
-  are ignored with a warning.
+- ``modified_input`` outside ``before_tool`` and ``before_model`` (where it must be
+  ``{"messages": [...]}``, the new model input), and ``modified_output`` outside
+  ``after_tool`` and ``after_model`` (the new ``response``), are ignored with a warning.
 
 A verdict is never changed once judged, so the common "exit 0, nothing printed" answer is
 one shared instance.
@@ -40,6 +41,8 @@ from mcp_hooks.signals import Signal, printed_signal
 _DENY_WORDS = frozenset({"deny", "block"})
 _ALLOW_WORDS = frozenset({"allow", "approve"})
 _WARN_WORDS = frozenset({"warn", "warning"})
+_INPUT_EVENTS = frozenset({"before_tool", "before_model"})  # where modified_input applies
+_OUTPUT_EVENTS = frozenset({"after_tool", "after_model"})  # where modified_output applies
 
 
 class Verdict:
@@ -207,13 +210,17 @@ def _parse_stdout(hook: HookSpec, event: str, result: RunResult) -> Verdict:
     if modified is not None:
         if not isinstance(modified, dict):
             notes.append("modified_input must be a JSON object; ignored")
-        elif event != "before_tool":
-            notes.append(f"modified_input only applies to before_tool, not {event}; ignored")
+        elif event not in _INPUT_EVENTS:
+            notes.append(f"modified_input only applies to before_tool and before_model, not "
+                         f"{event}; ignored")
+        elif event == "before_model" and not isinstance(modified.get("messages"), list):
+            notes.append('modified_input on before_model must be {"messages": [...]}; ignored')
         else:
             verdict.modified_input = modified
     if "modified_output" in data and data["modified_output"] is not None:
-        if event != "after_tool":
-            notes.append(f"modified_output only applies to after_tool, not {event}; ignored")
+        if event not in _OUTPUT_EVENTS:
+            notes.append(f"modified_output only applies to after_tool and after_model, not "
+                         f"{event}; ignored")
         else:
             verdict.modified_output = data["modified_output"]
     context = data.get("additional_context")

@@ -9,9 +9,9 @@ def test_exported_names() -> None:
     assert mcp_hooks.__all__ == sorted(mcp_hooks.__all__)
     assert set(mcp_hooks.__all__) == {
         "EVENTS", "Engine", "Event", "EventLog", "HookFileError", "HookRun", "HookSpec",
-        "InvalidEventError", "InvalidHook", "MCPHooksError", "Outcome", "Registry",
-        "StopGuard", "UnknownEventError", "__version__", "canonical_event", "default_log_path",
-        "default_user_dir", "load_hook", "project_hooks_dir",
+        "Hooks", "InvalidEventError", "InvalidHook", "MCPHooksError", "Outcome", "Registry",
+        "StopGuard", "UnknownEventError", "__version__", "afire", "canonical_event",
+        "default_log_path", "default_user_dir", "fire", "load_hook", "project_hooks_dir",
     }
     assert set(mcp_hooks.__all__) == {*mcp_hooks._EXPORTS, "__version__"}
     for name in mcp_hooks.__all__:

@@ -1,0 +1,417 @@
+"""``mcp_hooks`` as a library: load HOOK.md hooks, register Python callables, fire events.
+
+::
+
+    from mcp_hooks import Hooks
+
+    hooks = Hooks(project_dir=".")            # user hooks + <project>/.agents/hooks
+
+    @hooks.before_tool(tool="Shell")          # a Python callable in the same chain
+    def no_force_push(tool_input):
+        if "push --force" in tool_input.get("command", ""):
+            raise PermissionError("force-push is not allowed here")   # raising denies
+        return None                           # None: unchanged; a dict: the new input
+
+    outcome = hooks.fire("before_tool", tool_name="Shell", tool_input={"command": "ls"})
+    outcome = await hooks.afire("before_model", messages=[...])      # the same Outcome
+
+Contract (what a caller may rely on):
+
+- ``fire`` and ``afire`` take the event (any spelling, or an ``Event``) and its fields as
+  keywords: ``Event``'s own (``session_id``, ``work_dir``, ``tool_name``, ``tool_input``,
+  ``tool_output``, ``error``, ``payload``, ``context`` ...); any other keyword goes into the
+  payload (``messages=``, ``response=``, ``phase=``, ``chunk=``). Both return the ``Outcome``
+  ``Engine.fire`` returns, never raise for a hook's failure (a fault of ours is a deny on an
+  event that can block, ``on_fault``), and raise ``UnknownEventError``/``InvalidEventError``
+  for a bad event.
+- **Fast path.** An event that nothing would act on (no HOOK.md hook, callable, hook that
+  failed to load, untrusted project hook or hooks.yaml entry: ``Engine.wakes``) is answered
+  with one shared allow ``Outcome`` per event (do not change its lists), is not logged, and
+  its fields are not checked.
+- **Where hooks run.** A chain of Python callables only runs at once in the caller's thread
+  (``fire``) or task (``afire``). Anything else runs on an event loop: ``afire`` on the
+  running loop (one engine per loop, made on first use); ``fire`` on the ``Hooks``' own worker
+  thread and loop, started on first need. Persistent hook processes and async hooks live there
+  as long as the ``Hooks``: ``close()``/``aclose()`` (or ``with``/``async with``) stop them.
+- **fire inside a running event loop** works: the calling thread waits for the worker thread
+  (the loop is blocked while hooks run, so in a coroutine prefer ``afire``). ``fire`` from
+  a hook running on the worker thread itself raises ``RuntimeError`` (it would deadlock).
+- **Callables** (``callables.py`` says what each gets and returns): ``hooks.on(event)`` or a
+  shortcut (``before_tool``, ``after_tool``, ``before_model``, ``after_model``,
+  ``before_stop``) registers one for this ``Hooks`` object (instance level); the class methods
+  ``class_hook``/``remove_class_hook`` register one for every instance of the class and its
+  subclasses (class level). At equal priority, instance callables run before class ones, each
+  in registration order, after the HOOK.md hooks; priority is the spec's (higher first).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Collection, Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from mcp_hooks.asynchooks import AsyncJob, TaskGroupLauncher
+from mcp_hooks.callables import CallableHook, CallableView, HookTable, make_hook
+from mcp_hooks.discovery import Registry
+from mcp_hooks.engine import Engine
+from mcp_hooks.eventlog import EventLog, default_log_path
+from mcp_hooks.events import canonical_event
+from mcp_hooks.outcome import EVENT_FIELDS, Event, OnFault, Outcome, fault_outcome
+from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
+
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Coroutine
+
+F = TypeVar("F", bound=Callable[..., Any])
+_ALLOW: dict[str, Outcome] = {}  # the fast path's shared answers, by canonical event
+
+
+def _allow(name: str) -> Outcome:
+    outcome = _ALLOW.get(name)
+    if outcome is None:
+        outcome = _ALLOW[name] = Outcome(event_type=name)
+    return outcome
+
+
+class _LoopLauncher(TaskGroupLauncher):
+    """Async hooks as tasks of the running loop: unlike a task group, it needs no ``async
+    with`` around the caller's whole life (the library's engines are made on first use)."""
+
+    def __init__(self, log: EventLog | None) -> None:
+        super().__init__(log)
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def open(self) -> None:
+        return None
+
+    def launch(self, event: str, session_id: str | None, jobs: list[AsyncJob]) -> None:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        for job in jobs:
+            task = loop.create_task(self._run(event, session_id, job))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def close(self, exc: BaseException | None) -> None:
+        import asyncio
+
+        tasks = list(self._tasks)
+        if exc is not None:
+            for task in tasks:
+                task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class _Worker:
+    """A thread running an event loop, for ``fire`` chains that need one."""
+
+    def __init__(self, engine: Engine) -> None:
+        import asyncio
+
+        self.engine = engine
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True,
+                                       name="mcp-hooks-worker")
+        self.thread.start()
+
+    def run(self, step: Coroutine[Any, Any, Outcome]) -> Outcome:
+        import asyncio
+
+        if threading.current_thread() is self.thread:
+            step.close()
+            raise RuntimeError("Hooks.fire was called from a hook running on its own worker "
+                               "thread, which would deadlock; use `await hooks.afire(...)` there")
+        return asyncio.run_coroutine_threadsafe(step, self.loop).result()
+
+    def close(self) -> None:
+        import asyncio
+
+        try:
+            asyncio.run_coroutine_threadsafe(
+                self.engine.__aexit__(None, None, None), self.loop).result()
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join()
+            self.loop.close()
+
+
+class Hooks:
+    """HOOK.md hooks of a user folder and a project, plus Python callables, fired as one.
+
+    Args:
+        project_dir: the project whose ``.agents/hooks`` apply (and hooks.yaml); None: none.
+        user_dir: the user hooks folder; None for ``~/.config/agents/hooks``.
+        log: the event log: a path, an ``EventLog``, True for the default one; None: none.
+        on_fault: ``block`` (a fault of ours denies an event that can block) or ``warn``.
+        trust_project_hooks: run project hooks without the trust store (CI); None reads
+            ``MCP_HOOKS_TRUST_PROJECT_HOOKS``.
+        stop_block_cap: consecutive ``before_stop`` blocks per session before the loop guard
+            lets the agent stop (shared by every engine of this object).
+        secrets: values no hook process may see in its environment.
+        watch: pick up changes on disk before each event (True), or read the folders once.
+    """
+
+    def __init__(
+        self, project_dir: str | Path | None = None, *, user_dir: str | Path | None = None,
+        log: str | Path | EventLog | bool | None = None, on_fault: OnFault = "block",
+        trust_project_hooks: bool | None = None, stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
+        secrets: Collection[str] = (), watch: bool = True,
+    ) -> None:
+        self.project_dir = Path(project_dir) if project_dir is not None else None
+        self.user_dir = Path(user_dir) if user_dir is not None else None
+        if log is True:
+            log = default_log_path()
+        self.log = log if isinstance(log, EventLog) or not log else EventLog(Path(log))
+        self.on_fault: OnFault = on_fault
+        self._options = {"trust_project_hooks": trust_project_hooks, "watch": watch}
+        self._secrets = tuple(secrets)
+        self._guard = StopGuard(stop_block_cap)
+        self._table = HookTable()
+        self._view = CallableView(self._tables)
+        self._lock = threading.Lock()
+        self._engine = self._make_engine()  # the fast path's and the inline chains' engine
+        self._worker: _Worker | None = None
+        self._lanes: dict[asyncio.AbstractEventLoop, Engine] = {}
+
+    def _make_engine(self) -> Engine:
+        registry = Registry(self.user_dir, self.project_dir, **self._options)  # type: ignore[arg-type]
+        registry.callables = self._view
+        log = self.log if isinstance(self.log, EventLog) else None
+        return Engine(registry, log=log, on_fault=self.on_fault, secrets=self._secrets,
+                      stop_guard=self._guard, launcher=_LoopLauncher(log))
+
+    def _tables(self) -> Iterable[HookTable]:
+        yield self._table
+        for cls in type(self).__mro__:
+            table = cls.__dict__.get("_mcp_hooks_class_table")
+            if table is not None:
+                yield table
+
+    # -- firing ----------------------------------------------------------------------------
+
+    def fire(self, event: str | Event, /, **fields: Any) -> Outcome:
+        """Fire an event and wait for its ``Outcome`` (see the module docstring)."""
+        name = canonical_event(event.event_type if isinstance(event, Event) else event)
+        engine = self._engine
+        if not engine.wakes(name):
+            return _allow(name)
+        built = _build(event, fields)
+        if self._inline(name, sync=True):
+            return _step(engine.fire(built), name, self.on_fault)
+        with self._lock:
+            if self._worker is None:
+                self._worker = _Worker(self._make_engine())
+            worker = self._worker
+        return worker.run(worker.engine.fire(built))
+
+    async def afire(self, event: str | Event, /, **fields: Any) -> Outcome:
+        """``fire`` for a coroutine: hooks run on the running event loop."""
+        name = canonical_event(event.event_type if isinstance(event, Event) else event)
+        engine = self._engine
+        if not engine.wakes(name):
+            return _allow(name)
+        built = _build(event, fields)
+        if self._inline(name, sync=False):
+            return await engine.fire(built)
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        lane = self._lanes.get(loop)
+        if lane is None:
+            for old in [old for old in self._lanes if old.is_closed()]:
+                del self._lanes[old]  # its loop is gone: nothing of it can be awaited now
+            lane = self._lanes[loop] = self._make_engine()
+            await lane.__aenter__()
+        return await lane.fire(built)
+
+    def _inline(self, name: str, *, sync: bool) -> bool:
+        """Whether the chain is Python callables only (and, for ``fire``, none async)."""
+        registry = self._engine.registry
+        if (registry.for_event(name) or registry.faults_for(name)
+                or any(u.spec.event == name for u in registry.untrusted)):
+            return False
+        control = self._engine.control
+        if control is not None and control.wakes(name):
+            return False
+        return not sync or not any(h.awaits for h in self._view.for_event(name))
+
+    # -- callables -------------------------------------------------------------------------
+
+    def add(self, fn: Callable[..., Any], event: str, *, tool: str | None = None,
+            pattern: str | None = None, priority: int = 100,
+            name: str | None = None) -> CallableHook:
+        """Register ``fn`` for ``event`` on this object; returns its handle (``remove``)."""
+        return self._table.add(make_hook(fn, event, tool=tool, pattern=pattern,
+                                         priority=priority, name=name))
+
+    def on(self, event: str, fn: F | None = None, *, tool: str | None = None,
+           pattern: str | None = None, priority: int = 100,
+           name: str | None = None) -> Any:
+        """``@hooks.on("before_tool", tool="Shell")`` (a decorator returning the function
+        unchanged) or ``hooks.on(event, fn)``."""
+        def register(fn: F) -> F:
+            self.add(fn, event, tool=tool, pattern=pattern, priority=priority, name=name)
+            return fn
+        return register if fn is None else register(fn)
+
+    def before_tool(self, fn: F | None = None, **options: Any) -> Any:
+        return self.on("before_tool", fn, **options)
+
+    def after_tool(self, fn: F | None = None, **options: Any) -> Any:
+        return self.on("after_tool", fn, **options)
+
+    def before_model(self, fn: F | None = None, **options: Any) -> Any:
+        return self.on("before_model", fn, **options)
+
+    def after_model(self, fn: F | None = None, **options: Any) -> Any:
+        return self.on("after_model", fn, **options)
+
+    def before_stop(self, fn: F | None = None, **options: Any) -> Any:
+        return self.on("before_stop", fn, **options)
+
+    def remove(self, hook: CallableHook | Callable[..., Any]) -> None:
+        """Unregister a handle, or every registration of a function, on this object.
+
+        Raises:
+            ValueError: it is not registered on this object.
+        """
+        _remove(self._table, hook)
+
+    def callables(self, event: str) -> list[CallableHook]:
+        """The callables ``event`` would run here (instance and class ones), in run order."""
+        return list(self._view.for_event(canonical_event(event)))
+
+    @classmethod
+    def class_hook(cls, event: str, fn: F | None = None, *, tool: str | None = None,
+                   pattern: str | None = None, priority: int = 100,
+                   name: str | None = None) -> Any:
+        """``on`` for every instance of this class and its subclasses (class level)."""
+        def register(fn: F) -> F:
+            _class_table(cls).add(make_hook(fn, event, level="class", tool=tool,
+                                            pattern=pattern, priority=priority, name=name))
+            return fn
+        return register if fn is None else register(fn)
+
+    @classmethod
+    def remove_class_hook(cls, hook: CallableHook | Callable[..., Any]) -> None:
+        """Unregister a class-level handle or function of this very class."""
+        _remove(_class_table(cls), hook)
+
+    @classmethod
+    def clear_class_hooks(cls) -> None:
+        _class_table(cls).clear()
+
+    # -- closing ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the worker thread, its persistent hook processes and async hooks (waiting
+        for the async hooks, each bounded by its timeout). Engines of other event loops are
+        closed when their loop is idle; ``aclose`` closes the running loop's."""
+        with self._lock:
+            worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.close()
+        for loop, lane in list(self._lanes.items()):
+            if not loop.is_closed() and not loop.is_running():
+                loop.run_until_complete(lane.__aexit__(None, None, None))
+            del self._lanes[loop]
+        self._engine.registry.close()
+
+    async def aclose(self) -> None:
+        """``close`` from a coroutine: the running loop's engine first, then the rest."""
+        import asyncio
+
+        lane = self._lanes.pop(asyncio.get_running_loop(), None)
+        if lane is not None:
+            await lane.__aexit__(None, None, None)
+        await asyncio.to_thread(self.close)
+
+    def __enter__(self) -> Hooks:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Hooks:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.aclose()
+
+
+def _class_table(cls: type) -> HookTable:
+    table = cls.__dict__.get("_mcp_hooks_class_table")
+    if table is None:
+        table = HookTable()
+        setattr(cls, "_mcp_hooks_class_table", table)  # noqa: B010 - per class, not inherited
+    return table
+
+
+def _remove(table: HookTable, hook: CallableHook | Callable[..., Any]) -> None:
+    if isinstance(hook, CallableHook):
+        table.remove(hook)
+        return
+    found = [h for h in table.hooks() if h.fn is hook]
+    if not found:
+        raise ValueError(f"{hook!r} is not registered here")
+    for h in found:
+        table.remove(h)
+
+
+def _build(event: str | Event, fields: dict[str, Any]) -> Event:
+    """An ``Event`` from the name and keywords (unknown keywords go to the payload)."""
+    if isinstance(event, Event):
+        if fields:
+            raise TypeError("fire(Event) takes no further fields; put them in the Event")
+        return event
+    known = {k: v for k, v in fields.items() if k in EVENT_FIELDS}
+    extra = {k: v for k, v in fields.items() if k not in EVENT_FIELDS}
+    if extra:
+        known["payload"] = {**(known.get("payload") or {}), **extra}
+    return Event(event_type=event, **known)
+
+
+def _step(step: Coroutine[Any, Any, Outcome], name: str, on_fault: OnFault) -> Outcome:
+    """Run a chain of sync callables to its end in this thread (it never suspends)."""
+    try:
+        step.send(None)
+    except StopIteration as done:
+        outcome: Outcome = done.value
+        return outcome
+    step.close()
+    return fault_outcome(name, "a callable hook waited on an event loop inside Hooks.fire; "
+                         "make it `async def` (fire then runs it on the worker loop)",
+                         on_fault=on_fault)
+
+
+_DEFAULT: list[Hooks] = []
+
+
+def default_hooks() -> Hooks:
+    """The ``Hooks`` behind ``mcp_hooks.fire``/``afire``: the user hooks and the project
+    found from the current folder (``discovery.find_project_dir``), made on first use."""
+    if not _DEFAULT:
+        import atexit
+
+        from mcp_hooks.discovery import find_project_dir
+
+        hooks = Hooks(find_project_dir(Path.cwd()))
+        atexit.register(hooks.close)
+        _DEFAULT.append(hooks)
+    return _DEFAULT[0]
+
+
+def fire(event: str | Event, /, **fields: Any) -> Outcome:
+    """``default_hooks().fire(...)``."""
+    return default_hooks().fire(event, **fields)
+
+
+async def afire(event: str | Event, /, **fields: Any) -> Outcome:
+    """``default_hooks().afire(...)``."""
+    return await default_hooks().afire(event, **fields)
