@@ -216,6 +216,10 @@ def signal_log(project: Path, common: list[str]) -> None:
 
 
 async def main() -> int:
+    if shutil.which("git") is None:
+        say(f"{RED}the control scene needs git on PATH (its project is a git repository); "
+            f"install git and run it again{END}")
+        return 1
     with tempfile.TemporaryDirectory(prefix="mcp-hooks-control-") as tmp_name:
         tmp = Path(tmp_name)
         # a home of its own: no ~/.ahp/hooks.yaml, trust store, ladder or log of yours
