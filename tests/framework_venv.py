@@ -9,22 +9,52 @@ the core ``dependencies`` of its ``pyproject.toml`` (a new dependency, or anothe
 gets its own venv; the checkout's code is live in it, being editable).
 
 An install that fails raises with pip's output: the tests fail, never skip (CI has PyPI).
+
+The adapter tests share their hooks (``GUARD``, ``REWRITE``, ``GATE``: sh scripts for
+``tests.conftest.write_hook``) and ``run_scenario``, which runs a scenario script with one JSON
+argument and returns the JSON line it printed last.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tests import shared_cache
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+MARK_ENV = "MCP_HOOKS_TEST_MARK"  # the file the stop gate leaves at its first refusal
+
+# a before_tool hook: refuses any write to a path with "danger" in it, says why on stderr
+GUARD = """\
+payload=$(cat)
+case "$payload" in
+  *danger*) echo "writing danger files is not allowed by policy P-7" >&2; exit 2 ;;
+esac
+exit 0
+"""
+# a before_tool hook: every write goes to safe.txt, with a marker in the text
+REWRITE = """\
+cat >/dev/null
+echo '{"modified_input": {"path": "safe.txt", "text": "rewritten by hook"}}'
+"""
+# a before_stop gate: the first stop is refused (and leaves the mark), the next passes
+GATE = f"""\
+cat >/dev/null
+if [ -e "${MARK_ENV}" ]; then exit 0; fi
+: > "${MARK_ENV}"
+echo "not done yet: run the test suite before you stop (gate G-3)" >&2
+exit 2
+"""
+WRITE_TOOL_ONLY = "matcher:\n  tool: write_file\n"
 
 
 def _key(pins: Sequence[str]) -> str:
@@ -74,3 +104,15 @@ def framework_python(name: str, pins: Sequence[str], check: str,
 
     folder, _ = shared_cache.ensure(f"venvs/{name}-{_key(pins)}", install, relocatable=False)
     return folder / "bin" / "python"
+
+
+def run_scenario(python: Path, script: str, mark: Path, **args: Any) -> dict[str, Any]:
+    """Run ``SCENARIOS/script`` with ``args`` as its JSON argument (the stop gate's mark at
+    ``mark``); the JSON object it printed last. A failed run fails the test with its stderr."""
+    done = subprocess.run(
+        [str(python), str(SCENARIOS / script), json.dumps(args)],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+        env={**os.environ, MARK_ENV: str(mark)})
+    assert done.returncode == 0, f"{script} failed:\n{done.stderr[-4000:]}"
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result

@@ -6,7 +6,6 @@ temporary folders. The scenario runs as a subprocess (``tests/scenarios/langchai
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,33 +13,18 @@ from typing import Any
 import pytest
 
 from tests.conftest import write_hook
-from tests.framework_venv import SCENARIOS, framework_python
+from tests.framework_venv import (
+    GATE,
+    GUARD,
+    REWRITE,
+    WRITE_TOOL_ONLY,
+    framework_python,
+    run_scenario,
+)
 from tests.scripted_model import ScriptedModel, Text, ToolCall
 
 PINS = ("langchain==1.4.7", "langchain-openai==1.7.3")
 CHECK = "import langchain.agents, langchain_openai, mcp_hooks.adapters.langchain"
-
-# a before_tool hook: refuses any write to a path with "danger" in it, says why on stderr
-GUARD = """\
-payload=$(cat)
-case "$payload" in
-  *danger*) echo "writing danger files is not allowed by policy P-7" >&2; exit 2 ;;
-esac
-exit 0
-"""
-# a before_tool hook: every write goes to safe.txt, with a marker in the text
-REWRITE = """\
-cat >/dev/null
-echo '{"modified_input": {"path": "safe.txt", "text": "rewritten by hook"}}'
-"""
-# a before_stop gate: the first stop is refused (and leaves a marker), the next passes
-GATE = """\
-cat >/dev/null
-if [ -e "$MCP_HOOKS_TEST_MARK" ]; then exit 0; fi
-: > "$MCP_HOOKS_TEST_MARK"
-echo "not done yet: run the test suite before you stop (gate G-3)" >&2
-exit 2
-"""
 
 
 @pytest.fixture(scope="module")
@@ -57,28 +41,16 @@ def sandbox(tmp_path: Path) -> Path:
 
 def run(python: Path, model: ScriptedModel, user_dir: Path, project: Path, sandbox: Path,
         **options: Any) -> dict[str, Any]:
-    args = {"base_url": model.base_url, "project_dir": str(project),
-            "user_dir": str(user_dir), "sandbox": str(sandbox), **options}
-    done = subprocess.run(
-        [str(python), str(SCENARIOS / "langchain_agent.py"), json.dumps(args)],
-        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
-        env=_env(sandbox))
-    assert done.returncode == 0, done.stderr[-4000:]
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
-
-
-def _env(sandbox: Path) -> dict[str, str]:
-    import os
-
-    return {**os.environ, "MCP_HOOKS_TEST_MARK": str(sandbox.parent / "gate-mark")}
+    return run_scenario(python, "langchain_agent.py", sandbox.parent / "gate-mark",
+                        base_url=model.base_url, project_dir=str(project),
+                        user_dir=str(user_dir), sandbox=str(sandbox), **options)
 
 
 @pytest.mark.parametrize(("mode", "stream"), [("sync", False), ("async", True)])
 def test_a_denied_tool_call_does_not_run_and_the_model_reads_why(
         python: Path, user_dir: Path, project: Path, sandbox: Path, mode: str,
         stream: bool) -> None:
-    write_hook(user_dir, "guard", script=GUARD, extra="matcher:\n  tool: write_file\n")
+    write_hook(user_dir, "guard", script=GUARD, extra=WRITE_TOOL_ONLY)
     script = [ToolCall("write_file", {"path": "danger.txt", "text": "boom"}),
               ToolCall("write_file", {"path": "fine.txt", "text": "ok"}), Text("all done")]
     with ScriptedModel(script) as model:
@@ -98,7 +70,7 @@ def test_a_denied_tool_call_does_not_run_and_the_model_reads_why(
 def test_a_rewrite_reaches_the_tool(python: Path, user_dir: Path, project: Path,
                                     sandbox: Path) -> None:
     write_hook(project / ".agents" / "hooks", "redirect", script=REWRITE,
-               extra="matcher:\n  tool: write_file\n")
+               extra=WRITE_TOOL_ONLY)
     script = [ToolCall("write_file", {"path": "wanted.txt", "text": "original"}), Text("done")]
     with ScriptedModel(script) as model:
         run(python, model, user_dir, project, sandbox)

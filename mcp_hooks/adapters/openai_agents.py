@@ -1,0 +1,214 @@
+"""mcp-hooks in the OpenAI Agents SDK (``pip install mcp-hooks[openai-agents]``).
+
+::
+
+    from agents import Agent
+    from mcp_hooks.adapters.openai_agents import AgentsHooks
+
+    hooks = AgentsHooks(project_dir=".")
+    result = await hooks.run(Agent(name="a", tools=[...]), "do the task")  # or hooks.run_sync
+
+What fires where:
+
+==================  ==========================================================================
+event               SDK hook, and what the outcome does
+==================  ==========================================================================
+``before_tool``     each ``FunctionTool``'s ``on_invoke_tool``, wrapped (``wrap_tool``,
+                    ``wrap_agent``): a deny returns the reason as the tool's output instead of
+                    calling it (the model reads it next); ``modified_input`` becomes the
+                    arguments' JSON the tool is called with
+``after_tool``      the same wrapper, after the tool: ``modified_output`` replaces the output;
+                    a deny replaces it by the reason; hook context is appended to a text output
+``before_stop``     ``run``/``run_sync``, after ``Runner.run`` produced a final output: a deny
+                    runs the agent again on the conversation so far plus the reason as a user
+                    message; the engine's loop guard (``stop_block_cap``) ends it at its cap
+==================  ==========================================================================
+
+Why these and not the SDK's ``RunHooks`` or tool guardrails: ``RunHooks`` only observe (a
+``on_tool_start`` cannot stop the tool), and a tool input guardrail can reject a call but not
+rewrite its arguments; wrapping the tool's invoker does both, and is where a deny is sure to
+keep the side effect from happening. The SDK has no hook that sends a finished agent back to
+work, so the stop gate wraps the run. Tools of other kinds (hosted tools, MCP servers' tools)
+are not wrapped: gate an MCP server's tools with ``mcp-hooks proxy``.
+
+The engine is a one-shot ``Engine`` fired in a worker thread (hooks never block the event
+loop). A fault of ours is a deny saying what broke (``on_fault``), as everywhere in mcp-hooks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+# the framework is an optional extra: mypy may run where it is not installed
+from agents import (  # type: ignore[import-not-found, unused-ignore]
+    Agent,
+    FunctionTool,
+    Runner,
+)
+
+from mcp_hooks.discovery import Registry
+from mcp_hooks.engine import Engine
+from mcp_hooks.eventlog import EventLog
+from mcp_hooks.outcome import Event, OnFault, Outcome, cap_text, fault_outcome
+from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
+
+
+class AgentsHooks:
+    """Fires mcp-hooks events from OpenAI Agents SDK runs.
+
+    Args:
+        project_dir: the project whose ``.agents/hooks`` run (and the hooks' cwd); None for
+            user hooks only, run in the current folder.
+        user_dir: the user hooks folder; None for the default (``~/.config/agents/hooks``).
+        log: where events are logged; None for no log.
+        on_fault: ``block`` (default) or ``warn``, as ``Engine``.
+        stop_block_cap: consecutive ``before_stop`` blocks before the stop is let through.
+        session_id: the session the hooks see; default a fresh id per instance.
+        engine: a one-shot ``Engine`` to use instead of building one from the above.
+    """
+
+    def __init__(
+        self,
+        project_dir: str | Path | None = None,
+        *,
+        user_dir: str | Path | None = None,
+        log: EventLog | None = None,
+        on_fault: OnFault = "block",
+        stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
+        session_id: str | None = None,
+        engine: Engine | None = None,
+    ) -> None:
+        if engine is None:
+            registry = Registry(Path(user_dir) if user_dir is not None else None,
+                                Path(project_dir) if project_dir is not None else None)
+            engine = Engine(registry, log=log, on_fault=on_fault, one_shot=True,
+                            stop_block_cap=stop_block_cap)
+        elif not engine.one_shot:
+            raise ValueError("AgentsHooks(engine=...) needs an Engine made with one_shot=True "
+                             "(it is fired from a worker thread)")
+        self.engine = engine
+        self.session_id = session_id or f"openai-agents-{uuid.uuid4().hex[:12]}"
+
+    # -- the one place that talks to the engine --------------------------------------------
+
+    def fire(self, event_type: str, **fields: Any) -> Outcome:
+        """Fire one event; a fault of ours is ``fault_outcome`` (a deny that says what broke)."""
+        try:
+            return self.engine.fire_blocking(Event.create(
+                event_type=event_type, session_id=self.session_id, **fields))
+        except Exception as exc:
+            return fault_outcome(
+                event_type, f"the OpenAI Agents adapter could not fire {event_type}: "
+                f"{type(exc).__name__}: {cap_text(str(exc), 300)}", on_fault=self.engine.on_fault)
+
+    async def afire(self, event_type: str, **fields: Any) -> Outcome:
+        return await asyncio.to_thread(self.fire, event_type, **fields)
+
+    # -- tools -------------------------------------------------------------------------------
+
+    def wrap_tool(self, tool: Any) -> Any:
+        """A copy of a ``FunctionTool`` whose calls fire ``before_tool`` and ``after_tool``;
+        any other tool is returned as it is."""
+        if not isinstance(tool, FunctionTool) or getattr(tool, "_mcp_hooks", None) is self:
+            return tool
+        wrapped = copy.copy(tool)
+        invoke = wrapped.on_invoke_tool
+
+        async def on_invoke_tool(ctx: Any, arguments: str) -> Any:
+            fields = {"tool_name": wrapped.name, "tool_input": _tool_input(arguments),
+                      "tool_use_id": getattr(ctx, "tool_call_id", None)}
+            before = await self.afire("before_tool", **fields)
+            if before.denied:
+                return before.reason or f"blocked by hook {before.blocked_by}"
+            if before.modified_input is not None:
+                arguments = json.dumps(before.modified_input)
+                fields["tool_input"] = before.modified_input
+            output = await invoke(ctx, arguments)
+            after = await self.afire("after_tool", **fields, tool_output=_jsonable(output))
+            return _judged(output, before, after)
+
+        wrapped.on_invoke_tool = on_invoke_tool
+        wrapped._mcp_hooks = self
+        return wrapped
+
+    def wrap_agent(self, agent: Any) -> Any:
+        """A clone of ``agent`` whose function tools, and those of its handoff agents, are
+        wrapped (``wrap_tool``); the agent given is left as it was."""
+        return self._wrap_agent(agent, {})
+
+    def _wrap_agent(self, agent: Any, done: dict[int, Any]) -> Any:
+        if id(agent) in done:
+            return done[id(agent)]
+        clone = agent.clone(tools=[self.wrap_tool(t) for t in agent.tools])
+        done[id(agent)] = clone
+        clone.handoffs = [self._wrap_agent(h, done) if isinstance(h, Agent) else h
+                          for h in agent.handoffs]
+        return clone
+
+    # -- runs with the stop gate -------------------------------------------------------------
+
+    async def run(self, agent: Any, input: str | Sequence[Any], **options: Any) -> Any:
+        """``Runner.run`` on the wrapped agent, with ``before_stop`` as a gate on its final
+        output. ``options`` go to ``Runner.run`` (``max_turns``, ``run_config``, ``session``...).
+        Returns the last ``RunResult``."""
+        agent = self.wrap_agent(agent)
+        blocks = 0
+        while True:
+            result = await Runner.run(agent, input, **options)
+            outcome = await self.afire("before_stop", payload={
+                "stop_reason": "final_output", "step_count": len(result.raw_responses),
+                "final_message": _text(result.final_output)})
+            if not outcome.continue_working or blocks >= self.engine.stop_guard.cap:
+                return result  # the count also caps faults of ours, which the guard never sees
+            blocks += 1
+            reason = outcome.reason or f"a before_stop hook ({outcome.blocked_by}) said go on"
+            again = {"role": "user", "content": reason}
+            # with an SDK session the conversation is kept there; else it is handed back
+            input = [again] if options.get("session") else [*result.to_input_list(), again]
+            agent = self.wrap_agent(result.last_agent)
+
+    def run_sync(self, agent: Any, input: str | Sequence[Any], **options: Any) -> Any:
+        """``run`` for code without an event loop."""
+        return asyncio.run(self.run(agent, input, **options))
+
+
+# -- translation ------------------------------------------------------------------------------
+
+
+def _tool_input(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return {"arguments": arguments}  # the hooks still see what the model sent
+    return value if isinstance(value, dict) else {"arguments": value}
+
+
+def _jsonable(output: Any) -> Any:
+    if output is None or isinstance(output, (str, int, float, bool, list, dict)):
+        return output
+    dump = getattr(output, "model_dump", None)
+    return dump(mode="json") if callable(dump) else str(output)
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(_jsonable(value), ensure_ascii=False, default=str)
+
+
+def _judged(output: Any, before: Outcome, after: Outcome) -> Any:
+    """The tool's output as the model gets it: rewritten, refused, or with hook context."""
+    if after.denied:
+        return after.reason or f"output rejected by hook {after.blocked_by}"
+    if after.modified_output is not None:
+        output = after.modified_output
+    context = [*before.additional_context, *after.additional_context]
+    if context and isinstance(output, str):
+        output = "\n\n".join([output, *context])
+    return output

@@ -1,0 +1,66 @@
+"""An OpenAI Agents SDK agent gated by mcp-hooks, against a scripted model.
+
+Run by tests/test_adapter_openai_agents.py in the framework's venv (tests/framework_venv.py)::
+
+    python openai_agents_agent.py '{"base_url": ..., "project_dir": ..., "user_dir": ...,
+                                    "sandbox": ..., "mode": "run" | "sync" | "streamed"}'
+
+Its one tool, ``write_file(path, text)``, writes ``text`` to ``sandbox/path`` (the side effect
+a test looks for). ``run`` is ``await AgentsHooks.run``, ``sync`` is ``run_sync`` and
+``streamed`` is ``Runner.run_streamed`` on ``wrap_agent`` (tools gated, no stop gate). Prints one
+JSON line: the final output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from agents import (
+    Agent,
+    AsyncOpenAI,
+    OpenAIChatCompletionsModel,
+    Runner,
+    function_tool,
+    set_tracing_disabled,
+)
+
+from mcp_hooks.adapters.openai_agents import AgentsHooks
+
+
+def main() -> None:
+    args = json.loads(sys.argv[1])
+    sandbox = Path(args["sandbox"])
+    set_tracing_disabled(True)
+
+    @function_tool
+    def write_file(path: str, text: str) -> str:
+        """Write text to a file in the sandbox."""
+        (sandbox / path).write_text(text)
+        return f"wrote {len(text)} characters to {path}"
+
+    client = AsyncOpenAI(base_url=args["base_url"], api_key="test", max_retries=0)
+    agent = Agent(name="worker", instructions="Do the task.", tools=[write_file],
+                  model=OpenAIChatCompletionsModel(model="scripted", openai_client=client))
+    hooks = AgentsHooks(project_dir=args["project_dir"], user_dir=args["user_dir"],
+                        session_id="scenario")
+    mode = args.get("mode", "run")
+    if mode == "sync":
+        final = hooks.run_sync(agent, "do the task").final_output
+    elif mode == "streamed":
+        async def streamed() -> str:
+            result = Runner.run_streamed(hooks.wrap_agent(agent), "do the task")
+            async for _ in result.stream_events():
+                pass
+            return str(result.final_output)
+
+        final = asyncio.run(streamed())
+    else:
+        final = asyncio.run(hooks.run(agent, "do the task")).final_output
+    print(json.dumps({"final": final}))
+
+
+if __name__ == "__main__":
+    main()
