@@ -197,10 +197,11 @@ class Hooks:
         """Fire an event and wait for its ``Outcome`` (see the module docstring)."""
         name = canonical_event(event.event_type if isinstance(event, Event) else event)
         engine = self._engine
-        if not engine.wakes(name):
+        control = self._control(name)
+        if not control and not engine.wakes(name):
             return _allow(name)
         built = _build(event, fields)
-        if self._inline(name, sync=True):
+        if not control and self._inline(name, sync=True):
             return _step(engine.fire(built), name, self.on_fault)
         with self._lock:
             if self._worker is None:
@@ -212,10 +213,11 @@ class Hooks:
         """``fire`` for a coroutine: hooks run on the running event loop."""
         name = canonical_event(event.event_type if isinstance(event, Event) else event)
         engine = self._engine
-        if not engine.wakes(name):
+        control = self._control(name)
+        if not control and not engine.wakes(name):
             return _allow(name)
         built = _build(event, fields)
-        if self._inline(name, sync=False):
+        if not control and self._inline(name, sync=False):
             return await engine.fire(built)
         import asyncio
 
@@ -228,14 +230,17 @@ class Hooks:
             await lane.__aenter__()
         return await lane.fire(built)
 
+    def _control(self, name: str) -> bool:
+        """Whether hooks.yaml has entries for the event (asked once per event here)."""
+        control = self._engine.control
+        return control is not None and control.wakes(name)
+
     def _inline(self, name: str, *, sync: bool) -> bool:
-        """Whether the chain is Python callables only (and, for ``fire``, none async)."""
+        """Whether the chain is Python callables only (and, for ``fire``, none async); the
+        caller has asked hooks.yaml already."""
         registry = self._engine.registry
         if (registry.for_event(name) or registry.faults_for(name)
                 or any(u.spec.event == name for u in registry.untrusted)):
-            return False
-        control = self._engine.control
-        if control is not None and control.wakes(name):
             return False
         return not sync or not any(h.awaits for h in self._view.for_event(name))
 
