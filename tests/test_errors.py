@@ -51,7 +51,13 @@ found = []
 for info in pkgutil.walk_packages(mcp_hooks.__path__, "mcp_hooks."):
     if info.name.rsplit(".", 1)[-1] == "__main__":  # running it is not importing it
         continue
-    module = importlib.import_module(info.name)
+    try:
+        module = importlib.import_module(info.name)
+    except ModuleNotFoundError as exc:  # an adapter whose framework (an extra) is not here
+        if info.name.startswith("mcp_hooks.adapters.") and exc.name \
+                and not exc.name.startswith("mcp_hooks"):
+            continue
+        raise
     for _, cls in inspect.getmembers(module, inspect.isclass):
         if cls.__module__ == info.name and issubclass(cls, BaseException):
             found.append({

@@ -1,0 +1,109 @@
+"""One AgentScope agent run under mcp-hooks, for tests/test_adapter_agentscope.py.
+
+Run inside a venv holding AgentScope (1.0.x or 2.x) and mcp-hooks::
+
+    python tests/scenarios/agentscope.py GENERATION INSTALL STREAM BASE_URL HOOKS_DIR WORK_DIR
+
+GENERATION is ``1`` (``AgentScopeHooks``; INSTALL ``instance`` or ``class``) or ``2``
+(``HooksMiddleware``; INSTALL ignored); STREAM ``stream`` or ``whole``. The agent has one
+tool, ``write_file(path, text)``, which writes into WORK_DIR and answers ``wrote <path>``;
+the model is the scripted one at BASE_URL. The last line printed is a JSON object:
+``{"reply": <final text>, "written": [<files the tool wrote>]}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+GENERATION, INSTALL, STREAM, BASE_URL, HOOKS_DIR, WORK_DIR = sys.argv[1:7]
+WRITTEN: list[str] = []
+
+
+def _write(path: str, text: str) -> str:
+    Path(WORK_DIR, path).write_text(text)
+    WRITTEN.append(path)
+    return f"wrote {path}"
+
+
+async def run_v1() -> str:
+    # the adapter first: it lets AgentScope 1.0.x import beside mcp 2 (its import shim)
+    from mcp_hooks.adapters.agentscope import AgentScopeHooks  # noqa: I001
+
+    from agentscope.agent import ReActAgent
+    from agentscope.formatter import OpenAIChatFormatter
+    from agentscope.memory import InMemoryMemory
+    from agentscope.message import Msg, TextBlock
+    from agentscope.model import OpenAIChatModel
+    from agentscope.tool import Toolkit, ToolResponse
+
+    def write_file(path: str, text: str) -> ToolResponse:
+        """Write text to a file.
+
+        Args:
+            path (str): the file's name.
+            text (str): what to write.
+        """
+        return ToolResponse(content=[TextBlock(type="text", text=_write(path, text))])
+
+    toolkit = Toolkit()
+    toolkit.register_tool_function(write_file)
+    model = OpenAIChatModel("scripted-model", api_key="test", stream=STREAM == "stream",
+                            client_kwargs={"base_url": BASE_URL})
+    agent = ReActAgent(name="worker", sys_prompt="You write files.", model=model,
+                       formatter=OpenAIChatFormatter(), toolkit=toolkit,
+                       memory=InMemoryMemory())
+    agent.set_console_output_enabled(False)
+    hooks = AgentScopeHooks(WORK_DIR, user_dir=HOOKS_DIR)
+    if INSTALL == "class":
+        hooks.install_class()
+    else:
+        hooks.install(agent)
+    try:
+        reply = await agent(Msg("user", "write the files", "user"))
+    finally:
+        if INSTALL == "class":
+            hooks.uninstall()
+    return reply.get_text_content() or ""
+
+
+async def run_v2() -> str:
+    from agentscope.agent import Agent
+    from agentscope.credential import OpenAICredential
+    from agentscope.message import Msg, TextBlock
+    from agentscope.model import OpenAIChatModel
+    from agentscope.permission import PermissionBehavior, PermissionDecision
+    from agentscope.tool import FunctionTool, Toolkit
+
+    from mcp_hooks.adapters.agentscope_middleware import HooksMiddleware
+
+    def write_file(path: str, text: str) -> str:
+        """Write text to a file.
+
+        Args:
+            path (str): the file's name.
+            text (str): what to write.
+        """
+        return _write(path, text)
+
+    # AgentScope asks the user before a tool that writes; the test's tool is allowed outright
+    allowed = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="test tool")
+    credential = OpenAICredential(api_key="test", base_url=BASE_URL)
+    model = OpenAIChatModel(credential, "scripted-model", stream=STREAM == "stream")
+    agent = Agent(name="worker", system_prompt="You write files.", model=model,
+                  toolkit=Toolkit(tools=[FunctionTool(write_file, permission=allowed)]),
+                  middlewares=[HooksMiddleware(WORK_DIR, user_dir=HOOKS_DIR)])
+    reply = await agent.reply(
+        Msg(name="user", role="user", content=[TextBlock(text="write the files")]))
+    return str(reply.get_text_content() or "")
+
+
+def main() -> None:
+    reply = asyncio.run(run_v1() if GENERATION == "1" else run_v2())
+    print(json.dumps({"reply": reply, "written": WRITTEN}))
+
+
+if __name__ == "__main__":
+    main()
