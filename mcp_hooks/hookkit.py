@@ -55,7 +55,7 @@ import sys
 TYPE_CHECKING = False  # not typing's: importing typing would cost every hook run ~5 ms
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, BinaryIO, NoReturn
+    from typing import Any, BinaryIO
 
     Answer = dict[str, Any]
     HookFunction = Callable[[dict[str, Any]], "Answer | None"]
@@ -117,10 +117,6 @@ def context(text: str, *, log: str | None = None) -> Answer:
 
 # -- running ---------------------------------------------------------------------------------
 
-class _Failure(Exception):
-    """An event this hook could not answer (already written to stderr)."""
-
-
 def _answer_of(result: object) -> Answer:
     if result is None:
         return {}
@@ -147,19 +143,20 @@ def _is_deny(answer: Answer) -> bool:
 
 
 def _call(fn: HookFunction, event: dict[str, Any] | ValueError,
-          unreadable: Answer | None) -> tuple[Answer, bytes]:
-    """``fn``'s answer to one event, and its JSON line; ``_Failure`` (reported on stderr)
-    when there is none."""
+          unreadable: Answer | None) -> tuple[Answer, bytes] | None:
+    """``fn``'s answer to one event, and its JSON line; None (the failure written to
+    stderr) when there is none."""
     if isinstance(event, ValueError):
         if unreadable is None:
             print(f"hookkit: {event}", file=sys.stderr)
-            raise _Failure
+            return None
         answer = dict(unreadable)
     else:
         try:
             answer = dict(_answer_of(fn(event)))
         except (Exception, SystemExit):  # SystemExit: sys.exit() called where a return belongs
             _report()
+            return None
     code = answer.pop("exit_code", 0)
     if code == 2 and not _is_deny(answer):
         answer["decision"] = "deny"
@@ -170,14 +167,15 @@ def _call(fn: HookFunction, event: dict[str, Any] | ValueError,
         line = json.dumps(answer).encode() + b"\n"
     except (TypeError, ValueError, RecursionError):
         _report()
+        return None
     return answer, line
 
 
-def _report() -> NoReturn:
+def _report() -> None:
+    """The exception being handled, with its traceback, on stderr (the hook's log)."""
     import traceback
 
     traceback.print_exc(file=sys.stderr)
-    raise _Failure from None
 
 
 def _parse(raw: bytes) -> dict[str, Any] | ValueError:
@@ -206,10 +204,10 @@ def _set_event_env(event: dict[str, Any], previous: dict[str, str | None]) -> No
 
 def _one_shot(fn: HookFunction, stdin: BinaryIO, stdout: BinaryIO,
               unreadable: Answer | None) -> int:
-    try:
-        answer, line = _call(fn, _parse(stdin.read()), unreadable)
-    except _Failure:
+    answered = _call(fn, _parse(stdin.read()), unreadable)
+    if answered is None:
         return 1
+    answer, line = answered
     if _is_deny(answer) and answer.keys() <= _REASON_ONLY:
         reason = answer.get("reason")
         if reason:
@@ -228,12 +226,13 @@ def _persistent(fn: HookFunction, stdin: BinaryIO, stdout: BinaryIO,
         event = _parse(raw)
         if event_env and not isinstance(event, ValueError):
             _set_event_env(event, env_seen)
-        try:
-            answer, line = _call(fn, event, unreadable)
-            # the answer's JSON object, its closing brace giving way to the exit code
-            line = line[:-2] + b', "exit_code": 0}\n' if answer else b'{"exit_code": 0}\n'
-        except _Failure:
+        answered = _call(fn, event, unreadable)
+        if answered is None:
             line = b'{"exit_code": 1}\n'
+        elif answered[0]:  # the answer's JSON object, its closing brace giving way to exit_code
+            line = answered[1][:-2] + b', "exit_code": 0}\n'
+        else:
+            line = b'{"exit_code": 0}\n'
         sys.stderr.flush()  # the event's log is written before its answer
         stdout.write(line)
         stdout.flush()
