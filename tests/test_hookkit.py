@@ -481,3 +481,40 @@ def test_bundled_hook_decides_the_same_one_shot_and_persistent(name: str, tmp_pa
     for row, (e, want, p, o) in enumerate(zip(events, expected, persistent, spawned, strict=True)):
         assert p == o, (row, e.get("tool_input"), p, o)
         assert p[0] == want, (row, e.get("tool_input"), p)
+
+
+GUARDS = ("block-dangerous-commands", "block-prod-deploy", "protect-hooks", "protect-secrets")
+
+
+@pytest.mark.anyio
+async def test_the_guards_decide_the_same_through_a_long_lived_and_a_one_shot_engine(
+        tmp_path: Path) -> None:
+    """The guards resident in an engine that keeps them (serve, proxy, a Python Engine) and
+    spawned per event by a one-shot engine (fire, the bridges): the same outcomes."""
+    from mcp_hooks import Engine, Event, Registry
+
+    user_dir = tmp_path / "hooks"
+    for name in GUARDS:
+        shutil.copytree(LIBRARY / name, user_dir / name,
+                        ignore=shutil.ignore_patterns("__pycache__", ".mypy_cache"))
+    project = tmp_path / "plain-project"  # no project hooks of its own
+    project.mkdir()
+    commands = [DANGEROUS[0], LOOK_ALIKES[1], SECRET_WRITES[0], PROD_CHANGES[0],
+                "rm -rf .agents/hooks", "git status", ["bash", "-lc", "rm -rf /"]]
+
+    async def outcomes(one_shot: bool) -> list[tuple[Any, ...]]:
+        async with Engine(Registry(user_dir, project, watch=False), one_shot=one_shot) as engine:
+            assert all(h.persistent for h in engine.registry.hooks())
+            found = []
+            for command in commands * 2:  # twice: the second round reuses the processes
+                outcome = await engine.fire(Event.create(
+                    event_type="before_tool", work_dir=str(project), tool_name="Shell",
+                    tool_input={"command": command}))
+                found.append((outcome.denied, outcome.blocked_by, outcome.reason,
+                              outcome.warnings))
+            return found
+
+    resident, spawned = await outcomes(one_shot=False), await outcomes(one_shot=True)
+    assert resident == spawned
+    assert [d for d, *_ in resident[:len(commands)]] == [True, False, True, True, True, False,
+                                                         True], resident
