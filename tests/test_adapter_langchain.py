@@ -98,6 +98,30 @@ def test_a_stop_gate_keeps_the_agent_working(python: Path, user_dir: Path, proje
     assert texts.index("finished early") < texts.index("finished for real")
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_model_hooks_rewrite_the_messages_and_the_answer(
+        python: Path, user_dir: Path, project: Path, sandbox: Path, mode: str) -> None:
+    write_hook(user_dir, "prompt", trigger="before_model", script=(
+        "cat >/dev/null\necho '{\"modified_input\": {\"messages\": "
+        "[{\"role\": \"user\", \"content\": \"rewritten prompt M-1\"}]}}'\n"))
+    write_hook(user_dir, "answer", trigger="post_reasoning", script=(  # an alias, as AgentScope
+        "cat >/dev/null\necho '{\"modified_output\": \"rewritten answer A-2\"}'\n"))
+    with ScriptedModel([Text("original answer")]) as model:
+        result = run(python, model, user_dir, project, sandbox, mode=mode)
+    assert model.completions()[0].messages == [
+        {"role": "user", "content": "rewritten prompt M-1"}]
+    assert result["final"] == "rewritten answer A-2"
+
+
+def test_a_denied_model_call_is_not_made_and_the_reason_is_the_answer(
+        python: Path, user_dir: Path, project: Path, sandbox: Path) -> None:
+    write_hook(user_dir, "no-model", trigger="before_model",
+               script="cat >/dev/null\necho 'model calls are off today (M-9)' >&2\nexit 2\n")
+    with ScriptedModel([]) as model:
+        result = run(python, model, user_dir, project, sandbox)
+    assert model.completions() == []
+    assert "M-9" in result["final"]
+
 def test_mcp_hooks_never_imports_the_framework(python: Path) -> None:
     code = ("import sys, mcp_hooks; mcp_hooks.Engine; mcp_hooks.Registry; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "

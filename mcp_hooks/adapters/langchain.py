@@ -9,11 +9,21 @@
     agent = create_agent(model, tools, middleware=[HooksMiddleware(project_dir=".")])
     agent.invoke({"messages": [{"role": "user", "content": "..."}]})
 
+    hooks = Hooks(".")                      # or share a mcp_hooks.Hooks, callables and all
+    agent = create_agent(model, tools, middleware=[HooksMiddleware(hooks=hooks)])
+
 What fires where (``invoke``/``stream`` and ``ainvoke``/``astream`` alike):
 
 ==================  ==========================================================================
 event               LangChain hook, and what the outcome does
 ==================  ==========================================================================
+``before_model``    ``wrap_model_call``, before the model: the hooks see ``messages`` in the
+                    OpenAI chat format (the system message first); ``modified_input``
+                    ``{"messages": [...]}`` replaces them; a deny answers for the model with
+                    an ``AIMessage`` carrying the reason (the model is not called)
+``after_model``     ``wrap_model_call``, after it: ``response`` is the model's messages in
+                    that format; ``modified_output`` (a text, a message or a list of them)
+                    replaces them; a deny replaces them by an ``AIMessage`` with the reason
 ``before_tool``     ``wrap_tool_call``, before the tool: a deny returns an error
                     ``ToolMessage`` carrying the reason instead of running the tool (the model
                     reads it next); ``modified_input`` replaces the call's ``args``
@@ -25,17 +35,17 @@ event               LangChain hook, and what the outcome does
                     loop guard (``stop_block_cap``) lets the stop through at its cap
 ==================  ==========================================================================
 
-The engine is a one-shot ``Engine`` (hooks run without an event loop of ours; async hooks
-in a detached process), so the sync and the async graph run the same code: the async hooks
-of the middleware run ``fire`` in a worker thread. A fault of ours (an event that cannot be
-built, the engine failing) is a deny saying what broke, as everywhere in mcp-hooks (``on_fault``).
+Events go through a ``mcp_hooks.Hooks`` (``api.py``): ``fire`` from a sync graph, ``afire``
+from an async one; an event no hook wants costs its fast path, and Python callables
+registered on the ``Hooks`` run in the same chain. A fault of ours (an event that cannot be
+built, the engine failing) is a deny saying what broke, as everywhere in mcp-hooks
+(``on_fault``).
 The session id is the LangGraph thread id (``config["configurable"]["thread_id"]``) when there
 is one, else one id per middleware instance.
 """
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -46,16 +56,21 @@ from langchain.agents.middleware import (  # type: ignore[import-not-found, unus
     AgentMiddleware,
     hook_config,
 )
+from langchain.agents.middleware.types import (  # type: ignore[import-not-found, unused-ignore]
+    ModelResponse,
+)
 from langchain_core.messages import (  # type: ignore[import-not-found, unused-ignore]
     AIMessage,
     HumanMessage,
+    SystemMessage,
     ToolMessage,
+    convert_to_messages,
+    convert_to_openai_messages,
 )
 
-from mcp_hooks.discovery import Registry
-from mcp_hooks.engine import Engine
+from mcp_hooks.api import Hooks
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.outcome import Event, OnFault, Outcome, cap_text, fault_outcome
+from mcp_hooks.outcome import OnFault, Outcome, cap_text, fault_outcome
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
 
 
@@ -66,11 +81,13 @@ class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
         project_dir: the project whose ``.agents/hooks`` run (and the hooks' cwd); None for
             user hooks only, run in the current folder.
         user_dir: the user hooks folder; None for the default (``~/.config/agents/hooks``).
-        log: where events are logged; None for no log.
-        on_fault: ``block`` (default) or ``warn``, as ``Engine``.
+        log: the event log, as ``Hooks`` takes it (a path, an ``EventLog``, True for the
+            default one); None for no log.
+        on_fault: ``block`` (default) or ``warn``, as ``Hooks``.
         stop_block_cap: consecutive ``before_stop`` blocks before the stop is let through.
         session_id: the session the hooks see; default the thread id, else a fresh id.
-        engine: a one-shot ``Engine`` to use instead of building one from the above.
+        hooks: a ``mcp_hooks.Hooks`` to fire through instead of one made from the above
+            (then ``close`` leaves it open).
     """
 
     def __init__(
@@ -78,22 +95,18 @@ class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
         project_dir: str | Path | None = None,
         *,
         user_dir: str | Path | None = None,
-        log: EventLog | None = None,
+        log: str | Path | EventLog | bool | None = None,
         on_fault: OnFault = "block",
         stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
         session_id: str | None = None,
-        engine: Engine | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
         super().__init__()
-        if engine is None:
-            registry = Registry(Path(user_dir) if user_dir is not None else None,
-                                Path(project_dir) if project_dir is not None else None)
-            engine = Engine(registry, log=log, on_fault=on_fault, one_shot=True,
-                            stop_block_cap=stop_block_cap)
-        elif not engine.one_shot:
-            raise ValueError("HooksMiddleware(engine=...) needs an Engine made with "
-                             "one_shot=True (it fires from sync and async graphs alike)")
-        self.engine = engine
+        self._owned = hooks is None
+        self.hooks = hooks if hooks is not None else Hooks(
+            project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
+            stop_block_cap=stop_block_cap)
+        self.stop_block_cap = stop_block_cap
         self.session_id = session_id or f"langchain-{uuid.uuid4().hex[:12]}"
         self._stop_blocks: dict[str, int] = {}
 
@@ -102,14 +115,52 @@ class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
     def fire(self, event_type: str, **fields: Any) -> Outcome:
         """Fire one event; a fault of ours is ``fault_outcome`` (a deny that says what broke)."""
         try:
-            return self.engine.fire_blocking(Event.create(event_type=event_type, **fields))
+            return self.hooks.fire(event_type, **fields)
         except Exception as exc:
-            return fault_outcome(
-                event_type, f"the LangChain adapter could not fire {event_type}: "
-                f"{type(exc).__name__}: {cap_text(str(exc), 300)}", on_fault=self.engine.on_fault)
+            return self._fault(event_type, exc)
 
     async def afire(self, event_type: str, **fields: Any) -> Outcome:
-        return await asyncio.to_thread(self.fire, event_type, **fields)
+        try:
+            return await self.hooks.afire(event_type, **fields)
+        except Exception as exc:
+            return self._fault(event_type, exc)
+
+    def _fault(self, event_type: str, exc: Exception) -> Outcome:
+        return fault_outcome(
+            event_type, f"the LangChain adapter could not fire {event_type}: "
+            f"{type(exc).__name__}: {cap_text(str(exc), 300)}", on_fault=self.hooks.on_fault)
+
+    def close(self) -> None:
+        """Stop the hook processes of the ``Hooks`` this middleware made (not of one given)."""
+        if self._owned:
+            self.hooks.close()
+
+    # -- the model ---------------------------------------------------------------------------
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        session = _session(request.runtime, self.session_id)
+        before = self.fire("before_model", session_id=session, messages=_model_input(request))
+        if before.denied:
+            return _model_refused(before)
+        request = _model_rewritten(request, before)
+        response = handler(request)
+        after = self.fire("after_model", session_id=session, messages=_model_input(request),
+                          response=_response_messages(response))
+        return _model_judged(response, after)
+
+    async def awrap_model_call(self, request: Any,
+                               handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        session = _session(request.runtime, self.session_id)
+        before = await self.afire("before_model", session_id=session,
+                                  messages=_model_input(request))
+        if before.denied:
+            return _model_refused(before)
+        request = _model_rewritten(request, before)
+        response = await handler(request)
+        after = await self.afire("after_model", session_id=session,
+                                 messages=_model_input(request),
+                                 response=_response_messages(response))
+        return _model_judged(response, after)
 
     # -- tools -------------------------------------------------------------------------------
 
@@ -157,7 +208,7 @@ class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
         """Back to the model with the reason, or None to stop. The engine's stop guard caps
         hook blocks; this count also caps faults of ours, which the guard does not see."""
         blocks = self._stop_blocks.get(session, 0)
-        if not outcome.continue_working or blocks >= self.engine.stop_guard.cap:
+        if not outcome.continue_working or blocks >= self.stop_block_cap:
             self._stop_blocks.pop(session, None)
             return None
         self._stop_blocks[session] = blocks + 1
@@ -166,6 +217,43 @@ class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
 
 
 # -- translation: LangChain objects <-> event fields ----------------------------------------
+
+
+def _model_input(request: Any) -> list[dict[str, Any]]:
+    head = [request.system_message] if request.system_message is not None else []
+    return list(convert_to_openai_messages([*head, *request.messages]))
+
+
+def _model_rewritten(request: Any, outcome: Outcome) -> Any:
+    new = (outcome.modified_input or {}).get("messages")
+    if not isinstance(new, list):
+        return request
+    messages = convert_to_messages(new)
+    system = next((m for m in messages if isinstance(m, SystemMessage)), None)
+    return request.override(system_message=system,
+                            messages=[m for m in messages if not isinstance(m, SystemMessage)])
+
+
+def _model_refused(outcome: Outcome) -> Any:
+    reason = outcome.reason or f"blocked by hook {outcome.blocked_by}"
+    return ModelResponse(result=[AIMessage(content=reason)])
+
+
+def _response_messages(response: Any) -> list[dict[str, Any]]:
+    inner = getattr(response, "model_response", response)  # an ExtendedModelResponse
+    result = inner.result if hasattr(inner, "result") else [inner]
+    return list(convert_to_openai_messages(result))
+
+
+def _model_judged(response: Any, outcome: Outcome) -> Any:
+    if outcome.denied:
+        return _model_refused(outcome)
+    new = outcome.modified_output
+    if new is None:
+        return response
+    if isinstance(new, str):
+        return ModelResponse(result=[AIMessage(content=new)])
+    return ModelResponse(result=convert_to_messages(new if isinstance(new, list) else [new]))
 
 
 def _session(runtime: Any, default: str) -> str:
