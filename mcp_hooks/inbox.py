@@ -105,11 +105,11 @@ def deliver_async(event: str, session_id: str | None, hook_name: str, stdout: by
     signal = async_aid(event, hook_name, stdout, exit_code)
     if signal is None:
         return
+    AidInbox().put(session_id, [signal])  # first: once logged, it is waiting
     if log_path is not None:
         from mcp_hooks.signallog import SignalLog
 
         SignalLog.beside(log_path).record([signal], session_id)
-    AidInbox().put(session_id, [signal])
 
 
 def aid_context(signal: Signal) -> str:

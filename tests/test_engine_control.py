@@ -257,3 +257,23 @@ async def test_a_long_lived_engine_sees_hooks_yaml_change(repo: Path, tmp_path: 
               "hooks:\n  pre-issue-submit:\n    - {oracle: ChecklistValidator, enabled: false}\n")
         switched_off = await engine.fire(submit(repo, OPEN_ISSUE))
     assert not before.denied and added.denied and not switched_off.denied
+
+
+async def test_a_broken_hooks_yaml_under_on_fault_warn_is_a_warning(repo: Path,
+                                                                   tmp_path: Path) -> None:
+    write(repo, ".ahp/hooks.yaml", "hooks:\n  pre-tool-use:\n    - {oracle: NoSuchOracle}\n")
+    outcome = await fire(engine_for(repo, tmp_path, on_fault="warn"),
+                         Event("before_tool", work_dir=str(repo), tool_name="Shell",
+                               tool_input={"command": "ls"}))
+    assert not outcome.denied
+    assert any("NoSuchOracle" in w for w in outcome.warnings)
+
+
+@pytest.mark.parametrize("fired", ["Shell", "Bash"])
+async def test_when_tool_takes_a_hosts_own_name(repo: Path, tmp_path: Path, fired: str) -> None:
+    write(repo, ".ahp/hooks.yaml", "hooks:\n  pre-tool-use:\n    - oracle: SecurityScanner\n"
+                                   "      when: {tool: [Bash]}\n")
+    outcome = await fire(engine_for(repo, tmp_path),
+                         Event("before_tool", work_dir=str(repo), tool_name=fired,
+                               tool_input={"command": "echo AKIAABCDEFGHIJKLMNOP"}))
+    assert outcome.denied, outcome

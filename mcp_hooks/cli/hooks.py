@@ -239,8 +239,8 @@ def _why_none(registry: Registry, event_type: str, args: argparse.Namespace,
               outcome: Outcome) -> tuple[str, list[str]]:
     """When no hook ran: why (no hooks at all, none for this event, none matched) and what to
     do about it; ("", []) when a hook ran or the event was denied."""
-    if outcome.hooks or outcome.denied:
-        return "", []
+    if outcome.hooks or outcome.denied or outcome.signals or outcome.additional_context:
+        return "", []  # a hook ran, or a hooks.yaml entry spoke
     if not registry.hooks() and not registry.untrusted and not registry.invalid:
         searched = [f"{registry.user_dir} (user)"]
         if registry.project_dir is not None:

@@ -197,6 +197,11 @@ def _scalar_holds(want: Any, actual: Any) -> bool:
 
 def condition_holds(key: str, want: Any, view: Mapping[str, Any]) -> bool:
     actual = lookup(view, key)
+    if key == "tool":  # a host's own name (Bash) also matches the canonical one (Shell)
+        from mcp_hooks.vocabulary import also_named
+
+        names = frozenset(str(w) for w in (want if isinstance(want, list) else [want]))
+        return actual is not None and str(actual) in names | also_named(names)
     if isinstance(want, list):
         return any(_scalar_holds(w, actual) for w in want)
     return _scalar_holds(want, actual)

@@ -16,8 +16,9 @@ How a signal acts on the event (the engine's rules, in one place: ``Decision``):
 - **block**: a deny with the signal's reason and resolution path, ``blocked_by`` the
   entry's source. On an event that cannot block, a warning.
 - **prompt**: the message (and suggestions) in ``additional_context``; the event goes on.
-  A prompt of type ``oracle_fault`` (an oracle that raised) is a fault of the control layer:
-  under ``on_fault: block`` a deny saying which oracle broke, else a warning.
+  A prompt of type ``oracle_fault`` (an oracle that raised) and the block signals of a broken
+  hooks.yaml (``config_error``) are faults of the control layer: under ``on_fault: block`` a
+  deny saying what broke, under ``warn`` a warning (as a broken HOOK.md hook is).
 - **control**: a modification of ``field: tool_input`` with a ``to`` object rewrites the tool
   input (``modified_input``) on ``before_tool``; any other adjustment (a batch split, lint
   fixes already applied) is described in ``additional_context``.
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from mcp_hooks.watch import ChangeWatcher
 
 _DETACHED = "mcp_hooks.control.layer"
+_FAULTS = ("oracle_fault", "config_error")  # the control layer's own, under on_fault
 
 
 @dataclass
@@ -199,14 +201,15 @@ class ControlLayer:
         decision.signals = signals
         for signal in signals:
             text = f"[{signal.source}] {signal.text()}"
-            if signal.blocks or (signal.header.type == "oracle_fault" and fail_closed):
+            fault = signal.header.type in _FAULTS
+            if (signal.blocks and not fault) or (fault and fail_closed):
                 if can_block:
                     decision.deny = signal
-                    decision.reason = signal.text() if signal.blocks else (
+                    decision.reason = signal.text() if not fault else (
                         f"the control layer could not decide: {signal.text()}")
                     break
                 decision.warnings.append(text)
-            elif signal.header.type == "oracle_fault":
+            elif fault:  # on_fault: warn, as a broken HOOK.md hook is let through
                 decision.warnings.append(text)
             elif signal.intensity == "control":
                 rewrite = _rewrite(signal) if trigger == "before_tool" else None
@@ -253,11 +256,11 @@ def run_background(job: dict[str, Any], config: ControlConfig | None = None,
     except Exception as exc:  # a background fault is reported, never raised
         print(f"mcp-hooks: background hooks.yaml entries failed: {exc}", file=sys.stderr)
         return []
+    AidInbox().put(job.get("session_id"), signals)  # first: once logged, it is waiting
     if signals and job.get("log"):
         from mcp_hooks.signallog import SignalLog
 
         SignalLog.beside(Path(job["log"])).record(signals, job.get("session_id"))
-    AidInbox().put(job.get("session_id"), signals)
     return signals
 
 
