@@ -98,6 +98,7 @@ class ControlLayer:
         self._config: ControlConfig | None = None
         self._loaded = False
         self._seen: tuple[tuple[str, int, int], ...] = ()
+        self._woken: tuple[ControlConfig | None, frozenset[str | None] | None] = (None, None)
         self._lock = threading.Lock()
 
     # -- the configuration -----------------------------------------------------------------
@@ -119,7 +120,10 @@ class ControlLayer:
             dirs.append(root)
             if root.is_dir():  # custom oracles' .py files are part of what is trusted
                 dirs += [p for p in root.rglob("*") if p.is_dir()][:200]
-        return [d for d in dirs if d.is_dir()], [d for d in dirs if not d.is_dir()]
+        # a missing folder is watched through its parent (its creation is a change there):
+        # asking the watcher stays one non-blocking read, with no stat per event
+        watched = {d if d.is_dir() else d.parent for d in dirs}
+        return sorted(d for d in watched if d.is_dir()), []
 
     def _signature(self) -> tuple[tuple[str, int, int], ...]:
         """What the configuration and its trust rest on, by ``stat``: the layers, the trust
@@ -169,9 +173,15 @@ class ControlLayer:
     def wakes(self, trigger: str) -> bool:
         """Whether ``trigger`` (canonical) has anything to run or report in hooks.yaml."""
         config = self.config()
-        return config is not None and (
-            trigger in config.triggers or bool(config.problems_for(trigger))
-            or bool(config.untrusted_for(trigger)))
+        if config is None:
+            return False
+        if self._woken[0] is not config:
+            every = any(p.trigger is None for p in config.problems)
+            self._woken = (config, None if every else frozenset(
+                {*config.triggers, *(p.trigger for p in config.problems),
+                 *(e.trigger for e in config.untrusted)}))
+        triggers = self._woken[1]
+        return triggers is None or trigger in triggers
 
     @property
     def ladder(self) -> Ladder:
