@@ -31,8 +31,14 @@ keep the side effect from happening. The SDK has no hook that sends a finished a
 work, so the stop gate wraps the run. Tools of other kinds (hosted tools, MCP servers' tools)
 are not wrapped: gate an MCP server's tools with ``mcp-hooks proxy``.
 
-The engine is a one-shot ``Engine`` fired in a worker thread (hooks never block the event
-loop). A fault of ours is a deny saying what broke (``on_fault``), as everywhere in mcp-hooks.
+Not fired here yet: ``before_model``/``after_model`` (the SDK lets a ``RunConfig`` filter the
+model input, but has no hook that replaces a response or skips a call; it would take a
+wrapped ``Model``).
+
+Events go through a ``mcp_hooks.Hooks`` (``api.py``, ``afire`` on the run's event loop): an
+event no hook wants costs its fast path, and Python callables registered on the ``Hooks``
+run in the same chain. A fault of ours is a deny saying what broke (``on_fault``), as
+everywhere in mcp-hooks.
 """
 
 from __future__ import annotations
@@ -52,10 +58,9 @@ from agents import (  # type: ignore[import-not-found, unused-ignore]
     Runner,
 )
 
-from mcp_hooks.discovery import Registry
-from mcp_hooks.engine import Engine
+from mcp_hooks.api import Hooks
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.outcome import Event, OnFault, Outcome, cap_text, fault_outcome
+from mcp_hooks.outcome import OnFault, Outcome, cap_text, fault_outcome
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
 
 
@@ -66,11 +71,13 @@ class AgentsHooks:
         project_dir: the project whose ``.agents/hooks`` run (and the hooks' cwd); None for
             user hooks only, run in the current folder.
         user_dir: the user hooks folder; None for the default (``~/.config/agents/hooks``).
-        log: where events are logged; None for no log.
-        on_fault: ``block`` (default) or ``warn``, as ``Engine``.
+        log: the event log, as ``Hooks`` takes it (a path, an ``EventLog``, True for the
+            default one); None for no log.
+        on_fault: ``block`` (default) or ``warn``, as ``Hooks``.
         stop_block_cap: consecutive ``before_stop`` blocks before the stop is let through.
         session_id: the session the hooks see; default a fresh id per instance.
-        engine: a one-shot ``Engine`` to use instead of building one from the above.
+        hooks: a ``mcp_hooks.Hooks`` to fire through instead of one made from the above
+            (then ``close`` leaves it open).
     """
 
     def __init__(
@@ -78,37 +85,34 @@ class AgentsHooks:
         project_dir: str | Path | None = None,
         *,
         user_dir: str | Path | None = None,
-        log: EventLog | None = None,
+        log: str | Path | EventLog | bool | None = None,
         on_fault: OnFault = "block",
         stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
         session_id: str | None = None,
-        engine: Engine | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
-        if engine is None:
-            registry = Registry(Path(user_dir) if user_dir is not None else None,
-                                Path(project_dir) if project_dir is not None else None)
-            engine = Engine(registry, log=log, on_fault=on_fault, one_shot=True,
-                            stop_block_cap=stop_block_cap)
-        elif not engine.one_shot:
-            raise ValueError("AgentsHooks(engine=...) needs an Engine made with one_shot=True "
-                             "(it is fired from a worker thread)")
-        self.engine = engine
+        self._owned = hooks is None
+        self.hooks = hooks if hooks is not None else Hooks(
+            project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
+            stop_block_cap=stop_block_cap)
+        self.stop_block_cap = stop_block_cap
         self.session_id = session_id or f"openai-agents-{uuid.uuid4().hex[:12]}"
 
     # -- the one place that talks to the engine --------------------------------------------
 
-    def fire(self, event_type: str, **fields: Any) -> Outcome:
+    async def afire(self, event_type: str, **fields: Any) -> Outcome:
         """Fire one event; a fault of ours is ``fault_outcome`` (a deny that says what broke)."""
         try:
-            return self.engine.fire_blocking(Event.create(
-                event_type=event_type, session_id=self.session_id, **fields))
+            return await self.hooks.afire(event_type, session_id=self.session_id, **fields)
         except Exception as exc:
             return fault_outcome(
                 event_type, f"the OpenAI Agents adapter could not fire {event_type}: "
-                f"{type(exc).__name__}: {cap_text(str(exc), 300)}", on_fault=self.engine.on_fault)
+                f"{type(exc).__name__}: {cap_text(str(exc), 300)}", on_fault=self.hooks.on_fault)
 
-    async def afire(self, event_type: str, **fields: Any) -> Outcome:
-        return await asyncio.to_thread(self.fire, event_type, **fields)
+    def close(self) -> None:
+        """Stop the hook processes of the ``Hooks`` this object made (not of one given)."""
+        if self._owned:
+            self.hooks.close()
 
     # -- tools -------------------------------------------------------------------------------
 
@@ -164,7 +168,7 @@ class AgentsHooks:
             outcome = await self.afire("before_stop", payload={
                 "stop_reason": "final_output", "step_count": len(result.raw_responses),
                 "final_message": _text(result.final_output)})
-            if not outcome.continue_working or blocks >= self.engine.stop_guard.cap:
+            if not outcome.continue_working or blocks >= self.stop_block_cap:
                 return result  # the count also caps faults of ours, which the guard never sees
             blocks += 1
             reason = outcome.reason or f"a before_stop hook ({outcome.blocked_by}) said go on"
@@ -174,7 +178,7 @@ class AgentsHooks:
             agent = self.wrap_agent(result.last_agent)
 
     def run_sync(self, agent: Any, input: str | Sequence[Any], **options: Any) -> Any:
-        """``run`` for code without an event loop."""
+        """``run`` for code without an event loop (``asyncio.run``)."""
         return asyncio.run(self.run(agent, input, **options))
 
 
