@@ -47,7 +47,6 @@ import asyncio
 import copy
 import json
 import uuid
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +137,7 @@ class AgentsHooks:
             return _judged(output, before, after)
 
         wrapped.on_invoke_tool = on_invoke_tool
-        wrapped._mcp_hooks = self
+        wrapped.__dict__["_mcp_hooks"] = self  # a mark, not a field: wrapped once
         return wrapped
 
     def wrap_agent(self, agent: Any) -> Any:
@@ -157,7 +156,7 @@ class AgentsHooks:
 
     # -- runs with the stop gate -------------------------------------------------------------
 
-    async def run(self, agent: Any, input: str | Sequence[Any], **options: Any) -> Any:
+    async def run(self, agent: Any, input: str | list[Any], **options: Any) -> Any:
         """``Runner.run`` on the wrapped agent, with ``before_stop`` as a gate on its final
         output. ``options`` go to ``Runner.run`` (``max_turns``, ``run_config``, ``session``...).
         Returns the last ``RunResult``."""
@@ -177,7 +176,7 @@ class AgentsHooks:
             input = [again] if options.get("session") else [*result.to_input_list(), again]
             agent = self.wrap_agent(result.last_agent)
 
-    def run_sync(self, agent: Any, input: str | Sequence[Any], **options: Any) -> Any:
+    def run_sync(self, agent: Any, input: str | list[Any], **options: Any) -> Any:
         """``run`` for code without an event loop (``asyncio.run``)."""
         return asyncio.run(self.run(agent, input, **options))
 
