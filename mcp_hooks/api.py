@@ -198,7 +198,7 @@ class Hooks:
         name = canonical_event(event.event_type if isinstance(event, Event) else event)
         engine = self._engine
         control = self._control(name)
-        if not control and not engine.wakes(name):
+        if not control and not engine.wakes(name, control=False):
             return _allow(name)
         built = _build(event, fields)
         if not control and self._inline(name, sync=True):
@@ -214,7 +214,7 @@ class Hooks:
         name = canonical_event(event.event_type if isinstance(event, Event) else event)
         engine = self._engine
         control = self._control(name)
-        if not control and not engine.wakes(name):
+        if not control and not engine.wakes(name, control=False):
             return _allow(name)
         built = _build(event, fields)
         if not control and self._inline(name, sync=False):

@@ -47,6 +47,7 @@ from mcp_hooks.errors import ConfigError
 from mcp_hooks.events import TOOL_EVENTS, canonical_event
 from mcp_hooks.hookfile import HookSpec, Scope
 from mcp_hooks.judge import Verdict
+from mcp_hooks.matching import MAX_DEPTH
 from mcp_hooks.runner import RunResult
 
 Level = Literal["instance", "class"]
@@ -96,10 +97,10 @@ class CallableHook(HookSpec):
     async def call(self, event: str, payload: dict[str, Any]) -> tuple[RunResult, Verdict]:
         """Run the function on the current payload; its run and verdict for the chain."""
         subject = SUBJECTS.get(event)
-        value = _copy(payload.get(subject[0]) if subject else payload)
         assert self.fn is not None
         start = time.perf_counter()
         try:
+            value = _copy(payload.get(subject[0]) if subject else payload)
             answer = self.fn(value, dict(payload)) if self.with_payload else self.fn(value)
             if hasattr(answer, "__await__"):
                 answer = await answer
@@ -133,16 +134,45 @@ class CallableHook(HookSpec):
 
 
 def _copy(value: Any) -> Any:
-    """A deep copy for the callable (it must return a change, not make one in place); an
-    object that cannot be copied is handed over as it is."""
+    """A deep copy for the callable (it must return a change, not make one in place): JSON
+    shapes are copied directly; anything else by ``copy.deepcopy``, and an object that
+    cannot be copied (a lock, a socket) is handed over as it is.
+
+    Raises:
+        ValueError: the value nests deeper than ``matching.MAX_DEPTH`` (the callable's run
+            is then a deny saying so: fail closed).
+    """
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
+    try:
+        return _copy_json(value, 0)
+    except TypeError:  # not one of JSON's shapes
+        pass
     import copy
 
     try:
         return copy.deepcopy(value)
-    except Exception:  # an object deepcopy cannot take (a lock, a socket): the original
+    except RecursionError:
+        raise ValueError(f"the input nests deeper than {MAX_DEPTH} levels") from None
+    except Exception:
         return value
+
+
+def _copy_json(value: Any, level: int) -> Any:
+    if level > MAX_DEPTH:
+        raise ValueError(f"the input nests deeper than {MAX_DEPTH} levels")
+    kind = type(value)
+    if kind is dict:
+        return {k: v if type(v) in _SCALARS else _copy_json(v, level + 1)
+                for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _SCALARS else _copy_json(v, level + 1) for v in value]
+    if kind in _SCALARS:
+        return value
+    raise TypeError(kind)  # outside JSON's shapes: copied by copy.deepcopy instead
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def make_hook(fn: Callable[..., Any], event: str, *, level: Level = "instance",

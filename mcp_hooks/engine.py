@@ -44,23 +44,23 @@ from typing import TYPE_CHECKING, Any, Literal
 from mcp_hooks import matching
 from mcp_hooks.asynchooks import AsyncJob, AsyncLauncher, TaskGroupLauncher
 from mcp_hooks.callables import CallableHook, notify
+from mcp_hooks.chain import Chain, demote_blocks
 from mcp_hooks.detached import DetachedLauncher
 from mcp_hooks.discovery import Registry, run_order
 from mcp_hooks.eventlog import EventLog, now
 from mcp_hooks.events import can_block, canonical_event, is_notification
 from mcp_hooks.hookenv import HookEnvs, hook_environment
 from mcp_hooks.hookfile import HookSpec
-from mcp_hooks.inbox import AidInbox, aid_context
-from mcp_hooks.judge import Verdict, decode, judge
+from mcp_hooks.inbox import AidInbox
+from mcp_hooks.judge import decode, judge
 from mcp_hooks.outcome import Event, HookRun, OnFault, Outcome, cap_text, fault_outcome
 from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
 from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.signallog import SignalLog
-from mcp_hooks.signals import INTENSITIES, Signal, from_hook_run, new_id
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
 
 if TYPE_CHECKING:
-    from mcp_hooks.control.layer import ControlLayer, Decision
+    from mcp_hooks.control.layer import ControlLayer
 
 _THREAD_MATCH = 1 << 16  # characters of tool input past which matching leaves the event loop
 
@@ -81,110 +81,6 @@ async def _run_blocking(argv: tuple[str, ...], stdin: bytes, **options: Any) -> 
     """The blocking runner behind the async interface: it never suspends, so a one-shot
     engine's ``fire`` runs to the end in one step (``fire_blocking``)."""
     return run_hook_blocking(argv, stdin, **options)
-
-
-class _Chain:
-    """What the sync hooks of one event have decided so far (step 3's accumulator)."""
-
-    __slots__ = ("blocked_by", "contexts", "correlation", "decision", "delivered", "files",
-                 "input_changed",
-                 "issue_id", "name", "output_changed", "outputs", "reason", "runs", "signals",
-                 "tool_input", "tool_output", "warnings")
-
-    def __init__(self, name: str, event: Event, runs: list[HookRun],
-                 warnings: list[str]) -> None:
-        self.name = name
-        self.signals: list[Signal] = []
-        self.delivered: frozenset[str] = frozenset()  # aid handed over, logged when made
-        self.correlation = new_id()  # links the signals of this event
-        issue = event.payload.get("issue")
-        issue = issue if isinstance(issue, dict) else {}
-        self.issue_id: str | None = issue.get("id")
-        self.files: tuple[str, ...] = tuple(issue.get("files_changed") or ())
-        self.runs = runs
-        self.warnings = list(warnings)
-        self.outputs: dict[str, RunResult] = {}
-        self.contexts: list[str] = []
-        self.tool_input = event.tool_input
-        self.tool_output = event.tool_output
-        self.input_changed = self.output_changed = False
-        self.decision: Literal["allow", "deny"] = "allow"
-        self.reason: str | None = None
-        self.blocked_by: str | None = None
-
-    def apply(self, hook: HookSpec, result: RunResult, verdict: Verdict) -> HookRun:
-        """Record one sync hook's run and verdict; returns its ``HookRun``."""
-        self.outputs[hook.name] = result
-        run = HookRun(name=hook.name, scope=hook.scope, priority=hook.priority, mode="sync",
-                      status=verdict.status, exit_code=result.exit_code,
-                      duration_ms=round(result.duration_ms, 3), message=verdict.message)
-        self.runs.append(run)
-        if verdict.warning:
-            self.warnings.append(verdict.warning)
-        if (verdict.deny or verdict.context or verdict.signal is not None
-                or verdict.modified_input is not None or verdict.modified_output is not None):
-            self._signal(hook, verdict)
-        if verdict.context:
-            self.contexts.append(cap_text(verdict.context))
-        if verdict.modified_input is not None:
-            self.tool_input, self.input_changed = verdict.modified_input, True
-        if verdict.modified_output is not None:
-            self.tool_output, self.output_changed = verdict.modified_output, True
-        if verdict.deny:
-            self.decision, self.blocked_by = "deny", verdict.blocked_by or hook.name
-            self.reason = cap_text(verdict.reason or f"blocked by hook {hook.name}")
-        return run
-
-    def _signal(self, hook: HookSpec, verdict: Verdict) -> None:
-        """The signals of one run (before ``apply`` changes ``tool_input``)."""
-        where: dict[str, Any] = {"issue_id": self.issue_id, "files": self.files,
-                                 "correlation_id": self.correlation}
-        printed = verdict.signal
-        derived = from_hook_run(
-            source=hook.name, hook=self.name, deny=verdict.deny, reason=verdict.reason,
-            modified_input=verdict.modified_input, original_input=self.tool_input,
-            modified_output=verdict.modified_output,
-            context=None if printed is not None or verdict.notice else verdict.context,
-            warning=verdict.notice, **where)
-        if printed is not None:
-            printed = printed.with_context(
-                correlation_id=self.correlation, issue_id=printed.context.issue_id
-                or self.issue_id, files=printed.context.files or self.files)
-            derived = [printed, *(s for s in derived if not (printed.blocks and s.blocks))]
-        self.signals.extend(derived)
-
-    def deliver(self, aid: list[Signal]) -> None:
-        """Aid left for this session by an earlier event (``inbox.py``)."""
-        self.contexts.extend(cap_text(aid_context(s)) for s in aid)
-        self.signals.extend(aid)
-        self.delivered = frozenset(s.id for s in aid)
-
-    def control(self, decision: Decision) -> None:
-        """Apply the hooks.yaml entries' ``Decision`` (``control.layer``)."""
-        self.signals.extend(decision.signals)
-        self.warnings.extend(decision.warnings)
-        self.contexts.extend(cap_text(c) for c in decision.contexts)
-        if decision.tool_input is not None:
-            self.tool_input, self.input_changed = decision.tool_input, True
-        if decision.deny is not None:
-            self.decision, self.blocked_by = "deny", decision.deny.source
-            self.reason = cap_text(decision.reason or decision.deny.text())
-
-    def outcome(self, name: str) -> Outcome:
-        allowed = self.decision == "allow"
-        return Outcome(
-            event_type=name,
-            decision=self.decision,
-            reason=self.reason,
-            blocked_by=self.blocked_by,
-            modified_input=self.tool_input if self.input_changed and allowed else None,
-            modified_output=self.tool_output if self.output_changed and allowed else None,
-            additional_context=self.contexts,
-            continue_working=not allowed and name == "before_stop",
-            hooks=self.runs,
-            warnings=self.warnings,
-            signals=sorted(self.signals, key=lambda s: INTENSITIES.index(s.intensity)),
-        )
 
 
 class Engine:
@@ -322,7 +218,7 @@ class Engine:
             notes = outcome.warnings  # warn: the valid hooks run, the warning stays
         ticket = self.stop_guard.before(event, payload) if name == "before_stop" else None
         # 2. start async hooks, 3. run, judge, apply
-        chain = _Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes)
+        chain = Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes)
         chain.deliver(self._inbox.take(event.session_id) if event.session_id else [])
         if hooks:
             await self._run_chain(name, event, hooks, payload, work_dir, chain, on_hook_done)
@@ -333,11 +229,11 @@ class Engine:
         if ticket is not None:
             outcome = self.stop_guard.after(ticket, outcome)
             if not outcome.denied and any(s.blocks for s in outcome.signals):
-                outcome = _demote_blocks(outcome)
+                outcome = demote_blocks(outcome)
         return self._logged(event, name, work_dir, outcome, chain.outputs, chain.delivered)
 
     async def _run_control(self, name: str, event: Event, payload: dict[str, Any],
-                           chain: _Chain) -> None:
+                           chain: Chain) -> None:
         """Step 3b: the hooks.yaml entries, after the HOOK.md chain (``control.layer``)."""
         assert self.control is not None
         if chain.decision == "allow":
@@ -360,17 +256,18 @@ class Engine:
                                 log_path=self.log.path if self.log is not None else None,
                                 correlation_id=chain.correlation, detach=self.one_shot)
 
-    def wakes(self, name: str) -> bool:
+    def wakes(self, name: str, *, control: bool = True) -> bool:
         """Whether firing this canonical event could do anything but allow: a hook or
         callable for it, one in scope that did not load, an untrusted project hook to warn
         of, a hooks.yaml entry. Picks up changes on disk first. False: ``fire`` would return
         a plain allow, so a caller may answer one itself (the library's fast path,
-        ``api.py``), skipping the event log and aid waiting for the session."""
+        ``api.py``), skipping the event log and aid waiting for the session.
+        ``control=False``: the caller has asked hooks.yaml itself."""
         registry = self.registry
         registry.refresh()
         if registry.wakes(name):
             return True
-        return self.control is not None and self.control.wakes(name)
+        return control and self.control is not None and self.control.wakes(name)
 
     async def _select_here(self, name: str, event: Event) -> list[HookSpec]:
         return self.registry.select(name, event.tool_name, event.tool_input)
@@ -407,7 +304,7 @@ class Engine:
                         mode="async", status="scheduled") for hook in started]
 
     async def _run_chain(self, name: str, event: Event, hooks: list[HookSpec],
-                         payload: dict[str, Any], work_dir: str, chain: _Chain,
+                         payload: dict[str, Any], work_dir: str, chain: Chain,
                          on_hook_done: HookDone | None) -> None:
         stdin, stdin_for = b"", ""  # the payload as bytes, and the trigger spelling in them
         todo = [] if is_notification(name) else [h for h in hooks if not h.is_async]
@@ -465,8 +362,8 @@ class Engine:
             more = f" (and {len(broken) - 5} more)" if len(broken) > 5 else ""
             return (f"{len(broken)} hook(s) that could handle {name} failed to load: {shown}"
                     f"{more}. Fix or remove them (`mcp-hooks validate` shows each problem)")
-        if not hooks:
-            return None
+        if all(isinstance(h, CallableHook) for h in hooks):
+            return None  # nothing to encode, no folder to run in (callables copy the input)
         deepest = matching.depth(payload)
         if deepest > matching.MAX_DEPTH:
             return (f"the event nests {deepest}+ levels deep; mcp-hooks hands hooks at most "
@@ -582,19 +479,3 @@ class Engine:
             "hooks": hooks,
             "warnings": outcome.warnings,
         })
-
-
-def _demote_blocks(outcome: Outcome) -> Outcome:
-    """The loop guard let a blocked stop through: its block signals become prompts."""
-    from dataclasses import replace
-
-    def demote(signal: Signal) -> Signal:
-        if not signal.blocks:
-            return signal
-        note = ("the stop loop guard let the agent stop after repeated blocks: "
-                f"{signal.payload.get('reason', '')}")
-        return signal.with_intensity("prompt", {"severity": "high", "message": note,
-                                                "suggestions": list(
-                                                    signal.payload.get("resolution_path", [])),
-                                                "continue_allowed": True})
-    return replace(outcome, signals=[demote(s) for s in outcome.signals])

@@ -44,12 +44,18 @@ def default_log_path() -> Path:
     return paths.log_path()
 
 
+_SECOND: list[Any] = [None, ""]  # the last whole second formatted, and its text
+
+
 def now() -> str:
     """ISO 8601 UTC with milliseconds, e.g. 2026-01-15T10:30:00.123Z."""
     stamp = time.time()
     second = int(stamp)
-    return (f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(second))}."
-            f"{int((stamp - second) * 1000):03d}Z")
+    cached = _SECOND
+    if cached[0] != second:  # strftime once a second, not once an event
+        cached[1] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        cached[0] = second
+    return f"{cached[1]}.{int((stamp - second) * 1000):03d}Z"
 
 
 def async_record(

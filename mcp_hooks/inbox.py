@@ -8,7 +8,7 @@ signals themselves) on the session's next event: "an aid as context on the next 
 
 - ``put`` appends under an exclusive ``flock``: concurrent writers never tear a line.
 - ``take`` claims the whole file by renaming it first, so two events of one session never
-  deliver the same aid twice; with nothing waiting it costs one failed ``rename``.
+  deliver the same aid twice; with nothing new in the folder it costs one ``stat``.
 - Without a session id there is no next turn to wait for: the aid is only logged.
 """
 
@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +50,26 @@ class AidInbox:
 
             root = aid_inbox_dir()
         self.root = Path(root)
+        self._names: dict[str, str] = {}  # session -> its file's path
+        self._empty: dict[str, int] = {}  # session -> folder mtime when it had nothing
 
     def _path(self, session_id: str) -> Path:
         return self.root / f"{_file_name(session_id)}.jsonl"
+
+    def _nothing_new(self, session_id: str) -> bool:
+        """Whether the folder is unchanged since this session last found nothing: one
+        ``stat``, instead of a ``rename`` that fails. A folder changed in the last 50 ms
+        is checked anyway (its mtime may not have moved for a write in the same tick)."""
+        try:
+            mtime = os.stat(self.root).st_mtime_ns
+        except OSError:
+            return True  # no inbox folder: nothing ever waited
+        if self._empty.get(session_id) == mtime and time.time_ns() - mtime > 50_000_000:
+            return True
+        if len(self._empty) > 10_000:
+            self._empty.clear()
+        self._empty[session_id] = mtime
+        return False
 
     def put(self, session_id: str | None, signals: list[Signal]) -> None:
         """Leave ``signals`` for the session's next event; never raises."""
@@ -71,7 +89,7 @@ class AidInbox:
 
     def take(self, session_id: str | None) -> list[Signal]:
         """The session's waiting aid, oldest first, removed from the inbox; never raises."""
-        if not session_id:
+        if not session_id or self._nothing_new(session_id):
             return []
         path = self._path(session_id)
         claimed = path.with_name(f"{path.stem}.{os.getpid()}.taking")
@@ -79,6 +97,7 @@ class AidInbox:
             os.rename(path, claimed)
         except OSError:
             return []  # nothing waiting (the common case), or another event took it
+        self._empty.pop(session_id, None)
         try:
             fd = os.open(claimed, os.O_RDONLY)
             try:

@@ -45,6 +45,8 @@ EVENT_FIELDS: dict[str, tuple[str, bool]] = {
 _KINDS: dict[str, tuple[type, str]] = {
     "string": (str, "a string"), "object": (dict, "a JSON object"),
 }
+_CHECKED = tuple((name, *_KINDS[kind], nullable) for name, (kind, nullable)
+                 in EVENT_FIELDS.items() if kind != "any")
 
 
 def _type_name(value: Any) -> str:
@@ -78,12 +80,9 @@ class Event:
     context: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name, (kind, nullable) in EVENT_FIELDS.items():
+        for name, want, words, nullable in _CHECKED:
             value = getattr(self, name)
-            if kind == "any" or (value is None and nullable):
-                continue
-            want, words = _KINDS[kind]
-            if not isinstance(value, want):
+            if not isinstance(value, want) and not (value is None and nullable):
                 raise InvalidEventError(name, f"must be {words}, got {_type_name(value)}")
         for name in ("payload", "context"):
             if getattr(self, name) is None:
