@@ -277,3 +277,16 @@ async def test_when_tool_takes_a_hosts_own_name(repo: Path, tmp_path: Path, fire
                          Event("before_tool", work_dir=str(repo), tool_name=fired,
                                tool_input={"command": "echo AKIAABCDEFGHIJKLMNOP"}))
     assert outcome.denied, outcome
+
+
+def test_the_inbox_sees_aid_left_after_it_found_nothing(tmp_path: Path) -> None:
+    from mcp_hooks.signals import Signal
+
+    inbox = AidInbox(tmp_path / "aid")
+    assert inbox.take("s") == []  # no folder yet
+    inbox.put("other", [Signal.aid("for another session")])
+    assert inbox.take("s") == []  # the folder changed, but not for this session
+    assert inbox.take("s") == []  # unchanged since: one stat, nothing
+    AidInbox(tmp_path / "aid").put("s", [Signal.aid("late")])  # another writer, same folder
+    assert [s.payload["context_info"] for s in inbox.take("s")] == ["late"]
+    assert [s.payload["context_info"] for s in inbox.take("other")] == ["for another session"]
