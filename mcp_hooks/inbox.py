@@ -64,11 +64,15 @@ class AidInbox:
             mtime = os.stat(self.root).st_mtime_ns
         except OSError:
             return True  # no inbox folder: nothing ever waited
-        if self._empty.get(session_id) == mtime and time.time_ns() - mtime > 50_000_000:
+        settled = time.time_ns() - mtime > 50_000_000
+        if settled and self._empty.get(session_id) == mtime:
             return True
         if len(self._empty) > 10_000:
             self._empty.clear()
-        self._empty[session_id] = mtime
+        if settled:  # a recent mtime may not move again for a write in the same tick
+            self._empty[session_id] = mtime
+        else:
+            self._empty.pop(session_id, None)
         return False
 
     def put(self, session_id: str | None, signals: list[Signal]) -> None:
