@@ -2,9 +2,9 @@
 and the 2.x middleware (``mcp_hooks.adapters.agentscope_middleware``).
 
 Each generation has its own cached venv (the two cannot share one), AgentScope from PyPI
-pinned, this checkout editable; the scenario (``tests/scenarios/agentscope.py``) runs there as
-a subprocess against the scripted model on loopback (``tests/scripted_model.py``), with real
-HOOK.md hooks in a temporary user hooks folder. One run covers the three promises: a
+pinned, this checkout editable; the scenario (``tests/scenarios/agentscope_agent.py``) runs
+there as a subprocess against the scripted model on loopback (``tests/scripted_model.py``),
+with real HOOK.md hooks in a temporary user hooks folder. One run covers the three promises: a
 ``before_tool`` hook refuses ``danger.txt`` (the file is never written, and the next model
 request carries the reason as the tool result), rewrites ``draft.txt`` to ``final.txt`` (the
 tool writes ``final.txt``), and a ``before_stop`` gate refuses the first stop (the model is
@@ -36,7 +36,7 @@ from tests.framework_venv import REPO, SCENARIOS, _key, framework_python, pip_en
 from tests.scripted_model import ScriptedModel, Text, ToolCall
 
 V1_PINS = ("agentscope==1.0.21", "openai==2.54.0", "greenlet", "tqdm")
-V1_CHECK = "import agentscope.agent, mcp_hooks.adapters.agentscope"
+V1_CHECK = "import mcp_hooks.adapters.agentscope, agentscope.agent"  # the adapter first: its shim
 V2_PINS = ("agentscope==2.0.10",)
 V2_CHECK = "import agentscope.agent, mcp_hooks.adapters.agentscope_middleware"
 
@@ -108,13 +108,13 @@ def run_scenario(python: Path, generation: str, install: str, stream: str,
                  tmp_path: Path) -> tuple[dict[str, Any], ScriptedModel, Path]:
     hooks, work = tmp_path / "hooks", tmp_path / "work"
     work.mkdir()
-    write_hook(hooks, "guard-files", entry="scripts/guard.py",
+    write_hook(hooks, "guard-files", entry="scripts/run.py",
                script=f"#!{sys.executable}\n{GUARD}")
     write_hook(hooks, "finish-gate", trigger="before_stop", script=GATE)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_HOOKS")}
     with ScriptedModel(SCRIPT) as model:
         done = subprocess.run(
-            [str(python), str(SCENARIOS / "agentscope.py"), generation, install, stream,
+            [str(python), str(SCENARIOS / "agentscope_agent.py"), generation, install, stream,
              model.base_url, str(hooks), str(work)],
             capture_output=True, text=True, env=env, timeout=600, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, f"scenario failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"

@@ -2,7 +2,7 @@
 
 Run inside a venv holding AgentScope (1.0.x or 2.x) and mcp-hooks::
 
-    python tests/scenarios/agentscope.py GENERATION INSTALL STREAM BASE_URL HOOKS_DIR WORK_DIR
+    python tests/scenarios/agentscope_agent.py GENERATION INSTALL STREAM BASE_URL HOOKS_DIR WORK_DIR
 
 GENERATION is ``1`` (``AgentScopeHooks``; INSTALL ``instance`` or ``class``) or ``2``
 (``HooksMiddleware``; INSTALL ignored); STREAM ``stream`` or ``whole``. The agent has one
