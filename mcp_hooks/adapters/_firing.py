@@ -1,10 +1,11 @@
 """The one place the AgentScope adapters talk to the engine, and the words they give a model.
 
-``Firing`` owns an engine and fires one event as an awaitable, from any framework coroutine:
+``Firing`` fires one event as an awaitable, from any framework coroutine, through a
+``mcp_hooks.Hooks`` (its own, or one passed in with its Python callables):
 
-* the engine is a one-shot ``Engine`` (hooks run without an event loop of ours; async hooks
-  go to a detached process), called in a worker thread, so a hook never blocks the
-  framework's event loop and parallel tool calls fire side by side;
+* ``Hooks.afire`` runs the hooks on the framework's running event loop (a spawned hook never
+  blocks it; persistent hook processes live as long as the ``Hooks``), so parallel tool calls
+  fire side by side;
 * a fault of ours (an event that cannot be built, the engine failing) is ``fault_outcome``:
   a deny saying what broke on an event that can block (``on_fault="block"``), as everywhere
   in mcp-hooks.
@@ -15,20 +16,18 @@ It imports no framework: ``agentscope.py`` (1.0.x hooks) and ``agentscope_middle
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from pathlib import Path
 from typing import Any
 
-from mcp_hooks.discovery import Registry
-from mcp_hooks.engine import Engine
+from mcp_hooks.api import Hooks
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.outcome import Event, OnFault, Outcome, cap_text, fault_outcome
+from mcp_hooks.outcome import OnFault, Outcome, cap_text, fault_outcome
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
 
 
 class Firing:
-    """Builds (or takes) the engine and fires events at it.
+    """Builds (or takes) a ``Hooks`` and fires events at it.
 
     Args:
         project_dir: the project whose ``.agents/hooks`` run (and the hooks' cwd); None for
@@ -38,11 +37,9 @@ class Firing:
         on_fault: ``block`` (default) or ``warn``, as ``Engine``.
         stop_block_cap: consecutive ``before_stop`` blocks before the stop is let through.
         session_id: the session the hooks see; default one fresh id per adapter.
-        engine: a one-shot ``Engine`` to use instead of building one from the above.
+        hooks: a ``Hooks`` to fire through instead of one built from the above (its
+            callables run in the chain too); ``close`` leaves it open.
         framework: the adapter's name, for the words of a fault.
-
-    Raises:
-        ValueError: ``engine`` was not made with ``one_shot=True``.
     """
 
     def __init__(
@@ -50,22 +47,18 @@ class Firing:
         project_dir: str | Path | None = None,
         *,
         user_dir: str | Path | None = None,
-        log: EventLog | None = None,
+        log: str | Path | EventLog | bool | None = None,
         on_fault: OnFault = "block",
         stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
         session_id: str | None = None,
-        engine: Engine | None = None,
+        hooks: Hooks | None = None,
         framework: str = "agentscope",
     ) -> None:
-        if engine is None:
-            registry = Registry(Path(user_dir) if user_dir is not None else None,
-                                Path(project_dir) if project_dir is not None else None)
-            engine = Engine(registry, log=log, on_fault=on_fault, one_shot=True,
-                            stop_block_cap=stop_block_cap)
-        elif not engine.one_shot:
-            raise ValueError(f"the {framework} adapter's engine= needs an Engine made with "
-                             "one_shot=True (it fires from a worker thread)")
-        self.engine = engine
+        self.owned = hooks is None
+        self.hooks = hooks if hooks is not None else Hooks(
+            project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
+            stop_block_cap=stop_block_cap)
+        self.stop_block_cap = stop_block_cap
         self.framework = framework
         self.session_id = session_id or f"{framework}-{uuid.uuid4().hex[:12]}"
 
@@ -73,21 +66,22 @@ class Firing:
     def stop_cap(self) -> int:
         """How many ``before_stop`` blocks in a row an adapter honours before it stops anyway
         (the engine's loop guard caps hook blocks; this also caps faults of ours)."""
-        return max(self.engine.stop_guard.cap, 1)
+        return max(self.stop_block_cap, 1)
 
-    def fire_now(self, event_type: str, **fields: Any) -> Outcome:
-        """Fire one event in this thread; a fault of ours is ``fault_outcome``."""
+    async def fire(self, event_type: str, **fields: Any) -> Outcome:
+        """Fire one event from a coroutine; a fault of ours is ``fault_outcome``."""
         fields.setdefault("session_id", self.session_id)
         try:
-            return self.engine.fire_blocking(Event.create(event_type=event_type, **fields))
+            return await self.hooks.afire(event_type, **fields)
         except Exception as exc:
             return fault_outcome(
                 event_type, f"the {self.framework} adapter could not fire {event_type}: "
-                f"{type(exc).__name__}: {cap_text(str(exc), 300)}", on_fault=self.engine.on_fault)
+                f"{type(exc).__name__}: {cap_text(str(exc), 300)}", on_fault=self.hooks.on_fault)
 
-    async def fire(self, event_type: str, **fields: Any) -> Outcome:
-        """Fire one event from a coroutine (in a worker thread)."""
-        return await asyncio.to_thread(self.fire_now, event_type, **fields)
+    async def aclose(self) -> None:
+        """Stop the hook processes of the ``Hooks`` this adapter made (not of one given)."""
+        if self.owned:
+            await self.hooks.aclose()
 
 
 def refusal(outcome: Outcome, what: str = "tool call") -> str:

@@ -34,7 +34,9 @@ event               AgentScope hook, and what the outcome does
 A pre hook cannot skip ``_acting``, and a post hook on ``_acting`` never sees the tool's
 result, so the tool side goes through the toolkit's middleware, which ``pre_acting`` adds to
 the acting agent's toolkit on first use (once per toolkit). Install either per instance or
-per class, not both, or every event fires twice. The engine use is ``_firing.Firing``.
+per class, not both, or every event fires twice. The engine use is ``_firing.Firing``,
+through a ``mcp_hooks.Hooks`` (pass ``hooks=`` to share one, Python callables and all);
+``await adapter.firing.aclose()`` stops the hook processes of one it made..
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ from mcp_hooks.adapters._firing import (  # noqa: E402
     tool_input,
     with_context,
 )
+from mcp_hooks.api import Hooks  # noqa: E402
 from mcp_hooks.eventlog import EventLog  # noqa: E402
 from mcp_hooks.outcome import OnFault  # noqa: E402
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP  # noqa: E402
@@ -95,15 +98,15 @@ class AgentScopeHooks:
         project_dir: str | Path | None = None,
         *,
         user_dir: str | Path | None = None,
-        log: EventLog | None = None,
+        log: str | Path | EventLog | bool | None = None,
         on_fault: OnFault = "block",
         stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
         session_id: str | None = None,
-        engine: Any = None,
+        hooks: Hooks | None = None,
     ) -> None:
         self.firing = Firing(project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
                              stop_block_cap=stop_block_cap, session_id=session_id,
-                             engine=engine, framework="agentscope")
+                             hooks=hooks, framework="agentscope")
 
     def _hooks(self) -> list[tuple[str, Callable[..., Any]]]:
         return [("pre_reply", self.pre_reply), ("post_reply", self.post_reply),

@@ -29,7 +29,9 @@ event               middleware point, and what the outcome does
                     its cap
 ==================  ==========================================================================
 
-The engine use is ``_firing.Firing``; a fault of ours is a deny saying what broke.
+The engine use is ``_firing.Firing``, through a ``mcp_hooks.Hooks`` (pass ``hooks=`` to
+share one, Python callables and all); ``await middleware.firing.aclose()`` stops the hook
+processes of one it made.; a fault of ours is a deny saying what broke.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from agentscope.middleware import MiddlewareBase  # type: ignore[import-not-foun
 from agentscope.tool import ToolResponse  # type: ignore[import-not-found, unused-ignore]
 
 from mcp_hooks.adapters._firing import Firing, refusal, stop_feedback, tool_input, with_context
+from mcp_hooks.api import Hooks
 from mcp_hooks.eventlog import EventLog
 from mcp_hooks.outcome import OnFault
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
@@ -58,16 +61,16 @@ class HooksMiddleware(MiddlewareBase):  # type: ignore[misc, unused-ignore]
         project_dir: str | Path | None = None,
         *,
         user_dir: str | Path | None = None,
-        log: EventLog | None = None,
+        log: str | Path | EventLog | bool | None = None,
         on_fault: OnFault = "block",
         stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
         session_id: str | None = None,
-        engine: Any = None,
+        hooks: Hooks | None = None,
     ) -> None:
         super().__init__()
         self.firing = Firing(project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
                              stop_block_cap=stop_block_cap, session_id=session_id,
-                             engine=engine, framework="agentscope2")
+                             hooks=hooks, framework="agentscope2")
 
     async def on_acting(self, agent: Any, input_kwargs: dict[str, Any],
                         next_handler: Callable[..., AsyncGenerator[Any, None]],

@@ -66,6 +66,7 @@ async def run_v1() -> str:
     finally:
         if INSTALL == "class":
             hooks.uninstall()
+        await hooks.firing.aclose()
     return reply.get_text_content() or ""
 
 
@@ -92,11 +93,15 @@ async def run_v2() -> str:
     allowed = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="test tool")
     credential = OpenAICredential(api_key="test", base_url=BASE_URL)
     model = OpenAIChatModel(credential, "scripted-model", stream=STREAM == "stream")
+    middleware = HooksMiddleware(WORK_DIR, user_dir=HOOKS_DIR)
     agent = Agent(name="worker", system_prompt="You write files.", model=model,
                   toolkit=Toolkit(tools=[FunctionTool(write_file, permission=allowed)]),
-                  middlewares=[HooksMiddleware(WORK_DIR, user_dir=HOOKS_DIR)])
-    reply = await agent.reply(
-        Msg(name="user", role="user", content=[TextBlock(text="write the files")]))
+                  middlewares=[middleware])
+    try:
+        reply = await agent.reply(
+            Msg(name="user", role="user", content=[TextBlock(text="write the files")]))
+    finally:
+        await middleware.firing.aclose()
     return str(reply.get_text_content() or "")
 
 
