@@ -48,7 +48,7 @@ def served(args: list[str], env: dict[str, str] | None = None) -> Iterator[Backg
 
 async def check_session(client: Client) -> None:
     tools = {t.name for t in (await client.list_tools()).tools}
-    assert tools == {"fire_hook_event", "list_hooks", "get_hook"}
+    assert tools == {"fire_hook_event", "list_hooks", "get_hook", "respond_to_signal"}
     result = await client.call_tool("fire_hook_event", {
         "event_type": "before_tool", "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}})
     assert result.structured_content is not None

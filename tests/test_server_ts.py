@@ -69,7 +69,7 @@ def run_client(folder: Path, *args: str) -> dict[str, Any]:
 
 def check(result: dict[str, Any]) -> None:
     tools = {t["name"]: t for t in result["tools"]}
-    assert set(tools) == {"fire_hook_event", "list_hooks", "get_hook"}
+    assert set(tools) == {"fire_hook_event", "list_hooks", "get_hook", "respond_to_signal"}
     assert tools["list_hooks"]["readOnly"] is True and tools["get_hook"]["readOnly"] is True
     assert all(t["hasOutputSchema"] for t in tools.values())
     assert result["isError"] is False
@@ -181,7 +181,8 @@ def test_inspector_strict_finds_nothing_in_the_tool_schemas(
                          MCP_HOOKS, *serve_args)
     assert done.returncode == 0, done.stderr
     tools = json.loads(done.stdout)["tools"]
-    assert {t["name"] for t in tools} == {"fire_hook_event", "list_hooks", "get_hook"}
+    assert {t["name"] for t in tools} == {"fire_hook_event", "list_hooks", "get_hook",
+                                          "respond_to_signal"}
     assert "Warning:" not in done.stderr and "Error:" not in done.stderr, done.stderr
     assert "portability" not in done.stderr, done.stderr
 
@@ -197,5 +198,5 @@ def test_inspector_with_the_header_just_works(
                              "--header", f"Authorization: Bearer {TOKEN}")
         seen = requests_seen(server, ["POST /mcp"])
     assert done.returncode == 0, done.stderr
-    assert len(json.loads(done.stdout)["tools"]) == 3
+    assert len(json.loads(done.stdout)["tools"]) == 4  # with respond_to_signal
     assert not any(".well-known" in r or "/register" in r for r in seen), seen
