@@ -16,7 +16,8 @@ The rules of the decision protocol, in one place:
   prompt signal, and its text reaches the agent as context), even for a fail-closed hook;
 - stdout may carry a signal the hook made itself (``intensity`` and that intensity's payload,
   ``signals.printed_signal``): a block signal denies with its ``reason``; a prompt or aid
-  signal's text reaches the agent as context when the hook gave none; a malformed one is a
+  signal's text reaches the agent as context when the hook gave none, and so does a control
+  signal's that comes with no rewrite (a batch split: what was adjusted); a malformed one is a
   failure of the hook (fail open unless fail-closed);
 - ``modified_input`` outside ``before_tool`` and ``before_model`` (where it must be
   ``{"messages": [...]}``, the new model input), and ``modified_output`` outside
@@ -230,8 +231,10 @@ def _parse_stdout(hook: HookSpec, event: str, result: RunResult) -> Verdict:
         verdict.context = str(context)
     elif verdict.notice:
         verdict.context = verdict.notice
-    elif signal is not None and signal.intensity in ("prompt", "aid"):
-        verdict.context = signal.text()
+    elif signal is not None and (signal.intensity in ("prompt", "aid") or (
+            signal.intensity == "control" and verdict.modified_input is None
+            and verdict.modified_output is None)):
+        verdict.context = signal.text()  # an adjustment no rewrite carries: say what it was
     log = data.get("log")
     if log and verdict.message is None:
         verdict.message = cap_text(str(log), 500)

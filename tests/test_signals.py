@@ -292,3 +292,14 @@ async def test_the_loop_guard_turns_its_blocks_into_prompts(user_dir: Path) -> N
     assert not second.denied
     (signal,) = second.signals
     assert signal.intensity == "prompt" and "loop guard" in signal.payload["message"]
+
+
+@pytest.mark.anyio
+async def test_a_printed_adjustment_without_a_rewrite_reaches_the_agent(user_dir: Path) -> None:
+    write_hook(user_dir, "splitter", script=printing(
+        {"intensity": "control", "reversible": True,
+         "modifications": [{"action": "split_batch", "description": "split into 2 batches"}]}))
+    outcome = await fire(Registry(user_dir), **shell())
+    assert not outcome.denied and outcome.modified_input is None
+    assert [s.intensity for s in outcome.signals] == ["control"]
+    assert outcome.additional_context == ["split into 2 batches"]
