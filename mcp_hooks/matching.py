@@ -119,22 +119,24 @@ def search_strings(matcher: Matcher, value: Any) -> bool:
 
 def depth(value: Any, limit: int = MAX_DEPTH) -> int:
     """How deep a JSON value nests (a scalar is 0), counting no further than ``limit + 1``."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, (list, tuple)):
-            children = item
-        else:
-            continue
-        level += 1
-        if level > deepest:
-            deepest = level
-            if deepest > limit:
-                return deepest
-        stack.extend((child, level) for child in children)
+    if not isinstance(value, (dict, list, tuple)):
+        return 0
+    return _depth(value, 1, limit)
+
+
+def _depth(item: Any, level: int, limit: int) -> int:
+    """``item`` (a dict, list or tuple) sits at ``level``: the deepest level below it, or
+    ``limit + 1`` as soon as that is passed."""
+    if level > limit:
+        return level
+    deepest = level
+    for child in item.values() if isinstance(item, dict) else item:
+        if isinstance(child, (dict, list, tuple)):
+            below = _depth(child, level + 1, limit)
+            if below > limit:
+                return below
+            if below > deepest:
+                deepest = below
     return deepest
 
 

@@ -62,15 +62,31 @@ class ChangeWatcher:
         return self._fd >= 0
 
     def watch(self, dirs: Iterable[str | Path], missing: Iterable[Path] = ()) -> None:
-        """Watch these existing folders (again is harmless); poll for ``missing`` roots."""
-        self._missing = list(missing)
+        """Watch these existing folders (again is harmless), and each ``missing`` root
+        through its nearest existing ancestor (its creation is a change there), so asking
+        costs no ``stat`` per call; a root whose ancestor cannot be watched is polled."""
+        missing = list(missing)
+        self._missing = missing
         if self._fd < 0 or self._libc is None:
             return
+        polled = []
+        for root in missing:
+            ancestor = next((p for p in Path(root).parents if p.is_dir()), None)
+            if ancestor is None or not self._add(ancestor):
+                polled.append(root)
+        self._missing = polled
         for d in dirs:
-            added = self._libc.inotify_add_watch(self._fd, os.fsencode(d), _MASK)
-            if added < 0 and ctypes.get_errno() == 28:  # ENOSPC: out of watches, poll instead
-                self.close()
+            if not self._add(d) and self._fd < 0:
                 return
+
+    def _add(self, folder: str | Path) -> bool:
+        """One inotify watch; out of watches (ENOSPC), the watcher falls back to polling."""
+        assert self._libc is not None
+        if self._libc.inotify_add_watch(self._fd, os.fsencode(folder), _MASK) >= 0:
+            return True
+        if ctypes.get_errno() == 28:  # ENOSPC
+            self.close()
+        return False
 
     def changed(self) -> bool:
         """Whether something changed since the last call (may say yes spuriously)."""

@@ -28,6 +28,7 @@ How a signal acts on the event (the engine's rules, in one place: ``Decision``):
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from collections.abc import Mapping
@@ -98,6 +99,7 @@ class ControlLayer:
         self._config: ControlConfig | None = None
         self._loaded = False
         self._seen: tuple[tuple[str, int, int], ...] = ()
+        self._trust_seen: tuple[int, int] | None = None
         self._woken: tuple[ControlConfig | None, frozenset[str | None] | None] = (None, None)
         self._lock = threading.Lock()
 
@@ -111,10 +113,9 @@ class ControlLayer:
         return files
 
     def _watched(self) -> tuple[list[Path], list[Path]]:
-        """The folders a change of the configuration (or of its trust) shows up in."""
-        from mcp_hooks.paths import trust_store_path
-
-        dirs = [self.user_file.parent, trust_store_path().parent]
+        """The folders a change of the configuration shows up in (the trust store is checked
+        by ``stat`` instead: its folder also holds the event log, written every event)."""
+        dirs = [self.user_file.parent]
         if self.project_dir is not None:
             root = self.project_dir / ".ahp"
             dirs.append(root)
@@ -145,11 +146,12 @@ class ControlLayer:
     def config(self) -> ControlConfig | None:
         """The merged configuration, or None when no hooks.yaml layer exists.
 
-        A long-lived layer asks its watcher first (one non-blocking ``read``); only when a
-        watched folder changed (the trust store's folder also holds the event log) does it
-        compare the ``stat`` signature, and it reads the files again only if that moved.
+        A long-lived layer asks its watcher first (one non-blocking ``read``), and, while a
+        project layer is read, the trust store's ``stat``; only when one of them moved does it
+        compare the whole ``stat`` signature, and it reads the files again only if that moved.
         """
-        if self._loaded and (self._watcher is None or not self._watcher.changed()):
+        if self._loaded and (self._watcher is None or not (
+                self._watcher.changed() or self._trust_moved())):
             return self._config
         with self._lock:
             if self._watch and self._watcher is None:
@@ -168,7 +170,23 @@ class ControlLayer:
             else:
                 self._config = None
             self._seen, self._loaded = signature, True
+            self._trust_seen = self._trust_stat()
         return self._config
+
+    def _trust_stat(self) -> tuple[int, int] | None:
+        """The trust store's (mtime, size) while a project layer is read, else None."""
+        if self._config is None or self._config.trust is None:
+            return None
+        from mcp_hooks.paths import trust_store_path
+
+        try:
+            st = os.stat(trust_store_path())
+        except OSError:
+            return (0, 0)
+        return (st.st_mtime_ns, st.st_size)
+
+    def _trust_moved(self) -> bool:
+        return self._trust_seen is not None and self._trust_stat() != self._trust_seen
 
     def wakes(self, trigger: str) -> bool:
         """Whether ``trigger`` (canonical) has anything to run or report in hooks.yaml."""
