@@ -142,6 +142,17 @@ def test_a_root_created_later_is_seen(tmp_path: Path) -> None:
     assert names(registry.hooks()) == ["arrives"]
 
 
+def test_a_root_created_levels_below_a_watched_folder_is_seen(tmp_path: Path) -> None:
+    root = tmp_path / "project" / ".agents" / "hooks"  # nothing of it exists yet
+    registry = Registry(tmp_path / "user", tmp_path / "project")
+    assert not registry.refresh()  # nothing changed: no stat of the missing roots needed
+    write_hook(root, "arrives")
+    assert registry.refresh()
+    assert names(registry.hooks()) == ["arrives"]
+    write_hook(root, "second")  # the new folders are watched themselves now
+    assert registry.refresh() and names(registry.hooks()) == ["arrives", "second"]
+
+
 def test_one_shot_registry_does_not_watch(user_dir: Path) -> None:
     registry = Registry(user_dir, watch=False)
     write_hook(user_dir, "later")
