@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from mcp_hooks.errors import InvalidEventError
+from mcp_hooks.errors import ConfigError, InvalidEventError
 from mcp_hooks.events import can_block, issue_problem
 from mcp_hooks.signals import Signal
 
@@ -172,6 +172,43 @@ class Outcome:
 
     def to_json(self, *, indent: int | None = None) -> str:
         return json.dumps(self.as_dict(), indent=indent, ensure_ascii=False, default=str)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Outcome:
+        """Read ``as_dict``'s shape back (what ``mcp-hooks fire --json`` prints and a server's
+        ``/hooks/fire`` answers).
+
+        Raises:
+            ConfigError: not that shape; the message names the field.
+        """
+        if not isinstance(data, dict):
+            raise ConfigError("an outcome must be a JSON object")
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ConfigError(f"outcome.{unknown[0]}: unknown field")
+        if not isinstance(data.get("event_type"), str):
+            raise ConfigError("outcome.event_type: must be a string")
+        if data.get("decision", "allow") not in ("allow", "deny"):
+            raise ConfigError("outcome.decision: must be allow or deny")
+        for name in ("additional_context", "hooks", "warnings", "signals"):
+            if not isinstance(data.get(name, []), list):
+                raise ConfigError(f"outcome.{name}: must be a list")
+        try:
+            runs = [HookRun(**run) for run in data.get("hooks", [])]
+        except TypeError as exc:
+            raise ConfigError(f"outcome.hooks: not hook runs ({exc})") from None
+        signals = [Signal.from_dict(signal) for signal in data.get("signals", [])]
+        return cls(**{**data, "hooks": runs, "signals": signals})
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Outcome:
+        """``from_dict`` of JSON text. Raises ConfigError (not JSON, or not an outcome)."""
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise ConfigError(f"an outcome must be JSON ({exc})") from None
+        return cls.from_dict(data)
 
 
 def cap_text(text: str, limit: int = AGENT_TEXT_CAP) -> str:

@@ -54,7 +54,7 @@ def guard_home(
     monkeypatch.setenv("XDG_STATE_HOME", str(xdg / "state"))
     for var in ("MCP_HOOKS_USER_DIR", "MCP_HOOKS_PROJECT_DIR", "MCP_HOOKS_LOG",
                 "MCP_HOOKS_TOKEN", "MCP_HOOKS_STOP_BLOCK_CAP", "MCP_HOOKS_ON_FAULT",
-                "MCP_HOOKS_TRUST_STORE"):
+                "MCP_HOOKS_TRUST_STORE", "MCP_HOOKS_SERVER"):
         monkeypatch.delenv(var, raising=False)
     # Project hooks run only once trusted. Tests about something else trust them all, as CI
     # would; the trust tests take this away (the ``untrusted`` fixture) and trust for real.

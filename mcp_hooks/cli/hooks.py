@@ -87,6 +87,17 @@ def _add_fire_parser(sub: Any) -> None:
     p.add_argument("--verbose", "-v", action="store_true",
                    help="also say which hooks were considered and why each did or did not "
                    "match (on stderr)")
+    server = p.add_mutually_exclusive_group()
+    server.add_argument(
+        "--server", metavar="URL",
+        help="send the event to this running `mcp-hooks serve --transport http --token ...` "
+        "(or MCP_HOOKS_SERVER), where persistent hooks stay resident; whatever goes wrong "
+        "there, the event runs here instead, with a note on stderr")
+    server.add_argument("--no-server", action="store_true",
+                        help="run the hooks in this process even if MCP_HOOKS_SERVER is set")
+    p.add_argument("--token", metavar="TOKEN",
+                   help="the server's bearer token (or MCP_HOOKS_TOKEN, or the one `install "
+                   "--via server` saved)")
     options.add_common_options(p)
 
 
@@ -179,28 +190,35 @@ def cmd_fire(args: argparse.Namespace) -> int:
     if args.work_dir and not Path(args.work_dir).is_dir():
         raise UsageError(f"--work-dir {args.work_dir}: not an existing folder")
     values, fault = _json_args(args)
+    registry: Registry | None = None
     if fault is not None:
         outcome = fault_outcome(event_type, fault, on_fault=options.on_fault(args))
     else:
-        event = Event.create(
-            event_type=args.event,
-            session_id=args.session,
-            work_dir=str(Path(args.work_dir).resolve()) if args.work_dir else None,
-            tool_name=args.tool,
-            tool_input=values["tool_input"],
-            tool_output=values["tool_output"],
-            error=args.error,
-            tool_use_id=args.tool_use_id,
-            payload=values["payload"] or {},
-        )
-        registry = options.registry(args, watch=False)
-        engine = Engine(registry, log=options.event_log(args),
-                        stop_block_cap=options.stop_block_cap(args), one_shot=True,
-                        on_fault=options.on_fault(args))
-        outcome = engine.fire_blocking(event, on_hook_done=_progress(event_type))
+        fields: dict[str, Any] = {
+            "event_type": args.event,
+            "session_id": args.session,
+            "work_dir": str(Path(args.work_dir).resolve()) if args.work_dir else None,
+            "tool_name": args.tool,
+            "tool_input": values["tool_input"],
+            "tool_output": values["tool_output"],
+            "error": args.error,
+            "tool_use_id": args.tool_use_id,
+            "payload": values["payload"] or {},
+        }
+        event = Event.create(**fields)
+        served = _fire_on_server(args, fields | {"event_type": event_type})
+        if served is not None:
+            outcome = served
+        else:
+            registry = options.registry(args, watch=False)
+            engine = Engine(registry, log=options.event_log(args),
+                            stop_block_cap=options.stop_block_cap(args), one_shot=True,
+                            on_fault=options.on_fault(args))
+            outcome = engine.fire_blocking(event, on_hook_done=_progress(event_type))
         if getattr(args, "verbose", False):
             from mcp_hooks.cli.report import format_considered
 
+            registry = registry or options.registry(args, watch=False)
             print(format_considered(registry, event_type, args.tool, values["tool_input"]),
                   file=sys.stderr)
     if args.json:
@@ -212,6 +230,27 @@ def cmd_fire(args: argparse.Namespace) -> int:
                                                                   outcome)
         print(format_outcome(outcome, color=sys.stdout.isatty(), why_none=why, notes=notes))
     return EXIT_DENIED if outcome.denied else EXIT_OK
+
+
+def _fire_on_server(args: argparse.Namespace, fields: dict[str, Any]) -> Outcome | None:
+    """The outcome of a configured server (``--server``/``MCP_HOOKS_SERVER``), or None: no
+    server is configured, or it did not answer for sure (then why, on stderr), and the event
+    runs here. The work dir sent is the project's when none was given, so the server answers
+    for the project this command would load (and only if it loads the same hooks folders)."""
+    from mcp_hooks.hosts.fire_client import configured, forward_fire
+
+    server = configured(getattr(args, "server", None), getattr(args, "token", None),
+                        no_server=getattr(args, "no_server", False))
+    if server is None:
+        return None
+    project = options.project_dir(args)
+    fields = fields | {"work_dir": fields["work_dir"] or str(project)}
+    answer = forward_fire(server, fields, user_dir=options.user_hooks_dir(args),
+                          project_dir=project)
+    if answer.outcome is None:
+        print(f"mcp-hooks fire: not answered by the server: {answer.why}; the hooks run "
+              "here instead", file=sys.stderr)
+    return answer.outcome
 
 
 def _progress(event_type: str) -> HookDone | None:
@@ -235,12 +274,15 @@ def _progress(event_type: str) -> HookDone | None:
     return done
 
 
-def _why_none(registry: Registry, event_type: str, args: argparse.Namespace,
+def _why_none(registry: Registry | None, event_type: str, args: argparse.Namespace,
               outcome: Outcome) -> tuple[str, list[str]]:
     """When no hook ran: why (no hooks at all, none for this event, none matched) and what to
-    do about it; ("", []) when a hook ran or the event was denied."""
+    do about it; ("", []) when a hook ran or the event was denied. ``registry`` None (a
+    server answered): the folders this command would load are read to say why."""
     if outcome.hooks or outcome.denied or outcome.signals or outcome.additional_context:
         return "", []  # a hook ran, or a hooks.yaml entry spoke
+    if registry is None:
+        registry = options.registry(args, watch=False)
     if not registry.hooks() and not registry.untrusted and not registry.invalid:
         searched = [f"{registry.user_dir} (user)"]
         if registry.project_dir is not None:

@@ -16,6 +16,13 @@ the same call in milliseconds, with its engine and registry warm:
   so the forward script falls back to the local bridge, which answers with the exit code.
   ``install --via server`` writes a command that uses it, ``install claude-code --via http``
   a Claude Code ``http`` hook.
+- ``POST /hooks/fire`` (mounted with the bridge endpoint, same token and signing rules): the
+  body is an ``Event``'s fields as JSON, the answer ``Outcome.to_json()``, so ``mcp-hooks
+  fire --server URL`` gets the decision of the server's warm engine (persistent hooks stay
+  resident there). A malformed body is ``400`` naming the field; a work dir the server does
+  not serve, or user or project hooks folders other than the ones the caller names
+  (``X-MCP-Hooks-User-Dir``, ``X-MCP-Hooks-Project-Dir``, percent-encoded), is ``422``, so
+  the caller runs the event itself; an engine failure is the server's fault outcome.
 - ``bridge_hook``: an MCP tool whose text result is Claude Code's hook JSON, for Claude
   Code's ``mcp_tool`` hooks (``install claude-code --via mcp``). Claude Code substitutes
   ``${field}`` from its hook input into the tool's string arguments; the tool rebuilds the
@@ -32,6 +39,7 @@ import hashlib
 import hmac
 import inspect
 import json
+import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -51,13 +59,16 @@ if TYPE_CHECKING:
     from starlette.routing import Route
 
     from mcp_hooks.engine import Engine
-    from mcp_hooks.outcome import Outcome
+    from mcp_hooks.outcome import Event, Outcome
 
 EngineFor = Callable[[str | None], "Engine | Awaitable[Engine]"]
 # The wire contract, shared with `install` (which writes it into host configs and the forward
 # script) and `doctor` (which checks it):
 FORWARD_PATH = "/hooks/bridge/"  # + <host>?event=<HostEvent>
 BRIDGE_PATH = FORWARD_PATH + "{host}"
+FIRE_PATH = "/hooks/fire"  # body: Event fields as JSON; answer: Outcome.to_json()
+USER_DIR_HEADER = "X-MCP-Hooks-User-Dir"  # percent-encoded; the hooks the caller would load
+PROJECT_DIR_HEADER = "X-MCP-Hooks-Project-Dir"
 NONCE_HEADER = "X-MCP-Hooks-Nonce"
 SIGNATURE_HEADER = "X-MCP-Hooks-Signature"
 TOOL_NAME = "bridge_hook"
@@ -111,18 +122,28 @@ def sign(token: str, nonce: str, body: bytes) -> str:
     return hmac.new(token.encode(), nonce.encode() + b"\n" + body, hashlib.sha256).hexdigest()
 
 
+def _authorized(request: Request, token: str) -> bool:
+    given = request.headers.get("authorization", "").encode()
+    return hmac.compare_digest(given, f"Bearer {token}".encode())
+
+
+def _signed(token: str, request: Request, body: bytes) -> dict[str, str]:
+    """The signature header for ``body`` when the request asked for one (sent a nonce)."""
+    nonce = request.headers.get(NONCE_HEADER)
+    return {SIGNATURE_HEADER: sign(token, nonce, body)} if nonce else {}
+
+
 def bridge_routes(engine_for: EngineFor, token: str | None) -> list[Route]:
-    """The forwarding endpoint, to mount beside ``/mcp``; empty without a token."""
+    """The forwarding endpoints (``/hooks/bridge/<host>`` and ``/hooks/fire``), to mount
+    beside ``/mcp``; empty without a token."""
     from starlette.responses import PlainTextResponse, Response
     from starlette.routing import Route
 
     if not token:
         return []
-    expected = f"Bearer {token}".encode()
 
     async def endpoint(request: Request) -> Response:
-        given = request.headers.get("authorization", "").encode()
-        if not hmac.compare_digest(given, expected):
+        if not _authorized(request, token):
             return PlainTextResponse("missing or wrong bearer token\n", status_code=401)
         try:
             host = get_host(request.path_params["host"])
@@ -139,13 +160,92 @@ def bridge_routes(engine_for: EngineFor, token: str | None) -> list[Route]:
         if reply.exit_code != 0:
             return PlainTextResponse(reply.stderr, status_code=422)
         body = reply.stdout.encode("utf-8", "backslashreplace")
-        headers = {}
-        nonce = request.headers.get(NONCE_HEADER)
-        if nonce:  # the forward script trusts only an answer that proves we hold the token
-            headers[SIGNATURE_HEADER] = sign(token, nonce, body)
-        return Response(body, media_type="application/json", headers=headers)
+        # the forward script trusts only an answer that proves we hold the token
+        return Response(body, media_type="application/json",
+                        headers=_signed(token, request, body))
 
-    return [Route(BRIDGE_PATH, endpoint, methods=["POST"])]
+    return [Route(BRIDGE_PATH, endpoint, methods=["POST"]), fire_route(engine_for, token)]
+
+
+def read_fire_body(body: bytes) -> Event:
+    """The ``Event`` a ``/hooks/fire`` body describes.
+
+    Raises:
+        InvalidEventError: not a JSON object, or a field unknown or of the wrong type (named).
+        UnknownEventError: ``event_type`` is not in the catalogue.
+    """
+    from mcp_hooks.errors import InvalidEventError
+    from mcp_hooks.events import canonical_event
+    from mcp_hooks.outcome import Event
+
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidEventError("body", f"not JSON ({exc}); send the Event fields as a JSON "
+                                "object") from None
+    if not isinstance(data, dict):
+        raise InvalidEventError("body", "must be a JSON object of Event fields (event_type, "
+                                "tool_name, tool_input, ...)")
+    event = Event.create(**data)
+    canonical_event(event.event_type)
+    return event
+
+
+def _other_hooks(engine: Engine, request: Request) -> str | None:
+    """Why this engine would load other hooks than the caller names in its headers, or None."""
+    from urllib.parse import unquote
+
+    registry = engine.registry
+    for header, ours, what in ((USER_DIR_HEADER, registry.user_dir, "user"),
+                               (PROJECT_DIR_HEADER, registry.project_dir, "project")):
+        given = request.headers.get(header)
+        if given is None:
+            continue
+        theirs = os.path.realpath(unquote(given))
+        if ours is None or os.path.realpath(ours) != theirs:
+            return f"this server runs the {what} hooks of {ours}, not those of {theirs}"
+    return None
+
+
+def fire_route(engine_for: EngineFor, token: str) -> Route:
+    """``POST /hooks/fire``: one event fired at the server's engine, answered with the
+    outcome's JSON (signed when the request carries a nonce)."""
+    from starlette.responses import PlainTextResponse, Response
+    from starlette.routing import Route
+
+    from mcp_hooks.errors import ConfigError
+    from mcp_hooks.events import canonical_event
+    from mcp_hooks.outcome import fault_outcome
+
+    async def endpoint(request: Request) -> Response:
+        if not _authorized(request, token):
+            return PlainTextResponse("missing or wrong bearer token\n", status_code=401)
+        try:
+            event = read_fire_body(await request.body())
+        except ConfigError as exc:
+            return PlainTextResponse(f"{exc}\n", status_code=400)
+        try:
+            engine = engine_for(event.work_dir)
+            if inspect.isawaitable(engine):
+                engine = await engine
+        except Exception as exc:
+            return PlainTextResponse(f"this server does not answer for that folder: {exc}\n",
+                                     status_code=422)
+        other = _other_hooks(engine, request)
+        if other:
+            return PlainTextResponse(f"{other}\n", status_code=422)
+        outcome: Outcome
+        try:
+            outcome = await engine.fire(event)
+        except Exception as exc:  # ours: a deny saying what broke, never a silent allow
+            outcome = fault_outcome(canonical_event(event.event_type),
+                                    f"the server failed: {type(exc).__name__}: {exc}",
+                                    on_fault=_on_fault())
+        body = outcome.to_json().encode("utf-8", "backslashreplace")
+        return Response(body, media_type="application/json",
+                        headers=_signed(token, request, body))
+
+    return Route(FIRE_PATH, endpoint, methods=["POST"])
 
 
 # -- the MCP tool for Claude Code mcp_tool hooks ------------------------------------------
@@ -253,6 +353,7 @@ def register_bridge_tool(server: Any, engine_for: EngineFor) -> None:
                     structured_output=False)
 
 
-__all__ = ["BRIDGE_PATH", "FORWARD_PATH", "NONCE_HEADER", "SIGNATURE_HEADER", "TOOL_NAME",
-           "answer_payload", "bridge_hook", "bridge_routes", "mcp_tool_payload",
+__all__ = ["BRIDGE_PATH", "FIRE_PATH", "FORWARD_PATH", "NONCE_HEADER", "PROJECT_DIR_HEADER",
+           "SIGNATURE_HEADER", "TOOL_NAME", "USER_DIR_HEADER", "answer_payload", "bridge_hook",
+           "bridge_routes", "fire_route", "mcp_tool_payload", "read_fire_body",
            "register_bridge_tool", "sign"]
