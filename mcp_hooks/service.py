@@ -46,6 +46,7 @@ from mcp_hooks.eventlog import EventLog
 from mcp_hooks.events import canonical_event
 from mcp_hooks.hookfile import MAX_HOOK_FILE, NAME_RE, HookSpec, parse_frontmatter
 from mcp_hooks.outcome import Event, HookRun, OnFault, Outcome, cap_text, fault_outcome
+from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
 
 logger = logging.getLogger("mcp_hooks.service")
@@ -113,6 +114,7 @@ class HookService:
         self.watch_interval = watch_interval
         self._engines: dict[Path, Engine] = {}
         self._seen_generation: dict[Path, int] = {}
+        self._pools: dict[Path, PersistentPool] = {}  # persistent hook processes, per engine
         self._listeners: list[ChangeListener] = []
         self._stack: AsyncExitStack | None = None
         self._tg: TaskGroup | None = None
@@ -156,6 +158,8 @@ class HookService:
             async for project, done in self._requests:
                 if project not in self._engines:
                     try:
+                        pool = self._pools[project] = PersistentPool()
+                        stack.push_async_callback(pool.aclose)  # after its engine closed
                         engine = await stack.enter_async_context(self._new_engine(project))
                     except Exception:
                         logger.exception("cannot load the hooks of %s", project)
@@ -172,7 +176,7 @@ class HookService:
         for bad in registry.invalid:
             logger.warning("invalid hook not loaded: %s", bad)
         return Engine(registry, log=self.log, stop_block_cap=self.stop_block_cap,
-                      on_fault=self.on_fault, secrets=self.secrets)
+                      on_fault=self.on_fault, secrets=self.secrets, pool=self._pools.get(project))
 
     # -- projects ----------------------------------------------------------------------------
 
@@ -276,6 +280,9 @@ class HookService:
             if engine.registry.generation != self._seen_generation.get(project):
                 self._seen_generation[project] = engine.registry.generation
                 changed = True
+                pool = self._pools.get(project)
+                if pool is not None:  # processes of hooks gone stop now, not at the next event
+                    await pool.prune(engine.registry)
         if changed:
             for listener in list(self._listeners):
                 try:

@@ -405,3 +405,58 @@ async def test_busy_process_runs_a_concurrent_event_one_shot(user_dir: Path,
         await pool.aclose()
     assert results["slow"].timed_out
     assert results["quick"].exit_code == 0 and b"busy" in results["quick"].stderr
+
+
+# -- pruning: processes of hooks gone since ------------------------------------------------------
+
+
+async def test_a_removed_hooks_process_stops_at_the_next_event(engine: Engine, user_dir: Path,
+                                                                project: Path) -> None:
+    import shutil
+
+    hook = persistent_hook(user_dir)
+    kept = persistent_hook(user_dir, "kept", extra="matcher:\n  tool: Kept\n")
+    pid = pid_of(await engine.fire(event(project)))
+    other = pid_of(await engine.fire(event(project, tool="Kept")))
+    assert alive(pid) and alive(other) and pid != other
+    shutil.rmtree(hook)
+    out = await engine.fire(event(project, tool="Elsewhere"))  # an event no hook takes
+    assert out.hooks == []
+    assert not alive(pid)  # stopped and reaped within that event, the engine still open
+    assert engine._pool is not None and not engine._pool.closed
+    assert list(engine._pool.pids().values()) == [other]  # a hook still there keeps its own
+    assert pid_of(await engine.fire(event(project, tool="Kept"))) == other
+    shutil.rmtree(kept)
+    await engine.fire(event(project, tool="Elsewhere"))
+    assert not alive(other) and engine._pool.pids() == {}
+
+
+async def test_a_hook_held_back_by_trust_has_its_process_stopped(
+        untrusted: None, user_dir: Path, project: Path, project_hooks: Path,
+        tmp_path: Path) -> None:
+    hook = persistent_hook(project_hooks)
+    store = TrustStore(tmp_path / "trust.json")
+    store.trust(project, {"resident": hook_digest(hook)})
+    registry = Registry(user_dir, project, trust_project_hooks=False, trust_store=store)
+    async with Engine(registry) as engine:
+        pid = pid_of(await engine.fire(event(project)))
+        (hook / "scripts" / "helper.py").write_text("# added after it was trusted\n")
+        held = await engine.fire(Event.create(event_type="session_start",
+                                              work_dir=str(project)))
+        assert "not trusted" in " ".join(held.warnings) or held.hooks == []
+        assert not alive(pid)
+    registry.close()
+
+
+async def test_the_server_stops_a_removed_hooks_process_without_an_event(
+        user_dir: Path, project: Path, project_hooks: Path, tmp_path: Path) -> None:
+    import shutil
+
+    hook = persistent_hook(project_hooks)
+    async with HookService(project, user_dir=user_dir, log=EventLog(tmp_path / "e.jsonl"),
+                           trust_project_hooks=True, watch_interval=0.05) as service:
+        pid = pid_of(await service.fire(event(project)))
+        assert alive(pid)
+        shutil.rmtree(hook)
+        assert await gone(pid)  # the watcher saw the reload: no event, the service still open
+        assert service._tg is not None

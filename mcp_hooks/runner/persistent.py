@@ -32,10 +32,19 @@ closes. What a caller may rely on:
   and the registry generation it started under; when any of these changes (a HOOK.md or
   script edited, a hook trusted again) the old process is killed and a new one started. An
   untrusted project hook is never selected, so never started.
+- **Pruning** (``prune``, called by the owner on each event and when it notices a reload):
+  when the registry's generation has moved, every process whose hook is no longer the
+  registry's (removed, changed into a new ``HookSpec``, held back by trust, replaced by a
+  project hook of its name, or its entry script edited) is stopped as at close (EOF,
+  ``CLOSE_GRACE``, kill the group, sweep), without waiting for that hook's next event; the
+  processes of hooks still there are kept. Otherwise it costs one comparison.
 - **Process tree**: the process's run id stays active for its life (its children are left
   alone by other runs' sweeps); stopping it kills its group, reaps it, then sweeps.
 - **Close** (``aclose``): stdin is closed (a hook exits 0 on EOF), ``CLOSE_GRACE`` to exit,
   then the group is killed and reaped, and a sweep made. The pool then runs hooks one-shot.
+  ``kill_now`` is the close of an owner that cannot await any more (its event loop closed):
+  every group killed and reaped at once, from any thread that is not running another loop's
+  callbacks on it.
 
 Known limits: ``metadata.limits.cpu_seconds`` counts over the life of the process, not per
 event (a process that reaches it is killed, and restarted for the next event); only one
@@ -50,7 +59,7 @@ import signal
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_hooks.hookfile import HookSpec
 from mcp_hooks.limits import Limits
@@ -68,6 +77,15 @@ EXIT_POLL = 0.02  # seconds between exit checks where no pidfd tells of the exit
 
 OneShot = Callable[..., Awaitable[RunResult]]
 _Key = tuple[Path, str]
+
+
+class LiveHooks(Protocol):
+    """What ``prune`` reads of a registry (``discovery.Registry`` is one)."""
+
+    @property
+    def generation(self) -> object: ...
+
+    def get(self, name: str) -> HookSpec | None: ...
 
 # what an event in flight ended with (besides a line)
 _DEAD = "dead"  # the process exited or closed its stdout
@@ -483,6 +501,10 @@ class PersistentPool:
         except on close, where its event fails."""
         procs = list(self._procs.values())
         self._procs.clear()
+        await self._stop_many(procs, graceful=graceful)
+
+    async def _stop_many(self, procs: list[_Proc], *, graceful: bool) -> None:
+        """``_stop_all`` for processes already taken out of ``_procs``."""
         idle = [proc for proc in procs if not proc.busy]
         if self.closed:
             for proc in procs:
@@ -501,6 +523,35 @@ class PersistentPool:
         runs are one-shot."""
         self.closed = True
         await self._stop_all(graceful=True)
+
+    async def prune(self, hooks: LiveHooks) -> None:
+        """Stop the processes whose hook ``hooks`` no longer has (see the module docstring);
+        one comparison when its generation has not moved since the last ``run`` or ``prune``.
+        A process busy with an event finishes it, then stops."""
+        generation = hooks.generation
+        if generation == self._generation or self.closed:
+            return
+        self._generation = generation
+        stale = [proc for proc in self._procs.values()
+                 if hooks.get(proc.spec.name) is not proc.spec or proc.stamp != _stamp(proc.spec)]
+        for proc in stale:
+            del self._procs[proc.key]
+        if stale:
+            await self._stop_many(stale, graceful=True)
+
+    def kill_now(self) -> None:
+        """Kill every process group and reap it at once, with no wait on an event loop (for an
+        owner whose loop has closed, or that cannot await); idempotent. Later runs are
+        one-shot. Call it from the pool's loop thread, or when that loop no longer runs."""
+        self.closed = True
+        procs = list(self._procs.values())
+        self._procs.clear()
+        for proc in procs:
+            if not proc.loop.is_closed():
+                proc._wake(_CLOSED)  # an event in flight on a loop still there fails
+            proc.kill()
+        if procs:
+            procs[0].run.reaper.sweep()
 
 
 async def _wait_exit(procs: list[_Proc], limit: float) -> None:
