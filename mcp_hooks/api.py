@@ -33,6 +33,11 @@ Contract (what a caller may rely on):
   running loop (one engine per loop, made on first use); ``fire`` on the ``Hooks``' own worker
   thread and loop, started on first need. Persistent hook processes and async hooks live there
   as long as the ``Hooks``: ``close()``/``aclose()`` (or ``with``/``async with``) stop them.
+  The engine of a loop that has closed (``asyncio.run`` twice) is dropped when the next
+  loop's is made, and its persistent processes are killed then (or by ``close()``). A hook
+  removed, changed or no longer trusted has its process stopped at the next event, fast
+  path or not (the running loop's engine and the worker's; another loop's at its own next
+  event).
 - **fire inside a running event loop** works: the calling thread waits for the worker thread
   (the loop is blocked while hooks run, so in a coroutine prefer ``afire``). ``fire`` from
   a hook running on the worker thread itself raises ``RuntimeError`` (it would deadlock).
@@ -50,7 +55,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from mcp_hooks.asynchooks import AsyncJob, TaskGroupLauncher
 from mcp_hooks.callables import CallableHook, CallableView, HookTable, make_hook
@@ -59,6 +64,7 @@ from mcp_hooks.engine import Engine
 from mcp_hooks.eventlog import EventLog, default_log_path
 from mcp_hooks.events import canonical_event
 from mcp_hooks.outcome import EVENT_FIELDS, Event, OnFault, Outcome, fault_outcome
+from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
 
 if TYPE_CHECKING:
@@ -106,13 +112,49 @@ class _LoopLauncher(TaskGroupLauncher):
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+class _Lane(NamedTuple):
+    """The engine of one event loop and the pool of its persistent hook processes (kept
+    here: a lane whose loop closed cannot be awaited, so its pool is killed in place)."""
+
+    engine: Engine
+    pool: PersistentPool
+
+    async def prune(self) -> None:
+        """Hooks changed on disk: stop the processes of those gone (``prune``)."""
+        self.engine.registry.refresh()
+        await self.pool.prune(self.engine.registry)
+
+    async def aclose(self) -> None:
+        try:
+            await self.engine.__aexit__(None, None, None)
+        finally:
+            await self.pool.aclose()
+
+    def drop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Its loop is closed or busy elsewhere: kill its processes without awaiting."""
+        if loop.is_closed() or not loop.is_running() or _running() is loop:
+            self.pool.kill_now()
+        else:  # running in another thread: killed there, between its callbacks
+            loop.call_soon_threadsafe(self.pool.kill_now)
+
+
+def _running() -> asyncio.AbstractEventLoop | None:
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 class _Worker:
     """A thread running an event loop, for ``fire`` chains that need one."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, lane: _Lane) -> None:
         import asyncio
 
-        self.engine = engine
+        self.lane = lane
+        self.engine = lane.engine
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True,
                                        name="mcp-hooks-worker")
@@ -131,8 +173,7 @@ class _Worker:
         import asyncio
 
         try:
-            asyncio.run_coroutine_threadsafe(
-                self.engine.__aexit__(None, None, None), self.loop).result()
+            asyncio.run_coroutine_threadsafe(self.lane.aclose(), self.loop).result()
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join()
@@ -174,15 +215,20 @@ class Hooks:
         self._view = CallableView(self._tables)
         self._lock = threading.Lock()
         self._engine = self._make_engine()  # the fast path's and the inline chains' engine
+        self._seen = self._engine.registry.generation  # the hooks as the lanes last pruned
         self._worker: _Worker | None = None
-        self._lanes: dict[asyncio.AbstractEventLoop, Engine] = {}
+        self._lanes: dict[asyncio.AbstractEventLoop, _Lane] = {}
 
-    def _make_engine(self) -> Engine:
+    def _make_engine(self, pool: PersistentPool | None = None) -> Engine:
         registry = Registry(self.user_dir, self.project_dir, **self._options)  # type: ignore[arg-type]
         registry.callables = self._view
         log = self.log if isinstance(self.log, EventLog) else None
         return Engine(registry, log=log, on_fault=self.on_fault, secrets=self._secrets,
-                      stop_guard=self._guard, launcher=_LoopLauncher(log))
+                      stop_guard=self._guard, launcher=_LoopLauncher(log), pool=pool)
+
+    def _make_lane(self) -> _Lane:
+        pool = PersistentPool()
+        return _Lane(self._make_engine(pool), pool)
 
     def _tables(self) -> Iterable[HookTable]:
         yield self._table
@@ -199,13 +245,17 @@ class Hooks:
         engine = self._engine
         control = self._control(name)
         if not control and not engine.wakes(name, control=False):
+            if engine.registry.generation != self._seen:
+                self._prune_worker()
             return _allow(name)
+        if engine.registry.generation != self._seen:
+            self._prune_worker()
         built = _build(event, fields)
         if not control and self._inline(name, sync=True):
             return _step(engine.fire(built), name, self.on_fault)
         with self._lock:
             if self._worker is None:
-                self._worker = _Worker(self._make_engine())
+                self._worker = _Worker(self._make_lane())
             worker = self._worker
         return worker.run(worker.engine.fire(built))
 
@@ -215,7 +265,11 @@ class Hooks:
         engine = self._engine
         control = self._control(name)
         if not control and not engine.wakes(name, control=False):
+            if engine.registry.generation != self._seen:
+                await self._prune_here()
             return _allow(name)
+        if engine.registry.generation != self._seen:
+            await self._prune_here()
         built = _build(event, fields)
         if not control and self._inline(name, sync=False):
             return await engine.fire(built)
@@ -225,10 +279,33 @@ class Hooks:
         lane = self._lanes.get(loop)
         if lane is None:
             for old in [old for old in self._lanes if old.is_closed()]:
-                del self._lanes[old]  # its loop is gone: nothing of it can be awaited now
-            lane = self._lanes[loop] = self._make_engine()
-            await lane.__aenter__()
-        return await lane.fire(built)
+                # its loop is gone: nothing of it can be awaited now; its processes are killed
+                self._lanes.pop(old).drop(old)
+            lane = self._lanes[loop] = self._make_lane()
+            await lane.engine.__aenter__()
+        return await lane.engine.fire(built)
+
+    async def _prune_here(self) -> None:
+        """Hooks changed on disk (seen by the fast path's registry): the running loop's lane
+        and the worker stop the processes of hooks gone, without waiting for an event."""
+        import asyncio
+
+        self._seen = self._engine.registry.generation
+        lane = self._lanes.get(asyncio.get_running_loop())
+        if lane is not None:
+            await lane.prune()
+        self._prune_worker(wait=False)  # this loop is not blocked for the worker's
+
+    def _prune_worker(self, *, wait: bool = True) -> None:
+        """``_prune_here`` for the worker's lane, on its loop."""
+        import asyncio
+
+        self._seen = self._engine.registry.generation
+        worker = self._worker
+        if worker is not None and threading.current_thread() is not worker.thread:
+            done = asyncio.run_coroutine_threadsafe(worker.lane.prune(), worker.loop)
+            if wait:
+                done.result()
 
     def _control(self, name: str) -> bool:
         """Whether hooks.yaml has entries for the event (asked once per event here)."""
@@ -321,9 +398,11 @@ class Hooks:
         if worker is not None:
             worker.close()
         for loop, lane in list(self._lanes.items()):
-            if not loop.is_closed() and not loop.is_running():
-                loop.run_until_complete(lane.__aexit__(None, None, None))
             del self._lanes[loop]
+            if not loop.is_closed() and not loop.is_running():
+                loop.run_until_complete(lane.aclose())
+            else:  # it cannot be awaited from here: its processes are killed in place
+                lane.drop(loop)
         self._engine.registry.close()
 
     async def aclose(self) -> None:
@@ -332,7 +411,7 @@ class Hooks:
 
         lane = self._lanes.pop(asyncio.get_running_loop(), None)
         if lane is not None:
-            await lane.__aexit__(None, None, None)
+            await lane.aclose()
         await asyncio.to_thread(self.close)
 
     def __enter__(self) -> Hooks:

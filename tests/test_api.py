@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +123,109 @@ def test_module_level_fire_uses_the_project_of_the_current_folder(
         assert asyncio.run(mcp_hooks.afire("before_stop", work_dir=str(project))).denied
     finally:
         api._DEFAULT[0].close()
+
+
+# -- persistent hook processes over the Hooks' life ---------------------------------------------
+
+RESIDENT = """\
+import json, os, sys
+if os.environ.get("MCP_HOOKS_PERSISTENT") == "1":
+    for line in sys.stdin:
+        print(json.dumps({"additional_context": f"pid={os.getpid()}"}), flush=True)
+    sys.exit(0)
+json.load(sys.stdin)
+print(json.dumps({"additional_context": f"pid={os.getpid()}"}))
+"""
+
+
+def _resident(root: Path) -> Path:
+    return write_hook(root, "resident", script=RESIDENT, entry="scripts/run.py",
+                      extra="metadata:\n  persistent: true\n")
+
+
+def _pid(outcome: Outcome) -> int:
+    [context] = outcome.additional_context
+    assert context.startswith("pid="), outcome
+    return int(context[4:])
+
+
+def _alive(pid: int) -> bool:
+    return os.path.exists(f"/proc/{pid}")  # a zombie counts: it was not reaped
+
+
+def _gone(pid: int) -> bool:
+    for _ in range(500):  # a hang bound, not a timing: a kill from another thread
+        if not _alive(pid):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_the_engine_of_a_closed_loop_has_its_processes_killed(user_dir: Path,
+                                                              tmp_path: Path) -> None:
+    _resident(user_dir)
+    hooks = Hooks(tmp_path, user_dir=user_dir)
+    fields: dict[str, Any] = {"tool_name": "Shell", "tool_input": {}, "work_dir": str(tmp_path)}
+    try:
+        first = _pid(asyncio.run(hooks.afire("before_tool", **fields)))
+        assert _alive(first)  # its loop closed; the lane is dropped when the next one is made
+        second = _pid(asyncio.run(hooks.afire("before_tool", **fields)))
+        assert second != first and not _alive(first)
+        assert _alive(second)
+    finally:
+        hooks.close()
+    assert not _alive(second)  # close() kills the processes of a lane whose loop closed
+
+
+def test_close_stops_every_lanes_processes(user_dir: Path, tmp_path: Path) -> None:
+    _resident(user_dir)
+    fields: dict[str, Any] = {"tool_name": "Shell", "tool_input": {}, "work_dir": str(tmp_path)}
+    hooks = Hooks(tmp_path, user_dir=user_dir)
+    loop = asyncio.new_event_loop()
+    try:
+        on_loop = _pid(loop.run_until_complete(hooks.afire("before_tool", **fields)))
+        on_worker = _pid(hooks.fire("before_tool", **fields))
+        assert on_loop != on_worker and _alive(on_loop) and _alive(on_worker)
+        hooks.close()  # the idle loop's engine closed on it, the worker's on its thread
+        assert not _alive(on_loop) and not _alive(on_worker)
+    finally:
+        loop.close()
+
+
+def test_a_removed_hooks_process_stops_on_the_fast_path(user_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    hook = _resident(user_dir)
+    fields: dict[str, Any] = {"tool_name": "Shell", "tool_input": {}, "work_dir": str(tmp_path)}
+
+    async def removed_then_fired(hooks: Hooks) -> tuple[int, Outcome]:
+        pid = _pid(await hooks.afire("before_tool", **fields))
+        assert _alive(pid)
+        shutil.rmtree(hook)
+        return pid, await hooks.afire("before_tool", **fields)
+
+    with Hooks(tmp_path, user_dir=user_dir) as hooks:
+        on_worker = _pid(hooks.fire("before_tool", **fields))
+        loop = asyncio.new_event_loop()
+        try:
+            pid, after = loop.run_until_complete(removed_then_fired(hooks))
+            assert after.hooks == [] and after is hooks.fire("before_tool", **fields)  # fast
+            assert not _alive(pid)  # stopped by that event, its engine still open
+            assert _gone(on_worker)  # the worker's too (asked from afire, not waited for)
+            assert len(hooks._lanes) == 1 and hooks._worker is not None
+            loop.run_until_complete(hooks.aclose())
+        finally:
+            loop.close()
+
+
+def test_the_sync_fast_path_stops_the_workers_process(user_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    hook = _resident(user_dir)
+    fields: dict[str, Any] = {"tool_name": "Shell", "tool_input": {}, "work_dir": str(tmp_path)}
+    with Hooks(tmp_path, user_dir=user_dir) as hooks:
+        pid = _pid(hooks.fire("before_tool", **fields))
+        shutil.rmtree(hook)
+        assert hooks.fire("before_tool", **fields).hooks == []
+        assert not _alive(pid)  # waited for: gone when fire returns
+        assert hooks._worker is not None  # the worker goes on

@@ -344,6 +344,7 @@ class PersistentPool:
         self.close_grace = close_grace
         self.backoff = backoff or (0.0,)
         self._procs: dict[_Key, _Proc] = {}
+        self._stopping: set[_Proc] = set()  # taken out of ``_procs``, being stopped
         self._failures: dict[_Key, tuple[int, float]] = {}  # failures in a row, not before
         self._generation: object = None
         self.closed = False
@@ -499,22 +500,27 @@ class PersistentPool:
         """Stop every process: at once, or (``graceful``) after EOF and ``close_grace``. One
         busy with an event is left to finish it (then stopped, being no longer registered),
         except on close, where its event fails."""
-        procs = list(self._procs.values())
+        procs = [*self._procs.values(), *self._stopping]  # a prune's too: the loop may end
         self._procs.clear()
         await self._stop_many(procs, graceful=graceful)
 
     async def _stop_many(self, procs: list[_Proc], *, graceful: bool) -> None:
-        """``_stop_all`` for processes already taken out of ``_procs``."""
+        """``_stop_all`` for processes already taken out of ``_procs``; until they are
+        killed they are in ``_stopping`` (a close or ``kill_now`` meanwhile kills them too)."""
         idle = [proc for proc in procs if not proc.busy]
-        if self.closed:
-            for proc in procs:
-                proc._wake(_CLOSED)
-        if graceful:
+        self._stopping.update(idle)
+        try:
+            if self.closed:
+                for proc in procs:
+                    proc._wake(_CLOSED)
+            if graceful:
+                for proc in idle:
+                    proc.close_stdin()
+                await _wait_exit(idle, self.close_grace)
+        finally:
             for proc in idle:
-                proc.close_stdin()
-            await _wait_exit(idle, self.close_grace)
-        for proc in idle:
-            proc.kill()
+                proc.kill()
+                self._stopping.discard(proc)
         if idle:
             await idle[0].run.reaper.sweep_async()
 
@@ -544,8 +550,9 @@ class PersistentPool:
         owner whose loop has closed, or that cannot await); idempotent. Later runs are
         one-shot. Call it from the pool's loop thread, or when that loop no longer runs."""
         self.closed = True
-        procs = list(self._procs.values())
+        procs = [*self._procs.values(), *self._stopping]
         self._procs.clear()
+        self._stopping.clear()
         for proc in procs:
             if not proc.loop.is_closed():
                 proc._wake(_CLOSED)  # an event in flight on a loop still there fails
