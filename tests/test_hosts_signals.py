@@ -238,3 +238,44 @@ def test_an_async_hooks_advice_is_context_on_the_next_turn(
     again = answer(bridge(host, prompt, user_dir, *flags))  # handed over once
     assert "tip:" not in json.dumps(again)
     assert any(s["source"] == "advisor" and s["intensity"] == "aid" for s in logged_signals())
+
+
+# where a host shows a session's context, and an event of it that has no context form
+NO_CONTEXT_THEN_CONTEXT = {
+    "claude-code": ("Stop", "UserPromptSubmit", "session_id",
+                    lambda o: o.get("hookSpecificOutput", {}).get("additionalContext", "")),
+    "cursor": ("stop", "sessionStart", "conversation_id",
+               lambda o: o.get("additional_context", "")),
+}
+
+
+@pytest.mark.parametrize("host", sorted(NO_CONTEXT_THEN_CONTEXT))
+def test_aid_handed_over_on_an_event_with_no_context_form_waits_for_the_next(
+        host: str, hooks: Path, user_dir: Path, project: Path) -> None:
+    stop, shows, session_key, context_of = NO_CONTEXT_THEN_CONTEXT[host]
+    session = f"aid-kept-{host}"
+    payload, flags = shell_call(host, project, "make", session)
+    answer(bridge(host, payload, user_dir, *flags))
+    for _ in range(240):  # a hang bound: the detached hook logs its aid once it waits
+        if any(s["source"] == "advisor" for s in logged_signals()):
+            break
+        time.sleep(0.25)
+    [aid] = [s for s in logged_signals() if s["source"] == "advisor"]
+
+    def call(name: str) -> subprocess.CompletedProcess[str]:
+        text = (FIXTURES / host / f"{name}.json").read_text().replace("$PROJECT", str(project))
+        data = json.loads(text)
+        data[session_key] = session
+        return bridge(host, data, user_dir)
+
+    stopped = call(stop)  # the aid is handed over here, but the reply cannot show it
+    kept = answer(stopped)
+    assert "tip:" not in json.dumps({k: v for k, v in kept.items() if k != "systemMessage"})
+    assert "tip: make -j2 builds faster here" in stopped.stderr  # the user is told, as before
+    shown = call(shows)
+    context = context_of(answer(shown))
+    assert "tip: make -j2 builds faster here" in context and "advisor" in context
+    again = answer(call(shows))  # handed over once
+    assert "tip:" not in json.dumps(again)
+    logged = [s for s in logged_signals() if s["source"] == "advisor"]
+    assert [s["signal_id"] for s in logged] == [aid["signal_id"]]  # logged once, not again

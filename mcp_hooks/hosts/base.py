@@ -24,7 +24,9 @@ Signals (``signals.py``) reach a host through the forms it has, with no host-spe
   and the ``mcp-hooks respond`` actions that answer it (``signal_notes``: ``systemMessage``
   where the host shows one, stderr everywhere);
 - **aid**: the engine hands it over as ``additional_context`` of the session's next event,
-  so it reaches the host as that event's context.
+  so it reaches the host as that event's context; where the host's reply to that event has
+  no context form (Claude Code's Stop), it goes back to the inbox for the next one that has
+  (``keep_unshown_aid``).
 
 Where a host has no form for the event (no context field, no rewrite), the bridge says so
 on stderr as for any other outcome: docs/bridges.md has the table.
@@ -168,11 +170,38 @@ def answer_outcome(host: Host, call: Call, outcome: Outcome | BaseException, on_
         if rewritten is None and why:  # never let the input a hook replaced run instead
             outcome = unexpressible(call.event, outcome, why, on_fault)
     try:
-        return host.reply(call, outcome)
+        reply = host.reply(call, outcome)
     except Exception as exc:
         return host.fault_reply(
             f"could not answer {call.host_event}: {type(exc).__name__}: {exc}; {FAULT_FIX}",
             call.host_event, on_fault, payload)
+    if outcome.signals and call.session_id:
+        keep_unshown_aid(call.session_id, outcome, reply)
+    return reply
+
+
+def keep_unshown_aid(session_id: str, outcome: Outcome, reply: Reply) -> None:
+    """Aid handed over on this event (from the inbox) that the host's reply does not show the
+    model (no context form on this event: Claude Code's Stop, most of Cursor's events) goes
+    back to the inbox for the session's next event. What the model reads: the reply's stdout
+    but ``systemMessage`` (the user's), and stderr on exit 2."""
+    aid = [s for s in outcome.signals if s.intensity == "aid"]
+    if not aid:
+        return
+    from mcp_hooks.inbox import AidInbox, aid_context
+    from mcp_hooks.outcome import cap_text
+
+    try:
+        data: Any = json.loads(reply.stdout) if reply.stdout.strip() else {}
+    except ValueError:
+        data = reply.stdout
+    if isinstance(data, dict):
+        data.pop("systemMessage", None)
+    shown = json.dumps([data, reply.stderr if reply.exit_code == EXIT_BLOCK else ""],
+                       ensure_ascii=False)  # each text is found as it is encoded in it
+    lost = [s for s in aid if (text := cap_text(aid_context(s))) in outcome.additional_context
+            and json.dumps(text, ensure_ascii=False)[1:-1] not in shown]
+    AidInbox().put(session_id, lost)
 
 
 _SURROGATE = re.compile(r"\\u[dD][89abcdefABCDEF]")
