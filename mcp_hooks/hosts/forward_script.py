@@ -51,8 +51,9 @@ FORWARD_SCRIPT_TEXT = '''\
 # Written by `mcp-hooks install --via server` (shared by every host installed that way;
 # `mcp-hooks uninstall` removes the host entries that call it, not this file).
 # Usage: python mcp-hooks-forward.py URL HOST EVENT [bridge options...]
-# A plain http:// URL is spoken to by hand (one POST, Connection: close): importing
-# http.client costs more than the whole exchange. https://, or MCP_HOOKS_FORWARD_HTTP=library,
+# A plain http:// URL is spoken to by hand (one POST, Connection: close) with the
+# interpreter's built-in modules only (_socket, _sha256): importing socket, json, urllib and
+# hashlib costs more than the whole exchange. https://, or MCP_HOOKS_FORWARD_HTTP=library,
 # uses http.client. Either way only a signed answer counts.
 import os
 import sys
@@ -62,12 +63,62 @@ BRIDGE = {bridge!r}
 TIMEOUT = {timeout}
 
 
+UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+
+
+def pct(text):
+    """``text`` percent-encoded for a URL path segment or query value."""
+    return "".join(c if c in UNRESERVED else "".join("%" + format(b, "02X")
+                                                     for b in c.encode()) for c in text)
+
+
+def split_url(url):
+    """(scheme, host, port, path) of a URL, by hand (urllib.parse imports re)."""
+    scheme, _, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    netloc = netloc.rpartition("@")[2]
+    if netloc.startswith("["):
+        host, _, tail = netloc[1:].partition("]")
+        port = tail[1:] if tail.startswith(":") else ""
+    else:
+        host, _, port = netloc.partition(":")
+    default = 443 if scheme == "https" else 80
+    return scheme, host or "127.0.0.1", int(port) if port else default, slash + path
+
+
+def proof(token, nonce, body):
+    """The hex HMAC-SHA256 of nonce + "\\n" + body keyed by the token (RFC 2104)."""
+    try:
+        from _sha256 import sha256
+    except ImportError:  # Python 3.12+: _sha2
+        try:
+            from _sha2 import sha256
+        except ImportError:
+            from hashlib import sha256
+    key = token.encode()
+    if len(key) > 64:
+        key = sha256(key).digest()
+    key = key + bytes(64 - len(key))
+    inner = sha256(bytes(b ^ 0x36 for b in key) + nonce.encode() + b"\\n" + body).digest()
+    return sha256(bytes(b ^ 0x5C for b in key) + inner).hexdigest()
+
+
+def same(a, b):
+    """Constant-time comparison of two strings."""
+    try:
+        from _operator import _compare_digest
+    except ImportError:
+        from hmac import compare_digest as _compare_digest
+    return _compare_digest(a.encode(), b.encode())
+
+
 def post_library(parts, path, headers, payload):
     """(status, headers by lowercase name, body) of one POST, through http.client."""
     from http.client import HTTPConnection, HTTPSConnection
 
-    kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
-    conn = kind(parts.hostname or "127.0.0.1", parts.port, timeout=TIMEOUT)
+    scheme, hostname, port, _ = parts
+    kind = HTTPSConnection if scheme == "https" else HTTPConnection
+    conn = kind(hostname, port, timeout=TIMEOUT)
     try:
         conn.request("POST", path, body=payload, headers=headers)
         response = conn.getresponse()
@@ -80,21 +131,40 @@ def post_library(parts, path, headers, payload):
 def post_plain(parts, path, headers, payload):
     """(status, headers by lowercase name, body) of one POST over plain HTTP/1.1, by hand.
     Anything it cannot read raises: the caller then lets the local bridge answer."""
-    import socket
+    import _socket
 
-    address = parts.netloc.rpartition("@")[2]
+    _, hostname, port, _ = parts
+    address = ("[" + hostname + "]" if ":" in hostname else hostname) + ":" + str(port)
     head = ["POST " + path + " HTTP/1.1", "Host: " + address, "Connection: close",
             "Content-Length: " + str(len(payload))]
     head += [name + ": " + value for name, value in headers.items()]
     chunks = []
-    with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80),
-                                  timeout=TIMEOUT) as sock:
+    sock, error = None, OSError("no address for " + hostname)
+    try:  # bytes: a str host would import the idna codec (about 10 ms)
+        name = hostname.encode("ascii")
+    except UnicodeEncodeError:
+        name = hostname.encode("idna")
+    for family, kind, proto, _, where in _socket.getaddrinfo(name, port, 0,
+                                                              _socket.SOCK_STREAM):
+        sock = _socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(TIMEOUT)
+            sock.connect(where)
+            break
+        except OSError as exc:
+            sock.close()
+            sock, error = None, exc
+    if sock is None:
+        raise error
+    try:
         sock.sendall(("\\r\\n".join(head) + "\\r\\n\\r\\n").encode("latin-1") + payload)
         while True:
             chunk = sock.recv(65536)
             if not chunk:
                 break
             chunks.append(chunk)
+    finally:
+        sock.close()
     raw, sep, body = b"".join(chunks).partition(b"\\r\\n\\r\\n")
     if not sep:
         raise ValueError("no complete answer")
@@ -131,29 +201,22 @@ def dechunk(data):
 
 def forward(url, host, event, payload):
     """The server's verified answer (bytes), or None."""
-    import hashlib
-    import hmac
-    from urllib.parse import quote, urlsplit
-
     with open(HEADER, encoding="utf-8") as f:
         token = f.read().strip().partition("Bearer ")[2].strip()
     if not token:
         return None
-    parts = urlsplit(url)
+    parts = split_url(url)
     nonce = os.urandom(16).hex()
-    path = (parts.path.rstrip("/") + "{path}" + quote(host, safe="") + "?event="
-            + quote(event, safe=""))
+    path = parts[3].rstrip("/") + "{path}" + pct(host) + "?event=" + pct(event)
     headers = {{"Authorization": "Bearer " + token, "Content-Type": "application/json",
                "{nonce_header}": nonce}}
-    library = parts.scheme != "http" or os.environ.get("MCP_HOOKS_FORWARD_HTTP") == "library"
+    library = parts[0] != "http" or os.environ.get("MCP_HOOKS_FORWARD_HTTP") == "library"
     status, fields, body = (post_library if library else post_plain)(parts, path, headers,
                                                                       payload)
     if status != 200:
         return None
     signature = fields.get("{signature_header}".lower()) or ""
-    expected = hmac.new(token.encode(), nonce.encode() + b"\\n" + body,
-                        hashlib.sha256).hexdigest()
-    if not hmac.compare_digest(signature.encode(), expected.encode()):
+    if not same(signature, proof(token, nonce, body)):
         sys.stderr.write("mcp-hooks forward: the answer from " + url + " did not prove it came "
                          "from the mcp-hooks server (no valid signature); ignored, the local "
                          "bridge answers\\n")
