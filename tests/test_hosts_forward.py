@@ -182,3 +182,37 @@ def test_mcp_tool_payload_parses_substituted_values() -> None:
                                    "tool_input": {"file_path": "/a", "content": "x"},
                                    "input_file_path": "/ignored"})
     assert payload["tool_input"] == {"file_path": "/a", "content": "x"}
+
+
+def _script_functions() -> dict[str, Any]:
+    """The forward script's functions, loaded without running its main."""
+    from mcp_hooks.hosts.forward_script import FORWARD_SCRIPT_TEXT
+
+    text = FORWARD_SCRIPT_TEXT.format(header="/nonexistent", bridge=["true"], timeout=5,
+                                      path="/hooks/bridge/", nonce_header="X-N",
+                                      signature_header="X-S")
+    namespace: dict[str, Any] = {}
+    exec(compile(text.replace("sys.exit(main())", ""), "forward", "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("token", ["t", "k" * 64, "k" * 65, "é" * 50])
+@pytest.mark.parametrize("body", [b"", b'{"decision": "allow"}', b"\n\xff\x00"])
+def test_the_scripts_own_hmac_is_the_servers_signature(token: str, body: bytes) -> None:
+    from mcp_hooks.hosts.forward import sign
+
+    script = _script_functions()
+    assert script["proof"](token, "n0nce", body) == sign(token, "n0nce", body)
+    assert script["same"](sign(token, "n", body), sign(token, "n", body))
+    assert not script["same"](sign(token, "n", body), sign(token + "x", "n", body))
+
+
+def test_the_script_splits_and_encodes_urls_by_hand() -> None:
+    script = _script_functions()
+    assert script["split_url"]("http://127.0.0.1:8377/mcp") == ("http", "127.0.0.1", 8377,
+                                                                 "/mcp")
+    assert script["split_url"]("http://[::1]:9/") == ("http", "::1", 9, "/")
+    assert script["split_url"]("https://user:pw@example.com") == ("https", "example.com",
+                                                                  443, "")
+    assert script["pct"]("PreToolUse") == "PreToolUse"
+    assert script["pct"]("a b/é?&") == "a%20b%2F%C3%A9%3F%26"
