@@ -101,6 +101,8 @@ class Chain:
 
     def deliver(self, aid: list[Signal]) -> None:
         """Aid left for this session by an earlier event (``inbox.py``)."""
+        if not aid:
+            return
         self.contexts.extend(cap_text(aid_context(s)) for s in aid)
         self.signals.extend(aid)
         self.delivered = frozenset(s.id for s in aid)
