@@ -1,6 +1,6 @@
-"""The one place the AgentScope adapters talk to the engine, and the words they give a model.
+"""The one place the framework adapters talk to the engine, and the words they give a model.
 
-``Firing`` fires one event as an awaitable, from any framework coroutine, through a
+``Firing`` fires one event (``fire`` from a coroutine, ``fire_sync`` from a thread), through a
 ``mcp_hooks.Hooks`` (its own, or one passed in with its Python callables):
 
 * ``Hooks.afire`` runs the hooks on the framework's running event loop (a spawned hook never
@@ -10,8 +10,9 @@
   a deny saying what broke on an event that can block (``on_fault="block"``), as everywhere
   in mcp-hooks.
 
-It imports no framework: ``agentscope.py`` (1.0.x hooks) and ``agentscope_middleware.py``
-(2.x middleware) translate their framework's objects into event fields and back.
+It imports no framework: ``agentscope.py`` (1.0.x hooks), ``agentscope_middleware.py`` (2.x
+middleware), ``langchain.py`` and ``openai_agents.py`` translate their framework's objects
+into event fields and back.
 """
 
 from __future__ import annotations
@@ -74,14 +75,30 @@ class Firing:
         try:
             return await self.hooks.afire(event_type, **fields)
         except Exception as exc:
-            return fault_outcome(
-                event_type, f"the {self.framework} adapter could not fire {event_type}: "
-                f"{type(exc).__name__}: {cap_text(str(exc), 300)}", on_fault=self.hooks.on_fault)
+            return self._fault(event_type, exc)
+
+    def fire_sync(self, event_type: str, **fields: Any) -> Outcome:
+        """``fire`` for synchronous framework code (``Hooks.fire``)."""
+        fields.setdefault("session_id", self.session_id)
+        try:
+            return self.hooks.fire(event_type, **fields)
+        except Exception as exc:
+            return self._fault(event_type, exc)
+
+    def _fault(self, event_type: str, exc: Exception) -> Outcome:
+        return fault_outcome(
+            event_type, f"the {self.framework} adapter could not fire {event_type}: "
+            f"{type(exc).__name__}: {cap_text(str(exc), 300)}", on_fault=self.hooks.on_fault)
 
     async def aclose(self) -> None:
         """Stop the hook processes of the ``Hooks`` this adapter made (not of one given)."""
         if self.owned:
             await self.hooks.aclose()
+
+    def close(self) -> None:
+        """``aclose`` from synchronous code."""
+        if self.owned:
+            self.hooks.close()
 
 
 def refusal(outcome: Outcome, what: str = "tool call") -> str:

@@ -46,7 +46,6 @@ is one, else one id per middleware instance.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -68,9 +67,10 @@ from langchain_core.messages import (  # type: ignore[import-not-found, unused-i
     convert_to_openai_messages,
 )
 
+from mcp_hooks.adapters._firing import Firing
 from mcp_hooks.api import Hooks
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.outcome import OnFault, Outcome, cap_text, fault_outcome
+from mcp_hooks.outcome import OnFault, Outcome
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
 
 
@@ -102,38 +102,25 @@ class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
         hooks: Hooks | None = None,
     ) -> None:
         super().__init__()
-        self._owned = hooks is None
-        self.hooks = hooks if hooks is not None else Hooks(
-            project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
-            stop_block_cap=stop_block_cap)
+        self.firing = Firing(project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
+                             stop_block_cap=stop_block_cap, session_id=session_id,
+                             hooks=hooks, framework="langchain")
+        self.hooks, self.session_id = self.firing.hooks, self.firing.session_id
         self.stop_block_cap = stop_block_cap
-        self.session_id = session_id or f"langchain-{uuid.uuid4().hex[:12]}"
         self._stop_blocks: dict[str, int] = {}
 
-    # -- the one place that talks to the engine --------------------------------------------
+    # -- the one place that talks to the engine (adapters/_firing.py) ----------------------
 
     def fire(self, event_type: str, **fields: Any) -> Outcome:
         """Fire one event; a fault of ours is ``fault_outcome`` (a deny that says what broke)."""
-        try:
-            return self.hooks.fire(event_type, **fields)
-        except Exception as exc:
-            return self._fault(event_type, exc)
+        return self.firing.fire_sync(event_type, **fields)
 
     async def afire(self, event_type: str, **fields: Any) -> Outcome:
-        try:
-            return await self.hooks.afire(event_type, **fields)
-        except Exception as exc:
-            return self._fault(event_type, exc)
-
-    def _fault(self, event_type: str, exc: Exception) -> Outcome:
-        return fault_outcome(
-            event_type, f"the LangChain adapter could not fire {event_type}: "
-            f"{type(exc).__name__}: {cap_text(str(exc), 300)}", on_fault=self.hooks.on_fault)
+        return await self.firing.fire(event_type, **fields)
 
     def close(self) -> None:
         """Stop the hook processes of the ``Hooks`` this middleware made (not of one given)."""
-        if self._owned:
-            self.hooks.close()
+        self.firing.close()
 
     # -- the model ---------------------------------------------------------------------------
 

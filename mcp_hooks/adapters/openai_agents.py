@@ -46,7 +46,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +56,10 @@ from agents import (  # type: ignore[import-not-found, unused-ignore]
     Runner,
 )
 
+from mcp_hooks.adapters._firing import Firing
 from mcp_hooks.api import Hooks
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.outcome import OnFault, Outcome, cap_text, fault_outcome
+from mcp_hooks.outcome import OnFault, Outcome
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
 
 
@@ -90,28 +90,21 @@ class AgentsHooks:
         session_id: str | None = None,
         hooks: Hooks | None = None,
     ) -> None:
-        self._owned = hooks is None
-        self.hooks = hooks if hooks is not None else Hooks(
-            project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
-            stop_block_cap=stop_block_cap)
+        self.firing = Firing(project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
+                             stop_block_cap=stop_block_cap, session_id=session_id,
+                             hooks=hooks, framework="openai-agents")
+        self.hooks, self.session_id = self.firing.hooks, self.firing.session_id
         self.stop_block_cap = stop_block_cap
-        self.session_id = session_id or f"openai-agents-{uuid.uuid4().hex[:12]}"
 
-    # -- the one place that talks to the engine --------------------------------------------
+    # -- the one place that talks to the engine (adapters/_firing.py) ----------------------
 
     async def afire(self, event_type: str, **fields: Any) -> Outcome:
         """Fire one event; a fault of ours is ``fault_outcome`` (a deny that says what broke)."""
-        try:
-            return await self.hooks.afire(event_type, session_id=self.session_id, **fields)
-        except Exception as exc:
-            return fault_outcome(
-                event_type, f"the OpenAI Agents adapter could not fire {event_type}: "
-                f"{type(exc).__name__}: {cap_text(str(exc), 300)}", on_fault=self.hooks.on_fault)
+        return await self.firing.fire(event_type, **fields)
 
     def close(self) -> None:
         """Stop the hook processes of the ``Hooks`` this object made (not of one given)."""
-        if self._owned:
-            self.hooks.close()
+        self.firing.close()
 
     # -- tools -------------------------------------------------------------------------------
 
