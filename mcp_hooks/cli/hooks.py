@@ -17,8 +17,9 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_hooks import options
 from mcp_hooks.discovery import Registry, project_hooks_dir
@@ -34,6 +35,9 @@ from mcp_hooks.errors import (
 from mcp_hooks.events import EVENTS, canonical_event
 from mcp_hooks.hookfile import find_hook_file, load_hook
 from mcp_hooks.outcome import Event, HookRun, Outcome, fault_outcome
+
+if TYPE_CHECKING:
+    from mcp_hooks.eventlog import EventLog
 
 PROGRESS_AFTER = 1.0  # seconds: on a terminal, an event running longer shows each hook's end
 
@@ -437,10 +441,17 @@ def cmd_log(args: argparse.Namespace) -> int:
     from mcp_hooks.eventlog import EventLog
 
     log = EventLog(options.log_path(args))
+    return print_log(log, args, (lambda r: json.dumps(r)) if args.json else format_log_record,
+                     "events")
+
+
+def print_log(log: EventLog, args: argparse.Namespace, show: Callable[[dict[str, Any]], str],
+              what: str) -> int:
+    """``log`` and ``signals``: the records of ``--session`` (the last ``-n``), then with
+    ``--follow`` each new one until interrupted."""
     records = list(log.read(args.session))
     if args.lines:
         records = records[-args.lines:]
-    show = (lambda r: json.dumps(r)) if args.json else format_log_record
     for record in records:
         print(show(record))
     if args.follow:
@@ -450,5 +461,5 @@ def cmd_log(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             return EXIT_OK
     elif not records:
-        print(f"no events logged yet in {log.path}", file=sys.stderr)
+        print(f"no {what} logged yet in {log.path}", file=sys.stderr)
     return EXIT_OK

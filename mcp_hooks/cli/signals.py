@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from mcp_hooks import options
@@ -70,22 +69,10 @@ def format_signal_line(record: dict[str, Any]) -> str:
 
 
 def signals_command(args: argparse.Namespace) -> int:
-    log = _log(args)
-    records = list(log.read(args.session))
-    if args.lines:
-        records = records[-args.lines:]
-    show = json.dumps if args.json else format_signal_line
-    for record in records:
-        print(show(record))
-    if args.follow:
-        try:
-            for record in log.follow(args.session):
-                print(show(record), flush=True)
-        except KeyboardInterrupt:
-            return EXIT_OK
-    elif not records:
-        print(f"no signals logged yet in {log.path}", file=sys.stderr)
-    return EXIT_OK
+    from mcp_hooks.cli.hooks import print_log
+
+    return print_log(_log(args), args, json.dumps if args.json else format_signal_line,
+                     "signals")
 
 
 def respond_command(args: argparse.Namespace) -> int:
