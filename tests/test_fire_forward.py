@@ -15,12 +15,10 @@ import re
 import socket
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +30,7 @@ from mcp_hooks.hosts.forward_script import write_forward_files
 from mcp_hooks.outcome import Outcome
 from tests.background import background
 from tests.conftest import write_hook
+from tests.test_hosts_served import fake_listener
 
 TOKEN = "fire-forward-token"
 SOURCE = str(Path(mcp_hooks.__file__).resolve().parent.parent)
@@ -206,41 +205,12 @@ def test_no_server_runs_the_hooks_here(hooks: None, project: Path, user_dir: Pat
     assert_local_deny(done, "no answer from")
 
 
-@contextmanager
-def impostor(answer: bytes, headers: dict[str, str]) -> Iterator[tuple[str, list[str]]]:
-    """Another program on the port: answers every POST with ``answer``."""
-    seen: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # http.server's name
-            seen.append(self.path)
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self.send_response(200)
-            for key, value in headers.items():
-                self.send_header(key, value)
-            self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    listener = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=listener.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.server_address[1]}", seen
-    finally:
-        listener.shutdown()
-        listener.server_close()
-
-
 @pytest.mark.parametrize("headers", [{}, {SIGNATURE_HEADER: "0" * 64}],
                          ids=["unsigned", "forged"])
 def test_another_program_on_the_port_is_not_believed(headers: dict[str, str], hooks: None,
                                                      project: Path, user_dir: Path) -> None:
     allow = Outcome(event_type="before_tool").to_json().encode()  # a well-formed allow
-    with impostor(allow, headers) as (url, seen):
+    with fake_listener(allow, headers) as (url, seen):
         done = fire(project, user_dir, DENY, "--server", url, "--token", TOKEN)
     assert seen == [FIRE_PATH]
     assert_local_deny(done, "no valid signature")
