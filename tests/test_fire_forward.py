@@ -277,3 +277,38 @@ def test_the_endpoint_is_absent_without_a_token(hooks: None, project: Path, user
         assert status == 404
         done = fire(project, user_dir, DENY, "--server", url, "--token", TOKEN)
     assert_local_deny(done, "answered 404")
+
+
+def test_the_bundled_guards_decide_the_same_resident_in_serve_and_one_shot_from_fire(
+        project: Path, user_dir: Path, tmp_path: Path) -> None:
+    """The library's guards as shipped (persistent): resident in a real ``mcp-hooks serve``
+    (``fire --server``) and spawned by ``fire`` alone, over the same commands."""
+    import shutil
+
+    library = Path(SOURCE) / "mcp_hooks" / "library"
+    for name in ("block-dangerous-commands", "block-prod-deploy", "protect-hooks",
+                 "protect-secrets"):
+        shutil.copytree(library / name, user_dir / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    inputs = [{"command": "rm -rf /"}, {"command": "ls -la"},
+              {"command": "kubectl apply -f prod.yaml --context production"},
+              {"command": "echo AKIAABCDEFGHIJKLMNOP > .env"},
+              {"command": "rm -rf .agents/hooks"}, {"command": "git status"}]
+
+    def decisions(*options: str) -> list[tuple[int, str | None, str | None]]:
+        found = []
+        for tool_input in inputs * 2:  # twice: the second round meets resident processes
+            done = fire(project, user_dir, json.dumps(tool_input), "--json", *options)
+            assert done.returncode in (0, 2), done.stderr
+            outcome = json.loads(done.stdout)
+            found.append((done.returncode, outcome["blocked_by"], outcome["reason"]))
+        return found
+
+    with served(project, user_dir, tmp_path / "server-events.jsonl", "--token", TOKEN) as url:
+        resident = decisions("--server", url, "--token", TOKEN)
+    spawned = decisions("--no-server")
+    assert resident == spawned
+    assert [code for code, *_ in resident[:len(inputs)]].count(2) >= 3, resident
+    served_events = [json.loads(line) for line in
+                     (tmp_path / "server-events.jsonl").read_text().splitlines()]
+    assert sum(e.get("kind") == "event" for e in served_events) == len(inputs) * 2
