@@ -157,7 +157,6 @@ class Engine:
             control = ControlLayer(registry.project_dir, watch=not one_shot)
         self.control: ControlLayer | None = control or None
         self._inbox = inbox if inbox is not None else AidInbox()
-        self._fresh: str | None = None  # the event ``wakes`` has just refreshed for
 
     async def __aenter__(self) -> Engine:
         await self._launcher.open()
@@ -206,9 +205,7 @@ class Engine:
 
     async def _fire(self, name: str, event: Event, on_hook_done: HookDone | None) -> Outcome:
         # 1. select
-        if self._fresh != name:
-            self.registry.refresh()
-        self._fresh = None
+        self.registry.refresh()
         if self._pool is not None:  # stop processes of hooks gone since (runner.persistent)
             await self._pool.prune(self.registry)
         hooks = await self._select(name, event)
@@ -270,7 +267,6 @@ class Engine:
         ``control=False``: the caller has asked hooks.yaml itself."""
         registry = self.registry
         registry.refresh()
-        self._fresh = name  # the fire that follows need not ask the disk again
         if registry.wakes(name):
             return True
         return control and self.control is not None and self.control.wakes(name)
