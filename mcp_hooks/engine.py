@@ -20,6 +20,12 @@ Running an event (``Engine.fire``):
    block, a rewrite a control, context or a hook's warning a prompt, or the signal the hook
    printed itself), one ``correlation_id`` per event, with the issue's id and changed files
    when the payload has an ``issue``; the outcome lists them strongest first.
+   Aid left for the session by an earlier event (``inbox.py``: async hooks' advice) joins
+   this outcome as context.
+3b. **hooks.yaml**: if the chain allowed, the trigger's control-layer entries run after it,
+   in their own order (``control.layer``: a block signal denies, prompts and adjustments are
+   context, a ``tool_input`` control rewrites; oracles run off the event loop); their
+   ``async: true`` entries start in the background, and their aid waits in the inbox.
 4. **Guard**: ``before_stop`` denied -> ``continue_working``; the ``StopGuard``
    (``stopguard.py``) counts consecutive blocks per session and lets the stop through at
    its cap, saying so (its block signals become prompts then).
@@ -215,9 +221,9 @@ class Engine:
         fault = self._fault(name, hooks, payload, work_dir)
         if fault is not None:
             outcome = fault_outcome(name, fault, on_fault=self.on_fault, warnings=notes)
-            if outcome.denied or not hooks or not os.path.isdir(work_dir):
+            if outcome.denied or not os.path.isdir(work_dir):
                 return self._logged(event, name, work_dir, outcome, {})
-            notes = outcome.warnings  # warn: the valid hooks run, the warning stays
+            notes = outcome.warnings  # warn: the valid hooks (and hooks.yaml) run, warned
         ticket = self.stop_guard.before(event, payload) if name == "before_stop" else None
         # 2. start async hooks, 3. run, judge, apply
         chain = Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes)

@@ -290,3 +290,14 @@ def test_the_inbox_sees_aid_left_after_it_found_nothing(tmp_path: Path) -> None:
     AidInbox(tmp_path / "aid").put("s", [Signal.aid("late")])  # another writer, same folder
     assert [s.payload["context_info"] for s in inbox.take("s")] == ["late"]
     assert [s.payload["context_info"] for s in inbox.take("other")] == ["for another session"]
+
+
+async def test_hooks_yaml_still_runs_beside_a_broken_hook_under_on_fault_warn(
+        repo: Path, tmp_path: Path) -> None:
+    hooks = repo / ".agents" / "hooks"
+    (hooks / "broken").mkdir(parents=True)
+    (hooks / "broken" / "HOOK.md").write_text("---\nname: broken\ntrigger: pre-issue-submit\n")
+    write(repo, ".ahp/hooks.yaml", SEED_YAML)
+    outcome = await fire(engine_for(repo, tmp_path, on_fault="warn"), submit(repo, OPEN_ISSUE))
+    assert outcome.denied and outcome.blocked_by == "checklist-validator"  # the gate held
+    assert any("failed to load" in w for w in outcome.warnings)
