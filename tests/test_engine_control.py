@@ -301,3 +301,26 @@ async def test_hooks_yaml_still_runs_beside_a_broken_hook_under_on_fault_warn(
     outcome = await fire(engine_for(repo, tmp_path, on_fault="warn"), submit(repo, OPEN_ISSUE))
     assert outcome.denied and outcome.blocked_by == "checklist-validator"  # the gate held
     assert any("failed to load" in w for w in outcome.warnings)
+
+
+def test_a_one_shot_engine_runs_async_entries_in_a_detached_process(repo: Path,
+                                                                    tmp_path: Path) -> None:
+    """``mcp-hooks fire`` and the bridges exit at once; the background entries go on in a
+    process of their own, and their aid reaches the session's next (one-shot) event."""
+    import time
+
+    write(repo, ".ahp/oracles.py", CUSTOM)
+    write(repo, ".ahp/hooks.yaml",
+          "hooks:\n  post-tool-use:\n    - {oracle: 'oracles.py:Advice', async: true}\n")
+    first = engine_for(repo, tmp_path, one_shot=True).fire_blocking(
+        Event("after_tool", session_id="s5", work_dir=str(repo), tool_name="Shell",
+              tool_input={}, tool_output="ok"))
+    assert not first.additional_context
+    log = SignalLog(tmp_path / "signals.jsonl")
+    for _ in range(2400):  # up to 120 s: the detached process goes at its own pace
+        if any(r.get("intensity") == "aid" for r in log.read()):
+            break
+        time.sleep(0.05)
+    nxt = engine_for(repo, tmp_path, one_shot=True).fire_blocking(
+        Event("before_agent", session_id="s5", work_dir=str(repo)))
+    assert any("remember the changelog" in c for c in nxt.additional_context), nxt
