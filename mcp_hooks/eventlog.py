@@ -150,9 +150,12 @@ class EventLog:
                     yield record
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # made once, not per line
+
+
 def encode_record(record: dict[str, Any]) -> bytes:
     """One log line: UTF-8 JSON, or all-ASCII escapes when a string cannot be UTF-8."""
-    text = json.dumps(record, ensure_ascii=False, default=str)
+    text = _ENCODER.encode(record)
     try:
         return (text + "\n").encode()
     except UnicodeEncodeError:  # a lone surrogate: "\\udcff" instead
