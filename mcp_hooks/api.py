@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from mcp_hooks.asynchooks import AsyncJob, TaskGroupLauncher
 from mcp_hooks.callables import CallableHook, CallableView, HookTable, make_hook
 from mcp_hooks.discovery import Registry
-from mcp_hooks.engine import Engine
+from mcp_hooks.engine import Engine, run_unsuspended
 from mcp_hooks.eventlog import EventLog, default_log_path
 from mcp_hooks.events import canonical_event
 from mcp_hooks.outcome import EVENT_FIELDS, Event, OnFault, Outcome, fault_outcome
@@ -463,12 +463,9 @@ def _build(event: str | Event, fields: dict[str, Any]) -> Event:
 
 def _step(step: Coroutine[Any, Any, Outcome], name: str, on_fault: OnFault) -> Outcome:
     """Run a chain of sync callables to its end in this thread (it never suspends)."""
-    try:
-        step.send(None)
-    except StopIteration as done:
-        outcome: Outcome = done.value
+    outcome = run_unsuspended(step)
+    if outcome is not None:
         return outcome
-    step.close()
     return fault_outcome(name, "a callable hook waited on an event loop inside Hooks.fire; "
                          "make it `async def` (fire then runs it on the worker loop)",
                          on_fault=on_fault)

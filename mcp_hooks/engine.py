@@ -40,10 +40,11 @@ and the stop guard's counter (memory, or a file per session for the host bridges
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shlex
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -227,7 +228,7 @@ class Engine:
         ticket = self.stop_guard.before(event, payload) if name == "before_stop" else None
         # 2. start async hooks, 3. run, judge, apply
         chain = Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes)
-        chain.deliver(self._inbox.take(event.session_id) if event.session_id else [])
+        chain.deliver(self._inbox.take(event.session_id))
         if hooks:
             await self._run_chain(name, event, hooks, payload, work_dir, chain, on_hook_done)
         if self.control is not None and self.control.wakes(name):
@@ -248,8 +249,6 @@ class Engine:
             payload["event_type"] = name
             if "tool_input" in payload:
                 payload["tool_input"] = chain.tool_input
-            import functools
-
             decide = functools.partial(
                 self.control.decide, name, payload, can_block=can_block(name),
                 fail_closed=self.on_fault == "block", correlation_id=chain.correlation)
@@ -435,14 +434,10 @@ class Engine:
         """
         if not self.one_shot:
             raise RuntimeError("fire_blocking needs an Engine made with one_shot=True")
-        step = self.fire(event, on_hook_done=on_hook_done)
-        try:
-            step.send(None)
-        except StopIteration as done:
-            outcome: Outcome = done.value
-            return outcome
-        step.close()
-        raise RuntimeError("a one-shot engine must not wait on an event loop")
+        outcome = run_unsuspended(self.fire(event, on_hook_done=on_hook_done))
+        if outcome is None:
+            raise RuntimeError("a one-shot engine must not wait on an event loop")
+        return outcome
 
     # -- the log -------------------------------------------------------------------------
 
@@ -487,3 +482,15 @@ class Engine:
             "hooks": hooks,
             "warnings": outcome.warnings,
         })
+
+
+def run_unsuspended(step: Coroutine[Any, Any, Outcome]) -> Outcome | None:
+    """Drive ``fire``'s coroutine to its end in this thread, with no event loop: its
+    ``Outcome``, or None (the coroutine closed) if it tried to wait on a loop."""
+    try:
+        step.send(None)
+    except StopIteration as done:
+        outcome: Outcome = done.value
+        return outcome
+    step.close()
+    return None

@@ -18,7 +18,6 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +27,8 @@ import mcp_hooks
 from mcp_hooks.hosts.forward import FIRE_PATH, NONCE_HEADER, SIGNATURE_HEADER, sign
 from mcp_hooks.hosts.forward_script import write_forward_files
 from mcp_hooks.outcome import Outcome
-from tests.background import background
 from tests.conftest import write_hook
-from tests.test_hosts_served import fake_listener
+from tests.test_hosts_served import fake_listener, served
 
 TOKEN = "fire-forward-token"
 SOURCE = str(Path(mcp_hooks.__file__).resolve().parent.parent)
@@ -71,17 +69,6 @@ ALLOW = '{"command": "ls"}'
 def hooks(project_hooks: Path) -> None:
     write_hook(project_hooks, "resident", script=HOOK_PY, entry="scripts/run.py",
                extra="metadata:\n  persistent: true\nmatcher:\n  tool: Shell\n")
-
-
-@contextmanager
-def served(project: Path, user_dir: Path, log: Path, *extra: str) -> Iterator[str]:
-    """A real ``mcp-hooks serve`` over HTTP; yields its base URL (no ``/mcp``)."""
-    argv = [sys.executable, "-m", "mcp_hooks.cli", "serve", "--transport", "http", "--port",
-            "0", "--project-dir", str(project), "--user-dir", str(user_dir), "--log", str(log),
-            *extra]
-    with background(argv, announce=r"serving \w+ at (http://\S+)/mcp",
-                    env={**os.environ, "PYTHONPATH": SOURCE}, timeout=30) as server:
-        yield server.url
 
 
 @pytest.fixture

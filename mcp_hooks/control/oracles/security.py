@@ -150,11 +150,8 @@ def _declared(path: Path) -> set[str]:
     if path.suffix == ".toml":
         if sys.version_info >= (3, 11):
             import tomllib
-        else:  # Python 3.10: tomli, where installed
-            try:
-                import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
-            except ImportError:
-                raise ValueError("reading it needs Python 3.11 or tomli") from None
+        else:  # Python 3.10: tomli, a dependency there (pyproject)
+            import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
