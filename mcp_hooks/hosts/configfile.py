@@ -242,8 +242,8 @@ def edit_toml(path: Path, text: str, events: Sequence[str], make: MakeHandler | 
 
 
 def toml_reader() -> Any:
-    """``tomllib``; on Python 3.10 ``tomli`` if it is there (an optional extra we do not
-    require: the text edit stands on its marker lines), else None."""
+    """``tomllib``; on Python 3.10 ``tomli`` (a dependency there), or None if it was
+    removed (the text edit stands on its marker lines without it)."""
     if sys.version_info >= (3, 11):
         import tomllib
 
