@@ -323,6 +323,20 @@ def _refuse_hostile(hook_file: Path, events: Any) -> None:
     segfault at some tens of thousands of levels). Frontmatter needs neither."""
     import yaml
 
+    try:
+        _walk_events(hook_file, events)
+    except yaml.YAMLError as exc:
+        # PyYAML >= 6.0.4 refuses deep nesting in its own scanner (at 1,000 flow levels),
+        # which runs ahead of the events, so its error can come before our count says so
+        if "nesting depth" not in str(exc):
+            raise
+        raise HookFileError(hook_file, None, "the frontmatter nests more than "
+                            f"{_MAX_YAML_DEPTH} levels deep; flatten it") from None
+
+
+def _walk_events(hook_file: Path, events: Any) -> None:
+    import yaml
+
     depth = 0
     for event in events:
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):

@@ -111,6 +111,7 @@ def test_the_wheel_carries_the_library_with_its_modes(built: Built) -> None:
     assert {name: modes.get(name) for name in library} == library
     assert not [n for n in modes if _is_junk(n)]
     assert "mcp_hooks/bundle.py" in modes and "mcp_hooks/py.typed" in modes
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in modes), sorted(modes)[-8:]
     assert not [n for n in modes if n.startswith(("tests/", "docs/", "mcp_hooks/tests"))]
 
 
@@ -120,7 +121,7 @@ def test_the_sdist_carries_the_library_tests_docs_examples_and_bench(built: Buil
                    if m.isfile() and "/" in m.name}
     library = _library_files()
     assert {name: members.get(name) for name in library} == library
-    for top in ("Makefile", "README.md", "pyproject.toml", "MANIFEST.in"):
+    for top in ("Makefile", "README.md", "pyproject.toml", "MANIFEST.in", "LICENSE"):
         assert top in members
     for folder in SDIST_EXTRAS:
         expected = {p.relative_to(built.src).as_posix() for p in (built.src / folder).rglob("*")
