@@ -19,10 +19,11 @@ concurrent processes (the bridges run one per tool call) and threads lose no ste
 
 Whatever the file holds, it never denies for good: it is read without following a symlink,
 never blocking on a FIFO, at most ``MAX_BYTES`` (``runtime.read_regular``), and anything
-that is not what an update writes (unreadable, not JSON, a list where an object belongs, a
-count that is not a whole number from 1 to ``MAX_COUNT``, a bad ``at``) counts as empty,
-that part or the whole: the ladder counts from zero and the next update replaces the file
-with a valid one. Sessions not touched for ``MAX_AGE`` seconds are dropped on write.
+that is not what an update writes (unreadable, not JSON, nested too deep, a list where an
+object belongs, a count that is not a whole number from 1 to ``MAX_COUNT``, a bad ``at``)
+counts as empty, that part or the whole: the ladder counts from zero and the next update
+replaces the file with a valid one. Sessions not touched for ``MAX_AGE`` seconds are
+dropped on write.
 """
 
 from __future__ import annotations
@@ -118,8 +119,8 @@ class Ladder:
     def _read(self) -> dict[str, Any]:
         try:
             data = json.loads(runtime.read_regular(self.path, MAX_BYTES, what="ladder state"))
-        except (OSError, ValueError, runtime.FileRefused):  # UnicodeDecodeError: a ValueError
-            return _empty()
+        except (OSError, ValueError, RecursionError, runtime.FileRefused):  # deep nesting
+            return _empty()  # is a RecursionError; a UnicodeDecodeError a ValueError
         return clean(data)
 
     @contextlib.contextmanager
