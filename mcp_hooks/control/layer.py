@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from mcp_hooks.watch import ChangeWatcher
 
 _DETACHED = "mcp_hooks.control.layer"
+LOAD_TIMEOUT = 10.0  # seconds reading the hooks.yaml layers may take
 _FAULTS = ("oracle_fault", "config_error")  # the control layer's own, under on_fault
 
 
@@ -93,11 +94,12 @@ class ControlLayer:
             process).
         secrets: values no oracle's command may see in its environment (a server's token);
             ``MCP_HOOKS_TOKEN`` is always left out, as for hooks (``hookenv``).
+        load_timeout: seconds reading the layers may take (``_load``).
     """
 
     def __init__(self, project_dir: Path | None, *, user_file: Path | None = None,
                  ladder: Ladder | None = None, watch: bool = True,
-                 secrets: Collection[str] = ()) -> None:
+                 secrets: Collection[str] = (), load_timeout: float = LOAD_TIMEOUT) -> None:
         from mcp_hooks.paths import ahp_user_file
 
         self.project_dir = Path(project_dir) if project_dir is not None else None
@@ -111,6 +113,7 @@ class ControlLayer:
         self._trust_seen: tuple[int, int] | None = None
         self._woken: tuple[ControlConfig | None, frozenset[str | None] | None] = (None, None)
         self._secrets = tuple(secrets)
+        self._load_timeout = load_timeout
         self._lock = threading.RLock()
 
     # -- the configuration -----------------------------------------------------------------
@@ -176,14 +179,43 @@ class ControlLayer:
             if self._loaded and signature == self._seen:
                 return self._config
             if any(f.is_file() for f in self._files()):
-                from mcp_hooks.control.config import load_config
-
-                self._config = load_config(self.project_dir, user_file=self.user_file)
+                self._config = self._load()
             else:
                 self._config = None
             self._seen, self._loaded = signature, True
             self._trust_seen = self._trust_stat()
             return self._config
+
+    def _load(self) -> ControlConfig:
+        """``load_config`` within ``load_timeout`` seconds (a worker thread, abandoned past
+        it): a hooks.yaml layer that cannot be read in time (a FIFO or a huge file under
+        ``.ahp``) or whose reading raised is a problem of every trigger, failing closed."""
+        from mcp_hooks.control.config import ControlConfig, HooksYamlError, load_config
+
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["config"] = load_config(self.project_dir, user_file=self.user_file)
+            except BaseException as exc:  # reported below, never raised in the thread
+                box["error"] = exc
+
+        worker = threading.Thread(target=work, name="mcp-hooks-hooks-yaml", daemon=True)
+        worker.start()
+        worker.join(self._load_timeout)
+        if "config" in box:
+            config: ControlConfig = box["config"]
+            return config
+        if worker.is_alive():
+            why = (f"could not be read within {self._load_timeout:g} s (a FIFO or a huge file "
+                   "under .ahp?); make its files plain and small")
+        else:
+            exc = box.get("error")
+            why = f"could not be read: {type(exc).__name__}: {exc}"
+        files = self._files()
+        where = files[1] if self.project_dir is not None else files[0]
+        return ControlConfig(problems=[HooksYamlError(where, None, None, why)],
+                             files=[f for f in files if f.is_file()])
 
     def _trust_stat(self) -> tuple[int, int] | None:
         """The trust store's (mtime, size) while a project layer is read, else None."""
