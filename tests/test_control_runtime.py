@@ -190,7 +190,15 @@ hooks:
 # -- deadlines and faults ----------------------------------------------------------------
 
 ORACLES = """
+import os
 import time
+
+class Waiter:
+    def __init__(self, config):
+        self.flag = config["flag"]
+    def evaluate(self, context):
+        while not os.path.exists(self.flag):
+            time.sleep(0.01)
 
 class Sleeper:
     def __init__(self, config):
@@ -229,6 +237,37 @@ def test_an_oracle_that_sleeps_is_abandoned_at_its_timeout(repo: Path, tmp_path:
     assert (decision.deny is not None) is fail_closed
     assert "Sleeper" in (said or "") and "timed out" in (said or "")
     assert "0.5 s" in (said or "")
+
+
+def test_abandoned_oracles_are_bounded_and_the_rest_go_on(repo: Path, tmp_path: Path) -> None:
+    from mcp_hooks.control.evaluation import MAX_ABANDONED, _pool
+
+    flag = tmp_path / "release"
+    custom_oracles(repo, "pre-tool-use", "    - oracle: 'oracles.py:Waiter'\n"
+                   f"      config: {{timeout: 0.2, flag: {json.dumps(str(flag))}}}\n"
+                   "    - oracle: PermissionChecker\n"
+                   "      config: {require_confirmation: false}\n")
+    control = layer(repo, tmp_path)
+    payload = {"work_dir": str(repo), "tool_name": "Shell", "tool_input": {"command": "ls"}}
+    before = set(_pool.abandoned)
+    try:
+        said: list[str] = []
+        while len(said) <= MAX_ABANDONED and "was not started" not in "".join(said[-1:]):
+            warnings = decide(control, "before_tool", payload, fail_closed=False).warnings
+            said.append(warnings[0])  # earlier tests' sleepers may still count: at most 16
+        assert all("timed out" in w for w in said[:-1]) and len(said) > 1, said
+        assert "was not started" in said[-1] and _pool.busy() >= MAX_ABANDONED
+        dangerous = {**payload, "tool_input": {"command": "rm -rf /"}}
+        held = decide(control, "before_tool", dangerous)  # nothing starts: a fault, denied
+        assert held.deny is not None and "was not started" in (held.reason or "")
+    finally:
+        flag.touch()
+    mine = set(_pool.abandoned) - before
+    assert mine
+    for thread in mine:
+        thread.join(60)
+        assert not thread.is_alive()  # an abandoned thread ends with its oracle
+    assert not decide(control, "before_tool", payload, fail_closed=False).warnings
 
 
 @pytest.mark.parametrize("timeout", [0, -1, 601, "5", True])
