@@ -128,6 +128,9 @@ def test_file_change_limiter_base_never_reaches_git_as_an_option(repo: Path,
         with pytest.raises(OracleConfigError) as raised:
             build_oracle("FileChangeLimiter", {"base": base}, repo)
         assert raised.value.key == "base"
+    with pytest.raises(OracleConfigError) as raised:  # `git log --5` would be an option
+        build_oracle("ContextLoader", {"history": -5}, repo)
+    assert raised.value.key == "history"
     with pytest.raises(BadRevisionError):  # the same check below the config's
         git_changed_files(repo, f"--output={target}")
     assert not target.exists()

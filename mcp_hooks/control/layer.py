@@ -5,6 +5,10 @@ project, or None when no layer exists: then nothing of the control layer is impo
 event pays three ``stat`` calls (one-shot) or one non-blocking ``read`` (a long-lived engine
 watching ``~/.ahp``, the project's ``.ahp`` and the trust store with inotify).
 
+Reading the layers has a deadline too (``LOAD_TIMEOUT``, in a worker thread): a layer that
+cannot be read in time (a FIFO among the ``.py`` files the trust digest reads) is a problem
+of every trigger, so events that can block are denied saying so, never hung.
+
 ``ControlLayer.decide`` runs one event's sync entries (``evaluation.evaluate``) and returns
 them as a ``Decision`` the engine applies to its chain; ``ControlLayer.background`` runs the
 ``async: true`` entries after the reply (a thread in a long-lived engine, a detached process

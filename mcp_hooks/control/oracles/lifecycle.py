@@ -78,6 +78,11 @@ class ContextLoader(Oracle):
         "history": Option((int,), 10, "a number of commits"),
     }
 
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(config)
+        if not 1 <= self.config["history"] <= 1000:
+            raise OracleConfigError("history", "must be a number of commits from 1 to 1000")
+
     def evaluate(self, context: OracleContext) -> Signal | None:
         issue = context.issue
         parts = []
