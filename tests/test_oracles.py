@@ -13,6 +13,7 @@ import pytest
 from mcp_hooks.control import BUILTIN, OracleContext, build_oracle
 from mcp_hooks.control.oracles.base import OracleConfigError
 from mcp_hooks.control.oracles.quality import split_batches
+from mcp_hooks.paths import state_dir
 from mcp_hooks.signals import Signal
 from tests.control_helpers import git, make_repo, write
 
@@ -178,10 +179,14 @@ def test_the_seeds_other_oracles(repo: Path, tmp_path: Path) -> None:
     refused = run("PermissionChecker", repo, {"require_confirmation": False},
                   trigger="before_tool", tool_input={"command": "RM -RF /"})
     assert refused is not None and refused.blocks
-    log = tmp_path / "changes.jsonl"
+    log = repo / "logs" / "changes.jsonl"  # absolute, inside the project
     assert run("ChangeLogger", repo, {"log_file": str(log)}, trigger="after_tool",
                tool_name="Write", tool_input={"file_path": "a.py"}) is None
     assert json.loads(log.read_text())["files"] == ["a.py"]
+    assert run("ChangeLogger", repo, trigger="after_tool", tool_name="Write",
+               tool_input={"file_path": "b.py"}) is None  # default: the state folder
+    [line] = (state_dir() / "changes.jsonl").read_text().splitlines()
+    assert json.loads(line)["files"] == ["b.py"]
     incomplete = run("CompletionVerifier", repo, {"require_docs": True},
                      trigger="before_issue_close", issue=issue)
     assert incomplete is not None and incomplete.blocks and "tests" in incomplete.text()

@@ -11,6 +11,11 @@ Contracts a caller may rely on:
 - ``changed_files`` is ``issue.files_changed`` when the payload gives it, else what git says
   changed in ``work_dir`` (staged, unstaged and untracked files, relative paths, sorted);
   git runs once per context, only when an oracle or a ``when`` condition asks.
+- git runs as an oracle's commands do (``runtime.run``: its own process group, a hook's
+  environment without our secrets, within the evaluation's deadline), never prompting and
+  taking no optional lock; a revision from a config (``base``) is checked to name a commit
+  (``git rev-parse --verify --end-of-options``) before it reaches another git command, and
+  only the commit id it resolved to does.
 - ``environment`` (the deployment environment ``when.environment`` tests) is the payload's
   ``environment``, else ``$MCP_HOOKS_ENVIRONMENT``, else ``development``.
 - ``view()`` is the object ``when`` conditions read with dotted paths: ``tool``,
@@ -21,12 +26,11 @@ Contracts a caller may rely on:
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ENVIRONMENT_ENV = "MCP_HOOKS_ENVIRONMENT"
 DEFAULT_ENVIRONMENT = "development"
@@ -69,25 +73,66 @@ class Issue:
                    else None, raw=dict(data))
 
 
-def git(work_dir: Path, *args: str,
-        timeout: float = GIT_TIMEOUT) -> subprocess.CompletedProcess[str]:
-    """Run ``git -C work_dir args`` (text, captured, no prompt for credentials).
+class GitResult(NamedTuple):
+    """What one git command said: ``returncode`` None when it timed out."""
+
+    returncode: int | None
+    stdout: str
+    stderr: str
+
+
+class BadRevisionError(ValueError):
+    """A configured revision that does not name a commit of the repository."""
+
+
+def git(work_dir: Path, *args: str, timeout: float = GIT_TIMEOUT) -> GitResult:
+    """Run ``git -C work_dir args`` (text, captured, no prompt for credentials, no optional
+    lock), as an oracle's command (see the module docstring).
 
     Raises:
-        OSError: git cannot be started; subprocess.TimeoutExpired past ``timeout``.
+        OSError: git cannot be started.
     """
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
-    return subprocess.run(["git", "-C", str(work_dir), *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, stdin=subprocess.DEVNULL, check=False)
+    from mcp_hooks.control import runtime
+
+    done = runtime.run(["git", "-C", str(work_dir), *args], work_dir, timeout=timeout,
+                       env={"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"})
+    if done.spawn_error is not None:
+        raise OSError(done.spawn_error)
+    return GitResult(None if done.timed_out else done.exit_code,
+                     done.stdout.decode("utf-8", "surrogateescape"),
+                     done.stderr.decode("utf-8", "replace"))
+
+
+def resolve_commit(work_dir: Path, revision: str) -> str:
+    """The commit id ``revision`` names in ``work_dir``'s repository.
+
+    Raises:
+        BadRevisionError: it names no commit (or looks like an option).
+        OSError: git cannot be started.
+    """
+    if not revision or revision.startswith("-") or any(c.isspace() or ord(c) < 32
+                                                        for c in revision):
+        raise BadRevisionError(f"{revision!r} is not a git revision")
+    found = git(work_dir, "rev-parse", "--verify", "--quiet", "--end-of-options",
+                f"{revision}^{{commit}}")
+    commit = found.stdout.strip()
+    if found.returncode != 0 or not commit:
+        raise BadRevisionError(f"{revision!r} names no commit in {work_dir}")
+    return commit
 
 
 def git_changed_files(work_dir: Path, base: str | None = None) -> tuple[str, ...]:
     """Changed paths in a git work tree: since ``base`` (``git diff --name-only base``) plus
     untracked files, or, without ``base``, everything ``git status`` lists. Empty outside a
-    repository or when git fails."""
+    repository or when git fails.
+
+    Raises:
+        BadRevisionError: ``base`` names no commit of the repository.
+    """
     try:
         if base:
-            diff = git(work_dir, "diff", "--name-only", "-z", base)
+            commit = resolve_commit(work_dir, base)
+            diff = git(work_dir, "diff", "--name-only", "-z", commit, "--")
             extra = git(work_dir, "ls-files", "--others", "--exclude-standard", "-z")
             if diff.returncode != 0:
                 return ()
@@ -104,7 +149,7 @@ def git_changed_files(work_dir: Path, base: str | None = None) -> tuple[str, ...
                 names.append(part[3:])
                 if part[0] in "RC":  # a rename or copy: the next field is the old path
                     next(parts, None)
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:
         return ()
     return tuple(sorted({n for n in names if n}))
 

@@ -13,27 +13,65 @@ finding: ``reason`` and ``message`` stand for each other, as do ``resolution_pat
 
 The counts live in one JSON file (``paths.ladder_path()``), keyed by session,
 trigger and entry, so a restarted server carries on where it was. Each update locks a
-sibling ``.lock`` file, re-reads, changes and atomically replaces the file, so concurrent
-processes (the bridges run one per tool call) lose no step. An unreadable or corrupt file
-counts as empty and is replaced on the next update. Sessions not touched for
-``MAX_AGE`` seconds are dropped on write.
+sibling ``.lock`` file (waiting at most ``LOCK_TIMEOUT`` seconds, then ``TimeoutError``),
+re-reads, changes and atomically replaces the file (a temporary file renamed over it), so
+concurrent processes (the bridges run one per tool call) and threads lose no step.
+
+Whatever the file holds, it never denies for good: it is read without following a symlink,
+never blocking on a FIFO, at most ``MAX_BYTES`` (``runtime.read_regular``), and anything
+that is not what an update writes (unreadable, not JSON, nested too deep, a list where an
+object belongs, a count that is not a whole number from 1 to ``MAX_COUNT``, a bad ``at``)
+counts as empty, that part or the whole: the ladder counts from zero and the next update
+replaces the file with a valid one. Sessions not touched for ``MAX_AGE`` seconds are
+dropped on write.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from mcp_hooks.control import runtime
 from mcp_hooks.signals import Intensity, Signal
 
 DEFAULT_STEPS: tuple[Intensity, ...] = ("prompt", "control", "block")
 MAX_AGE = 30 * 24 * 3600
+MAX_BYTES = 8 << 20  # a bigger ladder.json counts as empty (and is replaced)
+MAX_COUNT = 1 << 20  # a count above it is not one an update wrote
+LOCK_TIMEOUT = 10.0  # seconds an update waits for the lock
 NO_SESSION = "-"
+
+
+def _empty() -> dict[str, Any]:
+    return {"version": 1, "sessions": {}}
+
+
+def clean(data: Any) -> dict[str, Any]:
+    """The parts of ``data`` an update could have written; the rest dropped (see the module
+    docstring)."""
+    out = _empty()
+    sessions = data.get("sessions") if isinstance(data, dict) else None
+    if not isinstance(sessions, dict):
+        return out
+    for name, session in sessions.items():
+        if not isinstance(name, str) or not isinstance(session, dict):
+            continue
+        counts = session.get("counts")
+        good = {key: value for key, value in counts.items()
+                if isinstance(key, str) and type(value) is int and 0 < value <= MAX_COUNT
+                } if isinstance(counts, dict) else {}
+        at = session.get("at")
+        if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at):
+            at = 0.0  # unknown age: dropped on the next write
+        out["sessions"][name] = {"counts": good, "at": float(at)}
+    return out
 
 
 def default_path() -> Path:
@@ -80,12 +118,10 @@ class Ladder:
 
     def _read(self) -> dict[str, Any]:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {"version": 1, "sessions": {}}
-        if not isinstance(data, dict) or not isinstance(data.get("sessions"), dict):
-            return {"version": 1, "sessions": {}}
-        return data
+            data = json.loads(runtime.read_regular(self.path, MAX_BYTES, what="ladder state"))
+        except (OSError, ValueError, RecursionError, runtime.FileRefused):  # deep nesting
+            return _empty()  # is a RecursionError; a UnicodeDecodeError a ValueError
+        return clean(data)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[dict[str, Any]]:
@@ -93,16 +129,34 @@ class Ladder:
 
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         lock = self.path.with_name(self.path.name + ".lock")
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+                     | os.O_NONBLOCK, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            deadline = time.monotonic() + LOCK_TIMEOUT
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{lock} stayed locked for {LOCK_TIMEOUT:g} s; "
+                                           "is another mcp-hooks process stuck?") from None
+                    time.sleep(0.005)
             data = self._read()
             yield data
             now = time.time()
             data["sessions"] = {s: v for s, v in data["sessions"].items()
-                                if isinstance(v, dict) and now - v.get("at", now) < MAX_AGE}
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
+                                if now - v["at"] < MAX_AGE}
+            tmp = self.path.with_name(
+                f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+                          | os.O_NOFOLLOW, 0o600)
+            try:
+                view = memoryview(json.dumps(data, sort_keys=True).encode())
+                while view:
+                    view = view[os.write(out, view):]
+            finally:
+                os.close(out)
             os.replace(tmp, self.path)
         finally:
             os.close(fd)  # closing releases the lock
@@ -110,7 +164,7 @@ class Ladder:
     def count(self, session_id: str | None, trigger: str, entry: str) -> int:
         """Consecutive violations recorded so far."""
         session = self._read()["sessions"].get(session_id or NO_SESSION) or {}
-        value = (session.get("counts") or {}).get(self._key(trigger, entry), 0)
+        value = session.get("counts", {}).get(self._key(trigger, entry), 0)
         return value if isinstance(value, int) else 0
 
     def record(self, session_id: str | None, trigger: str, entry: str,
@@ -118,9 +172,10 @@ class Ladder:
         """Count one more violation (or reset on a pass); returns the new count."""
         key = self._key(trigger, entry)
         with self._locked() as data:
-            session = data["sessions"].setdefault(session_id or NO_SESSION, {})
-            counts = session.setdefault("counts", {})
-            count = (counts.get(key, 0) if isinstance(counts.get(key), int) else 0) + 1
+            session = data["sessions"].setdefault(session_id or NO_SESSION,
+                                                  {"counts": {}, "at": 0.0})
+            counts = session["counts"]
+            count = min(int(counts.get(key, 0)), MAX_COUNT - 1) + 1
             if violated:
                 counts[key] = count
             else:

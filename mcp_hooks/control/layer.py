@@ -5,6 +5,10 @@ project, or None when no layer exists: then nothing of the control layer is impo
 event pays three ``stat`` calls (one-shot) or one non-blocking ``read`` (a long-lived engine
 watching ``~/.ahp``, the project's ``.ahp`` and the trust store with inotify).
 
+Reading the layers has a deadline too (``LOAD_TIMEOUT``, in a worker thread): a layer that
+cannot be read in time (a FIFO among the ``.py`` files the trust digest reads) is a problem
+of every trigger, so events that can block are denied saying so, never hung.
+
 ``ControlLayer.decide`` runs one event's sync entries (``evaluation.evaluate``) and returns
 them as a ``Decision`` the engine applies to its chain; ``ControlLayer.background`` runs the
 ``async: true`` entries after the reply (a thread in a long-lived engine, a detached process
@@ -23,6 +27,12 @@ How a signal acts on the event (the engine's rules, in one place: ``Decision``):
   input (``modified_input``) on ``before_tool``; any other adjustment (a batch split, lint
   fixes already applied) is described in ``additional_context``.
 - **aid**: in ``additional_context``.
+
+Threads: a long-lived engine calls ``decide`` from several worker threads at once. What the
+layer keeps between events (the configuration, the watcher, the signatures, the ladder) is
+read and refreshed under one lock; an event's evaluation itself shares nothing mutable
+(each oracle runs in a thread of its own, ``evaluation.run_oracle``), and the ladder's
+updates lock its file.
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +54,7 @@ if TYPE_CHECKING:
     from mcp_hooks.watch import ChangeWatcher
 
 _DETACHED = "mcp_hooks.control.layer"
+LOAD_TIMEOUT = 10.0  # seconds reading the hooks.yaml layers may take
 _FAULTS = ("oracle_fault", "config_error")  # the control layer's own, under on_fault
 
 
@@ -72,8 +83,8 @@ def _untrusted_note(entries: list[Entry], project_dir: Path | None) -> str:
 
     which = ", ".join(sorted({f"{e.id} ({e.trigger})" for e in entries}))
     where = shlex.quote(str(project_dir)) if project_dir is not None else "PROJECT"
-    return (f"project hooks.yaml entries that run commands are not trusted, so not run: "
-            f"{which}. Read .ahp/, then trust it with: mcp-hooks trust {where}")
+    return (f"project hooks.yaml entries that run commands or write files are not trusted, "
+            f"so not run: {which}. Read .ahp/, then trust it with: mcp-hooks trust {where}")
 
 
 class ControlLayer:
@@ -85,10 +96,14 @@ class ControlLayer:
         ladder: the escalation store; None for the default file.
         watch: keep watching for changes (a long-lived engine); False reads once (a one-shot
             process).
+        secrets: values no oracle's command may see in its environment (a server's token);
+            ``MCP_HOOKS_TOKEN`` is always left out, as for hooks (``hookenv``).
+        load_timeout: seconds reading the layers may take (``_load``).
     """
 
     def __init__(self, project_dir: Path | None, *, user_file: Path | None = None,
-                 ladder: Ladder | None = None, watch: bool = True) -> None:
+                 ladder: Ladder | None = None, watch: bool = True,
+                 secrets: Collection[str] = (), load_timeout: float = LOAD_TIMEOUT) -> None:
         from mcp_hooks.paths import ahp_user_file
 
         self.project_dir = Path(project_dir) if project_dir is not None else None
@@ -101,7 +116,9 @@ class ControlLayer:
         self._seen: tuple[tuple[str, int, int], ...] = ()
         self._trust_seen: tuple[int, int] | None = None
         self._woken: tuple[ControlConfig | None, frozenset[str | None] | None] = (None, None)
-        self._lock = threading.Lock()
+        self._secrets = tuple(secrets)
+        self._load_timeout = load_timeout
+        self._lock = threading.RLock()
 
     # -- the configuration -----------------------------------------------------------------
 
@@ -149,11 +166,13 @@ class ControlLayer:
         A long-lived layer asks its watcher first (one non-blocking ``read``), and, while a
         project layer is read, the trust store's ``stat``; only when one of them moved does it
         compare the whole ``stat`` signature, and it reads the files again only if that moved.
+        All of it under the layer's lock: the watcher and the signatures are shared by the
+        threads that decide events.
         """
-        if self._loaded and (self._watcher is None or not (
-                self._watcher.changed() or self._trust_moved())):
-            return self._config
         with self._lock:
+            if self._loaded and (self._watcher is None or not (
+                    self._watcher.changed() or self._trust_moved())):
+                return self._config
             if self._watch and self._watcher is None:
                 from mcp_hooks.watch import ChangeWatcher
 
@@ -164,14 +183,43 @@ class ControlLayer:
             if self._loaded and signature == self._seen:
                 return self._config
             if any(f.is_file() for f in self._files()):
-                from mcp_hooks.control.config import load_config
-
-                self._config = load_config(self.project_dir, user_file=self.user_file)
+                self._config = self._load()
             else:
                 self._config = None
             self._seen, self._loaded = signature, True
             self._trust_seen = self._trust_stat()
-        return self._config
+            return self._config
+
+    def _load(self) -> ControlConfig:
+        """``load_config`` within ``load_timeout`` seconds (a worker thread, abandoned past
+        it): a hooks.yaml layer that cannot be read in time (a FIFO or a huge file under
+        ``.ahp``) or whose reading raised is a problem of every trigger, failing closed."""
+        from mcp_hooks.control.config import ControlConfig, HooksYamlError, load_config
+
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["config"] = load_config(self.project_dir, user_file=self.user_file)
+            except BaseException as exc:  # reported below, never raised in the thread
+                box["error"] = exc
+
+        worker = threading.Thread(target=work, name="mcp-hooks-hooks-yaml", daemon=True)
+        worker.start()
+        worker.join(self._load_timeout)
+        if "config" in box:
+            config: ControlConfig = box["config"]
+            return config
+        if worker.is_alive():
+            why = (f"could not be read within {self._load_timeout:g} s (a FIFO or a huge file "
+                   "under .ahp?); make its files plain and small")
+        else:
+            exc = box.get("error")
+            why = f"could not be read: {type(exc).__name__}: {exc}"
+        files = self._files()
+        where = files[1] if self.project_dir is not None else files[0]
+        return ControlConfig(problems=[HooksYamlError(where, None, None, why)],
+                             files=[f for f in files if f.is_file()])
 
     def _trust_stat(self) -> tuple[int, int] | None:
         """The trust store's (mtime, size) while a project layer is read, else None."""
@@ -193,21 +241,23 @@ class ControlLayer:
         config = self.config()
         if config is None:
             return False
-        if self._woken[0] is not config:
+        woken = self._woken
+        if woken[0] is not config:
             every = any(p.trigger is None for p in config.problems)
-            self._woken = (config, None if every else frozenset(
+            woken = self._woken = (config, None if every else frozenset(
                 {*config.triggers, *(p.trigger for p in config.problems),
                  *(e.trigger for e in config.untrusted)}))
-        triggers = self._woken[1]
+        triggers = woken[1]
         return triggers is None or trigger in triggers
 
     @property
     def ladder(self) -> Ladder:
-        if self._ladder is None:
-            from mcp_hooks.control.ladder import Ladder
+        with self._lock:
+            if self._ladder is None:
+                from mcp_hooks.control.ladder import Ladder
 
-            self._ladder = Ladder()
-        return self._ladder
+                self._ladder = Ladder()
+            return self._ladder
 
     # -- one event ---------------------------------------------------------------------------
 
@@ -225,7 +275,8 @@ class ControlLayer:
         if held:
             decision.warnings.append(_untrusted_note(held, self.project_dir))
         signals = evaluate(trigger, payload, config=config, ladder=self.ladder,
-                           project_dir=self.project_dir, correlation_id=correlation_id)
+                           project_dir=self.project_dir, correlation_id=correlation_id,
+                           secrets=self._secrets)
         decision.signals = signals
         for signal in signals:
             text = f"[{signal.source}] {signal.text()}"
@@ -263,12 +314,14 @@ class ControlLayer:
 
             spawn(json.loads(json.dumps(job, default=str)), _DETACHED)
         else:
-            threading.Thread(target=run_background, args=(job, config, self.ladder),
+            threading.Thread(target=run_background, args=(job, config, self.ladder,
+                                                          self._secrets),
                              name="mcp-hooks-aid", daemon=True).start()
 
 
 def run_background(job: dict[str, Any], config: ControlConfig | None = None,
-                   ladder: Ladder | None = None) -> list[Signal]:
+                   ladder: Ladder | None = None, secrets: Collection[str] = (),
+                   ) -> list[Signal]:
     """Run one event's ``async: true`` entries; log their aid and leave it in the inbox."""
     from mcp_hooks.control.config import load_config
     from mcp_hooks.control.evaluation import evaluate
@@ -280,7 +333,7 @@ def run_background(job: dict[str, Any], config: ControlConfig | None = None,
     try:
         signals = evaluate(job["trigger"], job["payload"], config=config, ladder=ladder,
                            project_dir=project, background=True,
-                           correlation_id=job.get("correlation_id"))
+                           correlation_id=job.get("correlation_id"), secrets=secrets)
     except Exception as exc:  # a background fault is reported, never raised
         print(f"mcp-hooks: background hooks.yaml entries failed: {exc}", file=sys.stderr)
         return []

@@ -6,33 +6,40 @@ seed's ``Signal.accept()``). Built-in oracles declare their options in ``options
 one checks the config against that table and raises ``OracleConfigError`` naming the key,
 which the hooks.yaml loader turns into an error naming the file and the entry.
 
-``runs_commands()`` says whether the entry runs anything outside this process (a test
-command, a linter, a configured notification command, custom code): such entries from a
-project's hooks.yaml run only once the project's ``.ahp`` folder is trusted.
+Every oracle, custom ones included, takes ``config.timeout``: the seconds one evaluation may
+take, every command it runs included (``default_timeout`` of its class: 5 s for most, more
+for those that run a project's tools; from 0 to ``runtime.MAX_TIMEOUT``, the 600 s a host
+gives a whole event). ``evaluation`` enforces it.
+
+``runs_commands()`` says whether the entry runs or writes anything outside this process (a
+test command, a linter, a configured notification command, custom code, a change log, an
+archive): such entries from a project's hooks.yaml run only once the project's ``.ahp``
+folder is trusted.
 
 ``run_command`` is the one way oracles run a command: argv or a shell string, in the
-project folder, stdin closed, output captured and capped, a deadline after which the
-process group is killed; a command that cannot start or times out is a result, not an
+project folder, through ``runtime.run`` (its own process group, a hook's environment
+without our secrets, output captured and capped, a deadline after which the group is
+killed, nothing left behind); a command that cannot start or times out is a result, not an
 exception.
 """
 
 from __future__ import annotations
 
-import os
 import shlex
-import signal
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from mcp_hooks.control import runtime
 from mcp_hooks.control.context import OracleContext
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.signals import Signal
 
-DEFAULT_TIMEOUT = 600.0
-MAX_OUTPUT = 256 * 1024
+DEFAULT_TIMEOUT = 600.0  # the oracles that run a project's tools (a test suite)
+EVALUATION_TIMEOUT = 5.0  # every other oracle's default ``config.timeout``
+MAX_OUTPUT = runtime.OUTPUT_CAP
+TIMEOUT_WORDS = f"seconds, more than 0 and at most {runtime.MAX_TIMEOUT:g}"
 
 
 class OracleConfigError(ConfigError):
@@ -84,6 +91,33 @@ def parse_options(options: Mapping[str, Option], config: Mapping[str, Any],
     return out
 
 
+def check_timeout(value: Any) -> float:
+    """``config.timeout`` as seconds.
+
+    Raises:
+        OracleConfigError: not a number in (0, ``runtime.MAX_TIMEOUT``].
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            0 < value <= runtime.MAX_TIMEOUT):
+        raise OracleConfigError("timeout", f"must be {TIMEOUT_WORDS}, got {value!r}")
+    return float(value)
+
+
+def checked_path(key: str, value: Any) -> str | None:
+    """A config path that must stay inside the project: relative, no ``..``, no ``~``.
+
+    Raises:
+        OracleConfigError: naming ``key``.
+    """
+    if value is None:
+        return None
+    try:
+        runtime.relative_parts(str(value), key)
+    except runtime.FileRefused as exc:
+        raise OracleConfigError(key, str(exc).split(": ", 1)[1]) from None
+    return str(value)
+
+
 def str_list(value: Any) -> list[str]:
     """A string or a list of strings, as a list."""
     if value is None:
@@ -101,9 +135,13 @@ class Oracle:
     name: ClassVar[str] = ""
     options: ClassVar[Mapping[str, Option]] = {}
     open_ended: ClassVar[bool] = False  # accept keys beyond ``options`` (kept as given)
+    default_timeout: ClassVar[float] = EVALUATION_TIMEOUT
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
-        self.config = parse_options(self.options, config or {}, open_ended=self.open_ended)
+        options = dict(self.options)
+        options.setdefault("timeout", Option((int, float), self.default_timeout, TIMEOUT_WORDS))
+        self.config = parse_options(options, config or {}, open_ended=self.open_ended)
+        self.timeout = check_timeout(self.config.get("timeout", self.default_timeout))
 
     def runs_commands(self) -> bool:
         """Whether evaluating runs anything outside this process (needs project trust)."""
@@ -145,31 +183,20 @@ def command_argv(command: str | Sequence[str]) -> list[str]:
 def run_command(command: str | Sequence[str], work_dir: Path, *,
                 timeout: float = DEFAULT_TIMEOUT, env: Mapping[str, str] | None = None,
                 stdin: str | None = None) -> CommandResult:
-    """Run one command in ``work_dir``; never raises for the command's own failure."""
+    """Run one command in ``work_dir`` (see the module docstring); never raises for the
+    command's own failure. ``timeout`` is cut to what is left of the evaluation's deadline."""
     argv = command_argv(command)
     if not argv:
         return CommandResult((), None, "", "", "the command is empty")
-    full_env = {**os.environ, **(env or {})}
-    try:
-        proc = subprocess.Popen(
-            argv, cwd=work_dir, env=full_env, text=True, start_new_session=True,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except OSError as exc:
-        return CommandResult(tuple(argv), None, "", "",
-                             f"{argv[0]}: cannot run ({exc.strerror or exc})")
-    try:
-        out, err = proc.communicate(stdin, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        out, err = proc.communicate()
-        return CommandResult(tuple(argv), None, out[-MAX_OUTPUT:], err[-MAX_OUTPUT:],
-                             f"{shlex.join(argv)}: no answer within {timeout:g} s; killed")
-    return CommandResult(tuple(argv), proc.returncode, out[-MAX_OUTPUT:], err[-MAX_OUTPUT:])
-
-
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
+    done = runtime.run(argv, work_dir, timeout=timeout, env=env,
+                       stdin=(stdin or "").encode("utf-8", "surrogateescape"))
+    out = done.stdout.decode("utf-8", "replace")
+    err = done.stderr.decode("utf-8", "replace")
+    if done.spawn_error is not None:
+        return CommandResult(tuple(argv), None, out, err, done.spawn_error)
+    if done.timed_out:
+        scope = runtime.current()
+        limit = min(timeout, scope.timeout) if scope is not None else timeout
+        return CommandResult(tuple(argv), None, out, err,
+                             f"{shlex.join(argv)}: no answer within {limit:g} s; killed")
+    return CommandResult(tuple(argv), done.exit_code, out, err)

@@ -10,12 +10,17 @@ once the project's ``.ahp`` folder is trusted (``runs_commands()`` is true).
   ``coverage.json`` (``totals.percent_covered``) or ``coverage.xml`` (``line-rate``) left
   by the run, else from the ``TOTAL ... NN%`` line of the output (``coverage report``,
   pytest-cov); below the threshold, or not found, blocks. A command that cannot start or
-  passes ``timeout`` seconds blocks too: a gate that could not look does not pass.
+  passes ``timeout`` seconds blocks too: a gate that could not look does not pass. The
+  coverage file is read inside the project only (no symlink, a regular file, at most
+  ``COVERAGE_CAP`` bytes).
 - ``LintChecker`` runs each of ``linters``: a known name (``ruff``, ``flake8``, ``black``,
   ``eslint``, ``prettier``) or ``{name, command, fix}``. Findings are a prompt (or
   ``intensity: block``). With ``auto_fix``, a linter with a fix command is run to fix, then
   checked again: files it changed come back as a control signal (the fix applied,
   ``reversible``: ``git diff`` shows it); what is still wrong after the fix, a prompt.
+
+Both default ``timeout`` to ``DEFAULT_TIMEOUT`` (600 s): it bounds the whole evaluation,
+every command of it included (``base``).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from mcp_hooks.control import runtime
 from mcp_hooks.control.context import OracleContext, git
 from mcp_hooks.control.oracles.base import (
     DEFAULT_TIMEOUT,
@@ -33,6 +39,7 @@ from mcp_hooks.control.oracles.base import (
     Option,
     Oracle,
     OracleConfigError,
+    checked_path,
     run_command,
 )
 from mcp_hooks.control.oracles.quality import check_intensity
@@ -40,6 +47,8 @@ from mcp_hooks.signals import Signal
 
 _COMMAND = "a command (a string, or a list of words)"
 _TOTAL = re.compile(r"^TOTAL\b.*?(\d+(?:\.\d+)?)%\s*$", re.MULTILINE)
+COVERAGE_CAP = 32 << 20  # bytes of a coverage.json / coverage.xml read
+MAKEFILE_CAP = 1 << 20
 
 
 def _is_command(value: Any) -> bool:
@@ -50,9 +59,11 @@ def _is_command(value: Any) -> bool:
 def default_test_command(work_dir: Path) -> list[str]:
     if (work_dir / "package.json").is_file():
         return ["npm", "test", "--silent"]
-    makefile = work_dir / "Makefile"
-    if makefile.is_file() and re.search(r"^test:", makefile.read_text(errors="replace"),
-                                        re.MULTILINE):
+    try:
+        makefile = runtime.read_inside(work_dir, ("Makefile",), MAKEFILE_CAP, what="Makefile")
+    except (OSError, runtime.FileRefused):
+        makefile = b""
+    if re.search(rb"^test:", makefile, re.MULTILINE):
         return ["make", "test"]
     return ["python", "-m", "pytest", "-q"]
 
@@ -61,12 +72,13 @@ def coverage_total(work_dir: Path, output: str, coverage_file: str | None) -> fl
     """The coverage percentage a test run reported (see the module docstring), or None."""
     candidates = [coverage_file] if coverage_file else ["coverage.json", "coverage.xml"]
     for name in candidates:
-        path = work_dir / str(name)
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError:
+            parts = runtime.relative_parts(str(name), "coverage_file")
+            text = runtime.read_inside(work_dir, parts, COVERAGE_CAP, what="coverage_file"
+                                       ).decode("utf-8", "replace")
+        except (OSError, runtime.FileRefused):
             continue
-        if path.suffix == ".json":
+        if str(name).endswith(".json"):
             try:
                 return float(json.loads(text)["totals"]["percent_covered"])
             except (ValueError, KeyError, TypeError):
@@ -86,11 +98,12 @@ class TestGate(Oracle):
         "require_all_pass": Option((bool,), True, "true or false"),
         "coverage_threshold": Option((int, float), None, "a percentage from 0 to 100"),
         "coverage_file": Option((str,), None, "a coverage.json or coverage.xml path"),
-        "timeout": Option((int, float), DEFAULT_TIMEOUT, "seconds"),
     }
+    default_timeout = DEFAULT_TIMEOUT
 
     def __init__(self, config: Any = None) -> None:
         super().__init__(config)
+        checked_path("coverage_file", self.config["coverage_file"])
         if self.config["command"] is not None and not _is_command(self.config["command"]):
             raise OracleConfigError("command", f"must be {_COMMAND}")
         threshold = self.config["coverage_threshold"]
@@ -102,7 +115,7 @@ class TestGate(Oracle):
 
     def evaluate(self, context: OracleContext) -> Signal | None:
         command = self.config["command"] or default_test_command(context.work_dir)
-        result = run_command(command, context.work_dir, timeout=float(self.config["timeout"]))
+        result = run_command(command, context.work_dir, timeout=self.timeout)
         shown = " ".join(result.argv)
         if result.returncode is None:
             return Signal.block(f"tests could not run: {result.problem}", type="tests_not_run",
@@ -184,8 +197,8 @@ class LintChecker(Oracle):
         "linters": Option((list,), ["ruff"], "a list of linter names or {name, command, fix}"),
         "auto_fix": Option((bool,), False, "true or false"),
         "intensity": Option((str,), "prompt", "block or prompt"),
-        "timeout": Option((int, float), DEFAULT_TIMEOUT, "seconds"),
     }
+    default_timeout = DEFAULT_TIMEOUT
 
     def __init__(self, config: Any = None) -> None:
         linters = (config or {}).get("linters")
@@ -201,7 +214,7 @@ class LintChecker(Oracle):
         return True
 
     def evaluate(self, context: OracleContext) -> Signal | None:
-        timeout = float(self.config["timeout"])
+        timeout = self.timeout
         findings: list[tuple[str, CommandResult]] = []
         fixed: list[dict[str, Any]] = []
         for name, check, fix in self.linters:

@@ -17,22 +17,39 @@ aid says what a person should do instead.
 - ``RetrospectiveGenerator``: metrics of the issue (files changed, checklist done, commits)
   with ``generate_metrics``; ``archive_issue`` writes ``<archive_dir>/<issue id>.json``
   (``archive_dir`` inside the project, default ``.ahp/archive``); ``command`` too if given.
+
+Where they write: ``ChangeLogger`` and ``RetrospectiveGenerator`` with ``archive_issue``
+write files, so, like an entry with a command, they need the project's trust when a
+project's hooks.yaml names them (``runs_commands()``); an untrusted one writes nothing. A
+trusted one writes only inside the project or the state folder: ``log_file`` is relative to
+the project or absolute inside one of them, ``archive_dir`` relative to the project (``~``
+and ``..`` are config errors), and the file is reached without following any symlink below
+that folder (``runtime``): a committed symlink cannot lead a write outside it; such a write
+is refused and the aid says why.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from mcp_hooks.control import runtime
 from mcp_hooks.control.context import OracleContext, git
-from mcp_hooks.control.oracles.base import Option, Oracle, OracleConfigError, run_command
+from mcp_hooks.control.oracles.base import (
+    Option,
+    Oracle,
+    OracleConfigError,
+    checked_path,
+    run_command,
+)
 from mcp_hooks.signals import Signal
 
 _COMMAND_WORDS = "a command (a string, or a list of words)"
+ACTION_TIMEOUT = 60.0  # the default timeout of the oracles that may run a command
 
 
 def _command_option() -> Option:
@@ -46,7 +63,7 @@ def _run_action(oracle: Oracle, context: OracleContext, actions: list[str]) -> s
         return None
     result = run_command(command, context.work_dir, stdin=json.dumps(dict(context.payload)),
                          env={"AHP_ACTIONS": " ".join(actions)},
-                         timeout=float(oracle.config.get("timeout") or 60))
+                         timeout=oracle.timeout)
     if not result.ok:
         return f"{' '.join(actions)} failed: {result.summary(300) or result.returncode}"
     lines = result.stdout.strip().splitlines()
@@ -60,6 +77,11 @@ class ContextLoader(Oracle):
         "include_git_history": Option((bool,), True, "true or false"),
         "history": Option((int,), 10, "a number of commits"),
     }
+
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(config)
+        if not 1 <= self.config["history"] <= 1000:
+            raise OracleConfigError("history", "must be a number of commits from 1 to 1000")
 
     def evaluate(self, context: OracleContext) -> Signal | None:
         issue = context.issue
@@ -96,14 +118,31 @@ class ChangeLogger(Oracle):
         super().__init__(config)
         if self.config["log_level"] not in ("info", "debug"):
             raise OracleConfigError("log_level", "must be info or debug")
+        given = self.config["log_file"]
+        if given is not None and not given.startswith("/"):
+            checked_path("log_file", given)
+        elif given is not None and "\0" in given:
+            raise OracleConfigError("log_file", f"{given!r} is not a path")
 
-    def path(self, context: OracleContext) -> Path:
-        if self.config["log_file"]:
-            given = Path(os.path.expanduser(self.config["log_file"]))
-            return given if given.is_absolute() else context.work_dir / given
+    def runs_commands(self) -> bool:
+        return True  # it writes a file: a project's entry needs the project's trust
+
+    def target(self, context: OracleContext) -> tuple[Path, tuple[str, ...]]:
+        """The folder the log is written under and its path there.
+
+        Raises:
+            runtime.FileRefused: ``log_file`` is outside the project and the state folder.
+        """
         from mcp_hooks.paths import state_dir
 
-        return state_dir() / "changes.jsonl"
+        given = self.config["log_file"]
+        if given:
+            return runtime.locate(given, [context.work_dir, state_dir()], "log_file")
+        return state_dir(), ("changes.jsonl",)
+
+    def path(self, context: OracleContext) -> Path:
+        root, parts = self.target(context)
+        return root.joinpath(*parts)
 
     def evaluate(self, context: OracleContext) -> Signal | None:
         files = sorted({str(v) for k, v in context.tool_input.items()
@@ -111,20 +150,21 @@ class ChangeLogger(Oracle):
         record = {"timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   "session_id": context.session_id, "hook": context.trigger,
                   "tool": context.tool_name, "files": files, "work_dir": str(context.work_dir)}
-        path = self.path(context)
-        line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "replace")
+        shown = self.config["log_file"] or "changes.jsonl"
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                os.write(fd, line)
-            finally:
-                os.close(fd)
+            root, parts = self.target(context)
+            shown = str(root.joinpath(*parts))
+            if root != context.work_dir:
+                root.mkdir(mode=0o700, parents=True, exist_ok=True)  # our own state folder
+            runtime.append_inside(root, parts, line, what="log_file")
+        except runtime.FileRefused as exc:
+            return Signal.aid(f"the change log is not written: {exc}", type="change_log")
         except OSError as exc:
-            return Signal.aid(f"the change log {path} cannot be written ({exc.strerror})",
-                              type="change_log")
+            return Signal.aid(f"the change log {shown} cannot be written "
+                              f"({exc.strerror or exc})", type="change_log")
         if self.config["log_level"] == "debug":
-            return Signal.aid(f"logged {context.tool_name} to {path}", type="change_log",
+            return Signal.aid(f"logged {context.tool_name} to {shown}", type="change_log",
                               files=files)
         return None
 
@@ -135,8 +175,8 @@ class ReviewTrigger(Oracle):
         "notify_reviewers": Option((bool,), True, "true or false"),
         "create_pr": Option((bool,), False, "true or false"),
         "command": _command_option(),
-        "timeout": Option((int, float), 60, "seconds"),
     }
+    default_timeout = ACTION_TIMEOUT
 
     def runs_commands(self) -> bool:
         return bool(self.config["command"])
@@ -161,17 +201,15 @@ class RetrospectiveGenerator(Oracle):
         "archive_issue": Option((bool,), False, "true or false"),
         "archive_dir": Option((str,), ".ahp/archive", "a folder inside the project"),
         "command": _command_option(),
-        "timeout": Option((int, float), 60, "seconds"),
     }
+    default_timeout = ACTION_TIMEOUT
 
     def __init__(self, config: Any = None) -> None:
         super().__init__(config)
-        where = Path(self.config["archive_dir"])
-        if where.is_absolute() or ".." in where.parts:
-            raise OracleConfigError("archive_dir", "must be a relative folder inside the project")
+        checked_path("archive_dir", self.config["archive_dir"])
 
-    def runs_commands(self) -> bool:
-        return bool(self.config["command"])
+    def runs_commands(self) -> bool:  # a command, or a file written into the project
+        return bool(self.config["command"]) or bool(self.config["archive_issue"])
 
     def metrics(self, context: OracleContext) -> dict[str, Any]:
         issue = context.issue
@@ -192,17 +230,22 @@ class RetrospectiveGenerator(Oracle):
         if metrics:
             notes.append("metrics: " + ", ".join(f"{k} {v}" for k, v in metrics.items()))
         if self.config["archive_issue"]:
-            ident = (context.issue_id or "issue").replace("/", "_") or "issue"
-            path = context.work_dir / self.config["archive_dir"] / f"{ident}.json"
+            ident = re.sub(r"[^A-Za-z0-9._-]", "_", context.issue_id or "issue").lstrip(".")
+            parts = (*runtime.relative_parts(self.config["archive_dir"], "archive_dir"),
+                     f"{ident or 'issue'}.json")
+            shown = "/".join(parts)
             record = {"issue": dict(context.issue.raw) if context.issue else None,
                       "metrics": metrics, "closed_at":
                       time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            data = (json.dumps(record, indent=2, default=str) + "\n").encode("utf-8",
+                                                                             "replace")
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-                notes.append(f"archived to {path.relative_to(context.work_dir)}")
+                runtime.replace_inside(context.work_dir, parts, data, what="archive")
+                notes.append(f"archived to {shown}")
+            except runtime.FileRefused as exc:
+                notes.append(f"not archived: {exc}")
             except OSError as exc:
-                notes.append(f"cannot archive to {path} ({exc.strerror})")
+                notes.append(f"cannot archive to {shown} ({exc.strerror or exc})")
         done = _run_action(self, context, ["archive_issue"] if self.config["archive_issue"]
                            else ["retrospective"])
         if done:

@@ -5,12 +5,16 @@
   file in the project. Below ``min_completion_rate`` (default 1.0): block, listing the open
   items as ``chk-NNN``. At or above it but not complete: a prompt when ``allow_partial`` is
   false, nothing when it is true. No checklist at all: nothing (``require_checklist: true``
-  makes it a block).
+  makes it a block). The file is read inside the project only: a path with ``..``, ``~``
+  or an absolute one is a config error; a symlink on the way, a FIFO or another non-regular
+  file, or one over ``CHECKLIST_CAP`` bytes is a fault naming the file (a missing one is
+  no checklist).
 - ``FileChangeLimiter``: more than ``max_files`` changed files (the issue's
   ``files_changed``, else git) -> ``action``: ``prompt`` (a warning), ``block``, or
   ``control`` (default) with ``control_action: split_batch``: a modification proposing
   batches of at most ``batch_size`` (default ``max_files``) files, keeping each top folder
-  together while it fits.
+  together while it fits. ``base`` must look like a revision (never an option: no leading
+  ``-``) and name a commit (``context.resolve_commit``), else the evaluation is a fault.
 - ``CommitMessageValidator``: the message is the payload's ``commit_message``, the issue's,
   the tool input's ``message``, the ``-m`` of a ``git commit`` command, else the last
   commit's (``git log -1``). It must match ``pattern`` (RE2, searched: anchor it with ``^``;
@@ -26,16 +30,18 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any, ClassVar
 
+from mcp_hooks.control import runtime
 from mcp_hooks.control.context import ChecklistItem, OracleContext, git
-from mcp_hooks.control.oracles.base import Option, Oracle, OracleConfigError
+from mcp_hooks.control.oracles.base import Option, Oracle, OracleConfigError, checked_path
 from mcp_hooks.signals import Signal
 
 _NUMBER = (int, float)
 _INTENSITY_WORDS = "one of block, control, prompt, aid"
 _TASK_BOX = re.compile(r"^\s*[-*+]\s+\[([ xX])\]\s+(.*\S)\s*$")
+CHECKLIST_CAP = 1 << 20  # bytes of a checklist_file read
 
 
 def check_intensity(key: str, value: Any, allowed: Iterable[str]) -> None:
@@ -44,10 +50,10 @@ def check_intensity(key: str, value: Any, allowed: Iterable[str]) -> None:
         raise OracleConfigError(key, f"must be one of {', '.join(allowed)}, got {value!r}")
 
 
-def read_task_boxes(path: Path) -> tuple[ChecklistItem, ...]:
-    """The markdown task boxes of a file, in order."""
+def task_boxes(text: str) -> tuple[ChecklistItem, ...]:
+    """The markdown task boxes of a text, in order."""
     items = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in text.splitlines():
         found = _TASK_BOX.match(line)
         if found:
             items.append(ChecklistItem(found.group(2), found.group(1) != " "))
@@ -67,14 +73,23 @@ class ChecklistValidator(Oracle):
         super().__init__(config)
         if not 0 <= self.config["min_completion_rate"] <= 1:
             raise OracleConfigError("min_completion_rate", "must be from 0 to 1")
+        checked_path("checklist_file", self.config["checklist_file"])
 
     def checklist(self, context: OracleContext) -> tuple[ChecklistItem, ...] | None:
-        if self.config["checklist_file"]:
-            path = context.work_dir / self.config["checklist_file"]
+        """The checklist, or None; raises ``runtime.FileRefused`` for a file it must not
+        read (the evaluation's fault, naming the file)."""
+        name = self.config["checklist_file"]
+        if name:
+            parts = runtime.relative_parts(name, "checklist_file")
             try:
-                return read_task_boxes(path)
-            except OSError:
+                data = runtime.read_inside(context.work_dir, parts, CHECKLIST_CAP,
+                                           what="checklist_file")
+            except FileNotFoundError:
                 return None
+            except OSError as exc:
+                raise runtime.FileRefused(f"checklist_file {name} cannot be read: "
+                                          f"{exc.strerror or exc}") from None
+            return task_boxes(data.decode("utf-8", "replace"))
         return context.issue.checklist if context.issue else None
 
     def evaluate(self, context: OracleContext) -> Signal | None:
@@ -143,6 +158,11 @@ class FileChangeLimiter(Oracle):
             raise OracleConfigError("max_files", "must be at least 1")
         if self.config["batch_size"] is not None and self.config["batch_size"] < 1:
             raise OracleConfigError("batch_size", "must be at least 1")
+        base = self.config["base"]
+        if base is not None and (not base or base.startswith("-") or any(
+                c.isspace() or ord(c) < 32 for c in base)):
+            raise OracleConfigError("base", f"must be a git revision (a branch, a tag, a "
+                                    f"commit; never starting with '-'), got {base!r}")
 
     def evaluate(self, context: OracleContext) -> Signal | None:
         if self.config["base"] and not (context.issue and context.issue.files_changed):

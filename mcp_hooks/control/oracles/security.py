@@ -1,6 +1,9 @@
 """Oracles on risk: ``SecurityScanner``, ``DependencyChecker``, ``PermissionChecker``.
 
-None of them runs a command; they read files and the event.
+None of them runs a command; they read files and the event. Every file is read inside the
+project only (``runtime.read_inside``: no symlink followed, regular files only, a size cap):
+what is not readable so is skipped (a scanned or imported file) or a problem (a manifest).
+SecurityScanner and DependencyChecker read many files: their ``timeout`` defaults to 30 s.
 
 - ``SecurityScanner`` searches the changed files (text files up to 1 MiB) and every string
   of the tool input with the ``rules`` (default all of ``RULES``): ``no-secrets`` (keys,
@@ -28,12 +31,15 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from mcp_hooks.control import runtime
 from mcp_hooks.control.context import OracleContext, git
-from mcp_hooks.control.oracles.base import Option, Oracle, OracleConfigError
+from mcp_hooks.control.oracles.base import Option, Oracle, OracleConfigError, checked_path
 from mcp_hooks.signals import Signal
 
 SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
 MAX_SCAN_BYTES = 1024 * 1024
+MAX_MANIFEST_BYTES = 4 << 20
+READING_TIMEOUT = 30.0  # the default timeout of the oracles that read many files
 
 # rule -> (severity, patterns); RE2 syntax
 RULES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -61,6 +67,7 @@ class SecurityScanner(Oracle):
         "rules": Option((list,), list(RULES), f"a list of rule names ({', '.join(RULES)})"),
         "severity_threshold": Option((str,), "low", "low, medium or high"),
     }
+    default_timeout = READING_TIMEOUT
 
     def __init__(self, config: Any = None) -> None:
         super().__init__(config)
@@ -80,12 +87,10 @@ class SecurityScanner(Oracle):
         from mcp_hooks.matching import strings
 
         for name in context.changed_files:
-            path = context.work_dir / name
             try:
-                if not path.is_file() or path.stat().st_size > MAX_SCAN_BYTES:
-                    continue
-                data = path.read_bytes()
-            except OSError:
+                data = runtime.read_inside(context.work_dir, runtime.relative_parts(
+                    name, "changed file"), MAX_SCAN_BYTES, what="changed file")
+            except (OSError, runtime.FileRefused):
                 continue
             if b"\0" not in data:
                 yield name, data.decode("utf-8", "replace")
@@ -133,13 +138,12 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _declared(path: Path) -> set[str]:
-    """The dependency names a manifest declares (normalised).
+def _declared(path: Path, text: str) -> set[str]:
+    """The dependency names a manifest declares (normalised); ``path`` tells its kind.
 
     Raises:
         ValueError: the manifest does not parse.
     """
-    text = path.read_text(encoding="utf-8")
     if path.name == "package.json":
         data = json.loads(text)
         if not isinstance(data, dict):
@@ -195,6 +199,12 @@ class DependencyChecker(Oracle):
         "manifest_files": Option((list,), None, "a list of manifest paths"),
         "check_imports": Option((bool,), True, "true or false"),
     }
+    default_timeout = READING_TIMEOUT
+
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(config)
+        for i, name in enumerate(self.config["manifest_files"] or ()):
+            checked_path(f"manifest_files[{i}]", name)
 
     def _sources(self, context: OracleContext) -> list[str]:
         try:
@@ -206,18 +216,27 @@ class DependencyChecker(Oracle):
     def evaluate(self, context: OracleContext) -> Signal | None:
         root = context.work_dir
         manifests = self.config["manifest_files"] or [
-            m for m in DEFAULT_MANIFESTS if (root / m).is_file()]
+            m for m in DEFAULT_MANIFESTS if (root / m).exists()]
         problems: list[str] = []
         python: set[str] = set()
         node: set[str] = set()
         for name in manifests:
             path = root / name
-            if not path.is_file():
+            try:
+                data = runtime.read_inside(root, runtime.relative_parts(name, "manifest"),
+                                           MAX_MANIFEST_BYTES, what="manifest")
+            except FileNotFoundError:
                 problems.append(f"{name} is missing")
                 continue
+            except runtime.FileRefused as exc:
+                problems.append(str(exc))
+                continue
+            except OSError as exc:
+                problems.append(f"{name} cannot be read: {exc.strerror or exc}")
+                continue
             try:
-                declared = _declared(path)
-            except (OSError, ValueError, UnicodeDecodeError) as exc:
+                declared = _declared(path, data.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError) as exc:
                 problems.append(f"{name} does not parse: {exc}")
                 continue
             (node if path.name == "package.json" else python).update(declared)
@@ -243,8 +262,10 @@ class DependencyChecker(Oracle):
                     name.endswith((".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx")) and has_js):
                 continue
             try:
-                text = (root / name).read_text(encoding="utf-8", errors="replace")
-            except OSError:
+                text = runtime.read_inside(root, runtime.relative_parts(name, "source"),
+                                           MAX_SCAN_BYTES, what="source").decode(
+                                               "utf-8", "replace")
+            except (OSError, runtime.FileRefused):
                 continue
             if name.endswith(".py"):
                 for mod in _python_imports(text):
