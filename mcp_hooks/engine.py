@@ -161,7 +161,7 @@ class Engine:
         if control is None:
             from mcp_hooks.control.layer import ControlLayer
 
-            control = ControlLayer(registry.project_dir, watch=not one_shot)
+            control = ControlLayer(registry.project_dir, watch=not one_shot, secrets=secrets)
         self.control: ControlLayer | None = control or None
         self._inbox = inbox if inbox is not None else AidInbox()
 
