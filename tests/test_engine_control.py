@@ -324,3 +324,24 @@ def test_a_one_shot_engine_runs_async_entries_in_a_detached_process(repo: Path,
     nxt = engine_for(repo, tmp_path, one_shot=True).fire_blocking(
         Event("before_agent", session_id="s5", work_dir=str(repo)))
     assert any("remember the changelog" in c for c in nxt.additional_context), nxt
+
+
+async def test_the_engines_secrets_never_reach_an_oracles_command(repo: Path,
+                                                                  tmp_path: Path) -> None:
+    """A token given to ``serve --token`` (not in the environment) is a secret of the engine:
+    the control layer it builds scrubs it from oracle commands as hooks are scrubbed."""
+    home = tmp_path / "home"
+    write(home, ".ahp/hooks.yaml", "hooks:\n  post-issue-submit:\n    - oracle: ReviewTrigger\n"
+                                   "      config: {command: 'echo seen=${SERVE_TOKEN:-none}'}\n")
+    os.environ["SERVE_TOKEN"] = "flag-token-123"
+    try:
+        registry = Registry(tmp_path / "user-hooks", repo)
+        engine = Engine(registry, secrets=["flag-token-123"])
+        assert engine.control is not None
+        engine.control.user_file = home / ".ahp" / "hooks.yaml"
+        outcome = await fire(engine, Event("post-issue-submit", session_id="s",
+                                           work_dir=str(repo), payload={"issue": DONE_ISSUE}))
+    finally:
+        del os.environ["SERVE_TOKEN"]
+    assert any("seen=none" in c for c in outcome.additional_context), outcome
+    assert not any("flag-token-123" in c for c in outcome.additional_context)
