@@ -202,6 +202,20 @@ async def test_a_callers_field_of_the_ids_name_is_replaced(engine: Engine, user_
     assert said.startswith("seen 1 ") and "forged" not in said
 
 
+@pytest.mark.parametrize("payload", [
+    b'{"event_type": "before_tool", "context": {}}', b"{}", b"{ }", b'{"a": 1} \n',
+    b'{"_mcp_hooks_event_id": "forged", "b": {}}', b'{"b": "}}", "_mcp_hooks_event_id": 7}',
+])
+def test_the_event_line_is_the_payload_with_the_id_last(payload: bytes) -> None:
+    line = persistent._with_id(payload, "00ff")
+    assert line.endswith(b'"_mcp_hooks_event_id":"00ff"}\n') and line.count(b"\n") == 1
+    sent = json.loads(line)
+    assert list(sent)[-1] == ID_FIELD and sent.pop(ID_FIELD) == "00ff"
+    expected = json.loads(payload)
+    expected.pop(ID_FIELD, None)
+    assert sent == expected
+
+
 # -- one process per hook and project; idle timeout -----------------------------------------
 
 WHERE = '''\

@@ -399,7 +399,7 @@ def _with_id(stdin: bytes, event_id: str) -> bytes:
     """The event line: the payload object with ``ID_FIELD`` as its last member, and ``\\n``."""
     if _ID_KEY in stdin:  # the caller's payload has the field: ours must be the only one
         stdin = _without_id(stdin)
-    if stdin.endswith(b"}") and not stdin.endswith(b"{}"):  # as the engine encodes a payload
+    if stdin.endswith(b"}}"):  # an object with members, its last one an object: a payload
         return b"".join((memoryview(stdin)[:-1], b",", _ID_KEY, b':"', event_id.encode(),
                          b'"}\n'))
     end = len(stdin)
