@@ -49,7 +49,9 @@ def answer(event):
 
 if MODE == "resident":
     for line in sys.stdin:
-        sys.stdout.write(json.dumps(answer(json.loads(line))) + "\\n")
+        event = json.loads(line)
+        event_id = event.pop("_mcp_hooks_event_id")  # echoed: it answers this event
+        sys.stdout.write(json.dumps({**answer(event), "_mcp_hooks_event_id": event_id}) + "\\n")
         sys.stdout.flush()
     sys.exit(0)
 result = answer(json.load(sys.stdin))
