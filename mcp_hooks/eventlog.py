@@ -155,7 +155,11 @@ class EventLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileExistsError):
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        fd = _open_to_read(self.path, self.what)
+        try:
+            fd = _open_to_read(self.path, self.what)
+        except FileNotFoundError:  # a dangling symbolic link
+            raise ConfigError(f"cannot follow the {self.what} {self.path}: it does not exist "
+                              "(a link to nothing?)") from None
         try:
             offset, pending = os.fstat(fd).st_size, bytearray()
             while True:

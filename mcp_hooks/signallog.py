@@ -42,6 +42,7 @@ from mcp_hooks.eventlog import (
     EventLog,
     _lock,
     _open,
+    _open_to_read,
     _parse,
     _tail,
     _write_line,
@@ -97,9 +98,22 @@ class SignalLog(EventLog):
         """
         if not prefix:
             raise ConfigError("the signal id is empty; `mcp-hooks signals` lists them")
-        found = list(dict.fromkeys(
-            str(r.get("signal_id")) for r in self.read()
-            if r.get("kind") == "signal" and str(r.get("signal_id", "")).startswith(prefix)))
+        found: list[str] = []
+        try:
+            fd = _open_to_read(self.path, self.what)
+        except FileNotFoundError:
+            raise self._missing(prefix) from None
+        try:
+            for line in _tail(fd, READ_LIMIT):
+                if f'"signal_id": "{prefix}' not in line:  # most lines: no JSON parse
+                    continue
+                record = _parse(line)
+                signal_id = str((record or {}).get("signal_id", ""))
+                if (record or {}).get("kind") == "signal" and signal_id.startswith(prefix) \
+                        and signal_id not in found:
+                    found.append(signal_id)
+        finally:
+            os.close(fd)
         if len(found) == 1:
             return found[0]
         if not found:
