@@ -1,6 +1,7 @@
 package io.github.mcphooks.agentscope;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.agentscope.core.ReActAgent;
@@ -70,7 +71,7 @@ abstract class AgentScenarios {
     }
 
     @Test
-    void rmRfIsRefusedByTheBundledGuardAndTheToolNeverRuns() {
+    void rmRfIsRefusedByTheBundledGuardAndTheToolNeverRuns() throws IOException {
         ScriptedModel model = new ScriptedModel(ScriptedModel.shell("call-rm", "rm -rf /"),
                 ScriptedModel.say("I will not do that."));
         Msg answer = call(agent(model), "clean up the disk");
@@ -82,6 +83,7 @@ abstract class AgentScenarios {
         String text = Firing.text(result);
         assertTrue(text.contains("Dangerous command blocked"), text);
         assertEquals("I will not do that.", Firing.text(answer));
+        assertTrue(served.loggedDecisions().contains("before_tool:deny"), "not in the server's log");
     }
 
     @Test
@@ -90,7 +92,7 @@ abstract class AgentScenarios {
                 ScriptedModel.say("listed"));
         call(agent(model), "list the files");
         assertEquals(List.of("ls -la"), shell.commands());
-        assertEquals("ran: ls -la", Firing.text(model.toolResults(2).get(0)));
+        assertTrue(Firing.text(model.toolResults(2).get(0)).contains("ran: ls -la"));
     }
 
     @Test
@@ -99,7 +101,7 @@ abstract class AgentScenarios {
                 ScriptedModel.shell("call-rw", "please-rewrite this"), ScriptedModel.say("ok"));
         call(agent(model), "do the marked thing");
         assertEquals(List.of("echo rewritten"), shell.commands());
-        assertEquals("ran: echo rewritten", Firing.text(model.toolResults(2).get(0)));
+        assertTrue(Firing.text(model.toolResults(2).get(0)).contains("ran: echo rewritten"));
     }
 
     @Test
@@ -121,7 +123,7 @@ abstract class AgentScenarios {
     }
 
     @Test
-    void withTheServerDownACallIsDeniedSayingWhy() throws IOException {
+    void withTheServerDownTheCallIsRefusedSayingWhyAndNothingRuns() throws IOException {
         int port;
         try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             port = socket.getLocalPort();
@@ -130,10 +132,14 @@ abstract class AgentScenarios {
                 .token(ServedHooks.TOKEN).build();
         ScriptedModel model = new ScriptedModel(ScriptedModel.shell("call-ls", "ls"),
                 ScriptedModel.say("could not list"));
-        call(agent(model, down, 1), "list the files");
-        assertEquals(List.of(), shell.commands(), "a call ran while no hook could judge it");
-        String text = Firing.text(model.toolResults(2).get(0));
-        assertTrue(text.contains("mcp-hooks could not decide this event, so it is blocked")
-                && text.contains("connection refused"), text);
+        ReActAgent agent = agent(model, down, 1);
+        // before_agent is the first event: no hook can judge it, so the input is refused
+        McpHooksDeniedException refused = assertThrows(McpHooksDeniedException.class,
+                () -> call(agent, "list the files"));
+        assertTrue(refused.getMessage().contains(
+                "mcp-hooks could not decide this event, so it is blocked")
+                && refused.getMessage().contains("connection refused"), refused.getMessage());
+        assertEquals(0, model.turns());
+        assertEquals(List.of(), shell.commands());
     }
 }
