@@ -7,8 +7,9 @@ as user hooks the bundled library's ``block-dangerous-commands`` (persistent, as
 each event runs a real guard. ``java/src/test/java/.../BenchMain.java`` (run on the JVM with
 agentscope-core 2.0.x from ``mvn``'s class path) then times, per round, one bare ``POST
 /hooks/fire`` answered ``401`` (HTTP and the server's routing, no engine), one
-``McpHooksHook.onEvent(PreActingEvent)`` for an allowed ``execute_shell_command`` (name
-mapping, signing, the server's checks and hooks, the answer's verification) and the same
+``McpHooksHook.onEvent(PreActingEvent)`` for ``execute_shell_command`` ``rm -f
+build/out.o`` (name mapping, signing, the server's checks, the guard, which runs on it and
+allows it, the answer's verification) and the same
 event through ``McpHooksClient.fire`` alone.
 
 Run: ``.venv/bin/python bench/bench_java.py [--events N] [--warmup N]``. Needs ``mvn`` and
@@ -105,7 +106,7 @@ def main() -> None:
         raise SystemExit(f"BenchMain failed ({done.returncode}):\n{done.stderr[-3000:]}")
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     hook, client, bare = figures["hook"], figures["client"], figures["bare"]
-    rows = [("McpHooksHook.onEvent (PreActingEvent, allowed)", hook),
+    rows = [("McpHooksHook.onEvent (PreActingEvent, the guard allows)", hook),
             ("McpHooksClient.fire alone", client),
             ("bare HTTP round trip (POST /hooks/fire, 401)", bare)]
     table = "\n".join(

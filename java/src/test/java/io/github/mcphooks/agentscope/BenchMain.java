@@ -21,8 +21,9 @@ import java.util.Map;
  *
  * <ul>
  *   <li>{@code hook}: {@link McpHooksHook#onEvent} on a {@code PreActingEvent} for {@code
- *       execute_shell_command {"command": "ls -la"}} (allowed), so the tool-name mapping, the
- *       signed request, the server's checks and hooks, and the answer's verification;
+ *       execute_shell_command {"command": "rm -f build/out.o"}} (the bundled guard runs on it
+ *       and allows it): the tool-name mapping, the signed request, the server's checks and
+ *       hooks, and the answer's verification;
  *   <li>{@code client}: the same event through {@link McpHooksClient#fire} alone;
  *   <li>{@code bare}: a bare HTTP round trip to the same server ({@code POST /hooks/fire}
  *       without the v2 headers, answered 401 at once), from the same JVM's HttpClient.
@@ -46,7 +47,8 @@ public final class BenchMain {
         ReActAgent agent = ReActAgent.builder().name("bench").model(new ScriptedModel(
                 ScriptedModel.say("unused"))).toolkit(toolkit).build();
         ToolUseBlock call = ToolUseBlock.builder().id("bench").name("execute_shell_command")
-                .input(Map.of("command", "ls -la")).content("{\"command\":\"ls -la\"}").build();
+                .input(Map.of("command", "rm -f build/out.o"))
+                .content("{\"command\":\"rm -f build/out.o\"}").build();
         Map<String, Object> fields = new LinkedHashMap<>();
         fields.put("event_type", "before_tool");
         fields.put("session_id", "bench-java");
