@@ -247,7 +247,8 @@ final class Firing {
 
     CompletableFuture<Decision> error(Throwable error, String phase) {
         Map<String, Object> fields = new LinkedHashMap<>();
-        fields.put("error", error.getClass().getSimpleName() + ": " + error.getMessage());
+        fields.put("error", error == null ? "unknown error"
+                : error.getClass().getSimpleName() + ": " + error.getMessage());
         fields.put("payload", Map.of("phase", phase));
         return fire(Events.ERROR, fields);
     }
