@@ -400,3 +400,32 @@ def test_the_server_refuses_replayed_skewed_and_changed_requests(
            + "".join(f"{k}: {v}\r\n" for k, v in late.headers.items())).encode() + b"\r\n" + body
     refused(raw, "clock skew")
     assert served_events(tmp_path) == ["allow"]  # nothing more was fired
+
+
+def test_doctor_reports_a_forward_script_that_still_sends_the_token(
+        project: Path, user_dir: Path, tmp_path: Path) -> None:
+    from mcp_hooks.hosts.forward_script import script_path
+    from tests.conftest import MCP_HOOKS
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "CODEX_HOME": str(tmp_path / "codex-home"),
+           "KIMI_SHARE_DIR": str(tmp_path / "kimi-share"), "PYTHONPATH": SOURCE}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([MCP_HOOKS, *args], capture_output=True, text=True, env=env,
+                              cwd=project, timeout=120)
+
+    def problems() -> list[str]:
+        done = run("doctor", "--json", "--user-dir", str(user_dir))
+        return [p["what"] for p in json.loads(done.stdout)["problems"]]
+
+    install = ("install", "codex", "--scope", "user", "--via", "server", "--url",
+               "http://127.0.0.1:9", "--token", TOKEN, "--event", "PreToolUse")
+    assert run(*install).returncode == 0
+    assert not [p for p in problems() if "older forward script" in p]
+    script = script_path()
+    script.write_bytes(script.read_bytes().replace(b"mcp-hooks/2 request", b"nonce + body"))
+    assert [p for p in problems() if "older forward script" in p and str(script) in p]
+    assert run(*install).returncode == 0  # rewrites the script
+    assert not [p for p in problems() if "older forward script" in p]

@@ -170,7 +170,7 @@ async def _door(request: Request, token: str, verifier: RequestVerifier, *,
         if checked.mac is None:
             return None, body, checked.why
         return _Door(token, checked.mac, request.headers[NONCE_HEADER.lower()]), body, ""
-    given = request.headers.get("authorization", "").encode()
+    given = request.headers.get("authorization", "").encode("latin-1")  # the bytes sent
     if not hmac.compare_digest(given, f"Bearer {token}".encode()):
         return None, body, ("missing or wrong bearer token (or sign the request: "
                             f"{AUTH_HEADER}, forward protocol v2)")

@@ -56,7 +56,7 @@ FORWARD_SCRIPT_TEXT = '''\
 # mcp-hooks forward: hand an agent host's hook payload to a running `mcp-hooks serve`
 # (HTTP transport) and print its answer, if and only if the answer proves it comes from that
 # server in answer to this very request (forward protocol v2, docs/safety.md "Forward path").
-# The token never leaves this machine's file: the request carries a fresh nonce, the time and
+# The token is never sent (it stays in its 0600 file): the request carries a nonce, the time,
 # MAC = HMAC-SHA256(token, "mcp-hooks/2 request" + method, path, nonce, time, folder headers,
 # sha256(body)); the answer must carry HMAC-SHA256(token, "mcp-hooks/2 answer" + nonce, MAC,
 # status, sha256(answer)). Anything else (no server, another program on the port, a wrong
