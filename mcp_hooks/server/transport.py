@@ -360,7 +360,10 @@ def bind(options: ServeOptions) -> socket.socket | None:
     if options.transport == "stdio":
         return None
     family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on connections of a socket that says
+    # it is TCP, and without it a kept-alive connection's answer body waits ~40 ms for the
+    # client's delayed ACK (Nagle) after its headers.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
         sock.bind((options.host.strip("[]"), options.port))
