@@ -24,6 +24,13 @@ Contract (what a caller may rely on):
   ``Engine.fire`` returns, never raise for a hook's failure (a fault of ours is a deny on an
   event that can block, ``on_fault``), and raise ``UnknownEventError``/``InvalidEventError``
   for a bad event.
+- **One vocabulary.** A tool name a host or framework uses for one of the canonical tools
+  (``Bash``, ``run_shell_command``, ``shell`` -> ``Shell``; ``file_path`` -> ``path``) is
+  read as the MCP server and the proxy read it (``vocabulary.MCP_CLIENTS``): hooks see the
+  canonical name and keys, and the caller's own under ``payload["host"]``; a rewrite
+  (``modified_input``) comes back in the caller's keys (one its tool cannot take is a deny,
+  ``on_fault``). A tool event (``before_tool``, ``after_tool``, ``after_tool_failure``)
+  fired without ``tool_name`` carries a warning: no hook with a tool matcher can match it.
 - **Fast path.** An event that nothing would act on (no HOOK.md hook, callable, hook that
   failed to load, untrusted project hook or hooks.yaml entry: ``Engine.wakes``) is answered
   with one shared allow ``Outcome`` per event (do not change its lists), is not logged, and
@@ -53,6 +60,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Collection, Iterable
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -66,6 +74,7 @@ from mcp_hooks.events import canonical_event
 from mcp_hooks.outcome import EVENT_FIELDS, Event, OnFault, Outcome, fault_outcome
 from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
+from mcp_hooks.vocabulary import MCP_CLIENTS, CallerTool, caller_tool
 
 if TYPE_CHECKING:
     import asyncio
@@ -73,6 +82,9 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 _ALLOW: dict[str, Outcome] = {}  # the fast path's shared answers, by canonical event
+# the tool events whose hooks match on the tool's name: fired without one, none can match
+NAMED_TOOL_EVENTS: frozenset[str] = frozenset({"before_tool", "after_tool",
+                                               "after_tool_failure"})
 
 
 def _allow(name: str) -> Outcome:
@@ -242,6 +254,11 @@ class Hooks:
     def fire(self, event: str | Event, /, **fields: Any) -> Outcome:
         """Fire an event and wait for its ``Outcome`` (see the module docstring)."""
         name = canonical_event(event.event_type if isinstance(event, Event) else event)
+        event, fields, call = read_tool_call(event, fields)
+        return answered(name, self._fire(name, event, fields), call, self.on_fault,
+                        _tool_name(event, fields))
+
+    def _fire(self, name: str, event: str | Event, fields: dict[str, Any]) -> Outcome:
         engine = self._engine
         control = self._control(name)
         if not control and not engine.wakes(name, control=False):
@@ -262,6 +279,11 @@ class Hooks:
     async def afire(self, event: str | Event, /, **fields: Any) -> Outcome:
         """``fire`` for a coroutine: hooks run on the running event loop."""
         name = canonical_event(event.event_type if isinstance(event, Event) else event)
+        event, fields, call = read_tool_call(event, fields)
+        return answered(name, await self._afire(name, event, fields), call, self.on_fault,
+                        _tool_name(event, fields))
+
+    async def _afire(self, name: str, event: str | Event, fields: dict[str, Any]) -> Outcome:
         engine = self._engine
         control = self._control(name)
         if not control and not engine.wakes(name, control=False):
@@ -446,6 +468,51 @@ def _remove(table: HookTable, hook: CallableHook | Callable[..., Any]) -> None:
         raise ValueError(f"{hook!r} is not registered here")
     for h in found:
         table.remove(h)
+
+
+def read_tool_call(event: str | Event, fields: dict[str, Any]) -> tuple[
+        str | Event, dict[str, Any], CallerTool | None]:
+    """The event's tool call as hooks see it: a name of ``vocabulary.MCP_CLIENTS`` (``Bash``)
+    renamed to the canonical one (``Shell``) with its input keys, the caller's own under
+    ``payload["host"]``; and the ``CallerTool`` that maps a rewrite back (None: nothing was
+    renamed). A field of the wrong shape is left as sent, for ``Event`` to name."""
+    source = ({"tool_name": event.tool_name, "tool_input": event.tool_input,
+               "payload": event.payload} if isinstance(event, Event) else fields)
+    name, sent, payload = (source.get(k) for k in ("tool_name", "tool_input", "payload"))
+    if not isinstance(name, str) or name not in MCP_CLIENTS.tools or not (
+            sent is None or isinstance(sent, dict)) or not (
+            payload is None or isinstance(payload, dict)):
+        return event, fields, None
+    call = caller_tool(MCP_CLIENTS, name, sent or {})
+    if call.host is None:
+        return event, fields, None
+    mapped: dict[str, Any] = {"tool_name": call.tool_name,
+                              "tool_input": call.tool_input if sent is not None else None,
+                              "payload": call.payload(payload)}
+    if isinstance(event, Event):
+        return replace(event, **mapped), fields, call
+    return event, {**fields, **mapped}, call
+
+
+def _tool_name(event: str | Event, fields: dict[str, Any]) -> Any:
+    return event.tool_name if isinstance(event, Event) else fields.get("tool_name")
+
+
+def no_tool_name(event: str, fix: str = "pass tool_name=") -> str:
+    """The warning of a tool event fired without a tool name."""
+    return (f"{event} was fired without a tool name, so no hook with a tool matcher "
+            f"(`tool: Shell`) could match it: {fix}")
+
+
+def answered(name: str, outcome: Outcome, call: CallerTool | None, on_fault: OnFault,
+             tool_name: Any) -> Outcome:
+    """``outcome`` for the caller: a rewrite in its tool's keys (``CallerTool.answer``), and
+    the warning of a tool event fired without a tool name."""
+    if call is not None:
+        return call.answer(outcome, on_fault)
+    if name in NAMED_TOOL_EVENTS and not tool_name:
+        return replace(outcome, warnings=[*outcome.warnings, no_tool_name(name)])
+    return outcome
 
 
 def _build(event: str | Event, fields: dict[str, Any]) -> Event:

@@ -90,7 +90,8 @@ def test_a_cloned_repositorys_hooks_wait_for_trust(user_dir: Path, project: Path
     done = fire(user_dir, project)
     assert done.returncode == 2 and "by guard" in done.stdout and "user guard" in done.stdout
     assert not ran.exists()
-    assert "not trusted" in done.stdout and "mcp-hooks trust" in done.stdout
+    # the hook held back is said on stderr, where a person sees it whatever reads stdout
+    assert "not trusted" in done.stderr and "mcp-hooks trust" in done.stderr
     trusted = subprocess.run([MCP_HOOKS, "trust", str(project), "--yes"], capture_output=True,
                              text=True, timeout=60)
     assert trusted.returncode == 0, trusted.stderr

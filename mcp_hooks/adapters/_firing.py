@@ -10,6 +10,12 @@
   a deny saying what broke on an event that can block (``on_fault="block"``), as everywhere
   in mcp-hooks.
 
+Nothing is skipped in silence: each warning of an outcome (a project hook held back for want
+of trust, a hook that failed, a tool event with no tool name) is logged once per session, at
+WARNING, through the framework's logger (``LOGGERS``: a child of the framework's own, so its
+logging set-up applies). Tool names reach hooks in the one vocabulary (``Hooks.fire``:
+``Bash``, ``run_shell_command``, ``shell`` are ``Shell``), a rewrite back in the tool's keys.
+
 It imports no framework: ``agentscope.py`` (1.0.x hooks), ``agentscope_middleware.py`` (2.x
 middleware), ``langchain.py`` and ``openai_agents.py`` translate their framework's objects
 into event fields and back.
@@ -17,6 +23,7 @@ into event fields and back.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from pathlib import Path
 from typing import Any
@@ -25,6 +32,15 @@ from mcp_hooks.api import Hooks
 from mcp_hooks.eventlog import EventLog
 from mcp_hooks.outcome import OnFault, Outcome, cap_text, fault_outcome
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
+
+# the logger each adapter says what it skipped through: under the framework's own logger
+LOGGERS: dict[str, str] = {
+    "langchain": "langchain.agents.middleware.mcp_hooks",
+    "openai-agents": "openai.agents.mcp_hooks",
+    "agentscope": "as.mcp_hooks",  # AgentScope 1.0.x and 2.x log through "as"
+    "agentscope2": "as.mcp_hooks",
+}
+_TOLD_CAP = 4096  # (session, warning) pairs remembered; past it, the memory starts afresh
 
 
 class Firing:
@@ -40,7 +56,10 @@ class Firing:
         session_id: the session the hooks see; default one fresh id per adapter.
         hooks: a ``Hooks`` to fire through instead of one built from the above (its
             callables run in the chain too); ``close`` leaves it open.
-        framework: the adapter's name, for the words of a fault.
+        framework: the adapter's name, for the words of a fault and its logger.
+        trust_project_hooks: run the project's hooks without the trust store (the code that
+            builds the adapter lives in the project too); None reads
+            ``MCP_HOOKS_TRUST_PROJECT_HOOKS``, as ``Hooks``.
     """
 
     def __init__(
@@ -54,14 +73,20 @@ class Firing:
         session_id: str | None = None,
         hooks: Hooks | None = None,
         framework: str = "agentscope",
+        trust_project_hooks: bool | None = None,
     ) -> None:
+        if hooks is not None and trust_project_hooks is not None:
+            raise ValueError("trust_project_hooks is an argument of the Hooks given: pass it "
+                             "to Hooks(...), not to the adapter, when you pass hooks=")
         self.owned = hooks is None
         self.hooks = hooks if hooks is not None else Hooks(
             project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
-            stop_block_cap=stop_block_cap)
+            stop_block_cap=stop_block_cap, trust_project_hooks=trust_project_hooks)
         self.stop_block_cap = stop_block_cap
         self.framework = framework
         self.session_id = session_id or f"{framework}-{uuid.uuid4().hex[:12]}"
+        self.logger = logging.getLogger(LOGGERS.get(framework, f"{framework}.mcp_hooks"))
+        self._told: set[tuple[str, str]] = set()
 
     @property
     def stop_cap(self) -> int:
@@ -73,7 +98,7 @@ class Firing:
         """Fire one event from a coroutine; a fault of ours is ``fault_outcome``."""
         fields.setdefault("session_id", self.session_id)
         try:
-            return await self.hooks.afire(event_type, **fields)
+            return self.tell(await self.hooks.afire(event_type, **fields), fields["session_id"])
         except Exception as exc:
             return self._fault(event_type, exc)
 
@@ -81,9 +106,21 @@ class Firing:
         """``fire`` for synchronous framework code (``Hooks.fire``)."""
         fields.setdefault("session_id", self.session_id)
         try:
-            return self.hooks.fire(event_type, **fields)
+            return self.tell(self.hooks.fire(event_type, **fields), fields["session_id"])
         except Exception as exc:
             return self._fault(event_type, exc)
+
+    def tell(self, outcome: Outcome, session_id: Any) -> Outcome:
+        """Log each warning of ``outcome`` not yet logged for this session; the outcome."""
+        for warning in outcome.warnings:
+            key = (str(session_id), warning)
+            if key in self._told:
+                continue
+            if len(self._told) >= _TOLD_CAP:
+                self._told.clear()
+            self._told.add(key)
+            self.logger.warning("mcp-hooks (%s): %s", outcome.event_type, warning)
+        return outcome
 
     def _fault(self, event_type: str, exc: Exception) -> Outcome:
         return fault_outcome(

@@ -6,7 +6,7 @@
     from agentscope.agent import ReActAgent
     from mcp_hooks.adapters.agentscope import AgentScopeHooks
 
-    hooks = AgentScopeHooks(project_dir=".")
+    hooks = AgentScopeHooks(project_dir=".", trust_project_hooks=True)  # your own project
     hooks.install(agent)                 # this agent (instance hooks), or
     hooks.install_class(ReActAgent)      # every agent of the class (class hooks)
 
@@ -103,10 +103,12 @@ class AgentScopeHooks:
         stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
         session_id: str | None = None,
         hooks: Hooks | None = None,
+        trust_project_hooks: bool | None = None,
     ) -> None:
         self.firing = Firing(project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
                              stop_block_cap=stop_block_cap, session_id=session_id,
-                             hooks=hooks, framework="agentscope")
+                             hooks=hooks, framework="agentscope",
+                             trust_project_hooks=trust_project_hooks)
 
     def _hooks(self) -> list[tuple[str, Callable[..., Any]]]:
         return [("pre_reply", self.pre_reply), ("post_reply", self.post_reply),

@@ -7,7 +7,7 @@
     from mcp_hooks.adapters.agentscope_middleware import HooksMiddleware
 
     agent = Agent(name="a", system_prompt="...", model=model, toolkit=toolkit,
-                  middlewares=[HooksMiddleware(project_dir=".")])
+                  middlewares=[HooksMiddleware(project_dir=".", trust_project_hooks=True)])
 
 AgentScope 2.0 replaced 1.0.x's pre/post hooks (``agentscope.py``) by onion-style middleware;
 index 0 of ``middlewares`` is the outermost layer. What fires where:
@@ -15,11 +15,16 @@ index 0 of ``middlewares`` is the outermost layer. What fires where:
 ==================  ==========================================================================
 event               middleware point, and what the outcome does
 ==================  ==========================================================================
-``before_tool``     ``on_acting``, before the tool: a deny answers the call with a
-                    ``DENIED`` ``ToolResponse`` carrying the reason instead of running the tool
-                    (the model reads it as the tool result); ``modified_input`` replaces the
-                    call's JSON ``input``. (``on_check_permission`` gets copies of the call,
-                    so it could refuse but never rewrite: one event at one point instead.)
+``before_tool``     ``on_check_permission``, before AgentScope's own permission step: a deny
+                    is a ``DENY`` decision carrying the reason (the tool does not run and the
+                    user is never asked to approve it; the model reads the reason as the
+                    ``DENIED`` tool result); an allow hands the call on to the permission
+                    step (a plain ``FunctionTool`` still asks the user), with a rewritten
+                    input, if any, as what it judges. ``on_acting`` then applies the rewrite
+                    (``modified_input`` replaces the call's JSON ``input``) with the same
+                    outcome (a call approved by the user passes the permission step, and
+                    so the hooks, again when it resumes); a call whose permission step an
+                    outer middleware answered without us fires ``before_tool`` there
 ``after_tool``      ``on_acting``, on the final ``ToolResponse``: ``modified_output`` replaces
                     its text, a deny replaces it by the reason; hook context is appended
 ``before_stop``     ``on_reply``, on a ``ReplyEndEvent`` of a completed reply: a deny appends
@@ -37,20 +42,23 @@ processes of one it made.; a fault of ours is a deny saying what broke.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from agentscope.event import ReplyEndEvent, ReplyFinishedReason  # type: ignore[import-not-found, unused-ignore]
 from agentscope.message import Msg, TextBlock, ToolResultState  # type: ignore[import-not-found, unused-ignore]
 from agentscope.middleware import MiddlewareBase  # type: ignore[import-not-found, unused-ignore]
+from agentscope.permission import PermissionBehavior, PermissionDecision  # type: ignore[import-not-found, unused-ignore]
 from agentscope.tool import ToolResponse  # type: ignore[import-not-found, unused-ignore]
 
 from mcp_hooks.adapters._firing import Firing, refusal, stop_feedback, tool_input, with_context
 from mcp_hooks.api import Hooks
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.outcome import OnFault
+from mcp_hooks.outcome import OnFault, Outcome
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
+
+_CHECKED_CAP = 1024  # before_tool outcomes kept from the permission step for on_acting
 
 
 class HooksMiddleware(MiddlewareBase):  # type: ignore[misc, unused-ignore]
@@ -66,19 +74,44 @@ class HooksMiddleware(MiddlewareBase):  # type: ignore[misc, unused-ignore]
         stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
         session_id: str | None = None,
         hooks: Hooks | None = None,
+        trust_project_hooks: bool | None = None,
     ) -> None:
         super().__init__()
         self.firing = Firing(project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
                              stop_block_cap=stop_block_cap, session_id=session_id,
-                             hooks=hooks, framework="agentscope2")
+                             hooks=hooks, framework="agentscope2",
+                             trust_project_hooks=trust_project_hooks)
+        self._checked: dict[str, Outcome] = {}  # tool call id -> its before_tool outcome
+
+    async def on_check_permission(self, agent: Any, input_kwargs: dict[str, Any],
+                                  next_handler: Callable[..., Awaitable[Any]]) -> Any:
+        """``before_tool`` ahead of AgentScope's permission step: a deny is a ``DENY``
+        decision (no approval is asked for a call the hooks refuse)."""
+        call = input_kwargs["tool_call"]
+        given = input_kwargs.get("tool_input")
+        args = tool_input(given if isinstance(given, dict) else _parsed(call.input))
+        before = await self.firing.fire("before_tool", tool_name=call.name, tool_input=args,
+                                        tool_use_id=call.id)
+        if before.denied:
+            return PermissionDecision(behavior=PermissionBehavior.DENY,
+                                      message=refusal(before), decision_reason="mcp-hooks")
+        if call.id is not None:
+            if len(self._checked) >= _CHECKED_CAP:  # calls asked about and never resumed
+                self._checked.pop(next(iter(self._checked)))
+            self._checked[call.id] = before
+        if before.modified_input is not None:  # the permission step judges what will run
+            return await next_handler(tool_input=before.modified_input)
+        return await next_handler()
 
     async def on_acting(self, agent: Any, input_kwargs: dict[str, Any],
                         next_handler: Callable[..., AsyncGenerator[Any, None]],
                         ) -> AsyncGenerator[Any, None]:
         call = input_kwargs["tool_call"]
         args = tool_input(_parsed(call.input))
-        before = await self.firing.fire("before_tool", tool_name=call.name, tool_input=args,
-                                        tool_use_id=call.id)
+        before = self._checked.pop(call.id, None) if call.id is not None else None
+        if before is None:  # an outer middleware answered the permission step without us
+            before = await self.firing.fire("before_tool", tool_name=call.name,
+                                            tool_input=args, tool_use_id=call.id)
         if before.denied:
             yield ToolResponse(content=[TextBlock(text=refusal(before))],
                                state=ToolResultState.DENIED)

@@ -6,7 +6,10 @@
     from langchain.agents import create_agent
     from mcp_hooks.adapters.langchain import HooksMiddleware
 
-    agent = create_agent(model, tools, middleware=[HooksMiddleware(project_dir=".")])
+    # your project's ./.agents/hooks run without `mcp-hooks trust` (trust_project_hooks=True;
+    # leave it out and they run once trusted); user hooks always run
+    middleware = HooksMiddleware(project_dir=".", trust_project_hooks=True)
+    agent = create_agent(model, tools, middleware=[middleware])
     agent.invoke({"messages": [{"role": "user", "content": "..."}]})
 
     hooks = Hooks(".")                      # or share a mcp_hooks.Hooks, callables and all
@@ -88,6 +91,10 @@ class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
         session_id: the session the hooks see; default the thread id, else a fresh id.
         hooks: a ``mcp_hooks.Hooks`` to fire through instead of one made from the above
             (then ``close`` leaves it open).
+        trust_project_hooks: run ``project_dir``'s hooks without ``mcp-hooks trust`` (your
+            own project: the code building this lives there too); None reads
+            ``MCP_HOOKS_TRUST_PROJECT_HOOKS``. A hook held back for want of trust, or one that
+            failed, is logged (once per session) through the framework's logger.
     """
 
     def __init__(
@@ -100,11 +107,13 @@ class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
         stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
         session_id: str | None = None,
         hooks: Hooks | None = None,
+        trust_project_hooks: bool | None = None,
     ) -> None:
         super().__init__()
         self.firing = Firing(project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
                              stop_block_cap=stop_block_cap, session_id=session_id,
-                             hooks=hooks, framework="langchain")
+                             hooks=hooks, framework="langchain",
+                             trust_project_hooks=trust_project_hooks)
         self.hooks, self.session_id = self.firing.hooks, self.firing.session_id
         self.stop_block_cap = stop_block_cap
         self._stop_blocks: dict[str, int] = {}

@@ -5,7 +5,7 @@
     from agents import Agent
     from mcp_hooks.adapters.openai_agents import AgentsHooks
 
-    hooks = AgentsHooks(project_dir=".")
+    hooks = AgentsHooks(project_dir=".", trust_project_hooks=True)  # your own project
     result = await hooks.run(Agent(name="a", tools=[...]), "do the task")  # or hooks.run_sync
 
 What fires where:
@@ -77,6 +77,10 @@ class AgentsHooks:
         session_id: the session the hooks see; default a fresh id per instance.
         hooks: a ``mcp_hooks.Hooks`` to fire through instead of one made from the above
             (then ``close`` leaves it open).
+        trust_project_hooks: run ``project_dir``'s hooks without ``mcp-hooks trust`` (your
+            own project: the code building this lives there too); None reads
+            ``MCP_HOOKS_TRUST_PROJECT_HOOKS``. A hook held back for want of trust, or one that
+            failed, is logged (once per session) through the framework's logger.
     """
 
     def __init__(
@@ -89,10 +93,12 @@ class AgentsHooks:
         stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
         session_id: str | None = None,
         hooks: Hooks | None = None,
+        trust_project_hooks: bool | None = None,
     ) -> None:
         self.firing = Firing(project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
                              stop_block_cap=stop_block_cap, session_id=session_id,
-                             hooks=hooks, framework="openai-agents")
+                             hooks=hooks, framework="openai-agents",
+                             trust_project_hooks=trust_project_hooks)
         self.hooks, self.session_id = self.firing.hooks, self.firing.session_id
         self.stop_block_cap = stop_block_cap
 

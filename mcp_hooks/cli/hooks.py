@@ -18,6 +18,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -188,12 +189,19 @@ def _json_args(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
 
 
 def cmd_fire(args: argparse.Namespace) -> int:
+    from mcp_hooks.api import NAMED_TOOL_EVENTS, answered, read_tool_call
+
     event_type = canonical_event(args.event)
     if args.input == "-" and args.payload == "-":
         raise UsageError("only one of --input and --payload can read stdin")
     if args.work_dir and not Path(args.work_dir).is_dir():
         raise UsageError(f"--work-dir {args.work_dir}: not an existing folder")
     values, fault = _json_args(args)
+    if event_type in NAMED_TOOL_EVENTS and not args.tool:
+        raise UsageError(
+            f"{args.event} is a tool event: name the tool with --tool NAME (e.g. --tool Shell; "
+            "a host's own name such as Bash is read as Shell), or no hook with a tool matcher "
+            "can match it")
     registry: Registry | None = None
     served: Outcome | None = None
     if fault is not None:
@@ -210,6 +218,9 @@ def cmd_fire(args: argparse.Namespace) -> int:
             "tool_use_id": args.tool_use_id,
             "payload": values["payload"] or {},
         }
+        # one vocabulary: --tool Bash reaches hooks as Shell (api.read_tool_call), as it does
+        # through fire_hook_event and the bridges; a rewrite goes back in the --input keys
+        _, fields, call = read_tool_call(args.event, fields)
         event = Event.create(**fields)
         served = _fire_on_server(args, fields | {"event_type": event_type})
         if served is not None:
@@ -220,12 +231,18 @@ def cmd_fire(args: argparse.Namespace) -> int:
                             stop_block_cap=options.stop_block_cap(args), one_shot=True,
                             on_fault=options.on_fault(args))
             outcome = engine.fire_blocking(event, on_hook_done=_progress(event_type))
+        outcome = answered(event_type, outcome, call, options.on_fault(args), args.tool)
         if getattr(args, "verbose", False):
             from mcp_hooks.cli.report import format_considered
 
             registry = registry or options.registry(args, watch=False)
-            print(format_considered(registry, event_type, args.tool, values["tool_input"]),
+            print(format_considered(registry, event_type, event.tool_name, event.tool_input),
                   file=sys.stderr)
+    # a hook that would have run but did not is said on stderr: held back by trust always;
+    # a fault that let the event through also under --json (the text report shows it)
+    skipped = [w for w in outcome.warnings if _untrusted(w) or (args.json and _faulted(w))]
+    for warning in skipped:
+        print(f"mcp-hooks fire: {warning}", file=sys.stderr)
     if args.json:
         print(outcome.to_json(indent=2))
     else:
@@ -234,9 +251,22 @@ def cmd_fire(args: argparse.Namespace) -> int:
         why, notes = ("", []) if fault is not None else _why_none(registry, event_type, args,
                                                                   outcome)
         answerable = served is not None or options.event_log(args) is not None
-        print(format_outcome(outcome, color=sys.stdout.isatty(), why_none=why, notes=notes,
+        shown = replace(outcome, warnings=[w for w in outcome.warnings if w not in skipped])
+        print(format_outcome(shown, color=sys.stdout.isatty(), why_none=why, notes=notes,
                              answerable=answerable))
     return EXIT_DENIED if outcome.denied else EXIT_OK
+
+
+def _untrusted(warning: str) -> bool:
+    """Whether a warning says hooks were held back by trust (the engine's and hooks.yaml's
+    "..., so not run: ...")."""
+    return ", so not run: " in warning
+
+
+def _faulted(warning: str) -> bool:
+    """Whether a warning says a fault let the event through (``fault_outcome``: under
+    ``--on-fault warn``, or on an event that cannot block)."""
+    return warning.startswith("fault: ") and "; allowed (" in warning
 
 
 def _fire_on_server(args: argparse.Namespace, fields: dict[str, Any]) -> Outcome | None:

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from mcp_hooks.errors import RunError
 from mcp_hooks.signals import ACTIONS
 from mcp_hooks.vocabulary import (
+    MCP_CLIENTS,
     RewriteError,
     ToolMap,
     Vocabulary,
@@ -295,7 +296,15 @@ class Host:
     """One agent host: its events, payload fields and answer forms.
 
     Subclasses set the class attributes and override ``reply``; most need nothing else.
+    A tool name the host's ``vocabulary`` lacks is read as the MCP server and the proxy read
+    it (``vocabulary.MCP_CLIENTS``), so every door gives a name the same canonical tool.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("vocabulary")
+        if isinstance(own, Vocabulary):  # the host's own names first, then the union's
+            cls.vocabulary = Vocabulary({**MCP_CLIENTS.tools, **own.tools})
 
     name: ClassVar[str]
     title: ClassVar[str]
