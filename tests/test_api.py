@@ -231,3 +231,40 @@ def test_the_sync_fast_path_stops_the_workers_process(user_dir: Path, tmp_path: 
         assert hooks.fire("before_tool", **fields).hooks == []
         assert not _alive(pid)  # waited for: gone when fire returns
         assert hooks._worker is not None  # the worker goes on
+
+
+# -- one vocabulary -----------------------------------------------------------------------
+
+
+def test_callables_read_a_hosts_call_in_the_canonical_vocabulary(tmp_path: Path) -> None:
+    seen: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    with Hooks(tmp_path, user_dir=tmp_path / "none") as hooks:
+        @hooks.before_tool(tool="Bash")  # a host's name matches its canonical one too
+        def to_sub(tool_input: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+            seen.append((tool_input, payload))
+            return {**tool_input, "cwd": "sub"}
+
+        gemini = hooks.fire("before_tool", tool_name="run_shell_command",
+                            tool_input={"command": "make", "directory": "."})
+        assert seen[-1][0] == {"command": "make", "cwd": "."}  # Shell's keys
+        assert seen[-1][1]["tool_name"] == "Shell"
+        assert seen[-1][1]["host"] == {"tool_name": "run_shell_command",
+                                       "tool_input": {"command": "make", "directory": "."}}
+        assert gemini.modified_input == {"command": "make", "directory": "sub"}  # Gemini's key
+        event = hooks.fire(Event(event_type="before_tool", tool_name="shell",
+                                 tool_input={"cmd": "make"}))  # an Event is read the same
+        assert seen[-1][0] == {"command": "make"}  # Codex's cmd is Shell's command
+        assert event.modified_input == {"cmd": "make", "cwd": "sub"}  # Codex's cmd again
+        assert hooks.fire("before_tool", tool_name="PowerShell",
+                          tool_input={"command": "x"}).modified_input is None  # not Shell
+
+
+def test_a_rewrite_the_callers_tool_cannot_take_is_refused(tmp_path: Path) -> None:
+    with Hooks(tmp_path, user_dir=tmp_path / "none") as hooks:
+        hooks.before_tool(lambda tool_input: {**tool_input, "edits": [
+            {"old_string": "a", "new_string": "b"}, {"old_string": "c", "new_string": "d"}]},
+            tool="EditFile")
+        edit = {"file_path": "x.py", "old_string": "a", "new_string": "b"}
+        outcome = hooks.fire("before_tool", tool_name="Edit", tool_input=edit)
+    # Claude Code's Edit takes one edit: running the original would run what a hook replaced
+    assert outcome.denied and "takes exactly one edit" in (outcome.reason or "")
