@@ -295,15 +295,13 @@ def denied_by(outcome: Outcome) -> str:
 class Host:
     """One agent host: its events, payload fields and answer forms.
 
-    Subclasses set the class attributes and override ``reply``; most need nothing else.
-    A tool name the host's ``vocabulary`` lacks is read as the MCP server and the proxy read
-    it (``vocabulary.MCP_CLIENTS``), so every door gives a name the same canonical tool.
+    Subclasses set the class attributes and override ``reply``; most need nothing else. A
+    name its ``vocabulary`` lacks is read as ``vocabulary.MCP_CLIENTS`` reads it (every door).
     """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        own = cls.__dict__.get("vocabulary")
-        if isinstance(own, Vocabulary):  # the host's own names first, then the union's
+        if isinstance(own := cls.__dict__.get("vocabulary"), Vocabulary):  # its names first
             cls.vocabulary = Vocabulary({**MCP_CLIENTS.tools, **own.tools})
 
     name: ClassVar[str]
