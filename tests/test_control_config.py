@@ -259,8 +259,11 @@ def test_project_entries_that_run_commands_need_trust(repo: Path, tmp_path: Path
     [gate, checklist] = config.for_trigger("before_issue_submit")
     assert gate.config == {"command": "true"} and gate.layer == "user"  # not overridden
     assert checklist.layer == "project"  # reads only: applies untrusted
-    assert [e.config for e in config.untrusted_for("before_issue_submit")] == [
-        {"command": "touch pwned"}]
+    # changing the user's entry is not adding one: ignored, with a warning on its trigger
+    [note] = config.notes_for("before_issue_submit")
+    assert "ignored: the project's .ahp is not trusted" in str(note)
+    assert "config.command" in str(note) and f"mcp-hooks trust {repo}" in str(note)
+    assert not config.untrusted
     trust_config(repo, store)
     config = load(repo, tmp_path)
     assert config.trust == "trusted" and not config.untrusted
@@ -290,7 +293,10 @@ class Broken:
         raise RuntimeError("boom")
 """
     write(repo, ".ahp/oracles/docs.py", code)
-    write(tmp_path / "mods", "my_oracles.py", code)
+    # a module's oracle subclasses Oracle (a plain class of a module is refused, below)
+    write(tmp_path / "mods", "my_oracles.py", code.replace("class Broken:",
+          "from mcp_hooks.control import Oracle\n\nclass Plain:\n    def evaluate(self, c):"
+          "\n        return None\n\nclass Broken(Oracle):"))
     monkeypatch.syspath_prepend(str(tmp_path / "mods"))
     write(repo, ".ahp/hooks.yaml", """
 hooks:
@@ -309,6 +315,10 @@ hooks:
           "    - {oracle: '../outside.py:X'}\n")
     [problem] = load(repo, tmp_path, trust_project=True).problems
     assert problem.key == "oracle" and "inside .ahp" in problem.reason
+    write(repo, ".ahp/hooks.yaml", "hooks:\n  pre-issue-submit:\n"
+          "    - {oracle: 'my_oracles:Plain'}\n")
+    [problem] = load(repo, tmp_path, trust_project=True).problems
+    assert "Plain is not a subclass of mcp_hooks.control.Oracle" in problem.reason
 
 
 def test_async_entries_run_in_the_background_as_aid(repo: Path, tmp_path: Path) -> None:

@@ -71,8 +71,9 @@ def test_an_untrusted_gate_does_not_run_until_trusted_and_again_after_a_change(
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout
     assert f"Project control layer in {repo / '.ahp'}" in out
-    assert ".ahp  [untrusted]  the control layer (hooks.yaml)" in out
-    assert f"files:    {repo / '.ahp' / 'hooks.yaml'}" in out
+    assert ".ahp  [untrusted]  the control layer (hooks.yaml and its Python files)" in out
+    size = (repo / ".ahp" / "hooks.yaml").stat().st_size
+    assert f"files:    {repo / '.ahp' / 'hooks.yaml'}  ({size} bytes, sha256 " in out
     assert "runs:     pre-issue-submit[0] (TestGate): [" in out  # the command it runs
     assert "reads:    pre-issue-submit[1] (FileChangeLimiter) (applies untrusted too)" in out
     digest = config_digest(repo)

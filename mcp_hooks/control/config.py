@@ -39,20 +39,36 @@ Contracts a caller may rely on:
   never raises for a file's content: it collects them in ``ControlConfig.problems`` (with
   the trigger each could have woken, None for the whole file) so the caller fails closed
   on exactly those triggers, as a broken HOOK.md does.
-- Trust: the project layers come with a cloned repository. Entries that run anything
-  (``Oracle.runs_commands()``: TestGate, LintChecker, custom oracles, a configured command)
-  from a project layer apply only while the project's ``.ahp`` folder is trusted
-  (``trust_config``; ``MCP_HOOKS_TRUST_PROJECT_HOOKS=1`` trusts all); otherwise they are
-  listed in ``ControlConfig.untrusted`` and neither run nor override the user's entry.
-  The digest covers ``.ahp/hooks*.yaml`` and every ``.py`` file under ``.ahp``; a project
-  layer's ``path/file.py:Class`` must lie inside ``.ahp``. Entries that only read (the
-  checklist, the change size, the scanners) apply untrusted: they can only say no.
+- Trust (docs/safety.md, "Control layer trust"): the project layers come with a cloned
+  repository. Nothing of an untrusted layer is imported, executed or opened as code: its
+  YAML is parsed, its built-in oracles are built (that only checks their options), and an
+  entry naming a custom oracle is held back unresolved (``oracles.HeldBack``). An entry that
+  runs anything (``Oracle.runs_commands()``: TestGate, LintChecker, custom oracles, a
+  configured command) or writes where its config says (``ChangeLogger.log_file``,
+  ``RetrospectiveGenerator.archive_issue``) applies from a project layer only while the
+  project's ``.ahp`` is trusted (``trust_config``; ``MCP_HOOKS_TRUST_PROJECT_HOOKS=1``
+  trusts all); otherwise it is listed in ``ControlConfig.untrusted``. The digest
+  (``files.ahp_snapshot``) covers ``.ahp/hooks*.yaml`` and every ``.py`` under ``.ahp``;
+  a custom oracle's file must lie inside the ``.ahp`` of the hooks.yaml that names it and is
+  imported only with the bytes that were trusted.
+- An untrusted layer only adds restrictions: it may add entries (read-only ones apply at
+  once), but an entry whose key a trusted layer already wrote is ignored when it would change
+  anything (``enabled``, ``when``, ``config``, ``async``, ``escalation``, ``priority``, the
+  oracle), with a ``LayerNote`` in ``ControlConfig.notes`` naming the file, the entry and
+  the fix. ``hooks.local.yaml`` is the user's own ("local") only while git ignores it
+  (``files.git_ignores``); tracked, not ignored, or no git: it counts as the project's. A
+  local layer may override as a trusted one does, but what it makes run still needs trust.
+- A later layer's entry that overrides nothing (``enabled: false`` under a key nothing above
+  has, or a ``hooks.local.yaml`` entry whose ``id`` misses an entry of the same oracle
+  above) is added as written, with a ``LayerNote`` saying so.
+- Files: each hooks.yaml is read only if it is a regular file of at most ``MAX_HOOKS_YAML``
+  (``files.read_bounded``: never blocking, a project's never through a link out of
+  ``.ahp``); anything else is a ``HooksYamlError`` for the whole file (fail closed).
 - PyYAML is imported only when a hooks.yaml exists.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -60,8 +76,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_hooks.control.context import OracleContext
-from mcp_hooks.control.oracles import build_oracle, is_path_reference
-from mcp_hooks.control.oracles.base import Oracle, OracleConfigError
+from mcp_hooks.control.files import AhpSnapshot, LayerFileError, ahp_snapshot, read_bounded
+from mcp_hooks.control.oracles.base import Oracle
 from mcp_hooks.errors import ConfigError, UnknownEventError, did_you_mean
 
 if TYPE_CHECKING:
@@ -82,6 +98,10 @@ TRIGGERS: dict[str, str] = {
 INTENSITY_STEPS = ("prompt", "control", "block")
 _COMPARISON = re.compile(r"^\s*(<=|>=|==|!=|<|>)\s*(-?\d+(?:\.\d+)?)\s*$")
 _MAX_DEPTH = 32
+# A hooks.yaml is a page of entries (the seed's full example: 1.5 KiB). Parsing costs about
+# 4 s per MiB here (the CSafeLoader, twice: the anchor check, then the load), on every
+# one-shot bridge call: the cap keeps a hostile one under a second.
+MAX_HOOKS_YAML = 256 * 1024
 
 
 def user_config_path() -> Path:
@@ -207,6 +227,19 @@ def condition_holds(key: str, want: Any, view: Mapping[str, Any]) -> bool:
     return _scalar_holds(want, actual)
 
 
+@dataclass(frozen=True)
+class LayerNote:
+    """An entry not applied as written: ``str()`` names the file, the entry and the fix."""
+
+    file: Path
+    entry: str
+    trigger: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.entry}: {self.reason}"
+
+
 @dataclass
 class ControlConfig:
     """The merged hooks.yaml layers of one project.
@@ -214,16 +247,25 @@ class ControlConfig:
     Attributes:
         entries: every effective entry (disabled ones included), in run order per trigger.
         problems: what could not be read; ``problems_for(trigger)`` fails those closed.
-        untrusted: project entries that would run commands without the project's trust.
+        untrusted: project entries that would run commands (or custom code, or write
+            files) without the project's trust: held back.
+        notes: entries not applied as written (an untrusted layer's change of a trusted
+            entry, ignored; an override that overrides nothing): warnings on their trigger.
+        overrides: project or local entries that change an entry of the user's layer (the
+            trust review shows them: trusting the project lets them apply).
         files: the hooks.yaml files read, lowest layer first.
         trust: ``trusted``, ``untrusted`` or ``changed`` for the project layers (or None).
+        snapshot: what trust covers of the project's ``.ahp``, when it was looked at.
     """
 
     entries: list[Entry] = field(default_factory=list)
     problems: list[HooksYamlError] = field(default_factory=list)
     untrusted: list[Entry] = field(default_factory=list)
+    notes: list[LayerNote] = field(default_factory=list)
+    overrides: list[LayerNote] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     trust: str | None = None
+    snapshot: AhpSnapshot | None = None
 
     def for_trigger(self, trigger: str, context: OracleContext | None = None) -> list[Entry]:
         """The enabled entries of ``trigger`` whose ``when`` holds, in run order."""
@@ -237,6 +279,9 @@ class ControlConfig:
     def untrusted_for(self, trigger: str) -> list[Entry]:
         return [e for e in self.untrusted if e.trigger == trigger]
 
+    def notes_for(self, trigger: str) -> list[LayerNote]:
+        return [n for n in self.notes if n.trigger == trigger]
+
     @property
     def triggers(self) -> set[str]:
         return {e.trigger for e in self.entries}
@@ -245,20 +290,9 @@ class ControlConfig:
 # -- trust ---------------------------------------------------------------------------------
 
 def config_digest(project_dir: Path) -> str:
-    """SHA-256 over the project's ``.ahp/hooks*.yaml`` and ``.ahp/**/*.py`` (names and bytes)."""
-    root = project_dir / ".ahp"
-    digest = hashlib.sha256()
-    if root.is_dir():
-        names = sorted({*root.glob("hooks*.yaml"), *root.rglob("*.py")})
-        for path in names[:1000]:
-            try:
-                data = path.read_bytes()
-            except OSError as exc:
-                data = f"unreadable:{exc.errno}".encode()
-            rel = path.relative_to(root).as_posix().encode()
-            digest.update(len(rel).to_bytes(8, "big") + rel + len(data).to_bytes(8, "big"))
-            digest.update(data)
-    return digest.hexdigest()
+    """SHA-256 over the project's ``.ahp/hooks*.yaml`` and ``.ahp/**/*.py`` (names and bytes;
+    ``files.ahp_snapshot``: bounded, never blocking, links not followed out of ``.ahp``)."""
+    return ahp_snapshot(project_dir).digest
 
 
 def trust_status(project_dir: Path, store: TrustStore | None = None) -> str:
@@ -278,18 +312,33 @@ def trust_config(project_dir: Path, store: TrustStore | None = None) -> str:
 
 # -- reading -------------------------------------------------------------------------------
 
-def read_yaml(file: Path) -> Any:
+def read_yaml(file: Path, *, inside: Path | None = None) -> Any:
     """A hooks.yaml's data (None for an empty file), refusing anchors and deep nesting.
 
+    Args:
+        inside: the folder the file must stay in (a project's ``.ahp``).
+
     Raises:
-        HooksYamlError: unreadable or malformed.
+        HooksYamlError: not a regular file, over ``MAX_HOOKS_YAML``, unreadable or malformed.
     """
+    return parse_yaml(file, _read_file(file, inside))
+
+
+def _read_file(file: Path, inside: Path | None) -> bytes:
+    try:
+        return read_bounded(file, MAX_HOOKS_YAML, inside=inside)
+    except LayerFileError as exc:
+        raise HooksYamlError(file, None, None, exc.reason) from None
+
+
+def parse_yaml(file: Path, raw: bytes) -> Any:
+    """The data of a hooks.yaml's bytes (see ``read_yaml``)."""
     import yaml
 
     try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HooksYamlError(file, None, None, f"cannot be read ({exc})") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise HooksYamlError(file, None, None, "is not UTF-8 text; save it as UTF-8") from None
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         depth = 0
@@ -350,15 +399,8 @@ def _check_entry(file: Path, label: str, trigger: str, raw: Any) -> dict[str, An
     return raw
 
 
-def _layers(project_dir: Path | None, user_file: Path | None) -> list[tuple[Layer, Path]]:
-    out: list[tuple[Layer, Path]] = [("user", user_file or user_config_path())]
-    if project_dir is not None:
-        out += [("project", project_dir / PROJECT_FILE), ("local", project_dir / LOCAL_FILE)]
-    return out
-
-
-def _entries_of(layer: Layer, file: Path, data: Any, problems: list[HooksYamlError],
-                ) -> list[tuple[str, str, int, dict[str, Any]]]:
+def entries_of(file: Path, data: Any, problems: list[HooksYamlError],
+               ) -> list[tuple[str, str, int, dict[str, Any]]]:
     """(canonical trigger, written trigger, position, raw entry) of one file's valid entries."""
     if data is None:
         return []
@@ -403,55 +445,9 @@ def _entries_of(layer: Layer, file: Path, data: Any, problems: list[HooksYamlErr
     return out
 
 
-@dataclass
-class _Merged:
-    raw: dict[str, Any]
-    file: Path
-    layer: Layer
-    order: tuple[int, int]
-    written: str
-
-
-def _merge(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
-    if old is None:
-        return dict(new)
-    merged = {**old, **new}
-    if "config" in new:
-        merged["config"] = {**(old.get("config") or {}), **new["config"]}
-    return merged
-
-
-def _build(key: tuple[str, str], merged: _Merged, project_dir: Path | None) -> Entry:
-    raw = merged.raw
-    name = raw["oracle"]
-    base = merged.file.parent
-    fail_trigger = key[0]
-    if is_path_reference(name) and merged.layer != "user" and project_dir is not None:
-        target = (base / name.split(":", 1)[0]).resolve()
-        if not target.is_relative_to((project_dir / ".ahp").resolve()):
-            raise HooksYamlError(merged.file, None, "oracle", f"{name}: a project's oracle "
-                                 "file must lie inside .ahp/ (the folder trust covers)",
-                                 fail_trigger)
-    try:
-        oracle = build_oracle(name, raw.get("config") or {}, base)
-    except OracleConfigError as exc:
-        key_name = "oracle" if exc.key == "oracle" else f"config.{exc.key}"
-        raise HooksYamlError(merged.file, None, key_name, exc.reason, fail_trigger) from None
-    except ConfigError as exc:
-        raise HooksYamlError(merged.file, None, "oracle", str(exc), fail_trigger) from None
-    ladder = raw.get("escalation")
-    return Entry(
-        trigger=key[0], written_trigger=merged.written, oracle_name=name, oracle=oracle,
-        config=dict(raw.get("config") or {}), when=dict(raw.get("when") or {}),
-        priority=int(raw.get("priority", 0)), enabled=bool(raw.get("enabled", True)),
-        async_=bool(raw.get("async", False)), id=str(raw.get("id") or name),
-        escalation=INTENSITY_STEPS if ladder is True else (tuple(ladder) if ladder else None),
-        file=merged.file, layer=merged.layer, order=merged.order)
-
-
 def load_config(project_dir: Path | None, *, user_file: Path | None = None,
-                trust_project: bool | None = None,
-                trust_store: TrustStore | None = None) -> ControlConfig:
+                trust_project: bool | None = None, trust_store: TrustStore | None = None,
+                resolve: bool = True) -> ControlConfig:
     """Read and merge the hooks.yaml layers of a project (see the module docstring).
 
     Args:
@@ -460,46 +456,14 @@ def load_config(project_dir: Path | None, *, user_file: Path | None = None,
         trust_project: trust the project layers without the store; None reads
             ``MCP_HOOKS_TRUST_PROJECT_HOOKS``.
         trust_store: the store to check; None for the default one.
+        resolve: import and build the custom oracles of trusted layers; False reads only
+            (``validate``, the trust review): every custom oracle is a ``HeldBack``.
     """
-    config = ControlConfig()
+    from mcp_hooks.control.merging import merge_layers
+
     if trust_project is None:
         from mcp_hooks.trust import trust_all_from_env
 
         trust_project = trust_all_from_env()
-    merged: dict[tuple[str, str], _Merged] = {}
-    built: dict[tuple[str, str], Entry] = {}
-    for rank, (layer, file) in enumerate(_layers(project_dir, user_file)):
-        if not file.is_file():
-            continue
-        config.files.append(file)
-        try:
-            data = read_yaml(file)
-        except HooksYamlError as exc:
-            config.problems.append(exc)
-            continue
-        trusted = layer == "user" or trust_project
-        if not trusted and project_dir is not None:
-            if config.trust is None:
-                config.trust = trust_status(project_dir, trust_store)
-            trusted = config.trust == "trusted"
-        elif layer != "user":
-            config.trust = "trusted"
-        for trigger, written, position, raw in _entries_of(layer, file, data, config.problems):
-            key = (trigger, raw.get("id") or raw["oracle"])
-            old = merged.get(key)
-            candidate = _Merged(_merge(old.raw if old else None, raw), file, layer,
-                                old.order if old else (rank, position),
-                                old.written if old else written)
-            try:
-                entry = _build(key, candidate, project_dir)
-            except HooksYamlError as exc:
-                exc.entry = f"{written}[{position}] ({raw['oracle']})"
-                config.problems.append(HooksYamlError(exc.file, exc.entry, exc.key,
-                                                      exc.reason, trigger))
-                continue
-            if not trusted and entry.oracle.runs_commands():
-                config.untrusted.append(entry)
-                continue  # neither runs nor overrides what a trusted layer set
-            merged[key], built[key] = candidate, entry
-    config.entries = sorted(built.values(), key=Entry.sort_key)
-    return config
+    return merge_layers(project_dir, user_file or user_config_path(), trust_project=
+                        trust_project, trust_store=trust_store, resolve=resolve)

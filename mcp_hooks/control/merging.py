@@ -1,0 +1,314 @@
+"""The hooks.yaml layers merged into one ``ControlConfig``, under the trust rules.
+
+``merge_layers`` is ``config.load_config``'s work. The layers are read in order (user,
+project, local); each entry is keyed by (trigger, ``id`` or ``oracle``). What a layer may do
+depends on two facts about it:
+
+- **trusted** (it may run code): the user's layer; the project's two while the project's
+  ``.ahp`` is trusted with the bytes just read (``files.ahp_snapshot``, the trust store), or
+  ``trust_project``.
+- **may override** (it may change an entry a trusted layer wrote): a trusted layer, and a
+  ``hooks.local.yaml`` that git ignores (``files.git_ignores``, asked only when it tries).
+
+Per entry of a layer, in this order:
+
+1. An entry whose key a trusted layer wrote (``_Merged.guarded``), from a layer that may not
+   override: ignored, with a ``LayerNote`` naming what it would change and the fix, unless
+   it changes nothing.
+2. Otherwise it merges into what is there: it changes only the keys it writes, ``config``
+   key by key, ``when`` whole. An entry that overrides nothing (``enabled: false`` under a
+   key nothing above has; a ``hooks.local.yaml`` entry whose key misses an entry of the same
+   oracle above) gets a ``LayerNote`` too.
+3. The merged entry is built: a built-in oracle from its options (no code of the layer
+   runs); a custom one is resolved (``oracles.build_oracle``: imported) only when its oracle
+   and config come from trusted layers alone (``_Merged.vouched``) and ``resolve`` is on,
+   else it is a ``HeldBack`` that never runs.
+4. An entry that needs trust (it runs a command or custom code, or writes where its config
+   says) and is not vouched for is held back (``ControlConfig.untrusted``); what was there
+   before stays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp_hooks.control.config import (
+    INTENSITY_STEPS,
+    LOCAL_FILE,
+    MAX_HOOKS_YAML,
+    PROJECT_FILE,
+    TRUST_NAME,
+    ControlConfig,
+    Entry,
+    HooksYamlError,
+    Layer,
+    LayerNote,
+    entries_of,
+    parse_yaml,
+)
+from mcp_hooks.control.files import LayerFileError, ahp_snapshot, git_ignores, read_bounded
+from mcp_hooks.control.oracles import (
+    BUILTIN,
+    HeldBack,
+    build_oracle,
+    oracle_file,
+    parse_reference,
+)
+from mcp_hooks.control.oracles.base import Oracle, OracleConfigError
+from mcp_hooks.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mcp_hooks.trust import TrustStore
+
+Key = tuple[str, str]
+# built-in oracles that write where their config says (a log file, an archive folder: a link
+# there leads anywhere): from a project layer only once it is trusted
+_WRITES = {"ChangeLogger": "log_file", "RetrospectiveGenerator": "archive_issue"}
+_DEFAULTS: dict[str, Any] = {"enabled": True, "async": False, "priority": 0, "when": {},
+                             "escalation": None, "config": {}}
+
+
+@dataclass
+class _Merged:
+    """One key's entry as the layers so far wrote it."""
+
+    raw: dict[str, Any]
+    file: Path  # the last file that wrote to it
+    source: Path  # the file that wrote its oracle (a .py oracle is relative to its folder)
+    layer: Layer
+    order: tuple[int, int]
+    written: str
+    guarded: bool  # a trusted layer wrote it: a layer that may not override leaves it alone
+    vouched: bool  # its oracle and config come from trusted layers only: it may run code
+
+
+def _merge(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    if old is None:
+        return dict(new)
+    merged = {**old, **new}
+    if "config" in new:
+        merged["config"] = {**(old.get("config") or {}), **new["config"]}
+    return merged
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as YAML values (``1`` is not ``true``)."""
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True,
+                                                                      default=str)
+
+
+def changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The keys (``enabled``, ``config.max_files``) that merging ``new`` over ``old`` changes."""
+    out = []
+    for key, value in new.items():
+        if key == "id":
+            continue
+        if key == "config" and isinstance(value, dict):
+            was = old.get("config") or {}
+            out += [f"config.{k}" for k, v in value.items() if k not in was
+                    or not _same(was[k], v)]
+        elif not _same(old.get(key, _DEFAULTS.get(key)), value):
+            out.append(key)
+    return out
+
+
+def needs_trust(entry: Entry) -> bool:
+    """Whether an entry runs a command or custom code, or writes where its config says."""
+    writes = _WRITES.get(entry.oracle_name)
+    return entry.oracle.runs_commands() or bool(writes and entry.config.get(writes))
+
+
+class _Merger:
+    def __init__(self, project_dir: Path | None, *, trust_project: bool,
+                 trust_store: TrustStore | None, resolve: bool) -> None:
+        self.config = ControlConfig()
+        self.project_dir = project_dir
+        self.trust_project = trust_project
+        self.store = trust_store
+        self.resolve = resolve
+        self.merged: dict[Key, _Merged] = {}
+        self.built: dict[Key, Entry] = {}
+        self.seen: set[Key] = set()  # every key written so far, held back ones included
+        self._local_own: bool | None = None
+
+    # -- the facts about a layer -----------------------------------------------------------
+
+    def trusted(self, layer: Layer, file: Path, data: bytes) -> bool:
+        config = self.config
+        if layer == "user":
+            return True
+        if self.trust_project:
+            config.trust = "trusted"
+            return True
+        assert self.project_dir is not None
+        if config.snapshot is None:
+            from mcp_hooks.trust import TrustStore
+
+            config.snapshot = ahp_snapshot(self.project_dir)
+            config.trust = (self.store or TrustStore()).status(
+                self.project_dir, TRUST_NAME, config.snapshot.digest)
+        if config.trust != "trusted":
+            return False
+        if hashlib.sha256(data).hexdigest() != config.snapshot.sha_of(file):
+            config.trust = "changed"  # edited between the digest and this read
+            return False
+        return True
+
+    def local_is_own(self, file: Path) -> bool:
+        if self._local_own is None:
+            assert self.project_dir is not None
+            self._local_own = git_ignores(self.project_dir, file)
+        return self._local_own
+
+    # -- one layer ---------------------------------------------------------------------------
+
+    def read(self, rank: int, layer: Layer, file: Path) -> None:
+        import os
+
+        if not os.path.lexists(file):
+            return
+        self.config.files.append(file)
+        inside = None if layer == "user" or self.project_dir is None else (
+            self.project_dir / ".ahp")
+        try:
+            raw = read_bounded(file, MAX_HOOKS_YAML, inside=inside)
+            data = parse_yaml(file, raw)
+        except LayerFileError as exc:
+            self.config.problems.append(HooksYamlError(file, None, None, exc.reason))
+            return
+        except HooksYamlError as exc:
+            self.config.problems.append(exc)
+            return
+        trusted = self.trusted(layer, file, raw)
+        for trigger, written, position, entry in entries_of(file, data, self.config.problems):
+            self.add(rank, layer, file, trusted, (trigger, written, position), entry)
+
+    def add(self, rank: int, layer: Layer, file: Path, trusted: bool,
+            where: tuple[str, str, int], raw: dict[str, Any]) -> None:
+        trigger, written, position = where
+        key: Key = (trigger, raw.get("id") or raw["oracle"])
+        label = f"{written}[{position}] ({raw['oracle']})"
+        old = self.merged.get(key)
+        if old is not None and old.guarded and not trusted and not (
+                layer == "local" and self.local_is_own(file)):
+            changed = changes(old.raw, raw)
+            if changed:
+                self.note(file, label, trigger, self.refusal(layer, key, old, changed))
+            return
+        if old is None and key not in self.seen and rank > 0:
+            self.check_overrides_something(layer, file, label, key, raw)
+        self.seen.add(key)
+        if old is not None and old.layer == "user" and layer != "user":
+            changed = changes(old.raw, raw)
+            if changed:
+                self.config.overrides.append(LayerNote(file, label, trigger, (
+                    f"changes {old.file}'s entry {key[1]!r}: {', '.join(changed)}")))
+        merged = _merge(old.raw if old else None, raw)
+        same_code = old is not None and merged["oracle"] == old.raw["oracle"] and _same(
+            merged.get("config") or {}, old.raw.get("config") or {})
+        same_oracle = old is not None and merged["oracle"] == old.raw["oracle"]
+        candidate = _Merged(
+            merged, file, old.source if old is not None and same_oracle else file, layer,
+            old.order if old else (rank, position), old.written if old else written,
+            guarded=trusted or (old is not None and old.guarded),
+            vouched=trusted or (old is not None and old.vouched and same_code))
+        try:
+            entry = self.build(key, candidate)
+        except HooksYamlError as exc:
+            self.config.problems.append(HooksYamlError(exc.file, label, exc.key, exc.reason,
+                                                       trigger))
+            return
+        if not candidate.vouched and needs_trust(entry):
+            self.config.untrusted.append(entry)
+            return  # neither runs nor overrides what was there
+        self.merged[key], self.built[key] = candidate, entry
+
+    # -- notes -----------------------------------------------------------------------------
+
+    def note(self, file: Path, label: str, trigger: str, reason: str) -> None:
+        self.config.notes.append(LayerNote(file, label, trigger, reason))
+
+    def refusal(self, layer: Layer, key: Key, old: _Merged, changed: list[str]) -> str:
+        project = shlex.quote(str(self.project_dir)) if self.project_dir else "PROJECT"
+        who = ("this hooks.local.yaml counts as the project's (git does not ignore it) and "
+               "is not trusted" if layer == "local" else "the project's .ahp is not trusted")
+        fix = (" To keep it yours, untrack it and list it in .gitignore; or read .ahp/ and "
+               if layer == "local" else " Read .ahp/, then ")
+        return (f"ignored: {who}, so it may only add entries, not change the entry "
+                f"{key[1]!r} of {old.file} (it would change {', '.join(changed)}).{fix}"
+                f"trust it with: mcp-hooks trust {project}")
+
+    def check_overrides_something(self, layer: Layer, file: Path, label: str, key: Key,
+                                  raw: dict[str, Any]) -> None:
+        trigger, ident = key
+        if raw.get("enabled") is False:
+            self.note(file, label, trigger, (
+                f"overrides nothing: no entry above is keyed {ident!r} on this trigger, so "
+                "`enabled: false` switches nothing off; write the id of the entry you mean "
+                "(its oracle's name when it has no id)"))
+            return
+        if layer != "local":
+            return
+        like = [(k, m) for k, m in self.merged.items()
+                if k[0] == trigger and m.raw["oracle"] == raw["oracle"]]
+        if like:
+            (_, other), there = like[0]
+            how = f"write `id: {other}`" + (" or leave id out" if other == raw["oracle"]
+                                             else "")
+            self.note(file, label, trigger, (
+                f"overrides nothing: no entry above is keyed {ident!r}, so this adds a second "
+                f"{raw['oracle']} entry beside the one of {there.file} (keyed {other!r}); to "
+                f"change that entry instead, {how}"))
+
+    # -- building ----------------------------------------------------------------------------
+
+    def build(self, key: Key, merged: _Merged) -> Entry:
+        raw = merged.raw
+        name, config = raw["oracle"], raw.get("config") or {}
+        base = merged.source.parent
+        try:
+            ref = parse_reference(name)
+            if ref.kind == "file":
+                oracle_file(ref, base)  # by stat: inside its .ahp, regular, bounded
+            oracle: Oracle
+            if ref.kind == "builtin":
+                oracle = BUILTIN[name](config)
+            elif merged.vouched and self.resolve:
+                oracle = build_oracle(name, config, base, roots=[base],
+                                      project_dir=self.project_dir,
+                                      snapshot=self.config.snapshot)
+            else:
+                oracle = HeldBack(name, config)
+        except OracleConfigError as exc:
+            key_name = "oracle" if exc.key == "oracle" else f"config.{exc.key}"
+            raise HooksYamlError(merged.file, None, key_name, exc.reason, key[0]) from None
+        except ConfigError as exc:
+            raise HooksYamlError(merged.file, None, "oracle", str(exc), key[0]) from None
+        ladder = raw.get("escalation")
+        return Entry(
+            trigger=key[0], written_trigger=merged.written, oracle_name=name, oracle=oracle,
+            config=dict(config), when=dict(raw.get("when") or {}),
+            priority=int(raw.get("priority", 0)), enabled=bool(raw.get("enabled", True)),
+            async_=bool(raw.get("async", False)), id=str(raw.get("id") or name),
+            escalation=INTENSITY_STEPS if ladder is True else (
+                tuple(ladder) if ladder else None),
+            file=merged.file, layer=merged.layer, order=merged.order)
+
+
+def merge_layers(project_dir: Path | None, user_file: Path, *, trust_project: bool,
+                 trust_store: TrustStore | None = None, resolve: bool = True) -> ControlConfig:
+    """The merged layers (see the module doc and ``config.load_config``)."""
+    merger = _Merger(project_dir, trust_project=trust_project, trust_store=trust_store,
+                     resolve=resolve)
+    layers: list[tuple[Layer, Path]] = [("user", user_file)]
+    if project_dir is not None:
+        layers += [("project", project_dir / PROJECT_FILE), ("local", project_dir / LOCAL_FILE)]
+    for rank, (layer, file) in enumerate(layers):
+        merger.read(rank, layer, file)
+    merger.config.entries = sorted(merger.built.values(), key=Entry.sort_key)
+    return merger.config
