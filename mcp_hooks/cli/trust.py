@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mcp_hooks import options
-from mcp_hooks.control.config import TRUST_NAME, load_config
+from mcp_hooks.control.config import TRUST_NAME, load_config, needs_trust
 from mcp_hooks.control.files import AhpFile, ahp_snapshot
 from mcp_hooks.discovery import project_hooks_dir
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, HookFileError, UsageError
@@ -142,7 +142,6 @@ def _has_ahp(project: Path) -> bool:
 def _inspect_ahp(project: Path, store: TrustStore) -> _Ahp | None:
     """The project's hooks.yaml layers as trust sees them, read without importing anything;
     None when it has none."""
-    from mcp_hooks.control.merging import needs_trust
     from mcp_hooks.control.oracles import HeldBack, UnknownOracleError, inspect_reference
 
     root = project / ".ahp"

@@ -282,10 +282,10 @@ def _load_module(ref: OracleRef, project_dir: Path | None) -> type:
     why = module_refusal(ref, project_dir)
     if why is not None:
         raise UnknownOracleError(
-            f"{ref.name}: refused: {why}. A module's oracle is loaded only when an entry point "
-            f"of the {ENTRY_POINT_GROUP!r} group names it, or when it lies outside the "
-            "standard library, the installed packages and the project and its class "
-            "subclasses mcp_hooks.control.Oracle")
+            f"{ref.name}: refused: {why}. Register the oracle's class as an entry point of "
+            f"the {ENTRY_POINT_GROUP!r} group, or keep its module outside the standard "
+            "library, the installed packages and the project, its class a subclass of "
+            "mcp_hooks.control.Oracle")
     try:
         with _quiet():
             module = importlib.import_module(ref.where)
