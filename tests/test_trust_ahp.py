@@ -168,3 +168,19 @@ def test_validate_reads_the_user_layer_under_home(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert str(home / ".ahp" / "hooks.yaml") in done.stdout + done.stderr
     assert "NoSuchOracle" in done.stdout + done.stderr
+
+
+def test_the_review_names_every_python_file_and_parses_oracles_without_importing(
+        repo: Path) -> None:
+    write(repo, ".ahp/helpers/util.py", "raise SystemExit('imported!')\n")
+    write(repo, ".ahp/broken.py", "class Broken(:\n")
+    write(repo, ".ahp/hooks.yaml", "hooks:\n  pre-issue-submit:\n"
+          "    - oracle: broken.py:Broken\n")
+    shown = cli("trust", str(repo), "--yes")
+    assert shown.returncode == 1  # an oracle file that does not parse is not trusted
+    out = shown.stdout
+    util = repo / ".ahp" / "helpers" / "util.py"
+    assert f"{util}  ({util.stat().st_size} bytes, sha256 " in out  # listed, not imported
+    assert "imported!" not in out + shown.stderr
+    assert "INVALID, will not be trusted:" in out and "does not parse as Python" in out
+    assert store().entries() == {}
