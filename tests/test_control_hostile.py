@@ -171,7 +171,8 @@ def test_no_door_runs_the_code_of_an_untrusted_layer(tmp_path: Path, home: Path,
         "before_tool", tool_name="Shell", tool_input={"command": "rm -rf build"},
         work_dir=str(repo))
     assert result.decision == "deny"
-    assert not [m for m in sys.modules if m.startswith("mcp_hooks_custom_oracle_")]
+    evil = str((repo / ".ahp" / "evil.py").resolve())
+    assert not [m for m in list(sys.modules.values()) if getattr(m, "__file__", None) == evil]
     assert "EVIL" not in capsys.readouterr().out
 
     assert markers(marker) == []  # no import, no construction, no Popen, in any door
