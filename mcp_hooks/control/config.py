@@ -46,11 +46,11 @@ Contracts a caller may rely on:
   repository. Nothing of an untrusted layer is imported, executed or opened as code: its
   YAML is parsed, its built-in oracles are built (that only checks their options), and an
   entry naming a custom oracle is held back unresolved (``oracles.HeldBack``). An entry that
-  runs anything (``Oracle.runs_commands()``: TestGate, LintChecker, custom oracles, a
-  configured command) or writes where its config says (``ChangeLogger.log_file``,
-  ``RetrospectiveGenerator.archive_issue``) applies from a project layer only while the
-  project's ``.ahp`` is trusted (``trust_config``; ``MCP_HOOKS_TRUST_PROJECT_HOOKS=1``
-  trusts all); otherwise it is listed in ``ControlConfig.untrusted``. The digest
+  runs or writes anything (``Oracle.runs_commands()``: TestGate, LintChecker, custom
+  oracles, a configured command, ChangeLogger, an archive) applies from a project layer only
+  while the project's ``.ahp`` is trusted (``trust_config``;
+  ``MCP_HOOKS_TRUST_PROJECT_HOOKS=1`` trusts all); otherwise it is listed in
+  ``ControlConfig.untrusted``. The digest
   (``files.ahp_snapshot``) covers ``.ahp/hooks*.yaml`` and every ``.py`` under ``.ahp``;
   a custom oracle's file must lie inside the ``.ahp`` of the hooks.yaml that names it and is
   imported only with the bytes that were trusted.
@@ -151,9 +151,6 @@ def trust_config(project_dir: Path, store: TrustStore | None = None) -> str:
 # -- merging the layers (the rules: the module doc) ----------------------------------------
 
 Key = tuple[str, str]
-# built-in oracles that write where their config says (a log file, an archive folder: a link
-# there leads anywhere): from a project layer only once it is trusted
-_WRITES = {"ChangeLogger": "log_file", "RetrospectiveGenerator": "archive_issue"}
 _DEFAULTS: dict[str, Any] = {"enabled": True, "async": False, "priority": 0, "when": {},
                              "escalation": None, "config": {}}
 
@@ -203,9 +200,8 @@ def changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 
 def needs_trust(entry: Entry) -> bool:
-    """Whether an entry runs a command or custom code, or writes where its config says."""
-    writes = _WRITES.get(entry.oracle_name)
-    return entry.oracle.runs_commands() or bool(writes and entry.config.get(writes))
+    """Whether an entry runs a command or custom code, or writes a file (``runs_commands``)."""
+    return entry.oracle.runs_commands()
 
 
 class _Merger:
