@@ -366,3 +366,27 @@ def test_subprocess_popen_is_refused_even_trusted(tmp_path: Path, home: Path,
             in outcome["reason"])
     assert "Register the oracle's class as an entry point" in outcome["reason"]
     assert markers(marker) == []
+
+
+def test_the_repositorys_own_git_config_runs_nothing_when_an_oracle_asks_git(
+        tmp_path: Path, home: Path, marker: Path) -> None:
+    """A repository that arrives with its own .git (an archive) names programs in its
+    config; an untrusted read-only entry that asks git what changed must not run them."""
+    repo = hostile(tmp_path, marker, "hooks:\n  pre-issue-close:\n"
+                   "    - {oracle: FileChangeLimiter, config: {max_files: 1, base: HEAD}}\n")
+    program = write(tmp_path, "program.sh", f"#!/bin/sh\ntouch {marker}.fsmonitor\n")
+    program.chmod(0o755)
+    git(repo, "config", "core.fsmonitor", str(program))
+    write(repo, "src/app.py", "x = 2\n")
+    write(repo, "src/new.py", "y = 1\n")
+    done, outcome = cli_close_without_files(repo)
+    assert done.returncode in (0, 2), done.stderr
+    assert "changed code" in json.dumps(outcome)  # your CompletionVerifier asked git too
+    assert markers(marker) == []
+
+
+def cli_close_without_files(repo: Path) -> tuple[subprocess.CompletedProcess[str],
+                                                 dict[str, Any]]:
+    done = cli("fire", "pre-issue-close", "--payload", json.dumps({"issue": {"id": "I-1"}}),
+               "--project-dir", str(repo), "--json")
+    return done, json.loads(done.stdout)

@@ -324,16 +324,22 @@ def ahp_snapshot(project_dir: Path) -> AhpSnapshot:
 # -- git --------------------------------------------------------------------------------------
 
 
+# A repository that arrives with its own .git (an archive, not a clone) carries its own
+# config; these keep the settings that name a program to run from running one.
+SAFE_GIT_CONFIG = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+                   "-c", "diff.external=", "-c", "core.pager=cat")
+SAFE_GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
+                "GIT_OPTIONAL_LOCKS": "0", "GIT_EXTERNAL_DIFF": "", "LC_ALL": "C"}
+
+
 def git_ignores(project_dir: Path, path: Path) -> bool:
     """Whether git ignores the untracked file ``path`` of ``project_dir`` (module doc)."""
     env = {k: v for k in ("PATH", "HOME", "XDG_CONFIG_HOME") if (v := os.environ.get(k))}
-    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0",
-               LC_ALL="C")
+    env.update(SAFE_GIT_ENV)
     try:
         rel = path.relative_to(project_dir).as_posix()
         done = subprocess.run(
-            ["git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
-             "-C", str(project_dir), "check-ignore", "-q", "--", rel],
+            ["git", *SAFE_GIT_CONFIG, "-C", str(project_dir), "check-ignore", "-q", "--", rel],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             env=env, timeout=GIT_TIMEOUT, check=False, start_new_session=True)
     except (OSError, ValueError, subprocess.TimeoutExpired):
@@ -341,6 +347,6 @@ def git_ignores(project_dir: Path, path: Path) -> bool:
     return done.returncode == 0
 
 
-__all__ = ["MAX_FILE_BYTES", "UNVERIFIABLE_DIGEST", "AhpFile", "AhpSnapshot",
-           "LayerFileError", "ahp_snapshot", "contained", "git_ignores", "kind_of",
-           "read_bounded", "size_words"]
+__all__ = ["MAX_FILE_BYTES", "SAFE_GIT_CONFIG", "SAFE_GIT_ENV", "UNVERIFIABLE_DIGEST",
+           "AhpFile", "AhpSnapshot", "LayerFileError", "ahp_snapshot", "contained",
+           "git_ignores", "kind_of", "read_bounded", "size_words"]
