@@ -38,6 +38,8 @@ JUNK = ("mcp_hooks/library/protect-hooks/scripts/__pycache__/protect_hooks.cpyth
 _NOT_SOURCE = {".git", ".venv", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
                ".hypothesis", "node_modules"}
 _NOT_SOURCE_TOP = {"build", "dist"}
+# this venv's site-packages, read at import (sysconfig reads ~ once, before the home guard)
+DEV_SITE = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
 
 
 @dataclass(frozen=True)
@@ -138,21 +140,52 @@ def test_the_sdist_carries_the_library_tests_docs_examples_and_bench(built: Buil
 def venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with only the built wheel installed; dependencies through a ``.pth``."""
     root = tmp_path_factory.mktemp("fresh")
+    target = _fresh_venv(root)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(target / "bin" / "python"), "install",
+         "--no-deps", "--no-index", "--quiet", str(built.wheel)],
+        capture_output=True, text=True, timeout=180, cwd=root, env=_offline_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    return target
+
+
+def _fresh_venv(root: Path) -> Path:
+    """A venv without pip whose Python also sees this venv's site-packages (the
+    dependencies, and setuptools for a build without isolation) through a ``.pth``."""
     target = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(target)], check=True,
                    timeout=120, capture_output=True)
     python = target / "bin" / "python"
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
-         "--no-index", "--quiet", str(built.wheel)],
-        capture_output=True, text=True, timeout=180, cwd=root, env=_offline_env())
-    assert done.returncode == 0, done.stdout + done.stderr
     site = subprocess.run([str(python), "-c", "import sysconfig; "
                            "print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True, timeout=60).stdout.strip()
-    dev = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
-    Path(site, "_dev_dependencies.pth").write_text("".join(f"{p}\n" for p in dev))
+    Path(site, "_dev_dependencies.pth").write_text("".join(f"{p}\n" for p in DEV_SITE))
     return target
+
+
+def test_pip_install_from_a_checkout(tmp_path: Path) -> None:
+    """The Quick start's first line, ``pip install .`` in a checkout (a copy of this one),
+    into a fresh venv, offline: its ``mcp-hooks`` runs and finds the bundled library."""
+    src = tmp_path / "mcp-hooks"
+    shutil.copytree(REPO, src, ignore=_ignore, symlinks=True, copy_function=_copy)
+    venv = _fresh_venv(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+         "--no-build-isolation", "--no-index", "--quiet", "."],
+        capture_output=True, text=True, timeout=300, cwd=src, env=_offline_env())
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    env = _home_env(venv, tmp_path / "home")
+    version = subprocess.run([str(venv / "bin" / "mcp-hooks"), "--version"], capture_output=True,
+                             text=True, timeout=60, cwd=tmp_path, env=env)
+    assert version.returncode == 0, version.stderr
+    from mcp_hooks import __version__
+
+    assert __version__ in version.stdout
+    listed = subprocess.run([str(venv / "bin" / "mcp-hooks"), "add", "--list", "--json"],
+                            capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+    assert listed.returncode == 0, listed.stderr
+    paths = [Path(h["path"]) for h in json.loads(listed.stdout)]
+    assert len(paths) >= 7 and all(p.is_relative_to(venv) for p in paths), paths
 
 
 def _home_env(venv: Path, home: Path) -> dict[str, str]:
