@@ -1,15 +1,18 @@
 """The package is the whole product: issue 11's "Done when", offline.
 
 The sdist is built from a copy of this checkout, and the wheel from that sdist (``python -m
-build --no-isolation``: no network). Both are listed: the bundled hook library is in each,
-file modes kept and no byte-code; the sdist also carries the tests (with fixtures), docs,
-examples, bench and Makefile. Then a fresh venv gets ONLY the built wheel (``pip install
---no-deps --no-index``); its dependencies are made importable by a ``.pth`` naming this
-venv's site-packages (whose own ``.pth`` files, the editable install's included, are not
-processed there, so the checkout cannot leak in: checked). In a home folder of its own, that
-venv's ``mcp-hooks init --host claude-code --scope user`` must write a Claude Code command
-that denies a real ``PreToolUse`` payload for ``Bash`` ``rm -rf /`` with the bundled guard,
-and lets ``ls`` through.
+build --no-isolation``: no network). Both are listed: the bundled hook library (the
+checkout's ``hooks/``) is in each, at ``hooks/`` in the sdist and at ``mcp_hooks/library/``
+in the wheel (where ``mcp_hooks.bundle`` finds it once installed), file modes kept and no
+byte-code; the sdist also carries the tests (with fixtures), docs, examples, bench and
+Makefile. Then a fresh venv gets ONLY the built wheel (``pip install --no-deps
+--no-index``); its dependencies are made importable by a ``.pth`` naming this venv's
+site-packages (whose own ``.pth`` files, the editable install's included, are not processed
+there, so the checkout cannot leak in: checked). In a home folder of its own, that venv's
+``mcp-hooks init --host claude-code --scope user`` must write a Claude Code command that
+denies a real ``PreToolUse`` payload for ``Bash`` ``rm -rf /`` with the bundled guard, and
+lets ``ls`` through. And the Quick start's ``pip install .``, from a copy of the checkout
+into another fresh venv, gives an ``mcp-hooks`` that runs and finds the library.
 """
 
 from __future__ import annotations
@@ -30,10 +33,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-LIBRARY = REPO / "mcp_hooks" / "library"
+LIBRARY = REPO / "hooks"  # installed as mcp_hooks/library/
 SDIST_EXTRAS = ("tests", "docs", "examples", "bench")
-JUNK = ("mcp_hooks/library/protect-hooks/scripts/__pycache__/protect_hooks.cpython-311.pyc",
-        "mcp_hooks/library/protect-hooks/scripts/.mypy_cache/3.10/cache.db",
+JUNK = ("hooks/protect-hooks/scripts/__pycache__/protect_hooks.cpython-311.pyc",
+        "hooks/protect-hooks/scripts/.mypy_cache/3.10/cache.db",
         "tests/.ruff_cache/0.6/cache", "tests/fixtures/__pycache__/x.cpython-311.pyc")
 _NOT_SOURCE = {".git", ".venv", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
                ".hypothesis", "node_modules"}
@@ -96,21 +99,24 @@ def _is_junk(name: str) -> bool:
         p.startswith(".") and p.endswith("_cache") for p in parts)
 
 
-def _library_files() -> dict[str, int]:
-    """Every file of the bundled library (relative to the package), with its exec bits."""
+def _library_files(under: str) -> dict[str, int]:
+    """Every file of the bundled library, named as if it were in the folder ``under``, with
+    its exec bits."""
     found = {}
     for path in sorted(LIBRARY.rglob("*")):
-        if path.is_file() and not _is_junk(path.relative_to(REPO).as_posix()):
-            found[path.relative_to(REPO).as_posix()] = path.stat().st_mode & 0o111
-    assert len({p.split("/")[2] for p in found}) >= 7  # the seven hooks at least
+        rel = path.relative_to(LIBRARY).as_posix()
+        if path.is_file() and not _is_junk(rel):
+            found[f"{under}/{rel}"] = path.stat().st_mode & 0o111
+    assert len({p.split("/")[-2] for p in found if p.endswith("/HOOK.md")}) >= 7  # seven hooks
     return found
 
 
 def test_the_wheel_carries_the_library_with_its_modes(built: Built) -> None:
     with zipfile.ZipFile(built.wheel) as wheel:
         modes = {i.filename: (i.external_attr >> 16) & 0o111 for i in wheel.infolist()}
-    library = _library_files()
+    library = _library_files("mcp_hooks/library")
     assert {name: modes.get(name) for name in library} == library
+    assert not [n for n in modes if n.startswith("hooks/")]  # not beside the package
     assert not [n for n in modes if _is_junk(n)]
     assert "mcp_hooks/bundle.py" in modes and "mcp_hooks/py.typed" in modes
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in modes), sorted(modes)[-8:]
@@ -121,9 +127,9 @@ def test_the_sdist_carries_the_library_tests_docs_examples_and_bench(built: Buil
     with tarfile.open(built.sdist) as sdist:
         members = {m.name.split("/", 1)[1]: m.mode & 0o111 for m in sdist.getmembers()
                    if m.isfile() and "/" in m.name}
-    library = _library_files()
+    library = _library_files("hooks")
     assert {name: members.get(name) for name in library} == library
-    for top in ("Makefile", "README.md", "pyproject.toml", "MANIFEST.in", "LICENSE"):
+    for top in ("Makefile", "README.md", "pyproject.toml", "setup.py", "MANIFEST.in", "LICENSE"):
         assert top in members
     for folder in SDIST_EXTRAS:
         expected = {p.relative_to(built.src).as_posix() for p in (built.src / folder).rglob("*")

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-LIBRARY = Path(__file__).resolve().parent.parent / "mcp_hooks" / "library"
+LIBRARY = Path(__file__).resolve().parent.parent / "hooks"
 SCRIPT = LIBRARY / "protect-hooks" / "scripts" / "run.py"
 PREFIX = "Hook configuration protected:"
 
