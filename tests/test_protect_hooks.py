@@ -73,6 +73,11 @@ DENIED: list[tuple[str, Any]] = [
     ("WriteFile", {"path": "~/.codex/config.toml", "content": ""}),
     ("WriteFile", {"path": "~/.local/state/mcp-hooks/trust.json", "content": "{}"}),
     ("WriteFile", {"path": "~/.config/mcp-hooks/forward.sh", "content": ""}),
+    # the control layer: a git-ignored hooks.local.yaml is the user's own layer
+    ("WriteFile", {"path": ".ahp/hooks.local.yaml", "content": "hooks: {}"}),
+    ("Write", {"file_path": "~/.ahp/hooks.yaml", "content": "hooks: {}"}),
+    ("Shell", sh("printf 'hooks: {}' > .ahp/hooks.local.yaml")),
+    ("Shell", sh("rm -rf .ahp")),
     ("mcp__fs__move_file", {"source": "src/a.py", "destination": ".agents/hooks/a.py"}),
     ("mcp__fs__delete_file", {"paths": ["src/x", "../project/.agents/hooks/guard"]}),
     ("mcp__fs__move_file", {"source": ".agents", "destination": "/tmp/gone"}),
@@ -154,6 +159,7 @@ DENIED: list[tuple[str, Any]] = [
 ALLOWED: list[tuple[str, Any]] = [
     ("Shell", sh("cat ~/.claude/settings.json")),
     ("Shell", sh("ls .agents/hooks")),
+    ("Shell", sh("cat .ahp/hooks.yaml ~/.ahp/hooks.yaml")),
     ("Shell", sh("ls -la ~/.config/agents/hooks && grep -r tool .agents/hooks")),
     ("Shell", sh("echo \".agents/hooks\"")),
     ("Shell", sh("echo .agents/hooks > notes.txt")),

@@ -34,6 +34,7 @@ class TooBig(Exception):
 # (components, subtree?, label): a path with these consecutive components, wherever it is.
 PATTERNS = (
     ((".agents", "hooks"), True, "a project hooks folder (.agents/hooks)"),
+    ((".ahp",), True, "a control layer folder (.ahp: hooks.yaml, hooks.local.yaml, oracles)"),
     ((".github", "hooks"), True, "Copilot CLI's project hook config (.github/hooks)"),
     ((".copilot", "hooks"), True, "Copilot CLI's user hook config (.copilot/hooks)"),
     ((".claude", "settings.json"), False, "Claude Code's settings, which hold its hooks"),
@@ -45,7 +46,7 @@ PATTERNS = (
     ((".kimi", "config.toml"), False, "Kimi CLI's config, which holds its hooks"),
 )
 # Folders that hold hook config: deleting, moving or replacing one as a whole is refused.
-CONTAINERS = {".agents", ".claude", ".codex", ".gemini", ".cursor", ".kimi", ".copilot"}
+CONTAINERS = {".agents", ".ahp", ".claude", ".codex", ".gemini", ".cursor", ".kimi", ".copilot"}
 FIRSTS = frozenset(comps[0] for comps, _, _ in PATTERNS)
 MAGIC = re.compile(r"[*?[]")
 
