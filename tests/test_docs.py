@@ -517,33 +517,6 @@ def test_the_trust_commands(tmp_path: Path) -> None:
     assert "lint-migrations" not in mcp_hooks(home, project, "trust", "--list").stdout
 
 
-def test_a_local_override_overrides(tmp_path: Path) -> None:
-    """docs/control.md's hooks.local.yaml over the ladder's entry raises max_files and keeps
-    the rest; without its id, over the README's hooks.yaml, it does the same there."""
-    import yaml
-
-    local = block("docs/control.md", "hooks:\n  pre-issue-submit:\n    - oracle: FileChangeLimiter"
-                  "\n      id: change-size-limiter\n      config: {max_files: 40}").body
-    ladder = block("docs/control.md", "hooks:\n  pre-issue-submit:\n    - oracle: FileChangeLimiter"
-                   "\n      id: change-size-limiter\n      config: {max_files: 20").body
-    readme = block("README.md", "mkdir -p .ahp && cat > .ahp/hooks.yaml").body
-    readme_yaml = readme.split("<<'EOF'\n", 1)[1].split("\nEOF\n", 1)[0]
-    without_id = "\n".join(line for line in local.splitlines() if "id:" not in line)
-    for project_file, local_file in ((ladder, local), (readme_yaml, without_id)):
-        project = tmp_path / str(len(list(tmp_path.iterdir())))
-        (project / ".ahp").mkdir(parents=True)
-        (project / ".ahp" / "hooks.yaml").write_text(project_file)
-        (project / ".ahp" / "hooks.local.yaml").write_text(local_file)
-        config = load_hooks_yaml(project, user_file=tmp_path / "none.yaml", trust_project=True)
-        assert not config.problems, config.problems
-        limiters = [e for e in config.entries if e.oracle_name == "FileChangeLimiter"]
-        assert len(limiters) == 1, limiters
-        written = yaml.safe_load(project_file)["hooks"]["pre-issue-submit"]
-        before = next(e for e in written if e["oracle"] == "FileChangeLimiter")
-        assert limiters[0].config == {**before["config"], "max_files": 40}
-        assert limiters[0].escalation == tuple(before["escalation"])
-
-
 def test_the_inspector_the_docs_name_is_the_one_tested() -> None:
     """Every command line naming the MCP Inspector pins the version tests/test_server_ts.py
     runs (on node < 22.7.5 a bare npx picks 0.15.0, which has no --strict)."""
