@@ -145,7 +145,7 @@ def _documented_imports() -> list[tuple[str, list[str]]]:
     block = re.search(r"```python\n(from mcp_hooks\.adapters\.agentscope import .*?)```",
                       readme, re.S)
     adapter = (REPO / "mcp_hooks" / "adapters" / "agentscope.py").read_text()
-    docstring = adapter[:adapter.index('"""', 3)]
+    docstring = adapter.split('"""')[1]
     found = []
     for where, text in (("README.md", block[1] if block else ""), ("the adapter", docstring)):
         lines = [line.strip() for line in text.splitlines()

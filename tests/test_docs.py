@@ -590,3 +590,41 @@ def test_persistent_hooks_live_per_event_loop(tmp_path: Path) -> None:
     runs, fires, loop = json.loads(done.stdout)
     assert len(set(runs)) == 3 and len(set(fires)) == 1 and len(set(loop)) == 1, (runs, fires,
                                                                                    loop)
+
+
+def test_the_untrusted_override_warning(tmp_path: Path) -> None:
+    """docs/safety.md's warning, from an untrusted project layer that switches off your
+    ``guard`` entry (the home and the project named as in the docs)."""
+    shown = block("docs/safety.md", ".ahp/hooks.yaml: pre-tool-use[0]").body
+    project, home = tmp_path / "project", tmp_path / "home"
+    (project / ".ahp").mkdir(parents=True)
+    (home / ".ahp").mkdir(parents=True)
+    (home / ".ahp" / "hooks.yaml").write_text(
+        "hooks:\n  pre-tool-use:\n    - {oracle: PermissionChecker, id: guard}\n")
+    (project / ".ahp" / "hooks.yaml").write_text(
+        "hooks:\n  pre-tool-use:\n    - {oracle: PermissionChecker, id: guard, enabled: false}\n")
+    done = mcp_hooks(home, project, "fire", "pre-tool-use", "--tool", "Shell", "--input",
+                     '{"command": "ls"}', "--json")
+    assert done.returncode == 0, done.stderr
+    said = [w.replace(f"{project}/", "").replace(str(home), "~").replace(
+        str(project), "/path/to/project") for w in json.loads(done.stdout)["warnings"]]
+    assert " ".join(shown.split()) in said, said
+
+
+def test_every_module_has_a_row_in_development_md() -> None:
+    """docs/development.md's "Which module owns what": one row per module of mcp_hooks/ (a
+    row may name several; ``adapters/`` names a folder)."""
+    text = (REPO / "docs" / "development.md").read_text(encoding="utf-8")
+    table = text.split("## Which module owns what", 1)[1].split("\n## ", 1)[0]
+    rows = "\n".join(line for line in table.splitlines() if line.startswith("| "))
+    named = set(re.findall(r"`([\w/]+(?:\.py|/))`", rows))
+    package = REPO / "mcp_hooks"
+    modules = [str(p.relative_to(package)) for p in sorted(package.rglob("*.py"))
+               if not {"library", "__pycache__"} & set(p.relative_to(package).parts)]
+    missing = [m for m in modules if m not in named and m.rsplit("/", 1)[-1] != "__init__.py"
+               and not any(m.startswith(n) for n in named if n.endswith("/"))]
+    assert not missing, f"docs/development.md: no row for {missing}"
+    folders = [package / n for n in named if n.endswith("/")]
+    gone = [n for n in named if n.endswith(".py") and not (package / n).exists()
+            and not any((folder / n).exists() for folder in folders)]
+    assert not gone, f"docs/development.md: rows for modules that are gone: {gone}"
