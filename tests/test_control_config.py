@@ -368,7 +368,7 @@ def _readme_hooks_yaml() -> str:
 
 def _docs_override() -> str:
     text = (Path(__file__).parent.parent / "docs" / "control.md").read_text(encoding="utf-8")
-    marker = "<!-- tested: tests/test_control_config.py::test_the_docs_override_example_overrides"
+    marker = "readme-test: run-by (tests/test_control_config.py::test_the_docs_override_example"
     return text.split(marker, 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
 
 

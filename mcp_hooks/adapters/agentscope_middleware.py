@@ -30,8 +30,8 @@ event               middleware point, and what the outcome does
 ==================  ==========================================================================
 
 The engine use is ``_firing.Firing``, through a ``mcp_hooks.Hooks`` (pass ``hooks=`` to
-share one, Python callables and all); ``await middleware.firing.aclose()`` stops the hook
-processes of one it made.; a fault of ours is a deny saying what broke.
+share one, Python callables and all); ``close()``/``aclose()`` stop the hook processes of
+one it made (never of one given); a fault of ours is a deny saying what broke.
 """
 
 from __future__ import annotations
@@ -71,6 +71,14 @@ class HooksMiddleware(MiddlewareBase):  # type: ignore[misc, unused-ignore]
         self.firing = Firing(project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
                              stop_block_cap=stop_block_cap, session_id=session_id,
                              hooks=hooks, framework="agentscope2")
+
+    async def aclose(self) -> None:
+        """Stop the hook processes of the ``Hooks`` this middleware made (not of one given)."""
+        await self.firing.aclose()
+
+    def close(self) -> None:
+        """``aclose`` from synchronous code."""
+        self.firing.close()
 
     async def on_acting(self, agent: Any, input_kwargs: dict[str, Any],
                         next_handler: Callable[..., AsyncGenerator[Any, None]],
