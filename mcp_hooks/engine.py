@@ -161,7 +161,8 @@ class Engine:
         if control is None:
             from mcp_hooks.control.layer import ControlLayer
 
-            control = ControlLayer(registry.project_dir, watch=not one_shot, secrets=secrets)
+            control = ControlLayer(registry.project_dir, watch=not one_shot, secrets=secrets,
+                                   trust_project=registry.trust_project_hooks)
         self.control: ControlLayer | None = control or None
         self._inbox = inbox if inbox is not None else AidInbox()
 

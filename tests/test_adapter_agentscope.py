@@ -10,12 +10,12 @@ request carries the reason as the tool result), rewrites ``draft.txt`` to ``fina
 tool writes ``final.txt``), and a ``before_stop`` gate refuses the first stop (the model is
 asked again with the gate's words, does more work, and its second stop passes).
 
-Why the venvs differ: AgentScope 2.0.0-2.0.10 pin ``mcp<2`` and mcp-hooks needs mcp 2.x, so
-the 2.x venv installs mcp-hooks with ``--no-deps`` and its other dependencies (the adapter
-and the engine never import mcp); 2.0.11, the first on mcp 2, needs a certifi newer than
-this index has. AgentScope 1.0.21 runs with mcp 2 through the adapter's import shim, and
-needs ``openai<3`` (3.x streams ``delta.audio = None``, which 1.0.21 cannot read) and
-``greenlet``/``tqdm`` it does not declare: the ``agentscope`` extra lists them.
+Why the venvs differ: 1.0.x and 2.x cannot share one. AgentScope 2.0.11 is the first 2.x
+on mcp 2 (2.0.0-2.0.10 pin ``mcp<2``, which mcp-hooks cannot run with), so the
+``agentscope2`` extra asks for it and the 2.x venv installs exactly that, the ordinary way.
+AgentScope 1.0.21 runs with mcp 2 through the adapter's import shim (import the adapter
+first), and needs ``openai<3`` (3.x streams ``delta.audio = None``, which 1.0.21 cannot read)
+and ``greenlet``/``tqdm`` it does not declare: the ``agentscope`` extra lists them.
 """
 
 from __future__ import annotations
@@ -30,14 +30,13 @@ from typing import Any
 
 import pytest
 
-from tests import shared_cache
 from tests.conftest import write_hook
-from tests.framework_venv import REPO, SCENARIOS, _key, framework_python, pip_env
+from tests.framework_venv import REPO, SCENARIOS, framework_python
 from tests.scripted_model import ScriptedModel, Text, ToolCall
 
 V1_PINS = ("agentscope==1.0.21", "openai==2.54.0", "greenlet", "tqdm")
 V1_CHECK = "import mcp_hooks.adapters.agentscope, agentscope.agent"  # the adapter first: its shim
-V2_PINS = ("agentscope==2.0.10",)
+V2_PINS = ("agentscope==2.0.11",)  # the agentscope2 extra's lowest: the first on mcp 2
 V2_CHECK = "import agentscope.agent, mcp_hooks.adapters.agentscope_middleware"
 
 GUARD = """\
@@ -67,33 +66,6 @@ SCRIPT = [
 ]
 
 
-def _v2_python() -> Path:
-    """AgentScope 2.0.10 (``mcp<2``), then this checkout with ``--no-deps`` and its core
-    dependencies but mcp (see the module docstring)."""
-    project = (REPO / "pyproject.toml").read_text()
-    block = re.search(r"^dependencies = \[(.*?)^\]", project, re.S | re.M)
-    deps = re.findall(r'"([^"]+)"', block.group(1) if block else "")
-    core = [d for d in deps if not re.match(r"mcp\b", d)]
-
-    def install(tmp: Path) -> None:
-        py = str(tmp / "bin" / "python")
-        steps = [[sys.executable, "-m", "venv", str(tmp)],
-                 [py, "-m", "pip", "install", "--quiet", *V2_PINS, *core],
-                 [py, "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(REPO)],
-                 [py, "-c", V2_CHECK]]
-        for argv in steps:
-            done = subprocess.run(argv, capture_output=True, text=True, env=pip_env(),
-                                  timeout=900, stdin=subprocess.DEVNULL, cwd=tmp)
-            if done.returncode != 0:
-                raise RuntimeError(
-                    f"making the agentscope2 venv failed at {' '.join(argv[:6])} ... "
-                    f"(exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
-
-    folder, _ = shared_cache.ensure(f"venvs/agentscope2-{_key([*V2_PINS, *core])}", install,
-                                    relocatable=False)
-    return folder / "bin" / "python"
-
-
 @pytest.fixture(scope="module")
 def v1_python() -> Path:
     return framework_python("agentscope1", V1_PINS, V1_CHECK)
@@ -101,7 +73,7 @@ def v1_python() -> Path:
 
 @pytest.fixture(scope="module")
 def v2_python() -> Path:
-    return _v2_python()
+    return framework_python("agentscope2", V2_PINS, V2_CHECK)
 
 
 def run_scenario(python: Path, generation: str, install: str, stream: str,
@@ -156,3 +128,40 @@ def test_import_mcp_hooks_loads_no_framework() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, cwd=REPO)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_extras_ask_for_the_pins() -> None:
+    """Each generation is tested at the lowest release its extra lets pip install."""
+    project = (REPO / "pyproject.toml").read_text()
+    for extra, pins in (("agentscope", V1_PINS), ("agentscope2", V2_PINS)):
+        line = re.search(rf'^{extra} = \[.*?"agentscope>=([\w.]+),', project, re.M)
+        assert line, f"pyproject.toml: no agentscope>=X in the {extra} extra"
+        assert f"agentscope=={line[1]}" in pins, (extra, line[1], pins)
+
+
+def _documented_imports() -> list[tuple[str, list[str]]]:
+    """The import lines of the AgentScope 1.0.x examples: the README's and the adapter's."""
+    readme = (REPO / "README.md").read_text()
+    block = re.search(r"```python\n(from mcp_hooks\.adapters\.agentscope import .*?)```",
+                      readme, re.S)
+    adapter = (REPO / "mcp_hooks" / "adapters" / "agentscope.py").read_text()
+    docstring = adapter.split('"""')[1]
+    found = []
+    for where, text in (("README.md", block[1] if block else ""), ("the adapter", docstring)):
+        lines = [line.strip() for line in text.splitlines()
+                 if line.strip().startswith(("from ", "import "))]
+        assert lines and "mcp_hooks" in lines[0], (where, lines)  # the adapter first
+        found.append((where, lines))
+    return found
+
+
+def test_the_documented_import_order_works(v1_python: Path) -> None:
+    """AgentScope 1.0.x cannot be imported on its own beside mcp 2; the documented order (the
+    adapter first) can. If the first run ever passes, the docs' advice can go."""
+    alone = subprocess.run([str(v1_python), "-c", "import agentscope.agent"],
+                           capture_output=True, text=True, timeout=300)
+    assert alone.returncode != 0 and "streamablehttp_client" in alone.stderr
+    for where, lines in _documented_imports():
+        done = subprocess.run([str(v1_python), "-c", "\n".join(lines)],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (where, lines, done.stderr[-2000:])

@@ -28,7 +28,7 @@ from mcp_hooks.discovery import Registry
 from mcp_hooks.engine import Engine
 from mcp_hooks.eventlog import EventLog
 from mcp_hooks.outcome import Event, Outcome
-from mcp_hooks.runner import persistent
+from mcp_hooks.runner import persistent, resident
 from mcp_hooks.runner.persistent import ID_FIELD, PersistentPool
 from mcp_hooks.service import HookService
 from tests.conftest import MCP_HOOKS, write_hook
@@ -207,7 +207,7 @@ async def test_a_callers_field_of_the_ids_name_is_replaced(engine: Engine, user_
     b'{"_mcp_hooks_event_id": "forged", "b": {}}', b'{"b": "}}", "_mcp_hooks_event_id": 7}',
 ])
 def test_the_event_line_is_the_payload_with_the_id_last(payload: bytes) -> None:
-    line = persistent._with_id(payload, "00ff")
+    line = resident.with_id(payload, "00ff")
     assert line.endswith(b'"_mcp_hooks_event_id":"00ff"}\n') and line.count(b"\n") == 1
     sent = json.loads(line)
     assert list(sent)[-1] == ID_FIELD and sent.pop(ID_FIELD) == "00ff"
@@ -334,7 +334,9 @@ def cli(project: Path, *args: str, stdin: str | None = None) -> subprocess.Compl
 
 
 def table_line(text: str, name: str) -> str:
-    [line] = [line for line in text.splitlines() if f" {name} " in line]
+    """The run table's row of hook ``name`` (signal lines name it too, after ``from``)."""
+    [line] = [line for line in text.splitlines()
+              if f" {name} " in line and not line.lstrip().startswith("signal:")]
     return line
 
 

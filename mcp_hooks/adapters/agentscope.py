@@ -3,12 +3,19 @@
 
 ::
 
+    from mcp_hooks.adapters.agentscope import AgentScopeHooks   # first: see below
     from agentscope.agent import ReActAgent
-    from mcp_hooks.adapters.agentscope import AgentScopeHooks
 
     hooks = AgentScopeHooks(project_dir=".", trust_project_hooks=True)  # your own project
     hooks.install(agent)                 # this agent (instance hooks), or
     hooks.install_class(ReActAgent)      # every agent of the class (class hooks)
+    ...
+    await hooks.aclose()                 # stops the hook processes it started (or close())
+
+Import this module before anything of AgentScope: AgentScope 1.0.x imports mcp 1.x's
+``streamablehttp_client`` as it is imported, which mcp 2 (mcp-hooks' own) renamed, so
+``import agentscope`` on its own fails; this module puts a stand-in in place first. No code of
+ours runs before an ``import agentscope`` that comes first, so the order is the caller's.
 
 AgentScope 1.0.x runs ``pre_*``/``post_*`` functions around ``reply``, ``_reasoning`` and
 ``_acting``: a pre hook may return new keyword arguments, a post hook a new output; instance
@@ -36,7 +43,7 @@ result, so the tool side goes through the toolkit's middleware, which ``pre_acti
 the acting agent's toolkit on first use (once per toolkit). Install either per instance or
 per class, not both, or every event fires twice. The engine use is ``_firing.Firing``,
 through a ``mcp_hooks.Hooks`` (pass ``hooks=`` to share one, Python callables and all);
-``await adapter.firing.aclose()`` stops the hook processes of one it made..
+``close()``/``aclose()`` stop the hook processes of one it made (never of one given).
 """
 
 from __future__ import annotations
@@ -109,6 +116,14 @@ class AgentScopeHooks:
                              stop_block_cap=stop_block_cap, session_id=session_id,
                              hooks=hooks, framework="agentscope",
                              trust_project_hooks=trust_project_hooks)
+
+    async def aclose(self) -> None:
+        """Stop the hook processes of the ``Hooks`` this adapter made (not of one given)."""
+        await self.firing.aclose()
+
+    def close(self) -> None:
+        """``aclose`` from synchronous code."""
+        self.firing.close()
 
     def _hooks(self) -> list[tuple[str, Callable[..., Any]]]:
         return [("pre_reply", self.pre_reply), ("post_reply", self.post_reply),

@@ -35,8 +35,8 @@ event               middleware point, and what the outcome does
 ==================  ==========================================================================
 
 The engine use is ``_firing.Firing``, through a ``mcp_hooks.Hooks`` (pass ``hooks=`` to
-share one, Python callables and all); ``await middleware.firing.aclose()`` stops the hook
-processes of one it made.; a fault of ours is a deny saying what broke.
+share one, Python callables and all); ``close()``/``aclose()`` stop the hook processes of
+one it made (never of one given); a fault of ours is a deny saying what broke.
 """
 
 from __future__ import annotations
@@ -102,6 +102,14 @@ class HooksMiddleware(MiddlewareBase):  # type: ignore[misc, unused-ignore]
         if before.modified_input is not None:  # the permission step judges what will run
             return await next_handler(tool_input=before.modified_input)
         return await next_handler()
+
+    async def aclose(self) -> None:
+        """Stop the hook processes of the ``Hooks`` this middleware made (not of one given)."""
+        await self.firing.aclose()
+
+    def close(self) -> None:
+        """``aclose`` from synchronous code."""
+        self.firing.close()
 
     async def on_acting(self, agent: Any, input_kwargs: dict[str, Any],
                         next_handler: Callable[..., AsyncGenerator[Any, None]],

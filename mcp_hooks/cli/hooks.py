@@ -469,18 +469,39 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _validate_hooks_yaml(project: Path) -> int:
-    """The hooks.yaml layers (``~/.ahp``, the project's, the local one): problems found."""
-    from mcp_hooks.control import load_config
+    """The hooks.yaml layers (``~/.ahp``, the project's, the local one): problems found.
 
-    config = load_config(project)
+    Reads and never imports: a custom oracle is checked by the allow-list and, for a file,
+    parsed with ``ast``, never run; one of an untrusted layer is not checked until trusted.
+    """
+    from mcp_hooks.control import load_config
+    from mcp_hooks.control.oracles import HeldBack, UnknownOracleError, inspect_reference
+
+    config = load_config(project, resolve=False)
+    problems = len(config.problems)
     for problem in config.problems:
         print(f"{problem}", file=sys.stderr)
     for entry in config.untrusted:
-        print(f"untrusted: {entry.file}: {entry.label}: runs commands; it runs once the "
-              f"project's .ahp folder is trusted", file=sys.stderr)
+        what = ("custom oracle, not checked until trusted" if isinstance(entry.oracle, HeldBack)
+                else "runs commands or writes files")
+        print(f"untrusted: {entry.file}: {entry.label}: {what}; it runs once the project's "
+              f".ahp folder is trusted (mcp-hooks trust {project})", file=sys.stderr)
+    for note in config.notes:
+        print(f"warning: {note}", file=sys.stderr)
     for entry in config.entries:
-        print(f"ok  {entry.oracle_name}  ({entry.written_trigger}, {entry.file})")
-    return len(config.problems)
+        extra = ""
+        if isinstance(entry.oracle, HeldBack):
+            base = entry.file.parent
+            try:
+                checked = inspect_reference(entry.oracle_name, base, roots=[base],
+                                            project_dir=project)
+                extra = f"  [{checked}]"
+            except UnknownOracleError as exc:
+                problems += 1
+                print(f"{entry.file}: {entry.label}: oracle: {exc}", file=sys.stderr)
+                continue
+        print(f"ok  {entry.oracle_name}  ({entry.written_trigger}, {entry.file}){extra}")
+    return problems
 
 
 def cmd_new(args: argparse.Namespace) -> int:

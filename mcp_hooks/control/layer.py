@@ -99,11 +99,14 @@ class ControlLayer:
         secrets: values no oracle's command may see in its environment (a server's token);
             ``MCP_HOOKS_TOKEN`` is always left out, as for hooks (``hookenv``).
         load_timeout: seconds reading the layers may take (``_load``).
+        trust_project: trust the project layers without the store (``--trust-project-hooks``,
+            as the registry's project hooks); None reads ``MCP_HOOKS_TRUST_PROJECT_HOOKS``.
     """
 
     def __init__(self, project_dir: Path | None, *, user_file: Path | None = None,
                  ladder: Ladder | None = None, watch: bool = True,
-                 secrets: Collection[str] = (), load_timeout: float = LOAD_TIMEOUT) -> None:
+                 secrets: Collection[str] = (), load_timeout: float = LOAD_TIMEOUT,
+                 trust_project: bool | None = None) -> None:
         from mcp_hooks.paths import ahp_user_file
 
         self.project_dir = Path(project_dir) if project_dir is not None else None
@@ -118,6 +121,7 @@ class ControlLayer:
         self._woken: tuple[ControlConfig | None, frozenset[str | None] | None] = (None, None)
         self._secrets = tuple(secrets)
         self._load_timeout = load_timeout
+        self._trust_project = trust_project
         self._lock = threading.RLock()
 
     # -- the configuration -----------------------------------------------------------------
@@ -200,7 +204,8 @@ class ControlLayer:
 
         def work() -> None:
             try:
-                box["config"] = load_config(self.project_dir, user_file=self.user_file)
+                box["config"] = load_config(self.project_dir, user_file=self.user_file,
+                                            trust_project=self._trust_project)
             except BaseException as exc:  # reported below, never raised in the thread
                 box["error"] = exc
 
@@ -274,6 +279,7 @@ class ControlLayer:
         held = config.untrusted_for(trigger)
         if held:
             decision.warnings.append(_untrusted_note(held, self.project_dir))
+        decision.warnings.extend(str(note) for note in config.notes_for(trigger))
         signals = evaluate(trigger, payload, config=config, ladder=self.ladder,
                            project_dir=self.project_dir, correlation_id=correlation_id,
                            secrets=self._secrets)

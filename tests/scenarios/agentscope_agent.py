@@ -66,7 +66,7 @@ async def run_v1() -> str:
     finally:
         if INSTALL == "class":
             hooks.uninstall()
-        await hooks.firing.aclose()
+        await hooks.aclose()
     return reply.get_text_content() or ""
 
 
@@ -101,7 +101,7 @@ async def run_v2() -> str:
         reply = await agent.reply(
             Msg(name="user", role="user", content=[TextBlock(text="write the files")]))
     finally:
-        await middleware.firing.aclose()
+        await middleware.aclose()
     return str(reply.get_text_content() or "")
 
 
