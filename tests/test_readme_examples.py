@@ -5,7 +5,8 @@ bundled ``block-dangerous-commands`` guard, never trusted (a fresh clone, or hoo
 a fresh ``HOME`` with no user hooks and an empty trust store. Each example trusts its own
 project (``trust_project_hooks=True``), so the guard must run.
 
-- The ``Hooks`` and ``Engine`` examples run with this checkout's Python and must print the deny.
+- The ``Hooks`` and ``Engine`` examples run with this checkout's Python and must print the deny
+  (``tests/test_docs.py`` runs them too, in a folder with no hooks, where they allow).
 - Each framework example (LangChain, OpenAI Agents SDK, AgentScope 1.0.x and 2.x) runs in the
   framework's venv (``tests/framework_venv.py``, the adapter tests' venvs) after a prelude
   that gives it what the README leaves to the reader: ``model`` (the scripted model of
@@ -39,7 +40,7 @@ from tests.scripted_model import ScriptedModel, Text, ToolCall
 
 README = REPO / "README.md"
 PYTHON_API = REPO / "docs" / "python-api.md"
-GUARD = REPO / "mcp_hooks" / "library" / "block-dangerous-commands"
+GUARD = REPO / "hooks" / "block-dangerous-commands"
 DENIED = "Dangerous command blocked: rm -r on /"
 SKIPPED = "not trusted, so not run: block-dangerous-commands"
 TRUST = "trust_project_hooks=True"
@@ -203,7 +204,7 @@ def framework(name: str) -> Path:
     if name == "agentscope1":
         return framework_python("agentscope1", agentscope_tests.V1_PINS,
                                 agentscope_tests.V1_CHECK)
-    return agentscope_tests._v2_python()
+    return framework_python("agentscope2", agentscope_tests.V2_PINS, agentscope_tests.V2_CHECK)
 
 
 def run_example(name: str, project: Path, *, trusted: bool) -> tuple[
