@@ -388,19 +388,17 @@ def test_install_from_a_throwaway_environment_finds_a_stable_one(env: dict[str, 
     command = our_commands("claude", (tmp_path / "codex-home" / "hooks.json").read_text())[
         "PreToolUse"]
     assert command.startswith(f"{MCP_HOOKS} bridge codex --event PreToolUse")
-    # none on PATH but uvx: a pinned uvx form
+    # none on PATH but uvx: the pinned uvx form would fail until mcp-hooks is on PyPI, so
+    # install refuses and says how to install it for good
     tools = tmp_path / "tools"
     tools.mkdir()
     uvx = tools / "uvx"
     uvx.write_text("#!/bin/sh\nexit 0\n")
     uvx.chmod(0o755)
-    ok(_as_uvx(env, tmp_path, "install", "codex", "--scope", "user", "--event", "PreToolUse",
-               path=f"{tools}:/usr/bin:/bin"))
-    command = our_commands("claude", (tmp_path / "codex-home" / "hooks.json").read_text())[
-        "PreToolUse"]
-    from mcp_hooks import __version__
-
-    assert command.startswith(f"{uvx} mcp-hooks=={__version__} bridge codex --event PreToolUse")
+    result = _as_uvx(env, tmp_path, "install", "codex", "--scope", "user", "--event",
+                     "PreToolUse", path=f"{tools}:/usr/bin:/bin")
+    assert result.returncode == 1 and "uv tool install ." in result.stderr, result.stderr
+    assert "mcp-hooks==" not in (tmp_path / "codex-home" / "hooks.json").read_text()
 
 
 def test_throwaway_places_are_recognised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

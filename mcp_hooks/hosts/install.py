@@ -22,8 +22,8 @@ three formats and recognises our entries by their shape).
 The command written must keep working (``bridge_prefix``): never a path inside a throwaway
 environment (uv's cache or an ``archive-v0``/``.tmp`` folder, a ``pipx run`` cache, anything
 under the temp dir). User scope gets an ``mcp-hooks`` found outside such places (this one or
-the one on PATH), else ``<python> -m mcp_hooks.cli`` of a stable interpreter, else
-``uvx mcp-hooks==<version>``, else install refuses and says how to install mcp-hooks for
+the one on PATH), else ``<python> -m mcp_hooks.cli`` of a stable interpreter, else (once the
+package is on PyPI: ``ON_PYPI``) ``uvx mcp-hooks==<version>``, else install refuses and says how to install mcp-hooks for
 good. Project scope (a file teams commit) gets plain ``mcp-hooks``, found on PATH by the
 host. ``--bridge-command`` (or ``MCP_HOOKS_BRIDGE_COMMAND``) overrides both.
 
@@ -32,10 +32,11 @@ host. ``--bridge-command`` (or ``MCP_HOOKS_BRIDGE_COMMAND``) overrides both.
 - ``command`` (default): ``mcp-hooks bridge <host> --event <Event>``, a new process per
   hook call;
 - ``server``: a small Python script (standard library only, ``forward_script``) that POSTs the
-  payload to a running ``mcp-hooks serve --transport http`` (its token read from a 0600 header
-  file) with a random nonce, accepts the answer only if it carries the HMAC-SHA256 of nonce and
-  body keyed by the token (so only the real server can answer), and otherwise runs the bridge
-  locally, so hooks never silently stop and nothing else on the port can say "allow";
+  payload to a running ``mcp-hooks serve --transport http`` signed with the server's token
+  (read from a 0600 file; the token itself is never sent), accepts the answer only if it is
+  signed over that very request (forward protocol v2, docs/safety.md "Forward path"), and
+  otherwise runs the bridge locally, so hooks never silently stop and nothing else on the port
+  can say "allow";
 - ``http`` (Claude Code, ``Host.native_vias``): a native ``type: http`` hook to the server,
   no process at all (Claude Code fails open if the server is down);
 - ``mcp`` (Claude Code): a native ``type: mcp_tool`` hook calling our server's
@@ -166,9 +167,16 @@ def throwaway_reason(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
+# Whether ``mcp-hooks==<version>`` can be fetched from PyPI, for the ``uvx`` form: not until
+# the package is published (a uvx command written before then fails at every hook call).
+ON_PYPI = False
+
+
 def _release_version() -> str | None:
     from mcp_hooks import __version__
 
+    if not ON_PYPI:
+        return None
     return __version__ if re.fullmatch(r"\d+(?:\.\d+)*", __version__) else None
 
 
