@@ -114,7 +114,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "new": (
         "mcp-hooks new no-force-push --trigger pre-tool-call --tool Shell "
         "--pattern 'git push.*--force'",
-        "mcp-hooks new run-tests --trigger pre-agent-turn-stop --project",
+        "mcp-hooks new run-tests --trigger pre-agent-turn-stop --scope project",
     ),
     "log": (
         "mcp-hooks log",
