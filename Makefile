@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
-test: lint typecheck pytest
+test: lint typecheck pytest java-test
 
 lint: $(STAMP)
 	$(BIN)/ruff check mcp_hooks tests bench examples
@@ -40,6 +40,32 @@ endef
 # Everything but the real agent hosts: offline once .venv and the test cache are filled.
 pytest: $(STAMP)
 	$(call run_pytest,test,-m "not e2e" -n $(JOBS))
+
+# The AgentScope Java adapter (java/, docs/agentscope-java.md): `mvn verify` against
+# agentscope-core 2.0.x and 1.0.x, whose agent tests talk to a real `mcp-hooks serve` from
+# .venv; Maven's local repository is ~/.m2. Without mvn or java it is skipped, saying why,
+# except in CI (CI=true), where that fails. Maven's colour resets are stripped, so a passing
+# run prints nothing.
+JAVA_PROFILES := agentscope-2.0 agentscope-1.0
+.PHONY: java-test
+java-test: $(STAMP)
+	@if [ ! -f java/pom.xml ]; then echo "java-test: skipped (no java/ in this tree)"; exit 0; fi; \
+	if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then \
+		if [ "$${CI:-}" = true ]; then \
+			echo "make java-test: mvn and java are needed (CI=true, so not skipped):" \
+				"apt-get install maven openjdk-17-jdk-headless" >&2; exit 1; \
+		fi; \
+		echo "java-test: skipped (mvn or java is not on PATH: apt-get install maven" \
+			"openjdk-17-jdk-headless)"; exit 0; \
+	fi; \
+	for profile in $(JAVA_PROFILES); do \
+		out=$$(cd java && mvn -q -B -P $$profile \
+			-Dmcphooks.bin="$(CURDIR)/$(BIN)/mcp-hooks" verify 2>&1); rc=$$?; \
+		printf '%s\n' "$$out" | sed 's/\x1b\[[0-9;]*m//g' | grep -v '^[[:space:]]*$$' || true; \
+		if [ $$rc -ne 0 ]; then \
+			echo "make java-test: mvn verify -P $$profile failed (exit $$rc)" >&2; exit $$rc; \
+		fi; \
+	done
 
 # The real agent hosts (tests/e2e, docs/e2e.md): node >= 20 and npm, the npm registry and PyPI
 # on the first run (installs are cached in $MCP_HOOKS_TEST_CACHE, ~/.cache/mcp-hooks-test).

@@ -48,7 +48,9 @@ def answer(event):
     return {}
 if os.environ.get("MCP_HOOKS_PERSISTENT") == "1":
     for line in sys.stdin:
-        sys.stdout.write(json.dumps(answer(json.loads(line))) + "\\n")
+        event = json.loads(line)
+        event_id = event.pop("_mcp_hooks_event_id", None)  # echoed: it answers this event
+        sys.stdout.write(json.dumps({**answer(event), "_mcp_hooks_event_id": event_id}) + "\\n")
         sys.stdout.flush()
 else:
     answer(json.load(sys.stdin))

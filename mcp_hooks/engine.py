@@ -354,7 +354,7 @@ class Engine:
             return await self._pool.run(
                 hook, stdin, cwd=work_dir, env=self._envs.get(hook, work_dir, event.session_id),
                 timeout=hook.timeout / 1000, limits=hook.limits,
-                generation=self.registry.generation)
+                generation=self.registry.generation, root=self.registry.project_dir)
         return await self._runner(hook.entry, stdin, cwd=work_dir,
                                   env=self._envs.get(hook, work_dir, event.session_id),
                                   timeout=hook.timeout / 1000, limits=hook.limits)

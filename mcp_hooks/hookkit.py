@@ -16,29 +16,32 @@ Contracts:
 - **Two modes, one function.** Without ``MCP_HOOKS_PERSISTENT=1`` in the environment (every
   Agent Hooks implementation, ``mcp-hooks fire``) the script is one-shot, as the spec says:
   the event is read from stdin, the answer printed on stdout, and the process exits 0 (allow),
-  2 (deny, the reason on stderr) or 1 (the function raised: its traceback on stderr, judged
-  by the hook's ``metadata.on_error``). With ``MCP_HOOKS_PERSISTENT=1`` (a hook with
+  2 (deny) or 1 (the function raised: its traceback on stderr, judged by the hook's
+  ``metadata.on_error``). With ``MCP_HOOKS_PERSISTENT=1`` (a hook with
   ``metadata.persistent: true`` run by a long-lived engine) it reads one event per line and
-  writes one answer per line, ``exit_code`` standing in for the exit status, until stdin
-  closes (then it exits 0). A function that raises, or an event line that is not a JSON
-  object, is a failure of that event only (``"exit_code": 1``, the traceback on stderr) and
-  the loop goes on. Every answer is flushed at once. ``MCP_HOOKS_PERSISTENT`` is removed from
-  the environment, so the programs a hook starts are not told they are persistent.
+  writes one answer per line, ``exit_code`` standing in for the exit status and the event's
+  ``_mcp_hooks_event_id`` (``ID_FIELD``) echoed, until stdin closes (then it exits 0). The id
+  is taken out of the event before the function sees it. A function that raises, or an event
+  line that is not a JSON object, is a failure of that event only (``"exit_code": 1``, the
+  traceback on stderr) and the loop goes on. Every answer is flushed at once.
+  ``MCP_HOOKS_PERSISTENT`` is removed from the environment, so the programs a hook starts are
+  not told they are persistent.
 - **Answers.** ``None`` allows. The helpers build the answer object the engine reads
   (``mcp_hooks.judge``): ``allow``, ``deny``, ``warn``, ``rewrite`` (``modified_input`` on
   ``before_tool``), ``replace_output`` (``modified_output`` on ``after_tool``), ``context``
   (``additional_context``). They are plain dicts, so they merge: ``{**rewrite(x), **context(
-  "why")}``; a plain dict is an answer too. A deny that carries nothing but its reason exits 2
-  in one-shot mode (the spec's portable form); a deny with more (context, a log line) is
-  printed as JSON with ``decision: deny``. In persistent mode a deny is always the JSON
-  answer with ``decision: deny`` and ``exit_code`` 0, so its reason travels in the answer.
-  Anything else returned is a failure that names what was returned.
+  "why")}``; a plain dict is an answer too. The answer is the same JSON object in both modes.
+  A deny exits 2 (``"exit_code": 2`` persistent) with its answer on stdout, where mcp-hooks
+  reads its reason; one-shot, the reason is written to stderr too, last (the spec's portable
+  form, for implementations that read only the exit status and stderr). Anything else
+  returned is a failure that names what was returned.
 - **stdout belongs to the protocol.** While the function runs, ``print`` and child processes
-  write to stderr (the hook's log), never into the answer; in persistent mode a child process
-  also gets an empty stdin, never the next event.
+  write to stderr (the hook's log), never into the answer or a deny's reason; in persistent
+  mode a child process also gets an empty stdin, never the next event.
 - **Per-event environment.** In persistent mode ``AGENT_HOOKS_WORK_DIR`` and
   ``AGENT_HOOKS_SESSION_ID`` are set from each event's ``work_dir`` and ``session_id`` before
-  the function runs, as a one-shot run would see them (removed when longer than 4 KiB).
+  the function runs, as a one-shot run would see them (removed when longer than 4 KiB); the
+  process itself runs in the project's root folder.
 - **Importable.** ``@hook`` runs the function only when it is called from the script Python
   runs (``__main__``); in a module a test imports, it returns the function unchanged.
   ``serve`` runs it unconditionally and returns the exit status.
@@ -63,6 +66,7 @@ if TYPE_CHECKING:
 __all__ = ["allow", "context", "deny", "hook", "replace_output", "rewrite", "serve", "warn"]
 
 PERSISTENT_VAR = "MCP_HOOKS_PERSISTENT"
+ID_FIELD = "_mcp_hooks_event_id"  # as mcp_hooks.runner.persistent: echoed in each answer
 _ENV_VALUE_CAP = 4096  # as mcp_hooks.hookenv: longer event values never reach the environment
 _EVENT_ENV = (("work_dir", "AGENT_HOOKS_WORK_DIR"), ("session_id", "AGENT_HOOKS_SESSION_ID"))
 _DENY_WORDS = ("deny", "block")
@@ -143,9 +147,9 @@ def _is_deny(answer: Answer) -> bool:
 
 
 def _call(fn: HookFunction, event: dict[str, Any] | ValueError,
-          unreadable: Answer | None) -> tuple[Answer, bytes] | None:
-    """``fn``'s answer to one event, and its JSON line; None (the failure written to
-    stderr) when there is none."""
+          unreadable: Answer | None) -> tuple[Answer, int, bytes] | None:
+    """``fn``'s answer to one event, its exit status (0, or 2 for a deny) and its JSON; None
+    (the failure written to stderr) when there is none."""
     if isinstance(event, ValueError):
         if unreadable is None:
             print(f"hookkit: {event}", file=sys.stderr)
@@ -164,11 +168,20 @@ def _call(fn: HookFunction, event: dict[str, Any] | ValueError,
         if code not in (0, 2):
             raise ValueError(f"exit_code {code!r} in the answer: use 0, or 2 (deny); raise "
                              "an exception for a failure")
-        line = json.dumps(answer).encode() + b"\n"
+        line = json.dumps(answer).encode()
     except (TypeError, ValueError, RecursionError):
         _report()
         return None
-    return answer, line
+    return answer, 2 if _is_deny(answer) else 0, line
+
+
+def _flush_log() -> None:
+    """What the function printed reaches the log before its answer is written."""
+    for stream in (sys.stdout, sys.stderr):
+        try:  # noqa: SIM105 (contextlib is one more module for every hook to import)
+            stream.flush()
+        except (AttributeError, OSError, ValueError):  # replaced or closed by the hook
+            pass
 
 
 def _report() -> None:
@@ -205,18 +218,19 @@ def _set_event_env(event: dict[str, Any], previous: dict[str, str | None]) -> No
 def _one_shot(fn: HookFunction, stdin: BinaryIO, stdout: BinaryIO,
               unreadable: Answer | None) -> int:
     answered = _call(fn, _parse(stdin.read()), unreadable)
+    _flush_log()
     if answered is None:
         return 1
-    answer, line = answered
-    if _is_deny(answer) and answer.keys() <= _REASON_ONLY:
+    answer, code, line = answered
+    if answer:
+        stdout.write(line + b"\n")
+        stdout.flush()
+    if code == 2:  # the reason on stderr too, last: read there by whoever ignores stdout
         reason = answer.get("reason")
         if reason:
             sys.stderr.write(f"{reason}\n")
-        return 2
-    if answer:
-        stdout.write(line)
-        stdout.flush()
-    return 0
+            sys.stderr.flush()
+    return code
 
 
 def _persistent(fn: HookFunction, stdin: BinaryIO, stdout: BinaryIO,
@@ -224,17 +238,22 @@ def _persistent(fn: HookFunction, stdin: BinaryIO, stdout: BinaryIO,
     env_seen: dict[str, str | None] = {}
     for raw in iter(stdin.readline, b""):
         event = _parse(raw)
-        if event_env and not isinstance(event, ValueError):
-            _set_event_env(event, env_seen)
+        event_id = None
+        if not isinstance(event, ValueError):
+            event_id = event.pop(ID_FIELD, None)
+            if event_env:
+                _set_event_env(event, env_seen)
         answered = _call(fn, event, unreadable)
         if answered is None:
-            line = b'{"exit_code": 1}\n'
+            line = b'{"exit_code": 1'
         elif answered[0]:  # the answer's JSON object, its closing brace giving way to exit_code
-            line = answered[1][:-2] + b', "exit_code": 0}\n'
+            line = answered[2][:-1] + b', "exit_code": %d' % answered[1]
         else:
-            line = b'{"exit_code": 0}\n'
-        sys.stderr.flush()  # the event's log is written before its answer
-        stdout.write(line)
+            line = b'{"exit_code": 0'
+        if event_id is not None:
+            line += b', "' + ID_FIELD.encode() + b'": ' + json.dumps(event_id).encode()
+        _flush_log()  # the event's log is written before its answer
+        stdout.write(line + b"}\n")
         stdout.flush()
     return 0
 

@@ -7,7 +7,8 @@ The rules of the decision protocol, in one place:
 - exit 0 allows; its stdout, if any, must be a JSON object (``decision``, ``reason``,
   ``modified_input``, ``modified_output``, ``additional_context``, ``log``); stdout over
   1 MiB cannot be a decision;
-- exit 2 denies with stderr as the reason;
+- exit 2 denies with stderr as the reason, unless stdout is a JSON answer whose ``decision``
+  is deny: then that answer is read as on exit 0 (its reason; stderr is the hook's log);
 - any other exit, a timeout or unreadable stdout fails open with a warning, unless the hook
   sets ``metadata.on_error: block``;
 - a ``decision`` other than allow/deny/block allows with a warning (``approve`` silently),
@@ -131,6 +132,10 @@ def _judge_run(hook: HookSpec, event: str, result: RunResult) -> Verdict:
     if code == 0 and not result.stdout:
         return _ALLOW  # the common case: nothing to parse
     if code == 2:
+        if result.stdout and _answers_deny(result.stdout):
+            # the deny written as a JSON answer too (hookkit, a persistent hook's answer): its
+            # reason is the answer's, and stderr stays the hook's log (its prints)
+            return _parse_stdout(hook, event, result)
         verdict = Verdict("deny")
         verdict.deny = True
         stderr = decode(result.stderr).strip()
@@ -145,6 +150,16 @@ def _judge_run(hook: HookSpec, event: str, result: RunResult) -> Verdict:
         detail = _tail(result.stderr, result.stderr_size)
         return _failure(hook, "error", f"{how}" + (f": {detail}" if detail else ""))
     return _parse_stdout(hook, event, result)
+
+
+def _answers_deny(stdout: bytes) -> bool:
+    """Whether ``stdout`` is a JSON object whose ``decision`` is deny (or block)."""
+    try:
+        data = json.loads(stdout)
+    except (ValueError, RecursionError):
+        return False
+    word = data.get("decision") if isinstance(data, dict) else None
+    return isinstance(word, str) and word.strip().lower() in _DENY_WORDS
 
 
 def _failure(hook: HookSpec, status: Status, what: str) -> Verdict:

@@ -131,7 +131,9 @@ RESIDENT = """\
 import json, os, sys
 if os.environ.get("MCP_HOOKS_PERSISTENT") == "1":
     for line in sys.stdin:
-        print(json.dumps({"additional_context": f"pid={os.getpid()}"}), flush=True)
+        print(json.dumps({"additional_context": f"pid={os.getpid()}",
+                          "_mcp_hooks_event_id": json.loads(line)["_mcp_hooks_event_id"]}),
+              flush=True)
     sys.exit(0)
 json.load(sys.stdin)
 print(json.dumps({"additional_context": f"pid={os.getpid()}"}))

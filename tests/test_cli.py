@@ -227,6 +227,70 @@ def test_log_shows_proxy_upstream_records(tmp_path: Path) -> None:
     assert "proxy upstream git is dead: exit 1" in shown.stdout
 
 
+def test_log_cuts_a_long_reason_at_a_word(user_dir: Path, project: Path,
+                                          tmp_path: Path) -> None:
+    reason = ("the deployment window is closed until Monday morning; ask the release manager "
+              "before pushing anything to production, and say which ticket it fixes")
+    write_hook(user_dir, "window", script=f"echo '{reason}' >&2\nexit 2\n")
+    log = tmp_path / "events.jsonl"
+    run("fire", "before_tool", "--tool", "Shell", "--user-dir", str(user_dir),
+        "--project-dir", str(project), "--log", str(log))
+    shown = run("log", "--log", str(log)).stdout.strip()
+    said = shown.split("  reason: ", 1)[1]
+    assert said.endswith("...") and len(said) <= 100
+    assert reason.startswith(said[:-3]) and reason[len(said) - 3] == " "  # a whole word
+    assert said == ("the deployment window is closed until Monday morning; ask the release "
+                    "manager before pushing...")
+
+
+def test_fire_shows_signal_ids_and_what_hooks_yaml_did(user_dir: Path, project: Path,
+                                                       tmp_path: Path) -> None:
+    (project / ".ahp").mkdir()
+    (project / ".ahp" / "hooks.yaml").write_text(
+        "hooks:\n  pre-tool-use:\n    - oracle: PermissionChecker\n")
+    write_hook(user_dir, "no-rm", extra="matcher:\n  tool: Read\n")  # never matches Shell
+    log = tmp_path / "events.jsonl"
+    folders = ["--user-dir", str(user_dir), "--project-dir", str(project), "--log", str(log)]
+    done = run("fire", "before_tool", "--tool", "Shell", "--input",
+               '{"command": "rm -rf build"}', *folders)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == ("ALLOWED  before_tool  (no HOOK.md hook ran; hooks.yaml: "
+                        "permission-checker sent a prompt)")
+    (signal,) = [line for line in lines if line.startswith("  signal: ")]
+    found = re.fullmatch(r"  signal: prompt ([0-9a-f-]{36}) from permission-checker; answer: "
+                         r"mcp-hooks respond ([0-9a-f]{8}) acknowledge\|apply_suggestion\|"
+                         r"dismiss", signal)
+    assert found and found.group(1).startswith(found.group(2)), signal
+    answered = run("respond", found.group(2), "acknowledge", "--log", str(log))
+    assert answered.stdout == (f"answered signal {found.group(1)} (before_tool, prompt) with "
+                               "acknowledge\n"), answered.stderr
+    unlogged = run("fire", "before_tool", "--tool", "Shell", "--input",
+                   '{"command": "rm -rf build"}', *folders[:4], "--no-log")
+    assert unlogged.stdout.splitlines()[-1].endswith(
+        "from permission-checker (no signal log is kept, so it cannot be answered)")
+    plain = run("fire", "before_tool", "--tool", "Read", "--input", '{"path": "x"}', *folders)
+    assert plain.returncode == 0 and "signal:" not in plain.stdout  # a hook said ok: none
+
+
+def test_fire_names_the_untrusted_hooks_it_skipped(user_dir: Path, project: Path,
+                                                   project_hooks: Path,
+                                                   untrusted: None) -> None:
+    write_hook(project_hooks, "gate", trigger="pre-agent-turn")
+    folders = ["--user-dir", str(user_dir), "--project-dir", str(project)]
+    done = run("fire", "before_agent", *folders)
+    assert done.returncode == 0
+    assert done.stdout.splitlines()[0] == ("ALLOWED  before_agent  (no before_agent hooks; 1 "
+                                           "skipped: untrusted project hook gate)")
+    write_hook(project_hooks, "tool-gate", extra="matcher:\n  tool: Shell\n")
+    write_hook(user_dir, "read-only", extra="matcher:\n  tool: Read\n")
+    missed = run("fire", "before_tool", "--tool", "Shell", *folders)
+    assert missed.stdout.splitlines()[0] == ("ALLOWED  before_tool  (no hook matched; 1 "
+                                             "skipped: untrusted project hook tool-gate)")
+    other = run("fire", "before_stop", *folders)  # nothing of this event is held back
+    assert other.stdout.splitlines()[0] == "ALLOWED  before_stop  (no before_stop hooks)"
+
+
 def test_common_options_read_as_the_command_line_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -440,7 +504,10 @@ def test_new_project_hook_is_trusted_as_written(project: Path, user_dir: Path,
         "#!/bin/sh\nexit 2\n")
     edited = subprocess.run(line, shell=True, capture_output=True, text=True, timeout=60,
                             env=env)
-    assert "proj-gate" not in edited.stdout.splitlines()[0]  # untrusted again: not run
+    assert edited.returncode == 0  # untrusted again: not run, and the head says so
+    assert edited.stdout.splitlines()[0] == ("ALLOWED  before_stop  (no before_stop hooks; 1 "
+                                             "skipped: changed since trusted project hook "
+                                             "proj-gate)")
     assert "not trusted" in edited.stdout
 
 

@@ -259,8 +259,11 @@ def test_project_entries_that_run_commands_need_trust(repo: Path, tmp_path: Path
     [gate, checklist] = config.for_trigger("before_issue_submit")
     assert gate.config == {"command": "true"} and gate.layer == "user"  # not overridden
     assert checklist.layer == "project"  # reads only: applies untrusted
-    assert [e.config for e in config.untrusted_for("before_issue_submit")] == [
-        {"command": "touch pwned"}]
+    # changing the user's entry is not adding one: ignored, with a warning on its trigger
+    [note] = config.notes_for("before_issue_submit")
+    assert "ignored: the project's .ahp is not trusted" in str(note)
+    assert "config.command" in str(note) and f"mcp-hooks trust {repo}" in str(note)
+    assert not config.untrusted
     trust_config(repo, store)
     config = load(repo, tmp_path)
     assert config.trust == "trusted" and not config.untrusted
@@ -290,7 +293,10 @@ class Broken:
         raise RuntimeError("boom")
 """
     write(repo, ".ahp/oracles/docs.py", code)
-    write(tmp_path / "mods", "my_oracles.py", code)
+    # a module's oracle subclasses Oracle (a plain class of a module is refused, below)
+    write(tmp_path / "mods", "my_oracles.py", code.replace("class Broken:",
+          "from mcp_hooks.control import Oracle\n\nclass Plain:\n    def evaluate(self, c):"
+          "\n        return None\n\nclass Broken(Oracle):"))
     monkeypatch.syspath_prepend(str(tmp_path / "mods"))
     write(repo, ".ahp/hooks.yaml", """
 hooks:
@@ -309,6 +315,10 @@ hooks:
           "    - {oracle: '../outside.py:X'}\n")
     [problem] = load(repo, tmp_path, trust_project=True).problems
     assert problem.key == "oracle" and "inside .ahp" in problem.reason
+    write(repo, ".ahp/hooks.yaml", "hooks:\n  pre-issue-submit:\n"
+          "    - {oracle: 'my_oracles:Plain'}\n")
+    [problem] = load(repo, tmp_path, trust_project=True).problems
+    assert "Plain is not a subclass of mcp_hooks.control.Oracle" in problem.reason
 
 
 def test_async_entries_run_in_the_background_as_aid(repo: Path, tmp_path: Path) -> None:
@@ -346,3 +356,112 @@ def test_validate_covers_hooks_yaml(repo: Path, tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "hooks.yaml: pre-issue-submit[0] (TestGate): config.coverage: unknown option" \
         in done.stderr
+
+
+# -- overrides, trust and files (the hostile cases through the doors: test_control_hostile) --
+
+
+def _readme_hooks_yaml() -> str:
+    text = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    return text.split("cat > .ahp/hooks.yaml <<'EOF'\n", 1)[1].split("\nEOF\n", 1)[0] + "\n"
+
+
+def _docs_override() -> str:
+    text = (Path(__file__).parent.parent / "docs" / "control.md").read_text(encoding="utf-8")
+    marker = "<!-- tested: tests/test_control_config.py::test_the_docs_override_example_overrides"
+    return text.split(marker, 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_docs_override_example_overrides(repo: Path, tmp_path: Path) -> None:
+    write(repo, ".ahp/hooks.yaml", _readme_hooks_yaml())
+    write(repo, ".ahp/hooks.local.yaml", _docs_override())
+    config = load(repo, tmp_path)
+    [limiter] = [e for e in config.entries if e.oracle_name == "FileChangeLimiter"]
+    assert limiter.config == {"max_files": 40, "action": "prompt"}
+    assert limiter.escalation == ("prompt", "control", "block") and not config.notes
+    # the example as it was (an id the README's entry does not have): a second entry, warned
+    write(repo, ".ahp/hooks.local.yaml", _docs_override().replace(
+        "config:", "id: change-size-limiter\n      config:"))
+    config = load(repo, tmp_path)
+    assert [e.id for e in config.entries if e.oracle_name == "FileChangeLimiter"] == [
+        "FileChangeLimiter", "change-size-limiter"]
+    [note] = config.notes_for("before_issue_submit")
+    assert "overrides nothing: no entry above is keyed 'change-size-limiter'" in str(note)
+    assert "write `id: FileChangeLimiter` or leave id out" in str(note)
+
+
+def test_switching_off_what_is_not_there_warns(repo: Path, tmp_path: Path) -> None:
+    write(tmp_path, "home/.ahp/hooks.yaml", "hooks:\n  pre-tool-use:\n"
+          "    - {oracle: PermissionChecker, id: guard}\n")
+    write(repo, ".ahp/hooks.yaml", "hooks:\n  pre-tool-use:\n"
+          "    - {oracle: PermissionChecker, enabled: false}\n")
+    config = load(repo, tmp_path)
+    [note] = config.notes_for("before_tool")
+    assert "`enabled: false` switches nothing off" in str(note)
+    assert [e.id for e in config.for_trigger("before_tool")] == ["guard"]
+
+
+def test_entries_that_write_files_wait_for_trust(repo: Path, tmp_path: Path,
+                                                 untrusted: None) -> None:
+    write(repo, ".ahp/hooks.yaml", """
+hooks:
+  post-tool-use:
+    - {oracle: ChangeLogger, id: anywhere, config: {log_file: /tmp/x/.bashrc}}
+    - {oracle: ChangeLogger}
+  post-issue-close:
+    - {oracle: RetrospectiveGenerator, config: {archive_issue: true}}
+""")
+    config = load(repo, tmp_path)
+    assert sorted(e.id for e in config.untrusted) == [
+        "ChangeLogger", "RetrospectiveGenerator", "anywhere"]
+    assert config.entries == []
+
+
+def test_a_custom_oracle_prints_to_stderr_and_a_class_without_evaluate_is_not_built(
+        repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    built = tmp_path / "built"
+    write(repo, ".ahp/loud.py", f"""
+import pathlib
+print("LOUD AT IMPORT")
+class Loud:
+    def __init__(self, config):
+        print("LOUD AT INIT")
+    def evaluate(self, context):
+        print("LOUD AT EVALUATE")
+class NoEvaluate:
+    def __init__(self, config):
+        pathlib.Path({str(built)!r}).touch()
+""")
+    write(repo, ".ahp/hooks.yaml", "hooks:\n  pre-issue-submit:\n    - oracle: loud.py:Loud\n"
+          "  pre-issue-close:\n    - oracle: loud.py:NoEvaluate\n")
+    config = load(repo, tmp_path)
+    [problem] = config.problems
+    assert "NoEvaluate has no evaluate(context) method" in problem.reason
+    assert not built.exists()
+    assert evaluate("pre-issue-submit", {"work_dir": str(repo)}, config=config) == []
+    out, err = capsys.readouterr()
+    assert "LOUD" not in out
+    assert "LOUD AT IMPORT" in err and "LOUD AT INIT" in err and "LOUD AT EVALUATE" in err
+
+
+def test_custom_oracles_only_from_their_own_ahp_folder(repo: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, "elsewhere/x.py", "class X:\n    def evaluate(self, c):\n        pass\n")
+    write(repo, "shadow.py", "from mcp_hooks.control import Oracle\n\n"
+          "class Check(Oracle):\n    def evaluate(self, c):\n        return None\n")
+    monkeypatch.syspath_prepend(str(repo))  # a project file that shadows a user's module
+    write(tmp_path, "home/.ahp/hooks.yaml", "hooks:\n  pre-issue-submit:\n"
+          f"    - oracle: {tmp_path / 'elsewhere' / 'x.py'}:X\n"
+          "    - oracle: shadow:Check\n")
+    reasons = sorted(p.reason for p in load(repo, tmp_path).problems)
+    assert "must lie inside .ahp/" in reasons[0] and str(tmp_path / "home" / ".ahp") in reasons[0]
+    assert "'shadow' is a file of the project" in reasons[1]
+
+
+def test_a_symlinked_hooks_yaml_inside_ahp_is_read(repo: Path, tmp_path: Path) -> None:
+    write(repo, ".ahp/config/main.yaml", "hooks:\n  pre-issue-submit:\n"
+          "    - oracle: ChecklistValidator\n")
+    (repo / ".ahp" / "hooks.yaml").symlink_to("config/main.yaml")
+    config = load(repo, tmp_path)
+    assert not config.problems and [e.oracle_name for e in config.entries] == [
+        "ChecklistValidator"]

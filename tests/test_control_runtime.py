@@ -342,16 +342,15 @@ def test_a_fifo_checklist_file_is_a_fault_not_a_hang(repo: Path, tmp_path: Path)
     assert "TASKS.md" in (decision.reason or "") and "cap" in (decision.reason or "")
 
 
-def test_a_fifo_under_ahp_fails_closed_instead_of_hanging(repo: Path, tmp_path: Path,
-                                                         untrusted: None) -> None:
+def test_a_fifo_under_ahp_is_never_opened(repo: Path, tmp_path: Path,
+                                         untrusted: None) -> None:
     write(repo, ".ahp/hooks.yaml", "hooks:\n  pre-tool-use:\n    - oracle: PermissionChecker\n")
-    os.mkfifo(repo / ".ahp" / "evil.py")  # the trust digest reads every .py under .ahp
-    decision = decide(layer(repo, tmp_path, load_timeout=0.5), "before_tool",
+    os.mkfifo(repo / ".ahp" / "evil.py")  # the trust digest records it by kind, unopened
+    decision = decide(layer(repo, tmp_path), "before_tool",
                       {"work_dir": str(repo), "tool_name": "Shell",
-                       "tool_input": {"command": "ls"}})
-    assert decision.deny is not None and "could not be read within 0.5 s" in (
-        decision.reason or "")
-    os.close(os.open(repo / ".ahp" / "evil.py", os.O_WRONLY | os.O_NONBLOCK))  # free the reader
+                       "tool_input": {"command": "rm -rf build"}})
+    assert decision.deny is None and not decision.warnings  # decided: no deadline was hit
+    assert "dangerous operation: Shell contains 'rm -rf'" in " ".join(decision.contexts)
 
 
 def test_a_fifo_in_the_repository_hangs_no_reader(repo: Path) -> None:

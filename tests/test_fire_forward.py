@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 
 import mcp_hooks
-from mcp_hooks.hosts.forward import FIRE_PATH, NONCE_HEADER, SIGNATURE_HEADER, sign
+from mcp_hooks.hosts.forward import FIRE_PATH
+from mcp_hooks.hosts.forward_auth import SIGNATURE_HEADER, answer_problem, sign_request
 from mcp_hooks.hosts.forward_script import write_forward_files
 from mcp_hooks.outcome import Outcome
 from tests.conftest import write_hook
@@ -49,7 +50,9 @@ def answer(event):
 
 if MODE == "resident":
     for line in sys.stdin:
-        sys.stdout.write(json.dumps(answer(json.loads(line))) + "\\n")
+        event = json.loads(line)
+        event_id = event.pop("_mcp_hooks_event_id")  # echoed: it answers this event
+        sys.stdout.write(json.dumps({**answer(event), "_mcp_hooks_event_id": event_id}) + "\\n")
         sys.stdout.flush()
     sys.exit(0)
 result = answer(json.load(sys.stdin))
@@ -200,7 +203,7 @@ def test_another_program_on_the_port_is_not_believed(headers: dict[str, str], ho
     with fake_listener(allow, headers) as (url, seen):
         done = fire(project, user_dir, DENY, "--server", url, "--token", TOKEN)
     assert seen == [FIRE_PATH]
-    assert_local_deny(done, "no valid signature")
+    assert_local_deny(done, "so it is not believed")
 
 
 def test_other_hooks_folders_run_here(server: str, project: Path, user_dir: Path,
@@ -215,36 +218,42 @@ def test_other_hooks_folders_run_here(server: str, project: Path, user_dir: Path
 # -- the endpoint itself -------------------------------------------------------------------------
 
 
-def post(url: str, body: bytes, token: str = TOKEN,
-         nonce: str | None = None) -> tuple[int, dict[str, str], bytes]:
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    if nonce:
-        headers[NONCE_HEADER] = nonce
+def post(url: str, body: bytes, token: str = TOKEN, *, bearer: bool = False,
+         ) -> tuple[int, dict[str, str], bytes]:
+    """A POST to ``/hooks/fire``, signed with ``token`` (or with the bearer token instead);
+    a signed answer's signature is checked here."""
+    signed = sign_request(token, FIRE_PATH, body)
+    headers = {"Content-Type": "application/json",
+               **({"Authorization": f"Bearer {token}"} if bearer else signed.headers)}
     request = urllib.request.Request(url + FIRE_PATH, data=body, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=120) as response:
-            return response.status, {k.lower(): v for k, v in response.headers.items()}, \
-                response.read()
+            status, answer = response.status, response
+            got = {k.lower(): v for k, v in answer.headers.items()}, answer.read()
     except urllib.error.HTTPError as error:
-        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+        status, got = error.code, ({k.lower(): v for k, v in error.headers.items()},
+                                   error.read())
+    if SIGNATURE_HEADER.lower() in got[0]:
+        assert answer_problem(token, signed, status, *got) is None
+    return status, *got
 
 
 def test_the_endpoint_signs_and_names_bad_fields(server: str, project: Path,
                                                  tmp_path: Path) -> None:
     event = {"event_type": "pre-tool-call", "tool_name": "Shell",
              "tool_input": {"command": "rm -rf /"}, "work_dir": str(project)}
-    status, headers, body = post(server, json.dumps(event).encode(), nonce="abc")
-    assert status == 200
-    assert headers[SIGNATURE_HEADER.lower()] == sign(TOKEN, "abc", body)
+    status, headers, body = post(server, json.dumps(event).encode())
+    assert status == 200 and SIGNATURE_HEADER.lower() in headers
     assert Outcome.from_json(body).denied
-    status, headers, body = post(server, json.dumps(event).encode())  # no nonce: unsigned
-    assert status == 200 and SIGNATURE_HEADER.lower() not in headers
+    status, headers, body = post(server, json.dumps(event).encode(), bearer=True)
+    assert status == 401 and SIGNATURE_HEADER.lower() not in headers  # v2 only
     for bad, field in (({**event, "tool_input": "rm"}, "tool_input"),
                        ({**event, "colour": "red"}, "colour"),
                        ({"tool_name": "Shell"}, "event_type"),
                        ([1, 2], "body")):
-        status, _, body = post(server, json.dumps(bad).encode())
+        status, headers, body = post(server, json.dumps(bad).encode())
         assert status == 400 and body.decode().startswith(f"{field}:"), body
+        assert SIGNATURE_HEADER.lower() in headers  # a 4xx after the check is signed too
     status, _, body = post(server, b"{not json")
     assert status == 400 and body.decode().startswith("body:")
     status, _, body = post(server, json.dumps({**event, "event_type": "pre-nothing"}).encode())
@@ -253,8 +262,8 @@ def test_the_endpoint_signs_and_names_bad_fields(server: str, project: Path,
     elsewhere.mkdir()
     status, _, body = post(server, json.dumps({**event, "work_dir": str(elsewhere)}).encode())
     assert status == 422 and "does not answer for that folder" in body.decode()
-    status, _, _ = post(server, json.dumps(event).encode(), token="wrong")
-    assert status == 401
+    status, headers, _ = post(server, json.dumps(event).encode(), token="wrong")
+    assert status == 401 and SIGNATURE_HEADER.lower() not in headers
 
 
 def test_the_endpoint_is_absent_without_a_token(hooks: None, project: Path, user_dir: Path,

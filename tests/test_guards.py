@@ -106,6 +106,15 @@ DANGEROUS = [
     "chmod -R 777 \"/\"", "chown -R nobody /", "rsync -a --delete empty/ /", "mv ~ /tmp/gone",
     "\"mk\"fs /dev/sda", "python3 -c 'open(\"/dev/sda\", \"wb\").write(b\"0\" * 512)'",
     "curl x | \"ba\"sh",
+    # a recursive delete of everything here, after a cd to /, ~ or a system folder
+    "cd / && rm -rf *", "cd / ; rm -rf *", "cd ~ && rm -rf *", "cd / || rm -rf *",
+    "cd /\nrm -rf *", "cd && rm -rf .", "cd $HOME && rm -rf ./*", "cd ~/ && rm -r -f *",
+    "cd // && rm --recursive *", "pushd / && rm -rf *", "(cd / && rm -rf *)",
+    "cd / && (rm -rf *)", "cd / && find . -delete", "cd ~ && find -delete",
+    "cd / && bash -c 'rm -rf *'", "sh -c 'cd / && rm -rf *'", "cd /usr && rm -rf *",
+    "cd / && rm -rf usr", "cd -P / && rm -rf -- .*", "eval cd / && rm -rf *",
+    "cd / && ls | xargs rm -rf", "cd / && python3 -c 'import shutil; shutil.rmtree(\".\")'",
+    "eval " * 12 + "cd / && rm -rf *",
 ]
 
 LOOK_ALIKES = [
@@ -123,6 +132,11 @@ LOOK_ALIKES = [
     "sh -c 'ls /'", "echo / | xargs ls", "# rm -rf /\nls", "ls # don't rm -rf /",
     "chmod -R u+w .", "rsync -a --delete src/ dest/", "mv build old-build",
     "git rm -r --cached .", "make clean && rm -rf dist", "docker run --rm alpine ls /",
+    # everything in a folder the command moved to that is not / , ~ or a system folder
+    "cd /tmp/build && rm -rf *", "cd build && rm -rf ./*", "cd ~/proj && rm -rf *",
+    "cd $HOME/proj && rm -rf ./*", "cd / && rm -rf tmp/x", "cd / && rm -f *", "cd / && ls",
+    "cd / && rm -rf *.log", "sh -c 'cd /' && rm -rf *", "cd / && cd /tmp/x && rm -rf *",
+    "cd / && cd tmp/x && rm -rf *", "cd \"$BUILD_DIR\" && rm -rf *", "cd ~ && find proj -delete",
     # how agents commit: the message in a heredoc inside $(...), quotes and all
     "git commit -m \"$(cat <<'EOF'\nGuard: it's now blocking \"rm -rf /\" variants\n\n"
     "Co-Authored-By: an agent\nEOF\n)\"",

@@ -116,17 +116,21 @@ def test_one_shot_allow_prints_nothing_and_exits_0(script: Path) -> None:
     assert "stray print for allow" in done.stderr
 
 
-def test_one_shot_deny_exits_2_with_the_reason_on_stderr(script: Path) -> None:
+def test_one_shot_deny_exits_2_with_its_answer_and_the_reason_on_stderr(script: Path) -> None:
     done = one_shot(script, event(what="deny", why="too risky"))
-    assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr.splitlines()[-1] == "no: too risky"
+    assert done.returncode == 2
+    # the answer on stdout (where mcp-hooks reads the reason: the print is not in it) ...
+    assert json.loads(done.stdout) == {"decision": "deny", "reason": "no: too risky"}
+    # ... and the reason last on stderr, for an implementation that reads only stderr
+    assert done.stderr.splitlines() == ["stray print for deny", "no: too risky"]
 
 
-def test_one_shot_deny_with_more_than_a_reason_is_a_json_answer(script: Path) -> None:
+def test_one_shot_deny_with_more_than_a_reason_exits_2_too(script: Path) -> None:
     done = one_shot(script, event(what="deny+context"))
-    assert done.returncode == 0
+    assert done.returncode == 2
     assert json.loads(done.stdout) == {"decision": "deny", "reason": "no",
                                        "additional_context": "see the docs"}
+    assert done.stderr.splitlines()[-1] == "no"
 
 
 @pytest.mark.parametrize(("what", "answer"), [
@@ -165,8 +169,12 @@ def test_one_shot_child_output_goes_to_the_log(script: Path) -> None:
 
 # -- persistent -------------------------------------------------------------------------------
 
+ID = "_mcp_hooks_event_id"
+
+
 class Resident:
-    """A persistent hook process, driven one line at a time."""
+    """A persistent hook process, driven one line at a time; an event that is a JSON object
+    gets an id, which its answer must echo (it is taken out of the answer ``ask`` returns)."""
 
     def __init__(self, script: Path, log: Path, env: dict[str, str] | None = None,
                  cwd: Path | None = None) -> None:
@@ -177,12 +185,18 @@ class Resident:
 
     def ask(self, line: bytes) -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
+        event_id = None
+        if line.startswith(b"{") and line.endswith(b"}"):
+            event_id = os.urandom(8).hex()
+            line = line[:-1] + (b", " if line != b"{}" else b"") + json.dumps(
+                {ID: event_id})[1:].encode()
         self.proc.stdin.write(line + b"\n")
         self.proc.stdin.flush()
         ready, _, _ = select.select([self.proc.stdout], [], [], WAIT)
         assert ready, f"no answer to {line[:80]!r}"
         answer = json.loads(self.proc.stdout.readline())
         assert isinstance(answer, dict)
+        assert answer.pop(ID, None) == event_id, answer
         return answer
 
     def close(self) -> int:
@@ -206,7 +220,7 @@ def test_persistent_answers_each_line_in_one_process(script: Path, tmp_path: Pat
             hook_process.proc.pid)
         assert hook_process.ask(event(what="allow")) == {"exit_code": 0}
         assert hook_process.ask(event(what="deny", why="x")) == {
-            "decision": "deny", "reason": "no: x", "exit_code": 0}
+            "decision": "deny", "reason": "no: x", "exit_code": 2}
         assert hook_process.ask(event(what="raise")) == {"exit_code": 1}
         assert hook_process.ask(b"{not json") == {"exit_code": 1}
         assert hook_process.ask(b"[1, 2]") == {"exit_code": 1}
@@ -216,7 +230,7 @@ def test_persistent_answers_each_line_in_one_process(script: Path, tmp_path: Pat
             "modified_input": {"command": "ls -la"}, "exit_code": 0}
         assert hook_process.ask(event(what="deny+context")) == {
             "decision": "deny", "reason": "no", "additional_context": "see the docs",
-            "exit_code": 0}
+            "exit_code": 2}
         # a child gets an empty stdin (never the next event) and its stdout is the log
         assert hook_process.ask(event(what="child")) == {
             "additional_context": "''", "exit_code": 0}
@@ -252,12 +266,13 @@ def _serve(fn: Callable[[dict[str, Any]], Any], lines: list[bytes], *, persisten
 
 
 def test_exit_code_in_a_plain_dict(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _serve(lambda e: {"exit_code": 2, "reason": "r"}, [b"{}"], persistent=False) == (2, [])
+    assert _serve(lambda e: {"exit_code": 2, "reason": "r"}, [b"{}"], persistent=False) == (
+        2, [{"reason": "r", "decision": "deny"}])
     assert capsys.readouterr().err == "r\n"
     assert _serve(lambda e: {"exit_code": 7}, [b"{}"], persistent=False) == (1, [])
     assert "exit_code 7" in capsys.readouterr().err
     assert _serve(lambda e: {"exit_code": 2, "reason": "r"}, [b"{}"], persistent=True) == (
-        0, [{"reason": "r", "decision": "deny", "exit_code": 0}])
+        0, [{"reason": "r", "decision": "deny", "exit_code": 2}])
 
 
 def test_an_answer_json_cannot_hold_is_a_failure(capsys: pytest.CaptureFixture[str]) -> None:
@@ -269,8 +284,9 @@ def test_an_answer_json_cannot_hold_is_a_failure(capsys: pytest.CaptureFixture[s
 def test_unreadable_answer_replaces_the_failure() -> None:
     refused = deny("cannot read it")
     assert _serve(lambda e: None, [b"nope", b"{}"], persistent=True, unreadable=refused) == (
-        0, [{"decision": "deny", "reason": "cannot read it", "exit_code": 0}, {"exit_code": 0}])
-    assert _serve(lambda e: None, [b"nope"], persistent=False, unreadable=refused) == (2, [])
+        0, [{"decision": "deny", "reason": "cannot read it", "exit_code": 2}, {"exit_code": 0}])
+    assert _serve(lambda e: None, [b"nope"], persistent=False, unreadable=refused) == (
+        2, [refused])
 
 
 def test_the_event_reaches_the_function_as_a_dict() -> None:
@@ -432,21 +448,26 @@ TABLES: dict[str, Callable[[Path], Table]] = {
 }
 
 
-def _decision(answer: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(allow | deny | failure, the rest of the answer) of one persistent answer."""
+def _decision(answer: dict[str, Any], code: int | None = None) -> tuple[str, dict[str, Any]]:
+    """(allow | deny | failure, the rest of the answer) of one persistent answer (or of a
+    one-shot run's stdout with its exit ``code``)."""
     answer = dict(answer)
-    if answer.pop("exit_code", 0) != 0:
+    code = answer.pop("exit_code", 0) if code is None else code
+    if code not in (0, 2):
         return "failure", answer
     word = answer.get("decision")
-    return ("deny" if word in ("deny", "block") else "allow"), answer
+    decision = "deny" if word in ("deny", "block") else "allow"
+    assert (code == 2) == (decision == "deny"), (code, answer)  # a deny exits 2, always
+    return decision, answer
 
 
 def _one_shot_decision(done: subprocess.CompletedProcess[str]) -> tuple[str, dict[str, Any]]:
-    if done.returncode == 2:
-        return "deny", {"decision": "deny", "reason": done.stderr.strip()}
-    if done.returncode != 0:
+    if done.returncode not in (0, 2):
         return "failure", {}
-    return _decision(json.loads(done.stdout) if done.stdout.strip() else {})
+    answer = json.loads(done.stdout) if done.stdout.strip() else {}
+    if done.returncode == 2:  # the reason on stderr too, last, for whoever reads only that
+        assert done.stderr.strip().splitlines()[-1] == answer["reason"].splitlines()[-1]
+    return _decision(answer, done.returncode)
 
 
 def test_every_bundled_python_hook_has_a_table() -> None:

@@ -122,6 +122,84 @@ async def test_the_servers_loop_guard_counts_stop_blocks(http: httpx2.AsyncClien
     assert reasons[7] is None  # the 8-block cap: Codex itself has none
 
 
+async def test_a_signed_request_gets_an_answer_signed_over_it(http: httpx2.AsyncClient,
+                                                              project: Path) -> None:
+    from mcp_hooks.hosts.forward_auth import answer_problem, sign_request
+
+    body = json.dumps(fixture("claude-code", "PreToolUse.rm", project)).encode()
+    target = "/hooks/bridge/claude-code?event=PreToolUse"
+    signed = sign_request(TOKEN, target, body)
+    response = await http.post(target, content=body, headers=signed.headers)
+    assert response.status_code == 200
+    assert response.json()["hookSpecificOutput"]["permissionDecision"] == "deny"
+    answer = (response.status_code, dict(response.headers), response.content)
+    assert answer_problem(TOKEN, signed, *answer) is None
+    other = sign_request(TOKEN, target, body)  # the same answer, for another request: no
+    assert answer_problem(TOKEN, other, *answer) is not None
+    assert answer_problem("another-token", signed, *answer) is not None
+    # a 4xx after the check passed is signed too
+    unknown = sign_request(TOKEN, "/hooks/bridge/vim", b"{}")
+    response = await http.post("/hooks/bridge/vim", content=b"{}", headers=unknown.headers)
+    assert response.status_code == 404
+    assert answer_problem(TOKEN, unknown, 404, dict(response.headers), response.content) is None
+    # Claude Code's own http hooks: the bearer, unsigned
+    bearer = await http.post(target, content=body, headers=AUTH)
+    assert bearer.status_code == 200 and "x-mcp-hooks-signature" not in bearer.headers
+
+
+async def test_fire_takes_signed_requests_only(http: httpx2.AsyncClient, project: Path) -> None:
+    from mcp_hooks.hosts.forward_auth import answer_problem, sign_request
+
+    body = json.dumps({"event_type": "before_tool", "tool_name": "Shell",
+                       "tool_input": {"command": "rm -rf /"}, "work_dir": str(project)}).encode()
+    refused = await http.post("/hooks/fire", content=body, headers=AUTH)
+    assert refused.status_code == 401 and "X-MCP-Hooks-Auth" in refused.text
+    signed = sign_request(TOKEN, "/hooks/fire", body)
+    response = await http.post("/hooks/fire", content=body, headers=signed.headers)
+    assert response.status_code == 200 and response.json()["decision"] == "deny"
+    assert answer_problem(TOKEN, signed, 200, dict(response.headers), response.content) is None
+
+
+def test_the_verifier_checks_in_order_and_remembers_nonces() -> None:
+    from mcp_hooks.hosts.forward_auth import RequestVerifier, sign_request
+
+    now = [1_700_000_000.0]
+    verifier = RequestVerifier(TOKEN, clock=lambda: now[0], max_nonces=2)
+
+    def check(signed: Any, body: bytes = b"{}", target: str = "/hooks/fire") -> str:
+        headers = {k.lower(): v for k, v in signed.headers.items()}
+        checked = verifier.check("POST", target, headers, body)
+        return "ok" if checked.mac == signed.mac else checked.why
+
+    first = sign_request(TOKEN, "/hooks/fire", b"{}", now=now[0])
+    assert check(first) == "ok"
+    assert check(first).startswith("replayed nonce")
+    assert check(sign_request(TOKEN, "/hooks/fire", b"{}", now=now[0] - 301)).startswith(
+        "clock skew")
+    assert check(sign_request(TOKEN, "/hooks/fire", b"{}", now=now[0] + 301)).startswith(
+        "clock skew")
+    assert check(sign_request(TOKEN, "/hooks/fire", b"{}", now=now[0] - 300)) == "ok"
+    assert "another token" in check(sign_request("guess", "/hooks/fire", b"{}", now=now[0]))
+    assert "another token" in check(sign_request(TOKEN, "/hooks/fire", b"{}", now=now[0]),
+                                    body=b"[]")
+    assert "another token" in check(sign_request(TOKEN, "/hooks/fire", b"{}", now=now[0]),
+                                    target="/hooks/fire?x=1")
+    assert "full" in check(sign_request(TOKEN, "/hooks/fire", b"{}", now=now[0]))
+    now[0] += 601  # the two remembered nonces expire; their requests are too old anyway
+    assert check(first).startswith("clock skew")
+    assert check(sign_request(TOKEN, "/hooks/fire", b"{}", now=now[0])) == "ok"
+    malformed = sign_request(TOKEN, "/hooks/fire", b"{}", now=now[0], nonce="N" * 32)
+    assert check(malformed).startswith("not a v2 signed request")
+
+
+def test_the_transport_lets_signed_forwarding_requests_through() -> None:
+    from mcp_hooks.hosts.forward_auth import AUTH_HEADER
+    from mcp_hooks.server.transport import SELF_AUTHENTICATED_HEADER, SELF_AUTHENTICATED_PREFIX
+
+    assert AUTH_HEADER.lower().encode() == SELF_AUTHENTICATED_HEADER
+    assert "/hooks/fire".startswith(SELF_AUTHENTICATED_PREFIX)
+
+
 # -- the bridge_hook MCP tool (Claude Code mcp_tool hooks) ----------------------------------
 
 
@@ -186,25 +264,69 @@ def test_mcp_tool_payload_parses_substituted_values() -> None:
 
 def _script_functions() -> dict[str, Any]:
     """The forward script's functions, loaded without running its main."""
-    from mcp_hooks.hosts.forward_script import FORWARD_SCRIPT_TEXT
+    from mcp_hooks.hosts.forward_script import script_text
 
-    text = FORWARD_SCRIPT_TEXT.format(header="/nonexistent", bridge=["true"], timeout=5,
-                                      path="/hooks/bridge/", nonce_header="X-N",
-                                      signature_header="X-S")
     namespace: dict[str, Any] = {}
-    exec(compile(text.replace("sys.exit(main())", ""), "forward", "exec"), namespace)
+    exec(compile(script_text("/nonexistent", ["true"]).replace("sys.exit(main())", ""),
+                 "forward", "exec"), namespace)
     return namespace
+
+
+# The protocol's test vector (FORWARD-V2.md; the Java client's tests carry the same values),
+# checked against openssl by hand:
+#   printf 'mcp-hooks/2 request\nPOST\n/hooks/fire\n<nonce>\n1700000000\n\n\n<sha256 hex
+#   of body>' | openssl dgst -sha256 -hmac s3cret-token
+VECTOR = {
+    "token": "s3cret-token", "method": "POST", "path": "/hooks/fire",
+    "nonce": "00112233445566778899aabbccddeeff", "time": "1700000000", "user_dir": "",
+    "project_dir": "", "body": b'{"event_type":"before_tool"}',
+    "body_sha256": "435c977633e90144de34612515408e063ccb95fa9e6244b6ab358187f4090938",
+    "request_mac": "a9c878b8f0f0c42ae4d25402141ee471d9155379859cdd144b490c1a8451d37e",
+    "answer_status": 200, "answer_body": b'{"decision":"allow"}',
+    "answer_signature":
+        "v2=121c750827ae12c483c621c5ce74aa4cde77a4accbcc2df178217c3a32a0f97d",
+}
+
+
+def test_the_protocol_test_vector() -> None:
+    import hashlib
+
+    from mcp_hooks.hosts.forward_auth import answer_signature, request_mac
+
+    v = VECTOR
+    assert hashlib.sha256(v["body"]).hexdigest() == v["body_sha256"]
+    args = (v["token"], v["method"], v["path"], v["nonce"], v["time"], v["user_dir"],
+            v["project_dir"], v["body"])
+    assert request_mac(*args) == v["request_mac"]
+    assert answer_signature(v["token"], v["nonce"], v["request_mac"], v["answer_status"],
+                            v["answer_body"]) == v["answer_signature"]
+    script = _script_functions()  # the forward script's hand-written HMAC, the same values
+    assert script["request_mac"](*args) == v["request_mac"]
+    assert script["answer_signature"](v["token"], v["nonce"], v["request_mac"],
+                                      v["answer_status"], v["answer_body"]) \
+        == v["answer_signature"]
 
 
 @pytest.mark.parametrize("token", ["t", "k" * 64, "k" * 65, "é" * 50])
 @pytest.mark.parametrize("body", [b"", b'{"decision": "allow"}', b"\n\xff\x00"])
-def test_the_scripts_own_hmac_is_the_servers_signature(token: str, body: bytes) -> None:
-    from mcp_hooks.hosts.forward import sign
+def test_the_scripts_own_hmac_is_the_servers(token: str, body: bytes) -> None:
+    """Short, block-size, longer-than-a-block (hashed first) and non-ASCII tokens."""
+    from mcp_hooks.hosts.forward_auth import answer_signature, request_mac
 
     script = _script_functions()
-    assert script["proof"](token, "n0nce", body) == sign(token, "n0nce", body)
-    assert script["same"](sign(token, "n", body), sign(token, "n", body))
-    assert not script["same"](sign(token, "n", body), sign(token + "x", "n", body))
+    nonce = "ab" * 16
+    args = (token, "POST", "/hooks/bridge/codex?event=PreToolUse", nonce, "1700000000",
+            "%2Fu", "", body)
+    mac = request_mac(*args)
+    assert script["request_mac"](*args) == mac
+    for status in (200, 422):
+        assert script["answer_signature"](token, nonce, mac, status, body) \
+            == answer_signature(token, nonce, mac, status, body)
+    assert answer_signature(token, nonce, mac, 200, body) != answer_signature(
+        token, nonce, mac, 422, body)
+    signed = answer_signature(token, nonce, mac, 200, body)
+    assert script["same"](signed, answer_signature(token, nonce, mac, 200, body))
+    assert not script["same"](signed, answer_signature(token + "x", nonce, mac, 200, body))
 
 
 def test_the_script_splits_and_encodes_urls_by_hand() -> None:

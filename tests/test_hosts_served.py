@@ -1,6 +1,7 @@
 """The forwarding paths against a real ``mcp-hooks serve --transport http``: the command
 ``install --via server`` writes (a small Python script) answered by the server, which proves
-it holds the token; a fake listener on the port is not trusted; and the ``bridge_hook`` tool
+it holds the token (forward protocol v2: the script never sends it); a fake listener on the
+port is not trusted (``test_forward_impostor`` goes further); and the ``bridge_hook`` tool
 (``--bridge-tool``) called over streamable HTTP as Claude Code's ``mcp_tool`` hooks do.
 """
 
@@ -22,7 +23,7 @@ from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 
 import mcp_hooks
-from mcp_hooks.hosts.forward import NONCE_HEADER, SIGNATURE_HEADER, sign
+from mcp_hooks.hosts.forward_auth import SIGNATURE_HEADER, answer_problem, sign_request
 from tests.background import background
 from tests.conftest import write_hook
 
@@ -149,22 +150,29 @@ def test_a_fake_listener_on_the_port_is_not_trusted(answer: tuple[bytes, dict[st
 def test_the_server_signs_its_answers_with_the_token(hooks: None, project: Path,
                                                      user_dir: Path, tmp_path: Path) -> None:
     with served(project, user_dir, tmp_path / "events.jsonl", "--token", TOKEN) as base:
-        body = payload("claude-code", "PreToolUse.rm", project)
-        response = httpx2.post(f"{base}/hooks/bridge/claude-code", content=body, timeout=30,
-                               headers={"Authorization": f"Bearer {TOKEN}",
-                                        NONCE_HEADER: "n0nce"})
+        body = payload("claude-code", "PreToolUse.rm", project).encode()
+        target = "/hooks/bridge/claude-code"
+        signed = sign_request(TOKEN, target, body)
+        response = httpx2.post(base + target, content=body, timeout=30, headers=signed.headers)
         assert response.status_code == 200
-        assert response.headers[SIGNATURE_HEADER] == sign(TOKEN, "n0nce", response.content)
-        assert response.headers[SIGNATURE_HEADER] != sign("other", "n0nce", response.content)
+        answer = (response.status_code, dict(response.headers), response.content)
+        assert answer_problem(TOKEN, signed, *answer) is None
+        assert answer_problem("other", signed, *answer) is not None
+        # Claude Code's own http hooks send the bearer token: answered, unsigned
+        bearer = httpx2.post(base + target, content=body, timeout=30,
+                             headers={"Authorization": f"Bearer {TOKEN}"})
+        assert bearer.status_code == 200 and SIGNATURE_HEADER not in bearer.headers
+        assert bearer.content == response.content
         # a forward script holding a wrong token gets 401 and answers locally
         command = _install_forward(base, project, tmp_path / "settings.json", token="wrong")
         result = subprocess.run(["sh", "-c", command], capture_output=True, text=True,
-                                input=body, env={**os.environ, "MCP_HOOKS_LOG": "off"},
+                                input=body.decode(), env={**os.environ, "MCP_HOOKS_LOG": "off"},
                                 timeout=60)
         assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert "(HTTP 401) did not prove it came from the mcp-hooks server" in result.stderr
     served_events = [json.loads(line)
                      for line in (tmp_path / "events.jsonl").read_text().splitlines()]
-    assert len([e for e in served_events if e.get("kind") == "event"]) == 1  # ours only
+    assert len([e for e in served_events if e.get("kind") == "event"]) == 2  # ours only
 
 
 def test_no_token_no_forwarding_endpoint(project: Path, user_dir: Path, tmp_path: Path) -> None:

@@ -76,7 +76,17 @@ HOOK_PY = textwrap.dedent('''\
                     subprocess.Popen(["sleep", "600"], start_new_session=True)]
             KIDS = " kids=" + ",".join(str(k.pid) for k in kids)
         for line in sys.stdin:
-            sys.stdout.write(answer(json.loads(line)) + "\\n")
+            ev = json.loads(line)
+            event_id = ev.pop("_mcp_hooks_event_id")
+            out = answer(ev)
+            try:
+                data = json.loads(out)
+            except ValueError:
+                data = None
+            if isinstance(data, dict):  # an answer echoes its event's id
+                data["_mcp_hooks_event_id"] = event_id
+                out = json.dumps(data)
+            sys.stdout.write(out + "\\n")
             sys.stdout.flush()
         sys.exit(0)
     out = answer(json.load(sys.stdin))
@@ -234,18 +244,25 @@ async def test_crash_is_a_failure_judged_by_on_error(user_dir: Path, project: Pa
         assert later.decision == "allow" and pid_of(later) != first
 
 
-@pytest.mark.parametrize("do", ["garbage", "list", "odd"])
-async def test_an_answer_that_is_not_a_json_object_line_is_a_failure(
+@pytest.mark.parametrize("do", ["garbage", "list"])
+async def test_an_answer_that_is_not_a_json_object_line_is_no_answer(
         engine: Engine, user_dir: Path, project: Path, do: str) -> None:
+    persistent_hook(user_dir, extra="timeout: 300\n")
+    first = pid_of(await engine.fire(event(project)))
+    out = await engine.fire(event(project, do))  # no id echoed: it never answered
+    assert out.decision == "allow" and out.hooks[0].status == "timeout", out
+    assert "timed out" in " ".join(out.warnings)
+    assert pid_of(await engine.fire(event(project))) != first and await gone(first)
+
+
+async def test_an_odd_exit_code_is_a_failure_of_that_event(engine: Engine, user_dir: Path,
+                                                           project: Path) -> None:
     persistent_hook(user_dir)
     first = pid_of(await engine.fire(event(project)))
-    out = await engine.fire(event(project, do))
+    out = await engine.fire(event(project, "odd"))
     assert out.decision == "allow" and out.hooks[0].status == "error", out
-    text = " ".join(out.warnings)
-    assert ("not JSON" in text or "JSON object" in text or "exit_code must be 0 or 2" in text)
-    after = pid_of(await engine.fire(event(project)))
-    if do != "odd":  # out of step: restarted; an odd exit_code is an answer, in step
-        assert after != first and await gone(first)
+    assert "exit_code must be 0 or 2" in " ".join(out.warnings)
+    assert pid_of(await engine.fire(event(project))) == first  # an answer, in step: kept
 
 
 async def test_a_huge_answer_is_a_failure_and_restarts(engine: Engine, user_dir: Path,

@@ -206,10 +206,104 @@ def test_signals_and_respond_on_the_command_line(tmp_path: Path, user_dir: Path,
     bad = cli("respond", signal_id, "abort", "--details", "[1", env=env)
     assert bad.returncode == 64 and "--details is not JSON" in bad.stderr
     done = cli("respond", signal_id, "retry_after_fix", "--details", '{"fixed": "docs"}',
-               env=env)
+               "--json", env=env)
     assert done.returncode == 0, done.stderr
     line = json.loads(done.stdout)
     assert (line["consumed"], line["action"], line["session_id"]) == (
         True, "retry_after_fix", "s1")
     raw = cli("signals", "--json", "-n", "0", env=env).stdout.splitlines()
     assert [json.loads(r)["kind"] for r in raw] == ["signal", "response"]
+
+
+def _with_id(log: SignalLog, signal_id: str, intensity: str = "prompt") -> None:
+    """A signal line with a chosen id (ids are random UUIDs otherwise)."""
+    log.append(signal_record(make(intensity), "s1") | {"signal_id": signal_id})
+
+
+def test_respond_takes_an_unambiguous_start_of_the_id(tmp_path: Path) -> None:
+    import os
+
+    log = SignalLog(tmp_path / "signals.jsonl")
+    first, second = "aaaa1111-0000-4000-8000-000000000001", "aaaa2222-0000-4000-8000-000000000002"
+    _with_id(log, first)
+    _with_id(log, second)
+    env = {**os.environ, "MCP_HOOKS_LOG": str(tmp_path / "events.jsonl")}
+
+    both = cli("respond", "aaaa", "acknowledge", env=env)
+    assert both.returncode == 64
+    assert both.stderr.strip() == (f"mcp-hooks respond: signal id 'aaaa' is ambiguous: 2 "
+                                   f"signals start with it ({first}, {second}); give more of "
+                                   "the id")
+    unknown = cli("respond", "bbbb", "acknowledge", env=env)
+    assert unknown.returncode == 64
+    assert "no signal 'bbbb' in the signal log" in unknown.stderr
+    assert "`mcp-hooks signals` lists the signals sent and their ids" in unknown.stderr
+
+    said = cli("respond", "aaaa1", "acknowledge", env=env)
+    assert said.returncode == 0, said.stderr
+    assert said.stdout == (f"answered signal {first} (before_issue_submit, prompt) with "
+                           "acknowledge\n")
+    raw = cli("respond", "aaaa2222", "dismiss", "--json", env=env)
+    assert raw.returncode == 0, raw.stderr
+    assert json.loads(raw.stdout)["signal_id"] == second
+    assert [r["action"] for r in log.read() if r["kind"] == "response"] == [
+        "acknowledge", "dismiss"]
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "device"])
+def test_signals_and_respond_refuse_a_log_that_is_not_a_file(tmp_path: Path,
+                                                             kind: str) -> None:
+    import os
+
+    path = tmp_path / "signals.jsonl"
+    said = {"folder": "a folder", "fifo": "a FIFO", "device": "a device"}[kind]
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)  # no one writes it: a blocking read would hang
+    else:
+        path.symlink_to("/dev/full")  # endless zeros: an unbounded read would never end
+    env = {**os.environ, "MCP_HOOKS_LOG": str(tmp_path / "events.jsonl")}
+    for command in (["signals"], ["signals", "--follow"], ["respond", "abc", "abort"],
+                    ["respond", "abc", "abort", "--json"]):
+        done = cli(*command, env=env)
+        assert done.returncode == 64, (command, done.stderr)
+        assert done.stderr.strip() == (
+            f"mcp-hooks {command[0]}: the signal log {path} is {said}, not a regular file; it "
+            "is the signals.jsonl beside the event log: move it away, or point --log "
+            "(MCP_HOOKS_LOG) at an event log in another folder"), command
+        assert done.stdout == ""
+
+
+LIMITED = """
+import os, resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+
+def test_an_answer_the_disk_cannot_take_leaves_the_log_as_it_was(tmp_path: Path) -> None:
+    import os
+
+    from tests.conftest import MCP_HOOKS
+
+    log = SignalLog(tmp_path / "signals.jsonl")
+    signal = make("block")
+    log.record([signal], session_id="s1")
+    before = log.path.read_bytes()
+    env = {**os.environ, "MCP_HOOKS_LOG": str(tmp_path / "events.jsonl")}
+    # room for 40 bytes of the answer: a real short write, then EFBIG
+    cut = subprocess.run([sys.executable, "-c", LIMITED, str(len(before) + 40), MCP_HOOKS,
+                          "respond", signal.id[:8], "abort"],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert cut.returncode == 1, cut.stderr
+    assert cut.stderr.strip() == (
+        f"mcp-hooks respond: cannot record the answer to signal {signal.id} in the signal log "
+        f"{log.path}: File too large; nothing was recorded, so answer again once the log can "
+        "be written")
+    assert log.path.read_bytes() == before  # no torn answer
+    again = cli("respond", signal.id[:8], "abort", env=env)
+    assert again.returncode == 0, again.stderr
+    assert [r["action"] for r in log.read()] == [None, "abort"]

@@ -71,8 +71,9 @@ def test_an_untrusted_gate_does_not_run_until_trusted_and_again_after_a_change(
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout
     assert f"Project control layer in {repo / '.ahp'}" in out
-    assert ".ahp  [untrusted]  the control layer (hooks.yaml)" in out
-    assert f"files:    {repo / '.ahp' / 'hooks.yaml'}" in out
+    assert ".ahp  [untrusted]  the control layer (hooks.yaml and its Python files)" in out
+    size = (repo / ".ahp" / "hooks.yaml").stat().st_size
+    assert f"files:    {repo / '.ahp' / 'hooks.yaml'}  ({size} bytes, sha256 " in out
     assert "runs:     pre-issue-submit[0] (TestGate): [" in out  # the command it runs
     assert "reads:    pre-issue-submit[1] (FileChangeLimiter) (applies untrusted too)" in out
     digest = config_digest(repo)
@@ -167,3 +168,19 @@ def test_validate_reads_the_user_layer_under_home(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert str(home / ".ahp" / "hooks.yaml") in done.stdout + done.stderr
     assert "NoSuchOracle" in done.stdout + done.stderr
+
+
+def test_the_review_names_every_python_file_and_parses_oracles_without_importing(
+        repo: Path) -> None:
+    write(repo, ".ahp/helpers/util.py", "raise SystemExit('imported!')\n")
+    write(repo, ".ahp/broken.py", "class Broken(:\n")
+    write(repo, ".ahp/hooks.yaml", "hooks:\n  pre-issue-submit:\n"
+          "    - oracle: broken.py:Broken\n")
+    shown = cli("trust", str(repo), "--yes")
+    assert shown.returncode == 1  # an oracle file that does not parse is not trusted
+    out = shown.stdout
+    util = repo / ".ahp" / "helpers" / "util.py"
+    assert f"{util}  ({util.stat().st_size} bytes, sha256 " in out  # listed, not imported
+    assert "imported!" not in out + shown.stderr
+    assert "INVALID, will not be trusted:" in out and "does not parse as Python" in out
+    assert store().entries() == {}

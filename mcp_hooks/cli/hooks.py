@@ -198,6 +198,7 @@ def cmd_fire(args: argparse.Namespace) -> int:
         raise UsageError(f"--work-dir {args.work_dir}: not an existing folder")
     values, fault = _json_args(args)
     registry: Registry | None = None
+    served: Outcome | None = None
     if fault is not None:
         outcome = fault_outcome(event_type, fault, on_fault=options.on_fault(args))
     else:
@@ -235,7 +236,9 @@ def cmd_fire(args: argparse.Namespace) -> int:
 
         why, notes = ("", []) if fault is not None else _why_none(registry, event_type, args,
                                                                   outcome)
-        print(format_outcome(outcome, color=sys.stdout.isatty(), why_none=why, notes=notes))
+        answerable = served is not None or options.event_log(args) is not None
+        print(format_outcome(outcome, color=sys.stdout.isatty(), why_none=why, notes=notes,
+                             answerable=answerable))
     return EXIT_DENIED if outcome.denied else EXIT_OK
 
 
@@ -283,11 +286,14 @@ def _progress(event_type: str) -> HookDone | None:
 
 def _why_none(registry: Registry | None, event_type: str, args: argparse.Namespace,
               outcome: Outcome) -> tuple[str, list[str]]:
-    """When no hook ran: why (no hooks at all, none for this event, none matched) and what to
-    do about it; ("", []) when a hook ran or the event was denied. ``registry`` None (a
-    server answered): the folders this command would load are read to say why."""
-    if outcome.hooks or outcome.denied or outcome.signals or outcome.additional_context:
-        return "", []  # a hook ran, or a hooks.yaml entry spoke
+    """When no hook ran: why (no hooks at all, none for this event, none matched; what the
+    hooks.yaml entries did instead; the untrusted ones skipped) and what to do about it;
+    ("", []) when a hook ran or the event was denied. ``registry`` None (a server answered):
+    the folders this command would load are read to say why."""
+    if outcome.hooks or outcome.denied:
+        return "", []
+    if outcome.signals or outcome.additional_context:
+        return "no HOOK.md hook ran; " + _what_spoke(outcome), []
     if registry is None:
         registry = options.registry(args, watch=False)
     if not registry.hooks() and not registry.untrusted and not registry.invalid:
@@ -299,15 +305,32 @@ def _why_none(registry: Registry | None, event_type: str, args: argparse.Namespa
             "add the bundled guards with `mcp-hooks init` (or pick from `mcp-hooks add "
             "--list`), or write one with `mcp-hooks new NAME --trigger EVENT`",
         ]
+    held = [u for u in registry.untrusted if u.spec.event == event_type]
+    states = {"changed since trusted" if u.status == "changed" else "untrusted" for u in held}
+    skipped = (f"; {len(held)} skipped: {' or '.join(sorted(states))} project hook"
+               f"{'s' if len(held) > 1 else ''} {', '.join(u.name for u in held)}"
+               if held else "")  # how to trust them: the engine's warning says
     candidates = registry.for_event(event_type)
     if not candidates:
-        return f"no {event_type} hooks", [
-            f"{len(registry.hooks())} hook(s) installed, none for {event_type}; "
+        return f"no {event_type} hooks{skipped}", [
+            f"{len(registry.hooks())} hook(s) installed and trusted, none for {event_type}; "
             "`mcp-hooks list` shows them"]
     given = f"tool {args.tool!r}" if args.tool else "no --tool given"
     more = "" if getattr(args, "verbose", False) else "; --verbose shows why"
-    return "no hook matched", [
+    return f"no hook matched{skipped}", [
         f"{len(candidates)} {event_type} hook(s), none matched ({given}){more}"]
+
+
+def _what_spoke(outcome: Outcome) -> str:
+    """What sent the signals of an outcome no HOOK.md hook ran on: hooks.yaml entries, or
+    an async hook's result arriving."""
+    said: list[str] = []
+    for signal in outcome.signals:
+        a = "an" if signal.intensity == "aid" else "a"
+        said.append(f"{signal.source}'s async result arrived ({signal.intensity})"
+                    if signal.header.type == "async_result"
+                    else f"hooks.yaml: {signal.source} sent {a} {signal.intensity}")
+    return "; ".join(dict.fromkeys(said)) or "context was added"
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -422,18 +445,39 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _validate_hooks_yaml(project: Path) -> int:
-    """The hooks.yaml layers (``~/.ahp``, the project's, the local one): problems found."""
-    from mcp_hooks.control import load_config
+    """The hooks.yaml layers (``~/.ahp``, the project's, the local one): problems found.
 
-    config = load_config(project)
+    Reads and never imports: a custom oracle is checked by the allow-list and, for a file,
+    parsed with ``ast``, never run; one of an untrusted layer is not checked until trusted.
+    """
+    from mcp_hooks.control import load_config
+    from mcp_hooks.control.oracles import HeldBack, UnknownOracleError, inspect_reference
+
+    config = load_config(project, resolve=False)
+    problems = len(config.problems)
     for problem in config.problems:
         print(f"{problem}", file=sys.stderr)
     for entry in config.untrusted:
-        print(f"untrusted: {entry.file}: {entry.label}: runs commands; it runs once the "
-              f"project's .ahp folder is trusted", file=sys.stderr)
+        what = ("custom oracle, not checked until trusted" if isinstance(entry.oracle, HeldBack)
+                else "runs commands or writes files")
+        print(f"untrusted: {entry.file}: {entry.label}: {what}; it runs once the project's "
+              f".ahp folder is trusted (mcp-hooks trust {project})", file=sys.stderr)
+    for note in config.notes:
+        print(f"warning: {note}", file=sys.stderr)
     for entry in config.entries:
-        print(f"ok  {entry.oracle_name}  ({entry.written_trigger}, {entry.file})")
-    return len(config.problems)
+        extra = ""
+        if isinstance(entry.oracle, HeldBack):
+            base = entry.file.parent
+            try:
+                checked = inspect_reference(entry.oracle_name, base, roots=[base],
+                                            project_dir=project)
+                extra = f"  [{checked}]"
+            except UnknownOracleError as exc:
+                problems += 1
+                print(f"{entry.file}: {entry.label}: oracle: {exc}", file=sys.stderr)
+                continue
+        print(f"ok  {entry.oracle_name}  ({entry.written_trigger}, {entry.file}){extra}")
+    return problems
 
 
 def cmd_new(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from mcp_hooks.discovery import Registry
 from mcp_hooks.events import EVENTS
 from mcp_hooks.hookfile import HookSpec
 from mcp_hooks.outcome import HookRun, Outcome
+from mcp_hooks.signals import ACTIONS
 
 _MARK = {"allow": "ok", "deny": "DENY", "error": "ERR", "timeout": "TIME", "scheduled": "bg"}
 
@@ -20,11 +21,13 @@ def _paint(text: str, code: str, color: bool) -> str:
 
 
 def format_outcome(outcome: Outcome, *, color: bool = False, why_none: str = "",
-                   notes: Sequence[str] = ()) -> str:
-    """The decision on one line, then one line per hook, then reason, context and warnings.
+                   notes: Sequence[str] = (), answerable: bool = True) -> str:
+    """The decision on one line, then reason and context, one line per hook, warnings, and
+    the signals with their ids and how to answer them.
 
     ``why_none`` says why no hook ran (default "no hook matched"), ``notes`` what to do about
-    it; both only for an allowed event that no hook ran on.
+    it; both only for an allowed event that no hook ran on. ``answerable``: the signals were
+    logged, so ``mcp-hooks respond`` can answer them.
     """
     if outcome.denied:
         head = _paint("DENIED", "1;31", color) + f"  {outcome.event_type}  by {outcome.blocked_by}"
@@ -60,12 +63,37 @@ def format_outcome(outcome: Outcome, *, color: bool = False, why_none: str = "",
                 warning[len("fault: "):].rsplit("; ", 1)[0], outcome.reason):
             continue  # the reason says it already
         lines.append(_paint(f"  warning: {warning}", "33", color))
+    lines += [format_signal(signal.id, signal.intensity, signal.source, answerable)
+              for signal in outcome.signals]
     return "\n".join(lines)
 
 
 def _said(text: str, reason: str | None) -> bool:
     """Whether ``reason`` already holds ``text`` (a fault's text, as the deny tells it)."""
     return bool(reason) and bool(text.strip()) and text.strip() in (reason or "")
+
+
+def format_signal(signal_id: str, intensity: str, source: str, answerable: bool = True) -> str:
+    """One signal an outcome raised: its id, and the command that answers it."""
+    head = f"  signal: {intensity} {signal_id} from {source or '?'}"
+    if not answerable:
+        return head + " (no signal log is kept, so it cannot be answered)"
+    actions = "|".join(ACTIONS.get(intensity, ()))
+    return f"{head}; answer: mcp-hooks respond {signal_id[:8]} {actions or 'ACTION'}"
+
+
+def clip(text: str, width: int) -> str:
+    """The first line of ``text`` in at most ``width`` characters, cut at a word boundary
+    with "..." when it is longer (or has more lines)."""
+    lines = text.strip().splitlines()
+    first = lines[0].rstrip() if lines else ""
+    if len(first) <= width and len(lines) <= 1:
+        return first
+    room = max(width - 3, 1)
+    cut = first[:room]
+    if len(first) > room and " " in cut.strip() and first[room] != " ":
+        cut = cut[:cut.rstrip().rfind(" ")]  # the last whole word
+    return cut.rstrip(" ,;:") + "..."
 
 
 def _indent(label: str, text: str) -> str:
@@ -139,7 +167,7 @@ def format_log_record(record: dict[str, Any]) -> str:
         line += f" session={record['session_id']}"
     line += f"  [{hooks or 'no hooks'}]"
     if record.get("reason"):
-        line += f"  reason: {str(record['reason']).splitlines()[0][:100]}"
+        line += f"  reason: {clip(str(record['reason']), 100)}"
     return line
 
 

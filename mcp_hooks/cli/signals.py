@@ -4,10 +4,12 @@
 one line per signal sent and per response, ``--session`` for one session, ``--follow`` to keep
 printing, ``--json`` for the raw lines (the seed's shape: ``timestamp, hook, intensity,
 source, consumed, action`` and more). ``respond SIGNAL_ID ACTION [--details JSON]`` records an
-answer for a script, as ``respond_to_signal`` does over MCP, and prints the line written.
+answer for a script, as ``respond_to_signal`` does over MCP, and says what it recorded
+(``--json``: the line written). SIGNAL_ID may be any unambiguous start of the id.
 
 Exit codes: 0 ok; 64 an action that does not fit the signal's intensity, an unknown action or
-signal, a signal already answered, ``--details`` that is not a JSON object (``ConfigError``).
+signal, an ambiguous id, a signal already answered, ``--details`` that is not a JSON object, a
+log that is not a regular file (``ConfigError``); 1 a log that cannot be written (``RunError``).
 """
 
 from __future__ import annotations
@@ -47,10 +49,12 @@ def add_respond_parser(sub: Any) -> None:
         "respond", help="answer a signal (for scripts; agents use respond_to_signal)",
         description=f"Record the answer to a signal in the signal log. Actions by intensity: "
         f"{every}.")
-    p.add_argument("signal_id", metavar="SIGNAL_ID", help="the signal's id (header.id)")
+    p.add_argument("signal_id", metavar="SIGNAL_ID",
+                   help="the signal's id (header.id), or any unambiguous start of it")
     p.add_argument("action", metavar="ACTION", help="an action of the signal's intensity")
     p.add_argument("--details", metavar="JSON", help="a JSON object kept with the answer")
     p.add_argument("--session", metavar="ID", help="who answers (default: the signal's session)")
+    p.add_argument("--json", action="store_true", help="print the line written, as JSON")
     options.add_common_options(p)
 
 
@@ -82,6 +86,12 @@ def respond_command(args: argparse.Namespace) -> int:
             details = json.loads(args.details)
         except ValueError as exc:
             raise UsageError(f"--details is not JSON: {exc}") from None
-    line = _log(args).respond(args.signal_id, args.action, details, session_id=args.session)
-    print(json.dumps(line, ensure_ascii=False))
+    log = _log(args)
+    signal_id = log.resolve(args.signal_id)
+    line = log.respond(signal_id, args.action, details, session_id=args.session)
+    if args.json:
+        print(json.dumps(line, ensure_ascii=False))
+    else:
+        print(f"answered signal {signal_id} ({line.get('hook') or '?'}, "
+              f"{line.get('intensity') or '?'}) with {line['action']}")
     return EXIT_OK

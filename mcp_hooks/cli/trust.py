@@ -6,14 +6,19 @@ trust store; ``--yes`` answers for a script (without a terminal it is required).
 prints the store; ``--revoke`` forgets a project's hooks (or the ``--hook`` ones).
 
 The project's control layer is a stranger's code too: its ``.ahp/hooks.yaml`` (and
-``hooks.local.yaml``, and any ``.py`` oracle under ``.ahp``) is listed beside the hooks under
+``hooks.local.yaml``, and every ``.py`` under ``.ahp``) is listed beside the hooks under
 the trust store's name ``.ahp`` (``control.config.TRUST_NAME``), with its status (trusted,
-changed, untrusted), its files, the entries that run commands (which wait for this trust)
-and those that only read (which apply anyway), and its SHA-256 (``control.config.
-config_digest``). It is trusted with the hooks, after the same question; ``--hook .ahp``
-picks it alone, ``--revoke --hook .ahp`` forgets it, ``--list PROJECT`` shows its status.
-A hooks.yaml with problems is shown with them and not trusted (it fails closed anyway). A
-project with a hooks.yaml but no ``.agents/hooks`` is reviewed all the same.
+changed, untrusted), every file trust covers with its size and SHA-256 (the ``.py`` files a
+custom oracle names marked as such; a FIFO or a link out of ``.ahp`` shown, never read), the
+entries that run commands or custom code (which wait for this trust), the entries of your
+own ``~/.ahp`` layer it would change once trusted, those that only read (which apply
+anyway), and the digest (``control.config.config_digest``). The review reads and never
+imports: a custom oracle's file is parsed (``ast``), not run, and one the allow-list would
+refuse (``subprocess:Popen``) is a problem. It is trusted with the hooks, after the same
+question; ``--hook .ahp`` picks it alone, ``--revoke --hook .ahp`` forgets it, ``--list
+PROJECT`` shows its status and files. A hooks.yaml with problems is shown with them and not
+trusted (it fails closed anyway). A project with a hooks.yaml but no ``.agents/hooks`` is
+reviewed all the same.
 
 Exit codes: 0 ok, 1 a problem (declined, nothing to trust, an invalid or unhashable hook,
 an unreadable store: a ``TrustError``), 64 a usage error (an unknown ``--hook``, the project
@@ -34,7 +39,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mcp_hooks import options
-from mcp_hooks.control.config import TRUST_NAME, config_digest, load_config
+from mcp_hooks.control.config import TRUST_NAME, load_config, needs_trust
+from mcp_hooks.control.files import AhpFile, ahp_snapshot
 from mcp_hooks.discovery import project_hooks_dir
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, HookFileError, UsageError
 from mcp_hooks.hookfile import HookSpec, load_hook
@@ -114,8 +120,10 @@ class _Ahp:
     """The project's control layer (``.ahp``): its files, entries, digest and trust."""
 
     dir: Path
-    files: list[Path] = field(default_factory=list)
-    runs: list[str] = field(default_factory=list)  # entries that run commands
+    files: list[AhpFile] = field(default_factory=list)  # every file trust covers
+    oracles: dict[Path, str] = field(default_factory=dict)  # .py file -> the entry naming it
+    runs: list[str] = field(default_factory=list)  # entries that run commands or custom code
+    changes: list[str] = field(default_factory=list)  # user entries it changes once trusted
     reads: list[str] = field(default_factory=list)  # entries that only read
     problems: list[str] = field(default_factory=list)
     digest: str = UNVERIFIABLE_DIGEST
@@ -127,40 +135,75 @@ class _Ahp:
         return not self.problems and self.digest != UNVERIFIABLE_DIGEST
 
 
+def _has_ahp(project: Path) -> bool:
+    return any(os.path.lexists(project / ".ahp" / f) for f in ("hooks.yaml", "hooks.local.yaml"))
+
+
 def _inspect_ahp(project: Path, store: TrustStore) -> _Ahp | None:
-    """The project's hooks.yaml layers as trust sees them; None when it has none."""
+    """The project's hooks.yaml layers as trust sees them, read without importing anything;
+    None when it has none."""
+    from mcp_hooks.control.oracles import HeldBack, UnknownOracleError, inspect_reference
+
     root = project / ".ahp"
-    files = [f for f in (root / "hooks.yaml", root / "hooks.local.yaml") if f.is_file()]
-    if not files:
+    if not _has_ahp(project):
         return None
-    ahp = _Ahp(root, files)
-    before = config_digest(project)
-    config = load_config(project, trust_project=True)  # every entry, to show what it runs
-    for entry in config.entries:
+    ahp = _Ahp(root)
+    before = ahp_snapshot(project)
+    config = load_config(project, trust_project=True, resolve=False)  # every entry, as if
+    for entry in config.entries:                                       # trusted, no code run
         if entry.layer == "user":
             continue
         label = f"{entry.label}{'' if entry.enabled else ' (disabled)'}"
-        if entry.oracle.runs_commands():
+        if isinstance(entry.oracle, HeldBack):
+            base = entry.file.parent
+            try:
+                what = inspect_reference(entry.oracle_name, base, roots=[base],
+                                         project_dir=project)
+            except UnknownOracleError as exc:
+                ahp.problems.append(f"{entry.file}: {entry.label}: {exc}")
+                what = "refused"
+            ahp.runs.append(f"{label}: custom code: {what}")
+            where = entry.oracle_name.rpartition(":")[0]
+            if where.endswith(".py"):
+                ahp.oracles[(base / where).resolve()] = entry.label
+        elif needs_trust(entry):
             command = entry.config.get("command")
             ahp.runs.append(label + (f": {command}" if command else ""))
         else:
             ahp.reads.append(label)
-    ahp.problems = [str(p) for p in config.problems if p.file.is_relative_to(root)]
-    digest = config_digest(project)
-    if digest == before:  # what is shown must be what is trusted
-        ahp.digest = digest
+    ahp.changes = [str(note) for note in config.overrides]
+    ahp.problems += [str(p) for p in config.problems if p.file.is_relative_to(root)]
+    after = ahp_snapshot(project)
+    ahp.files = list(after.files)
+    if after.problem:
+        ahp.problems.append(after.problem)
+    elif after.digest == before.digest:  # what is shown must be what is trusted
+        ahp.digest = after.digest
     else:
         ahp.problems.append(f"{root} changed while being read; run this again")
-    ahp.status = store.status(project, TRUST_NAME, digest)
+    ahp.status = store.status(project, TRUST_NAME, after.digest)
     return ahp
 
 
+def _file_lines(ahp: _Ahp) -> list[str]:
+    """Each file trust covers: hooks*.yaml first, then the Python files."""
+    files = sorted(ahp.files, key=lambda f: (not f.rel.endswith(".yaml"), f.rel != "hooks.yaml",
+                                             f.rel))
+    lines = []
+    for i, f in enumerate(files):
+        named = ahp.oracles.get(f.path.resolve()) if f.kind in ("file", "symlink") else None
+        role = f"  oracle of {named}" if named else ""
+        lines.append(f"    {'files:' if i == 0 else '':<10}{f.describe()}{role}")
+    return lines
+
+
 def _describe_ahp(ahp: _Ahp) -> list[str]:
-    lines = [f"  {ahp.name}  [{ahp.status}]  the control layer (hooks.yaml)",
-             f"    files:    {', '.join(str(f) for f in ahp.files)}"]
+    lines = [f"  {ahp.name}  [{ahp.status}]  the control layer (hooks.yaml and its Python "
+             "files)", *_file_lines(ahp)]
     lines.extend(f"    runs:     {label}" for label in ahp.runs)
     if not ahp.runs:
-        lines.append("    runs:     (no entry runs a command)")
+        lines.append("    runs:     (no entry runs a command or custom code)")
+    lines.extend(f"    changes:  {label} (your own entry, once trusted)" for label in ahp.changes)
     lines.extend(f"    reads:    {label} (applies untrusted too)" for label in ahp.reads)
     lines.extend(f"    INVALID, will not be trusted: {problem}" for problem in ahp.problems)
     if ahp.digest != UNVERIFIABLE_DIGEST:
@@ -271,7 +314,7 @@ def _select(hooks: list[_Hook], names: list[str] | None, root: Path,
 
 def _trust(store: TrustStore, project: Path, names: list[str] | None, yes: bool) -> int:
     root = project_hooks_dir(project)
-    has_ahp = any((project / ".ahp" / f).is_file() for f in ("hooks.yaml", "hooks.local.yaml"))
+    has_ahp = _has_ahp(project)
     if not root.is_dir() and not has_ahp:
         if names:
             raise UsageError(f"no hook named {', '.join(map(repr, names))}: {root} does not exist")
@@ -375,6 +418,7 @@ def _list(store: TrustStore, project: Path | None) -> int:
         if ahp is not None:
             extra = "  (invalid)" if ahp.problems else ""
             print(f"Control layer {ahp.dir}: {TRUST_NAME}  {ahp.status}{extra}")
+            print("\n".join(_file_lines(ahp)))
     return EXIT_FAILURE if problem else EXIT_OK
 
 

@@ -20,6 +20,9 @@ Shape::
           id: name               # optional: tells apart two entries of one oracle
           escalation: [prompt, control, block]   # optional ladder (see ladder.py); true: this one
 
+The shape, its validation and the records (``Entry``, ``ControlConfig``) live in
+``schema.py`` and are re-exported here; this module merges the layers under the trust rules.
+
 Contracts a caller may rely on:
 
 - Triggers: the seed's spellings (``TRIGGERS``: ``pre-tool-use`` is ``before_tool``,
@@ -39,226 +42,95 @@ Contracts a caller may rely on:
   never raises for a file's content: it collects them in ``ControlConfig.problems`` (with
   the trigger each could have woken, None for the whole file) so the caller fails closed
   on exactly those triggers, as a broken HOOK.md does.
-- Trust: the project layers come with a cloned repository. Entries that run anything
-  (``Oracle.runs_commands()``: TestGate, LintChecker, custom oracles, a configured command)
-  from a project layer apply only while the project's ``.ahp`` folder is trusted
-  (``trust_config``; ``MCP_HOOKS_TRUST_PROJECT_HOOKS=1`` trusts all); otherwise they are
-  listed in ``ControlConfig.untrusted`` and neither run nor override the user's entry.
-  The digest covers ``.ahp/hooks*.yaml`` and every ``.py`` file under ``.ahp``; a project
-  layer's ``path/file.py:Class`` must lie inside ``.ahp``. Entries that only read (the
-  checklist, the change size, the scanners) apply untrusted: they can only say no.
+- Trust (docs/safety.md, "Control layer trust"): the project layers come with a cloned
+  repository. Nothing of an untrusted layer is imported, executed or opened as code: its
+  YAML is parsed, its built-in oracles are built (that only checks their options), and an
+  entry naming a custom oracle is held back unresolved (``oracles.HeldBack``). An entry that
+  runs or writes anything (``Oracle.runs_commands()``: TestGate, LintChecker, custom
+  oracles, a configured command, ChangeLogger, an archive) applies from a project layer only
+  while the project's ``.ahp`` is trusted (``trust_config``;
+  ``MCP_HOOKS_TRUST_PROJECT_HOOKS=1`` trusts all); otherwise it is listed in
+  ``ControlConfig.untrusted``. The digest
+  (``files.ahp_snapshot``) covers ``.ahp/hooks*.yaml`` and every ``.py`` under ``.ahp``;
+  a custom oracle's file must lie inside the ``.ahp`` of the hooks.yaml that names it and is
+  imported only with the bytes that were trusted.
+- An untrusted layer only adds restrictions: it may add entries (read-only ones apply at
+  once), but an entry whose key a trusted layer already wrote is ignored when it would change
+  anything (``enabled``, ``when``, ``config``, ``async``, ``escalation``, ``priority``, the
+  oracle), with a ``LayerNote`` in ``ControlConfig.notes`` naming the file, the entry and
+  the fix. ``hooks.local.yaml`` is the user's own ("local") only while git ignores it
+  (``files.git_ignores``); tracked, not ignored, or no git: it counts as the project's. A
+  local layer may override as a trusted one does, but what it makes run still needs trust.
+- How the layers merge, entry by entry (``_Merger.add``): a layer is *trusted* (it may run
+  code: the user's; the project's two while ``.ahp`` is trusted with the bytes just read)
+  and *may override* (a trusted layer, or a ``hooks.local.yaml`` git ignores). An entry
+  whose key a trusted layer wrote (``_Merged.guarded``), from a layer that may not
+  override, is ignored when it changes anything. Otherwise it merges; the merged entry is
+  built (a built-in from its options; a custom oracle resolved only when its oracle and
+  config come from trusted layers alone, ``_Merged.vouched``, and ``resolve`` is on, else a
+  ``HeldBack``); one that needs trust (``needs_trust``) and is not vouched for is held back
+  and what was there stays.
+- A later layer's entry that overrides nothing (``enabled: false`` under a key nothing above
+  has, or a ``hooks.local.yaml`` entry whose ``id`` misses an entry of the same oracle
+  above) is added as written, with a ``LayerNote`` saying so.
+- Files: each hooks.yaml is read only if it is a regular file of at most ``MAX_HOOKS_YAML``
+  (``files.read_bounded``: never blocking, a project's never through a link out of
+  ``.ahp``); anything else is a ``HooksYamlError`` for the whole file (fail closed).
 - PyYAML is imported only when a hooks.yaml exists.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import json
+import shlex
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from mcp_hooks.control.context import OracleContext
-from mcp_hooks.control.oracles import build_oracle, is_path_reference
+from mcp_hooks.control.files import LayerFileError, ahp_snapshot, git_ignores, read_bounded
+from mcp_hooks.control.oracles import (
+    BUILTIN,
+    HeldBack,
+    build_oracle,
+    oracle_file,
+    parse_reference,
+)
 from mcp_hooks.control.oracles.base import Oracle, OracleConfigError
-from mcp_hooks.errors import ConfigError, UnknownEventError, did_you_mean
+from mcp_hooks.control.schema import (
+    ENTRY_KEYS,
+    INTENSITY_STEPS,
+    LOCAL_FILE,
+    MAX_HOOKS_YAML,
+    PROJECT_FILE,
+    TRIGGERS,
+    TRUST_NAME,
+    WHEN_ROOTS,
+    ControlConfig,
+    Entry,
+    HooksYamlError,
+    Layer,
+    LayerNote,
+    canonical_trigger,
+    condition_holds,
+    entries_of,
+    lookup,
+    parse_yaml,
+    read_yaml,
+    user_config_path,
+)
+from mcp_hooks.errors import ConfigError
 
 if TYPE_CHECKING:
     from mcp_hooks.trust import TrustStore
-
-Layer = Literal["user", "project", "local"]
-TRUST_NAME = ".ahp"  # the trust store's name for a project's hooks.yaml (no hook is named so)
-PROJECT_FILE = Path(".ahp", "hooks.yaml")
-LOCAL_FILE = Path(".ahp", "hooks.local.yaml")
-ENTRY_KEYS = ("oracle", "config", "when", "priority", "enabled", "async", "id", "escalation")
-WHEN_ROOTS = ("tool", "environment", "issue", "files", "tool_input", "env", "session_id")
-TRIGGERS: dict[str, str] = {
-    "pre-issue-start": "before_issue_start", "post-issue-start": "after_issue_start",
-    "pre-issue-submit": "before_issue_submit", "post-issue-submit": "after_issue_submit",
-    "pre-issue-close": "before_issue_close", "post-issue-close": "after_issue_close",
-    "pre-tool-use": "before_tool", "post-tool-use": "after_tool",
-}
-INTENSITY_STEPS = ("prompt", "control", "block")
-_COMPARISON = re.compile(r"^\s*(<=|>=|==|!=|<|>)\s*(-?\d+(?:\.\d+)?)\s*$")
-_MAX_DEPTH = 32
-
-
-def user_config_path() -> Path:
-    """``~/.ahp/hooks.yaml`` (the seed's place, not an XDG one; ``paths.ahp_user_file``)."""
-    from mcp_hooks.paths import ahp_user_file
-
-    return ahp_user_file()
-
-
-class HooksYamlError(ConfigError):
-    """A hooks.yaml problem.
-
-    Attributes:
-        file: the hooks.yaml.
-        entry: ``trigger[index] (Oracle)``, the trigger alone, or None for the whole file.
-        key: the key at fault (``config.max_files``, ``when.tool``), or None.
-        reason: what is wrong and how to fix it.
-        trigger: the canonical trigger it could have woken, or None (any).
-    """
-
-    def __init__(self, file: Path, entry: str | None, key: str | None, reason: str,
-                 trigger: str | None = None) -> None:
-        self.file, self.entry, self.key, self.reason = file, entry, key, reason
-        self.trigger = trigger
-        where = ": ".join(str(p) for p in (file, entry, key) if p)
-        super().__init__(f"{where}: {reason}")
-
-
-def canonical_trigger(name: str) -> str:
-    """The canonical event name of a hooks.yaml trigger.
-
-    Raises:
-        UnknownEventError: neither a seed trigger nor a known event.
-    """
-    if name in TRIGGERS:
-        return TRIGGERS[name]
-    if name in TRIGGERS.values():
-        return name
-    from mcp_hooks.events import canonical_event
-
-    return canonical_event(name)
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One effective hooks.yaml entry, after the layers were merged."""
-
-    trigger: str
-    written_trigger: str
-    oracle_name: str
-    oracle: Oracle
-    config: Mapping[str, Any]
-    when: Mapping[str, Any]
-    priority: int
-    enabled: bool
-    async_: bool
-    id: str
-    escalation: tuple[str, ...] | None
-    file: Path  # the last file that wrote to it
-    layer: Layer
-    order: tuple[int, int]  # (layer, position) of its first definition
-
-    @property
-    def label(self) -> str:
-        return f"{self.written_trigger}[{self.order[1]}] ({self.oracle_name})"
-
-    def sort_key(self) -> tuple[bool, int, tuple[int, int]]:
-        # priority >= 1 first, ascending (the seed: 1 runs first); 0 = unordered, after them,
-        # in definition order (user layer first, then file order); stable for ties
-        return (self.priority == 0, self.priority, self.order)
-
-    def matches(self, context: OracleContext) -> bool:
-        """Whether every ``when`` condition holds for this event."""
-        if not self.when:
-            return True
-        view = context.view()
-        return all(condition_holds(key, want, view) for key, want in self.when.items())
-
-
-def lookup(view: Mapping[str, Any], key: str) -> Any:
-    value: Any = view
-    for part in key.split("."):
-        if not isinstance(value, Mapping):
-            return None
-        try:
-            value = value[part]
-        except KeyError:
-            return None
-    return value
-
-
-def _scalar_holds(want: Any, actual: Any) -> bool:
-    if isinstance(want, str):
-        compared = _COMPARISON.match(want)
-        if compared:
-            if isinstance(actual, list):
-                actual = len(actual)
-            try:
-                number = float(actual)
-            except (TypeError, ValueError):
-                return False
-            op, bound = compared.group(1), float(compared.group(2))
-            return {"<": number < bound, "<=": number <= bound, ">": number > bound,
-                    ">=": number >= bound, "==": number == bound, "!=": number != bound}[op]
-    if isinstance(actual, list):
-        return want in actual
-    if isinstance(want, bool) or isinstance(actual, bool):
-        return want is actual
-    if isinstance(want, (int, float)) and isinstance(actual, (int, float)):
-        return float(want) == float(actual)
-    return actual is not None and str(want) == str(actual)
-
-
-def condition_holds(key: str, want: Any, view: Mapping[str, Any]) -> bool:
-    actual = lookup(view, key)
-    if key == "tool":  # a host's own name (Bash) also matches the canonical one (Shell)
-        from mcp_hooks.vocabulary import also_named
-
-        names = frozenset(str(w) for w in (want if isinstance(want, list) else [want]))
-        return actual is not None and str(actual) in names | also_named(names)
-    if isinstance(want, list):
-        return any(_scalar_holds(w, actual) for w in want)
-    return _scalar_holds(want, actual)
-
-
-@dataclass
-class ControlConfig:
-    """The merged hooks.yaml layers of one project.
-
-    Attributes:
-        entries: every effective entry (disabled ones included), in run order per trigger.
-        problems: what could not be read; ``problems_for(trigger)`` fails those closed.
-        untrusted: project entries that would run commands without the project's trust.
-        files: the hooks.yaml files read, lowest layer first.
-        trust: ``trusted``, ``untrusted`` or ``changed`` for the project layers (or None).
-    """
-
-    entries: list[Entry] = field(default_factory=list)
-    problems: list[HooksYamlError] = field(default_factory=list)
-    untrusted: list[Entry] = field(default_factory=list)
-    files: list[Path] = field(default_factory=list)
-    trust: str | None = None
-
-    def for_trigger(self, trigger: str, context: OracleContext | None = None) -> list[Entry]:
-        """The enabled entries of ``trigger`` whose ``when`` holds, in run order."""
-        chosen = [e for e in self.entries if e.trigger == trigger and e.enabled
-                  and (context is None or e.matches(context))]
-        return sorted(chosen, key=Entry.sort_key)
-
-    def problems_for(self, trigger: str) -> list[HooksYamlError]:
-        return [p for p in self.problems if p.trigger in (None, trigger)]
-
-    def untrusted_for(self, trigger: str) -> list[Entry]:
-        return [e for e in self.untrusted if e.trigger == trigger]
-
-    @property
-    def triggers(self) -> set[str]:
-        return {e.trigger for e in self.entries}
 
 
 # -- trust ---------------------------------------------------------------------------------
 
 def config_digest(project_dir: Path) -> str:
-    """SHA-256 over the project's ``.ahp/hooks*.yaml`` and ``.ahp/**/*.py`` (names and bytes)."""
-    root = project_dir / ".ahp"
-    digest = hashlib.sha256()
-    if root.is_dir():
-        names = sorted({*root.glob("hooks*.yaml"), *root.rglob("*.py")})
-        for path in names[:1000]:
-            try:
-                data = path.read_bytes()
-            except OSError as exc:
-                data = f"unreadable:{exc.errno}".encode()
-            rel = path.relative_to(root).as_posix().encode()
-            digest.update(len(rel).to_bytes(8, "big") + rel + len(data).to_bytes(8, "big"))
-            digest.update(data)
-    return digest.hexdigest()
+    """SHA-256 over the project's ``.ahp/hooks*.yaml`` and ``.ahp/**/*.py`` (names and bytes;
+    ``files.ahp_snapshot``: bounded, never blocking, links not followed out of ``.ahp``)."""
+    return ahp_snapshot(project_dir).digest
 
 
 def trust_status(project_dir: Path, store: TrustStore | None = None) -> str:
@@ -276,140 +148,25 @@ def trust_config(project_dir: Path, store: TrustStore | None = None) -> str:
     return digest
 
 
-# -- reading -------------------------------------------------------------------------------
+# -- merging the layers (the rules: the module doc) ----------------------------------------
 
-def read_yaml(file: Path) -> Any:
-    """A hooks.yaml's data (None for an empty file), refusing anchors and deep nesting.
-
-    Raises:
-        HooksYamlError: unreadable or malformed.
-    """
-    import yaml
-
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HooksYamlError(file, None, None, f"cannot be read ({exc})") from None
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        depth = 0
-        for event in yaml.parse(text, Loader=loader):
-            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                depth += 1
-                if depth > _MAX_DEPTH:
-                    raise HooksYamlError(file, None, None, "nests too deep; flatten it")
-            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                depth -= 1
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                raise HooksYamlError(file, None, None, "YAML anchors and aliases (&a, *a) "
-                                     "are not allowed; write the value out")
-        return yaml.load(text, Loader=loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f"line {mark.line + 1}: " if mark is not None else ""
-        raise HooksYamlError(file, None, None, f"{line}malformed YAML: "
-                             f"{getattr(exc, 'problem', None) or exc}") from None
-
-
-def _check_entry(file: Path, label: str, trigger: str, raw: Any) -> dict[str, Any]:
-    def fail(key: str | None, reason: str) -> HooksYamlError:
-        return HooksYamlError(file, label, key, reason, trigger)
-
-    if not isinstance(raw, dict):
-        raise fail(None, "an entry must be a mapping with at least 'oracle: Name'")
-    for key in raw:
-        if key not in ENTRY_KEYS:
-            hint = did_you_mean(str(key), ENTRY_KEYS)
-            raise fail(str(key), f"unknown key{f' ({hint})' if hint else ''}; an entry "
-                       f"takes {', '.join(ENTRY_KEYS)}")
-    if not isinstance(raw.get("oracle"), str) or not raw["oracle"].strip():
-        raise fail("oracle", "is required: the oracle's name (ChecklistValidator, ...)")
-    kinds = {"config": (dict, "a mapping"), "when": (dict, "a mapping"),
-             "enabled": (bool, "true or false"), "async": (bool, "true or false"),
-             "id": (str, "a string")}
-    for key, (kind, words) in kinds.items():
-        if key in raw and not isinstance(raw[key], kind):
-            raise fail(key, f"must be {words}, got {raw[key]!r}")
-    priority = raw.get("priority", 0)
-    if isinstance(priority, bool) or not isinstance(priority, int) or priority < 0:
-        raise fail("priority", f"must be a whole number >= 0, got {priority!r}")
-    for key, want in (raw.get("when") or {}).items():
-        root = str(key).split(".", 1)[0]
-        if root not in WHEN_ROOTS or (root in ("issue", "files", "tool_input", "env")
-                                      and "." not in str(key)):
-            raise fail(f"when.{key}", "unknown condition; use tool, environment, session_id "
-                       "or a dotted path under issue., files., tool_input., env.")
-        values = want if isinstance(want, list) else [want]
-        if not values or not all(isinstance(v, (str, int, float, bool)) for v in values):
-            raise fail(f"when.{key}", "must be a value, a list of values or a comparison "
-                       "such as \"> 10\"")
-    ladder = raw.get("escalation")
-    if ladder is not None and ladder is not True and not (
-            isinstance(ladder, list) and ladder and all(s in INTENSITY_STEPS for s in ladder)):
-        raise fail("escalation", "must be true or a list of prompt, control, block")
-    return raw
-
-
-def _layers(project_dir: Path | None, user_file: Path | None) -> list[tuple[Layer, Path]]:
-    out: list[tuple[Layer, Path]] = [("user", user_file or user_config_path())]
-    if project_dir is not None:
-        out += [("project", project_dir / PROJECT_FILE), ("local", project_dir / LOCAL_FILE)]
-    return out
-
-
-def _entries_of(layer: Layer, file: Path, data: Any, problems: list[HooksYamlError],
-                ) -> list[tuple[str, str, int, dict[str, Any]]]:
-    """(canonical trigger, written trigger, position, raw entry) of one file's valid entries."""
-    if data is None:
-        return []
-    if not isinstance(data, dict) or set(data) - {"hooks", "version"}:
-        problems.append(HooksYamlError(file, None, None, "must be a mapping with one key, "
-                                       "'hooks', of triggers to lists of entries"))
-        return []
-    hooks = data.get("hooks") or {}
-    if not isinstance(hooks, dict):
-        problems.append(HooksYamlError(file, None, "hooks", "must map triggers to lists"))
-        return []
-    out = []
-    for written, entries in hooks.items():
-        try:
-            trigger = canonical_trigger(str(written))
-        except UnknownEventError as exc:
-            problems.append(HooksYamlError(file, str(written), None, str(exc)))
-            continue
-        if isinstance(entries, dict):
-            entries = [entries]  # the seed's 2.3 writes a single entry as a mapping
-        if not isinstance(entries, list):
-            problems.append(HooksYamlError(file, str(written), None, "must be a list of "
-                                           "entries (- oracle: Name)", trigger))
-            continue
-        seen: set[str] = set()
-        for i, raw in enumerate(entries):
-            name = raw.get("oracle") if isinstance(raw, dict) else None
-            label = f"{written}[{i}]" + (f" ({name})" if name else "")
-            try:
-                checked = _check_entry(file, label, trigger, raw)
-            except HooksYamlError as exc:
-                problems.append(exc)
-                continue
-            ident = checked.get("id") or checked["oracle"]
-            if ident in seen:
-                problems.append(HooksYamlError(
-                    file, label, "id", f"a second entry for {ident!r} in this trigger; give "
-                    "each an id", trigger))
-                continue
-            seen.add(ident)
-            out.append((trigger, str(written), i, checked))
-    return out
+Key = tuple[str, str]
+_DEFAULTS: dict[str, Any] = {"enabled": True, "async": False, "priority": 0, "when": {},
+                             "escalation": None, "config": {}}
 
 
 @dataclass
 class _Merged:
+    """One key's entry as the layers so far wrote it."""
+
     raw: dict[str, Any]
-    file: Path
+    file: Path  # the last file that wrote to it
+    source: Path  # the file that wrote its oracle (a .py oracle is relative to its folder)
     layer: Layer
     order: tuple[int, int]
     written: str
+    guarded: bool  # a trusted layer wrote it: a layer that may not override leaves it alone
+    vouched: bool  # its oracle and config come from trusted layers only: it may run code
 
 
 def _merge(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
@@ -421,37 +178,212 @@ def _merge(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _build(key: tuple[str, str], merged: _Merged, project_dir: Path | None) -> Entry:
-    raw = merged.raw
-    name = raw["oracle"]
-    base = merged.file.parent
-    fail_trigger = key[0]
-    if is_path_reference(name) and merged.layer != "user" and project_dir is not None:
-        target = (base / name.split(":", 1)[0]).resolve()
-        if not target.is_relative_to((project_dir / ".ahp").resolve()):
-            raise HooksYamlError(merged.file, None, "oracle", f"{name}: a project's oracle "
-                                 "file must lie inside .ahp/ (the folder trust covers)",
-                                 fail_trigger)
-    try:
-        oracle = build_oracle(name, raw.get("config") or {}, base)
-    except OracleConfigError as exc:
-        key_name = "oracle" if exc.key == "oracle" else f"config.{exc.key}"
-        raise HooksYamlError(merged.file, None, key_name, exc.reason, fail_trigger) from None
-    except ConfigError as exc:
-        raise HooksYamlError(merged.file, None, "oracle", str(exc), fail_trigger) from None
-    ladder = raw.get("escalation")
-    return Entry(
-        trigger=key[0], written_trigger=merged.written, oracle_name=name, oracle=oracle,
-        config=dict(raw.get("config") or {}), when=dict(raw.get("when") or {}),
-        priority=int(raw.get("priority", 0)), enabled=bool(raw.get("enabled", True)),
-        async_=bool(raw.get("async", False)), id=str(raw.get("id") or name),
-        escalation=INTENSITY_STEPS if ladder is True else (tuple(ladder) if ladder else None),
-        file=merged.file, layer=merged.layer, order=merged.order)
+def _same(a: Any, b: Any) -> bool:
+    """Equal as YAML values (``1`` is not ``true``)."""
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True,
+                                                                      default=str)
+
+
+def changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The keys (``enabled``, ``config.max_files``) that merging ``new`` over ``old`` changes."""
+    out = []
+    for key, value in new.items():
+        if key == "id":
+            continue
+        if key == "config" and isinstance(value, dict):
+            was = old.get("config") or {}
+            out += [f"config.{k}" for k, v in value.items() if k not in was
+                    or not _same(was[k], v)]
+        elif not _same(old.get(key, _DEFAULTS.get(key)), value):
+            out.append(key)
+    return out
+
+
+def needs_trust(entry: Entry) -> bool:
+    """Whether an entry runs a command or custom code, or writes a file (``runs_commands``)."""
+    return entry.oracle.runs_commands()
+
+
+class _Merger:
+    def __init__(self, project_dir: Path | None, *, trust_project: bool,
+                 trust_store: TrustStore | None, resolve: bool) -> None:
+        self.config = ControlConfig()
+        self.project_dir = project_dir
+        self.trust_project = trust_project
+        self.store = trust_store
+        self.resolve = resolve
+        self.merged: dict[Key, _Merged] = {}
+        self.built: dict[Key, Entry] = {}
+        self.seen: set[Key] = set()  # every key written so far, held back ones included
+        self._local_own: bool | None = None
+
+    # -- the facts about a layer -----------------------------------------------------------
+
+    def trusted(self, layer: Layer, file: Path, data: bytes) -> bool:
+        config = self.config
+        if layer == "user":
+            return True
+        if self.trust_project:
+            config.trust = "trusted"
+            return True
+        assert self.project_dir is not None
+        if config.snapshot is None:
+            from mcp_hooks.trust import TrustStore
+
+            config.snapshot = ahp_snapshot(self.project_dir)
+            config.trust = (self.store or TrustStore()).status(
+                self.project_dir, TRUST_NAME, config.snapshot.digest)
+        if config.trust != "trusted":
+            return False
+        if hashlib.sha256(data).hexdigest() != config.snapshot.sha_of(file):
+            config.trust = "changed"  # edited between the digest and this read
+            return False
+        return True
+
+    def local_is_own(self, file: Path) -> bool:
+        if self._local_own is None:
+            assert self.project_dir is not None
+            self._local_own = git_ignores(self.project_dir, file)
+        return self._local_own
+
+    # -- one layer ---------------------------------------------------------------------------
+
+    def read(self, rank: int, layer: Layer, file: Path) -> None:
+        import os
+
+        if not os.path.lexists(file):
+            return
+        self.config.files.append(file)
+        inside = None if layer == "user" or self.project_dir is None else (
+            self.project_dir / ".ahp")
+        try:
+            raw = read_bounded(file, MAX_HOOKS_YAML, inside=inside)
+            data = parse_yaml(file, raw)
+        except LayerFileError as exc:
+            self.config.problems.append(HooksYamlError(file, None, None, exc.reason))
+            return
+        except HooksYamlError as exc:
+            self.config.problems.append(exc)
+            return
+        trusted = self.trusted(layer, file, raw)
+        for trigger, written, position, entry in entries_of(file, data, self.config.problems):
+            self.add(rank, layer, file, trusted, (trigger, written, position), entry)
+
+    def add(self, rank: int, layer: Layer, file: Path, trusted: bool,
+            where: tuple[str, str, int], raw: dict[str, Any]) -> None:
+        trigger, written, position = where
+        key: Key = (trigger, raw.get("id") or raw["oracle"])
+        label = f"{written}[{position}] ({raw['oracle']})"
+        old = self.merged.get(key)
+        if old is not None and old.guarded and not trusted and not (
+                layer == "local" and self.local_is_own(file)):
+            changed = changes(old.raw, raw)
+            if changed:
+                self.note(file, label, trigger, self.refusal(layer, key, old, changed))
+            return
+        if old is None and key not in self.seen and rank > 0:
+            self.check_overrides_something(layer, file, label, key, raw)
+        self.seen.add(key)
+        if old is not None and old.layer == "user" and layer != "user":
+            changed = changes(old.raw, raw)
+            if changed:
+                self.config.overrides.append(LayerNote(file, label, trigger, (
+                    f"changes {old.file}'s entry {key[1]!r}: {', '.join(changed)}")))
+        merged = _merge(old.raw if old else None, raw)
+        same_code = old is not None and merged["oracle"] == old.raw["oracle"] and _same(
+            merged.get("config") or {}, old.raw.get("config") or {})
+        same_oracle = old is not None and merged["oracle"] == old.raw["oracle"]
+        candidate = _Merged(
+            merged, file, old.source if old is not None and same_oracle else file, layer,
+            old.order if old else (rank, position), old.written if old else written,
+            guarded=trusted or (old is not None and old.guarded),
+            vouched=trusted or (old is not None and old.vouched and same_code))
+        try:
+            entry = self.build(key, candidate)
+        except HooksYamlError as exc:
+            self.config.problems.append(HooksYamlError(exc.file, label, exc.key, exc.reason,
+                                                       trigger))
+            return
+        if not candidate.vouched and needs_trust(entry):
+            self.config.untrusted.append(entry)
+            return  # neither runs nor overrides what was there
+        self.merged[key], self.built[key] = candidate, entry
+
+    # -- notes -----------------------------------------------------------------------------
+
+    def note(self, file: Path, label: str, trigger: str, reason: str) -> None:
+        self.config.notes.append(LayerNote(file, label, trigger, reason))
+
+    def refusal(self, layer: Layer, key: Key, old: _Merged, changed: list[str]) -> str:
+        project = shlex.quote(str(self.project_dir)) if self.project_dir else "PROJECT"
+        who = ("this hooks.local.yaml counts as the project's (git does not ignore it) and "
+               "is not trusted" if layer == "local" else "the project's .ahp is not trusted")
+        fix = (" To keep it yours, untrack it and list it in .gitignore; or read .ahp/ and "
+               if layer == "local" else " Read .ahp/, then ")
+        return (f"ignored: {who}, so it may only add entries, not change the entry "
+                f"{key[1]!r} of {old.file} (it would change {', '.join(changed)}).{fix}"
+                f"trust it with: mcp-hooks trust {project}")
+
+    def check_overrides_something(self, layer: Layer, file: Path, label: str, key: Key,
+                                  raw: dict[str, Any]) -> None:
+        trigger, ident = key
+        if raw.get("enabled") is False:
+            self.note(file, label, trigger, (
+                f"overrides nothing: no entry above is keyed {ident!r} on this trigger, so "
+                "`enabled: false` switches nothing off; write the id of the entry you mean "
+                "(its oracle's name when it has no id)"))
+            return
+        if layer != "local":
+            return
+        like = [(k, m) for k, m in self.merged.items()
+                if k[0] == trigger and m.raw["oracle"] == raw["oracle"]]
+        if like:
+            (_, other), there = like[0]
+            how = f"write `id: {other}`" + (" or leave id out" if other == raw["oracle"]
+                                             else "")
+            self.note(file, label, trigger, (
+                f"overrides nothing: no entry above is keyed {ident!r}, so this adds a second "
+                f"{raw['oracle']} entry beside the one of {there.file} (keyed {other!r}); to "
+                f"change that entry instead, {how}"))
+
+    # -- building ----------------------------------------------------------------------------
+
+    def build(self, key: Key, merged: _Merged) -> Entry:
+        raw = merged.raw
+        name, config = raw["oracle"], raw.get("config") or {}
+        base = merged.source.parent
+        try:
+            ref = parse_reference(name)
+            if ref.kind == "file":
+                oracle_file(ref, base)  # by stat: inside its .ahp, regular, bounded
+            oracle: Oracle
+            if ref.kind == "builtin":
+                oracle = BUILTIN[name](config)
+            elif merged.vouched and self.resolve:
+                oracle = build_oracle(name, config, base, roots=[base],
+                                      project_dir=self.project_dir,
+                                      snapshot=self.config.snapshot)
+            else:
+                oracle = HeldBack(name, config)
+        except OracleConfigError as exc:
+            key_name = "oracle" if exc.key == "oracle" else f"config.{exc.key}"
+            raise HooksYamlError(merged.file, None, key_name, exc.reason, key[0]) from None
+        except ConfigError as exc:
+            raise HooksYamlError(merged.file, None, "oracle", str(exc), key[0]) from None
+        ladder = raw.get("escalation")
+        return Entry(
+            trigger=key[0], written_trigger=merged.written, oracle_name=name, oracle=oracle,
+            config=dict(config), when=dict(raw.get("when") or {}),
+            priority=int(raw.get("priority", 0)), enabled=bool(raw.get("enabled", True)),
+            async_=bool(raw.get("async", False)), id=str(raw.get("id") or name),
+            escalation=INTENSITY_STEPS if ladder is True else (
+                tuple(ladder) if ladder else None),
+            file=merged.file, layer=merged.layer, order=merged.order)
 
 
 def load_config(project_dir: Path | None, *, user_file: Path | None = None,
-                trust_project: bool | None = None,
-                trust_store: TrustStore | None = None) -> ControlConfig:
+                trust_project: bool | None = None, trust_store: TrustStore | None = None,
+                resolve: bool = True) -> ControlConfig:
     """Read and merge the hooks.yaml layers of a project (see the module docstring).
 
     Args:
@@ -460,46 +392,28 @@ def load_config(project_dir: Path | None, *, user_file: Path | None = None,
         trust_project: trust the project layers without the store; None reads
             ``MCP_HOOKS_TRUST_PROJECT_HOOKS``.
         trust_store: the store to check; None for the default one.
+        resolve: import and build the custom oracles of trusted layers; False reads only
+            (``validate``, the trust review): every custom oracle is a ``HeldBack``.
     """
-    config = ControlConfig()
     if trust_project is None:
         from mcp_hooks.trust import trust_all_from_env
 
         trust_project = trust_all_from_env()
-    merged: dict[tuple[str, str], _Merged] = {}
-    built: dict[tuple[str, str], Entry] = {}
-    for rank, (layer, file) in enumerate(_layers(project_dir, user_file)):
-        if not file.is_file():
-            continue
-        config.files.append(file)
-        try:
-            data = read_yaml(file)
-        except HooksYamlError as exc:
-            config.problems.append(exc)
-            continue
-        trusted = layer == "user" or trust_project
-        if not trusted and project_dir is not None:
-            if config.trust is None:
-                config.trust = trust_status(project_dir, trust_store)
-            trusted = config.trust == "trusted"
-        elif layer != "user":
-            config.trust = "trusted"
-        for trigger, written, position, raw in _entries_of(layer, file, data, config.problems):
-            key = (trigger, raw.get("id") or raw["oracle"])
-            old = merged.get(key)
-            candidate = _Merged(_merge(old.raw if old else None, raw), file, layer,
-                                old.order if old else (rank, position),
-                                old.written if old else written)
-            try:
-                entry = _build(key, candidate, project_dir)
-            except HooksYamlError as exc:
-                exc.entry = f"{written}[{position}] ({raw['oracle']})"
-                config.problems.append(HooksYamlError(exc.file, exc.entry, exc.key,
-                                                      exc.reason, trigger))
-                continue
-            if not trusted and entry.oracle.runs_commands():
-                config.untrusted.append(entry)
-                continue  # neither runs nor overrides what a trusted layer set
-            merged[key], built[key] = candidate, entry
-    config.entries = sorted(built.values(), key=Entry.sort_key)
-    return config
+    merger = _Merger(project_dir, trust_project=trust_project, trust_store=trust_store,
+                     resolve=resolve)
+    layers: list[tuple[Layer, Path]] = [("user", user_file or user_config_path())]
+    if project_dir is not None:
+        layers += [("project", project_dir / PROJECT_FILE), ("local", project_dir / LOCAL_FILE)]
+    for rank, (layer, file) in enumerate(layers):
+        merger.read(rank, layer, file)
+    merger.config.entries = sorted(merger.built.values(), key=Entry.sort_key)
+    return merger.config
+
+
+__all__ = [
+    "ENTRY_KEYS", "INTENSITY_STEPS", "LOCAL_FILE", "MAX_HOOKS_YAML", "PROJECT_FILE",
+    "TRIGGERS", "TRUST_NAME", "WHEN_ROOTS", "ControlConfig", "Entry", "HooksYamlError",
+    "Layer", "LayerNote", "canonical_trigger", "condition_holds", "config_digest",
+    "load_config", "lookup", "needs_trust", "parse_yaml", "read_yaml", "trust_config",
+    "trust_status", "user_config_path",
+]

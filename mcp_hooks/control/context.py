@@ -93,9 +93,10 @@ def git(work_dir: Path, *args: str, timeout: float = GIT_TIMEOUT) -> GitResult:
         OSError: git cannot be started.
     """
     from mcp_hooks.control import runtime
+    from mcp_hooks.control.files import SAFE_GIT_CONFIG, SAFE_GIT_ENV
 
-    done = runtime.run(["git", "-C", str(work_dir), *args], work_dir, timeout=timeout,
-                       env={"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"})
+    done = runtime.run(["git", *SAFE_GIT_CONFIG, "-C", str(work_dir), *args], work_dir,
+                       timeout=timeout, env=SAFE_GIT_ENV)
     if done.spawn_error is not None:
         raise OSError(done.spawn_error)
     return GitResult(None if done.timed_out else done.exit_code,
@@ -132,7 +133,8 @@ def git_changed_files(work_dir: Path, base: str | None = None) -> tuple[str, ...
     try:
         if base:
             commit = resolve_commit(work_dir, base)
-            diff = git(work_dir, "diff", "--name-only", "-z", commit, "--")
+            diff = git(work_dir, "diff", "--no-ext-diff", "--no-textconv", "--name-only", "-z",
+                       commit, "--")
             extra = git(work_dir, "ls-files", "--others", "--exclude-standard", "-z")
             if diff.returncode != 0:
                 return ()

@@ -274,6 +274,7 @@ class ControlLayer:
         held = config.untrusted_for(trigger)
         if held:
             decision.warnings.append(_untrusted_note(held, self.project_dir))
+        decision.warnings.extend(str(note) for note in config.notes_for(trigger))
         signals = evaluate(trigger, payload, config=config, ladder=self.ladder,
                            project_dir=self.project_dir, correlation_id=correlation_id,
                            secrets=self._secrets)

@@ -8,7 +8,9 @@ the host's own ``PreToolUse``-style payload, and its answer must be a deny in th
 carrying the probe's reason. Then the hooks themselves: invalid ones, untrusted or changed
 project hooks, shadowed ones; whether the event log and the trust store can be written; and,
 for ``--via server`` / ``--via http`` entries, whether the server answers and proves it holds
-the token (a signed answer to a payload that runs no hook).
+the token (a forward protocol v2 request, which never sends the token, answered with a
+signature over it, for a payload that runs no hook), and whether the forward script on disk
+is one that keeps the token to itself.
 
 Exit 1 when anything is broken, each problem printed with its fix; 0 otherwise. Warnings
 (a host wired without its tool gate, a server that is down while the local bridge still
@@ -32,7 +34,7 @@ from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK
 from mcp_hooks.hosts import HOSTS, get_host, host_name
 from mcp_hooks.hosts.base import Host
 from mcp_hooks.hosts.configfile import FORWARD_STEM, Target, is_ours, target, toml_reader
-from mcp_hooks.hosts.forward import FORWARD_PATH, NONCE_HEADER, SIGNATURE_HEADER, sign
+from mcp_hooks.hosts.forward import FORWARD_PATH
 from mcp_hooks.hosts.forward_script import read_token
 from mcp_hooks.options import CommonOptions
 
@@ -296,6 +298,8 @@ def check_host(report: Report, host: Host, project: Path, probe_root: Path) -> N
         if entry.kind == "server" and entry.command:
             words = shlex.split(entry.command)
             url = words[2] if len(words) > 2 else ""
+            if len(words) > 1:
+                check_forward_script(report, host, Path(words[1]), scope)
             wiring.server = check_server(report, host, url, read_token(), gate,
                                          fallback=True)
         elif entry.kind == "http" and entry.url:
@@ -397,13 +401,32 @@ def probe(host: Host, entry: Entry, event: str, root: Path) -> dict[str, Any]:
 # -- the server -----------------------------------------------------------------------------
 
 
+FORWARD_V2_MARKER = b"mcp-hooks/2 request"  # in every forward script that signs, not sends
+
+
+def check_forward_script(report: Report, host: Host, script: Path, scope: str) -> None:
+    """A forward script from before protocol v2 sends the token to whatever holds the port:
+    a problem, fixed by installing again (which rewrites the script)."""
+    try:
+        text = script.read_bytes()
+    except OSError:
+        return  # _check_commands says it is missing
+    if FORWARD_V2_MARKER not in text:
+        report.problem(f"{script} is an older forward script: it sends the server's token to "
+                       "whatever listens on the server's port, and believes its answers",
+                       f"mcp-hooks install {host.name} --via server --scope {scope} (rewrites "
+                       "the script)", host.name)
+
+
 def check_server(report: Report, host: Host, url: str, token: str | None, event: str, *,
                  fallback: bool) -> dict[str, Any]:
-    """Whether the server at ``url`` answers and proves it holds ``token``. The payload is
-    unreadable on purpose (``[]``): the server answers it without running any hook."""
-    import hmac
+    """Whether the server at ``url`` answers and proves it holds ``token``. The request is a
+    forward protocol v2 one (the token is not sent); the payload is unreadable on purpose
+    (``[]``): the server answers it without running any hook."""
     from http.client import HTTPConnection, HTTPSConnection
     from urllib.parse import quote, urlsplit
+
+    from mcp_hooks.hosts.forward_auth import answer_problem, sign_request
 
     info: dict[str, Any] = {"url": url, "status": "unchecked"}
     fix_token = (f"mcp-hooks install {host.name} --via {'server' if fallback else 'http'} "
@@ -416,21 +439,20 @@ def check_server(report: Report, host: Host, url: str, token: str | None, event:
         return info
     parts = urlsplit(url)
     kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
-    nonce = os.urandom(16).hex()
     path = (parts.path.rstrip("/") + FORWARD_PATH + quote(host.name, safe="") + "?event="
             + quote(event, safe=""))
+    signed = sign_request(token, path, b"[]")
     try:
         conn = kind(parts.hostname or "127.0.0.1", parts.port, timeout=10)
         try:
             conn.request("POST", path, body=b"[]", headers={
-                "Authorization": f"Bearer {token}", "Content-Type": "application/json",
-                NONCE_HEADER: nonce})
+                "Content-Type": "application/json", **signed.headers})
             response = conn.getresponse()
             body = response.read()
-            signature = response.getheader(SIGNATURE_HEADER) or ""
+            headers = {k.lower(): v for k, v in response.getheaders()}
         finally:
             conn.close()
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         info["status"] = f"not answering ({exc})"
         if fallback:
             report.warn(f"the server at {url} does not answer ({exc}); the local bridge "
@@ -442,24 +464,28 @@ def check_server(report: Report, host: Host, url: str, token: str | None, event:
                            "--transport http --token ...) or mcp-hooks install claude-code "
                            "--via command", host.name)
         return info
-    if response.status == 401:
+    problem = answer_problem(token, signed, response.status, headers, body)
+    said = body.decode("utf-8", "replace").strip().splitlines()[:1]
+    if problem and response.status == 401:
         info["status"] = "wrong token"
-        report.problem(f"the server at {url} refuses our token (401)", fix_token, host.name)
+        report.problem(f"the server at {url} refuses our signed request (401"
+                       + (f": {said[0][:300]}" if said else "") + "); its token differs from "
+                       "ours, or the two clocks differ by more than 5 minutes", fix_token,
+                       host.name)
+        return info
+    if problem:
+        info["status"] = "not authenticated"
+        report.problem(f"the answer from {url} (HTTP {response.status}) does not prove it "
+                       f"comes from the mcp-hooks server holding our token ({problem}); "
+                       "another program may listen on that port, the server is older, or it "
+                       "runs without --token", "stop whatever listens there; start mcp-hooks "
+                       "serve --transport http --token ... (upgraded)", host.name)
         return info
     if response.status != 200:
         info["status"] = f"HTTP {response.status}"
-        report.problem(f"the server at {url} answered HTTP {response.status}, not an mcp-hooks "
-                       "answer", "check that `mcp-hooks serve --transport http` runs there "
-                       "with a token", host.name)
-        return info
-    expected = sign(token, nonce, body)
-    if not hmac.compare_digest(signature.encode(), expected.encode()):
-        info["status"] = "not authenticated"
-        report.problem(f"the answer from {url} does not prove it comes from the mcp-hooks "
-                       "server holding our token (no valid signature); another program may "
-                       "listen on that port, or the server is older",
-                       "stop whatever listens there; upgrade and restart mcp-hooks serve",
-                       host.name)
+        report.problem(f"the server at {url} answered HTTP {response.status}"
+                       + (f": {said[0][:300]}" if said else ""), "check that `mcp-hooks serve "
+                       "--transport http` runs there with a token", host.name)
         return info
     info["status"] = "answers and authenticates"
     return info

@@ -2,53 +2,57 @@
 
 ``fire`` is one process per event: a persistent hook would start and end with it. When a
 server is configured (``--server URL`` or ``MCP_HOOKS_SERVER``), ``fire`` sends the event
-there instead, where the engine, and every resident hook process, stay warm. The request
-carries a random nonce; the answer counts only with the HMAC of nonce and body keyed by the
-token (``forward.sign``), so only the server that holds the token can answer. Anything else
-(no token, no server, a refusal, a timeout, an unsigned or forged answer, a ``4xx``/``5xx``)
-is ``Forwarded(None, why)``: the caller runs the event itself and says why on stderr, so the
-answer is never lost and never forged.
+there instead, where the engine, and every resident hook process, stay warm. The request is
+signed as forward protocol v2 (``forward_auth``): it proves the client holds the token without
+sending it, so whatever listens on the port learns nothing it could reuse; the answer counts
+only when it is signed over that very request, so only the server holding the token can
+answer it. Anything else (no token, no server, a refusal, an unsigned or forged answer, a
+signed ``4xx``, no answer within ``MCP_HOOKS_FORWARD_TIMEOUT`` seconds, default 5, for the
+whole exchange) is ``Forwarded(None, why)``: the caller runs the event itself and says why on
+stderr, so the answer is never lost and never forged.
 
 A plain ``http://`` URL is spoken to over a socket by hand (one POST, ``Connection:
-close``); ``https://`` goes through ``http.client``.
+close``); ``https://`` goes through ``http.client``, with a watchdog that cuts the connection
+at the deadline.
 """
 
 from __future__ import annotations
 
-import hmac
+import contextlib
 import json
 import os
 import socket
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import SplitResult, quote, urlsplit
 
 from mcp_hooks.errors import ConfigError
-from mcp_hooks.hosts.base import HOOK_TIMEOUT_S
-from mcp_hooks.hosts.forward import (
-    FIRE_PATH,
-    NONCE_HEADER,
-    PROJECT_DIR_HEADER,
-    SIGNATURE_HEADER,
-    USER_DIR_HEADER,
-    sign,
+from mcp_hooks.hosts.forward import FIRE_PATH
+from mcp_hooks.hosts.forward_auth import (
+    DEFAULT_FORWARD_TIMEOUT_S,
+    FORWARD_TIMEOUT_ENV,
+    answer_problem,
+    forward_timeout,
+    sign_request,
 )
 from mcp_hooks.outcome import Outcome
 
 SERVER_ENV = "MCP_HOOKS_SERVER"
 TOKEN_ENV = "MCP_HOOKS_TOKEN"
-CONNECT_TIMEOUT_S = 5.0  # a server that is there accepts at once; then wait for the hooks
-ANSWER_TIMEOUT_S = HOOK_TIMEOUT_S  # what the event's hooks may take on the server
 MAX_ANSWER = 16 << 20  # bytes; an outcome is capped far below this
 
 
 @dataclass(frozen=True)
 class Server:
-    """Where to send events: the server's base URL (``/mcp`` is dropped) and its token."""
+    """Where to send events: the server's base URL (``/mcp`` is dropped), its token, and the
+    deadline of one whole forward in seconds."""
 
     url: str
     token: str | None
+    timeout: float = DEFAULT_FORWARD_TIMEOUT_S
 
 
 class Forwarded(NamedTuple):
@@ -61,7 +65,9 @@ class Forwarded(NamedTuple):
 def configured(url: str | None, token: str | None, *, no_server: bool = False) -> Server | None:
     """The server ``fire`` should use: ``url`` (``--server``), else ``MCP_HOOKS_SERVER``;
     None when neither is set or ``no_server``. The token: ``token`` (``--token``), else
-    ``MCP_HOOKS_TOKEN``, else the one ``install --via server`` wrote beside its script."""
+    ``MCP_HOOKS_TOKEN``, else the one ``install --via server`` wrote beside its script. The
+    deadline: ``MCP_HOOKS_FORWARD_TIMEOUT`` (an invalid value is said on stderr, and the
+    default used)."""
     if no_server:
         return None
     url = (url or os.environ.get(SERVER_ENV, "")).strip()
@@ -76,7 +82,17 @@ def configured(url: str | None, token: str | None, *, no_server: bool = False) -
     base = url.rstrip("/")
     if base.endswith("/mcp"):  # the address `serve` announces
         base = base[: -len("/mcp")]
-    return Server(base, token)
+    timeout, warning = forward_timeout()
+    if warning:
+        print(f"mcp-hooks fire: {warning}", file=sys.stderr)
+    return Server(base, token, timeout)
+
+
+def _said(body: bytes) -> str:
+    """The first line of an answer's text, short and printable (for one stderr line)."""
+    lines = body.decode("utf-8", "replace").strip().splitlines()
+    text = "".join(c if c.isprintable() else "?" for c in lines[0][:300]) if lines else ""
+    return f": {text}" if text else ""
 
 
 def forward_fire(server: Server, fields: dict[str, Any], *, user_dir: Path,
@@ -93,54 +109,80 @@ def forward_fire(server: Server, fields: dict[str, Any], *, user_dir: Path,
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return Forwarded(None, f"{server.url} is not an http:// or https:// URL (--server, "
                          f"{SERVER_ENV})")
-    nonce = os.urandom(16).hex()
-    headers = {"Authorization": f"Bearer {server.token}", "Content-Type": "application/json",
-               NONCE_HEADER: nonce, USER_DIR_HEADER: quote(str(user_dir)),
-               PROJECT_DIR_HEADER: quote(str(project_dir))}
     payload = json.dumps(fields, ensure_ascii=True).encode()
-    path = parts.path.rstrip("/") + FIRE_PATH
+    target = parts.path.rstrip("/") + FIRE_PATH
+    signed = sign_request(server.token, target, payload, user_dir=quote(str(user_dir)),
+                          project_dir=quote(str(project_dir)))
+    headers = {"Content-Type": "application/json", **signed.headers}
+    deadline = time.monotonic() + server.timeout
     try:
         post = _post_plain if parts.scheme == "http" else _post_library
-        status, answer_headers, body = post(parts, path, headers, payload)
+        status, answer_headers, body = post(parts, target, headers, payload, deadline)
     except (OSError, ValueError) as exc:
+        if time.monotonic() >= deadline:
+            return Forwarded(None, f"no answer from {server.url} within {server.timeout:g} s "
+                             f"({FORWARD_TIMEOUT_ENV})")
         return Forwarded(None, f"no answer from {server.url} ({type(exc).__name__}: {exc})")
+    problem = answer_problem(server.token, signed, status, answer_headers, body)
+    if problem:
+        return Forwarded(None, f"{server.url} answered {status} with {problem}, so it is not "
+                         f"believed{_said(body)}")
     if status != 200:
-        said = body.decode("utf-8", "replace").strip().splitlines()
-        return Forwarded(None, f"{server.url} answered {status}"
-                         + (f": {said[0][:300]}" if said else ""))
-    signature = answer_headers.get(SIGNATURE_HEADER.lower(), "")
-    if not hmac.compare_digest(signature.encode(), sign(server.token, nonce, body).encode()):
-        return Forwarded(None, f"the answer from {server.url} does not prove it comes from the "
-                         "mcp-hooks server holding the token (no valid signature)")
+        return Forwarded(None, f"{server.url} answered {status}{_said(body)}")
     try:
         return Forwarded(Outcome.from_json(body))
     except ConfigError as exc:
         return Forwarded(None, f"{server.url} answered something that is not an outcome: {exc}")
 
 
-def _post_library(parts: SplitResult, path: str, headers: dict[str, str],
-                  payload: bytes) -> tuple[int, dict[str, str], bytes]:
+def _left(deadline: float) -> float:
+    """Seconds left before ``deadline``; TimeoutError when none."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the forward's deadline passed")
+    return left
+
+
+def _post_library(parts: SplitResult, path: str, headers: dict[str, str], payload: bytes,
+                  deadline: float) -> tuple[int, dict[str, str], bytes]:
+    import threading
     from http.client import HTTPConnection, HTTPSConnection
 
     kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
-    conn = kind(parts.hostname or "127.0.0.1", parts.port, timeout=ANSWER_TIMEOUT_S)
+    conn = kind(parts.hostname or "127.0.0.1", parts.port, timeout=_left(deadline))
+
+    def cut() -> None:  # wakes a read blocked past the deadline (a drip-feeding listener)
+        sock = conn.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):  # under TLS: the raw socket
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+    watchdog = threading.Timer(_left(deadline), cut)
+    watchdog.daemon = True
+    watchdog.start()
     try:
         conn.request("POST", path, body=payload, headers=headers)
         response = conn.getresponse()
         body = response.read(MAX_ANSWER + 1)
+        _left(deadline)
         if len(body) > MAX_ANSWER:
             raise ValueError(f"answer over {MAX_ANSWER} bytes")
         return response.status, {k.lower(): v for k, v in response.getheaders()}, body
+    except Exception as exc:  # http.client and ssl raise more than OSError when cut
+        if isinstance(exc, (OSError, ValueError)):
+            raise
+        raise ValueError(f"{type(exc).__name__}: {exc}") from None
     finally:
+        watchdog.cancel()
         conn.close()
 
 
-def _post_plain(parts: SplitResult, path: str, headers: dict[str, str],
-                payload: bytes) -> tuple[int, dict[str, str], bytes]:
+def _post_plain(parts: SplitResult, path: str, headers: dict[str, str], payload: bytes,
+                deadline: float) -> tuple[int, dict[str, str], bytes]:
     """One HTTP/1.1 POST over a socket: (status, headers by lowercase name, body).
 
     Raises:
-        OSError: no connection, or it broke or timed out.
+        OSError: no connection, or it broke, or the deadline passed (TimeoutError).
         ValueError: the answer is not a complete HTTP response.
     """
     lines = [f"POST {path or '/'} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}",
@@ -149,10 +191,14 @@ def _post_plain(parts: SplitResult, path: str, headers: dict[str, str],
     request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
     received = bytearray()
     with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80),
-                                  timeout=CONNECT_TIMEOUT_S) as sock:
-        sock.settimeout(ANSWER_TIMEOUT_S)
+                                  timeout=_left(deadline)) as sock:
+        sock.settimeout(_left(deadline))
         sock.sendall(request)
-        while chunk := sock.recv(65536):
+        while True:
+            sock.settimeout(_left(deadline))  # the whole exchange, not each read, is bounded
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
             received += chunk
             if len(received) > MAX_ANSWER:
                 raise ValueError(f"answer over {MAX_ANSWER} bytes")

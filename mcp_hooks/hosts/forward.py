@@ -5,10 +5,13 @@ the same call in milliseconds, with its engine and registry warm:
 
 - ``bridge_routes(engine_for, token)``: ``POST /hooks/bridge/{host}?event=<HostEvent>``
   takes the host's payload as the body and returns the host's stdout JSON (empty body for a
-  plain allow). It exists only when the server has a bearer token, and checks it itself too
-  (constant time). A request with an ``X-MCP-Hooks-Nonce`` header gets its answer signed in
-  ``X-MCP-Hooks-Signature`` (``sign``: HMAC-SHA256 of nonce and body keyed by the token), so
-  the forward script can tell the real server from anything else listening on the port.
+  plain allow). It exists only when the server has a token. A request signed as forward
+  protocol v2 (``forward_auth``: the client proves it holds the token without sending it) is
+  checked against that MAC, the time and the nonces already seen, and its answer is signed
+  over the request (``X-MCP-Hooks-Signature``), so the forward script and ``fire --server``
+  believe nothing but the real server's answer to what they asked. A request without
+  ``X-MCP-Hooks-Auth`` must carry ``Authorization: Bearer <token>`` (Claude Code's own
+  ``http`` hooks, which cannot sign) and gets an unsigned answer.
   A call mcp-hooks cannot decide (an unreadable payload, an engine failure)
   gets the same fault answer as the bridge (``Host.fault_reply``): a deny in the host's JSON
   form, with status 200. An answer that needs an exit code (the universal exit-2 block, a
@@ -16,7 +19,7 @@ the same call in milliseconds, with its engine and registry warm:
   so the forward script falls back to the local bridge, which answers with the exit code.
   ``install --via server`` writes a command that uses it, ``install claude-code --via http``
   a Claude Code ``http`` hook.
-- ``POST /hooks/fire`` (mounted with the bridge endpoint, same token and signing rules): the
+- ``POST /hooks/fire`` (mounted with the bridge endpoint; v2 signed requests only): the
   body is an ``Event``'s fields as JSON, the answer ``Outcome.to_json()``, so ``mcp-hooks
   fire --server URL`` gets the decision of the server's warm engine (persistent hooks stay
   resident there). A malformed body is ``400`` naming the field; a work dir the server does
@@ -35,7 +38,6 @@ MCP SDK and Starlette only inside the functions that build routes.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import inspect
 import json
@@ -52,6 +54,15 @@ from mcp_hooks.hosts.base import (
     load_payload,
     unreadable,
 )
+from mcp_hooks.hosts.forward_auth import (
+    AUTH_HEADER,
+    NONCE_HEADER,
+    PROJECT_DIR_HEADER,
+    SIGNATURE_HEADER,
+    USER_DIR_HEADER,
+    RequestVerifier,
+    answer_signature,
+)
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -67,10 +78,7 @@ EngineFor = Callable[[str | None], "Engine | Awaitable[Engine]"]
 FORWARD_PATH = "/hooks/bridge/"  # + <host>?event=<HostEvent>
 BRIDGE_PATH = FORWARD_PATH + "{host}"
 FIRE_PATH = "/hooks/fire"  # body: Event fields as JSON; answer: Outcome.to_json()
-USER_DIR_HEADER = "X-MCP-Hooks-User-Dir"  # percent-encoded; the hooks the caller would load
-PROJECT_DIR_HEADER = "X-MCP-Hooks-Project-Dir"
-NONCE_HEADER = "X-MCP-Hooks-Nonce"
-SIGNATURE_HEADER = "X-MCP-Hooks-Signature"
+# the folder, nonce and signature headers: forward_auth (re-exported here)
 TOOL_NAME = "bridge_hook"
 TOOL_DESCRIPTION = (
     "Answer an agent host's native hook call (Claude Code mcp_tool hooks): pass the hook's "
@@ -116,55 +124,90 @@ async def answer_payload(host: Host, payload: dict[str, Any], event: str | None,
     return answer_outcome(host, call, outcome, on_fault, payload)
 
 
-def sign(token: str, nonce: str, body: bytes) -> str:
-    """The proof that an answer comes from the server holding ``token``: the hex
-    HMAC-SHA256 of ``nonce + "\\n" + body`` keyed by the token (the forward script checks it)."""
-    return hmac.new(token.encode(), nonce.encode() + b"\n" + body, hashlib.sha256).hexdigest()
+def request_target(request: Request) -> str:
+    """The request target as the client sent it: raw path, and ``?`` and the raw query when
+    there is one (what a v2 request MAC covers)."""
+    scope = request.scope
+    raw = scope.get("raw_path")
+    path = (raw.decode("latin-1").partition("?")[0] if isinstance(raw, bytes)
+            else scope.get("path", ""))
+    query = scope.get("query_string", b"")
+    return path + ("?" + query.decode("latin-1") if query else "")
 
 
-def _authorized(request: Request, token: str) -> bool:
-    given = request.headers.get("authorization", "").encode()
-    return hmac.compare_digest(given, f"Bearer {token}".encode())
+class _Door:
+    """One forwarding request's authentication, and its answers signed accordingly."""
+
+    def __init__(self, token: str, mac: str | None, nonce: str) -> None:
+        self.token, self.mac, self.nonce = token, mac, nonce
+
+    def answer(self, status: int, body: bytes | str,
+               media_type: str = "text/plain; charset=utf-8") -> Response:
+        """The response, signed over the request when it was a v2 one."""
+        from starlette.responses import Response
+
+        content = body.encode("utf-8", "backslashreplace") if isinstance(body, str) else body
+        headers = ({SIGNATURE_HEADER: answer_signature(self.token, self.nonce, self.mac,
+                                                       status, content)}
+                   if self.mac is not None else {})
+        return Response(content, status_code=status, media_type=media_type, headers=headers)
 
 
-def _signed(token: str, request: Request, body: bytes) -> dict[str, str]:
-    """The signature header for ``body`` when the request asked for one (sent a nonce)."""
-    nonce = request.headers.get(NONCE_HEADER)
-    return {SIGNATURE_HEADER: sign(token, nonce, body)} if nonce else {}
+def _refused(why: str) -> Response:
+    from starlette.responses import PlainTextResponse
+
+    return PlainTextResponse(f"{why}\n", status_code=401)
+
+
+async def _door(request: Request, token: str, verifier: RequestVerifier, *,
+                bearer: bool) -> tuple[_Door | None, bytes, str]:
+    """``(door, body, why)``: a v2 request checked (answers signed); else, when ``bearer``
+    is allowed, a request carrying the token itself (answers unsigned); else no door."""
+    body = await request.body()
+    if AUTH_HEADER.lower() in request.headers or not bearer:
+        checked = verifier.check(request.method, request_target(request), request.headers,
+                                 body)
+        if checked.mac is None:
+            return None, body, checked.why
+        return _Door(token, checked.mac, request.headers[NONCE_HEADER.lower()]), body, ""
+    given = request.headers.get("authorization", "").encode("latin-1")  # the bytes sent
+    if not hmac.compare_digest(given, f"Bearer {token}".encode()):
+        return None, body, ("missing or wrong bearer token (or sign the request: "
+                            f"{AUTH_HEADER}, forward protocol v2)")
+    return _Door(token, None, ""), body, ""
 
 
 def bridge_routes(engine_for: EngineFor, token: str | None) -> list[Route]:
     """The forwarding endpoints (``/hooks/bridge/<host>`` and ``/hooks/fire``), to mount
-    beside ``/mcp``; empty without a token."""
-    from starlette.responses import PlainTextResponse, Response
+    beside ``/mcp``; empty without a token. They share one replay guard."""
     from starlette.routing import Route
 
     if not token:
         return []
+    verifier = RequestVerifier(token)
 
     async def endpoint(request: Request) -> Response:
-        if not _authorized(request, token):
-            return PlainTextResponse("missing or wrong bearer token\n", status_code=401)
+        door, body, why = await _door(request, token, verifier, bearer=True)
+        if door is None:
+            return _refused(why)
         try:
             host = get_host(request.path_params["host"])
         except UnknownHostError as exc:
-            return PlainTextResponse(f"{exc}\n", status_code=404)
+            return door.answer(404, f"{exc}\n")
         event = request.query_params.get("event")
         try:
-            payload = load_payload(await request.body())
+            payload = load_payload(body)
         except Exception as exc:
             reply = host.fault_reply(unreadable(host, exc), host.known_event(event, None),
                                      _on_fault())
         else:
             reply = await answer_payload(host, payload, event, engine_for)
         if reply.exit_code != 0:
-            return PlainTextResponse(reply.stderr, status_code=422)
-        body = reply.stdout.encode("utf-8", "backslashreplace")
-        # the forward script trusts only an answer that proves we hold the token
-        return Response(body, media_type="application/json",
-                        headers=_signed(token, request, body))
+            return door.answer(422, reply.stderr)
+        return door.answer(200, reply.stdout, "application/json")
 
-    return [Route(BRIDGE_PATH, endpoint, methods=["POST"]), fire_route(engine_for, token)]
+    return [Route(BRIDGE_PATH, endpoint, methods=["POST"]),
+            fire_route(engine_for, token, verifier)]
 
 
 def read_fire_body(body: bytes) -> Event:
@@ -199,7 +242,7 @@ def _other_hooks(engine: Engine, request: Request) -> str | None:
     for header, ours, what in ((USER_DIR_HEADER, registry.user_dir, "user"),
                                (PROJECT_DIR_HEADER, registry.project_dir, "project")):
         given = request.headers.get(header)
-        if given is None:
+        if not given:  # absent, or empty: the same in the request's MAC
             continue
         theirs = os.path.realpath(unquote(given))
         if ours is None or os.path.realpath(ours) != theirs:
@@ -207,33 +250,35 @@ def _other_hooks(engine: Engine, request: Request) -> str | None:
     return None
 
 
-def fire_route(engine_for: EngineFor, token: str) -> Route:
+def fire_route(engine_for: EngineFor, token: str,
+               verifier: RequestVerifier | None = None) -> Route:
     """``POST /hooks/fire``: one event fired at the server's engine, answered with the
-    outcome's JSON (signed when the request carries a nonce)."""
-    from starlette.responses import PlainTextResponse, Response
+    outcome's JSON; v2 signed requests only (``verifier``: the replay guard to share)."""
     from starlette.routing import Route
 
     from mcp_hooks.errors import ConfigError
     from mcp_hooks.events import canonical_event
     from mcp_hooks.outcome import fault_outcome
 
+    guard = verifier or RequestVerifier(token)
+
     async def endpoint(request: Request) -> Response:
-        if not _authorized(request, token):
-            return PlainTextResponse("missing or wrong bearer token\n", status_code=401)
+        door, body, why = await _door(request, token, guard, bearer=False)
+        if door is None:
+            return _refused(why)
         try:
-            event = read_fire_body(await request.body())
+            event = read_fire_body(body)
         except ConfigError as exc:
-            return PlainTextResponse(f"{exc}\n", status_code=400)
+            return door.answer(400, f"{exc}\n")
         try:
             engine = engine_for(event.work_dir)
             if inspect.isawaitable(engine):
                 engine = await engine
         except Exception as exc:
-            return PlainTextResponse(f"this server does not answer for that folder: {exc}\n",
-                                     status_code=422)
+            return door.answer(422, f"this server does not answer for that folder: {exc}\n")
         other = _other_hooks(engine, request)
         if other:
-            return PlainTextResponse(f"{other}\n", status_code=422)
+            return door.answer(422, f"{other}\n")
         outcome: Outcome
         try:
             outcome = await engine.fire(event)
@@ -241,9 +286,7 @@ def fire_route(engine_for: EngineFor, token: str) -> Route:
             outcome = fault_outcome(canonical_event(event.event_type),
                                     f"the server failed: {type(exc).__name__}: {exc}",
                                     on_fault=_on_fault())
-        body = outcome.to_json().encode("utf-8", "backslashreplace")
-        return Response(body, media_type="application/json",
-                        headers=_signed(token, request, body))
+        return door.answer(200, outcome.to_json(), "application/json")
 
     return Route(FIRE_PATH, endpoint, methods=["POST"])
 
@@ -353,7 +396,7 @@ def register_bridge_tool(server: Any, engine_for: EngineFor) -> None:
                     structured_output=False)
 
 
-__all__ = ["BRIDGE_PATH", "FIRE_PATH", "FORWARD_PATH", "NONCE_HEADER", "PROJECT_DIR_HEADER",
-           "SIGNATURE_HEADER", "TOOL_NAME", "USER_DIR_HEADER", "answer_payload", "bridge_hook",
-           "bridge_routes", "fire_route", "mcp_tool_payload", "read_fire_body",
-           "register_bridge_tool", "sign"]
+__all__ = ["AUTH_HEADER", "BRIDGE_PATH", "FIRE_PATH", "FORWARD_PATH", "NONCE_HEADER",
+           "PROJECT_DIR_HEADER", "SIGNATURE_HEADER", "TOOL_NAME", "USER_DIR_HEADER",
+           "answer_payload", "bridge_hook", "bridge_routes", "fire_route", "mcp_tool_payload",
+           "read_fire_body", "register_bridge_tool", "request_target"]

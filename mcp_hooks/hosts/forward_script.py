@@ -1,13 +1,15 @@
 """The forward script ``install --via server`` writes, and the token file beside it.
 
 The script (standard library only, run by the host on every hook call) hands the host's
-payload to a running ``mcp-hooks serve --transport http`` with a random nonce and prints the
-answer if and only if it carries the HMAC-SHA256 of nonce and body keyed by the server's
-token (``forward.sign``), so only the real server can answer; anything else (no server,
-another program on the port, a wrong token, an error) runs the bridge locally instead. One
-script serves every host installed that way: ``paths.config_dir()/mcp-hooks-forward.py``,
-with the token in a 0600 header file beside it. ``uninstall`` removes the host entries that
-call it, not these files.
+payload to a running ``mcp-hooks serve --transport http`` as a forward protocol v2 request
+(``forward_auth``): a fresh nonce, its clock and an HMAC-SHA256 over the request keyed by the
+token, never the token itself. It prints the answer if and only if it is signed over that
+request with the token, so only the real server can answer it; anything else (no server,
+another program on the port, a wrong token, an error, no answer within
+``MCP_HOOKS_FORWARD_TIMEOUT`` seconds, default 5) runs the bridge locally instead, with one
+line on stderr saying why. One script serves every host installed that way:
+``paths.config_dir()/mcp-hooks-forward.py``, with the token in a 0600 header file beside it.
+``uninstall`` removes the host entries that call it, not these files.
 """
 
 from __future__ import annotations
@@ -16,9 +18,16 @@ import os
 from pathlib import Path
 
 from mcp_hooks import paths
-from mcp_hooks.hosts.base import HOOK_TIMEOUT_S
 from mcp_hooks.hosts.configfile import FORWARD_SCRIPT
-from mcp_hooks.hosts.forward import FORWARD_PATH, NONCE_HEADER, SIGNATURE_HEADER
+from mcp_hooks.hosts.forward import FORWARD_PATH
+from mcp_hooks.hosts.forward_auth import (
+    AUTH_HEADER,
+    DEFAULT_FORWARD_TIMEOUT_S,
+    FORWARD_TIMEOUT_ENV,
+    NONCE_HEADER,
+    SIGNATURE_HEADER,
+    TIME_HEADER,
+)
 
 HEADER_FILE = "forward.header"
 
@@ -29,12 +38,13 @@ def script_path() -> Path:
 
 
 def header_path() -> Path:
-    """The 0600 file holding ``Authorization: Bearer <token>`` for the script."""
+    """The 0600 file holding the script's token (as ``Authorization: Bearer <token>``, a
+    format older scripts sent as it stands; the script now only keys its MACs with it)."""
     return paths.config_dir() / HEADER_FILE
 
 
 def read_token() -> str | None:
-    """The token the forward script sends (None: not installed, or unreadable)."""
+    """The token the forward script signs with (None: not installed, or unreadable)."""
     try:
         text = header_path().read_text(encoding="utf-8")
     except OSError:
@@ -45,9 +55,13 @@ def read_token() -> str | None:
 FORWARD_SCRIPT_TEXT = '''\
 # mcp-hooks forward: hand an agent host's hook payload to a running `mcp-hooks serve`
 # (HTTP transport) and print its answer, if and only if the answer proves it comes from that
-# server: the request carries a random nonce, the answer the HMAC-SHA256 of nonce + "\\n" +
-# body keyed by the server's token. Anything else (no server, another program on the port,
-# a wrong token, an error) runs the bridge locally instead: same answer, one start slower.
+# server in answer to this very request (forward protocol v2, docs/safety.md "Forward path").
+# The token is never sent (it stays in its 0600 file): the request carries a nonce, the time,
+# MAC = HMAC-SHA256(token, "mcp-hooks/2 request" + method, path, nonce, time, folder headers,
+# sha256(body)); the answer must carry HMAC-SHA256(token, "mcp-hooks/2 answer" + nonce, MAC,
+# status, sha256(answer)). Anything else (no server, another program on the port, a wrong
+# token, an error, no answer within {timeout_env} seconds, default {timeout:g}) runs
+# the bridge locally instead, with one line on stderr: same answer, one start slower.
 # Written by `mcp-hooks install --via server` (shared by every host installed that way;
 # `mcp-hooks uninstall` removes the host entries that call it, not this file).
 # Usage: python mcp-hooks-forward.py URL HOST EVENT [bridge options...]
@@ -57,23 +71,24 @@ FORWARD_SCRIPT_TEXT = '''\
 # uses http.client. Either way only a signed answer counts.
 import os
 import sys
+import time
 
 HEADER = {header!r}
 BRIDGE = {bridge!r}
-TIMEOUT = {timeout}
+DEFAULT_TIMEOUT = {timeout!r}
 
 
 UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
 
 
 def pct(text):
-    """``text`` percent-encoded for a URL path segment or query value."""
+    \"\"\"``text`` percent-encoded for a URL path segment or query value.\"\"\"
     return "".join(c if c in UNRESERVED else "".join("%" + format(b, "02X")
                                                      for b in c.encode()) for c in text)
 
 
 def split_url(url):
-    """(scheme, host, port, path) of a URL, by hand (urllib.parse imports re)."""
+    \"\"\"(scheme, host, port, path) of a URL, by hand (urllib.parse imports re).\"\"\"
     scheme, _, rest = url.partition("://")
     netloc, slash, path = rest.partition("/")
     netloc = netloc.rpartition("@")[2]
@@ -86,8 +101,7 @@ def split_url(url):
     return scheme, host or "127.0.0.1", int(port) if port else default, slash + path
 
 
-def proof(token, nonce, body):
-    """The hex HMAC-SHA256 of nonce + "\\n" + body keyed by the token (RFC 2104)."""
+def sha256():
     try:
         from _sha256 import sha256
     except ImportError:  # Python 3.12+: _sha2
@@ -95,16 +109,34 @@ def proof(token, nonce, body):
             from _sha2 import sha256
         except ImportError:
             from hashlib import sha256
+    return sha256
+
+
+def proof(token, message):
+    \"\"\"The hex HMAC-SHA256 of ``message`` (bytes) keyed by the token (RFC 2104).\"\"\"
+    hash_ = sha256()
     key = token.encode()
     if len(key) > 64:
-        key = sha256(key).digest()
+        key = hash_(key).digest()
     key = key + bytes(64 - len(key))
-    inner = sha256(bytes(b ^ 0x36 for b in key) + nonce.encode() + b"\\n" + body).digest()
-    return sha256(bytes(b ^ 0x5C for b in key) + inner).hexdigest()
+    inner = hash_(bytes(b ^ 0x36 for b in key) + message).digest()
+    return hash_(bytes(b ^ 0x5C for b in key) + inner).hexdigest()
+
+
+def request_mac(token, method, target, nonce, when, user_dir, project_dir, body):
+    \"\"\"The request's MAC (forward protocol v2), hex.\"\"\"
+    fields = [method, target, nonce, when, user_dir, project_dir, sha256()(body).hexdigest()]
+    return proof(token, b"mcp-hooks/2 request\\n" + "\\n".join(fields).encode())
+
+
+def answer_signature(token, nonce, mac, status, body):
+    \"\"\"The signature the server's answer to that request must carry.\"\"\"
+    fields = [nonce, mac, str(status), sha256()(body).hexdigest()]
+    return "v2=" + proof(token, b"mcp-hooks/2 answer\\n" + "\\n".join(fields).encode())
 
 
 def same(a, b):
-    """Constant-time comparison of two strings."""
+    \"\"\"Constant-time comparison of two strings.\"\"\"
     try:
         from _operator import _compare_digest
     except ImportError:
@@ -112,25 +144,65 @@ def same(a, b):
     return _compare_digest(a.encode(), b.encode())
 
 
-def post_library(parts, path, headers, payload):
-    """(status, headers by lowercase name, body) of one POST, through http.client."""
+def deadline_seconds():
+    \"\"\"The deadline of the whole forward: {timeout_env}, else the default.\"\"\"
+    value = os.environ.get("{timeout_env}", "").strip()
+    if value:
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = 0.0
+        if 0 < seconds < float("inf"):
+            return seconds
+        sys.stderr.write("mcp-hooks forward: {timeout_env}=" + repr(value) + " is not a "
+                         "positive number of seconds; using " + str(DEFAULT_TIMEOUT) + "\\n")
+    return DEFAULT_TIMEOUT
+
+
+def left(deadline):
+    \"\"\"Seconds left before the deadline; TimeoutError when none.\"\"\"
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError("deadline")
+    return remaining
+
+
+def post_library(parts, path, headers, payload, deadline):
+    \"\"\"(status, headers by lowercase name, body) of one POST, through http.client; a
+    watchdog cuts the connection at the deadline.\"\"\"
+    import socket
+    import threading
     from http.client import HTTPConnection, HTTPSConnection
 
     scheme, hostname, port, _ = parts
     kind = HTTPSConnection if scheme == "https" else HTTPConnection
-    conn = kind(hostname, port, timeout=TIMEOUT)
+    conn = kind(hostname, port, timeout=left(deadline))
+
+    def cut():
+        sock = conn.sock
+        if sock is not None:
+            try:
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    watchdog = threading.Timer(left(deadline), cut)
+    watchdog.daemon = True
+    watchdog.start()
     try:
         conn.request("POST", path, body=payload, headers=headers)
         response = conn.getresponse()
         body = response.read()
+        left(deadline)
         return response.status, {{k.lower(): v for k, v in response.getheaders()}}, body
     finally:
+        watchdog.cancel()
         conn.close()
 
 
-def post_plain(parts, path, headers, payload):
-    """(status, headers by lowercase name, body) of one POST over plain HTTP/1.1, by hand.
-    Anything it cannot read raises: the caller then lets the local bridge answer."""
+def post_plain(parts, path, headers, payload, deadline):
+    \"\"\"(status, headers by lowercase name, body) of one POST over plain HTTP/1.1, by hand.
+    Anything it cannot read raises: the caller then lets the local bridge answer.\"\"\"
     import _socket
 
     _, hostname, port, _ = parts
@@ -148,7 +220,7 @@ def post_plain(parts, path, headers, payload):
                                                               _socket.SOCK_STREAM):
         sock = _socket.socket(family, kind, proto)
         try:
-            sock.settimeout(TIMEOUT)
+            sock.settimeout(left(deadline))
             sock.connect(where)
             break
         except OSError as exc:
@@ -157,8 +229,10 @@ def post_plain(parts, path, headers, payload):
     if sock is None:
         raise error
     try:
+        sock.settimeout(left(deadline))
         sock.sendall(("\\r\\n".join(head) + "\\r\\n\\r\\n").encode("latin-1") + payload)
         while True:
+            sock.settimeout(left(deadline))  # the whole exchange, not each read, is bounded
             chunk = sock.recv(65536)
             if not chunk:
                 break
@@ -200,41 +274,53 @@ def dechunk(data):
 
 
 def forward(url, host, event, payload):
-    """The server's verified answer (bytes), or None."""
+    \"\"\"(the server's verified answer or None, why not): the answer's bytes when its
+    signature proves the server holding the token answered this request.\"\"\"
     with open(HEADER, encoding="utf-8") as f:
         token = f.read().strip().partition("Bearer ")[2].strip()
     if not token:
-        return None
+        return None, "no token in " + HEADER
+    seconds = deadline_seconds()
+    deadline = time.monotonic() + seconds
     parts = split_url(url)
-    nonce = os.urandom(16).hex()
     path = parts[3].rstrip("/") + "{path}" + pct(host) + "?event=" + pct(event)
-    headers = {{"Authorization": "Bearer " + token, "Content-Type": "application/json",
-               "{nonce_header}": nonce}}
+    nonce = os.urandom(16).hex()
+    when = str(int(time.time()))
+    mac = request_mac(token, "POST", path, nonce, when, "", "", payload)
+    headers = {{"Content-Type": "application/json", "{nonce_header}": nonce,
+               "{time_header}": when, "{auth_header}": "v2=" + mac}}
     library = parts[0] != "http" or os.environ.get("MCP_HOOKS_FORWARD_HTTP") == "library"
-    status, fields, body = (post_library if library else post_plain)(parts, path, headers,
-                                                                      payload)
-    if status != 200:
-        return None
+    try:
+        status, fields, body = (post_library if library else post_plain)(
+            parts, path, headers, payload, deadline)
+    except Exception as exc:
+        if time.monotonic() >= deadline:
+            return None, "no answer from " + url + " within " + str(seconds) + " s"
+        return None, "no answer from " + url + " (" + type(exc).__name__ + ": " + str(exc) + ")"
     signature = fields.get("{signature_header}".lower()) or ""
-    if not same(signature, proof(token, nonce, body)):
-        sys.stderr.write("mcp-hooks forward: the answer from " + url + " did not prove it came "
-                         "from the mcp-hooks server (no valid signature); ignored, the local "
-                         "bridge answers\\n")
-        return None
-    return body
+    if not same(signature, answer_signature(token, nonce, mac, status, body)):
+        return None, ("the answer from " + url + " (HTTP " + str(status) + ") did not prove it "
+                      "came from the mcp-hooks server (" + ("a wrong" if signature else "no")
+                      + " signature)")
+    if status != 200:
+        return None, ""  # signed: the server asks the local bridge to answer (an exit code)
+    return body, ""
 
 
 def main():
     url, host, event = sys.argv[1:4]
     payload = sys.stdin.buffer.read()
     try:
-        body = forward(url, host, event, payload)
-    except Exception:
-        body = None
+        body, why = forward(url, host, event, payload)
+    except Exception as exc:
+        body, why = None, type(exc).__name__ + ": " + str(exc)
     if body is not None:
         if body:
             sys.stdout.buffer.write(body.rstrip(b"\\n") + b"\\n")
         return 0
+    if why:
+        sys.stderr.write("mcp-hooks forward: " + why.replace("\\n", " ")
+                         + "; ignored, the local bridge answers\\n")
     import subprocess
 
     argv = [*BRIDGE, "bridge", host, "--event", event, *sys.argv[4:]]
@@ -253,6 +339,14 @@ sys.exit(main())
 '''
 
 
+def script_text(header: str, bridge: list[str]) -> str:
+    """The forward script reading its token from ``header`` and falling back to ``bridge``."""
+    return FORWARD_SCRIPT_TEXT.format(
+        timeout=DEFAULT_FORWARD_TIMEOUT_S, timeout_env=FORWARD_TIMEOUT_ENV, header=header,
+        path=FORWARD_PATH, bridge=bridge, nonce_header=NONCE_HEADER, time_header=TIME_HEADER,
+        auth_header=AUTH_HEADER, signature_header=SIGNATURE_HEADER)
+
+
 def write_forward_files(token: str, bridge: list[str], *, dry_run: bool) -> Path:
     """Write the forward script (falling back to ``bridge``, an argv that starts mcp-hooks)
     and its token file, unless ``dry_run``; returns the script's path. Raises OSError."""
@@ -264,12 +358,9 @@ def write_forward_files(token: str, bridge: list[str], *, dry_run: bool) -> Path
     with os.fdopen(fd, "w") as f:
         f.write(f"Authorization: Bearer {token}\n")
     os.chmod(header, 0o600)
-    script.write_text(FORWARD_SCRIPT_TEXT.format(
-        timeout=HOOK_TIMEOUT_S, header=str(header), path=FORWARD_PATH, bridge=bridge,
-        nonce_header=NONCE_HEADER, signature_header=SIGNATURE_HEADER,
-    ))
+    script.write_text(script_text(str(header), bridge))
     os.chmod(script, 0o644)
     return script
 
 
-__all__ = ["header_path", "read_token", "script_path", "write_forward_files"]
+__all__ = ["header_path", "read_token", "script_path", "script_text", "write_forward_files"]

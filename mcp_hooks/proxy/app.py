@@ -51,7 +51,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_hooks.engine import Engine
 from mcp_hooks.eventlog import EventLog
 from mcp_hooks.outcome import OnFault
-from mcp_hooks.proxy.catalog import STATUS_URI, Catalog
+from mcp_hooks.proxy.catalog import STATUS_URI, Catalog, NameMemory
 from mcp_hooks.proxy.config import UpstreamSpec
 from mcp_hooks.proxy.fast import FastPath
 from mcp_hooks.proxy.gate import Gate
@@ -169,7 +169,8 @@ class Proxy:
         ]
         self.startup = Startup(self.upstreams, window=self.settings.startup_wait,
                                startup_timeout=self.settings.startup_timeout)
-        self.catalog = Catalog(prefix_all=self.settings.prefix_all)
+        self.catalog = Catalog(prefix_all=self.settings.prefix_all,
+                               memory=NameMemory.default())
         self.gate = Gate(engine, self.catalog)
         self.sessions = Sessions(self.gate.fire, transport=transport,
                                  upstreams=[u.name for u in self.upstreams])

@@ -1,11 +1,20 @@
 """What the proxy serves: the union of its upstreams' tools, prompts, resources and templates,
 and the route from each name the client sees back to its upstream.
 
-Names: a tool or prompt name two upstreams share gets the ``<server>__`` prefix on both
-(``prefix_all`` prefixes every one); a name still taken after that is hidden, with one
+Names: a tool or prompt name two configured upstreams share gets the ``<server>__`` prefix on
+both (``prefix_all`` prefixes every one); a name still taken after that is hidden, with one
 warning. Resources keep their URIs: the first upstream to list one wins, and
 ``STATUS_URI`` (the proxy's own status) always wins. A URI no upstream lists goes to the
 upstream whose template matches it, else to the only upstream that serves resources.
+
+A name the client sees, and so the name hooks match (``a__write_file``), must not change
+because another upstream is down: a hook written for it would stop applying. So whether a
+name collides is decided over every configured upstream, by the names each one listed last:
+in this run, kept after it dies, and, for one that has not come up in this run (starting,
+failed), the names it listed in an earlier run, which ``NameMemory`` keeps in
+``$XDG_STATE_HOME/mcp-hooks/proxy-names.json`` (per upstream name and set of configured
+names). Only an upstream never seen up at all counts for nothing: until it first lists, the
+others' names are what they would be without it. Only live listings are served and routed.
 
 ``rebuild`` recomputes everything from the upstreams' last listings (on start, on every
 list change and restart); between rebuilds the catalog is read-only.
@@ -13,10 +22,16 @@ list change and restart); between rebuilds the catalog is read-only.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import os
+import stat
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 import mcp_types as types
@@ -34,15 +49,124 @@ Route = tuple[Upstream, str]
 _Named = TypeVar("_Named", types.Tool, types.Prompt)
 
 
+MEMORY_FILE = "proxy-names.json"
+_MEMORY_CAP = 1 << 20  # bytes of the memory file read at most
+_MEMORY_UPSTREAMS = 256  # upstreams remembered; the least recently listed go first
+_MEMORY_NAMES = 4096  # names remembered per upstream and kind
+
+Names = dict[str, list[str]]
+"""``{"tools": [...], "prompts": [...]}``: the names one upstream listed."""
+
+
+class NameMemory:
+    """The tool and prompt names each upstream listed last, kept across runs in one JSON
+    file, so that an upstream down at the start still counts for the collisions it had.
+
+    Never fails the proxy: a file that cannot be read (missing, not a regular file, too big,
+    not this shape) is an empty memory, and a write that fails is skipped.
+
+    Args:
+        path: the file; None keeps the memory in this process only.
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._names: dict[str, Names] | None = None
+
+    @classmethod
+    def default(cls) -> NameMemory:
+        """The memory in ``$XDG_STATE_HOME/mcp-hooks``."""
+        from mcp_hooks import paths
+
+        return cls(paths.state_dir() / MEMORY_FILE)
+
+    @staticmethod
+    def key(upstream: str, configured: Sequence[str]) -> str:
+        """One upstream among one set of configured upstreams."""
+        return f"{upstream} of {','.join(sorted(configured))}"
+
+    def recall(self, key: str) -> Names | None:
+        """The names last remembered for ``key``, or None."""
+        return self._load().get(key)
+
+    def remember(self, key: str, names: Names) -> None:
+        """Keep ``names`` for ``key``; the file is written only when they changed."""
+        memory = self._load()
+        if memory.get(key) == names:
+            return
+        memory.pop(key, None)
+        memory[key] = names  # last: the most recently listed
+        while len(memory) > _MEMORY_UPSTREAMS:
+            del memory[next(iter(memory))]
+        if self.path is not None:
+            on_disk = self._read()  # other proxies' upstreams too; this one's wins
+            on_disk.pop(key, None)
+            self._names = memory = {**{k: v for k, v in on_disk.items() if k not in memory},
+                                    **memory}
+            self._write(memory)
+
+    def _load(self) -> dict[str, Names]:
+        if self._names is None:
+            self._names = self._read()
+        return self._names
+
+    def _read(self) -> dict[str, Names]:
+        if self.path is None:
+            return {}
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            return {}
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode) or os.fstat(fd).st_size > _MEMORY_CAP:
+                return {}  # a FIFO or a device would never end; an oversized file is not ours
+            data = json.loads(os.read(fd, _MEMORY_CAP) or b"{}")
+        except (OSError, ValueError, RecursionError):
+            return {}
+        finally:
+            os.close(fd)
+        if not isinstance(data, dict):
+            return {}
+        return {str(k): v for k, v in data.items() if _names_shape(v)}
+
+    def _write(self, memory: dict[str, Names]) -> None:
+        assert self.path is not None
+        text = json.dumps(memory, ensure_ascii=True, sort_keys=False)
+        if len(text) > _MEMORY_CAP:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(prefix=".proxy-names-", dir=self.path.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="ascii") as f:
+                    f.write(text)
+                os.replace(temp, self.path)  # readers see the old file or the new, whole
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+                raise
+        except OSError as exc:
+            logger.debug("cannot remember the upstreams' names in %s: %s", self.path, exc)
+
+
+def _names_shape(value: Any) -> bool:
+    return (isinstance(value, dict) and set(value) == {"tools", "prompts"}
+            and all(isinstance(v, list) and all(isinstance(n, str) for n in v)
+                    for v in value.values()))
+
+
 @dataclass
 class Catalog:
     """The aggregated listings and their routes.
 
     Attributes:
         prefix_all: prefix every tool and prompt ``<server>__``, not only colliding ones.
+        memory: the names of upstreams not up in this run (see the module's docstring);
+            None: in this process only.
     """
 
     prefix_all: bool = False
+    memory: NameMemory = field(default_factory=lambda: NameMemory(None))
     tools: list[types.Tool] = field(default_factory=list)
     tool_routes: dict[str, Route] = field(default_factory=dict)
     prompts: list[types.Prompt] = field(default_factory=list)
@@ -56,10 +180,11 @@ class Catalog:
 
     def rebuild(self, upstreams: Sequence[Upstream]) -> None:
         """Recompute what the proxy serves from its upstreams' listings."""
+        names = self._names(upstreams)
         self.tools, self.tool_routes = self._aggregate(
-            "tool", [(u, u.listing.tools) for u in upstreams])
+            "tool", [(u, u.listing.tools) for u in upstreams], names["tools"])
         self.prompts, self.prompt_routes = self._aggregate(
-            "prompt", [(u, u.listing.prompts) for u in upstreams])
+            "prompt", [(u, u.listing.prompts) for u in upstreams], names["prompts"])
         resources: list[types.Resource] = []
         routes: dict[str, Upstream] = {}
         templates: list[types.ResourceTemplate] = []
@@ -82,10 +207,29 @@ class Catalog:
         self.resources, self.resource_routes = resources, routes
         self.templates, self.template_routes = templates, template_routes
 
+    def _names(self, upstreams: Sequence[Upstream]) -> dict[str, Counter[str]]:
+        """How many configured upstreams have each tool and prompt name: by the listing of
+        those up in this run (remembered), by memory for the others."""
+        configured = [u.name for u in upstreams]
+        counts: dict[str, Counter[str]] = {"tools": Counter(), "prompts": Counter()}
+        for upstream in upstreams:
+            key = NameMemory.key(upstream.name, configured)
+            names: Names | None
+            if upstream.capabilities is not None:  # it has listed in this run
+                names = {"tools": [t.name for t in upstream.listing.tools],
+                         "prompts": [p.name for p in upstream.listing.prompts]}
+                if len(upstreams) > 1:  # alone, it collides with nothing: nothing to keep
+                    self.memory.remember(key, {kind: sorted(set(named))[:_MEMORY_NAMES]
+                                               for kind, named in names.items()})
+            else:
+                names = self.memory.recall(key)
+            for kind, named in (names or {}).items():
+                counts[kind].update(set(named))
+        return counts
+
     def _aggregate(
-        self, kind: str, items: list[tuple[Upstream, Sequence[_Named]]]
+        self, kind: str, items: list[tuple[Upstream, Sequence[_Named]]], counts: Counter[str]
     ) -> tuple[list[_Named], dict[str, Route]]:
-        counts = Counter(item.name for _, group in items for item in group)
         out: list[_Named] = []
         routes: dict[str, Route] = {}
         for upstream, group in items:

@@ -10,8 +10,10 @@ options (``ServeOptions``; their command-line spelling is declared once in
   is announced on stderr).
 - ``--token`` or ``MCP_HOOKS_TOKEN``: HTTP and SSE then require ``Authorization: Bearer
   <token>`` on every request (compared in constant time; 401 otherwise, whose body says to
-  set that header, and no OAuth: see ``BearerTokenMiddleware``). Binding an address that is
-  not loopback without a token is refused with a message saying how to set one.
+  set that header, and no OAuth: see ``BearerTokenMiddleware``), but for the forwarding
+  endpoints' signed requests, which prove the token without sending it and are checked by
+  the endpoints themselves. Binding an address that is not loopback without a token is
+  refused with a message saying how to set one.
 - ``--stateless``: stateless streamable HTTP (no session ids; for replicas behind a load
   balancer; the server cannot push list-changed notifications then).
 - ``--allowed-host``: DNS-rebinding protection for a server reached by a real hostname: the
@@ -170,6 +172,12 @@ NOT_OAUTH = f"this server takes a static bearer token, not OAuth: {AUTH_HINT}"
 _OAUTH_PREFIXES = ("/.well-known/oauth-protected-resource",
                    "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")
 _OAUTH_FALLBACKS = ("/register", "/authorize", "/token")
+# Requests the routes authenticate themselves: under /hooks/ (the forwarding endpoints,
+# hosts/forward.py), one carrying X-MCP-Hooks-Auth (forward protocol v2: a MAC over the
+# request, its time and a nonce, checked there) needs no bearer token here. Without that
+# header, /hooks/ needs the bearer like every other path (Claude Code's own http hooks).
+SELF_AUTHENTICATED_PREFIX = "/hooks/"
+SELF_AUTHENTICATED_HEADER = b"x-mcp-hooks-auth"
 _PROBLEMS = {  # what is wrong with a request's credentials (BearerTokenMiddleware._problem)
     "missing": "this mcp-hooks server needs a bearer token and the request sent none",
     "scheme": "the Authorization header is not a bearer token",
@@ -199,7 +207,9 @@ class BearerTokenMiddleware:
       with ``NOT_OAUTH`` as an OAuth error body, token or not: no protected-resource
       metadata is published, so a client finds no OAuth to start, and one that tries dynamic
       registration anyway reports our message.
-    - Lifespan events pass through.
+    - Lifespan events pass through, and so do forward protocol v2 requests to ``/hooks/``
+      (``SELF_AUTHENTICATED_HEADER``): the forwarding endpoints check their MAC themselves,
+      and a client that must not send its token to whoever holds the port never does.
     """
 
     def __init__(self, app: ASGIApp, token: str) -> None:
@@ -218,7 +228,7 @@ class BearerTokenMiddleware:
                 status_code=404,
             )(scope, receive, send)
             return
-        problem = self._problem(scope)
+        problem = None if _self_authenticated(scope) else self._problem(scope)
         if problem is None:
             await self.app(scope, receive, send)
             return
@@ -241,6 +251,14 @@ class BearerTokenMiddleware:
                     return "scheme"
                 return None if hmac.compare_digest(given.strip(), self._token) else "wrong"
         return "missing"
+
+
+def _self_authenticated(scope: Scope) -> bool:
+    """Whether the request is a signed forwarding request (its route checks it)."""
+    if scope["type"] != "http" or not str(scope.get("path", "")).startswith(
+            SELF_AUTHENTICATED_PREFIX):
+        return False
+    return any(name == SELF_AUTHENTICATED_HEADER for name, _ in scope.get("headers", ()))
 
 
 def transport_security(options: ServeOptions) -> TransportSecuritySettings | None:
@@ -342,7 +360,10 @@ def bind(options: ServeOptions) -> socket.socket | None:
     if options.transport == "stdio":
         return None
     family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on connections of a socket that says
+    # it is TCP, and without it a kept-alive connection's answer body waits ~40 ms for the
+    # client's delayed ACK (Nagle) after its headers.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
         sock.bind((options.host.strip("[]"), options.port))

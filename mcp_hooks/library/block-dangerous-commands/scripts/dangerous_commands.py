@@ -5,7 +5,11 @@ or None; run.py serves it with ``mcp_hooks.hookkit`` (one-shot: exit 2 with the 
 stderr; persistent: one answer per event line). The command is read the way a shell reads
 it: quotes, ``;``/``&&``/``||``/``|`` chains, newlines, ``$(...)``/backticks, heredocs and
 here-strings, nested ``sh -c``/``eval``, wrapper prefixes (``sudo``, ``env``, ``timeout``,
-``xargs``, ...) and a file a heredoc writes and the same command then runs. Interpreter
+``xargs``, ...) and a file a heredoc writes and the same command then runs. A ``cd``/``pushd``
+to a folder the command names is followed (``Scan.cwd``), so a relative target of a later
+delete is read where it lands: ``cd / && rm -rf *`` deletes ``/*``; a nested shell starts in
+its parent's folder and its own ``cd`` does not leak out; a ``cd`` to a variable forgets the
+folder (it is not known). Interpreter
 one-liners (python, node, perl, ruby, php) are searched for their recursive-delete calls,
 disk writes and shell-outs, whose strings are read as commands in turn.
 
@@ -22,6 +26,7 @@ Python 3.10+, standard library only (this folder is copied alone; run.py adds ho
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import re
 import shlex
 
@@ -40,6 +45,7 @@ from shell_lexer import (
     DISK,
     GLOB,
     HARMLESS_DEV,
+    HOME,
     ansi_c,
     is_operator,
     prescan,
@@ -131,6 +137,7 @@ class Scan:
         self.strings = 0
         self.parsed = 0  # characters split by shlex so far
         self.written: dict[str, str] = {}  # file -> what this command wrote into it
+        self.cwd: str | None = None  # the folder a cd of this command moved to, when evident
 
     def deny(self, why: str) -> None:
         if self.reason is None:
@@ -144,9 +151,19 @@ class Scan:
 
     # -- shell -----------------------------------------------------------------------------
 
-    def shell(self, text: str, depth: int = 0) -> None:
+    def shell(self, text: str, depth: int = 0, same: bool = False) -> None:
+        """Read a command line; ``same`` when the current shell runs it (eval, source), so
+        its cd moves the rest of the command too."""
         if self.reason or not text or not self.budget():
             return
+        outer = self.cwd  # a nested shell starts where its parent is; its cd stays inside
+        try:
+            self.read_shell(text, depth)
+        finally:
+            if not same:
+                self.cwd = outer
+
+    def read_shell(self, text: str, depth: int) -> None:
         if depth > MAX_DEPTH or len(text) > MAX_PRESCAN:
             self.conservative(text)
             return
@@ -273,8 +290,8 @@ class Scan:
         if verb in PASS_THROUGH:
             return ("text", stdin) if stdin is not None else feed
         if verb in ("find", "ls"):
-            starts = [a for a in args if not a.startswith("-")][:8]
-            root = next((p for a in starts if (p := protected(a, here=False))), None)
+            starts = [a for a in args if not a.startswith("-")][:8] or ["."]
+            root = next((p for a in starts if (p := self.where(a))), None)
             return ("list", root) if root else None
         if verb in ("curl", "wget", "fetch"):
             return ("download", "")
@@ -283,7 +300,7 @@ class Scan:
     def run_shell(self, verb: str, args: list[str], program: str, text: str | None,
                   feed: tuple[str, str] | None, depth: int) -> None:
         if verb == "eval":
-            self.shell(" ".join(args), depth + 1)
+            self.shell(" ".join(args), depth + 1, same=True)
             return
         if program in self.written:  # a file this command wrote, run at once
             self.program(self.written[program], depth)
@@ -312,19 +329,46 @@ class Scan:
             self.shell(code, depth + 1)
         elif script is not None and script != "-":
             if script in self.written:
-                self.program(self.written[script], depth)
+                self.program(self.written[script], depth, same=verb in ("source", "."))
         elif text is not None:
             self.shell(text, depth + 1)
         elif feed and feed[0] == "download":
             self.deny(DOWNLOAD)
 
-    def program(self, text: str, depth: int) -> None:
+    def program(self, text: str, depth: int, same: bool = False) -> None:
         first = text.split("\n", 1)[0]
         lang = next((LANGS[k] for k in LANGS if first.startswith("#!") and k in first), None)
         if lang:
             self.code(lang, text, depth + 1)
         else:
-            self.shell(text, depth + 1)
+            self.shell(text, depth + 1, same)
+
+    # -- folders ---------------------------------------------------------------------------
+
+    def cd(self, verb: str, args: list[str]) -> None:
+        """Follow ``cd``/``pushd`` to a folder the command names (``cd`` alone goes home)."""
+        operands = [a for a in args if not a.startswith("-") or a == "-"]
+        if verb == "popd" or operands[:1] == ["-"] or (verb == "pushd" and not operands):
+            return  # back to a folder this scan may not know: keep the last one
+        target = operands[0] if operands else "~"
+        if target.startswith(("+", "-")):
+            return  # pushd +N rotates the stack
+        if HOME.match(target) or target.startswith("/"):
+            self.cwd = target
+        elif "$" in target:
+            self.cwd = None  # a variable: where it goes is not known
+        elif self.cwd is not None:
+            self.cwd = posixpath.join(self.cwd, target)
+
+    def where(self, word: str, here: bool = False) -> str | None:
+        """The protected folder ``word`` names (see ``protected``), read in the folder a cd
+        of this command moved to when it is relative: ``*`` after ``cd /`` is ``/*``."""
+        hit = protected(word, here)
+        if hit or self.cwd is None or not word or word.startswith("/") or HOME.match(word):
+            return hit
+        if protected(posixpath.join(self.cwd, word), here=False):
+            return f"{word} in {protected(self.cwd, here=False) or self.cwd}"
+        return None
 
     # -- verbs -----------------------------------------------------------------------------
 
@@ -337,6 +381,8 @@ class Scan:
                 args = args + fed[1].split()
         if verb == "rm":
             self.rm(args)
+        elif verb in ("cd", "pushd", "popd"):
+            self.cd(verb, args)
         elif verb == "find":
             self.find(args, depth)
         elif verb in ("chmod", "chown", "chgrp"):
@@ -379,7 +425,8 @@ class Scan:
                 recursive |= "r" in word or "R" in word
             else:
                 targets.append(word)
-        hit = next((t for t in targets if protected(t)), None) if recursive else None
+        hit = next((h for t in targets if (h := self.where(t, here=True))), None) \
+            if recursive else None
         if hit:
             self.deny(f"rm -r on {hit} would destroy the system or the user's files")
 
@@ -402,10 +449,10 @@ class Scan:
                         re.search(r"\b(?:rm|unlink|shred)\b", w) for w in command[1:])
                     if depth <= MAX_DEPTH:
                         self.simple(command, None, [], None, depth + 1)
-        root = next((p for s in starts if (p := protected(s, here=False))), None)
+        root = next((p for s in starts or ["."] if (p := self.where(s))), None)
         if root and deletes:
-            self.deny(f"find {root} ... deleting files walks the whole of {root}; start it in "
-                      "the folder you mean to clean")
+            self.deny(f"find {root} ... deleting files walks the whole of "
+                      f"{root.rsplit(' in ', 1)[-1]}; start it in the folder you mean to clean")
 
     # -- interpreters ----------------------------------------------------------------------
 
@@ -461,7 +508,7 @@ class Scan:
         for m in deletes:
             args = split_args(call_args(code, m.end()))
             for arg in args if lang == "perl" else args[:1]:
-                hit = next((p for v in path_values(arg) if (p := protected(v, here=False))), None)
+                hit = next((p for v in path_values(arg) if (p := self.where(v))), None)
                 if hit:
                     self.deny(f"{m.group(0).strip(' .')}() on {hit} would destroy the system or "
                               "the user's files")
@@ -510,7 +557,9 @@ class Scan:
         for segment in re.split(r"[;&|\n`(){}<>]", bare):
             words = segment.split()
             for k, word in enumerate(words):
-                if base(word) in KNOWN and base(word) not in SHELLS and base(word) not in LANGS:
+                if base(word) in ("cd", "pushd", "popd"):  # wherever it stands, as verbs are
+                    self.cd(base(word), words[k + 1:k + 3])
+                elif base(word) in KNOWN and base(word) not in SHELLS and base(word) not in LANGS:
                     rest = words[k + 1:]  # its head and tail: a -delete or / may come last
                     if len(rest) > 2 * MAX_WORDS:
                         rest = rest[:MAX_WORDS] + rest[-MAX_WORDS:]

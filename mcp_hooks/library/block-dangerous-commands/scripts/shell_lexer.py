@@ -94,7 +94,8 @@ def _protected(word: str, here: bool) -> str | None:
     home = os.environ.get("HOME", "")
     if home and posixpath.normpath(home) not in ("/", ".") and path == posixpath.normpath(home):
         return path
-    if len(parts) == 1 and any(fnmatch.fnmatchcase(d, parts[0]) for d in SYSTEM_DIRS):
+    if len(parts) == 1 and (parts[0] in SYSTEM_DIRS if not GLOB.search(parts[0]) else
+                            any(fnmatch.fnmatchcase(d, parts[0]) for d in SYSTEM_DIRS)):
         return path
     return None
 
