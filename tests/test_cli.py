@@ -11,10 +11,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import httpx2
 import pytest
 import yaml
 
 from tests.conftest import BIN, MCP_HOOKS, write_hook
+from tests.test_hosts_served import served
 
 
 def run(*args: str, cwd: Path | None = None, stdin: str | None = None,
@@ -652,3 +654,39 @@ def test_an_adapter_without_its_framework_names_the_extra(module: str, extra: st
     assert kind == f"MissingExtraError True {framework}"
     assert message.startswith(f"mcp_hooks.adapters.{module} needs ")
     assert f"pip install 'mcp-hooks[{extra}]'" in message
+
+
+def test_serve_on_fault_warn_as_a_flag_reaches_the_bridge_endpoint(user_dir: Path,
+                                                                    project: Path,
+                                                                    tmp_path: Path) -> None:
+    """`serve --on-fault warn`, no MCP_HOOKS_ON_FAULT: the forward endpoint's own fault
+    replies (a payload it cannot read) let the call through as the engine's do (a broken
+    hook), instead of denying as the environment's default would."""
+    assert "MCP_HOOKS_ON_FAULT" not in os.environ
+    broken = user_dir / "broken"
+    (broken / "scripts").mkdir(parents=True)
+    (broken / "HOOK.md").write_text("---\nname: broken\ntriger: before_tool\n---\n")
+    (broken / "scripts" / "run.sh").write_text("exit 2\n")
+    payload = json.dumps({"session_id": "s1", "hook_event_name": "PreToolUse",
+                          "cwd": str(project), "tool_name": "Bash",
+                          "tool_input": {"command": "ls"}})
+    token = "on-fault-token"
+
+    def ask(base: str, body: str) -> tuple[int, dict[str, object]]:
+        answer = httpx2.post(f"{base}/hooks/bridge/claude-code?event=PreToolUse",
+                             content=body.encode(), timeout=30,
+                             headers={"Authorization": f"Bearer {token}"})
+        return answer.status_code, (answer.json() if answer.content.strip() else {})
+
+    for flags, denied in (((), True), (("--on-fault", "warn"), False)):
+        with served(project, user_dir, tmp_path / "events.jsonl", "--token", token,
+                    *flags) as base:
+            for body in (payload, "this is not JSON"):  # the engine's fault; the endpoint's
+                status, reply = ask(base, body)
+                assert status == 200, (flags, body, reply)
+                decision = reply.get("hookSpecificOutput", {})
+                assert isinstance(decision, dict)
+                said = json.dumps(reply)
+                assert (decision.get("permissionDecision") == "deny") is denied, (flags, reply)
+                if not denied:
+                    assert "on-fault: warn" in said or "allowed" in said, reply
