@@ -19,7 +19,11 @@
     │   ├── ProxyConfigError               a proxy config file (file, field, reason)
     │   ├── HooksYamlError                 a hooks.yaml problem (file, entry, key, reason)
     │   ├── OracleConfigError              an oracle's config (key, reason)
-    │   └── UnknownOracleError             an oracle name nothing resolves
+    │   ├── UnknownOracleError             an oracle name nothing resolves
+    │   ├── LayerFileError                 a control-layer file not read (not regular, too
+    │   │                                  large, a link out of its folder, unreadable)
+    │   ├── FileRefused                    a file an oracle or the ladder may not read or write
+    │   └── BadRevisionError               a configured git revision that names no commit
     └── RunError                  exit 1   the input was fine; the world was not
         ├── AddressInUseError              serve/proxy: the port is taken
         ├── ServiceUnavailable             a project's hooks cannot be read right now
@@ -38,9 +42,11 @@ Denials are not errors: a hook that decides "no" yields an ``Outcome`` with
 (:data:`EXIT_DENIED`). A hook that crashes, times out or prints garbage is not an exception
 either: it is a ``HookRun`` with ``status="error"`` or ``"timeout"``.
 
-The control layer's three are defined beside what they check: ``HooksYamlError`` in
-``control/config.py``, ``OracleConfigError`` in ``control/oracles/base.py`` and
-``UnknownOracleError`` in ``control/oracles/__init__.py``; ``signals.py`` and
+The control layer's are defined beside what they check: ``HooksYamlError`` in
+``control/schema.py``, ``OracleConfigError`` in ``control/oracles/base.py``,
+``UnknownOracleError`` in ``control/oracles/__init__.py``, ``LayerFileError`` in
+``control/files.py``, ``FileRefused`` in ``control/runtime.py`` and ``BadRevisionError`` in
+``control/context.py``; ``signals.py`` and
 ``signallog.py`` raise ``ConfigError`` itself (a malformed signal, an action that does not fit
 the signal's intensity, an unknown or already answered signal id: exit 64).
 

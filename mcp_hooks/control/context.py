@@ -32,6 +32,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from mcp_hooks.errors import ConfigError
+
 ENVIRONMENT_ENV = "MCP_HOOKS_ENVIRONMENT"
 DEFAULT_ENVIRONMENT = "development"
 GIT_TIMEOUT = 30.0
@@ -81,7 +83,7 @@ class GitResult(NamedTuple):
     stderr: str
 
 
-class BadRevisionError(ValueError):
+class BadRevisionError(ConfigError, ValueError):
     """A configured revision that does not name a commit of the repository."""
 
 

@@ -39,6 +39,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from mcp_hooks.errors import ConfigError
+from mcp_hooks.trust import UnhashableError
 
 MAX_ENTRIES = 20_000  # entries under .ahp walked (archives included) before giving up
 MAX_COVERED = 1000  # hooks*.yaml and *.py files trust covers
@@ -193,10 +194,6 @@ class AhpSnapshot:
         return None
 
 
-class _Unverifiable(Exception):
-    pass
-
-
 def _covered(rel: str, top: bool) -> bool:
     name = rel.rpartition("/")[2]
     return name.endswith(".py") or (top and fnmatch(name, "hooks*.yaml"))
@@ -213,11 +210,11 @@ def _walk(root: Path) -> list[tuple[str, os.stat_result]]:
                 entries = list(it)
         except OSError as exc:  # a folder's files could be imported by name, unlisted
             where = root / rel_dir if rel_dir else root
-            raise _Unverifiable(f"{where} cannot be listed ({exc.strerror})") from None
+            raise UnhashableError(f"{where} cannot be listed ({exc.strerror})") from None
         for entry in entries:
             seen += 1
             if seen > MAX_ENTRIES:
-                raise _Unverifiable(f"{root} holds more than {MAX_ENTRIES} entries")
+                raise UnhashableError(f"{root} holds more than {MAX_ENTRIES} entries")
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:
                 st = entry.stat(follow_symlinks=False)
@@ -226,7 +223,7 @@ def _walk(root: Path) -> list[tuple[str, os.stat_result]]:
             if _covered(rel, not rel_dir):
                 found.append((rel, st))
                 if len(found) > MAX_COVERED:
-                    raise _Unverifiable(f"{root} holds more than {MAX_COVERED} .py and "
+                    raise UnhashableError(f"{root} holds more than {MAX_COVERED} .py and "
                                         "hooks*.yaml files")
             if stat.S_ISDIR(st.st_mode):
                 stack.append(rel)
@@ -237,13 +234,13 @@ def _hash_regular(path: Path, st: os.stat_result, frame: hashlib._Hash | None,
                   rel: bytes) -> str:
     """Stream ``path`` into ``frame`` (the old record: lengths, name, bytes); its SHA-256."""
     if st.st_size > MAX_FILE_BYTES:
-        raise _Unverifiable(f"{path} is over {size_words(MAX_FILE_BYTES)}")
+        raise UnhashableError(f"{path} is over {size_words(MAX_FILE_BYTES)}")
     fd = os.open(path, _OPEN_FLAGS | os.O_NOFOLLOW)
     try:
         opened = os.fstat(fd)
         if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (
                 st.st_dev, st.st_ino):
-            raise _Unverifiable(f"{path} was replaced while being hashed")
+            raise UnhashableError(f"{path} was replaced while being hashed")
         if frame is not None:
             frame.update(len(rel).to_bytes(8, "big") + rel + st.st_size.to_bytes(8, "big"))
         own, total = hashlib.sha256(), 0
@@ -260,7 +257,7 @@ def _hash_regular(path: Path, st: os.stat_result, frame: hashlib._Hash | None,
     finally:
         os.close(fd)
     if total != st.st_size:
-        raise _Unverifiable(f"{path} changed while being hashed")
+        raise UnhashableError(f"{path} changed while being hashed")
     return own.hexdigest()
 
 
@@ -314,7 +311,7 @@ def ahp_snapshot(project_dir: Path) -> AhpSnapshot:
         real_root = root.resolve()
         listed = sorted(_walk(root), key=lambda r: tuple(r[0].split("/")))
         files = tuple(_record(root, real_root, rel, st, digest) for rel, st in listed)
-    except _Unverifiable as exc:
+    except UnhashableError as exc:
         return AhpSnapshot(root, (), UNVERIFIABLE_DIGEST, f"{exc}: cannot be trusted")
     except (OSError, RuntimeError) as exc:
         return AhpSnapshot(root, (), UNVERIFIABLE_DIGEST, f"{root}: {exc}: cannot be trusted")

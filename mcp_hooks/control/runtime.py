@@ -38,6 +38,7 @@ import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
+from mcp_hooks.errors import ConfigError
 from mcp_hooks.runner.core import RunResult
 
 MAX_TIMEOUT = 600.0  # = hosts.base.HOOK_TIMEOUT_S: what a host gives a whole event
@@ -47,7 +48,7 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
-class FileRefused(Exception):
+class FileRefused(ConfigError):
     """A file an oracle or the ladder was asked to read or write, refused: outside its root,
     through a symlink, not a regular file, or larger than its cap (the message says which
     file, why, and what to do)."""
