@@ -5,6 +5,11 @@ and an entry script, the first found of ``scripts/run`` (executable), ``scripts/
 (executed directly when executable, else with ``sh``) and ``scripts/run.py`` (run with this
 Python). Fields, types and ranges follow the appendix of the Agent Hooks spec; our own
 extensions live under ``metadata`` so a hook stays valid for every other implementation.
+
+The YAML block is read by ``frontmatter``; here every problem of the mapping is collected,
+not only the first (``HookFileProblems``), a misspelled key is named with the field it looks
+like (``triger`` -> ``trigger``), and a script the kernel cannot start because its first line
+ends in a carriage return (a CRLF checkout) is refused by name.
 """
 
 from __future__ import annotations
@@ -18,17 +23,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mcp_hooks import matching, yamlsubset
+from mcp_hooks import matching
 from mcp_hooks.errors import HookFileError, UnknownEventError
 from mcp_hooks.events import TOOL_EVENTS, canonical_event
+from mcp_hooks.frontmatter import FRONTMATTER as _FRONTMATTER  # noqa: F401 (tests read it)
+from mcp_hooks.frontmatter import parse_frontmatter as parse_frontmatter  # re-exported
+from mcp_hooks.frontmatter import trigger_hint
 from mcp_hooks.limits import DEFAULT_LIMITS, Limits, parse_limits
 
 Scope = Literal["user", "project"]
 HOOK_FILES = ("HOOK.md", "hook.md")
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_FRONTMATTER = re.compile(r"\A---[ \t]*\n(.*?)^---[ \t]*$", re.S | re.M)
-_OPENING = re.compile(r"\A---[ \t]*$", re.M)
-_TRIGGER_LINE = re.compile(r"^trigger:[ \t]*[\"']?([A-Za-z_][A-Za-z0-9_-]*)", re.M)
 MAX_HOOK_FILE = 1 << 20  # bytes: a HOOK.md is a page of prose, never a megabyte
 # A tool matcher that is only names (``Shell``, ``Write|Edit``) is matched by a set lookup
 # and never compiled: most are, and compiling thousands of them is most of an index build.
@@ -380,101 +385,6 @@ def _refuse_crlf(hook_file: Path, script: str, rel: str, *, shebang_only: bool) 
     raise HookFileError(
         hook_file, rel, f"{what} ends in a carriage return (CRLF): convert {rel} to LF line "
         f"endings (sed -i 's/\\r$//' {shlex.quote(script)}, or dos2unix)")
-
-
-def parse_frontmatter(hook_file: Path, text: str) -> dict[str, Any]:
-    """The frontmatter of a HOOK.md as a mapping.
-
-    Raises:
-        HookFileError: no frontmatter block, malformed YAML, or not a mapping.
-    """
-    if text.startswith("\ufeff"):  # a byte order mark, as editors on Windows write it
-        text = text[1:]
-    if "\r" in text:  # CRLF (a Windows checkout) or CR line breaks: YAML reads them as LF
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if not _OPENING.match(text):
-        raise HookFileError(
-            hook_file, None, "no YAML frontmatter: the file must start with a line '---'"
-        )
-    found = _FRONTMATTER.match(text)
-    if found is None:
-        raise HookFileError(
-            hook_file, None, "the frontmatter is not closed: add a line '---' after it"
-        )
-    fm_text = found.group(1)
-    simple = yamlsubset.load(fm_text)
-    if simple is not None:
-        return simple
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        _refuse_hostile(hook_file, yaml.parse(fm_text, Loader=loader))
-        data = yaml.load(fm_text, Loader=loader)
-    except RecursionError:  # the pure-Python loader, on nesting _refuse_hostile let through
-        raise HookFileError(hook_file, None, "the frontmatter nests too deep") from None
-    except yaml.YAMLError as exc:
-        # The YAML text starts on the line after the opening '---': its line i is file line i+2.
-        mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
-        line = f"line {mark.line + 2}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise HookFileError(hook_file, None, f"{line}malformed YAML: {problem}") from None
-    if not isinstance(data, dict):
-        raise HookFileError(
-            hook_file, None, "the frontmatter must be a mapping of fields (name: ..., trigger: ...)"
-        )
-    return data
-
-
-_MAX_YAML_DEPTH = 64  # nesting of frontmatter collections; HOOK.md needs three at most
-
-
-def _refuse_hostile(hook_file: Path, events: Any) -> None:
-    """Refuse, from the parser's events and before anything is built, what would make
-    building it costly: anchors and aliases (``&a``, ``*a``) can expand a page of YAML into
-    gigabytes ("billion laughs"), and deep nesting overflows the C loader's stack (a
-    segfault at some tens of thousands of levels). Frontmatter needs neither."""
-    import yaml
-
-    try:
-        _walk_events(hook_file, events)
-    except yaml.YAMLError as exc:
-        # PyYAML >= 6.0.4 refuses deep nesting in its own scanner (at 1,000 flow levels),
-        # which runs ahead of the events, so its error can come before our count says so
-        if "nesting depth" not in str(exc):
-            raise
-        raise HookFileError(hook_file, None, "the frontmatter nests more than "
-                            f"{_MAX_YAML_DEPTH} levels deep; flatten it") from None
-
-
-def _walk_events(hook_file: Path, events: Any) -> None:
-    import yaml
-
-    depth = 0
-    for event in events:
-        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            depth += 1
-            if depth > _MAX_YAML_DEPTH:
-                line = event.start_mark.line + 2 if event.start_mark is not None else None
-                raise HookFileError(
-                    hook_file, None, (f"line {line}: " if line else "") + "the frontmatter "
-                    f"nests more than {_MAX_YAML_DEPTH} levels deep; flatten it")
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            depth -= 1
-        anchored = isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None)
-        if anchored:
-            line = event.start_mark.line + 2 if event.start_mark is not None else None
-            raise HookFileError(
-                hook_file, None,
-                (f"line {line}: " if line else "") + "YAML anchors and aliases (&name, *name) "
-                "are not allowed in HOOK.md frontmatter; write the value out in full")
-
-
-def trigger_hint(text: str) -> str | None:
-    """The trigger a HOOK.md that does not load seems to name (to tell which events it would
-    have woken), or None when none can be read."""
-    found = _TRIGGER_LINE.search(text)
-    return found.group(1) if found else None
 
 
 def load_hook(

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from mcp_hooks.errors import ConfigError
+
 # adapter module -> (its extra, the framework it needs)
 EXTRAS: dict[str, tuple[str, str]] = {
     "mcp_hooks.adapters.langchain": ("langchain", "LangChain 1.x"),
@@ -20,11 +22,12 @@ EXTRAS: dict[str, tuple[str, str]] = {
 }
 
 
-class MissingExtraError(ModuleNotFoundError):
+class MissingExtraError(ConfigError, ModuleNotFoundError):
     """An adapter imported where its framework is not installed.
 
-    A ``ModuleNotFoundError`` (so an ``ImportError``) whose message says which extra to
-    install; ``name`` is the module that was not found, ``extra`` the extra.
+    A ``ModuleNotFoundError`` (so an ``ImportError``: ``except ImportError`` still catches
+    it) whose message says which extra to install; ``name`` is the module that was not
+    found, ``extra`` the extra.
     """
 
     def __init__(self, module: str, missing: ModuleNotFoundError) -> None:

@@ -110,9 +110,6 @@ class Report:
     def warn(self, what: str, fix: str | None = None, host: str | None = None) -> None:
         self.warnings.append(Finding(what, fix, host))
 
-    def note(self, what: str) -> None:
-        self.notes.append(Finding(what))
-
     def as_dict(self) -> dict[str, Any]:
         return {"ok": not self.problems,
                 "problems": [p.as_dict() for p in self.problems],
@@ -181,11 +178,11 @@ def format_report(report: Report) -> str:
             lines.append(f"    server {w.server['url']}: {w.server['status']}")
     hooks = report.hooks
     if hooks:
-        identical = len(hooks.get("identical", []))
+        same = len(hooks.get("identical", []))
         lines.append(f"hooks: {hooks.get('valid', 0)} valid, {len(hooks.get('invalid', []))} "
                      f"invalid, {len(hooks.get('untrusted', []))} untrusted, "
                      f"{len(hooks.get('replaced', []))} replaced"
-                     + (f" ({identical} by an identical copy)" if identical else ""))
+                     + (f" ({same} by an identical copy)" if same else ""))
     for key, info in report.files.items():
         lines.append(f"{key.replace('_', ' ')}: {info['path']} ({info['status']})")
     for finding in report.notes:
@@ -201,12 +198,9 @@ def format_report(report: Report) -> str:
 
 def verdict(report: Report) -> str:
     """The last word: whether the gate is whole, and that there is none without a host."""
-    if report.problems:
-        return "the gate is NOT whole"
-    if not report.wirings:
-        return ("no host is wired, so no agent's tool calls are checked yet (the hooks run "
-                "only from `mcp-hooks fire`, `serve` and `proxy`)")
-    return "the gate is whole"
+    return ("the gate is NOT whole" if report.problems else "the gate is whole"
+            if report.wirings else "no host is wired, so no agent's tool calls are checked "
+            "yet (the hooks run only from `mcp-hooks fire`, `serve` and `proxy`)")
 
 
 # -- host wiring ----------------------------------------------------------------------------
@@ -526,8 +520,8 @@ def check_hooks(report: Report, given: CommonOptions) -> None:
             project_copy = registry.get(name)
             if project_copy is not None and _identical(project_copy.dir, replaced[name].dir):
                 report.hooks["identical"].append(name)
-                report.note(f"hook {name!r} is in both the user and the project folder, "
-                            "byte for byte the same: it runs once (the project's copy)")
+                report.notes.append(Finding(f"hook {name!r} is in both the user and the project "
+                                            "folder, byte for byte the same: it runs once"))
                 continue
             report.warn(f"project hook {name!r} replaces (shadows) the user hook of that name, "
                         "which differs from it: only the project's copy runs",
