@@ -37,7 +37,7 @@ from results import say, write_section  # noqa: E402
 
 REPO = HERE.parent
 JAVA = REPO / "java"
-LIBRARY = REPO / "mcp_hooks" / "library"
+LIBRARY = REPO / "hooks"
 MCP_HOOKS = Path(sys.executable).parent / "mcp-hooks"
 ANNOUNCE = re.compile(r"serving \w+ at (http://\S+)/mcp")
 MAIN = "io.github.mcphooks.agentscope.BenchMain"

@@ -7,7 +7,7 @@ per event, measured side by side in one run, interleaved.
   script driven by a bare asyncio loop (one line written, the answer awaited through a
   reader). Target: persistent median <= 150 µs.
 - (b) the bundled library's ``before_tool`` guards (every sync ``pre-tool-call`` hook of
-  ``mcp_hooks/library``, as shipped, ``metadata.persistent`` as their HOOK.md says) on a
+  ``hooks/``, as shipped, ``metadata.persistent`` as their HOOK.md says) on a
   ``before_tool`` event for ``Shell``, through ``Engine.fire``, against the same guards with
   ``persistent: false``. Target: at least 50x faster.
 - (c) a host hook call with a running server: the ``install --via server`` forward command
@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE))
 from results import machine, median_us, say, verdict, write_section  # noqa: E402
 
 Case = Callable[[], Awaitable[float]]
-LIBRARY = HERE.parent / "mcp_hooks" / "library"
+LIBRARY = HERE.parent / "hooks"
 
 LOOP_HOOK = """\
 import json, os, sys
@@ -275,7 +275,7 @@ event, interleaved in one run; the event log on; `Engine.fire` on an asyncio loo
 |---|---|---|---|---|---|
 {table}
 
-- The guards (every sync `pre-tool-call` hook of `mcp_hooks/library`, as shipped):
+- The guards (every sync `pre-tool-call` hook of `hooks/`, as shipped):
   {', '.join(guard_names)}; "spawned" is the same copies with `persistent: false`.
 - (a) what the engine adds over the protocol's floor: {med['a persistent'] - med['a floor']:.0f} µs
   (selection, payload, the pool's checks, judging, signals, the event log's append).

@@ -1,7 +1,7 @@
 """The main job, end to end: the bundled hook library gating an agent.
 
 `make demo` runs this. It starts `mcp-hooks serve` over stdio with the bundled library
-(`mcp_hooks/library/`) as the user library and a throw-away project whose tests fail,
+(`hooks/`) as the user library and a throw-away project whose tests fail,
 connects the MCP SDK's client as an agent host would, and fires the events of one agent
 session: a dangerous shell command, a safe one, a write to `.env`, then the agent trying to
 stop with failing tests. Then the same decision from the command line (the way a git hook
@@ -24,7 +24,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 REPO = Path(__file__).resolve().parent.parent
-LIBRARY = REPO / "mcp_hooks" / "library"
+LIBRARY = REPO / "hooks"
 BIN = Path(sys.executable).parent
 MCP_HOOKS = str(BIN / "mcp-hooks")
 BOLD, RED, GREEN, DIM, END = (("\033[1m", "\033[31m", "\033[32m", "\033[2m", "\033[0m")
@@ -69,7 +69,7 @@ def make_project(tmp: Path) -> Path:
 
 async def server_scene(project: Path, log: Path) -> None:
     say(f"{BOLD}== 1. An agent session through the MCP server (stdio){END}")
-    say(f"{DIM}$ mcp-hooks serve --user-dir mcp_hooks/library --project-dir {project}{END}")
+    say(f"{DIM}$ mcp-hooks serve --user-dir hooks --project-dir {project}{END}")
     params = StdioServerParameters(
         command=MCP_HOOKS,
         args=["serve", "--user-dir", str(LIBRARY), "--project-dir", str(project),

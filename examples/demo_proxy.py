@@ -6,7 +6,7 @@ to ``.env`` is refused by the bundled ``protect-secrets`` hook before the server
 the harmless note passes through. No cooperation from the model or the server is needed.
 
 Run: ``.venv/bin/python examples/demo_proxy.py [--user-dir HOOKS] [--log FILE]`` (default: the
-bundled ``mcp_hooks/library/`` and a throw-away log). Exits 1 if a decision is not the expected one.
+bundled ``hooks/`` and a throw-away log). Exits 1 if a decision is not the expected one.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ async def scene(user_dir: Path, log: Path, tmp: Path) -> list[str]:
 
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--user-dir", type=Path, default=REPO / "mcp_hooks" / "library",
+    parser.add_argument("--user-dir", type=Path, default=REPO / "hooks",
                         help="the hook library (default: the bundled hooks/)")
     parser.add_argument("--log", type=Path, help="event log (default: a throw-away one)")
     args = parser.parse_args()

@@ -1,9 +1,13 @@
 """The bundled hook library: the hooks that ship inside the package, and copying them out.
 
-The library is package data (``mcp_hooks/library/<name>/``: a HOOK.md and its ``scripts/``),
-in the wheel and the sdist alike, so ``pip install mcp-hooks`` brings it. Nothing runs from
-there: a hook runs once it is copied into a hooks folder (the user's, or a project's
-``.agents/hooks``), where it can be read, changed or deleted like any other.
+The library lives in the checkout's top-level ``hooks/<name>/`` (a HOOK.md and its
+``scripts/``) and installs as package data at ``mcp_hooks/library/<name>/`` (setup.py), in the
+wheel and from the sdist alike, so installing mcp-hooks (``pip install .`` in a checkout; the
+PyPI package once published) brings it. ``LIBRARY_DIR`` is the installed folder, or the
+checkout's ``hooks/`` when mcp-hooks runs from its source tree (``python -m mcp_hooks.cli`` there,
+an editable install). Nothing runs from there: a hook runs once it is copied into a hooks
+folder (the user's, or a project's ``.agents/hooks``), where it can be read, changed or
+deleted like any other.
 
 Contracts:
 
@@ -41,7 +45,24 @@ from mcp_hooks.errors import ConfigError, did_you_mean
 from mcp_hooks.hookfile import load_hook
 from mcp_hooks.trust import TrustStore, hook_digest
 
-LIBRARY_DIR = Path(__file__).resolve().parent / "library"
+
+def _library_dir() -> Path:
+    """The installed package data, else the source tree's ``hooks/`` (see the docstring).
+
+    A folder counts only if a hook is in it: an installed copy is never shadowed, and a
+    leftover ``mcp_hooks/library`` of byte-code in an old checkout is not taken for one.
+    """
+    package = Path(__file__).resolve().parent
+    installed = package / "library"
+    checkout = package.parent / "hooks"
+    if any(installed.glob("*/HOOK.md")):
+        return installed
+    if (package.parent / "pyproject.toml").is_file() and any(checkout.glob("*/HOOK.md")):
+        return checkout
+    return installed
+
+
+LIBRARY_DIR = _library_dir()
 
 # What `mcp-hooks init` adds, and why (printed by init).
 RECOMMENDED: dict[str, str] = {

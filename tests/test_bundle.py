@@ -24,7 +24,7 @@ from mcp_hooks.hosts import HOSTS, get_host
 from mcp_hooks.trust import TrustStore, hook_digest
 from tests.conftest import MCP_HOOKS
 
-LIBRARY = Path(__file__).resolve().parent.parent / "mcp_hooks" / "library"
+LIBRARY = Path(__file__).resolve().parent.parent / "hooks"
 HOST_ENV = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "COPILOT_HOME",
             "KIMI_SHARE_DIR")
 

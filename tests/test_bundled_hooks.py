@@ -1,4 +1,4 @@
-"""The bundled hooks in mcp_hooks/library/, fired with real events through the engine (the
+"""The bundled hooks in hooks/, fired with real events through the engine (the
 guards' tables of rewrites and look-alikes are in test_guards.py)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from mcp_hooks import Engine, Event, EventLog, Outcome, Registry
 
 pytestmark = pytest.mark.anyio
 
-LIBRARY = Path(__file__).resolve().parent.parent / "mcp_hooks" / "library"
+LIBRARY = Path(__file__).resolve().parent.parent / "hooks"
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow...\n-----END RSA PRIVATE KEY-----\n"
 
 

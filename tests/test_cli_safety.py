@@ -27,7 +27,7 @@ def fire(user_dir: Path, project: Path, *more: str, cwd: Path | None = None,
 def guard(user_dir: Path) -> Path:
     """The bundled fail-closed guard, copied as a user would."""
     target = user_dir / "block-dangerous-commands"
-    shutil.copytree(REPO / "mcp_hooks" / "library" / "block-dangerous-commands", target)
+    shutil.copytree(REPO / "hooks" / "block-dangerous-commands", target)
     return target / "HOOK.md"
 
 

@@ -281,7 +281,7 @@ def test_the_bundled_guards_decide_the_same_resident_in_serve_and_one_shot_from_
     (``fire --server``) and spawned by ``fire`` alone, over the same commands."""
     import shutil
 
-    library = Path(SOURCE) / "mcp_hooks" / "library"
+    library = Path(SOURCE) / "hooks"
     for name in ("block-dangerous-commands", "block-prod-deploy", "protect-hooks",
                  "protect-secrets"):
         shutil.copytree(library / name, user_dir / name,

@@ -21,7 +21,7 @@ from mcp_hooks import Engine, Event, Outcome, Registry
 
 pytestmark = pytest.mark.anyio
 
-LIBRARY = Path(__file__).resolve().parent.parent / "mcp_hooks" / "library"
+LIBRARY = Path(__file__).resolve().parent.parent / "hooks"
 GUARDS = ("block-dangerous-commands", "protect-secrets", "block-prod-deploy")
 
 

@@ -35,7 +35,7 @@ from tests.test_guards import (
 from tests.test_protect_hooks import ALLOWED as HOOKS_ALLOWED
 from tests.test_protect_hooks import DENIED as HOOKS_DENIED
 
-LIBRARY = Path(__file__).resolve().parent.parent / "mcp_hooks" / "library"
+LIBRARY = Path(__file__).resolve().parent.parent / "hooks"
 BUNDLED_PYTHON = sorted(p.parent.parent.name for p in LIBRARY.glob("*/scripts/run.py"))
 WAIT = 120  # seconds: only to stop a hang, never a speed check
 

@@ -1,15 +1,18 @@
 """The package is the whole product: issue 11's "Done when", offline.
 
 The sdist is built from a copy of this checkout, and the wheel from that sdist (``python -m
-build --no-isolation``: no network). Both are listed: the bundled hook library is in each,
-file modes kept and no byte-code; the sdist also carries the tests (with fixtures), docs,
-examples, bench and Makefile. Then a fresh venv gets ONLY the built wheel (``pip install
---no-deps --no-index``); its dependencies are made importable by a ``.pth`` naming this
-venv's site-packages (whose own ``.pth`` files, the editable install's included, are not
-processed there, so the checkout cannot leak in: checked). In a home folder of its own, that
-venv's ``mcp-hooks init --host claude-code --scope user`` must write a Claude Code command
-that denies a real ``PreToolUse`` payload for ``Bash`` ``rm -rf /`` with the bundled guard,
-and lets ``ls`` through.
+build --no-isolation``: no network). Both are listed: the bundled hook library (the
+checkout's ``hooks/``) is in each, at ``hooks/`` in the sdist and at ``mcp_hooks/library/``
+in the wheel (where ``mcp_hooks.bundle`` finds it once installed), file modes kept and no
+byte-code; the sdist also carries the tests (with fixtures), docs, examples, bench and
+Makefile. Then a fresh venv gets ONLY the built wheel (``pip install --no-deps
+--no-index``); its dependencies are made importable by a ``.pth`` naming this venv's
+site-packages (whose own ``.pth`` files, the editable install's included, are not processed
+there, so the checkout cannot leak in: checked). In a home folder of its own, that venv's
+``mcp-hooks init --host claude-code --scope user`` must write a Claude Code command that
+denies a real ``PreToolUse`` payload for ``Bash`` ``rm -rf /`` with the bundled guard, and
+lets ``ls`` through. And the Quick start's ``pip install .``, from a copy of the checkout
+into another fresh venv, gives an ``mcp-hooks`` that runs and finds the library.
 """
 
 from __future__ import annotations
@@ -30,14 +33,16 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-LIBRARY = REPO / "mcp_hooks" / "library"
+LIBRARY = REPO / "hooks"  # installed as mcp_hooks/library/
 SDIST_EXTRAS = ("tests", "docs", "examples", "bench")
-JUNK = ("mcp_hooks/library/protect-hooks/scripts/__pycache__/protect_hooks.cpython-311.pyc",
-        "mcp_hooks/library/protect-hooks/scripts/.mypy_cache/3.10/cache.db",
+JUNK = ("hooks/protect-hooks/scripts/__pycache__/protect_hooks.cpython-311.pyc",
+        "hooks/protect-hooks/scripts/.mypy_cache/3.10/cache.db",
         "tests/.ruff_cache/0.6/cache", "tests/fixtures/__pycache__/x.cpython-311.pyc")
 _NOT_SOURCE = {".git", ".venv", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
                ".hypothesis", "node_modules"}
 _NOT_SOURCE_TOP = {"build", "dist"}
+# this venv's site-packages, read at import (sysconfig reads ~ once, before the home guard)
+DEV_SITE = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
 
 
 @dataclass(frozen=True)
@@ -94,21 +99,24 @@ def _is_junk(name: str) -> bool:
         p.startswith(".") and p.endswith("_cache") for p in parts)
 
 
-def _library_files() -> dict[str, int]:
-    """Every file of the bundled library (relative to the package), with its exec bits."""
+def _library_files(under: str) -> dict[str, int]:
+    """Every file of the bundled library, named as if it were in the folder ``under``, with
+    its exec bits."""
     found = {}
     for path in sorted(LIBRARY.rglob("*")):
-        if path.is_file() and not _is_junk(path.relative_to(REPO).as_posix()):
-            found[path.relative_to(REPO).as_posix()] = path.stat().st_mode & 0o111
-    assert len({p.split("/")[2] for p in found}) >= 7  # the seven hooks at least
+        rel = path.relative_to(LIBRARY).as_posix()
+        if path.is_file() and not _is_junk(rel):
+            found[f"{under}/{rel}"] = path.stat().st_mode & 0o111
+    assert len({p.split("/")[-2] for p in found if p.endswith("/HOOK.md")}) >= 7  # seven hooks
     return found
 
 
 def test_the_wheel_carries_the_library_with_its_modes(built: Built) -> None:
     with zipfile.ZipFile(built.wheel) as wheel:
         modes = {i.filename: (i.external_attr >> 16) & 0o111 for i in wheel.infolist()}
-    library = _library_files()
+    library = _library_files("mcp_hooks/library")
     assert {name: modes.get(name) for name in library} == library
+    assert not [n for n in modes if n.startswith("hooks/")]  # not beside the package
     assert not [n for n in modes if _is_junk(n)]
     assert "mcp_hooks/bundle.py" in modes and "mcp_hooks/py.typed" in modes
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in modes), sorted(modes)[-8:]
@@ -119,9 +127,9 @@ def test_the_sdist_carries_the_library_tests_docs_examples_and_bench(built: Buil
     with tarfile.open(built.sdist) as sdist:
         members = {m.name.split("/", 1)[1]: m.mode & 0o111 for m in sdist.getmembers()
                    if m.isfile() and "/" in m.name}
-    library = _library_files()
+    library = _library_files("hooks")
     assert {name: members.get(name) for name in library} == library
-    for top in ("Makefile", "README.md", "pyproject.toml", "MANIFEST.in", "LICENSE"):
+    for top in ("Makefile", "README.md", "pyproject.toml", "setup.py", "MANIFEST.in", "LICENSE"):
         assert top in members
     for folder in SDIST_EXTRAS:
         expected = {p.relative_to(built.src).as_posix() for p in (built.src / folder).rglob("*")
@@ -138,21 +146,52 @@ def test_the_sdist_carries_the_library_tests_docs_examples_and_bench(built: Buil
 def venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with only the built wheel installed; dependencies through a ``.pth``."""
     root = tmp_path_factory.mktemp("fresh")
+    target = _fresh_venv(root)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(target / "bin" / "python"), "install",
+         "--no-deps", "--no-index", "--quiet", str(built.wheel)],
+        capture_output=True, text=True, timeout=180, cwd=root, env=_offline_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    return target
+
+
+def _fresh_venv(root: Path) -> Path:
+    """A venv without pip whose Python also sees this venv's site-packages (the
+    dependencies, and setuptools for a build without isolation) through a ``.pth``."""
     target = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(target)], check=True,
                    timeout=120, capture_output=True)
     python = target / "bin" / "python"
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
-         "--no-index", "--quiet", str(built.wheel)],
-        capture_output=True, text=True, timeout=180, cwd=root, env=_offline_env())
-    assert done.returncode == 0, done.stdout + done.stderr
     site = subprocess.run([str(python), "-c", "import sysconfig; "
                            "print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True, timeout=60).stdout.strip()
-    dev = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
-    Path(site, "_dev_dependencies.pth").write_text("".join(f"{p}\n" for p in dev))
+    Path(site, "_dev_dependencies.pth").write_text("".join(f"{p}\n" for p in DEV_SITE))
     return target
+
+
+def test_pip_install_from_a_checkout(tmp_path: Path) -> None:
+    """The Quick start's first line, ``pip install .`` in a checkout (a copy of this one),
+    into a fresh venv, offline: its ``mcp-hooks`` runs and finds the bundled library."""
+    src = tmp_path / "mcp-hooks"
+    shutil.copytree(REPO, src, ignore=_ignore, symlinks=True, copy_function=_copy)
+    venv = _fresh_venv(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+         "--no-build-isolation", "--no-index", "--quiet", "."],
+        capture_output=True, text=True, timeout=300, cwd=src, env=_offline_env())
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    env = _home_env(venv, tmp_path / "home")
+    version = subprocess.run([str(venv / "bin" / "mcp-hooks"), "--version"], capture_output=True,
+                             text=True, timeout=60, cwd=tmp_path, env=env)
+    assert version.returncode == 0, version.stderr
+    from mcp_hooks import __version__
+
+    assert __version__ in version.stdout
+    listed = subprocess.run([str(venv / "bin" / "mcp-hooks"), "add", "--list", "--json"],
+                            capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+    assert listed.returncode == 0, listed.stderr
+    paths = [Path(h["path"]) for h in json.loads(listed.stdout)]
+    assert len(paths) >= 7 and all(p.is_relative_to(venv) for p in paths), paths
 
 
 def _home_env(venv: Path, home: Path) -> dict[str, str]:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-import mcp_hooks
+from mcp_hooks.bundle import LIBRARY_DIR
 from mcp_hooks.events import EVENTS, SPEC_NAMES
 from mcp_hooks.portable import SPEC_FIELDS, check_hook
 from tests.conftest import MCP_HOOKS, write_hook
 
-LIBRARY = Path(mcp_hooks.__file__).parent / "library"
+LIBRARY = LIBRARY_DIR
 
 
 def validate(*args: str) -> subprocess.CompletedProcess[str]:

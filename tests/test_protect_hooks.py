@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-LIBRARY = Path(__file__).resolve().parent.parent / "mcp_hooks" / "library"
+LIBRARY = Path(__file__).resolve().parent.parent / "hooks"
 SCRIPT = LIBRARY / "protect-hooks" / "scripts" / "run.py"
 PREFIX = "Hook configuration protected:"
 
@@ -38,12 +39,12 @@ def project(tmp_path: Path) -> Path:
     return project
 
 
-def run(project: Path, tool: str, tool_input: Any,
+def run(project: Path, tool: str, tool_input: Any, script: Path = SCRIPT,
         **extra: Any) -> subprocess.CompletedProcess[str]:
     event = {"event_type": "before_tool", "tool_name": tool, "tool_input": tool_input,
              "work_dir": str(project), "session_id": "s", **extra}
     data = json.dumps(event).encode()
-    done = subprocess.run([sys.executable, str(SCRIPT)], input=data, capture_output=True,
+    done = subprocess.run([sys.executable, str(script)], input=data, capture_output=True,
                           cwd=project, timeout=30)
     return subprocess.CompletedProcess(done.args, done.returncode,
                                        done.stdout.decode(errors="replace"),
@@ -136,6 +137,18 @@ DENIED: list[tuple[str, Any]] = [
     ("Bash", sh(["bash", "-lc", "rm -rf .agents/hooks"])),  # Codex's argv form
     ("run_shell_command", sh("rm .gemini/settings.json")),
     ("exec_command", {"cmd": "rm .agents/hooks/guard/HOOK.md"}),
+    # a tool whose name says it writes: a folder that holds hooks counts too
+    ("mcp__fs__write_file", {"path": ".", "content": ""}),
+    # mcp-server-git's writers (git_commit and git_checkout: tests/test_protect_hooks_git.py)
+    ("git_add", {"repo_path": ".", "files": [".agents/hooks/guard/HOOK.md"]}),
+    ("mcp__git__git_add", {"repo_path": ".", "files": ["src", ".agents"]}),
+    ("git__git_init", {"repo_path": ".agents/hooks/guard"}),
+    ("git_reset", {"repo_path": "~/.config/agents/hooks"}),
+    # tools it does not know: refused where an argument names a protected path
+    ("frobnicate", {"path": ".agents/hooks/guard/HOOK.md"}),
+    ("mcp__tickets__attach", {"target": "~/.claude/settings.json", "ticket": 7}),
+    ("mcp__x__sync", {"folder": ".agents", "options": {"nested": ["~/.codex/hooks.json"]}}),
+    ("", {"path": ".agents/hooks/x"}),
 ]
 
 ALLOWED: list[tuple[str, Any]] = [
@@ -167,6 +180,22 @@ ALLOWED: list[tuple[str, Any]] = [
     ("str_replace_based_edit_tool", {"command": "view", "path": ".agents/hooks/guard/HOOK.md"}),
     ("WebFetch", {"url": "https://example.com/.agents/hooks"}),
     ("Agent", {"prompt": "rm -rf .agents/hooks"}),
+    # mcp-server-git's readers, on the repository that holds the hooks folder
+    *[(tool, {"repo_path": ".", "target": "HEAD", "revision": "HEAD", "branch_type": "local"})
+      for tool in ("git_status", "mcp__git__git_log", "git__git_diff", "git_diff_staged",
+                   "git_diff_unstaged", "git_show", "git_branch")],
+    ("git_add", {"repo_path": ".", "files": ["."]}),
+    ("git_create_branch", {"repo_path": ".", "branch_name": "x"}),
+    ("git_reset", {"repo_path": "."}),
+    # @modelcontextprotocol/server-filesystem's readers, and mcp-server-fetch
+    *[(f"mcp__fs__{tool}", {"path": ".agents/hooks/guard", "paths": [".agents/hooks/guard"]})
+      for tool in ("read_text_file", "read_media_file", "read_multiple_files", "list_directory",
+                   "list_directory_with_sizes", "directory_tree", "search_files",
+                   "get_file_info", "list_allowed_directories")],
+    ("fetch", {"url": "https://example.com/.agents/hooks/x", "max_length": 5000}),
+    # tools it does not know, naming no protected path (the project holds one; it is not one)
+    ("frobnicate", {"path": "src/a.py", "folder": "."}),
+    ("mcp__tickets__attach", {"target": "/tmp/x", "repo": "."}),
 ]
 
 
@@ -191,6 +220,49 @@ def test_reason_names_the_refusal_the_location_and_the_way_out(home: Path,
     assert "`rm` of .agents/hooks" in done.stderr
     assert "a project hooks folder (.agents/hooks)" in done.stderr
     assert "ask the user" in done.stderr.lower() and "mcp-hooks trust" in done.stderr
+
+
+def test_an_unknown_tool_is_told_where_it_is_declared_a_reader(home: Path,
+                                                                project: Path) -> None:
+    done = run(project, "mcp__tickets__attach", {"file": ".agents/hooks/guard/HOOK.md"})
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"{PREFIX} refused mcp__tickets__attach naming "
+                                  ".agents/hooks/guard/HOOK.md — a project hooks folder")
+    assert (f"mcp__tickets__attach is an unknown tool treated as a write: declare it a reader "
+            f"in {LIBRARY / 'protect-hooks' / 'HOOK.md'}, key metadata.readers "
+            "(`readers: [attach]` under `metadata:`)") in done.stderr
+    assert "Ask the user to declare it there" in done.stderr
+
+
+def copy_of_the_hook(tmp_path: Path, readers: str) -> Path:
+    """A user's copy of protect-hooks whose HOOK.md declares ``readers`` under metadata."""
+    copy = tmp_path / "mine" / "protect-hooks"
+    shutil.copytree(LIBRARY / "protect-hooks", copy,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    text = (copy / "HOOK.md").read_text()
+    (copy / "HOOK.md").write_text(text.replace("\nmetadata:\n", f"\nmetadata:\n{readers}", 1))
+    return copy / "scripts" / "run.py"
+
+
+@pytest.mark.parametrize("readers", ["  readers: [attach, Frobnicate]\n",
+                                     "  readers:\n    - mcp__tickets__attach\n"
+                                     "    - frobnicate\n"])
+def test_declared_readers_pass(home: Path, project: Path, tmp_path: Path, readers: str) -> None:
+    script = copy_of_the_hook(tmp_path, readers)
+    for tool, tool_input in [("mcp__tickets__attach", {"file": ".agents/hooks/guard"}),
+                             ("frobnicate", {"path": "~/.claude/settings.json"})]:
+        assert run(project, tool, tool_input, script=script).returncode == 0, tool
+    assert run(project, "unknown", {"path": ".agents/hooks/x"}, script=script).returncode == 2
+    # a shell tool is read for what its command writes, whatever the list says
+    assert run(project, "Bash", sh("rm -rf .agents/hooks"), script=script).returncode == 2
+
+
+def test_a_broken_readers_list_is_named(home: Path, project: Path, tmp_path: Path) -> None:
+    script = copy_of_the_hook(tmp_path, "  readers: 7\n")
+    done = run(project, "frobnicate", {"path": ".agents/hooks/x"}, script=script)
+    assert done.returncode == 2
+    assert (f"metadata.readers in {script.parent.parent / 'HOOK.md'} is ignored: it must be a "
+            "list of tool names") in done.stderr
 
 
 def test_environment_locations(home: Path, project: Path, tmp_path: Path,
@@ -246,6 +318,22 @@ def test_odd_commands_are_answered(home: Path, project: Path) -> None:
     assert run(project, "Shell", sh("rm \udcff .agents/hooks")).returncode == 2
     assert run(project, "Shell", sh(None)).returncode == 0
     assert run(project, "Shell", sh("")).returncode == 0
+
+
+@pytest.mark.parametrize("command", [
+    "rm " + " ".join(f"w{i}" for i in range(40_000)),  # past the size the shell parser reads
+    "rm " + " ".join(f"w{i}" for i in range(12_000)),  # parsed, but more paths than it checks
+    "x=$(ls); rm $x " + " ".join(f"w{i}" for i in range(12_000)),
+    "rm " + " ".join(f"/tmp/*/w{i}*" for i in range(1_000)),  # each wildcard lists folders
+])
+def test_more_paths_than_it_checks_are_refused_with_the_way_out(home: Path, project: Path,
+                                                                command: str) -> None:
+    done = run(project, "Shell", sh(command))
+    assert done.returncode == 2
+    assert "names more paths than the 10000 this guard checks per call" in done.stderr
+    assert "Split it into smaller calls" in done.stderr
+    done = run(project, "WriteFile", {"paths": [f"a/b{i}" for i in range(12_000)]})
+    assert done.returncode == 2 and "Split it" in done.stderr
 
 
 def test_unreadable_event_is_refused(project: Path) -> None:

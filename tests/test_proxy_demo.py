@@ -14,7 +14,7 @@ def test_demo_proxy_scene(tmp_path: Path) -> None:
     log = tmp_path / "events.jsonl"
     done = subprocess.run(
         [sys.executable, str(REPO / "examples" / "demo_proxy.py"), "--user-dir",
-         str(REPO / "mcp_hooks" / "library"), "--log", str(log)],
+         str(REPO / "hooks"), "--log", str(log)],
         capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 0, done.stderr

@@ -7,7 +7,7 @@ It is checked over
 
 - hand-picked texts on both sides of the subset's edge (``AGREES``, ``DECLINES``);
 - every HOOK.md frontmatter we ship or document: the bundled library
-  (``mcp_hooks/library/*/HOOK.md``), any ``examples/**/HOOK.md`` and ``tests/**/HOOK.md``,
+  (``hooks/*/HOOK.md``), any ``examples/**/HOOK.md`` and ``tests/**/HOOK.md``,
   the HOOK.md examples in README.md and ``docs/*.md``, and what ``mcp-hooks new`` and the
   tests' ``write_hook`` write;
 - a generated corpus: documents built only from the subset, which must be *answered* (so the
@@ -97,7 +97,7 @@ def frontmatter(text: str) -> str | None:
 
 
 def shipped_hook_files() -> list[Path]:
-    files = [*REPO.glob("mcp_hooks/library/*/HOOK.md"), *REPO.glob("examples/**/HOOK.md"),
+    files = [*REPO.glob("hooks/*/HOOK.md"), *REPO.glob("examples/**/HOOK.md"),
              *REPO.glob("tests/**/HOOK.md")]
     return sorted(files)
 

@@ -329,8 +329,9 @@ def _check_commands(report: Report, wiring: Wiring, host: Host) -> None:
                 report.problem(
                     f"{wiring.file}: {word!r} (run by the {host.title} entries) does not exist "
                     "or is not executable, so the host cannot run the hooks",
-                    "install mcp-hooks for good (`uv tool install mcp-hooks` or `pipx install "
-                    f"mcp-hooks`), then mcp-hooks install {host.name} --scope {wiring.scope}",
+                    "install mcp-hooks for good (`uv tool install .` or `pipx install .` in a "
+                    "checkout of mcp-hooks; `uv tool install mcp-hooks` once it is on PyPI), "
+                    f"then mcp-hooks install {host.name} --scope {wiring.scope}",
                     host.name)
 
 

@@ -329,7 +329,8 @@ def main():
     except OSError as exc:
         sys.stderr.write("mcp-hooks forward: cannot run the bridge " + repr(argv) + " (" + str(exc)
                          + "); blocked. Fix: run `mcp-hooks doctor`, or reinstall: "
-                         "uv tool install mcp-hooks, then mcp-hooks install " + host + "\\n")
+                         "uv tool install . in a checkout of mcp-hooks (uv tool install "
+                         "mcp-hooks once it is on PyPI), then mcp-hooks install " + host + "\\n")
         return 1 if os.environ.get("MCP_HOOKS_ON_FAULT", "").strip().lower() == "warn" else 2
     sys.stdout.buffer.write(done.stdout)
     return done.returncode

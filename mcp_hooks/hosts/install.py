@@ -85,8 +85,11 @@ TOKEN_ENV = "MCP_HOOKS_TOKEN"
 PROJECT_DIR_ENV = "MCP_HOOKS_PROJECT_DIR"
 DEFAULT_URL = "http://127.0.0.1:8765"
 VIAS = ("command", "server", "http", "mcp")
-INSTALL_FOR_GOOD = ("install mcp-hooks for good (`uv tool install mcp-hooks` or `pipx install "
-                    "mcp-hooks`) and run install again from it, or pass --bridge-command")
+# How to put mcp-hooks on PATH for good: from a checkout today; the PyPI name once published.
+HOW_TO_INSTALL = ("`uv tool install .` or `pipx install .` in a checkout of mcp-hooks; "
+                  "`uv tool install mcp-hooks` or `pipx install mcp-hooks` once it is on PyPI")
+INSTALL_FOR_GOOD = (f"install mcp-hooks for good ({HOW_TO_INSTALL}) and run install again from "
+                    "it, or pass --bridge-command")
 
 
 @dataclass(frozen=True)
@@ -367,8 +370,8 @@ def install_notes(host: Host, scope: str, options: InstallOptions) -> list[str]:
         notes.append(
             "Project scope: the entries run plain `mcp-hooks`, which the host finds on PATH, "
             "so the file holds no path of this machine and can be committed. Everyone who "
-            "uses it needs mcp-hooks on PATH (`uv tool install mcp-hooks` or `pipx install "
-            "mcp-hooks`); pass --bridge-command to write another command.")
+            f"uses it needs mcp-hooks on PATH ({HOW_TO_INSTALL}); pass --bridge-command to "
+            "write another command.")
         if shutil.which("mcp-hooks") is None:
             notes.append("warning: no `mcp-hooks` is on PATH here, so these entries cannot "
                          "run yet: " + INSTALL_FOR_GOOD + ".")

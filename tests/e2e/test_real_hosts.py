@@ -17,7 +17,7 @@ Two layers:
      carrying the gate's reason), and the loop ends;
    * a gate that never relents still lets the run end (the host's loop flag or cap);
    * rewrites, context, uninstall, ``--user-dir``, the bundled library
-     (``mcp_hooks/library/``), and the server paths (``install --via server``; Claude
+     (``hooks/``), and the server paths (``install --via server``; Claude
      Code's ``--via http`` / ``--via mcp``, the latter only for events that cannot block:
      install refuses the gates);
    * project hooks run only once trusted: tests with project hooks trust them with the real
@@ -1069,7 +1069,7 @@ def test_via_mcp_tool_claude_code(
 
 # --- the bundled library, unchanged, on every host ------------------------------------
 
-REPO_HOOKS = Path(__file__).resolve().parents[2] / "mcp_hooks" / "library"
+REPO_HOOKS = Path(__file__).resolve().parents[2] / "hooks"
 
 
 @needs_bridges
@@ -1082,7 +1082,7 @@ def test_bundled_library_gates_every_host(
     box: Sandbox,
     request: pytest.FixtureRequest,
 ) -> None:
-    """The bundled library (``install --user-dir mcp_hooks/library``): protect-secrets stops
+    """The bundled library (``install --user-dir hooks``): protect-secrets stops
     a shell write to ``.env``, block-dangerous-commands stops ``curl … | sh``, a harmless
     command runs, and enforce-tests keeps the agent working until ``make test`` passes."""
     if not (REPO_HOOKS / "enforce-tests" / "HOOK.md").exists():

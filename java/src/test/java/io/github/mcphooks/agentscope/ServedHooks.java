@@ -21,7 +21,7 @@ import java.util.stream.Stream;
 /**
  * A real {@code mcp-hooks serve --transport http} on a free loopback port, started from the
  * repository's .venv ({@code -Dmcphooks.bin}), whose user hooks folder (a temp dir) holds the
- * bundled {@code block-dangerous-commands} copied from {@code mcp_hooks/library} and the test
+ * bundled {@code block-dangerous-commands} copied from {@code hooks/} and the test
  * hooks below. HOME and the XDG folders point into the temp dir too.
  */
 final class ServedHooks implements AutoCloseable {
@@ -130,7 +130,7 @@ final class ServedHooks implements AutoCloseable {
     // -- the hooks -----------------------------------------------------------------------
 
     private void installHooks() throws IOException {
-        Path library = Path.of(System.getProperty("mcphooks.library", "../mcp_hooks/library"));
+        Path library = Path.of(System.getProperty("mcphooks.library", "../hooks"));
         copyTree(library.resolve("block-dangerous-commands"), userDir.resolve("block-dangerous-commands"));
         hook("rewrite-marked", "pre-tool-call", "matcher:\n  tool: Shell\n  pattern: 'please-rewrite'\n",
                 "cat >/dev/null\necho '{\"modified_input\": {\"command\": \"echo rewritten\"}}'\n");
@@ -158,7 +158,7 @@ final class ServedHooks implements AutoCloseable {
     private static void copyTree(Path from, Path to) throws IOException {
         if (!Files.isDirectory(from)) {
             throw new IllegalStateException("no bundled hook at " + from
-                    + " (-Dmcphooks.library: the repository's mcp_hooks/library)");
+                    + " (-Dmcphooks.library: the repository's hooks/)");
         }
         try (Stream<Path> paths = Files.walk(from)) {
             paths.forEach(p -> {

@@ -15,7 +15,19 @@ MAX_SHELL = 100_000  # longer commands get the conservative scan, not shlex
 MAX_DEPTH = 8  # nested sh -c / $(...) / eval levels before the conservative scan
 MAX_NODES = 20_000  # values walked in one tool_input
 MAX_GLOB = 500  # glob matches looked at per word
+# Paths looked up on disk per event (symlinks, folders): past it the call is refused as too
+# big to check, so no input makes an answer slow (a lookup costs up to ~100 us on a busy
+# machine). A word with wildcards lists folders: it costs GLOB_COST lookups.
+MAX_LOOKUPS = 10_000
+GLOB_COST = 50
 PREFIX = "Hook configuration protected:"
+# ``whole`` of Guard.why for what names a path without replacing what is around it: an unknown
+# tool's arguments, git's index. The path itself, or a hook-config folder by name (.agents).
+NAMED = "named"
+
+
+class TooBig(Exception):
+    """The event names more paths than MAX_LOOKUPS: refused, never checked halfway."""
 
 # --- what is protected -----------------------------------------------------------------
 
@@ -34,6 +46,7 @@ PATTERNS = (
 )
 # Folders that hold hook config: deleting, moving or replacing one as a whole is refused.
 CONTAINERS = {".agents", ".claude", ".codex", ".gemini", ".cursor", ".kimi", ".copilot"}
+FIRSTS = frozenset(comps[0] for comps, _, _ in PATTERNS)
 MAGIC = re.compile(r"[*?[]")
 
 
@@ -112,8 +125,15 @@ class Guard:
     def __init__(self, work_dir):
         self.work_dir = work_dir
         self.roots = fixed_roots()
-        self.root_parts = [(_parts(p), label) for p, label in self.roots]
+        self.root_parts = [(p, _parts(p), label) for p, label in self.roots]
         self.home = os.path.normpath(os.path.abspath(os.path.expanduser("~")))
+        self.lookups = 0
+        self.answers = {}  # (raw, bases, whole) -> label: a word repeated costs one lookup
+
+    def spend(self, n=1):
+        self.lookups += n
+        if self.lookups > MAX_LOOKUPS:
+            raise TooBig()
 
     def resolve(self, raw, bases):
         """Every absolute form of ``raw``: lexical against each base, and symlinks resolved."""
@@ -149,37 +169,63 @@ class Guard:
         """
         if not isinstance(raw, str) or not raw or len(raw) > 65536:
             return None
+        key = (raw, tuple(bases), whole)
+        if key in self.answers:
+            return self.answers[key]
+        self.spend()
+        label = None
         for path in self.resolve(raw, bases):
             label = self._why_path(path.rstrip("/") or "/", whole)
             if label:
-                return label
+                break
             if MAGIC.search(path):
+                self.spend(GLOB_COST)
                 for match in _glob(path):
+                    self.spend()
                     label = self._why_path(match, whole)
                     if label:
-                        return label
-        return None
+                        break
+                if label:
+                    break
+        self.answers[key] = label
+        return label
 
     def _why_path(self, path, whole):
+        """The label of what ``path`` (absolute, normalised) protects or holds, or None.
+
+        Plain paths are compared as strings; only a path with wildcards pays for fnmatch.
+        """
         parts = _parts(path)
-        for comps, subtree, label in PATTERNS:
-            n = len(comps)
-            for i in range(len(parts) - n + 1):
-                if (subtree or i + n == len(parts)) and all(
-                        _same(parts[i + k], comps[k]) for k in range(n)):
-                    return label
+        path = "/" + "/".join(parts)  # one spelling for the string comparisons (normpath keeps //)
+        magic = MAGIC.search(path) is not None
+        if magic or not FIRSTS.isdisjoint(parts):
+            for comps, subtree, label in PATTERNS:
+                n = len(comps)
+                for i in range(len(parts) - n + 1):
+                    if (subtree or i + n == len(parts)) and all(
+                            _same(parts[i + k], comps[k]) for k in range(n)):
+                        return label
         everything = len(parts) <= 1 or path == self.home
-        for root, label in self.root_parts:
-            if len(parts) >= len(root) and all(_same(parts[k], root[k]) for k in range(len(root))):
+        holder = whole and whole != NAMED and not everything
+        for root, root_parts, label in self.root_parts:
+            if not magic:
+                if path == root or path.startswith(root + "/"):
+                    return label
+                if holder and root.startswith(path + "/"):
+                    return f"a folder that holds {label}"
+                continue
+            if len(parts) >= len(root_parts) and all(
+                    _same(parts[k], root_parts[k]) for k in range(len(root_parts))):
                 return label
-            if whole and not everything and len(parts) < len(root) and all(
-                    _same(parts[k], root[k]) for k in range(len(parts))):
+            if holder and len(parts) < len(root_parts) and all(
+                    _same(parts[k], root_parts[k]) for k in range(len(parts))):
                 return f"a folder that holds {label}"
-        if not whole or len(parts) <= 1 or path == self.home:
+        if not whole or everything:
             return None  # rm -rf / or ~ is block-dangerous-commands' to refuse, with its reason
-        if any(_same(parts[-1], name) for name in CONTAINERS):
+        if parts[-1] in CONTAINERS or (magic and any(_same(parts[-1], name)
+                                                     for name in CONTAINERS)):
             return f"{parts[-1]}, a folder that holds an agent's hook config"
-        if not MAGIC.search(path) and os.path.isdir(path):
+        if whole != NAMED and not magic and os.path.isdir(path):
             return self._holds_protected(path)
         return None
 
@@ -291,15 +337,18 @@ class Shell:
     def conservative(self, text):
         if self.found is not None:
             return
-        words = re.findall(r"[^\s;&|<>()`'\"]+", text)
+        words = dict.fromkeys(re.findall(r"[^\s;&|<>()`'\"]+", text))  # each word once
         writes = ">" in text or any(os.path.basename(w) in WRITE_VERBS for w in words)
-        if not writes:
-            return
+        if writes:
+            self.scan(words, "a command that writes files and names")
+
+    def scan(self, words, what):
+        """The first of ``words`` that names a protected location, as ``found``."""
         for word in words:
             for candidate in _braces(word):
                 label = self.guard.why(candidate, self.bases)
                 if label:
-                    self.found = ("a command that writes files and names", candidate, label)
+                    self.found = (what, candidate, label)
                     return
 
     def run(self, text, depth=0):
@@ -345,13 +394,8 @@ class Shell:
             self.words.append(token)
         self.simple(words, depth)
         if self.blind_write and self.found is None:
-            for word in self.words:
-                for candidate in _braces(word):
-                    label = self.guard.why(candidate, self.bases)
-                    if label:
-                        self.found = ("a command that writes through a variable or xargs and "
-                                      "names", candidate, label)
-                        return
+            self.scan(dict.fromkeys(self.words),
+                      "a command that writes through a variable or xargs and names")
 
     def simple(self, words, depth):
         """One simple command: strip assignments and wrappers, then look at the verb."""
@@ -767,13 +811,23 @@ def _braces(word, limit=64):
 SHELL_TOOLS = {"shell", "bash", "run_shell_command", "exec_command", "execute_command",
                "local_shell", "shell_command", "container.exec", "run_terminal_cmd",
                "terminal", "run_command", "execute", "exec", "powershell"}
+# Tools that only read, by name, lower case: the whole name or the part after a server prefix
+# (mcp__git__git_status, git__git_status and git_status are all git_status).
 READ_TOOLS = {
-    "readfile", "read", "read_file", "read_text_file", "read_media_file", "read_multiple_files",
-    "view", "glob", "grep", "grep_search", "search_file_content", "listdir", "ls",
-    "list_directory", "list_directory_with_sizes", "directory_tree", "search_files",
-    "get_file_info", "list_allowed_directories", "webfetch", "web_fetch", "websearch",
-    "google_web_search", "fetchurl", "searchweb", "agent", "task", "notebookread", "todoread",
-    "todowrite", "codebase_search", "file_search", "list_dir",
+    # the hosts' own
+    "readfile", "read", "view", "glob", "grep", "grep_search", "search_file_content", "listdir",
+    "ls", "webfetch", "web_fetch", "websearch", "google_web_search", "fetchurl", "searchweb",
+    "agent", "task", "notebookread", "todoread", "todowrite", "codebase_search", "file_search",
+    "list_dir",
+    # @modelcontextprotocol/server-filesystem
+    "read_file", "read_text_file", "read_media_file", "read_multiple_files", "list_directory",
+    "list_directory_with_sizes", "directory_tree", "search_files", "get_file_info",
+    "list_allowed_directories",
+    # mcp-server-git (git_branch lists branches)
+    "git_status", "git_log", "git_diff", "git_diff_staged", "git_diff_unstaged", "git_show",
+    "git_branch",
+    # mcp-server-fetch
+    "fetch",
 }
 READ_NAME = re.compile(r"^(?:read|view|list|get|search|find|glob|grep|ls|stat|fetch|cat|show|"
                        r"describe|query|lookup|inspect)(?:_|$|[A-Z])", re.I)
@@ -825,7 +879,7 @@ def _last_name(tool):
 
 
 def check_tool(guard, payload):
-    """(what, path, label) of the first protected write the call makes, or None."""
+    """(what, path, label[, advice]) of the first protected write the call makes, or None."""
     tool = payload.get("tool_name") or payload.get("tool") or ""
     tool = tool if isinstance(tool, str) else ""
     tool_input = payload.get("tool_input")
@@ -872,12 +926,39 @@ def check_tool(guard, payload):
     if lower in READ_TOOLS or last in READ_TOOLS or (READ_NAME.match(last)
                                                       and not WRITE_WORD.search(last)):
         return None
-    whole = not re.search(r"mkdir|create_directory|createdirectory", last)
-    verb = _tool_verb(last)
+    name = tool or "this tool"
+    if last in GIT_TOOLS:
+        found = _git_tool(guard, name, last, tool_input, bases)
+    elif editor or WRITE_WORD.search(last):
+        # a tool whose name says it writes: what it names is replaced as a whole, so a folder
+        # that holds hooks counts too (create_directory only makes what it names)
+        whole = not re.search(r"mkdir|create_directory|createdirectory", last)
+        found = _named_paths(guard, tool_input, bases, whole, f"{name} would {_tool_verb(last)}")
+    else:
+        # a tool not known here: a write only where an argument names a protected location
+        found = _named_paths(guard, tool_input, bases, NAMED, f"{name} naming")
+        if found is not None:
+            hook_md, _, _ = declared_readers()
+            found = (*found, f"{name} is an unknown tool treated as a write: declare it a reader "
+                             f"in {hook_md}, key metadata.readers (`readers: [{last or name}]` "
+                             "under `metadata:`), if it only reads. Only the user edits that "
+                             "file. Ask the user to declare it there, or to make this change "
+                             "themselves; do not try another way around this check.")
+    if found is not None:
+        hook_md, readers, problem = declared_readers()
+        if lower in readers or last in readers:
+            return None
+        if problem:
+            what, path, label, *advice = found
+            found = (what, path, f"{label}; and {problem}", *advice)
+    return found
+
+
+def _named_paths(guard, tool_input, bases, whole, what):
     for _key, path in tool_paths(tool_input):
         label = guard.why(path, bases, whole)
         if label:
-            return (f"{tool or 'this tool'} would {verb}", path, label)
+            return (what, path, label)
     return None
 
 
@@ -890,8 +971,156 @@ def _tool_verb(name):
     return "write"
 
 
+# --- what the user declared a reader ---------------------------------------------------
+
+# This hook's own HOOK.md (the copy that runs): `metadata.readers` lists tools, by name, that
+# only read, so the guard lets them through whatever they name. It sits in a protected folder.
+HOOK_MD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "HOOK.md")
+_declared = {}  # (path, mtime_ns, size) -> (names, problem): re-read when the file changes
+
+
+def declared_readers():
+    """(HOOK.md path, lower-case tool names it declares readers, problem or None)."""
+    path = HOOK_MD
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return path, frozenset(), f"{path} cannot be read ({exc.strerror})"
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _declared:
+        _declared.clear()
+        _declared[key] = _read_readers(path)
+    return (path, *_declared[key])
+
+
+def _read_readers(path):
+    # the engine's own frontmatter reader (mcp_hooks is importable: run.py is served by
+    # mcp_hooks.hookkit), imported only when a tool call is about to be refused
+    from pathlib import Path
+
+    from mcp_hooks.hookfile import parse_frontmatter
+
+    fix = "it must be a list of tool names, e.g. `readers: [git_frob, mcp__tickets__search]`"
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = parse_frontmatter(Path(path), f.read(1_000_000))
+    except Exception as exc:  # a HOOK.md the user broke: named in the refusal, never a crash
+        return frozenset(), f"its readers could not be read ({exc})"
+    metadata = data.get("metadata")
+    readers = metadata.get("readers") if isinstance(metadata, dict) else None
+    if readers is None:
+        return frozenset(), None
+    if isinstance(readers, str):
+        readers = [readers]
+    if not isinstance(readers, list) or not all(isinstance(r, str) and r for r in readers):
+        return frozenset(), f"metadata.readers in {path} is ignored: {fix}"
+    return frozenset(r.lower() for r in readers), None
+
+
+# --- mcp-server-git --------------------------------------------------------------------
+
+GIT_TIMEOUT = 3.0  # seconds per git command (the hook's own timeout is 5 s)
+# The tools of mcp-server-git that change a repository (its readers are in READ_TOOLS): each
+# may not work in a protected folder; git_add may not stage a protected path; git_commit may
+# not record a staged change to one; git_checkout may not switch to a revision that changes one.
+GIT_TOOLS = {"git_add", "git_commit", "git_checkout", "git_reset", "git_create_branch",
+             "git_init"}
+
+
+class GitFailed(Exception):
+    """git could not say what a commit or checkout would change."""
+
+
+def _git_tool(guard, name, last, tool_input, bases):
+    args = tool_input if isinstance(tool_input, dict) else {}
+    raw = args.get("repo_path")
+    repo = guard.work_dir
+    if isinstance(raw, str) and raw:
+        label = guard.why(raw, bases, NAMED)
+        if label:
+            return (f"{name}, which writes into the repository at", raw, label)
+        repo = next(iter(guard.resolve(raw, bases)), repo).rstrip("/") or "/"
+    if last == "git_add":
+        files = args.get("files")
+        for file in files if isinstance(files, list) else [files]:
+            label = guard.why(file, [repo], NAMED)
+            if label:
+                return (f"{name} of", file, label)
+        return None
+    if last not in ("git_commit", "git_checkout"):
+        return None
+    branch = args.get("branch_name")
+    if last == "git_checkout" and not isinstance(branch, str):
+        return None  # the server refuses it
+    try:
+        changed = _git_changes(guard, repo, None if last == "git_commit" else branch)
+    except GitFailed as exc:
+        return (f"{name}, whose changes could not be listed ({exc}), in", raw or repo,
+                "it might change a hooks folder, so it is refused")
+    for path, label in changed:
+        if last == "git_commit":
+            return (f"{name}, which records the staged change to", path, label)
+        return (f"{name} of {branch!r}, which changes", path, label)
+    return None
+
+
+def _git_changes(guard, repo, revision):
+    """(path, label) of each protected path the index (revision None: what a commit records)
+    or a checkout of ``revision`` changes, asked of git with the protected paths as
+    pathspecs, so git lists only those."""
+    top = _git(repo, "rev-parse", "--show-toplevel").strip("\n")
+    if not top:
+        raise GitFailed(f"{repo} is not in a git working tree")
+    specs = []
+    for comps, subtree, _ in PATTERNS:
+        specs.append(":(top,glob)**/" + "/".join(comps) + ("/**" if subtree else ""))
+    for root, _, _ in guard.root_parts:
+        if root.startswith(top + "/"):
+            specs.append(":(top,literal)" + root[len(top) + 1:])
+    if revision is None:
+        try:
+            out = _git(repo, "diff-index", "--cached", "--name-only", "-z", "--no-renames",
+                       "HEAD", "--", *specs)
+        except GitFailed:  # no commit yet: everything in the index is what a commit records
+            out = _git(repo, "ls-files", "-z", "--cached", "--full-name", "--", *specs)
+    else:
+        out = _git(repo, "diff-tree", "-r", "--name-only", "-z", "--no-renames",
+                   "--end-of-options", "HEAD", revision, "--", *specs)
+    found = []
+    for rel in out.split("\0"):
+        if rel:
+            label = guard.why(top + "/" + rel, [top], NAMED)
+            if label:
+                found.append((rel, label))
+    return found
+
+
+def _git(repo, *args):
+    import subprocess  # only git_commit and git_checkout spawn: every other event stays fast
+
+    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    try:
+        done = subprocess.run(["git", "-c", "core.fsmonitor=false", "-C", repo, *args],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=GIT_TIMEOUT, env=env)
+    except subprocess.TimeoutExpired:
+        raise GitFailed(f"git {args[0]} took over {GIT_TIMEOUT:g} s") from None
+    except (OSError, ValueError) as exc:
+        raise GitFailed(f"git could not run: {exc}") from None
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitFailed(f"git {args[0]}: {said[-1] if said else f'exit {done.returncode}'}")
+    return done.stdout.decode("utf-8", "surrogateescape")
+
+
+# --- the answer ------------------------------------------------------------------------
+
 UNREADABLE = (f"{PREFIX} the event could not be read as JSON, so this tool call cannot be "
               "checked and is refused.")
+ASK_THE_USER = ("Agents may read hook folders, the trust store and the hosts' hook config but "
+                "never change them. Ask the user to make this change themselves (edit the hooks "
+                "or config by hand, or run `mcp-hooks trust` / `mcp-hooks install` "
+                "themselves); do not try another way around this check.")
 
 
 def check(payload):
@@ -900,13 +1129,17 @@ def check(payload):
     if not isinstance(work_dir, str) or not os.path.isabs(work_dir):
         work_dir = os.getcwd()
     guard = Guard(os.path.normpath(work_dir))
-    found = check_tool(guard, payload)
+    try:
+        found = check_tool(guard, payload)
+    except TooBig:
+        tool = payload.get("tool_name") or payload.get("tool")
+        return (f"{PREFIX} refused this {tool if isinstance(tool, str) else ''} call: it names "
+                f"more paths than the {MAX_LOOKUPS} this guard checks per call, so it cannot "
+                "tell whether it changes hook folders or the hosts' hook config. Split it into "
+                "smaller calls (fewer files or words per command).")
     if found is None:
         return None
-    what, path, label = found
+    what, path, label, *advice = found
     shown = path if len(path) <= 200 else path[:200] + "..."
     shown = shown.encode("utf-8", "backslashreplace").decode("utf-8")
-    return (f"{PREFIX} refused {what} {shown!s} — {label}. Agents may read hook folders, the "
-            "trust store and the hosts' hook config but never change them. Ask the user to make "
-            "this change themselves (edit the hooks or config by hand, or run `mcp-hooks trust` / "
-            "`mcp-hooks install` themselves); do not try another way around this check.")
+    return f"{PREFIX} refused {what} {shown!s} — {label}. {advice[0] if advice else ASK_THE_USER}"
