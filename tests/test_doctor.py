@@ -162,3 +162,39 @@ def test_an_untrusted_project_hook_is_reported(env: dict[str, str], project: Pat
     assert [u["name"] for u in report["hooks"]["untrusted"]] == ["from-the-repo"]
     problem = next(p for p in report["problems"] if "from-the-repo" in p["what"])
     assert "mcp-hooks trust" in problem["fix"]
+
+
+def test_identical_user_and_project_copies_are_recognised(env: dict[str, str], project: Path,
+                                                          user_dir: Path) -> None:
+    """What the Quick start leaves: the same bundled guard in both folders. Not a thing to
+    rename; a project copy that differs is."""
+    folders = ["--user-dir", str(user_dir), "--project-dir", str(project)]
+    for scope in ("user", "project"):
+        added = run(env, project, "add", "block-dangerous-commands", "--scope", scope, *folders)
+        assert added.returncode == 0, added.stderr
+    code, report = doctor(env, project, user_dir, "--project-dir", str(project))
+    assert code == 0, report["problems"]
+    assert report["hooks"]["identical"] == ["block-dangerous-commands"]
+    assert not any("rename" in (w["fix"] or "") for w in report["warnings"])
+    (note,) = report["notes"]
+    assert "'block-dangerous-commands' is in both the user and the project folder, byte for " \
+           "byte the same: it runs once" in note["what"]
+    text = run(env, project, "doctor", *folders).stdout
+    assert "1 replaced (1 by an identical copy)" in text and "rename" not in text
+
+    copy = project / ".agents" / "hooks" / "block-dangerous-commands" / "HOOK.md"
+    copy.write_text(copy.read_text() + "\nOur own note.\n")
+    run(env, project, "trust", "--yes", *folders)
+    code, report = doctor(env, project, user_dir, "--project-dir", str(project))
+    assert report["hooks"]["identical"] == [] and report["notes"] == []
+    (shadowed,) = [w for w in report["warnings"] if "shadows" in w["what"]]
+    assert "which differs from it" in shadowed["what"] and "rename one" in shadowed["fix"]
+
+
+def test_no_host_wired_is_said_in_the_verdict(env: dict[str, str], project: Path,
+                                              user_dir: Path) -> None:
+    done = run(env, project, "doctor", "--user-dir", str(user_dir))
+    assert done.returncode == 0
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("0 problem(s), 1 warning(s): no host is wired")
+    assert "the gate is whole" not in done.stdout

@@ -131,7 +131,7 @@ def test_uninstall_removes_only_ours(host: str, scope: str, rel: str, kind: str,
         assert after == original
     else:
         assert json.loads(after) == json.loads(original)
-    assert "already up to date" in ok(run(env, project, "uninstall", host, "--scope", scope))
+    assert "nothing to uninstall" in ok(run(env, project, "uninstall", host, "--scope", scope))
 
 
 def _foreign_config(kind: str) -> str:

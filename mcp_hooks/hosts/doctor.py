@@ -100,6 +100,7 @@ class Report:
     wirings: list[Wiring] = field(default_factory=list)
     problems: list[Finding] = field(default_factory=list)
     warnings: list[Finding] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)  # facts worth knowing, nothing to fix
     hooks: dict[str, Any] = field(default_factory=dict)
     files: dict[str, Any] = field(default_factory=dict)
 
@@ -113,6 +114,7 @@ class Report:
         return {"ok": not self.problems,
                 "problems": [p.as_dict() for p in self.problems],
                 "warnings": [w.as_dict() for w in self.warnings],
+                "notes": [n.as_dict() for n in self.notes],
                 "hosts": [w.as_dict() for w in self.wirings],
                 "hooks": self.hooks, "files": self.files}
 
@@ -176,18 +178,29 @@ def format_report(report: Report) -> str:
             lines.append(f"    server {w.server['url']}: {w.server['status']}")
     hooks = report.hooks
     if hooks:
+        same = len(hooks.get("identical", []))
         lines.append(f"hooks: {hooks.get('valid', 0)} valid, {len(hooks.get('invalid', []))} "
                      f"invalid, {len(hooks.get('untrusted', []))} untrusted, "
-                     f"{len(hooks.get('replaced', []))} replaced")
+                     f"{len(hooks.get('replaced', []))} replaced"
+                     + (f" ({same} by an identical copy)" if same else ""))
     for key, info in report.files.items():
         lines.append(f"{key.replace('_', ' ')}: {info['path']} ({info['status']})")
+    for finding in report.notes:
+        lines.append(f"note: {finding}")
     for finding in report.warnings:
         lines.append(f"warning: {finding}")
     for finding in report.problems:
         lines.append(f"PROBLEM: {finding}")
     lines.append(f"{len(report.problems)} problem(s), {len(report.warnings)} warning(s): "
-                 + ("the gate is NOT whole" if report.problems else "the gate is whole"))
+                 + verdict(report))
     return "\n".join(lines)
+
+
+def verdict(report: Report) -> str:
+    """The last word: whether the gate is whole, and that there is none without a host."""
+    return ("the gate is NOT whole" if report.problems else "the gate is whole"
+            if report.wirings else "no host is wired, so no agent's tool calls are checked "
+            "yet (the hooks run only from `mcp-hooks fire`, `serve` and `proxy`)")
 
 
 # -- host wiring ----------------------------------------------------------------------------
@@ -494,6 +507,7 @@ def check_hooks(report: Report, given: CommonOptions) -> None:
             "invalid": [i.as_dict() for i in invalid],
             "untrusted": [_as_dict(u) for u in untrusted],
             "replaced": sorted(replaced),
+            "identical": [],
         }
         for hook in invalid:
             report.problem(f"invalid hook {hook.name!r}: {hook}",
@@ -504,12 +518,29 @@ def check_hooks(report: Report, given: CommonOptions) -> None:
             report.problem(f"project hook {getattr(hook, 'name', hook)!r} is {status} and does "
                            "not run", f"read it, then: {fix}")
         for name in sorted(replaced):
-            report.warn(f"project hook {name!r} replaces (shadows) the user hook of that name",
-                        "rename one of them if both should run")
+            project_copy = registry.get(name)
+            if project_copy is not None and _identical(project_copy.dir, replaced[name].dir):
+                report.hooks["identical"].append(name)
+                report.notes.append(Finding(f"hook {name!r} is in both the user and the project "
+                                            "folder, byte for byte the same: it runs once"))
+                continue
+            report.warn(f"project hook {name!r} replaces (shadows) the user hook of that name, "
+                        "which differs from it: only the project's copy runs",
+                        "rename one of them if both should run; make them the same (or remove "
+                        "one) if only one should")
     finally:
         close = getattr(registry, "close", None)
         if close is not None:
             close()
+
+
+def _identical(one: Path, other: Path) -> bool:
+    """Whether two hook folders hold the same content (the digest trust uses: relative
+    paths, modes and bytes); a folder that cannot be hashed in full is never the same."""
+    from mcp_hooks.trust import UNVERIFIABLE_DIGEST, hook_digest
+
+    digest = hook_digest(one)
+    return digest != UNVERIFIABLE_DIGEST and digest == hook_digest(other)
 
 
 def _as_dict(item: Any) -> Any:

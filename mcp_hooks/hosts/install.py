@@ -426,6 +426,12 @@ def _change(options: InstallOptions, install: bool) -> int:
         return EXIT_FAILURE
     notes = install_notes(host, scope, options) if install else []
 
+    if not install and (not old or not _has_ours(host, where, old)):
+        # the file is left exactly as it is (not even reformatted, nor removed when empty)
+        print(f"{where.path}: " + ("does not exist" if not where.path.exists() else
+                                   "holds no entries of mcp-hooks")
+              + f", nothing to uninstall ({host.title}, {scope} scope)")
+        return EXIT_OK
     if new == old or (not old and not new):
         print(f"{where.path}: already up to date ({host.title}, {scope} scope)")
         for note in notes:
@@ -451,6 +457,16 @@ def _change(options: InstallOptions, install: bool) -> int:
     for note in notes:
         print(note)
     return EXIT_OK
+
+
+def _has_ours(host: Host, where: Target, text: str) -> bool:
+    """Whether a host config holds any entry of ours (what ``uninstall`` would remove)."""
+    from mcp_hooks.hosts.doctor import read_entries
+
+    try:
+        return bool(read_entries(host, where, text))
+    except ValueError:  # unreadable here; edit() read it, so let the removal decide
+        return True
 
 
 __all__ = ["InstallError", "InstallOptionError", "InstallOptions", "install", "uninstall"]
