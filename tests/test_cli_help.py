@@ -329,22 +329,3 @@ def test_every_option_in_the_docs_synopsis_is_the_command_s() -> None:
             assert flag in shown, f"docs/cli.md: {line.strip()!r}: {flag} is not {command}'s"
             checked += 1
     assert checked >= 20
-
-
-def test_the_docs_shell_examples_run(tmp_path: Path) -> None:
-    """docs/cli.md's ``sh`` blocks run as written, as README.md's do (tests/test_readme.py),
-    except a block that is a file's content (it starts with ``#!``: the git hook)."""
-    from tests.test_readme import clean_env
-
-    blocks = re.findall(r"^```sh\n(.*?)^```$", DOCS_CLI.read_text(encoding="utf-8"),
-                        re.S | re.M)
-    runnable = [b for b in blocks if not b.startswith("#!")]
-    assert runnable and len(runnable) < len(blocks)
-    for index, body in enumerate(runnable):
-        home, work = tmp_path / f"home{index}", tmp_path / f"work{index}"
-        home.mkdir()
-        work.mkdir()
-        done = subprocess.run(["bash", "-e", "-c", body], cwd=work, env=clean_env(home),
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=120)
-        assert done.returncode == 0, (body, done.stdout[-2000:], done.stderr[-2000:])

@@ -23,9 +23,10 @@ The command written must keep working (``bridge_prefix``): never a path inside a
 environment (uv's cache or an ``archive-v0``/``.tmp`` folder, a ``pipx run`` cache, anything
 under the temp dir). User scope gets an ``mcp-hooks`` found outside such places (this one or
 the one on PATH), else ``<python> -m mcp_hooks.cli`` of a stable interpreter, else (once the
-package is on PyPI: ``ON_PYPI``) ``uvx mcp-hooks==<version>``, else install refuses and says how to install mcp-hooks for
-good. Project scope (a file teams commit) gets plain ``mcp-hooks``, found on PATH by the
-host. ``--bridge-command`` (or ``MCP_HOOKS_BRIDGE_COMMAND``) overrides both.
+package is on PyPI: ``ON_PYPI``) ``uvx mcp-hooks==<version>``, else install refuses and says
+how to install mcp-hooks for good. Project scope (a file teams commit) gets plain
+``mcp-hooks``, found on PATH by the host. ``--bridge-command`` (or
+``MCP_HOOKS_BRIDGE_COMMAND``) overrides both.
 
 ``--via`` chooses what the host runs:
 
