@@ -35,6 +35,8 @@ Canonical tools and keys (``CANONICAL_KEYS``; docs/bridges.md has the table per 
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -75,11 +77,13 @@ def _edit(old: Any, new: Any, replace_all: Any = None) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class EditStyle:
-    """How one host's edit tool carries its edits (see ``_EDIT_STYLES``)."""
+    """How one host tool carries a canonical key in a shape of its own (see ``_EDIT_STYLES``):
+    an edit tool's edits (``edits``), Cline's list of shell commands (``command``)."""
 
-    read: Callable[[dict[str, Any]], Edits]
-    write: Callable[[Edits, dict[str, Any]], dict[str, Any]]
-    keys: tuple[str, ...]  # host keys the edits live in (replaced by ``edits``)
+    read: Callable[[dict[str, Any]], Any]
+    write: Callable[[Any, dict[str, Any]], dict[str, Any]]
+    keys: tuple[str, ...]  # host keys the value lives in (replaced by ``key``)
+    key: str = "edits"  # the canonical key it becomes
 
 
 def _one(edits: Edits, tool: str) -> dict[str, Any]:
@@ -105,6 +109,39 @@ def _single_write(old: str, new: str, flag: str, tool: str) -> Callable[
             out[flag] = edit["replace_all"]
         return out
     return write
+
+
+def _commands_text(item: Any) -> Any:
+    """One Cline command as shell text: a string as it is, ``{command, args}`` joined as
+    Cline shows it; anything else unchanged (the bridge refuses a command that is no
+    string)."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item, dict) and isinstance(item.get("command"), str):
+        args = item.get("args") or []
+        if isinstance(args, list) and all(isinstance(a, str) for a in args):
+            return " ".join([item["command"], *(json.dumps(a) if re.search(r'[\s"]', a)
+                                                else a for a in args)])
+    return item
+
+
+def _commands_read(data: dict[str, Any]) -> Any:
+    """Cline's ``run_commands`` input as one shell text: its ``commands`` (a list or one
+    command), one per line."""
+    raw = data.get("commands")
+    items = raw if isinstance(raw, list) else [raw] if raw is not None else []
+    texts = [_commands_text(i) for i in items]
+    if all(isinstance(t, str) for t in texts):
+        return "\n".join(texts)
+    return next(t for t in texts if not isinstance(t, str))
+
+
+def _commands_write(command: Any, original: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(command, str):
+        raise RewriteError("the rewritten shell command must be a string")
+    if command == _commands_read(original) and isinstance(original.get("commands"), list):
+        return {"commands": original["commands"]}  # untouched: the list as it was sent
+    return {"commands": [command]}
 
 
 def _list_read(key: str, old: str, new: str, flag: str) -> Callable[[dict[str, Any]], Edits]:
@@ -163,7 +200,36 @@ _EDIT_STYLES: dict[str, EditStyle] = {
         _list_write("edit", "old", "new", "replace_all", True),
         ("edit",),
     ),
+    # OpenCode edit: camelCase {filePath, oldString, newString, replaceAll}
+    "opencode-edit": EditStyle(
+        _single_read("oldString", "newString", "replaceAll"),
+        _single_write("oldString", "newString", "replaceAll", "edit"),
+        ("oldString", "newString", "replaceAll"),
+    ),
+    # Cline editor: {path, old_text, new_text, insert_line} (no old_text: create or insert)
+    "cline-editor": EditStyle(
+        _single_read("old_text", "new_text", ""),
+        _single_write("old_text", "new_text", "", "editor"),
+        ("old_text", "new_text"),
+    ),
+    # Cline run_commands: {"commands": [string or {command, args}, ...]} -> one shell text
+    "cline-commands": EditStyle(_commands_read, _commands_write, ("commands",), key="command"),
 }
+
+
+def _style(name: str) -> EditStyle:
+    """The style ``name``; ``a|b``: the union's merge of styles whose keys differ (each call
+    is read, and a rewrite written, in the one whose keys it carries)."""
+    if "|" not in name:
+        return _EDIT_STYLES[name]
+    parts = [_EDIT_STYLES[n] for n in name.split("|")]
+
+    def carried(data: dict[str, Any]) -> EditStyle:
+        return next((p for p in parts if any(k in data for k in p.keys)), parts[0])
+
+    return EditStyle(lambda data: carried(data).read(data),
+                     lambda value, sent: carried(sent).write(value, sent),
+                     tuple(dict.fromkeys(k for p in parts for k in p.keys)), parts[0].key)
 
 
 @dataclass(frozen=True)
@@ -175,7 +241,8 @@ class ToolMap:
         canonical: the canonical tool name.
         keys: host key -> canonical key renames (several host keys may share a canonical key;
             the first present wins, and a rewrite goes back to the key the host sent).
-        edits: the edit style for ``EditFile`` tools, else None.
+        edits: the shape of a key the host carries its own way: the edit style of an
+            ``EditFile`` tool, Cline's command list (``_EDIT_STYLES``); else None.
     """
 
     host_name: str
@@ -193,8 +260,8 @@ class ToolMap:
                 out[canonical_key] = data[host_key]
                 moved.add(host_key)
         if self.edits is not None:
-            style = _EDIT_STYLES[self.edits]
-            out["edits"] = style.read(data)
+            style = _style(self.edits)
+            out[style.key] = style.read(data)
             moved.update(style.keys)
         for key, value in data.items():
             if key not in moved and key not in out:
@@ -217,15 +284,17 @@ class ToolMap:
             if canonical_key not in data:
                 continue
             candidates = [h for h, c in self.keys if c == canonical_key]
-            host_key = next((h for h in candidates if h in sent), candidates[0])
+            fallback = canonical_key if canonical_key in sent else candidates[0]
+            host_key = next((h for h in candidates if h in sent), fallback)
             out[host_key] = data[canonical_key]
             used.add(canonical_key)
-        if self.edits is not None and "edits" in data:
-            edits = data["edits"]
-            if not isinstance(edits, list):
+        style = _style(self.edits) if self.edits is not None else None
+        if style is not None and style.key in data:
+            value = data[style.key]
+            if style.key == "edits" and not isinstance(value, list):
                 raise RewriteError("edits must be a list of {old_string, new_string} objects")
-            out.update(_EDIT_STYLES[self.edits].write(edits, sent))
-            used.add("edits")
+            out.update(style.write(value, sent))
+            used.add(style.key)
         for key, value in data.items():
             if key not in used and key not in out:
                 out[key] = value
@@ -256,9 +325,12 @@ def vocabulary(*tools: ToolMap) -> Vocabulary:
 
 
 def tool(
-    host_name: str, canonical: str, *keys: tuple[str, str], edits: str | None = None
+    host_name: str, canonical: str, *keys: tuple[str, str], edits: str | None = None,
+    shape: str | None = None,
 ) -> ToolMap:
-    return ToolMap(host_name, canonical, tuple(keys), edits)
+    """One table entry; ``shape`` names a non-edit shape of ``_EDIT_STYLES`` (``edits``
+    an edit style), both kept in ``ToolMap.edits``."""
+    return ToolMap(host_name, canonical, tuple(keys), edits or shape)
 
 
 PATH = ("file_path", "path")
@@ -345,6 +417,46 @@ KIMI_CLI = vocabulary(
     tool("Task", "Agent"),
 )
 
+# Qwen Code: Gemini CLI's tool ids with Claude Code's input keys (``file_path``, ``edit`` in
+# Claude's Edit shape). Hooks see ``tool_name`` as the tool's id.
+QWEN_CODE = vocabulary(
+    tool("run_shell_command", "Shell", ("directory", "cwd")),
+    tool("read_file", "ReadFile", PATH),
+    tool("write_file", "WriteFile", PATH),
+    tool("edit", "EditFile", PATH, edits="claude-edit"),
+    tool("glob", "Glob"),
+    tool("grep_search", "Grep"),
+    tool("list_directory", "ListDir"),
+    tool("web_fetch", "WebFetch"),
+    tool("web_search", "WebSearch"),
+    tool("agent", "Agent"),
+)
+
+# Cline CLI: its shell takes a list of commands (one shell text for hooks, one per line).
+# ``read_files`` keeps its ``files`` list (a hook's pattern is looked for in every path).
+CLINE = vocabulary(
+    tool("run_commands", "Shell", shape="cline-commands"),
+    tool("read_files", "ReadFile"),
+    tool("editor", "EditFile", edits="cline-editor"),
+    tool("apply_patch", "ApplyPatch", ("input", "patch")),
+    tool("search_codebase", "Grep"),
+    tool("fetch_web_content", "WebFetch"),
+    tool("spawn_agent", "Agent", ("task", "prompt")),
+)
+
+# OpenCode: lowercase ids, camelCase keys.
+OPENCODE = vocabulary(
+    tool("bash", "Shell", ("workdir", "cwd")),
+    tool("read", "ReadFile", ("filePath", "path")),
+    tool("write", "WriteFile", ("filePath", "path")),
+    tool("edit", "EditFile", ("filePath", "path"), edits="opencode-edit"),
+    tool("glob", "Glob"),
+    tool("grep", "Grep", ("include", "glob")),
+    tool("list", "ListDir"),
+    tool("webfetch", "WebFetch"),
+    tool("task", "Agent"),
+)
+
 
 # -- one table for every host, and a caller's call through it ----------------------------------
 
@@ -352,12 +464,15 @@ KIMI_CLI = vocabulary(
 def union(*vocabs: Vocabulary, leave_out: frozenset[str] = frozenset()) -> Vocabulary:
     """One table holding every tool of ``vocabs`` (but the names in ``leave_out``).
 
-    A name several tables hold keeps its canonical tool and edit shape, and gets the key
-    renames of all of them.
+    A name several tables hold keeps its canonical tool and gets the key renames of all of
+    them. Edit shapes that can be told apart by their keys (Copilot CLI's ``edit`` with
+    ``old_str``, Qwen Code's with ``old_string``, OpenCode's with ``oldString``) merge: a
+    call is read, and a rewrite written, in the shape whose keys it carries.
 
     Raises:
         ValueError: the union would be ambiguous: a name mapped to different canonical tools
-            or edit shapes, or a host key renamed to different canonical keys.
+            or to edit shapes that share keys, or a host key renamed to different canonical
+            keys.
     """
     merged: dict[str, ToolMap] = {}
     for vocab in vocabs:
@@ -368,7 +483,8 @@ def union(*vocabs: Vocabulary, leave_out: frozenset[str] = frozenset()) -> Vocab
             if have is None:
                 merged[name] = tool
                 continue
-            if (have.canonical, have.edits) != (tool.canonical, tool.edits):
+            edits = _merged_shape(have.edits, tool.edits)
+            if have.canonical != tool.canonical or edits == "":
                 raise ValueError(f"{name!r} is {have.canonical} ({have.edits}) in one table "
                                  f"and {tool.canonical} ({tool.edits}) in another")
             keys = dict(have.keys)
@@ -376,13 +492,31 @@ def union(*vocabs: Vocabulary, leave_out: frozenset[str] = frozenset()) -> Vocab
                 if keys.setdefault(host_key, canonical_key) != canonical_key:
                     raise ValueError(f"{name!r}: {host_key!r} is renamed to both "
                                      f"{keys[host_key]!r} and {canonical_key!r}")
-            merged[name] = ToolMap(name, have.canonical, tuple(keys.items()), have.edits)
+            merged[name] = ToolMap(name, have.canonical, tuple(keys.items()), edits)
     return Vocabulary(merged)
+
+
+def _merged_shape(have: str | None, new: str | None) -> str | None:
+    """The shape of two tables' entries for one name: the same one, or edit styles whose keys
+    differ joined as ``a|b``; ``""`` when they cannot be told apart."""
+    if have == new:
+        return have
+    if have is None or new is None:
+        return ""
+    names = have.split("|")
+    if new in names:
+        return have
+    styles = [_EDIT_STYLES[n] for n in names]
+    added = _EDIT_STYLES[new]
+    if any(s.key != added.key or set(s.keys) & set(added.keys) for s in styles):
+        return ""
+    return f"{have}|{new}"
 
 
 HOST_TABLES: dict[str, Vocabulary] = {
     "claude-code": CLAUDE_CODE, "codex": CODEX, "gemini-cli": GEMINI_CLI, "cursor": CURSOR,
-    "copilot-cli": COPILOT_CLI, "kimi-cli": KIMI_CLI,
+    "copilot-cli": COPILOT_CLI, "kimi-cli": KIMI_CLI, "qwen-code": QWEN_CODE, "cline": CLINE,
+    "opencode": OPENCODE,
 }
 # The reference MCP servers' own tools whose names a host also uses (the filesystem server's):
 # behind the proxy they are that server's tools, and hooks name them so.

@@ -319,7 +319,9 @@ class Host:
 
     # -- where `install` writes, and what (see ``mcp_hooks.hosts.install``) ----------------
     # "grouped": {"hooks": {event: [{"hooks": [handler]}]}}; "flat": {"version": 1, "hooks":
-    # {event: [handler]}}; "toml": Kimi's [[hooks]] tables, one managed block of text
+    # {event: [handler]}}; "toml": Kimi's [[hooks]] tables, one managed block of text;
+    # "files": a folder of one executable per event (``config_text`` of each); "module": one
+    # file we generate (``config_text`` of every event)
     config_format: ClassVar[str] = "grouped"
     project_config: ClassVar[str | None] = None  # under the project; None: no project scope
     # user scope: ($VAR, else this folder under the home folder) / file
@@ -508,6 +510,15 @@ class Host:
         """What the user must know after ``install`` (trust prompts, exports)."""
         return []
 
+    def config_text(self, commands: Mapping[str, str]) -> str:
+        """The text of a file we generate (``files``/``module`` formats), running
+        ``commands`` (host event -> command line); ``files``: one event per file."""
+        raise NotImplementedError(f"{self.title} has no generated config file")
+
+    def config_commands(self, text: str) -> dict[str, str] | None:
+        """Host event -> command line of a file ``config_text`` wrote; None: not ours."""
+        return None
+
     def shell_call(self, command: str, session: str, work: Path) -> dict[str, Any]:
         """The payload of a shell tool call of ``command`` on ``gate_event``, as sent."""
         return {"hook_event_name": self.gate_event, "session_id": session, "cwd": str(work),
@@ -553,13 +564,18 @@ class Host:
                 on_fault = "warn"
             outcome = fault_outcome(event, what, on_fault=on_fault)
             try:
-                return self.reply(Call(host_event, event, {}), outcome)
+                return self.reply(self.fault_call(host_event, event, payload), outcome)
             except Exception:  # the universal form below still answers
                 pass
         if on_fault == "warn":
             return Reply("", f"mcp-hooks bridge: {what}; let through unchecked (on-fault: "
                          "warn)\n", EXIT_FAIL_OPEN)
         return self.universal_block(what)
+
+    def fault_call(self, host_event: str, event: str, payload: Any) -> Call:
+        """The call a fault answer is built for: the event only (the payload could not be
+        read); a host whose block form depends on the tool fills in what it can tell."""
+        return Call(host_event, event, {})
 
     def universal_block(self, what: str) -> Reply:
         """A block that needs no event: exit 2 with the reason on stderr."""

@@ -31,7 +31,14 @@ from mcp_hooks import options, paths
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK
 from mcp_hooks.hosts import HOSTS, get_host, host_name
 from mcp_hooks.hosts.base import Host
-from mcp_hooks.hosts.configfile import FORWARD_STEM, Target, is_ours, target, toml_reader
+from mcp_hooks.hosts.configfile import (
+    FORWARD_STEM,
+    Target,
+    is_ours,
+    our_files,
+    target,
+    toml_reader,
+)
 from mcp_hooks.hosts.forward import FORWARD_PATH, NONCE_HEADER, SIGNATURE_HEADER, sign
 from mcp_hooks.hosts.forward_script import read_token
 from mcp_hooks.options import CommonOptions
@@ -197,8 +204,13 @@ def _targets(host: Host, project: Path) -> list[tuple[str, Target]]:
 
 
 def read_entries(host: Host, where: Target, text: str) -> list[Entry]:
-    """Our handlers in a host config's text (JSON or Kimi's TOML)."""
+    """Our handlers in a host config's text (JSON, Kimi's TOML, a generated module) or, for
+    the ``files`` format, in the folder ``where.path``."""
     entries: list[Entry] = []
+    if where.format in ("files", "module"):
+        found = ({e: c for e, (_p, _t, c) in our_files(where.path, host).items()}
+                 if where.format == "files" else host.config_commands(text) or {})
+        return [_entry(host, event, {"command": command}) for event, command in found.items()]
     if where.format == "toml":
         toml = toml_reader()
         if toml is None:  # pragma: no cover - Python 3.10 without tomli
@@ -247,7 +259,7 @@ def check_host(report: Report, host: Host, project: Path, probe_root: Path) -> N
         if not where.path.exists():
             continue
         try:
-            text = where.path.read_text(encoding="utf-8")
+            text = "" if where.format == "files" else where.path.read_text(encoding="utf-8")
             entries = read_entries(host, where, text)
         except (OSError, ValueError) as exc:
             report.problem(f"{where.path} cannot be read ({exc}); the host may not run any "
