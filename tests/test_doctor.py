@@ -162,3 +162,30 @@ def test_an_untrusted_project_hook_is_reported(env: dict[str, str], project: Pat
     assert [u["name"] for u in report["hooks"]["untrusted"]] == ["from-the-repo"]
     problem = next(p for p in report["problems"] if "from-the-repo" in p["what"])
     assert "mcp-hooks trust" in problem["fix"]
+
+
+@pytest.mark.parametrize(("host", "scope"), [("qwen-code", "project"), ("cline", "user"),
+                                             ("cline", "project"), ("opencode", "project"),
+                                             ("opencode", "user")])
+def test_the_new_hosts_are_probed_through_what_install_wrote(
+        host: str, scope: str, env: dict[str, str], project: Path, user_dir: Path) -> None:
+    """Qwen's settings, Cline's folder of scripts and OpenCode's plugin: doctor reads our
+    entries back and runs the gate's command with the host's own payload; a broken one (the
+    Cline script's command, the plugin's) is a problem."""
+    installed(env, project, host, "--scope", scope)
+    code, report = doctor(env, project, user_dir, "--host", host)
+    assert code == 0, report["problems"]
+    (wired,) = report["hosts"]
+    assert (wired["host"], wired["scope"]) == (host, scope)
+    assert wired["probe"]["ok"] is True, wired["probe"]
+    assert wired["probe"]["event"] in ("PreToolUse", "tool.execute.before")
+    # break the written command (a program that is not there): the probe must find it
+    path = Path(wired["file"])
+    target = path / "PreToolUse" if path.is_dir() else path
+    target.write_text(target.read_text().replace(MCP_HOOKS, "mcp-hooks")
+                      .replace("mcp-hooks bridge", "/gone/mcp-hooks bridge")
+                      .replace('"mcp-hooks",', '"/gone/mcp-hooks",'))
+    code, report = doctor(env, project, user_dir, "--host", host)
+    assert code == 1
+    problems = " ".join(p["what"] for p in report["problems"])
+    assert "/gone/mcp-hooks" in problems and "did not deny the probe" in problems, problems

@@ -76,6 +76,18 @@ def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _failure(record: dict[str, Any], post: dict[str, Any]) -> Any:
+    """Why a tool call failed, or None: the call's ``error``, or (``run_commands``, which
+    Cline reports as a success) the first command whose result says ``success: false``."""
+    if record.get("error") or post.get("success") is False:
+        return record.get("error") or record.get("output")
+    output = record.get("output")
+    for item in output if isinstance(output, list) else []:
+        if isinstance(item, dict) and item.get("success") is False:
+            return item.get("error") or item.get("result") or "the command failed"
+    return None
+
+
 class Cline(Host):
     name = "cline"
     title = "Cline"
@@ -131,11 +143,11 @@ class Cline(Host):
         if record.get("id") is not None:
             call.fields["tool_use_id"] = str(record["id"])
         if call.host_event == "PostToolUse":
-            post = _object(payload.get("postToolUse"))
-            if record.get("error") or post.get("success") is False:
+            error = _failure(record, _object(payload.get("postToolUse")))
+            if error is not None:
                 call.event = "after_tool_failure"
                 call.fields.pop("tool_output", None)
-                call.fields["error"] = record.get("error") or record.get("output")
+                call.fields["error"] = error
             else:
                 call.fields["tool_output"] = record.get("output")
         elif call.host_event == "UserPromptSubmit":

@@ -8,9 +8,10 @@ opencode`` writes ``mcp-hooks.js`` there: a plugin with no dependencies that run
 - ``tool.execute.before`` (our ``before_tool``): a deny throws an ``Error`` with the reason,
   which OpenCode turns into the tool's result (the tool does not run, the model reads the
   reason and goes on); a rewrite replaces ``output.args``, the arguments the tool runs with;
-- ``tool.execute.after`` (``after_tool``; OpenCode calls it for calls that succeeded only):
-  context, and a deny's reason, are appended to the tool's output, a rewritten output
-  replaces it;
+- ``tool.execute.after`` (``after_tool``; ``after_tool_failure`` for a command whose exit
+  code is not 0, which OpenCode reports as a result; a call that OpenCode itself failed does
+  not reach it): context, and a deny's reason, are appended to the tool's output, a
+  rewritten output replaces it;
 - the ``session.created`` and ``session.idle`` bus events (``session_start``,
   ``after_stop``): reported, nothing can be answered there.
 
@@ -154,6 +155,16 @@ class OpenCode(Host):
     tool_use_id_keys = ("call_id",)
     output_keys = ("output",)
     field_map: ClassVar[dict[str, str]] = {"title": "title"}
+
+    def adjust(self, call: Call) -> None:
+        # OpenCode reports a command that exits non-zero as a result; its exit code says so
+        metadata = call.payload.get("metadata")
+        code = metadata.get("exit") if isinstance(metadata, dict) else None
+        if call.host_event == "tool.execute.after" and isinstance(code, int) \
+                and not isinstance(code, bool) and code != 0:
+            call.event = "after_tool_failure"
+            output = call.fields.pop("tool_output", None)
+            call.fields["error"] = f"exit code {code}" + (f": {output}" if output else "")
 
     def reply(self, call: Call, outcome: Outcome) -> Reply:
         event = call.host_event
