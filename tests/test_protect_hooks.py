@@ -136,6 +136,15 @@ DENIED: list[tuple[str, Any]] = [
     ("Bash", sh(["bash", "-lc", "rm -rf .agents/hooks"])),  # Codex's argv form
     ("run_shell_command", sh("rm .gemini/settings.json")),
     ("exec_command", {"cmd": "rm .agents/hooks/guard/HOOK.md"}),
+    # hosts 7, 8, 9: Qwen Code's settings, Cline's hook scripts, OpenCode's plugins
+    ("write_file", {"file_path": ".qwen/settings.json", "content": "{}"}),
+    ("edit", {"file_path": "~/.qwen/settings.json", "old_string": "a", "new_string": "b"}),
+    ("Shell", sh("rm ~/.cline/hooks/PreToolUse")),
+    ("Shell", sh("ls\nrm -rf .clinerules/hooks")),
+    ("editor", {"path": ".clinerules/hooks/PreToolUse", "old_text": "a", "new_text": "b"}),
+    ("write", {"filePath": ".opencode/plugins/mcp-hooks.js", "content": ""}),
+    ("Shell", sh("rm -rf .opencode")),
+    ("Shell", sh("echo x > ~/.config/opencode/plugins/evil.js")),
 ]
 
 ALLOWED: list[tuple[str, Any]] = [
