@@ -424,3 +424,65 @@ def test_uninstall_leaves_the_host_ungated(
     why = context(host, box, fake_model, result)
     assert not payloads(guard), f"a hook still ran after uninstall\n{why}"
     assert (box.project / "forbidden-marker.txt").exists(), why
+
+
+@needs_bridges
+@pytest.mark.parametrize("trigger", ["session_start", "before_agent"])
+def test_qwen_turn_context_reaches_the_first_request_once(
+    trigger: str,
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Qwen Code: a ``session_start`` / ``before_agent`` hook's context is in the first model
+    request. Qwen fires UserPromptSubmit before every model call; the continuation after the
+    tool result (an empty prompt) is ``before_model``, so a ``before_agent`` hook runs once."""
+    host = host_factory("qwen-code")
+    seen = box.root / "turn-payloads"
+    text = f"E2E-{trigger.upper()}-CONTEXT: this project formats with ruff"
+    write_hook(box.project_hooks, "conventions", trigger=trigger, payload_dir=seen,
+               body=f"printf '%s' {json.dumps(json.dumps({'additional_context': text}))}\n")
+    fake_model.script = Script(commands=["echo hello > turn-marker.txt"])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, "project")
+
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    why = context(host, box, fake_model, result)
+    reqs = model_requests(fake_model)
+    assert len(reqs) == 2 and (box.project / "turn-marker.txt").exists(), why
+    assert text in json.dumps(reqs[0]["body"]), f"the context is not in the first request\n{why}"
+    assert len(payloads(seen)) == 1, f"the {trigger} hook ran {len(payloads(seen))} times\n{why}"
+
+
+@needs_bridges
+@pytest.mark.parametrize("host_name", HOSTS)
+def test_a_failing_command_is_after_tool_failure(
+    host_name: str,
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """A command that exits non-zero wakes ``after_tool_failure`` once on all three (Qwen
+    has PostToolUseFailure; Cline and OpenCode report it as a result, read as a failure)."""
+    host = host_factory(host_name)
+    folder = hooks_folder(box, DEFAULT_SCOPE[host_name])
+    ok_dir, fail_dir = box.root / "after-ok", box.root / "after-fail"
+    write_hook(folder, "after-ok", trigger="after_tool", payload_dir=ok_dir, body="exit 0\n")
+    write_hook(folder, "after-fail", trigger="after_tool_failure", payload_dir=fail_dir,
+               body="exit 0\n")
+    command = "ls /nonexistent-e2e-path"
+    fake_model.script = Script(commands=[command])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, DEFAULT_SCOPE[host_name])
+
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    why = context(host, box, fake_model, result)
+    assert payloads(ok_dir) == [], why
+    (failed,) = payloads(fail_dir)
+    assert failed.get("tool_name") == "Shell", failed
+    assert (failed.get("tool_input") or {}).get("command") == command, failed
+    assert failed.get("error"), failed
