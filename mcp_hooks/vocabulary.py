@@ -35,14 +35,13 @@ Canonical tools and keys (``CANONICAL_KEYS``; docs/bridges.md has the table per 
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mcp_hooks.errors import RunError
 from mcp_hooks.outcome import Outcome, fault_outcome
+from mcp_hooks.toolshapes import RewriteError as RewriteError
+from mcp_hooks.toolshapes import merged_shape, style
 
 # The canonical tools and the input keys hooks read (other keys pass through as sent).
 CANONICAL_KEYS: dict[str, tuple[str, ...]] = {
@@ -61,177 +60,6 @@ CANONICAL_KEYS: dict[str, tuple[str, ...]] = {
 CANONICAL_TOOLS: tuple[str, ...] = tuple(CANONICAL_KEYS)
 
 
-class RewriteError(RunError, ValueError):
-    """A rewritten canonical input that the host's tool cannot take."""
-
-
-Edits = list[dict[str, Any]]
-
-
-def _edit(old: Any, new: Any, replace_all: Any = None) -> dict[str, Any]:
-    edit: dict[str, Any] = {"old_string": old, "new_string": new}
-    if replace_all is not None:
-        edit["replace_all"] = replace_all
-    return edit
-
-
-@dataclass(frozen=True)
-class EditStyle:
-    """How one host tool carries a canonical key in a shape of its own (see ``_EDIT_STYLES``):
-    an edit tool's edits (``edits``), Cline's list of shell commands (``command``)."""
-
-    read: Callable[[dict[str, Any]], Any]
-    write: Callable[[Any, dict[str, Any]], dict[str, Any]]
-    keys: tuple[str, ...]  # host keys the value lives in (replaced by ``key``)
-    key: str = "edits"  # the canonical key it becomes
-
-
-def _one(edits: Edits, tool: str) -> dict[str, Any]:
-    if len(edits) != 1 or not isinstance(edits[0], dict):
-        raise RewriteError(f"{tool} takes exactly one edit; the rewrite has {len(edits)}")
-    return edits[0]
-
-
-def _single_read(old: str, new: str, flag: str) -> Callable[[dict[str, Any]], Edits]:
-    def read(data: dict[str, Any]) -> Edits:
-        if old not in data and new not in data:
-            return []
-        return [_edit(data.get(old), data.get(new), data.get(flag) if flag else None)]
-    return read
-
-
-def _single_write(old: str, new: str, flag: str, tool: str) -> Callable[
-        [Edits, dict[str, Any]], dict[str, Any]]:
-    def write(edits: Edits, _original: dict[str, Any]) -> dict[str, Any]:
-        edit = _one(edits, tool)
-        out = {old: edit.get("old_string"), new: edit.get("new_string")}
-        if flag and edit.get("replace_all") is not None:
-            out[flag] = edit["replace_all"]
-        return out
-    return write
-
-
-def _commands_text(item: Any) -> Any:
-    """One Cline command as shell text: a string as it is, ``{command, args}`` joined as
-    Cline shows it; anything else unchanged (the bridge refuses a command that is no
-    string)."""
-    if isinstance(item, str):
-        return item
-    if isinstance(item, dict) and isinstance(item.get("command"), str):
-        args = item.get("args") or []
-        if isinstance(args, list) and all(isinstance(a, str) for a in args):
-            return " ".join([item["command"], *(json.dumps(a) if re.search(r'[\s"]', a)
-                                                else a for a in args)])
-    return item
-
-
-def _commands_read(data: dict[str, Any]) -> Any:
-    """Cline's ``run_commands`` input as one shell text: its ``commands`` (a list or one
-    command), one per line."""
-    raw = data.get("commands")
-    items = raw if isinstance(raw, list) else [raw] if raw is not None else []
-    texts = [_commands_text(i) for i in items]
-    if all(isinstance(t, str) for t in texts):
-        return "\n".join(texts)
-    return next(t for t in texts if not isinstance(t, str))
-
-
-def _commands_write(command: Any, original: dict[str, Any]) -> dict[str, Any]:
-    if not isinstance(command, str):
-        raise RewriteError("the rewritten shell command must be a string")
-    if command == _commands_read(original) and isinstance(original.get("commands"), list):
-        return {"commands": original["commands"]}  # untouched: the list as it was sent
-    return {"commands": [command]}
-
-
-def _list_read(key: str, old: str, new: str, flag: str) -> Callable[[dict[str, Any]], Edits]:
-    def read(data: dict[str, Any]) -> Edits:
-        raw = data.get(key)
-        items = raw if isinstance(raw, list) else [raw] if isinstance(raw, dict) else []
-        return [_edit(e.get(old), e.get(new), e.get(flag) if flag else None)
-                for e in items if isinstance(e, dict)]
-    return read
-
-
-def _list_write(key: str, old: str, new: str, flag: str, single_as_object: bool) -> Callable[
-        [Edits, dict[str, Any]], dict[str, Any]]:
-    def write(edits: Edits, original: dict[str, Any]) -> dict[str, Any]:
-        items = []
-        for e in edits:
-            if not isinstance(e, dict):
-                raise RewriteError("each item of edits must be an object")
-            item = {old: e.get("old_string"), new: e.get("new_string")}
-            if flag and e.get("replace_all") is not None:
-                item[flag] = e["replace_all"]
-            items.append(item)
-        # Kimi's ``edit`` is an object for one edit or a list for several: keep the form sent.
-        if single_as_object and len(items) == 1 and not isinstance(original.get(key), list):
-            return {key: items[0]}
-        return {key: items}
-    return write
-
-
-_EDIT_STYLES: dict[str, EditStyle] = {
-    # Claude Code Edit, Gemini CLI replace (allow_multiple), Copilot CLI edit (old_str, new_str)
-    "claude-edit": EditStyle(
-        _single_read("old_string", "new_string", "replace_all"),
-        _single_write("old_string", "new_string", "replace_all", "Edit"),
-        ("old_string", "new_string", "replace_all"),
-    ),
-    "gemini-replace": EditStyle(
-        _single_read("old_string", "new_string", "allow_multiple"),
-        _single_write("old_string", "new_string", "allow_multiple", "replace"),
-        ("old_string", "new_string", "allow_multiple"),
-    ),
-    "copilot-edit": EditStyle(
-        _single_read("old_str", "new_str", ""),
-        _single_write("old_str", "new_str", "", "edit"),
-        ("old_str", "new_str"),
-    ),
-    # Claude Code MultiEdit, Cursor afterFileEdit: edits[{old_string, new_string, replace_all}]
-    "edits-list": EditStyle(
-        _list_read("edits", "old_string", "new_string", "replace_all"),
-        _list_write("edits", "old_string", "new_string", "replace_all", False),
-        ("edits",),
-    ),
-    # Kimi StrReplaceFile: edit {old, new, replace_all} or a list of them
-    "kimi-edit": EditStyle(
-        _list_read("edit", "old", "new", "replace_all"),
-        _list_write("edit", "old", "new", "replace_all", True),
-        ("edit",),
-    ),
-    # OpenCode edit: camelCase {filePath, oldString, newString, replaceAll}
-    "opencode-edit": EditStyle(
-        _single_read("oldString", "newString", "replaceAll"),
-        _single_write("oldString", "newString", "replaceAll", "edit"),
-        ("oldString", "newString", "replaceAll"),
-    ),
-    # Cline editor: {path, old_text, new_text, insert_line} (no old_text: create or insert)
-    "cline-editor": EditStyle(
-        _single_read("old_text", "new_text", ""),
-        _single_write("old_text", "new_text", "", "editor"),
-        ("old_text", "new_text"),
-    ),
-    # Cline run_commands: {"commands": [string or {command, args}, ...]} -> one shell text
-    "cline-commands": EditStyle(_commands_read, _commands_write, ("commands",), key="command"),
-}
-
-
-def _style(name: str) -> EditStyle:
-    """The style ``name``; ``a|b``: the union's merge of styles whose keys differ (each call
-    is read, and a rewrite written, in the one whose keys it carries)."""
-    if "|" not in name:
-        return _EDIT_STYLES[name]
-    parts = [_EDIT_STYLES[n] for n in name.split("|")]
-
-    def carried(data: dict[str, Any]) -> EditStyle:
-        return next((p for p in parts if any(k in data for k in p.keys)), parts[0])
-
-    return EditStyle(lambda data: carried(data).read(data),
-                     lambda value, sent: carried(sent).write(value, sent),
-                     tuple(dict.fromkeys(k for p in parts for k in p.keys)), parts[0].key)
-
-
 @dataclass(frozen=True)
 class ToolMap:
     """One host tool and its canonical name.
@@ -242,7 +70,7 @@ class ToolMap:
         keys: host key -> canonical key renames (several host keys may share a canonical key;
             the first present wins, and a rewrite goes back to the key the host sent).
         edits: the shape of a key the host carries its own way: the edit style of an
-            ``EditFile`` tool, Cline's command list (``_EDIT_STYLES``); else None.
+            ``EditFile`` tool, Cline's command list (``toolshapes``); else None.
     """
 
     host_name: str
@@ -260,9 +88,9 @@ class ToolMap:
                 out[canonical_key] = data[host_key]
                 moved.add(host_key)
         if self.edits is not None:
-            style = _style(self.edits)
-            out[style.key] = style.read(data)
-            moved.update(style.keys)
+            shape = style(self.edits)
+            out[shape.key] = shape.read(data)
+            moved.update(shape.keys)
         for key, value in data.items():
             if key not in moved and key not in out:
                 out[key] = value
@@ -288,13 +116,13 @@ class ToolMap:
             host_key = next((h for h in candidates if h in sent), fallback)
             out[host_key] = data[canonical_key]
             used.add(canonical_key)
-        style = _style(self.edits) if self.edits is not None else None
-        if style is not None and style.key in data:
-            value = data[style.key]
-            if style.key == "edits" and not isinstance(value, list):
+        shape = style(self.edits) if self.edits is not None else None
+        if shape is not None and shape.key in data:
+            value = data[shape.key]
+            if shape.key == "edits" and not isinstance(value, list):
                 raise RewriteError("edits must be a list of {old_string, new_string} objects")
-            out.update(style.write(value, sent))
-            used.add(style.key)
+            out.update(shape.write(value, sent))
+            used.add(shape.key)
         for key, value in data.items():
             if key not in used and key not in out:
                 out[key] = value
@@ -328,7 +156,7 @@ def tool(
     host_name: str, canonical: str, *keys: tuple[str, str], edits: str | None = None,
     shape: str | None = None,
 ) -> ToolMap:
-    """One table entry; ``shape`` names a non-edit shape of ``_EDIT_STYLES`` (``edits``
+    """One table entry; ``shape`` names a non-edit shape of ``toolshapes`` (``edits``
     an edit style), both kept in ``ToolMap.edits``."""
     return ToolMap(host_name, canonical, tuple(keys), edits or shape)
 
@@ -483,7 +311,7 @@ def union(*vocabs: Vocabulary, leave_out: frozenset[str] = frozenset()) -> Vocab
             if have is None:
                 merged[name] = tool
                 continue
-            edits = _merged_shape(have.edits, tool.edits)
+            edits = merged_shape(have.edits, tool.edits)
             if have.canonical != tool.canonical or edits == "":
                 raise ValueError(f"{name!r} is {have.canonical} ({have.edits}) in one table "
                                  f"and {tool.canonical} ({tool.edits}) in another")
@@ -495,22 +323,6 @@ def union(*vocabs: Vocabulary, leave_out: frozenset[str] = frozenset()) -> Vocab
             merged[name] = ToolMap(name, have.canonical, tuple(keys.items()), edits)
     return Vocabulary(merged)
 
-
-def _merged_shape(have: str | None, new: str | None) -> str | None:
-    """The shape of two tables' entries for one name: the same one, or edit styles whose keys
-    differ joined as ``a|b``; ``""`` when they cannot be told apart."""
-    if have == new:
-        return have
-    if have is None or new is None:
-        return ""
-    names = have.split("|")
-    if new in names:
-        return have
-    styles = [_EDIT_STYLES[n] for n in names]
-    added = _EDIT_STYLES[new]
-    if any(s.key != added.key or set(s.keys) & set(added.keys) for s in styles):
-        return ""
-    return f"{have}|{new}"
 
 
 HOST_TABLES: dict[str, Vocabulary] = {

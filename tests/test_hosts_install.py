@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from mcp_hooks.hosts import get_host
+from mcp_hooks.hosts.configfile import generated as generated_config
 from tests.conftest import MCP_HOOKS, write_hook
 
 if sys.version_info >= (3, 11):
@@ -496,7 +497,7 @@ def generated(host: str, path: Path) -> dict[str, str]:
         path.read_text()]
     found: dict[str, str] = {}
     for text in texts:
-        found.update(get_host(host).config_commands(text) or {})
+        found.update(generated_config(get_host(host)).config_commands(text) or {})
     return found
 
 

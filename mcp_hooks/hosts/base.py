@@ -320,8 +320,7 @@ class Host:
     # -- where `install` writes, and what (see ``mcp_hooks.hosts.install``) ----------------
     # "grouped": {"hooks": {event: [{"hooks": [handler]}]}}; "flat": {"version": 1, "hooks":
     # {event: [handler]}}; "toml": Kimi's [[hooks]] tables, one managed block of text;
-    # "files": a folder of one executable per event (``config_text`` of each); "module": one
-    # file we generate (``config_text`` of every event)
+    # "files", "module": files we generate (``configfile.Generated``)
     config_format: ClassVar[str] = "grouped"
     project_config: ClassVar[str | None] = None  # under the project; None: no project scope
     # user scope: ($VAR, else this folder under the home folder) / file
@@ -509,15 +508,6 @@ class Host:
     def install_notes(self, scope: str, via: str, server_name: str) -> list[str]:
         """What the user must know after ``install`` (trust prompts, exports)."""
         return []
-
-    def config_text(self, commands: Mapping[str, str]) -> str:
-        """The text of a file we generate (``files``/``module`` formats), running
-        ``commands`` (host event -> command line); ``files``: one event per file."""
-        raise NotImplementedError(f"{self.title} has no generated config file")
-
-    def config_commands(self, text: str) -> dict[str, str] | None:
-        """Host event -> command line of a file ``config_text`` wrote; None: not ours."""
-        return None
 
     def shell_call(self, command: str, session: str, work: Path) -> dict[str, Any]:
         """The payload of a shell tool call of ``command`` on ``gate_event``, as sent."""

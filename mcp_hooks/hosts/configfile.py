@@ -14,11 +14,12 @@ the new one replaces it atomically. Five formats (``Host.config_format``):
   block between two marker comments, appended to the file and removed as a whole; the result
   is parsed back before it is written;
 - ``files``: a folder holding one executable per event, named after it (Cline's hooks
-  folder); ours are the files whose text ``Host.config_commands`` reads as ours, written with
-  ``Host.config_text``; a file of an event's name that is not ours is never touched (install
-  refuses), and uninstall removes only our files (and the folder, if that leaves it empty);
-- ``module``: one file we generate as a whole (OpenCode's plugin), ``Host.config_text`` of
-  every event's command; one that is not ours is never touched.
+  folder); ours are the files whose text the host's ``config_commands`` reads as ours
+  (``Generated``), written with its ``config_text``; a file of an event's name that is not
+  ours is never touched (install refuses), and uninstall removes only our files (and the
+  folder, if that leaves it empty);
+- ``module``: one file we generate as a whole (OpenCode's plugin), ``config_text`` of every
+  event's command; one that is not ours is never touched.
 
 A file that cannot be read as its format, or whose ``hooks`` has the wrong shape, is never
 touched: ``InstallError`` says what to fix.
@@ -32,10 +33,10 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from mcp_hooks import paths
 from mcp_hooks.errors import ConfigError, RunError
@@ -58,6 +59,29 @@ OURS = re.compile(
 
 Handler = dict[str, Any]
 MakeHandler = Callable[[str], Handler]
+
+
+@runtime_checkable
+class Generated(Protocol):
+    """A host whose config we generate whole (the ``files`` and ``module`` formats)."""
+
+    def config_text(self, commands: Mapping[str, str]) -> str:
+        """The file's text, running ``commands`` (host event -> command line; ``files``:
+        one event per file)."""
+
+    def config_commands(self, text: str) -> dict[str, str] | None:
+        """Host event -> command line of a text ``config_text`` wrote; None: not ours."""
+
+
+def generated(host: Host) -> Generated:
+    """``host`` as a host whose config we generate.
+
+    Raises:
+        InstallError: its format says generated files, but it does not write them.
+    """
+    if not isinstance(host, Generated):
+        raise InstallError(f"{host.title} declares no generated config ({host.config_format})")
+    return host
 
 
 class InstallError(RunError):
@@ -149,7 +173,7 @@ def our_files(folder: Path, host: Host) -> dict[str, tuple[Path, str, str]]:
         return found
     for path in sorted(folder.iterdir()):
         text = _small_text(path) if path.is_file() else None
-        commands = host.config_commands(text) if text is not None else None
+        commands = generated(host).config_commands(text) if text is not None else None
         for event, command in (commands or {}).items():
             if path.name == event:
                 found[event] = (path, text or "", command)
@@ -164,7 +188,7 @@ def edit_files(folder: Path, events: Sequence[str], make: MakeHandler | None,
         raise InstallError(f"{folder} is not a folder; nothing was changed")
     ours = our_files(folder, host)
     wanted = {} if make is None else {
-        event: host.config_text({event: command})
+        event: generated(host).config_text({event: command})
         for event, command in _commands(make, events, host).items()}
     changes: dict[Path, tuple[str, str]] = {}
     for event in dict.fromkeys([*ours, *wanted]):
@@ -181,12 +205,12 @@ def edit_module(path: Path, text: str, events: Sequence[str], make: MakeHandler 
                 host: Host) -> str:
     """Our generated file for ``events`` (``make``), or ``""`` to remove it (None). A file
     there that is not ours is never touched: install refuses, uninstall leaves it."""
-    if text.strip() and host.config_commands(text) is None:
+    if text.strip() and generated(host).config_commands(text) is None:
         if make is None:
             return text
         raise InstallError(f"{path} exists and was not written by mcp-hooks; move it away "
                            "(or pass --config to write another file); nothing was changed")
-    return "" if make is None else host.config_text(_commands(make, events, host))
+    return "" if make is None else generated(host).config_text(_commands(make, events, host))
 
 
 # -- JSON ---------------------------------------------------------------------------------
@@ -391,5 +415,5 @@ def replace(path: Path, old: str, new: str, backup: Path, mode: int | None = Non
     return saved
 
 
-__all__ = ["OURS", "InstallError", "InstallOptionError", "Target", "backup_path", "edit",
-           "edit_all", "is_ours", "our_files", "replace", "target"]
+__all__ = ["OURS", "Generated", "InstallError", "InstallOptionError", "Target", "backup_path",
+           "edit", "edit_all", "generated", "is_ours", "our_files", "replace", "target"]

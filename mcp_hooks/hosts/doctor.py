@@ -34,6 +34,7 @@ from mcp_hooks.hosts.base import Host
 from mcp_hooks.hosts.configfile import (
     FORWARD_STEM,
     Target,
+    generated,
     is_ours,
     our_files,
     target,
@@ -209,7 +210,7 @@ def read_entries(host: Host, where: Target, text: str) -> list[Entry]:
     entries: list[Entry] = []
     if where.format in ("files", "module"):
         found = ({e: c for e, (_p, _t, c) in our_files(where.path, host).items()}
-                 if where.format == "files" else host.config_commands(text) or {})
+                 if where.format == "files" else generated(host).config_commands(text) or {})
         return [_entry(host, event, {"command": command}) for event, command in found.items()]
     if where.format == "toml":
         toml = toml_reader()
