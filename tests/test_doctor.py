@@ -198,3 +198,30 @@ def test_no_host_wired_is_said_in_the_verdict(env: dict[str, str], project: Path
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith("0 problem(s), 1 warning(s): no host is wired")
     assert "the gate is whole" not in done.stdout
+
+
+@pytest.mark.parametrize(("host", "scope"), [("qwen-code", "project"), ("cline", "user"),
+                                             ("cline", "project"), ("opencode", "project"),
+                                             ("opencode", "user")])
+def test_the_new_hosts_are_probed_through_what_install_wrote(
+        host: str, scope: str, env: dict[str, str], project: Path, user_dir: Path) -> None:
+    """Qwen's settings, Cline's folder of scripts and OpenCode's plugin: doctor reads our
+    entries back and runs the gate's command with the host's own payload; a broken one (the
+    Cline script's command, the plugin's) is a problem."""
+    installed(env, project, host, "--scope", scope)
+    code, report = doctor(env, project, user_dir, "--host", host)
+    assert code == 0, report["problems"]
+    (wired,) = report["hosts"]
+    assert (wired["host"], wired["scope"]) == (host, scope)
+    assert wired["probe"]["ok"] is True, wired["probe"]
+    assert wired["probe"]["event"] in ("PreToolUse", "tool.execute.before")
+    # break the written command (a program that is not there): the probe must find it
+    path = Path(wired["file"])
+    target = path / "PreToolUse" if path.is_dir() else path
+    target.write_text(target.read_text().replace(MCP_HOOKS, "mcp-hooks")
+                      .replace("mcp-hooks bridge", "/gone/mcp-hooks bridge")
+                      .replace('"mcp-hooks",', '"/gone/mcp-hooks",'))
+    code, report = doctor(env, project, user_dir, "--host", host)
+    assert code == 1
+    problems = " ".join(p["what"] for p in report["problems"])
+    assert "/gone/mcp-hooks" in problems and "did not deny the probe" in problems, problems

@@ -279,10 +279,10 @@ def init(opts: InitOptions) -> int:
         hosts = found_hosts(home, opts.path)
     print(f"\n2. Agent hosts ({opts.scope} scope):")
     if not hosts:
-        print("   none found (no claude, codex, gemini, cursor-agent, copilot or kimi on PATH, "
-              "no config folder of theirs). The hooks run from `mcp-hooks fire`, `mcp-hooks "
-              "serve` and `mcp-hooks proxy` already; wire a host later with `mcp-hooks init "
-              "--host HOST` or `mcp-hooks install HOST`.")
+        print("   none found (no claude, codex, gemini, cursor-agent, copilot, kimi, qwen, cline "
+              "or opencode on PATH, no config folder of theirs). The hooks run from `mcp-hooks "
+              "fire`, `mcp-hooks serve` and `mcp-hooks proxy` already; wire a host later with "
+              "`mcp-hooks init --host HOST` or `mcp-hooks install HOST`.")
     for name, why in hosts:
         host = get_host(name)
         scope = opts.scope if opts.scope == "user" or host.project_config else "user"

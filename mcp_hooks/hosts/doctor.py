@@ -33,7 +33,16 @@ from mcp_hooks import options, paths
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK
 from mcp_hooks.hosts import HOSTS, get_host, host_name
 from mcp_hooks.hosts.base import Host
-from mcp_hooks.hosts.configfile import FORWARD_STEM, Target, is_ours, target, toml_reader
+from mcp_hooks.hosts.configfile import (
+    FORWARD_STEM,
+    Target,
+    generated,
+    is_ours,
+    our_files,
+    target,
+    toml_reader,
+)
+from mcp_hooks.hosts.doctor_server import check_forward_script, check_server
 from mcp_hooks.hosts.forward import FORWARD_PATH
 from mcp_hooks.hosts.forward_script import read_token
 from mcp_hooks.options import CommonOptions
@@ -212,8 +221,13 @@ def _targets(host: Host, project: Path) -> list[tuple[str, Target]]:
 
 
 def read_entries(host: Host, where: Target, text: str) -> list[Entry]:
-    """Our handlers in a host config's text (JSON or Kimi's TOML)."""
+    """Our handlers in a host config's text (JSON, Kimi's TOML, a generated module) or, for
+    the ``files`` format, in the folder ``where.path``."""
     entries: list[Entry] = []
+    if where.format in ("files", "module"):
+        found = ({e: c for e, (_p, _t, c) in our_files(where.path, host).items()}
+                 if where.format == "files" else generated(host).config_commands(text) or {})
+        return [_entry(host, event, {"command": command}) for event, command in found.items()]
     if where.format == "toml":
         toml = toml_reader()
         if toml is None:  # pragma: no cover - Python 3.10 without tomli
@@ -262,7 +276,7 @@ def check_host(report: Report, host: Host, project: Path, probe_root: Path) -> N
         if not where.path.exists():
             continue
         try:
-            text = where.path.read_text(encoding="utf-8")
+            text = "" if where.format == "files" else where.path.read_text(encoding="utf-8")
             entries = read_entries(host, where, text)
         except (OSError, ValueError) as exc:
             report.problem(f"{where.path} cannot be read ({exc}); the host may not run any "
@@ -391,99 +405,6 @@ def probe(host: Host, entry: Entry, event: str, root: Path) -> dict[str, Any]:
         result["why"] = (f"exit {done.returncode}, no deny in {host.title}'s form"
                          + (f": {tail}" if tail else ""))
     return result
-
-
-# -- the server -----------------------------------------------------------------------------
-
-
-FORWARD_V2_MARKER = b"mcp-hooks/2 request"  # in every forward script that signs, not sends
-
-
-def check_forward_script(report: Report, host: Host, script: Path, scope: str) -> None:
-    """A forward script from before protocol v2 sends the token to whatever holds the port:
-    a problem, fixed by installing again (which rewrites the script)."""
-    try:
-        text = script.read_bytes()
-    except OSError:
-        return  # _check_commands says it is missing
-    if FORWARD_V2_MARKER not in text:
-        report.problem(f"{script} is an older forward script: it sends the server's token to "
-                       "whatever listens on the server's port, and believes its answers",
-                       f"mcp-hooks install {host.name} --via server --scope {scope} (rewrites "
-                       "the script)", host.name)
-
-
-def check_server(report: Report, host: Host, url: str, token: str | None, event: str, *,
-                 fallback: bool) -> dict[str, Any]:
-    """Whether the server at ``url`` answers and proves it holds ``token``. The request is a
-    forward protocol v2 one (the token is not sent); the payload is unreadable on purpose
-    (``[]``): the server answers it without running any hook."""
-    from http.client import HTTPConnection, HTTPSConnection
-    from urllib.parse import quote, urlsplit
-
-    from mcp_hooks.hosts.forward_auth import answer_problem, sign_request
-
-    info: dict[str, Any] = {"url": url, "status": "unchecked"}
-    fix_token = (f"mcp-hooks install {host.name} --via {'server' if fallback else 'http'} "
-                 "--token <the server's token> (the same as `mcp-hooks serve --token`)")
-    if not token:
-        info["status"] = "no token"
-        report.problem(f"no token to reach the server at {url}"
-                       + ("" if fallback else " (MCP_HOOKS_TOKEN is not set here)"),
-                       fix_token, host.name)
-        return info
-    parts = urlsplit(url)
-    kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
-    path = (parts.path.rstrip("/") + FORWARD_PATH + quote(host.name, safe="") + "?event="
-            + quote(event, safe=""))
-    signed = sign_request(token, path, b"[]")
-    try:
-        conn = kind(parts.hostname or "127.0.0.1", parts.port, timeout=10)
-        try:
-            conn.request("POST", path, body=b"[]", headers={
-                "Content-Type": "application/json", **signed.headers})
-            response = conn.getresponse()
-            body = response.read()
-            headers = {k.lower(): v for k, v in response.getheaders()}
-        finally:
-            conn.close()
-    except (OSError, ValueError) as exc:
-        info["status"] = f"not answering ({exc})"
-        if fallback:
-            report.warn(f"the server at {url} does not answer ({exc}); the local bridge "
-                        "answers instead (slower)", "start it: mcp-hooks serve --transport "
-                        "http --token ...", host.name)
-        else:
-            report.problem(f"the server at {url} does not answer ({exc}), and Claude Code "
-                           "carries on without http hooks", "start it (mcp-hooks serve "
-                           "--transport http --token ...) or mcp-hooks install claude-code "
-                           "--via command", host.name)
-        return info
-    problem = answer_problem(token, signed, response.status, headers, body)
-    said = body.decode("utf-8", "replace").strip().splitlines()[:1]
-    if problem and response.status == 401:
-        info["status"] = "wrong token"
-        report.problem(f"the server at {url} refuses our signed request (401"
-                       + (f": {said[0][:300]}" if said else "") + "); its token differs from "
-                       "ours, or the two clocks differ by more than 5 minutes", fix_token,
-                       host.name)
-        return info
-    if problem:
-        info["status"] = "not authenticated"
-        report.problem(f"the answer from {url} (HTTP {response.status}) does not prove it "
-                       f"comes from the mcp-hooks server holding our token ({problem}); "
-                       "another program may listen on that port, the server is older, or it "
-                       "runs without --token", "stop whatever listens there; start mcp-hooks "
-                       "serve --transport http --token ... (upgraded)", host.name)
-        return info
-    if response.status != 200:
-        info["status"] = f"HTTP {response.status}"
-        report.problem(f"the server at {url} answered HTTP {response.status}"
-                       + (f": {said[0][:300]}" if said else ""), "check that `mcp-hooks serve "
-                       "--transport http` runs there with a token", host.name)
-        return info
-    info["status"] = "answers and authenticates"
-    return info
 
 
 # -- hooks and files ------------------------------------------------------------------------
