@@ -336,7 +336,9 @@ class Registry:
             signature.append((st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode))
         key = tuple(signature)
         cached = self._cache.get(hook_dir)
-        if cached is not None and cached[0] == key:
+        # an invalid hook is read again on every rescan: they are few, and its fix may be in
+        # a file the signature does not cover (a run.sh converted to LF line endings in place)
+        if cached is not None and cached[0] == key and not isinstance(cached[1], InvalidHook):
             return cached[1]
         run = signature[-1]  # scripts/run, as just seen: not looked up again
         loaded: _Loaded

@@ -8,6 +8,7 @@
     │   ├── UnknownEventError              an event name neither canonical nor an alias
     │   ├── InvalidEventError              an event whose fields are malformed
     │   ├── HookFileError                  a HOOK.md that cannot be loaded (file, field, reason)
+    │   │   └── HookFileProblems           all of its problems, when it has more than one
     │   ├── CallableHookError              a Python callable hook that cannot be registered
     │   ├── MatcherError                   a matcher RE2 cannot compile
     │   ├── UnknownHostError               an agent host we have no bridge for
@@ -23,7 +24,9 @@
     │   ├── LayerFileError                 a control-layer file not read (not regular, too
     │   │                                  large, a link out of its folder, unreadable)
     │   ├── FileRefused                    a file an oracle or the ladder may not read or write
-    │   └── BadRevisionError               a configured git revision that names no commit
+    │   ├── BadRevisionError               a configured git revision that names no commit
+    │   └── MissingExtraError              an adapter imported without its framework (also a
+    │                                      ModuleNotFoundError; names the extra to install)
     └── RunError                  exit 1   the input was fine; the world was not
         ├── AddressInUseError              serve/proxy: the port is taken
         ├── ServiceUnavailable             a project's hooks cannot be read right now
@@ -51,7 +54,8 @@ The control layer's are defined beside what they check: ``HooksYamlError`` in
 the signal's intensity, an unknown or already answered signal id: exit 64).
 
 Each class here is defined where its knowledge lives when it needs more than a message
-(``HookFileError`` here, ``ProxyConfigError`` in the proxy's config); all of them derive from
+(``HookFileError`` here, ``HookFileProblems`` in ``hookfile.py``, ``MissingExtraError`` in
+``adapters/__init__.py``, ``ProxyConfigError`` in the proxy's config); all of them derive from
 :class:`ConfigError` or :class:`RunError`, so a command boundary maps any of them to an exit
 code with :func:`exit_code` and never prints a traceback for one.
 """

@@ -5,28 +5,35 @@ and an entry script, the first found of ``scripts/run`` (executable), ``scripts/
 (executed directly when executable, else with ``sh``) and ``scripts/run.py`` (run with this
 Python). Fields, types and ranges follow the appendix of the Agent Hooks spec; our own
 extensions live under ``metadata`` so a hook stays valid for every other implementation.
+
+The YAML block is read by ``frontmatter``; here every problem of the mapping is collected,
+not only the first (``HookFileProblems``), a misspelled key is named with the field it looks
+like (``triger`` -> ``trigger``), and a script the kernel cannot start because its first line
+ends in a carriage return (a CRLF checkout) is refused by name.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mcp_hooks import matching, yamlsubset
+from mcp_hooks import matching
 from mcp_hooks.errors import HookFileError, UnknownEventError
 from mcp_hooks.events import TOOL_EVENTS, canonical_event
+from mcp_hooks.frontmatter import FRONTMATTER as _FRONTMATTER  # noqa: F401 (tests read it)
+from mcp_hooks.frontmatter import parse_frontmatter as parse_frontmatter  # re-exported
+from mcp_hooks.frontmatter import trigger_hint
 from mcp_hooks.limits import DEFAULT_LIMITS, Limits, parse_limits
 
 Scope = Literal["user", "project"]
 HOOK_FILES = ("HOOK.md", "hook.md")
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_FRONTMATTER = re.compile(r"\A---[ \t]*\n(.*?)^---[ \t]*$", re.S | re.M)
-_OPENING = re.compile(r"\A---[ \t]*$", re.M)
-_TRIGGER_LINE = re.compile(r"^trigger:[ \t]*[\"']?([A-Za-z_][A-Za-z0-9_-]*)", re.M)
 MAX_HOOK_FILE = 1 << 20  # bytes: a HOOK.md is a page of prose, never a megabyte
 # A tool matcher that is only names (``Shell``, ``Write|Edit``) is matched by a set lookup
 # and never compiled: most are, and compiling thousands of them is most of an index build.
@@ -100,25 +107,104 @@ def _check(hook_file: Path, name: str, spec: _Field, value: Any) -> Any:
     return value
 
 
-def _validate(hook_file: Path, data: dict[str, Any]) -> dict[str, Any]:
-    """Every known field checked and defaulted; unknown keys left for the caller to report."""
+class HookFileProblems(HookFileError):
+    """Every problem of one HOOK.md, and the warnings found beside them.
+
+    With one problem, ``field`` and ``reason`` are its own. With more, ``field`` is None and
+    ``reason`` joins them (``field: reason; field: reason``), so one line still says it all
+    where one line is shown (``list``, a fault's reason); ``validate`` prints each of
+    ``problems`` on its own line, then ``warnings`` (unknown keys, say), which would have
+    been shown had the hook loaded.
+    """
+
+    def __init__(self, file: Path, problems: list[HookFileError],
+                 warnings: list[str] | None = None) -> None:
+        self.problems = tuple(problems)
+        self.warnings = tuple(warnings or ())
+        if len(problems) == 1:
+            super().__init__(problems[0].file, problems[0].field, problems[0].reason)
+            return
+        super().__init__(file, None, "; ".join(
+            f"{p.field}: {p.reason}" if p.field else p.reason for p in problems))
+
+
+def problems_of(exc: HookFileError) -> tuple[HookFileError, ...]:
+    """Each problem an error stands for: its ``problems``, or the error itself."""
+    return exc.problems if isinstance(exc, HookFileProblems) else (exc,)
+
+
+def warnings_of(exc: HookFileError) -> tuple[str, ...]:
+    """The warnings found beside the problems of an invalid hook (unknown keys, ...)."""
+    return exc.warnings if isinstance(exc, HookFileProblems) else ()
+
+
+def closest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The choice a mistyped ``word`` most likely meant (``triger`` -> ``trigger``), or None
+    when none is close (``difflib``'s ratio under ``cutoff``)."""
+    import difflib  # only on an error's path: loading a valid hook never needs it
+
+    found = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
+    return found[0] if found else None
+
+
+def _unknown_keys(hook_file: Path, data: dict[str, Any], strict: bool,
+                  problems: list[HookFileError], warnings: list[str]) -> set[str]:
+    """Report each top-level key the schema has not, naming the field it looks like a
+    misspelling of. Returns the missing required fields a misspelled key stands for (their
+    own "required field is missing" would only repeat it)."""
+    meant: set[str] = set()
+    for key in sorted(set(data) - KNOWN_KEYS, key=str):
+        close = closest(str(key), FIELDS)
+        if close is not None and data.get(close) is None and FIELDS[close].required:
+            problems.append(HookFileError(
+                hook_file, str(key), f"unknown field; did you mean {close!r}? Rename it to "
+                f"{close} ({FIELDS[close].hint})"))
+            meant.add(close)
+            continue
+        if close is not None:
+            reason = f"unknown field; did you mean {close!r}? (extensions go under metadata)"
+        else:
+            reason = "unknown field; put extensions under metadata"
+        if strict:
+            problems.append(HookFileError(hook_file, str(key), reason))
+        else:
+            warnings.append(f"{hook_file}: {key}: {reason}")
+    return meant
+
+
+def _validate(hook_file: Path, data: dict[str, Any], problems: list[HookFileError],
+              meant: set[str]) -> dict[str, Any]:
+    """Every known field checked and defaulted, each problem added to ``problems`` (a field
+    at fault reads as None, or its default when it has one); unknown keys are left to
+    ``_unknown_keys``, a missing field one of them stands for (``meant``) to it."""
     values: dict[str, Any] = {}
     for name, spec in FIELDS.items():
+        values[name] = spec.default
         if data.get(name) is None:
-            if spec.required:
-                raise HookFileError(hook_file, name, f"required field is missing ({spec.hint})")
-            values[name] = spec.default
+            if spec.required and name not in meant:
+                problems.append(HookFileError(hook_file, name,
+                                              f"required field is missing ({spec.hint})"))
             continue
-        values[name] = _check(hook_file, name, spec, data[name])
+        try:
+            values[name] = _check(hook_file, name, spec, data[name])
+        except HookFileError as exc:
+            problems.append(exc)
     matcher = values["matcher"]
     if matcher is not None:
+        checked: dict[str, Any] = {}
         for key in matcher:
             if key not in MATCHER_FIELDS:
-                raise HookFileError(hook_file, f"matcher.{key}",
-                                    "unknown key; a matcher takes tool and pattern")
+                close = closest(str(key), MATCHER_FIELDS)
+                hint = f"did you mean {close!r}? " if close else ""
+                problems.append(HookFileError(hook_file, f"matcher.{key}", f"unknown key; "
+                                              f"{hint}a matcher takes tool and pattern"))
         for key, spec in MATCHER_FIELDS.items():
             if matcher.get(key) is not None:
-                _check(hook_file, f"matcher.{key}", spec, matcher[key])
+                try:
+                    checked[key] = _check(hook_file, f"matcher.{key}", spec, matcher[key])
+                except HookFileError as exc:
+                    problems.append(exc)
+        values["matcher"] = checked
     return values
 
 
@@ -246,7 +332,8 @@ def resolve_entry(hook_dir: Path, hook_file: Path,
     """The argv that runs a hook, by the spec's order ``scripts/run`` > ``run.sh`` > ``run.py``.
 
     Raises:
-        HookFileError: no entry script, or ``scripts/run`` is not executable.
+        HookFileError: no entry script, ``scripts/run`` is not executable, or a script run
+            directly whose first line ends in a carriage return (a CRLF checkout).
     """
     scripts = f"{hook_dir}/scripts"
     run = f"{scripts}/run"
@@ -255,13 +342,15 @@ def resolve_entry(hook_dir: Path, hook_file: Path,
             raise HookFileError(
                 hook_file, "scripts/run", f"{run} is not executable; fix it with: chmod +x {run}"
             )
+        _refuse_crlf(hook_file, run, "scripts/run", shebang_only=True)
         return (run,)
     run_sh = f"{scripts}/run.sh"
     if os.path.isfile(run_sh):
+        _refuse_crlf(hook_file, run_sh, "scripts/run.sh", shebang_only=False)
         return (run_sh,) if os.access(run_sh, os.X_OK) else ("/bin/sh", run_sh)
     run_py = f"{scripts}/run.py"
     if os.path.isfile(run_py):
-        return (sys.executable, run_py)
+        return (sys.executable, run_py)  # Python reads CRLF sources, and its #! is not used
     raise HookFileError(
         hook_file,
         "scripts",
@@ -269,99 +358,33 @@ def resolve_entry(hook_dir: Path, hook_file: Path,
     )
 
 
-def parse_frontmatter(hook_file: Path, text: str) -> dict[str, Any]:
-    """The frontmatter of a HOOK.md as a mapping.
+def _refuse_crlf(hook_file: Path, script: str, rel: str, *, shebang_only: bool) -> None:
+    """A script whose first line ends in a carriage return (``#!/bin/sh\\r``, as a Windows
+    checkout writes it) cannot start: the kernel looks for an interpreter named ``sh\\r``,
+    and the spawn fails with a "not found" that names neither. Say so at load, by name.
 
-    Raises:
-        HookFileError: no frontmatter block, malformed YAML, or not a mapping.
+    The first 256 bytes are read (the kernel reads no more of a ``#!`` line either); an
+    unreadable script is left to the run, which reports why it cannot start. ``shebang_only``:
+    only a ``#!`` line counts (``scripts/run`` may be a binary); a shell script (``run.sh``)
+    with a carriage return in its first line has them in every line, and sh fails on each.
     """
-    if text.startswith("\ufeff"):  # a byte order mark, as editors on Windows write it
-        text = text[1:]
-    if "\r" in text:  # CRLF (a Windows checkout) or CR line breaks: YAML reads them as LF
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if not _OPENING.match(text):
-        raise HookFileError(
-            hook_file, None, "no YAML frontmatter: the file must start with a line '---'"
-        )
-    found = _FRONTMATTER.match(text)
-    if found is None:
-        raise HookFileError(
-            hook_file, None, "the frontmatter is not closed: add a line '---' after it"
-        )
-    fm_text = found.group(1)
-    simple = yamlsubset.load(fm_text)
-    if simple is not None:
-        return simple
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    # os.open/os.read: half of what a file object costs, on every hook of an index build;
+    # O_NONBLOCK: a FIFO swapped in since the stat cannot hang the open
     try:
-        _refuse_hostile(hook_file, yaml.parse(fm_text, Loader=loader))
-        data = yaml.load(fm_text, Loader=loader)
-    except RecursionError:  # the pure-Python loader, on nesting _refuse_hostile let through
-        raise HookFileError(hook_file, None, "the frontmatter nests too deep") from None
-    except yaml.YAMLError as exc:
-        # The YAML text starts on the line after the opening '---': its line i is file line i+2.
-        mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
-        line = f"line {mark.line + 2}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise HookFileError(hook_file, None, f"{line}malformed YAML: {problem}") from None
-    if not isinstance(data, dict):
-        raise HookFileError(
-            hook_file, None, "the frontmatter must be a mapping of fields (name: ..., trigger: ...)"
-        )
-    return data
-
-
-_MAX_YAML_DEPTH = 64  # nesting of frontmatter collections; HOOK.md needs three at most
-
-
-def _refuse_hostile(hook_file: Path, events: Any) -> None:
-    """Refuse, from the parser's events and before anything is built, what would make
-    building it costly: anchors and aliases (``&a``, ``*a``) can expand a page of YAML into
-    gigabytes ("billion laughs"), and deep nesting overflows the C loader's stack (a
-    segfault at some tens of thousands of levels). Frontmatter needs neither."""
-    import yaml
-
-    try:
-        _walk_events(hook_file, events)
-    except yaml.YAMLError as exc:
-        # PyYAML >= 6.0.4 refuses deep nesting in its own scanner (at 1,000 flow levels),
-        # which runs ahead of the events, so its error can come before our count says so
-        if "nesting depth" not in str(exc):
-            raise
-        raise HookFileError(hook_file, None, "the frontmatter nests more than "
-                            f"{_MAX_YAML_DEPTH} levels deep; flatten it") from None
-
-
-def _walk_events(hook_file: Path, events: Any) -> None:
-    import yaml
-
-    depth = 0
-    for event in events:
-        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            depth += 1
-            if depth > _MAX_YAML_DEPTH:
-                line = event.start_mark.line + 2 if event.start_mark is not None else None
-                raise HookFileError(
-                    hook_file, None, (f"line {line}: " if line else "") + "the frontmatter "
-                    f"nests more than {_MAX_YAML_DEPTH} levels deep; flatten it")
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            depth -= 1
-        anchored = isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None)
-        if anchored:
-            line = event.start_mark.line + 2 if event.start_mark is not None else None
-            raise HookFileError(
-                hook_file, None,
-                (f"line {line}: " if line else "") + "YAML anchors and aliases (&name, *name) "
-                "are not allowed in HOOK.md frontmatter; write the value out in full")
-
-
-def trigger_hint(text: str) -> str | None:
-    """The trigger a HOOK.md that does not load seems to name (to tell which events it would
-    have woken), or None when none can be read."""
-    found = _TRIGGER_LINE.search(text)
-    return found.group(1) if found else None
+        fd = os.open(script, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        try:
+            head = os.read(fd, 256)
+        finally:
+            os.close(fd)
+    except OSError:
+        return
+    line = head.split(b"\n", 1)[0]
+    if b"\r" not in line or (shebang_only and not head.startswith(b"#!")):
+        return
+    what = "the #! line" if head.startswith(b"#!") else "its first line"
+    raise HookFileError(
+        hook_file, rel, f"{what} ends in a carriage return (CRLF): convert {rel} to LF line "
+        f"endings (sed -i 's/\\r$//' {shlex.quote(script)}, or dos2unix)")
 
 
 def load_hook(
@@ -408,40 +431,40 @@ def load_hook(
 
 def _load_text(hook_dir: Path, scope: Scope, hook_file: Path, text: str, strict: bool,
                run_is_file: bool | None) -> tuple[HookSpec, list[str]]:
+    """The spec of a HOOK.md's text. Past a frontmatter that cannot be read at all, every
+    problem is collected (each field, the name, the trigger, the matcher, metadata, the
+    entry script) and raised together, so one ``validate`` shows them all."""
     data = parse_frontmatter(hook_file, text)
-    fm = _validate(hook_file, data)
-
+    problems: list[HookFileError] = []
     warnings: list[str] = []
-    for key in sorted(set(data) - KNOWN_KEYS, key=str):
-        reason = "unknown field; put extensions under metadata"
-        if strict:
-            raise HookFileError(hook_file, str(key), reason)
-        warnings.append(f"{hook_file}: {key}: {reason}")
+    meant = _unknown_keys(hook_file, data, strict, problems, warnings)
+    fm = _validate(hook_file, data, problems, meant)
 
     name, folder = fm["name"], hook_dir.name
-    if not NAME_RE.match(name):
-        raise HookFileError(
-            hook_file, "name", f"{name!r} is not lowercase kebab-case ({FIELDS['name'].hint})"
-        )
-    if name != folder:
-        raise HookFileError(
-            hook_file, "name", f"is {name!r} but the folder is {folder!r}; rename one so they match"
-        )
-    try:
-        event = canonical_event(fm["trigger"])
-    except UnknownEventError as exc:
-        raise HookFileError(hook_file, "trigger", str(exc)) from None
+    if name is not None and not NAME_RE.match(name):
+        problems.append(HookFileError(
+            hook_file, "name", f"{name!r} is not lowercase kebab-case ({FIELDS['name'].hint})"))
+    elif name is not None and name != folder:
+        problems.append(HookFileError(
+            hook_file, "name",
+            f"is {name!r} but the folder is {folder!r}; rename one so they match"))
+    event: str | None = None
+    if fm["trigger"] is not None:
+        try:
+            event = canonical_event(fm["trigger"])
+        except UnknownEventError as exc:
+            problems.append(HookFileError(hook_file, "trigger", str(exc)))
 
     tool = pattern = None
-    if fm["matcher"] is not None:
+    if fm["matcher"]:
         tool, pattern = fm["matcher"].get("tool"), fm["matcher"].get("pattern")
         for key, regex in (("matcher.tool", tool), ("matcher.pattern", pattern)):
             if regex is not None and not (key == "matcher.tool" and LITERAL_TOOLS.fullmatch(regex)):
                 try:
                     matching.compile_matcher(regex)
                 except matching.MatcherError as exc:
-                    raise HookFileError(hook_file, key, f"{regex!r} {exc}") from None
-        if event not in TOOL_EVENTS and (tool or pattern):
+                    problems.append(HookFileError(hook_file, key, f"{regex!r} {exc}"))
+        if event is not None and event not in TOOL_EVENTS and (tool or pattern):
             warnings.append(
                 f"{hook_file}: matcher: ignored, matchers apply to tool events only "
                 f"({', '.join(sorted(TOOL_EVENTS))})"
@@ -449,28 +472,21 @@ def _load_text(hook_dir: Path, scope: Scope, hook_file: Path, text: str, strict:
             tool = pattern = None
 
     metadata = fm["metadata"] or {}
-    on_error = metadata.get("on_error", "allow")
-    if on_error not in ("allow", "block"):
-        raise HookFileError(hook_file, "metadata.on_error", f"{on_error!r}: {_ON_ERROR_HINT}")
-    limits = parse_limits(metadata.get("limits"), hook_file)
-    persistent = metadata.get("persistent", False)
-    if not isinstance(persistent, bool):
-        raise HookFileError(hook_file, "metadata.persistent", f"{persistent!r}: true (one "
-                            "process serves every event) or false (a process per event)")
-    if fm["async"] and persistent:
-        warnings.append(f"{hook_file}: metadata.persistent: ignored on an async hook, which "
-                        "runs a process per event")
-        persistent = False
-    if fm["async"] and on_error == "block":
-        warnings.append(
-            f"{hook_file}: metadata.on_error: ignored on an async hook, which cannot block"
-        )
+    on_error, limits, persistent = _extensions(hook_file, metadata, fm["async"], problems,
+                                               warnings)
+    entry: tuple[str, ...] = ()
+    try:
+        entry = resolve_entry(hook_dir, hook_file, run_is_file)
+    except HookFileError as exc:
+        problems.append(exc)
+    if problems:
+        raise HookFileProblems(hook_file, problems, warnings)
 
     spec = HookSpec(
         name=name,
         description=fm["description"],
         trigger=fm["trigger"],
-        event=event,
+        event=event or "",
         matcher_tool=tool,
         matcher_pattern=pattern,
         timeout=fm["timeout"],
@@ -480,9 +496,51 @@ def _load_text(hook_dir: Path, scope: Scope, hook_file: Path, text: str, strict:
         scope=scope,
         dir=hook_dir,
         hook_file=hook_file,
-        entry=resolve_entry(hook_dir, hook_file, run_is_file),
+        entry=entry,
         on_error=on_error,
         limits=limits,
         persistent=persistent,
     )
     return spec, warnings
+
+
+# The keys of metadata mcp-hooks reads; any other key is the author's own. A key this close
+# to one of them (``on_eror``) is most likely a typo that would silently keep the default.
+_EXTENSION_KEYS = ("on_error", "limits", "persistent")
+
+
+def _extensions(hook_file: Path, metadata: dict[str, Any], is_async: bool,
+                problems: list[HookFileError],
+                warnings: list[str]) -> tuple[Literal["allow", "block"], Limits, bool]:
+    """Our extensions under ``metadata``: ``on_error``, ``limits`` and ``persistent``."""
+    for key in metadata:
+        if key not in _EXTENSION_KEYS:
+            close = closest(str(key), _EXTENSION_KEYS, cutoff=0.75)
+            if close is not None:
+                warnings.append(f"{hook_file}: metadata.{key}: not a key mcp-hooks reads; did "
+                                f"you mean {close!r}? (as written, {close} keeps its default)")
+    on_error = metadata.get("on_error", "allow")
+    if on_error not in ("allow", "block"):
+        problems.append(HookFileError(hook_file, "metadata.on_error",
+                                      f"{on_error!r}: {_ON_ERROR_HINT}"))
+        on_error = "allow"
+    limits = DEFAULT_LIMITS
+    try:
+        limits = parse_limits(metadata.get("limits"), hook_file)
+    except HookFileError as exc:
+        problems.append(exc)
+    persistent = metadata.get("persistent", False)
+    if not isinstance(persistent, bool):
+        problems.append(HookFileError(hook_file, "metadata.persistent", f"{persistent!r}: true "
+                                      "(one process serves every event) or false (a process "
+                                      "per event)"))
+        persistent = False
+    if is_async and persistent:
+        warnings.append(f"{hook_file}: metadata.persistent: ignored on an async hook, which "
+                        "runs a process per event")
+        persistent = False
+    if is_async and on_error == "block":
+        warnings.append(
+            f"{hook_file}: metadata.on_error: ignored on an async hook, which cannot block"
+        )
+    return on_error, limits, persistent

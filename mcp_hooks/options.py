@@ -79,50 +79,80 @@ Given: TypeAlias = "CommonOptions | argparse.Namespace | None"
 VALUE_OPTIONS = ("--user-dir", "--project-dir", "--log", "--stop-block-cap", "--on-fault")
 
 
+_ALL = frozenset({"user_dir", "project_dir", "log", "no_log", "stop_block_cap", "on_fault",
+                  "trust_project_hooks"})
+_FOLDERS = frozenset({"user_dir", "project_dir"})
+# The shared options each command reads (by dest). A command's --help shows only these; the
+# others are still accepted after it, as before it (they are global: a wrapper may pass the
+# same ones to every command), and change nothing there. A command missing here shows all.
+READ_BY: dict[str, frozenset[str]] = {
+    "fire": _ALL, "serve": _ALL, "proxy": _ALL, "bridge": _ALL,
+    # passed on to every bridge command they write (``install.passed_options``)
+    "install": _ALL - {"trust_project_hooks"}, "init": _ALL - {"trust_project_hooks"},
+    "list": _FOLDERS | {"trust_project_hooks"}, "show": _FOLDERS | {"trust_project_hooks"},
+    "doctor": _FOLDERS | {"log", "no_log", "trust_project_hooks"},
+    "validate": _FOLDERS, "new": _FOLDERS, "add": _FOLDERS,
+    "uninstall": frozenset({"project_dir"}), "trust": frozenset({"project_dir"}),
+    "log": frozenset({"log"}), "signals": frozenset({"log"}), "respond": frozenset({"log"}),
+    "events": frozenset(),
+}
+
+
 def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     """Declare the shared options on a parser.
 
     The ``mcp-hooks`` parser declares them with ``top=True``, with their defaults, so they
     may come before the command; every command's parser declares them again without
     defaults (``argparse.SUPPRESS``), so a value given after the command replaces the one
-    given before it, and one not given after it leaves it as it was.
+    given before it, and one not given after it leaves it as it was. A command's parser
+    (named by the last word of its ``prog``) shows in its help only the ones it reads
+    (``READ_BY``).
     """
     def default(value: object) -> object:
         return value if top else argparse.SUPPRESS
 
+    reads = _ALL if top else READ_BY.get(parser.prog.split()[-1], _ALL)
+
+    def shown(dest: str, text: str) -> str:
+        return text if dest in reads else argparse.SUPPRESS
+
     group = parser.add_argument_group(
-        "hook folders and log" + (" (also after the command)" if top else ""))
+        "hook folders and log" + (" (also after the command)" if top else ""),
+        "each command's --help lists the ones it reads" if top else None)
     group.add_argument(
         "--user-dir", type=Path, metavar="DIR", default=default(None),
-        help="user hooks folder (default $XDG_CONFIG_HOME/agents/hooks, ~/.config/agents/hooks)",
+        help=shown("user_dir", "user hooks folder (default $XDG_CONFIG_HOME/agents/hooks, "
+                   "~/.config/agents/hooks)"),
     )
     group.add_argument(
         "--project-dir", type=Path, metavar="DIR", default=default(None),
-        help="project whose .agents/hooks to load (default: the nearest folder at or above "
-        "the current one that has .agents/hooks, else the current folder)",
+        help=shown("project_dir", "project whose .agents/hooks to load (default: the nearest "
+                   "folder at or above the current one that has .agents/hooks, else the "
+                   "current folder)"),
     )
     group.add_argument(
         "--log", type=Path, metavar="FILE", default=default(None),
-        help="event log (default $XDG_STATE_HOME/mcp-hooks/events.jsonl)",
+        help=shown("log", "event log (default $XDG_STATE_HOME/mcp-hooks/events.jsonl)"),
     )
     group.add_argument("--no-log", action="store_true", default=default(False),
-                       help="do not write the event log")
+                       help=shown("no_log", "do not write the event log"))
     group.add_argument(
         "--stop-block-cap", type=int, metavar="N", default=default(None),
-        help=f"consecutive before_stop blocks per session before the stop is allowed anyway "
-        f"(default {DEFAULT_STOP_BLOCK_CAP}; 0 = no cap)",
+        help=shown("stop_block_cap", "consecutive before_stop blocks per session before the "
+                   f"stop is allowed anyway (default {DEFAULT_STOP_BLOCK_CAP}; 0 = no cap)"),
     )
     safety = parser.add_argument_group("safety" + (" (also after the command)" if top else ""))
     safety.add_argument(
         "--on-fault", choices=("block", "warn"), default=default(None),
-        help="when mcp-hooks itself cannot reach a decision (a broken hook, an unreadable "
-        "payload): block denies the event, saying what broke (default); warn lets it "
-        f"through with a warning (or {ON_FAULT_ENV})",
+        help=shown("on_fault", "when mcp-hooks itself cannot reach a decision (a broken hook, "
+                   "an unreadable payload): block denies the event, saying what broke "
+                   f"(default); warn lets it through with a warning (or {ON_FAULT_ENV})"),
     )
     safety.add_argument(
         "--trust-project-hooks", action="store_true", default=default(None),
-        help="run every project hook without asking for trust first (CI, containers; or "
-        "MCP_HOOKS_TRUST_PROJECT_HOOKS=1); see `mcp-hooks trust`",
+        help=shown("trust_project_hooks", "run every project hook without asking for trust "
+                   "first (CI, containers; or MCP_HOOKS_TRUST_PROJECT_HOOKS=1); see "
+                   "`mcp-hooks trust`"),
     )
 
 
@@ -208,3 +238,21 @@ def registry(args: Given, *, strict: bool = False, watch: bool = True) -> Regist
     """The Registry the options describe (user folder plus the project's)."""
     return Registry(user_dir(args), project_dir(args), strict=strict, watch=watch,
                     trust_project_hooks=trust_project_hooks(args))
+
+
+SCOPES = ("user", "project")
+
+
+def add_scope_option(parser: argparse.ArgumentParser, *, default: str | None, user: str,
+                     project: str, default_said: str | None = None) -> None:
+    """``--scope user|project``, as every command that reads or writes one of them takes it,
+    with what each scope means for this command and its default, said in its help.
+
+    Args:
+        default: ``user`` or ``project``; None when the command chooses (per host, say).
+        user, project: what each scope means here.
+        default_said: the default as the help says it, when ``default`` alone does not.
+    """
+    parser.add_argument("--scope", choices=SCOPES, default=default,
+                        help=f"user: {user}; project: {project} "
+                        f"(default: {default_said or default})")

@@ -35,12 +35,13 @@ Canonical tools and keys (``CANONICAL_KEYS``; docs/bridges.md has the table per 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mcp_hooks.errors import RunError
 from mcp_hooks.outcome import Outcome, fault_outcome
+from mcp_hooks.toolshapes import RewriteError as RewriteError
+from mcp_hooks.toolshapes import merged_shape, style
 
 # The canonical tools and the input keys hooks read (other keys pass through as sent).
 CANONICAL_KEYS: dict[str, tuple[str, ...]] = {
@@ -59,113 +60,6 @@ CANONICAL_KEYS: dict[str, tuple[str, ...]] = {
 CANONICAL_TOOLS: tuple[str, ...] = tuple(CANONICAL_KEYS)
 
 
-class RewriteError(RunError, ValueError):
-    """A rewritten canonical input that the host's tool cannot take."""
-
-
-Edits = list[dict[str, Any]]
-
-
-def _edit(old: Any, new: Any, replace_all: Any = None) -> dict[str, Any]:
-    edit: dict[str, Any] = {"old_string": old, "new_string": new}
-    if replace_all is not None:
-        edit["replace_all"] = replace_all
-    return edit
-
-
-@dataclass(frozen=True)
-class EditStyle:
-    """How one host's edit tool carries its edits (see ``_EDIT_STYLES``)."""
-
-    read: Callable[[dict[str, Any]], Edits]
-    write: Callable[[Edits, dict[str, Any]], dict[str, Any]]
-    keys: tuple[str, ...]  # host keys the edits live in (replaced by ``edits``)
-
-
-def _one(edits: Edits, tool: str) -> dict[str, Any]:
-    if len(edits) != 1 or not isinstance(edits[0], dict):
-        raise RewriteError(f"{tool} takes exactly one edit; the rewrite has {len(edits)}")
-    return edits[0]
-
-
-def _single_read(old: str, new: str, flag: str) -> Callable[[dict[str, Any]], Edits]:
-    def read(data: dict[str, Any]) -> Edits:
-        if old not in data and new not in data:
-            return []
-        return [_edit(data.get(old), data.get(new), data.get(flag) if flag else None)]
-    return read
-
-
-def _single_write(old: str, new: str, flag: str, tool: str) -> Callable[
-        [Edits, dict[str, Any]], dict[str, Any]]:
-    def write(edits: Edits, _original: dict[str, Any]) -> dict[str, Any]:
-        edit = _one(edits, tool)
-        out = {old: edit.get("old_string"), new: edit.get("new_string")}
-        if flag and edit.get("replace_all") is not None:
-            out[flag] = edit["replace_all"]
-        return out
-    return write
-
-
-def _list_read(key: str, old: str, new: str, flag: str) -> Callable[[dict[str, Any]], Edits]:
-    def read(data: dict[str, Any]) -> Edits:
-        raw = data.get(key)
-        items = raw if isinstance(raw, list) else [raw] if isinstance(raw, dict) else []
-        return [_edit(e.get(old), e.get(new), e.get(flag) if flag else None)
-                for e in items if isinstance(e, dict)]
-    return read
-
-
-def _list_write(key: str, old: str, new: str, flag: str, single_as_object: bool) -> Callable[
-        [Edits, dict[str, Any]], dict[str, Any]]:
-    def write(edits: Edits, original: dict[str, Any]) -> dict[str, Any]:
-        items = []
-        for e in edits:
-            if not isinstance(e, dict):
-                raise RewriteError("each item of edits must be an object")
-            item = {old: e.get("old_string"), new: e.get("new_string")}
-            if flag and e.get("replace_all") is not None:
-                item[flag] = e["replace_all"]
-            items.append(item)
-        # Kimi's ``edit`` is an object for one edit or a list for several: keep the form sent.
-        if single_as_object and len(items) == 1 and not isinstance(original.get(key), list):
-            return {key: items[0]}
-        return {key: items}
-    return write
-
-
-_EDIT_STYLES: dict[str, EditStyle] = {
-    # Claude Code Edit, Gemini CLI replace (allow_multiple), Copilot CLI edit (old_str, new_str)
-    "claude-edit": EditStyle(
-        _single_read("old_string", "new_string", "replace_all"),
-        _single_write("old_string", "new_string", "replace_all", "Edit"),
-        ("old_string", "new_string", "replace_all"),
-    ),
-    "gemini-replace": EditStyle(
-        _single_read("old_string", "new_string", "allow_multiple"),
-        _single_write("old_string", "new_string", "allow_multiple", "replace"),
-        ("old_string", "new_string", "allow_multiple"),
-    ),
-    "copilot-edit": EditStyle(
-        _single_read("old_str", "new_str", ""),
-        _single_write("old_str", "new_str", "", "edit"),
-        ("old_str", "new_str"),
-    ),
-    # Claude Code MultiEdit, Cursor afterFileEdit: edits[{old_string, new_string, replace_all}]
-    "edits-list": EditStyle(
-        _list_read("edits", "old_string", "new_string", "replace_all"),
-        _list_write("edits", "old_string", "new_string", "replace_all", False),
-        ("edits",),
-    ),
-    # Kimi StrReplaceFile: edit {old, new, replace_all} or a list of them
-    "kimi-edit": EditStyle(
-        _list_read("edit", "old", "new", "replace_all"),
-        _list_write("edit", "old", "new", "replace_all", True),
-        ("edit",),
-    ),
-}
-
-
 @dataclass(frozen=True)
 class ToolMap:
     """One host tool and its canonical name.
@@ -175,7 +69,8 @@ class ToolMap:
         canonical: the canonical tool name.
         keys: host key -> canonical key renames (several host keys may share a canonical key;
             the first present wins, and a rewrite goes back to the key the host sent).
-        edits: the edit style for ``EditFile`` tools, else None.
+        edits: the shape of a key the host carries its own way: the edit style of an
+            ``EditFile`` tool, Cline's command list (``toolshapes``); else None.
     """
 
     host_name: str
@@ -193,9 +88,9 @@ class ToolMap:
                 out[canonical_key] = data[host_key]
                 moved.add(host_key)
         if self.edits is not None:
-            style = _EDIT_STYLES[self.edits]
-            out["edits"] = style.read(data)
-            moved.update(style.keys)
+            shape = style(self.edits)
+            out[shape.key] = shape.read(data)
+            moved.update(shape.keys)
         for key, value in data.items():
             if key not in moved and key not in out:
                 out[key] = value
@@ -217,15 +112,17 @@ class ToolMap:
             if canonical_key not in data:
                 continue
             candidates = [h for h, c in self.keys if c == canonical_key]
-            host_key = next((h for h in candidates if h in sent), candidates[0])
+            fallback = canonical_key if canonical_key in sent else candidates[0]
+            host_key = next((h for h in candidates if h in sent), fallback)
             out[host_key] = data[canonical_key]
             used.add(canonical_key)
-        if self.edits is not None and "edits" in data:
-            edits = data["edits"]
-            if not isinstance(edits, list):
+        shape = style(self.edits) if self.edits is not None else None
+        if shape is not None and shape.key in data:
+            value = data[shape.key]
+            if shape.key == "edits" and not isinstance(value, list):
                 raise RewriteError("edits must be a list of {old_string, new_string} objects")
-            out.update(_EDIT_STYLES[self.edits].write(edits, sent))
-            used.add("edits")
+            out.update(shape.write(value, sent))
+            used.add(shape.key)
         for key, value in data.items():
             if key not in used and key not in out:
                 out[key] = value
@@ -256,9 +153,12 @@ def vocabulary(*tools: ToolMap) -> Vocabulary:
 
 
 def tool(
-    host_name: str, canonical: str, *keys: tuple[str, str], edits: str | None = None
+    host_name: str, canonical: str, *keys: tuple[str, str], edits: str | None = None,
+    shape: str | None = None,
 ) -> ToolMap:
-    return ToolMap(host_name, canonical, tuple(keys), edits)
+    """One table entry; ``shape`` names a non-edit shape of ``toolshapes`` (``edits``
+    an edit style), both kept in ``ToolMap.edits``."""
+    return ToolMap(host_name, canonical, tuple(keys), edits or shape)
 
 
 PATH = ("file_path", "path")
@@ -345,6 +245,46 @@ KIMI_CLI = vocabulary(
     tool("Task", "Agent"),
 )
 
+# Qwen Code: Gemini CLI's tool ids with Claude Code's input keys (``file_path``, ``edit`` in
+# Claude's Edit shape). Hooks see ``tool_name`` as the tool's id.
+QWEN_CODE = vocabulary(
+    tool("run_shell_command", "Shell", ("directory", "cwd")),
+    tool("read_file", "ReadFile", PATH),
+    tool("write_file", "WriteFile", PATH),
+    tool("edit", "EditFile", PATH, edits="claude-edit"),
+    tool("glob", "Glob"),
+    tool("grep_search", "Grep"),
+    tool("list_directory", "ListDir"),
+    tool("web_fetch", "WebFetch"),
+    tool("web_search", "WebSearch"),
+    tool("agent", "Agent"),
+)
+
+# Cline CLI: its shell takes a list of commands (one shell text for hooks, one per line).
+# ``read_files`` keeps its ``files`` list (a hook's pattern is looked for in every path).
+CLINE = vocabulary(
+    tool("run_commands", "Shell", shape="cline-commands"),
+    tool("read_files", "ReadFile"),
+    tool("editor", "EditFile", edits="cline-editor"),
+    tool("apply_patch", "ApplyPatch", ("input", "patch")),
+    tool("search_codebase", "Grep"),
+    tool("fetch_web_content", "WebFetch"),
+    tool("spawn_agent", "Agent", ("task", "prompt")),
+)
+
+# OpenCode: lowercase ids, camelCase keys.
+OPENCODE = vocabulary(
+    tool("bash", "Shell", ("workdir", "cwd")),
+    tool("read", "ReadFile", ("filePath", "path")),
+    tool("write", "WriteFile", ("filePath", "path")),
+    tool("edit", "EditFile", ("filePath", "path"), edits="opencode-edit"),
+    tool("glob", "Glob"),
+    tool("grep", "Grep", ("include", "glob")),
+    tool("list", "ListDir"),
+    tool("webfetch", "WebFetch"),
+    tool("task", "Agent"),
+)
+
 
 # -- one table for every host, and a caller's call through it ----------------------------------
 
@@ -352,12 +292,15 @@ KIMI_CLI = vocabulary(
 def union(*vocabs: Vocabulary, leave_out: frozenset[str] = frozenset()) -> Vocabulary:
     """One table holding every tool of ``vocabs`` (but the names in ``leave_out``).
 
-    A name several tables hold keeps its canonical tool and edit shape, and gets the key
-    renames of all of them.
+    A name several tables hold keeps its canonical tool and gets the key renames of all of
+    them. Edit shapes that can be told apart by their keys (Copilot CLI's ``edit`` with
+    ``old_str``, Qwen Code's with ``old_string``, OpenCode's with ``oldString``) merge: a
+    call is read, and a rewrite written, in the shape whose keys it carries.
 
     Raises:
         ValueError: the union would be ambiguous: a name mapped to different canonical tools
-            or edit shapes, or a host key renamed to different canonical keys.
+            or to edit shapes that share keys, or a host key renamed to different canonical
+            keys.
     """
     merged: dict[str, ToolMap] = {}
     for vocab in vocabs:
@@ -368,7 +311,8 @@ def union(*vocabs: Vocabulary, leave_out: frozenset[str] = frozenset()) -> Vocab
             if have is None:
                 merged[name] = tool
                 continue
-            if (have.canonical, have.edits) != (tool.canonical, tool.edits):
+            edits = merged_shape(have.edits, tool.edits)
+            if have.canonical != tool.canonical or edits == "":
                 raise ValueError(f"{name!r} is {have.canonical} ({have.edits}) in one table "
                                  f"and {tool.canonical} ({tool.edits}) in another")
             keys = dict(have.keys)
@@ -376,13 +320,15 @@ def union(*vocabs: Vocabulary, leave_out: frozenset[str] = frozenset()) -> Vocab
                 if keys.setdefault(host_key, canonical_key) != canonical_key:
                     raise ValueError(f"{name!r}: {host_key!r} is renamed to both "
                                      f"{keys[host_key]!r} and {canonical_key!r}")
-            merged[name] = ToolMap(name, have.canonical, tuple(keys.items()), have.edits)
+            merged[name] = ToolMap(name, have.canonical, tuple(keys.items()), edits)
     return Vocabulary(merged)
+
 
 
 HOST_TABLES: dict[str, Vocabulary] = {
     "claude-code": CLAUDE_CODE, "codex": CODEX, "gemini-cli": GEMINI_CLI, "cursor": CURSOR,
-    "copilot-cli": COPILOT_CLI, "kimi-cli": KIMI_CLI,
+    "copilot-cli": COPILOT_CLI, "kimi-cli": KIMI_CLI, "qwen-code": QWEN_CODE, "cline": CLINE,
+    "opencode": OPENCODE,
 }
 # The reference MCP servers' own tools whose names a host also uses (the filesystem server's):
 # behind the proxy they are that server's tools, and hooks name them so.

@@ -11,10 +11,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import httpx2
 import pytest
 import yaml
 
 from tests.conftest import BIN, MCP_HOOKS, write_hook
+from tests.test_hosts_served import served
 
 
 def run(*args: str, cwd: Path | None = None, stdin: str | None = None,
@@ -184,7 +186,7 @@ def test_new_scaffolds_a_working_hook(user_dir: Path, project: Path) -> None:
     assert fired.returncode == 0 and "ok   check-things" in fired.stdout
     again = run("new", "check-things", "--trigger", "before_tool", "--user-dir", str(user_dir))
     assert again.returncode == 1 and "already exists" in again.stderr
-    in_project = run("new", "proj-hook", "--trigger", "before_stop", "--project",
+    in_project = run("new", "proj-hook", "--trigger", "before_stop", "--scope", "project",
                      "--project-dir", str(project), "--user-dir", str(user_dir))
     assert in_project.returncode == 0
     assert (project / ".agents" / "hooks" / "proj-hook" / "HOOK.md").is_file()
@@ -491,8 +493,8 @@ def test_new_prints_a_fire_line_that_runs_the_hook(extra: list[str], user_dir: P
 
 def test_new_project_hook_is_trusted_as_written(project: Path, user_dir: Path,
                                                 untrusted: None) -> None:
-    made = run("new", "proj-gate", "--trigger", "before_stop", "--project", "--project-dir",
-               str(project), "--user-dir", str(user_dir))
+    made = run("new", "proj-gate", "--trigger", "before_stop", "--scope", "project",
+               "--project-dir", str(project), "--user-dir", str(user_dir))
     assert made.returncode == 0, made.stderr
     line = try_it(made)
     assert f"--project-dir {project}" in line
@@ -510,3 +512,182 @@ def test_new_project_hook_is_trusted_as_written(project: Path, user_dir: Path,
                                              "skipped: changed since trusted project hook "
                                              "proj-gate)")
     assert "not trusted" in edited.stderr  # said where a person sees it
+
+
+# -- errors that teach, through the real command ---------------------------------------------
+
+
+def test_validate_names_each_problem_once_with_did_you_mean(user_dir: Path) -> None:
+    hook = user_dir / "typo"
+    (hook / "scripts").mkdir(parents=True)
+    (hook / "HOOK.md").write_text("---\nname: typo\ndescription: x\ntriger: before_tool\n"
+                                  "timeout: 5\nprority: 9\n---\n")
+    (hook / "scripts" / "run.sh").write_text("exit 0\n")
+    done = run("validate", str(user_dir))
+    assert done.returncode == 1
+    hook_md = hook / "HOOK.md"
+    assert done.stderr.splitlines() == [
+        f"{hook_md}: triger: unknown field; did you mean 'trigger'? Rename it to trigger (an "
+        "event name such as before_tool, before_stop, session_start)",
+        f"{hook_md}: timeout: must be from 100 to 600000, got 5 (milliseconds, an integer from "
+        "100 to 600000 (default 30000))",
+        f"warning: {hook_md}: prority: unknown field; did you mean 'priority'? (extensions go "
+        "under metadata)",
+        "1 hook(s) checked, 2 problem(s)",
+    ]
+    assert "required field is missing" not in done.stderr
+
+
+def test_a_crlf_hook_is_caught_by_validate_and_named_in_the_deny(user_dir: Path,
+                                                                  project: Path) -> None:
+    hook = write_hook(user_dir, "crlf-guard", extra="matcher:\n  tool: Shell\n")
+    run_script = hook / "scripts" / "run"
+    run_script.write_bytes(b"#!/bin/sh\r\nexit 0\r\n")
+    crlf = ("scripts/run: the #! line ends in a carriage return (CRLF): convert scripts/run "
+            "to LF line endings")
+    checked = run("validate", str(user_dir))
+    assert checked.returncode == 1 and f"{hook / 'HOOK.md'}: {crlf}" in checked.stderr
+    fired = run("fire", "before_tool", "--tool", "Shell", "--input", '{"command": "ls"}',
+                "--user-dir", str(user_dir), "--project-dir", str(project), "--no-log")
+    assert fired.returncode == 2, fired.stdout
+    assert crlf in fired.stdout and "not found" not in fired.stdout
+    assert fired.stdout.count(crlf) == 1  # the fault text once: no warning repeating it
+
+
+def test_a_fault_text_is_printed_once(user_dir: Path, project: Path) -> None:
+    """A hook that cannot start (its interpreter is missing): the reason says so, and
+    neither its row nor a warning says it again."""
+    write_hook(user_dir, "no-interp", script="#!/nonexistent/sh\nexit 0\n")
+    fired = run("fire", "before_tool", "--tool", "Shell", "--input", '{"command": "ls"}',
+                "--user-dir", str(user_dir), "--project-dir", str(project), "--no-log")
+    assert fired.returncode == 2
+    said = "scripts/run: not found (a missing script, or a missing interpreter"
+    assert fired.stdout.count(said) == 1, fired.stdout
+    assert "no-interp" in fired.stdout and "(the reason above)" in fired.stdout
+    assert "warning: fault:" not in fired.stdout
+    as_json = json.loads(run("fire", "before_tool", "--tool", "Shell", "--input", "{}",
+                             "--user-dir", str(user_dir), "--project-dir", str(project),
+                             "--no-log", "--json").stdout)
+    assert any(w.startswith("fault: ") for w in as_json["warnings"])  # the data keeps it
+
+
+def test_new_suggests_a_fire_line_a_person_would_type(user_dir: Path, project: Path) -> None:
+    made = run("new", "no-force-push", "--trigger", "pre-tool-call", "--tool", "Shell",
+               "--pattern", "git push.*--force", "--user-dir", str(user_dir))
+    assert made.returncode == 0, made.stderr
+    line = try_it(made)
+    assert """'{"command": "git push --force"}'""" in line
+    (user_dir / "no-force-push" / "scripts" / "run").write_text(
+        "#!/bin/sh\necho 'no force push' >&2\nexit 2\n")
+    fired = subprocess.run(line, shell=True, capture_output=True, text=True, timeout=60,
+                           cwd=project, env={**os.environ,
+                                             "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"})
+    assert fired.returncode == 2 and "no force push" in fired.stdout
+    # a pattern a space does not fit still gets an input it matches
+    tight = run("new", "tight", "--trigger", "pre-tool-call", "--pattern", "a[^ ]*b",
+                "--user-dir", str(user_dir))
+    assert """'{"command": "ab"}'""" in try_it(tight)
+
+
+def test_new_takes_scope_and_project_is_a_deprecated_alias(user_dir: Path,
+                                                           project: Path) -> None:
+    folders = ["--user-dir", str(user_dir), "--project-dir", str(project)]
+    user = run("new", "in-user", "--trigger", "before_stop", *folders)
+    assert user.returncode == 0 and (user_dir / "in-user" / "HOOK.md").is_file()
+    scoped = run("new", "scoped", "--trigger", "before_stop", "--scope", "project", *folders)
+    assert scoped.returncode == 0 and scoped.stderr == ""
+    assert (project / ".agents" / "hooks" / "scoped" / "HOOK.md").is_file()
+    old = run("new", "old-way", "--trigger", "before_stop", "--project", *folders)
+    assert old.returncode == 0 and (project / ".agents" / "hooks" / "old-way").is_dir()
+    assert "--project is deprecated; write --scope project" in old.stderr
+    both = run("new", "both", "--trigger", "before_stop", "--project", "--scope", "user",
+               *folders)
+    assert both.returncode == 64 and "contradict" in both.stderr
+    assert not (user_dir / "both").exists()
+
+
+def test_uninstall_with_nothing_installed_says_so_and_leaves_the_file(
+        project: Path, tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path / "home")}
+    settings = project / ".claude" / "settings.json"
+    absent = run("uninstall", "claude-code", "--project-dir", str(project), env=env)
+    assert absent.returncode == 0
+    assert absent.stdout.strip() == (f"{settings}: does not exist, nothing to uninstall "
+                                     "(Claude Code, project scope)")
+    settings.parent.mkdir()
+    settings.write_text("{}")  # the user's own file, with nothing of ours in it
+    theirs = run("uninstall", "claude-code", "--project-dir", str(project), env=env)
+    assert theirs.returncode == 0 and "already up to date" not in theirs.stdout
+    assert "holds no entries of mcp-hooks, nothing to uninstall" in theirs.stdout
+    assert settings.read_text() == "{}"  # neither reformatted nor removed
+
+
+def test_init_dry_run_says_so_on_a_line_of_its_own(user_dir: Path, tmp_path: Path) -> None:
+    done = run("init", "--dry-run", "--user-dir", str(user_dir),
+               env={"HOME": str(tmp_path / "home"), "PATH": f"{BIN}{os.pathsep}/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "(dry run: nothing is written; this is what init would do)"
+    assert lines[1] == "" and lines[2] == f"1. The recommended guards, into {user_dir}:"
+    assert list(user_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize(("module", "extra", "framework"), [
+    ("langchain", "langchain", "langchain"),
+    ("openai_agents", "openai-agents", "agents"),
+    ("agentscope", "agentscope", "agentscope"),
+    ("agentscope_middleware", "agentscope2", "agentscope"),
+])
+def test_an_adapter_without_its_framework_names_the_extra(module: str, extra: str,
+                                                          framework: str) -> None:
+    # the framework made absent for this process, whatever this venv holds
+    code = (f"import sys; sys.modules[{framework!r}] = None\n"
+            "try:\n"
+            f"    import mcp_hooks.adapters.{module}\n"
+            "except ImportError as exc:\n"
+            "    print(type(exc).__name__, isinstance(exc, ModuleNotFoundError),\n"
+            "          exc.name.split('.')[0])\n"
+            "    print(exc)\n")
+    done = subprocess.run([str(BIN / "python"), "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    kind, message = done.stdout.splitlines()
+    assert kind == f"MissingExtraError True {framework}"
+    assert message.startswith(f"mcp_hooks.adapters.{module} needs ")
+    assert f"pip install 'mcp-hooks[{extra}]'" in message
+
+
+def test_serve_on_fault_warn_as_a_flag_reaches_the_bridge_endpoint(user_dir: Path,
+                                                                    project: Path,
+                                                                    tmp_path: Path) -> None:
+    """`serve --on-fault warn`, no MCP_HOOKS_ON_FAULT: the forward endpoint's own fault
+    replies (a payload it cannot read) let the call through as the engine's do (a broken
+    hook), instead of denying as the environment's default would."""
+    assert "MCP_HOOKS_ON_FAULT" not in os.environ
+    broken = user_dir / "broken"
+    (broken / "scripts").mkdir(parents=True)
+    (broken / "HOOK.md").write_text("---\nname: broken\ntriger: before_tool\n---\n")
+    (broken / "scripts" / "run.sh").write_text("exit 2\n")
+    payload = json.dumps({"session_id": "s1", "hook_event_name": "PreToolUse",
+                          "cwd": str(project), "tool_name": "Bash",
+                          "tool_input": {"command": "ls"}})
+    token = "on-fault-token"
+
+    def ask(base: str, body: str) -> tuple[int, dict[str, object]]:
+        answer = httpx2.post(f"{base}/hooks/bridge/claude-code?event=PreToolUse",
+                             content=body.encode(), timeout=30,
+                             headers={"Authorization": f"Bearer {token}"})
+        return answer.status_code, (answer.json() if answer.content.strip() else {})
+
+    for flags, denied in (((), True), (("--on-fault", "warn"), False)):
+        with served(project, user_dir, tmp_path / "events.jsonl", "--token", token,
+                    *flags) as base:
+            for body in (payload, "this is not JSON"):  # the engine's fault; the endpoint's
+                status, reply = ask(base, body)
+                assert status == 200, (flags, body, reply)
+                decision = reply.get("hookSpecificOutput", {})
+                assert isinstance(decision, dict)
+                said = json.dumps(reply)
+                assert (decision.get("permissionDecision") == "deny") is denied, (flags, reply)
+                if not denied:
+                    assert "on-fault: warn" in said or "allowed" in said, reply

@@ -22,6 +22,7 @@ import pytest
 from mcp_hooks.cli import COMMANDS as TABLE
 from mcp_hooks.cli import EXAMPLES, build_parser, main
 from mcp_hooks.events import canonical_event
+from mcp_hooks.options import READ_BY
 from tests.conftest import MCP_HOOKS, write_hook
 
 COMMANDS = sorted(TABLE)
@@ -251,3 +252,80 @@ def check_announcement(proc: subprocess.Popen[str], host: str, port: int) -> Non
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+# -- each command's --help: what it reads, its scope -----------------------------------------
+
+SHARED_FLAGS = {"user_dir": "--user-dir", "project_dir": "--project-dir", "log": "--log FILE",
+                "no_log": "--no-log", "stop_block_cap": "--stop-block-cap",
+                "on_fault": "--on-fault", "trust_project_hooks": "--trust-project-hooks"}
+
+
+def test_every_command_says_which_shared_options_it_reads() -> None:
+    assert set(READ_BY) == set(COMMANDS)
+    assert all(set(reads) <= set(SHARED_FLAGS) for reads in READ_BY.values())
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_command_help_shows_only_the_shared_options_it_reads(command: str) -> None:
+    done = run(command, "--help")
+    assert done.returncode == 0
+    text = done.stdout
+    for dest, flag in SHARED_FLAGS.items():
+        assert (flag in text) == (dest in READ_BY[command]), (command, flag)
+    if not READ_BY[command]:
+        assert "hook folders and log" not in text and "safety" not in text
+
+
+def test_the_top_level_help_lists_every_shared_option() -> None:
+    text = run("--help").stdout
+    assert all(flag in text for flag in SHARED_FLAGS.values())
+    assert "each command's --help lists the ones it reads" in text
+
+
+def test_a_shared_option_a_command_does_not_read_is_still_accepted_after_it(
+        user_dir: Path) -> None:
+    """Global options: a wrapper may pass the same ones to every command."""
+    write_hook(user_dir, "fine")
+    done = run("validate", str(user_dir), "--on-fault", "warn", "--stop-block-cap", "3")
+    assert done.returncode == 0 and "ok  fine" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize(("command", "default"), [
+    (["new", "x"], "user"), (["add"], "user"), (["init"], "user"),
+    (["install", "codex"], "project; Kimi CLI: user, its only scope"),
+    (["uninstall", "codex"], "project; Kimi CLI: user, its only scope"),
+])
+def test_scope_is_one_option_with_its_default_in_the_help(command: list[str],
+                                                          default: str) -> None:
+    text = " ".join(run(*command, "--help").stdout.split())  # unwrapped
+    assert "--scope {user,project} user: " in text
+    assert f"(default: {default})" in text
+    args = build_parser([*command, "--scope", "project"]).parse_args(
+        [*command, "--scope", "project"] + (["--trigger", "before_tool"] if command[0] == "new"
+                                            else []))
+    assert args.scope == "project"
+
+
+# -- docs/cli.md stays true -------------------------------------------------------------------
+
+DOCS_CLI = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+
+
+def test_every_option_in_the_docs_synopsis_is_the_command_s() -> None:
+    text = DOCS_CLI.read_text(encoding="utf-8")
+    synopsis = text.split("```", 2)[1]
+    checked = 0
+    command = ""
+    helps: dict[str, str] = {}
+    for line in synopsis.splitlines():
+        words = line.split()
+        if words[:1] == ["mcp-hooks"] and len(words) > 1:
+            command = words[1]
+        if command not in COMMANDS:
+            continue
+        shown = helps.setdefault(command, help_text(command))
+        for flag in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", line):
+            assert flag in shown, f"docs/cli.md: {line.strip()!r}: {flag} is not {command}'s"
+            checked += 1
+    assert checked >= 20

@@ -292,3 +292,39 @@ def test_a_broken_untrusted_project_hook_blocks_nothing(user_dir: Path, project:
 def test_a_nul_in_a_folder_path_is_an_invalid_root_not_a_raise(tmp_path: Path) -> None:
     registry = Registry(Path(f"{tmp_path}/bad\0name"))
     assert registry.hooks() == [] and "not valid" in registry.invalid[0].reason
+
+
+# -- what an invalid hook says, and its fix seen --------------------------------------------
+
+
+def test_an_invalid_hook_says_every_problem_with_did_you_mean(user_dir: Path) -> None:
+    hook = user_dir / "typo"
+    (hook / "scripts").mkdir(parents=True)
+    (hook / "HOOK.md").write_text("---\nname: typo\ndescripton: x\ntriger: before_tool\n---\n")
+    (hook / "scripts" / "run.sh").write_text("exit 0\n")
+    (invalid,) = Registry(user_dir, watch=False).invalid
+    assert invalid.field is None  # two problems: both in the one reason a listing shows
+    assert invalid.reason.startswith("descripton: unknown field; did you mean 'description'?")
+    assert "; triger: unknown field; did you mean 'trigger'?" in invalid.reason
+    assert "required field is missing" not in invalid.reason
+    assert invalid.event is None  # no trigger can be read: it blocks every event, closed
+
+
+def test_a_crlf_script_fixed_in_place_is_seen_by_the_next_refresh(user_dir: Path) -> None:
+    """run.sh is no part of the folder's signature (its content is read when run), so the
+    invalid hook is read again on every rescan, and an in-place fix is seen."""
+    hook = write_hook(user_dir, "crlf", entry="scripts/run.sh")
+    script = hook / "scripts" / "run.sh"
+    script.write_bytes(b"#!/bin/sh\r\nexit 0\r\n")
+    registry = Registry(user_dir)
+    try:
+        (invalid,) = registry.invalid
+        assert invalid.field == "scripts/run.sh" and "(CRLF)" in invalid.reason
+        inode = script.stat().st_ino
+        with open(script, "r+b") as f:  # as an editor that writes in place does
+            f.write(b"#!/bin/sh\nexit 0\n\n\n")
+        assert script.stat().st_ino == inode
+        assert registry.refresh()
+        assert names(registry.hooks()) == ["crlf"] and registry.invalid == []
+    finally:
+        registry.close()

@@ -162,3 +162,66 @@ def test_an_untrusted_project_hook_is_reported(env: dict[str, str], project: Pat
     assert [u["name"] for u in report["hooks"]["untrusted"]] == ["from-the-repo"]
     problem = next(p for p in report["problems"] if "from-the-repo" in p["what"])
     assert "mcp-hooks trust" in problem["fix"]
+
+
+def test_identical_user_and_project_copies_are_recognised(env: dict[str, str], project: Path,
+                                                          user_dir: Path) -> None:
+    """What the Quick start leaves: the same bundled guard in both folders. Not a thing to
+    rename; a project copy that differs is."""
+    folders = ["--user-dir", str(user_dir), "--project-dir", str(project)]
+    for scope in ("user", "project"):
+        added = run(env, project, "add", "block-dangerous-commands", "--scope", scope, *folders)
+        assert added.returncode == 0, added.stderr
+    code, report = doctor(env, project, user_dir, "--project-dir", str(project))
+    assert code == 0, report["problems"]
+    assert report["hooks"]["identical"] == ["block-dangerous-commands"]
+    assert not any("rename" in (w["fix"] or "") for w in report["warnings"])
+    (note,) = report["notes"]
+    assert "'block-dangerous-commands' is in both the user and the project folder, byte for " \
+           "byte the same: it runs once" in note["what"]
+    text = run(env, project, "doctor", *folders).stdout
+    assert "1 replaced (1 by an identical copy)" in text and "rename" not in text
+
+    copy = project / ".agents" / "hooks" / "block-dangerous-commands" / "HOOK.md"
+    copy.write_text(copy.read_text() + "\nOur own note.\n")
+    run(env, project, "trust", "--yes", *folders)
+    code, report = doctor(env, project, user_dir, "--project-dir", str(project))
+    assert report["hooks"]["identical"] == [] and report["notes"] == []
+    (shadowed,) = [w for w in report["warnings"] if "shadows" in w["what"]]
+    assert "which differs from it" in shadowed["what"] and "rename one" in shadowed["fix"]
+
+
+def test_no_host_wired_is_said_in_the_verdict(env: dict[str, str], project: Path,
+                                              user_dir: Path) -> None:
+    done = run(env, project, "doctor", "--user-dir", str(user_dir))
+    assert done.returncode == 0
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("0 problem(s), 1 warning(s): no host is wired")
+    assert "the gate is whole" not in done.stdout
+
+
+@pytest.mark.parametrize(("host", "scope"), [("qwen-code", "project"), ("cline", "user"),
+                                             ("cline", "project"), ("opencode", "project"),
+                                             ("opencode", "user")])
+def test_the_new_hosts_are_probed_through_what_install_wrote(
+        host: str, scope: str, env: dict[str, str], project: Path, user_dir: Path) -> None:
+    """Qwen's settings, Cline's folder of scripts and OpenCode's plugin: doctor reads our
+    entries back and runs the gate's command with the host's own payload; a broken one (the
+    Cline script's command, the plugin's) is a problem."""
+    installed(env, project, host, "--scope", scope)
+    code, report = doctor(env, project, user_dir, "--host", host)
+    assert code == 0, report["problems"]
+    (wired,) = report["hosts"]
+    assert (wired["host"], wired["scope"]) == (host, scope)
+    assert wired["probe"]["ok"] is True, wired["probe"]
+    assert wired["probe"]["event"] in ("PreToolUse", "tool.execute.before")
+    # break the written command (a program that is not there): the probe must find it
+    path = Path(wired["file"])
+    target = path / "PreToolUse" if path.is_dir() else path
+    target.write_text(target.read_text().replace(MCP_HOOKS, "mcp-hooks")
+                      .replace("mcp-hooks bridge", "/gone/mcp-hooks bridge")
+                      .replace('"mcp-hooks",', '"/gone/mcp-hooks",'))
+    code, report = doctor(env, project, user_dir, "--host", host)
+    assert code == 1
+    problems = " ".join(p["what"] for p in report["problems"])
+    assert "/gone/mcp-hooks" in problems and "did not deny the probe" in problems, problems

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mcp_hooks.errors import HookFileError
-from mcp_hooks.hookfile import load_hook
+from mcp_hooks.hookfile import HookFileProblems, load_hook, problems_of
 from tests.conftest import write_hook
 
 
@@ -251,3 +251,103 @@ def test_deep_frontmatter_is_refused_not_a_crash(tmp_path: Path) -> None:
                            str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "nests more than 64 levels deep" in done.stdout
+
+
+# -- errors that teach ----------------------------------------------------------------------
+
+
+def bare_hook(root: Path, name: str, front: str, script: bytes = b"#!/bin/sh\nexit 0\n",
+              entry: str = "scripts/run") -> Path:
+    """A hook folder with exactly this frontmatter (no defaults filled in)."""
+    hook = root / name
+    (hook / "scripts").mkdir(parents=True)
+    (hook / "HOOK.md").write_text(f"---\n{front}---\n")
+    (hook / entry).write_bytes(script)
+    (hook / entry).chmod(0o755)
+    return hook
+
+
+@pytest.mark.parametrize(("typo", "meant"), [
+    ("triger", "trigger"), ("Trigger", "trigger"), ("descripton", "description"),
+    ("nmae", "name"),
+])
+def test_a_misspelled_required_key_is_named_with_did_you_mean(user_dir: Path, typo: str,
+                                                              meant: str) -> None:
+    fields = {"name": "typo", "description": "x", "trigger": "before_tool"}
+    fields[typo] = fields.pop(meant)
+    hook = bare_hook(user_dir, "typo", "".join(f"{k}: {v}\n" for k, v in fields.items()))
+    with pytest.raises(HookFileError) as info:
+        load(hook)
+    assert info.value.field == typo  # the line to fix, not the field it left missing
+    assert f"did you mean {meant!r}?" in info.value.reason
+    assert "required field is missing" not in str(info.value)
+
+
+def test_misspelled_optional_and_metadata_keys_warn_with_did_you_mean(user_dir: Path) -> None:
+    hook = write_hook(user_dir, "typos", extra="priorty: 900\nmetadata:\n  on_eror: block\n"
+                      "  owner: sec\n")
+    spec, warnings = load_hook(hook, "user")
+    assert spec.priority == 100 and spec.on_error == "allow"  # as written: the defaults
+    hook_md = hook / "HOOK.md"
+    assert warnings == [
+        f"{hook_md}: priorty: unknown field; did you mean 'priority'? (extensions go under "
+        "metadata)",
+        f"{hook_md}: metadata.on_eror: not a key mcp-hooks reads; did you mean 'on_error'? "
+        "(as written, on_error keeps its default)",
+    ]  # and `owner`, far from any key we read, is the author's own: no word about it
+    with pytest.raises(HookFileError, match="did you mean 'priority'"):
+        load(hook, strict=True)
+    bad_matcher = write_hook(user_dir, "m-typo", extra="matcher:\n  tol: Shell\n")
+    with pytest.raises(HookFileError) as info:
+        load(bad_matcher)
+    assert info.value.field == "matcher.tol" and "did you mean 'tool'?" in info.value.reason
+
+
+def test_every_problem_of_a_hook_is_reported_not_the_first(user_dir: Path) -> None:
+    hook = bare_hook(user_dir, "many", "name: Many\ndescription: ''\ntriger: before_tool\n"
+                     "timeout: 5\npriority: high\nmatcher:\n  pattern: '[a-'\nmetadata:\n"
+                     "  on_error: explode\n  persistent: maybe\n  limits:\n    cpu: 1\n",
+                     script=b"#!/bin/sh\r\nexit 0\r\n")
+    with pytest.raises(HookFileProblems) as info:
+        load(hook)
+    found = [(p.field, p.reason) for p in problems_of(info.value)]
+    assert [field for field, _ in found] == [
+        "triger", "description", "timeout", "priority", "name", "matcher.pattern",
+        "metadata.on_error", "metadata.limits.cpu", "metadata.persistent", "scripts/run"]
+    assert all(p.file == hook / "HOOK.md" for p in info.value.problems)
+    # on one line (a listing, a fault's reason) it still says all of them, in that order
+    assert info.value.field is None
+    assert str(info.value).startswith(f"{hook / 'HOOK.md'}: triger: unknown field")
+    assert all(f"{field}: {reason}" in str(info.value) for field, reason in found)
+
+
+CRLF_FIX = "ends in a carriage return (CRLF): convert {rel} to LF line endings"
+
+
+@pytest.mark.parametrize(("entry", "script", "what"), [
+    ("scripts/run", b"#!/bin/sh\r\nexit 0\r\n", "the #! line"),
+    ("scripts/run", b"#!/usr/bin/env python3\r\nprint()\r\n", "the #! line"),
+    ("scripts/run.sh", b"#!/bin/sh\r\nexit 0\r\n", "the #! line"),
+    ("scripts/run.sh", b"echo hi\r\nexit 0\r\n", "its first line"),  # run with sh
+])
+def test_a_crlf_script_is_refused_at_load_by_name(user_dir: Path, entry: str, script: bytes,
+                                                  what: str) -> None:
+    hook = write_hook(user_dir, "crlf", entry=entry)
+    (hook / entry).write_bytes(script)
+    with pytest.raises(HookFileError) as info:
+        load(hook)
+    assert info.value.field == entry
+    assert info.value.reason.startswith(f"{what} {CRLF_FIX.format(rel=entry)}")
+    assert f"sed -i 's/\\r$//' {hook / entry}" in info.value.reason
+    (hook / entry).write_bytes(script.replace(b"\r\n", b"\n"))  # the fix it names works
+    assert load_hook(hook, "user")[0].name == "crlf"
+
+
+def test_what_a_carriage_return_cannot_break_still_loads(user_dir: Path) -> None:
+    py = write_hook(user_dir, "py", entry="scripts/run.py", script="print('x')\r\n")
+    assert load_hook(py, "user")[0].entry[1].endswith("run.py")  # Python reads CRLF
+    binary = write_hook(user_dir, "binary")
+    (binary / "scripts" / "run").write_bytes(b"\x7fELF\x02\x01\r\x00\n")  # not a #! script
+    assert load_hook(binary, "user")[0].name == "binary"
+    later = write_hook(user_dir, "later-cr", script="exit 0\r\n")  # only the #! line counts
+    assert load_hook(later, "user")[0].name == "later-cr"

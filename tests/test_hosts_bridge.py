@@ -125,6 +125,15 @@ def _rm(host: str, name: str, project: Path) -> tuple[dict[str, Any], list[str]]
         and o["agent_message"] == "rm -rf is not allowed here"),
     ("copilot-cli", "preToolUse.bash", lambda o: o == {
         "permissionDecision": "deny", "permissionDecisionReason": "rm -rf is not allowed here"}),
+    ("qwen-code", "PreToolUse.rm", lambda o: o["hookSpecificOutput"] == {
+        "hookEventName": "PreToolUse", "permissionDecision": "deny",
+        "permissionDecisionReason": "rm -rf is not allowed here"}),
+    # Cline: an input its own tool refuses (so it does not run) and the reason as context
+    ("cline", "PreToolUse.rm", lambda o: o == {"overrideInput": None, "context": (
+        "mcp-hooks refused this run_commands call, so it did not run: rm -rf is not allowed "
+        "here")}),
+    ("opencode", "tool.execute.before.rm", lambda o: o == {
+        "decision": "deny", "reason": "rm -rf is not allowed here"}),
 ])
 def test_a_dangerous_command_is_blocked(host: str, name: str, check: Any, hooks: Path,
                                         user_dir: Path, project: Path) -> None:
@@ -142,6 +151,8 @@ def test_a_dangerous_command_is_blocked(host: str, name: str, check: Any, hooks:
     ("gemini-cli", "BeforeTool.shell", []), ("kimi-cli", "PreToolUse.shell", []),
     ("cursor", "beforeShellExecution.ok", []), ("copilot-cli", "preToolUse.ok",
                                                 ["--event", "preToolUse"]),
+    ("qwen-code", "PreToolUse.shell", []), ("cline", "PreToolUse.run_commands", []),
+    ("opencode", "tool.execute.before.bash", []),
 ])
 def test_an_allowed_command_grants_no_permission(host: str, name: str, flags: list[str],
                                                  hooks: Path, user_dir: Path,
@@ -399,6 +410,12 @@ FAULT_HOSTS: dict[str, tuple[str, Any, str]] = {
                     "sessionEnd"),
     "kimi-cli": ("PreToolUse", lambda c: {"tool_name": "Shell", "tool_input": {"command": c}},
                  "SessionEnd"),
+    "qwen-code": ("PreToolUse", lambda c: {"tool_name": "run_shell_command",
+                                           "tool_input": {"command": c}}, "SessionEnd"),
+    "cline": ("PreToolUse", lambda c: {"hookName": "tool_call", "tool_call": {
+        "id": "c1", "name": "run_commands", "input": {"commands": [c]}}}, "TaskComplete"),
+    "opencode": ("tool.execute.before", lambda c: {"tool": "bash", "args": {"command": c}},
+                 "session.idle"),
 }
 DEEP = "[" * 5000 + "]" * 5000
 UNREADABLE = {
@@ -415,11 +432,15 @@ WHY = {"not-json": "not JSON", "array": "JSON object", "lone-surrogate": "lone s
 def host_deny(host: str, result: subprocess.CompletedProcess[str]) -> str:
     """The reason of a deny in ``host``'s own PreToolUse-style form (fails if not one)."""
     answer = out(result)
-    if host in ("claude-code", "codex", "kimi-cli"):
+    if host in ("claude-code", "codex", "kimi-cli", "qwen-code"):
         specific = answer["hookSpecificOutput"]
         assert specific["permissionDecision"] == "deny", answer
         return str(specific["permissionDecisionReason"])
-    if host == "gemini-cli":
+    if host == "cline":  # overrideInput null (the tool does not run) or, failing that, cancel
+        assert answer.get("cancel") is True or (
+            "overrideInput" in answer and answer["overrideInput"] is None), answer
+        return str(answer.get("errorMessage") or answer["context"])
+    if host in ("gemini-cli", "opencode"):
         assert answer["decision"] == "deny", answer
         return str(answer["reason"])
     if host == "cursor":
@@ -577,3 +598,162 @@ def test_copilot_blocks_a_prompt_with_decision_block(user_dir: Path, project: Pa
     result = bridge("copilot-cli", fixture("copilot-cli", "userPromptSubmitted", project),
                     user_dir, None, "--event", "userPromptSubmitted")
     assert out(result) == {"decision": "block", "reason": "prompts are closed today"}
+
+
+# -- hosts 7, 8, 9 (Qwen Code, Cline, OpenCode): bad stdin, rewrites, context, stops ---------
+
+NEW_HOSTS = ("qwen-code", "cline", "opencode")
+PAD = "x" * (8 << 20)  # 8 MB
+ODD = "\u202e\u200b\ufeff\u00e9\u0301\U0001f642\u0000"  # bidi override, zero-width, BOM, NUL
+BAD_STDIN: dict[str, tuple[bytes, str]] = {  # kind -> (stdin, what the reason says)
+    "empty": (b"", "no payload"),
+    "blank": (b" \n\t\n", "no payload"),
+    "not-utf8": (b'{"tool_name": "\xff\xfe"}', "not UTF-8"),
+    "huge-garbage": (b"{" + PAD.encode() + b"}", "not JSON"),
+    "truncated": (b'{"tool_name": "run_shell_command", "tool_input": {"comm', "not JSON"),
+}
+
+
+def bridge_bytes(host: str, data: bytes, user_dir: Path, *args: str,
+                 records: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    env = dict(os.environ)
+    if records is not None:
+        env["RECORD_DIR"] = str(records)
+    return subprocess.run([MCP_HOOKS, "bridge", host, "--user-dir", str(user_dir), *args],
+                          input=data, capture_output=True, env=env, timeout=120)
+
+
+def as_text(result: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedProcess[str]:
+    return subprocess.CompletedProcess(result.args, result.returncode,
+                                       result.stdout.decode(), result.stderr.decode())
+
+
+@pytest.mark.parametrize("kind", list(BAD_STDIN))
+@pytest.mark.parametrize("host", NEW_HOSTS)
+def test_bad_stdin_is_denied_in_the_new_hosts_form(host: str, kind: str,
+                                                   user_dir: Path) -> None:
+    """Empty, blank, non-UTF-8, huge or cut-off stdin on the gate event: the host's own
+    block form (never exit 1, which every host reads as "carry on"), saying what broke."""
+    data, why = BAD_STDIN[kind]
+    result = as_text(bridge_bytes(host, data, user_dir, "--event", FAULT_HOSTS[host][0]))
+    assert result.returncode != 1
+    reason = host_deny(host, result)
+    assert why in reason and "mcp-hooks doctor" in reason
+    assert host_deny_reason(host, result.stdout, result.stderr, result.returncode) == reason
+
+
+@pytest.mark.parametrize("host", NEW_HOSTS)
+def test_huge_and_odd_unicode_payloads_are_read_and_judged(host: str, hooks: Path,
+                                                           user_dir: Path,
+                                                           project: Path) -> None:
+    """A valid payload is judged whatever it carries: 8 MB beside the command, or a command
+    full of bidi overrides, zero-width characters, a BOM and a NUL; the deny hook still
+    matches ``rm -rf`` and the host gets its deny, with the text intact for the hooks."""
+    command = f"echo {ODD} && rm -rf build"
+    payload = FAULT_HOSTS[host][1](command)
+    payload["padding"] = PAD
+    payload["cwd"] = str(project)
+    if host == "cline":
+        payload["workspaceRoots"] = [str(project)]
+    data = json.dumps(payload).encode()
+    result = as_text(bridge_bytes(host, data, user_dir, "--event", FAULT_HOSTS[host][0],
+                                  records=hooks))
+    assert "rm -rf is not allowed here" in host_deny(host, result)
+    assert recorded(hooks, "before_tool")["tool_input"]["command"] == command
+
+
+@pytest.mark.parametrize("host", NEW_HOSTS)
+def test_without_an_event_the_new_hosts_still_block(host: str, user_dir: Path) -> None:
+    """No ``--event`` and none in the payload: the host's most universal block (Qwen Code:
+    exit 2 with the reason; Cline, which ignores exit codes: ``cancel``; OpenCode's plugin:
+    our JSON deny)."""
+    result = bridge(host, '{"tool": 1}', user_dir)
+    if host == "qwen-code":
+        assert result.returncode == 2 and "no event name" in result.stderr
+        return
+    assert result.returncode == 0
+    assert "no event name" in host_deny(host, result)
+
+
+def test_cline_denies_a_tool_it_cannot_refuse_by_cancelling(hooks: Path, user_dir: Path,
+                                                            project: Path) -> None:
+    """An MCP tool might run with any input, so its deny is ``cancel`` (the run ends)."""
+    write_hook(project / ".agents" / "hooks", "no-issues",
+               script='echo "no issues today" >&2\nexit 2\n',
+               extra="priority: 950\nmatcher:\n  tool: mcp__github__create_issue\n")
+    result = bridge("cline", fixture("cline", "PreToolUse.mcp", project), user_dir, hooks)
+    assert out(result) == {"cancel": True, "errorMessage": "no issues today"}
+    assert "the run is cancelled" in result.stderr
+
+
+def test_qwen_cannot_apply_a_rewrite_so_it_is_refused(hooks: Path, user_dir: Path,
+                                                      project: Path) -> None:
+    """Qwen Code 0.24.4 does not read ``updatedInput``: the original would run, so the call
+    is denied saying why (``--on-fault warn``: allowed as sent, with the warning)."""
+    payload = fixture("qwen-code", "PreToolUse.shell", project)
+    payload["tool_input"]["command"] = "npm test"
+    specific = out(bridge("qwen-code", payload, user_dir, hooks))["hookSpecificOutput"]
+    assert specific["permissionDecision"] == "deny"
+    assert "updatedInput" in specific["permissionDecisionReason"]
+    warned = bridge("qwen-code", payload, user_dir, hooks, "--on-fault", "warn")
+    assert "permissionDecision" not in warned.stdout and "updatedInput" in warned.stderr
+
+
+@pytest.mark.parametrize(("host", "name", "pick", "expected"), [
+    ("cline", "PreToolUse.run_commands", lambda o: o["overrideInput"],
+     {"commands": ["npm test -- --ci"]}),
+    ("cline", "PreToolUse.editor", lambda o: o["overrideInput"],
+     {"path": "$PROJECT/src/a.py", "old_text": "A=1", "new_text": "REWRITTEN"}),
+    ("opencode", "tool.execute.before.bash", lambda o: o["args"],
+     {"command": "npm test -- --ci"}),
+    ("opencode", "tool.execute.before.edit", lambda o: o["args"],
+     {"filePath": "$PROJECT/src/a.py", "oldString": "A=1", "newString": "REWRITTEN"}),
+])
+def test_rewrites_in_cline_and_opencode_shapes(host: str, name: str, pick: Any,
+                                               expected: dict[str, Any], hooks: Path,
+                                               user_dir: Path, project: Path) -> None:
+    payload = fixture(host, name, project)
+    tool_input = payload["tool_call"]["input"] if host == "cline" else payload["args"]
+    for key in ("commands", "command"):
+        if key in tool_input:
+            tool_input[key] = ["npm test"] if key == "commands" else "npm test"
+    for key in ("path", "filePath"):
+        if key in tool_input:
+            tool_input[key] = f"{project}/src/a.py"  # not .env: the rewrite hook runs
+    answer = out(bridge(host, payload, user_dir, hooks))
+    assert pick(answer) == json.loads(json.dumps(expected).replace("$PROJECT", str(project)))
+
+
+@pytest.mark.parametrize(("host", "name", "pick"), [
+    ("qwen-code", "PostToolUse.shell", lambda o: o["hookSpecificOutput"]["additionalContext"]),
+    ("cline", "PostToolUse.run_commands", lambda o: o["context"]),
+    ("opencode", "tool.execute.after.bash", lambda o: o["context"]),
+    ("qwen-code", "UserPromptSubmit", lambda o: o["hookSpecificOutput"]["additionalContext"]),
+])
+def test_context_in_the_new_hosts_forms(host: str, name: str, pick: Any, hooks: Path,
+                                        user_dir: Path, project: Path) -> None:
+    answer = out(bridge(host, fixture(host, name, project), user_dir, hooks))
+    assert pick(answer) in ("formatted the file", "Project rule: use pnpm")
+
+
+def test_qwens_continuation_prompt_is_before_model_not_before_agent(
+        hooks: Path, user_dir: Path, project: Path) -> None:
+    """Qwen fires UserPromptSubmit before every model call: only a real prompt runs the
+    before_agent hooks (the "use pnpm" rule is added once, not after every tool result)."""
+    answer = bridge("qwen-code", fixture("qwen-code", "UserPromptSubmit.continuation", project),
+                    user_dir, hooks)
+    assert out(answer) == {}
+    assert not (hooks / "before_agent.json").exists()
+
+
+def test_qwen_stop_gate_and_the_hosts_without_one(hooks: Path, user_dir: Path,
+                                                  project: Path) -> None:
+    qwen = out(bridge("qwen-code", fixture("qwen-code", "Stop", project), user_dir, hooks))
+    assert qwen == {"decision": "block", "reason": "Run the test suite before finishing"}
+    assert recorded(hooks, "before_stop")["stop_hook_active"] is False
+    # Cline's TaskComplete comes after the run has ended: after_stop, no before_stop gate
+    cline = bridge("cline", fixture("cline", "TaskComplete", project), user_dir, hooks)
+    assert cline.returncode == 0 and cline.stdout.strip() == ""
+    idle = bridge("opencode", fixture("opencode", "session.idle", project), user_dir, hooks)
+    assert idle.returncode == 0 and idle.stdout.strip() == ""
+    assert recorded(hooks, "before_stop")["host"]["name"] == "qwen-code"  # the only one

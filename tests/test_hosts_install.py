@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from mcp_hooks.hosts import get_host
+from mcp_hooks.hosts.configfile import generated as generated_config
 from tests.conftest import MCP_HOOKS, write_hook
 
 if sys.version_info >= (3, 11):
@@ -41,6 +42,15 @@ TARGETS = [
     ("copilot-cli", "project", "project/.github/hooks/mcp-hooks.json", "copilot"),
     ("copilot-cli", "user", "home/.copilot/hooks/mcp-hooks.json", "copilot"),
     ("kimi-cli", "user", "kimi-share/config.toml", "kimi"),
+    ("qwen-code", "project", "project/.qwen/settings.json", "claude"),
+    ("qwen-code", "user", "home/.qwen/settings.json", "claude"),
+]
+# hosts whose config we generate whole: Cline's folder of scripts, OpenCode's plugin
+GENERATED = [
+    ("cline", "user", "home/.cline/hooks"),
+    ("cline", "project", "project/.clinerules/hooks"),
+    ("opencode", "project", "project/.opencode/plugins/mcp-hooks.js"),
+    ("opencode", "user", "xdg-config/opencode/plugins/mcp-hooks.js"),
 ]
 
 
@@ -131,7 +141,7 @@ def test_uninstall_removes_only_ours(host: str, scope: str, rel: str, kind: str,
         assert after == original
     else:
         assert json.loads(after) == json.loads(original)
-    assert "already up to date" in ok(run(env, project, "uninstall", host, "--scope", scope))
+    assert "nothing to uninstall" in ok(run(env, project, "uninstall", host, "--scope", scope))
 
 
 def _foreign_config(kind: str) -> str:
@@ -388,19 +398,17 @@ def test_install_from_a_throwaway_environment_finds_a_stable_one(env: dict[str, 
     command = our_commands("claude", (tmp_path / "codex-home" / "hooks.json").read_text())[
         "PreToolUse"]
     assert command.startswith(f"{MCP_HOOKS} bridge codex --event PreToolUse")
-    # none on PATH but uvx: a pinned uvx form
+    # none on PATH but uvx: the pinned uvx form would fail until mcp-hooks is on PyPI, so
+    # install refuses and says how to install it for good
     tools = tmp_path / "tools"
     tools.mkdir()
     uvx = tools / "uvx"
     uvx.write_text("#!/bin/sh\nexit 0\n")
     uvx.chmod(0o755)
-    ok(_as_uvx(env, tmp_path, "install", "codex", "--scope", "user", "--event", "PreToolUse",
-               path=f"{tools}:/usr/bin:/bin"))
-    command = our_commands("claude", (tmp_path / "codex-home" / "hooks.json").read_text())[
-        "PreToolUse"]
-    from mcp_hooks import __version__
-
-    assert command.startswith(f"{uvx} mcp-hooks=={__version__} bridge codex --event PreToolUse")
+    result = _as_uvx(env, tmp_path, "install", "codex", "--scope", "user", "--event",
+                     "PreToolUse", path=f"{tools}:/usr/bin:/bin")
+    assert result.returncode == 1 and "uv tool install ." in result.stderr, result.stderr
+    assert "mcp-hooks==" not in (tmp_path / "codex-home" / "hooks.json").read_text()
 
 
 def test_throwaway_places_are_recognised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -474,3 +482,140 @@ def test_install_and_doctor_name_no_host() -> None:
         named = [node.value for node in ast.walk(tree)
                  if isinstance(node, ast.Constant) and node.value in names]
         assert named == [], (module, named)
+
+
+# -- generated configs: Cline's scripts, OpenCode's plugin -----------------------------------
+
+
+def generated(host: str, path: Path) -> dict[str, str]:
+    """Event -> our command, read back from what install generated."""
+    if not path.exists():
+        return {}
+    texts = [p.read_text() for p in sorted(path.iterdir())] if path.is_dir() else [
+        path.read_text()]
+    found: dict[str, str] = {}
+    for text in texts:
+        found.update(generated_config(get_host(host)).config_commands(text) or {})
+    return found
+
+
+def _gen_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    return {**env, "XDG_CONFIG_HOME": str(tmp_path / "xdg-config")}
+
+
+@pytest.mark.parametrize(("host", "scope", "rel"), GENERATED)
+def test_generated_configs_install_uninstall_exactly_what_they_wrote(
+        host: str, scope: str, rel: str, env: dict[str, str], project: Path,
+        tmp_path: Path) -> None:
+    env = _gen_env(env, tmp_path)
+    path = tmp_path / rel
+    folder = path if path.suffix != ".js" else path.parent
+    folder.mkdir(parents=True)
+    # the user's own files there: never touched (Cline also runs PreToolUse.sh)
+    theirs = {folder / "PreToolUse.sh": "#!/bin/sh\necho '{}'\n", folder / "other.js": "//\n"}
+    for mine, text in theirs.items():
+        mine.write_text(text)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    ok(run(env, project, "install", host, "--scope", scope))
+    commands = generated(host, path)
+    assert sorted(commands) == sorted(get_host(host).install_events)
+    start = "mcp-hooks" if scope == "project" else MCP_HOOKS
+    for event, command in commands.items():
+        assert command.startswith(f"{start} bridge {host} --event {event}")
+    if path.is_dir():  # Cline: one executable script per event
+        for event in commands:
+            assert os.access(path / event, os.X_OK)
+            assert (path / event).read_text().startswith("#!/bin/sh\n")
+    snapshot = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert "already up to date" in ok(run(env, project, "install", host, "--scope", scope))
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == snapshot
+    ok(run(env, project, "uninstall", host, "--scope", scope))
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()
+             and "backups" not in p.parts}
+    assert after == before
+    assert "already up to date" in ok(run(env, project, "uninstall", host, "--scope", scope))
+
+
+def test_a_generated_file_that_is_not_ours_is_never_replaced(env: dict[str, str],
+                                                             project: Path,
+                                                             tmp_path: Path) -> None:
+    env = _gen_env(env, tmp_path)
+    script = tmp_path / "home" / ".cline" / "hooks" / "PreToolUse"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\necho '{\"cancel\": false}'\n")
+    result = run(env, project, "install", "cline")
+    assert result.returncode == 1 and "not written by mcp-hooks" in result.stderr
+    assert sorted(p.name for p in script.parent.iterdir()) == ["PreToolUse"]  # nothing else
+    plugin = project / ".opencode" / "plugins" / "mcp-hooks.js"
+    plugin.parent.mkdir(parents=True)
+    plugin.write_text("export const Mine = async () => ({});\n")
+    result = run(env, project, "install", "opencode")
+    assert result.returncode == 1 and "not written by mcp-hooks" in result.stderr
+    assert "already up to date" in ok(run(env, project, "uninstall", "opencode"))
+    assert plugin.read_text() == "export const Mine = async () => ({});\n"
+
+
+def test_cline_hooks_dir_and_dry_run(env: dict[str, str], project: Path,
+                                     tmp_path: Path) -> None:
+    """``--hooks-dir`` (the folder given to ``cline --hooks-dir``) is written instead; a dry
+    run prints one diff per script and writes nothing."""
+    folder = tmp_path / "my-cline-hooks"
+    output = ok(run(env, project, "install", "cline", "--hooks-dir", str(folder), "--dry-run"))
+    assert output.count("+++ ") == len(get_host("cline").install_events)
+    assert not folder.exists()
+    ok(run(env, project, "install", "cline", "--hooks-dir", str(folder),
+           "--event", "before_tool"))
+    assert sorted(p.name for p in folder.iterdir()) == ["PreToolUse"]
+    ok(run(env, project, "uninstall", "cline", "--hooks-dir", str(folder)))
+    assert not folder.exists()
+
+
+@pytest.mark.parametrize(("host", "event", "fixture_name", "deny"), [
+    ("qwen-code", "PreToolUse", "PreToolUse.rm",
+     lambda o: o["hookSpecificOutput"]["permissionDecisionReason"]),
+    ("cline", "PreToolUse", "PreToolUse.rm", lambda o: o["context"]),
+    ("opencode", "tool.execute.before", "tool.execute.before.rm", lambda o: o["reason"]),
+])
+def test_the_new_hosts_written_commands_run_the_bridge(
+        host: str, event: str, fixture_name: str, deny: Any, env: dict[str, str],
+        project: Path, tmp_path: Path) -> None:
+    """As each host runs what install wrote: Qwen a shell command, Cline its script (``sh``,
+    from the shebang), OpenCode the plugin's argv (checked here through the same words)."""
+    env = _gen_env(env, tmp_path)
+    _deny_hook(project)
+    ok(run(env, project, "install", host, "--event", "before_tool", "--scope", "project"))
+    payload = (FIXTURES / host / f"{fixture_name}.json").read_text().replace(
+        "$PROJECT", str(project))
+    if host == "qwen-code":
+        argv = ["sh", "-c", our_commands("claude", (project / ".qwen" / "settings.json")
+                                         .read_text())[event]]
+    elif host == "cline":
+        argv = ["sh", str(project / ".clinerules" / "hooks" / event)]
+    else:
+        argv = ["sh", "-c", generated(host, project / ".opencode" / "plugins" /
+                                      "mcp-hooks.js")[event]]
+    result = subprocess.run(argv, input=payload, capture_output=True, text=True, env=env,
+                            cwd=tmp_path, timeout=60)
+    assert "no rm here" in deny(json.loads(result.stdout)), result.stderr
+
+
+def test_init_finds_the_new_hosts(env: dict[str, str], project: Path, tmp_path: Path) -> None:
+    """``init`` wires a host whose program is on PATH or whose config folder exists."""
+    from mcp_hooks.cli.setup import found_hosts
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for program in ("qwen", "cline", "opencode"):
+        exe = bin_dir / program
+        exe.write_text("#!/bin/sh\n")
+        exe.chmod(0o755)
+    home = tmp_path / "home"
+    found = dict(found_hosts(home, str(bin_dir)))
+    assert {"qwen-code", "cline", "opencode"} <= set(found)
+    assert "qwen is on PATH" in found["qwen-code"]
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    assert found_hosts(home, str(empty)) == []
+    (home / ".cline").mkdir()
+    (home / ".qwen").mkdir()
+    assert [n for n, _ in found_hosts(home, str(empty))] == ["qwen-code", "cline"]

@@ -154,6 +154,15 @@ DENIED: list[tuple[str, Any]] = [
     ("mcp__tickets__attach", {"target": "~/.claude/settings.json", "ticket": 7}),
     ("mcp__x__sync", {"folder": ".agents", "options": {"nested": ["~/.codex/hooks.json"]}}),
     ("", {"path": ".agents/hooks/x"}),
+    # hosts 7, 8, 9: Qwen Code's settings, Cline's hook scripts, OpenCode's plugins
+    ("write_file", {"file_path": ".qwen/settings.json", "content": "{}"}),
+    ("edit", {"file_path": "~/.qwen/settings.json", "old_string": "a", "new_string": "b"}),
+    ("Shell", sh("rm ~/.cline/hooks/PreToolUse")),
+    ("Shell", sh("ls\nrm -rf .clinerules/hooks")),
+    ("editor", {"path": ".clinerules/hooks/PreToolUse", "old_text": "a", "new_text": "b"}),
+    ("write", {"filePath": ".opencode/plugins/mcp-hooks.js", "content": ""}),
+    ("Shell", sh("rm -rf .opencode")),
+    ("Shell", sh("echo x > ~/.config/opencode/plugins/evil.js")),
 ]
 
 ALLOWED: list[tuple[str, Any]] = [

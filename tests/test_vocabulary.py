@@ -37,7 +37,9 @@ def test_the_mcp_table_is_every_host_name_but_the_mcp_servers_own() -> None:
                 continue
             merged = MCP_CLIENTS.get(name)
             assert merged is not None
-            assert (merged.canonical, merged.edits) == (entry.canonical, entry.edits)
+            assert merged.canonical == entry.canonical
+            # an edit shape is kept, or merged with others told apart by their keys
+            assert merged.edits == entry.edits or entry.edits in (merged.edits or "").split("|")
             assert set(entry.keys) <= set(merged.keys)  # every host's renames apply
     assert MCP_CLIENTS.canonical("Bash", {"command": "ls"}) == ("Shell", {"command": "ls"})
     assert MCP_CLIENTS.canonical("Read", {"target_file": "/a"}) == ("ReadFile", {"path": "/a"})
@@ -54,6 +56,35 @@ def test_an_ambiguous_union_is_refused() -> None:
     with pytest.raises(ValueError, match="'file' is renamed to both"):
         union(keys, clash)
     assert set(union(one, other, leave_out=frozenset({"edit"})).tools) == set()
+    # edit shapes that share keys cannot be told apart: refused
+    claude = vocabulary(tool("edit", "EditFile", edits="claude-edit"))
+    gemini = vocabulary(tool("edit", "EditFile", edits="gemini-replace"))
+    with pytest.raises(ValueError, match="'edit' is EditFile"):
+        union(claude, gemini)
+    with pytest.raises(ValueError, match="'edit' is EditFile"):
+        union(claude, vocabulary(tool("edit", "EditFile")))
+
+
+@pytest.mark.parametrize(("sent", "rewritten"), [
+    ({"path": "/a", "old_str": "x", "new_str": "y"},                    # Copilot CLI
+     {"path": "/a", "old_str": "x", "new_str": "NEW"}),
+    ({"file_path": "/a", "old_string": "x", "new_string": "y"},         # Qwen Code
+     {"file_path": "/a", "old_string": "x", "new_string": "NEW"}),
+    ({"filePath": "/a", "oldString": "x", "newString": "y", "replaceAll": False},  # OpenCode
+     {"filePath": "/a", "oldString": "x", "newString": "NEW", "replaceAll": False}),
+])
+def test_three_hosts_edit_tools_share_a_name_and_each_is_read_in_its_shape(
+        sent: dict[str, object], rewritten: dict[str, object]) -> None:
+    """Copilot CLI, Qwen Code and OpenCode all name a tool ``edit``, in three shapes: the
+    merged table reads each call in the shape its keys show and writes a rewrite back in it."""
+    call = caller_tool(MCP_CLIENTS, "edit", sent)
+    assert call.tool_name == "EditFile"
+    assert call.tool_input["path"] == "/a"
+    assert [(e["old_string"], e["new_string"]) for e in call.tool_input["edits"]] == [("x", "y")]
+    edits = [dict(e, new_string="NEW") for e in call.tool_input["edits"]]
+    assert call.answer(Outcome("before_tool", modified_input={**call.tool_input,
+                                                              "edits": edits})
+                       ).modified_input == rewritten
 
 
 def test_a_call_keeps_the_callers_view_and_answers_in_its_keys() -> None:
@@ -88,7 +119,7 @@ def test_the_catalogue_lists_every_canonical_tool() -> None:
     listed = {t["name"]: t for t in tool_catalogue()}
     assert list(listed) == list(CANONICAL_KEYS)
     assert listed["EditFile"]["input_keys"] == ["path", "edits"]
-    assert {"Edit", "MultiEdit", "edit", "replace", "StrReplaceFile"} == set(
+    assert {"Edit", "MultiEdit", "edit", "replace", "StrReplaceFile", "editor"} == set(
         listed["EditFile"]["caller_names"])
     assert "write_file" not in listed["WriteFile"]["caller_names"]
 

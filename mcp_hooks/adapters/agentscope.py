@@ -52,6 +52,8 @@ from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Any
 
+from mcp_hooks.adapters import requires_framework
+
 
 def _let_agentscope_import() -> None:
     """AgentScope 1.0.x imports mcp 1.x's ``streamablehttp_client`` when it is imported;
@@ -74,9 +76,10 @@ def _let_agentscope_import() -> None:
 
 _let_agentscope_import()
 
-from agentscope.agent import AgentBase, ReActAgentBase  # type: ignore[import-not-found, unused-ignore]  # noqa: E402
-from agentscope.message import Msg, TextBlock  # type: ignore[import-not-found, unused-ignore]  # noqa: E402
-from agentscope.tool import Toolkit, ToolResponse  # type: ignore[import-not-found, unused-ignore]  # noqa: E402
+with requires_framework(__name__):
+    from agentscope.agent import AgentBase, ReActAgentBase  # type: ignore[import-not-found, unused-ignore]
+    from agentscope.message import Msg, TextBlock  # type: ignore[import-not-found, unused-ignore]
+    from agentscope.tool import Toolkit, ToolResponse  # type: ignore[import-not-found, unused-ignore]
 
 from mcp_hooks.adapters._firing import (  # noqa: E402
     Firing,

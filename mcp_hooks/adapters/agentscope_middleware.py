@@ -46,17 +46,19 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from agentscope.event import ReplyEndEvent, ReplyFinishedReason  # type: ignore[import-not-found, unused-ignore]
-from agentscope.message import Msg, TextBlock, ToolResultState  # type: ignore[import-not-found, unused-ignore]
-from agentscope.middleware import MiddlewareBase  # type: ignore[import-not-found, unused-ignore]
-from agentscope.permission import PermissionBehavior, PermissionDecision  # type: ignore[import-not-found, unused-ignore]
-from agentscope.tool import ToolResponse  # type: ignore[import-not-found, unused-ignore]
-
+from mcp_hooks.adapters import requires_framework
 from mcp_hooks.adapters._firing import Firing, refusal, stop_feedback, tool_input, with_context
 from mcp_hooks.api import Hooks
 from mcp_hooks.eventlog import EventLog
 from mcp_hooks.outcome import OnFault, Outcome
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
+
+with requires_framework(__name__):
+    from agentscope.event import ReplyEndEvent, ReplyFinishedReason  # type: ignore[import-not-found, unused-ignore]
+    from agentscope.message import Msg, TextBlock, ToolResultState  # type: ignore[import-not-found, unused-ignore]
+    from agentscope.middleware import MiddlewareBase  # type: ignore[import-not-found, unused-ignore]
+    from agentscope.permission import PermissionBehavior, PermissionDecision  # type: ignore[import-not-found, unused-ignore]
+    from agentscope.tool import ToolResponse  # type: ignore[import-not-found, unused-ignore]
 
 _CHECKED_CAP = 1024  # before_tool outcomes kept from the permission step for on_acting
 

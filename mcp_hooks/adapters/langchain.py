@@ -53,28 +53,30 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-# the framework is an optional extra: mypy may run where it is not installed
-from langchain.agents.middleware import (  # type: ignore[import-not-found, unused-ignore]
-    AgentMiddleware,
-    hook_config,
-)
-from langchain.agents.middleware.types import (  # type: ignore[import-not-found, unused-ignore]
-    ModelResponse,
-)
-from langchain_core.messages import (  # type: ignore[import-not-found, unused-ignore]
-    AIMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-    convert_to_messages,
-    convert_to_openai_messages,
-)
-
+from mcp_hooks.adapters import requires_framework
 from mcp_hooks.adapters._firing import Firing
 from mcp_hooks.api import Hooks
 from mcp_hooks.eventlog import EventLog
 from mcp_hooks.outcome import OnFault, Outcome
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
+
+# the framework is an optional extra: mypy may run where it is not installed
+with requires_framework(__name__):
+    from langchain.agents.middleware import (  # type: ignore[import-not-found, unused-ignore]
+        AgentMiddleware,
+        hook_config,
+    )
+    from langchain.agents.middleware.types import (  # type: ignore[import-not-found, unused-ignore]
+        ModelResponse,
+    )
+    from langchain_core.messages import (  # type: ignore[import-not-found, unused-ignore]
+        AIMessage,
+        HumanMessage,
+        SystemMessage,
+        ToolMessage,
+        convert_to_messages,
+        convert_to_openai_messages,
+    )
 
 
 class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]

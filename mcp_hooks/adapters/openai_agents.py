@@ -49,18 +49,20 @@ import json
 from pathlib import Path
 from typing import Any
 
-# the framework is an optional extra: mypy may run where it is not installed
-from agents import (  # type: ignore[import-not-found, unused-ignore]
-    Agent,
-    FunctionTool,
-    Runner,
-)
-
+from mcp_hooks.adapters import requires_framework
 from mcp_hooks.adapters._firing import Firing
 from mcp_hooks.api import Hooks
 from mcp_hooks.eventlog import EventLog
 from mcp_hooks.outcome import OnFault, Outcome
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
+
+# the framework is an optional extra: mypy may run where it is not installed
+with requires_framework(__name__):
+    from agents import (  # type: ignore[import-not-found, unused-ignore]
+        Agent,
+        FunctionTool,
+        Runner,
+    )
 
 
 class AgentsHooks:

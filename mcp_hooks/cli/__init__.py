@@ -17,9 +17,12 @@ Every group but ``hooks`` is imported, and its parser built, only when its comma
 
 The shared options (``--user-dir``, ``--project-dir``, ``--log``, ``--on-fault``, ...:
 :func:`mcp_hooks.options.add_common_options`) are accepted before the command as well as
-after it; after it wins. Every command's ``--help`` ends with examples (``EXAMPLES``), each
-of which parses (``tests/test_cli_help.py``). A mistyped command, event, host or hook name is
-answered with "did you mean" (:func:`mcp_hooks.errors.did_you_mean`).
+after it; after it wins. A command's ``--help`` shows only the ones it reads
+(``options.READ_BY``), and ``--scope user|project`` is one option wherever a command writes
+to one of the two (``options.add_scope_option``). Every command's ``--help`` ends with
+examples (``EXAMPLES``), each of which parses (``tests/test_cli_help.py``). A mistyped
+command, event, host or hook name is answered with "did you mean"
+(:func:`mcp_hooks.errors.did_you_mean`).
 
 Exit codes (:mod:`mcp_hooks.errors`): 0 allowed / ok; 2 denied (so ``fire`` works from shell
 and git hooks); 1 a run-time error (:class:`~mcp_hooks.errors.RunError`) or problems found
@@ -114,7 +117,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "new": (
         "mcp-hooks new no-force-push --trigger pre-tool-call --tool Shell "
         "--pattern 'git push.*--force'",
-        "mcp-hooks new run-tests --trigger pre-agent-turn-stop --project",
+        "mcp-hooks new run-tests --trigger pre-agent-turn-stop --scope project",
     ),
     "log": (
         "mcp-hooks log",

@@ -34,7 +34,7 @@ from mcp_hooks.errors import (
     did_you_mean,
 )
 from mcp_hooks.events import EVENTS, canonical_event
-from mcp_hooks.hookfile import find_hook_file, load_hook
+from mcp_hooks.hookfile import find_hook_file, load_hook, problems_of, warnings_of
 from mcp_hooks.outcome import Event, HookRun, Outcome, fault_outcome
 
 if TYPE_CHECKING:
@@ -128,8 +128,11 @@ def _add_new_parser(sub: Any) -> None:
     p = sub.add_parser("new", help="scaffold a working hook")
     p.add_argument("name", help="lowercase kebab-case, e.g. check-migrations")
     p.add_argument("--trigger", required=True, metavar="EVENT", help="event to subscribe to")
+    options.add_scope_option(p, default=None, default_said="user",
+                             user="your hooks folder, for every project",
+                             project="this project's .agents/hooks (trusted as written)")
     p.add_argument("--project", action="store_true",
-                   help="create it in the project's .agents/hooks (default: the user folder)")
+                   help="deprecated: the same as --scope project")
     p.add_argument("--tool", metavar="REGEX", help="matcher.tool (tool events)")
     p.add_argument("--pattern", metavar="REGEX", help="matcher.pattern (tool events)")
     p.add_argument("--priority", type=int, default=100)
@@ -442,8 +445,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 spec, warnings = load_hook(hook_dir, "project" if scope == "project" else "user",
                                            strict=args.strict)
             except HookFileError as exc:
-                problems += 1
-                print(f"{exc}", file=sys.stderr)
+                for problem in problems_of(exc):  # every problem of the hook, a line each
+                    problems += 1
+                    print(f"{problem}", file=sys.stderr)
+                for warning in warnings_of(exc):
+                    print(f"warning: {warning}", file=sys.stderr)
                 continue
             for warning in warnings:
                 print(f"warning: {warning}", file=sys.stderr)

@@ -24,7 +24,8 @@ from mcp_hooks.options import CommonOptions
 if TYPE_CHECKING:
     from mcp_hooks.hosts.install import InstallOptions
 
-HOST_NAMES = "claude-code, codex, gemini-cli, cursor, copilot-cli, kimi-cli"
+HOST_NAMES = ("claude-code, codex, gemini-cli, cursor, copilot-cli, kimi-cli, qwen-code, cline, "
+              "opencode")
 
 
 # -- parsers -------------------------------------------------------------------------------
@@ -47,11 +48,14 @@ def add_bridge_parser(sub: Any) -> None:
 
 def _add_target_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("host", help=HOST_NAMES)
-    p.add_argument("--scope", choices=("project", "user"), default=None,
-                   help="the project's config (default) or the user's (Kimi CLI: user only)")
+    options.add_scope_option(p, default=None, user="the user's config of the host, for every "
+                             "project", project="this project's config of the host",
+                             default_said="project; Kimi CLI and Cline: user (Kimi CLI has no "
+                             "project config)")
     p.add_argument("--dry-run", action="store_true", help="print the diff; write nothing")
-    p.add_argument("--config", type=Path, metavar="FILE",
-                   help="write this config file instead of the host's usual one")
+    p.add_argument("--config", "--hooks-dir", dest="config", type=Path, metavar="FILE",
+                   help="write this config file instead of the host's usual one (Cline: "
+                   "the hooks folder, as given to cline --hooks-dir)")
 
 
 def add_install_parser(sub: Any) -> None:

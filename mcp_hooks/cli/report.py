@@ -54,13 +54,23 @@ def format_outcome(outcome: Outcome, *, color: bool = False, why_none: str = "",
                 f"{run.mode:<5} exit {code:<3} {run.duration_ms:8.1f} ms")
         if run.message:
             first = run.message.strip().splitlines()[0] if run.message.strip() else ""
+            if run.status in ("error", "timeout") and _said(run.message, outcome.reason):
+                first = "(the reason above)"  # a fault's text is printed once
             line += f"  {first[:80]}"
         lines.append(line)
     for warning in outcome.warnings:
+        if warning.startswith("fault: ") and _said(
+                warning[len("fault: "):].rsplit("; ", 1)[0], outcome.reason):
+            continue  # the reason says it already
         lines.append(_paint(f"  warning: {warning}", "33", color))
     lines += [format_signal(signal.id, signal.intensity, signal.source, answerable)
               for signal in outcome.signals]
     return "\n".join(lines)
+
+
+def _said(text: str, reason: str | None) -> bool:
+    """Whether ``reason`` already holds ``text`` (a fault's text, as the deny tells it)."""
+    return bool(reason) and bool(text.strip()) and text.strip() in (reason or "")
 
 
 def format_signal(signal_id: str, intensity: str, source: str, answerable: bool = True) -> str:

@@ -64,12 +64,15 @@ def spec_trigger(event: str) -> str:
     return next((a for a in EVENTS[event].aliases if "-" in a), event)
 
 
-def example_of(pattern: str) -> str | None:
+def example_of(pattern: str, *, spaced: bool = True) -> str | None:
     """A short string the regex ``pattern`` matches, or None when none can be built.
 
     Built from Python's parse of the pattern (the constructs a matcher uses: literals,
     classes, repeats at their minimum, the first branch); the caller checks the result
-    with the hook's own (RE2) matcher.
+    with the hook's own (RE2) matcher. ``spaced``: an optional run of any character after
+    a word (``git push.*--force``) is one space, as a person would type the command
+    (``git push --force``, not ``git push--force``); the caller tries without when the
+    space does not match.
     """
     try:
         from re import _parser as sre  # type: ignore[attr-defined]
@@ -97,6 +100,8 @@ def example_of(pattern: str) -> str | None:
             out.append(_member(arg))
         elif op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
             low, _, sub = arg
+            if spaced and int(low) == 0 and out and out[-1] != " " and _any_char(sub):
+                out.append(" ")
             for _ in range(min(int(low), 64)):
                 stack.append(iter(sub))
         elif op in ("SUBPATTERN", "ATOMIC_GROUP"):
@@ -105,7 +110,14 @@ def example_of(pattern: str) -> str | None:
             stack.append(iter(arg[1][0]))
         elif op not in ("AT", "ASSERT", "ASSERT_NOT"):
             return None
-    return "".join(out)
+    text = "".join(out)
+    return text.rstrip(" ") if spaced else text  # no space after the last word
+
+
+def _any_char(sub: Any) -> bool:
+    """Whether a repeated item is ``.`` (any character), so a space fits in it."""
+    items = list(sub)
+    return len(items) == 1 and str(items[0][0]) == "ANY"
 
 
 _CATEGORY = {"CATEGORY_DIGIT": "0", "CATEGORY_SPACE": " ", "CATEGORY_WORD": "a",
@@ -138,14 +150,19 @@ def fire_line(spec: HookSpec, folders: list[str]) -> tuple[str, bool]:
     words = ["mcp-hooks", "fire", spec.trigger]
     tool = _tool_example(spec.matcher_tool, spec.event)
     tool_input: dict[str, Any] | None = None
+    admitted = True
     if EVENTS[spec.event].is_tool_event:
-        text = example_of(spec.matcher_pattern) if spec.matcher_pattern else "ls"
-        tool_input = {"command": text if text is not None else "..."}
+        for spaced in (True, False):  # "git push --force" if the pattern takes it
+            text = example_of(spec.matcher_pattern, spaced=spaced) if spec.matcher_pattern \
+                else "ls"
+            tool_input = {"command": text if text is not None else "..."}
+            admitted = spec.matches(tool, tool_input)
+            if admitted:
+                break
     if tool is not None:
         words += ["--tool", tool]
     if tool_input is not None:
         words += ["--input", json.dumps(tool_input)]
-    admitted = not EVENTS[spec.event].is_tool_event or spec.matches(tool, tool_input)
     return " ".join(shlex.quote(w) for w in [*words, *folders]), admitted
 
 
@@ -159,7 +176,7 @@ def new_command(args: argparse.Namespace) -> int:
         raise UsageError("--priority must be from 0 to 1000")
     if (args.tool or args.pattern) and not EVENTS[event].is_tool_event:
         raise UsageError("--tool and --pattern apply to tool events only")
-    project = options.project_dir(args) if args.project else None
+    project = options.project_dir(args) if _scope(args) == "project" else None
     root = project_hooks_dir(project) if project is not None else options.user_hooks_dir(args)
     hook_dir = root / name
     if hook_dir.exists():
@@ -200,6 +217,18 @@ def new_command(args: argparse.Namespace) -> int:
         print(f"  (trusted as written; after an edit, trust it again: mcp-hooks trust "
               f"{shlex.quote(str(project))} --hook {name})")
     return EXIT_OK
+
+
+def _scope(args: argparse.Namespace) -> str:
+    """``--scope`` (default user), or ``--project``, its deprecated spelling (said so)."""
+    scope: str | None = getattr(args, "scope", None)
+    if getattr(args, "project", False):
+        if scope == "user":
+            raise UsageError("--project and --scope user contradict each other; give one")
+        print("mcp-hooks new: --project is deprecated; write --scope project (as add, init "
+              "and install take it)", file=sys.stderr)
+        return "project"
+    return scope or "user"
 
 
 def _trust_scaffold(project: Path, hook_dir: Path) -> None:

@@ -34,7 +34,6 @@ from mcp_hooks.discovery import project_hooks_dir
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, UsageError
 from mcp_hooks.options import CommonOptions
 
-SCOPES = ("user", "project")
 PROOF_INPUT = '{"command": "rm -rf /"}'
 
 # -- parsers -------------------------------------------------------------------------------
@@ -53,7 +52,8 @@ def add_add_parser(sub: Any) -> None:
     p.add_argument("--list", action="store_true",
                    help="print the library: name, event, fail-closed or not, what it does")
     p.add_argument("--json", action="store_true", help="with --list: print JSON")
-    _add_scope(p)
+    options.add_scope_option(p, default="user", user="your hooks folder, for every project",
+                             project="this project's .agents/hooks (the copy is trusted)")
     p.add_argument("--dry-run", action="store_true",
                    help="change nothing; print what would be copied")
     p.add_argument("--force", action="store_true",
@@ -73,16 +73,14 @@ def add_init_parser(sub: Any) -> None:
     )
     p.add_argument("--host", dest="hosts", action="append", metavar="HOST",
                    help="wire this host (repeatable; default: every host found installed)")
-    _add_scope(p)
+    options.add_scope_option(p, default="user", user="your hooks folder and host configs, "
+                             "for every project", project="this project's .agents/hooks and "
+                             "host configs")
     p.add_argument("--dry-run", action="store_true",
                    help="change nothing; print what would be done")
     options.add_common_options(p)
 
 
-def _add_scope(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scope", choices=SCOPES, default="user",
-                   help="user: your hooks folder and host configs, every project (default); "
-                   "project: this project's .agents/hooks and host configs")
 
 
 # -- add -----------------------------------------------------------------------------------
@@ -257,14 +255,15 @@ def init(opts: InitOptions) -> int:
     from mcp_hooks.hosts.install import InstallOptions, install
 
     named = [host_name(h) for h in opts.hosts]  # every name checked before anything is done
-    dry = "(dry run: nothing is written) " if opts.dry_run else ""
+    if opts.dry_run:
+        print("(dry run: nothing is written; this is what init would do)\n")
     project: Path | None = None
     if opts.scope == "project":
         project = init_project(opts.common)
         target = project_hooks_dir(project)
     else:
         target, project = options.user_hooks_dir(opts.common), None
-    print(f"{dry}1. The recommended guards, into {target}:")
+    print(f"1. The recommended guards, into {target}:")
     for name, why in bundle.RECOMMENDED.items():
         print(f"   {name}: {why}")
     results = bundle.add_hooks(bundle.select(bundle.RECOMMENDED), target,
@@ -280,10 +279,10 @@ def init(opts: InitOptions) -> int:
         hosts = found_hosts(home, opts.path)
     print(f"\n2. Agent hosts ({opts.scope} scope):")
     if not hosts:
-        print("   none found (no claude, codex, gemini, cursor-agent, copilot or kimi on PATH, "
-              "no config folder of theirs). The hooks run from `mcp-hooks fire`, `mcp-hooks "
-              "serve` and `mcp-hooks proxy` already; wire a host later with `mcp-hooks init "
-              "--host HOST` or `mcp-hooks install HOST`.")
+        print("   none found (no claude, codex, gemini, cursor-agent, copilot, kimi, qwen, cline "
+              "or opencode on PATH, no config folder of theirs). The hooks run from `mcp-hooks "
+              "fire`, `mcp-hooks serve` and `mcp-hooks proxy` already; wire a host later with "
+              "`mcp-hooks init --host HOST` or `mcp-hooks install HOST`.")
     for name, why in hosts:
         host = get_host(name)
         scope = opts.scope if opts.scope == "user" or host.project_config else "user"

@@ -1,15 +1,15 @@
 """Host bridges: one module per agent host, over the same engine.
 
 Each host module (``claude_code``, ``codex``, ``gemini_cli``, ``cursor``, ``copilot_cli``,
-``kimi_cli``) declares everything mcp-hooks knows of that host: its events, payloads and
-answers, its hook config (file per scope, format, the handler written there) and install
-notes (see ``base.Host``). Over them, knowing no host by name:
+``kimi_cli``, ``qwen_code``, ``cline``, ``opencode``) declares everything mcp-hooks knows of
+that host: its events, payloads and answers, its hook config (file per scope, format, the
+handler written there) and install notes (see ``base.Host``). Over them, knowing no host by name:
 
 - ``bridge``: ``mcp-hooks bridge <host>``, the command a host's hook config runs;
 - ``forward``: the same answers from a running server (HTTP endpoint, ``bridge_hook`` tool),
   and the wire constants ``install`` writes and ``doctor`` checks;
-- ``install``: ``mcp-hooks install`` / ``uninstall``, over ``configfile`` (editing the three
-  config formats) and ``forward_script`` (the ``--via server`` script);
+- ``install``: ``mcp-hooks install`` / ``uninstall``, over ``configfile`` (editing the config
+  formats) and ``forward_script`` (the ``--via server`` script);
 - ``doctor``: ``mcp-hooks doctor``, whether the gate is whole;
 - the shared tool vocabulary is core: ``mcp_hooks.vocabulary``.
 
@@ -34,6 +34,9 @@ HOSTS: dict[str, str] = {
     "cursor": "mcp_hooks.hosts.cursor",
     "copilot-cli": "mcp_hooks.hosts.copilot_cli",
     "kimi-cli": "mcp_hooks.hosts.kimi_cli",
+    "qwen-code": "mcp_hooks.hosts.qwen_code",
+    "cline": "mcp_hooks.hosts.cline",
+    "opencode": "mcp_hooks.hosts.opencode",
 }
 ALIASES: dict[str, str] = {
     "claude": "claude-code",
@@ -41,6 +44,8 @@ ALIASES: dict[str, str] = {
     "copilot": "copilot-cli",
     "kimi": "kimi-cli",
     "codex-cli": "codex",
+    "qwen": "qwen-code",
+    "cline-cli": "cline",
 }
 
 

@@ -326,7 +326,8 @@ class Host:
 
     # -- where `install` writes, and what (see ``mcp_hooks.hosts.install``) ----------------
     # "grouped": {"hooks": {event: [{"hooks": [handler]}]}}; "flat": {"version": 1, "hooks":
-    # {event: [handler]}}; "toml": Kimi's [[hooks]] tables, one managed block of text
+    # {event: [handler]}}; "toml": Kimi's [[hooks]] tables, one managed block of text;
+    # "files", "module": files we generate (``configfile.Generated``)
     config_format: ClassVar[str] = "grouped"
     project_config: ClassVar[str | None] = None  # under the project; None: no project scope
     # user scope: ($VAR, else this folder under the home folder) / file
@@ -560,13 +561,18 @@ class Host:
                 on_fault = "warn"
             outcome = fault_outcome(event, what, on_fault=on_fault)
             try:
-                return self.reply(Call(host_event, event, {}), outcome)
+                return self.reply(self.fault_call(host_event, event, payload), outcome)
             except Exception:  # the universal form below still answers
                 pass
         if on_fault == "warn":
             return Reply("", f"mcp-hooks bridge: {what}; let through unchecked (on-fault: "
                          "warn)\n", EXIT_FAIL_OPEN)
         return self.universal_block(what)
+
+    def fault_call(self, host_event: str, event: str, payload: Any) -> Call:
+        """The call a fault answer is built for: the event only (the payload could not be
+        read); a host whose block form depends on the tool fills in what it can tell."""
+        return Call(host_event, event, {})
 
     def universal_block(self, what: str) -> Reply:
         """A block that needs no event: exit 2 with the reason on stderr."""

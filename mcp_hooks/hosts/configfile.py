@@ -5,14 +5,21 @@ replacing our entries with the same ones changes nothing; our entries are recogn
 shape whatever command starts them (``... bridge <host> --event ...``, our forward script,
 the older ``mcp-hooks bridge`` forms), URL (``/hooks/bridge/``) or MCP tool
 (``bridge_hook``); the previous file is copied to ``paths.backups_dir()`` before a change and
-the new one replaces it atomically. Three formats (``Host.config_format``):
+the new one replaces it atomically. Five formats (``Host.config_format``):
 
 - ``grouped``: ``{"hooks": {event: [{"hooks": [handler, ...]}, ...]}}`` (Claude Code, Codex,
   Gemini CLI); a group left empty by an uninstall is dropped, as is an event left empty;
 - ``flat``: ``{"version": 1, "hooks": {event: [handler, ...]}}`` (Cursor, Copilot CLI);
 - ``toml``: Kimi's ``config.toml``, edited as text: our ``[[hooks]]`` tables live in one
   block between two marker comments, appended to the file and removed as a whole; the result
-  is parsed back before it is written.
+  is parsed back before it is written;
+- ``files``: a folder holding one executable per event, named after it (Cline's hooks
+  folder); ours are the files whose text the host's ``config_commands`` reads as ours
+  (``Generated``), written with its ``config_text``; a file of an event's name that is not
+  ours is never touched (install refuses), and uninstall removes only our files (and the
+  folder, if that leaves it empty);
+- ``module``: one file we generate as a whole (OpenCode's plugin), ``config_text`` of every
+  event's command; one that is not ours is never touched.
 
 A file that cannot be read as its format, or whose ``hooks`` has the wrong shape, is never
 touched: ``InstallError`` says what to fix.
@@ -26,10 +33,10 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from mcp_hooks import paths
 from mcp_hooks.errors import ConfigError, RunError
@@ -54,6 +61,29 @@ Handler = dict[str, Any]
 MakeHandler = Callable[[str], Handler]
 
 
+@runtime_checkable
+class Generated(Protocol):
+    """A host whose config we generate whole (the ``files`` and ``module`` formats)."""
+
+    def config_text(self, commands: Mapping[str, str]) -> str:
+        """The file's text, running ``commands`` (host event -> command line; ``files``:
+        one event per file)."""
+
+    def config_commands(self, text: str) -> dict[str, str] | None:
+        """Host event -> command line of a text ``config_text`` wrote; None: not ours."""
+
+
+def generated(host: Host) -> Generated:
+    """``host`` as a host whose config we generate.
+
+    Raises:
+        InstallError: its format says generated files, but it does not write them.
+    """
+    if not isinstance(host, Generated):
+        raise InstallError(f"{host.title} declares no generated config ({host.config_format})")
+    return host
+
+
 class InstallError(RunError):
     """A host config that must not be touched (unreadable, wrong shape), or a command that
     would not keep working: exit 1, nothing changed."""
@@ -68,8 +98,8 @@ class InstallOptionError(ConfigError):
 class Target:
     """Where one host's hook config is written, and in which format."""
 
-    path: Path
-    format: str  # "grouped", "flat" or "toml" (Host.config_format)
+    path: Path  # the file; for the "files" format, the folder
+    format: str  # "grouped", "flat", "toml", "files" or "module" (Host.config_format)
 
 
 def target(host: Host, scope: str, project: Path) -> Target:
@@ -104,7 +134,83 @@ def edit(where: Target, text: str, events: Sequence[str], make: MakeHandler | No
     (``make`` None). An empty result means: remove the file (nothing but ours was left)."""
     if where.format == "toml":
         return edit_toml(where.path, text, events, make, host)
+    if where.format == "module":
+        return edit_module(where.path, text, events, make, host)
     return edit_json(where, text, events, make, host)
+
+
+def edit_all(where: Target, events: Sequence[str], make: MakeHandler | None,
+             host: Host) -> dict[Path, tuple[str, str]]:
+    """Every file the change touches: ``(old text, new text)`` per path (new ``""``: the file
+    goes); one file for every format but ``files``."""
+    if where.format == "files":
+        return edit_files(where.path, events, make, host)
+    old = where.path.read_text(encoding="utf-8") if where.path.exists() else ""
+    return {where.path: (old, edit(where, old, events, make, host))}
+
+
+def _commands(make: MakeHandler, events: Sequence[str], host: Host) -> dict[str, str]:
+    return {event: host.entry_command(make(event)) or "" for event in events}
+
+
+# -- generated files: a folder of executables, one module --------------------------------
+
+
+def _small_text(path: Path) -> str | None:
+    """A file's text if it could be one of ours (small, UTF-8), else None."""
+    try:
+        if path.stat().st_size > 64 * 1024:
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def our_files(folder: Path, host: Host) -> dict[str, tuple[Path, str, str]]:
+    """Our executables in a ``files`` folder: event -> (path, text, command)."""
+    found: dict[str, tuple[Path, str, str]] = {}
+    if not folder.is_dir():
+        return found
+    for path in sorted(folder.iterdir()):
+        text = _small_text(path) if path.is_file() else None
+        commands = generated(host).config_commands(text) if text is not None else None
+        for event, command in (commands or {}).items():
+            if path.name == event:
+                found[event] = (path, text or "", command)
+    return found
+
+
+def edit_files(folder: Path, events: Sequence[str], make: MakeHandler | None,
+               host: Host) -> dict[Path, tuple[str, str]]:
+    """The ``files`` folder with our executables replaced by one per event (``make``) or
+    removed (None). A file named after an event that is not ours is never touched."""
+    if folder.exists() and not folder.is_dir():
+        raise InstallError(f"{folder} is not a folder; nothing was changed")
+    ours = our_files(folder, host)
+    wanted = {} if make is None else {
+        event: generated(host).config_text({event: command})
+        for event, command in _commands(make, events, host).items()}
+    changes: dict[Path, tuple[str, str]] = {}
+    for event in dict.fromkeys([*ours, *wanted]):
+        path = folder / event
+        if event not in ours and (path.exists() or path.is_symlink()):
+            raise InstallError(f"{path} exists and was not written by mcp-hooks; {host.title} "
+                               "runs it on that event. Move it away (or call it from your own "
+                               "script), then install again; nothing was changed")
+        changes[path] = (ours[event][1] if event in ours else "", wanted.get(event, ""))
+    return changes
+
+
+def edit_module(path: Path, text: str, events: Sequence[str], make: MakeHandler | None,
+                host: Host) -> str:
+    """Our generated file for ``events`` (``make``), or ``""`` to remove it (None). A file
+    there that is not ours is never touched: install refuses, uninstall leaves it."""
+    if text.strip() and generated(host).config_commands(text) is None:
+        if make is None:
+            return text
+        raise InstallError(f"{path} exists and was not written by mcp-hooks; move it away "
+                           "(or pass --config to write another file); nothing was changed")
+    return "" if make is None else generated(host).config_text(_commands(make, events, host))
 
 
 # -- JSON ---------------------------------------------------------------------------------
@@ -287,9 +393,9 @@ def backup_path(host: Host, scope: str, path: Path) -> Path:
     return paths.backups_dir() / f"{stamp}-{host.name}-{scope}-{path.name}"
 
 
-def replace(path: Path, old: str, new: str, backup: Path) -> Path | None:
-    """Write ``new`` over ``path`` (``""``: remove it), saving ``old`` at ``backup`` first.
-    Returns the backup written, if any. Raises OSError."""
+def replace(path: Path, old: str, new: str, backup: Path, mode: int | None = None) -> Path | None:
+    """Write ``new`` over ``path`` (``""``: remove it), saving ``old`` at ``backup`` first;
+    ``mode``: the new file's permissions. Returns the backup written, if any. Raises OSError."""
     saved = None
     if old:
         backup.parent.mkdir(parents=True, exist_ok=True)
@@ -299,7 +405,9 @@ def replace(path: Path, old: str, new: str, backup: Path) -> Path | None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.mcp-hooks-tmp")
         tmp.write_text(new, encoding="utf-8")
-        if path.exists():
+        if mode is not None:
+            tmp.chmod(mode)
+        elif path.exists():
             shutil.copymode(path, tmp)
         os.replace(tmp, path)
     else:
@@ -307,5 +415,5 @@ def replace(path: Path, old: str, new: str, backup: Path) -> Path | None:
     return saved
 
 
-__all__ = ["OURS", "InstallError", "InstallOptionError", "Target", "backup_path", "edit",
-           "is_ours", "replace", "target"]
+__all__ = ["OURS", "Generated", "InstallError", "InstallOptionError", "Target", "backup_path",
+           "edit", "edit_all", "generated", "is_ours", "our_files", "replace", "target"]

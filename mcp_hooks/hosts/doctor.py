@@ -33,7 +33,16 @@ from mcp_hooks import options, paths
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK
 from mcp_hooks.hosts import HOSTS, get_host, host_name
 from mcp_hooks.hosts.base import Host
-from mcp_hooks.hosts.configfile import FORWARD_STEM, Target, is_ours, target, toml_reader
+from mcp_hooks.hosts.configfile import (
+    FORWARD_STEM,
+    Target,
+    generated,
+    is_ours,
+    our_files,
+    target,
+    toml_reader,
+)
+from mcp_hooks.hosts.doctor_server import check_forward_script, check_server
 from mcp_hooks.hosts.forward import FORWARD_PATH
 from mcp_hooks.hosts.forward_script import read_token
 from mcp_hooks.options import CommonOptions
@@ -100,6 +109,7 @@ class Report:
     wirings: list[Wiring] = field(default_factory=list)
     problems: list[Finding] = field(default_factory=list)
     warnings: list[Finding] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)  # facts worth knowing, nothing to fix
     hooks: dict[str, Any] = field(default_factory=dict)
     files: dict[str, Any] = field(default_factory=dict)
 
@@ -113,6 +123,7 @@ class Report:
         return {"ok": not self.problems,
                 "problems": [p.as_dict() for p in self.problems],
                 "warnings": [w.as_dict() for w in self.warnings],
+                "notes": [n.as_dict() for n in self.notes],
                 "hosts": [w.as_dict() for w in self.wirings],
                 "hooks": self.hooks, "files": self.files}
 
@@ -176,18 +187,29 @@ def format_report(report: Report) -> str:
             lines.append(f"    server {w.server['url']}: {w.server['status']}")
     hooks = report.hooks
     if hooks:
+        same = len(hooks.get("identical", []))
         lines.append(f"hooks: {hooks.get('valid', 0)} valid, {len(hooks.get('invalid', []))} "
                      f"invalid, {len(hooks.get('untrusted', []))} untrusted, "
-                     f"{len(hooks.get('replaced', []))} replaced")
+                     f"{len(hooks.get('replaced', []))} replaced"
+                     + (f" ({same} by an identical copy)" if same else ""))
     for key, info in report.files.items():
         lines.append(f"{key.replace('_', ' ')}: {info['path']} ({info['status']})")
+    for finding in report.notes:
+        lines.append(f"note: {finding}")
     for finding in report.warnings:
         lines.append(f"warning: {finding}")
     for finding in report.problems:
         lines.append(f"PROBLEM: {finding}")
     lines.append(f"{len(report.problems)} problem(s), {len(report.warnings)} warning(s): "
-                 + ("the gate is NOT whole" if report.problems else "the gate is whole"))
+                 + verdict(report))
     return "\n".join(lines)
+
+
+def verdict(report: Report) -> str:
+    """The last word: whether the gate is whole, and that there is none without a host."""
+    return ("the gate is NOT whole" if report.problems else "the gate is whole"
+            if report.wirings else "no host is wired, so no agent's tool calls are checked "
+            "yet (the hooks run only from `mcp-hooks fire`, `serve` and `proxy`)")
 
 
 # -- host wiring ----------------------------------------------------------------------------
@@ -199,8 +221,13 @@ def _targets(host: Host, project: Path) -> list[tuple[str, Target]]:
 
 
 def read_entries(host: Host, where: Target, text: str) -> list[Entry]:
-    """Our handlers in a host config's text (JSON or Kimi's TOML)."""
+    """Our handlers in a host config's text (JSON, Kimi's TOML, a generated module) or, for
+    the ``files`` format, in the folder ``where.path``."""
     entries: list[Entry] = []
+    if where.format in ("files", "module"):
+        found = ({e: c for e, (_p, _t, c) in our_files(where.path, host).items()}
+                 if where.format == "files" else generated(host).config_commands(text) or {})
+        return [_entry(host, event, {"command": command}) for event, command in found.items()]
     if where.format == "toml":
         toml = toml_reader()
         if toml is None:  # pragma: no cover - Python 3.10 without tomli
@@ -249,7 +276,7 @@ def check_host(report: Report, host: Host, project: Path, probe_root: Path) -> N
         if not where.path.exists():
             continue
         try:
-            text = where.path.read_text(encoding="utf-8")
+            text = "" if where.format == "files" else where.path.read_text(encoding="utf-8")
             entries = read_entries(host, where, text)
         except (OSError, ValueError) as exc:
             report.problem(f"{where.path} cannot be read ({exc}); the host may not run any "
@@ -380,99 +407,6 @@ def probe(host: Host, entry: Entry, event: str, root: Path) -> dict[str, Any]:
     return result
 
 
-# -- the server -----------------------------------------------------------------------------
-
-
-FORWARD_V2_MARKER = b"mcp-hooks/2 request"  # in every forward script that signs, not sends
-
-
-def check_forward_script(report: Report, host: Host, script: Path, scope: str) -> None:
-    """A forward script from before protocol v2 sends the token to whatever holds the port:
-    a problem, fixed by installing again (which rewrites the script)."""
-    try:
-        text = script.read_bytes()
-    except OSError:
-        return  # _check_commands says it is missing
-    if FORWARD_V2_MARKER not in text:
-        report.problem(f"{script} is an older forward script: it sends the server's token to "
-                       "whatever listens on the server's port, and believes its answers",
-                       f"mcp-hooks install {host.name} --via server --scope {scope} (rewrites "
-                       "the script)", host.name)
-
-
-def check_server(report: Report, host: Host, url: str, token: str | None, event: str, *,
-                 fallback: bool) -> dict[str, Any]:
-    """Whether the server at ``url`` answers and proves it holds ``token``. The request is a
-    forward protocol v2 one (the token is not sent); the payload is unreadable on purpose
-    (``[]``): the server answers it without running any hook."""
-    from http.client import HTTPConnection, HTTPSConnection
-    from urllib.parse import quote, urlsplit
-
-    from mcp_hooks.hosts.forward_auth import answer_problem, sign_request
-
-    info: dict[str, Any] = {"url": url, "status": "unchecked"}
-    fix_token = (f"mcp-hooks install {host.name} --via {'server' if fallback else 'http'} "
-                 "--token <the server's token> (the same as `mcp-hooks serve --token`)")
-    if not token:
-        info["status"] = "no token"
-        report.problem(f"no token to reach the server at {url}"
-                       + ("" if fallback else " (MCP_HOOKS_TOKEN is not set here)"),
-                       fix_token, host.name)
-        return info
-    parts = urlsplit(url)
-    kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
-    path = (parts.path.rstrip("/") + FORWARD_PATH + quote(host.name, safe="") + "?event="
-            + quote(event, safe=""))
-    signed = sign_request(token, path, b"[]")
-    try:
-        conn = kind(parts.hostname or "127.0.0.1", parts.port, timeout=10)
-        try:
-            conn.request("POST", path, body=b"[]", headers={
-                "Content-Type": "application/json", **signed.headers})
-            response = conn.getresponse()
-            body = response.read()
-            headers = {k.lower(): v for k, v in response.getheaders()}
-        finally:
-            conn.close()
-    except (OSError, ValueError) as exc:
-        info["status"] = f"not answering ({exc})"
-        if fallback:
-            report.warn(f"the server at {url} does not answer ({exc}); the local bridge "
-                        "answers instead (slower)", "start it: mcp-hooks serve --transport "
-                        "http --token ...", host.name)
-        else:
-            report.problem(f"the server at {url} does not answer ({exc}), and Claude Code "
-                           "carries on without http hooks", "start it (mcp-hooks serve "
-                           "--transport http --token ...) or mcp-hooks install claude-code "
-                           "--via command", host.name)
-        return info
-    problem = answer_problem(token, signed, response.status, headers, body)
-    said = body.decode("utf-8", "replace").strip().splitlines()[:1]
-    if problem and response.status == 401:
-        info["status"] = "wrong token"
-        report.problem(f"the server at {url} refuses our signed request (401"
-                       + (f": {said[0][:300]}" if said else "") + "); its token differs from "
-                       "ours, or the two clocks differ by more than 5 minutes", fix_token,
-                       host.name)
-        return info
-    if problem:
-        info["status"] = "not authenticated"
-        report.problem(f"the answer from {url} (HTTP {response.status}) does not prove it "
-                       f"comes from the mcp-hooks server holding our token ({problem}); "
-                       "another program may listen on that port, the server is older, or it "
-                       "runs without --token", "stop whatever listens there; start mcp-hooks "
-                       "serve --transport http --token ... (upgraded)", host.name)
-        return info
-    if response.status != 200:
-        info["status"] = f"HTTP {response.status}"
-        report.problem(f"the server at {url} answered HTTP {response.status}"
-                       + (f": {said[0][:300]}" if said else ""), "check that `mcp-hooks serve "
-                       "--transport http` runs there with a token", host.name)
-        return info
-    info["status"] = "answers and authenticates"
-    return info
-
-
 # -- hooks and files ------------------------------------------------------------------------
 
 
@@ -494,6 +428,7 @@ def check_hooks(report: Report, given: CommonOptions) -> None:
             "invalid": [i.as_dict() for i in invalid],
             "untrusted": [_as_dict(u) for u in untrusted],
             "replaced": sorted(replaced),
+            "identical": [],
         }
         for hook in invalid:
             report.problem(f"invalid hook {hook.name!r}: {hook}",
@@ -504,12 +439,29 @@ def check_hooks(report: Report, given: CommonOptions) -> None:
             report.problem(f"project hook {getattr(hook, 'name', hook)!r} is {status} and does "
                            "not run", f"read it, then: {fix}")
         for name in sorted(replaced):
-            report.warn(f"project hook {name!r} replaces (shadows) the user hook of that name",
-                        "rename one of them if both should run")
+            project_copy = registry.get(name)
+            if project_copy is not None and _identical(project_copy.dir, replaced[name].dir):
+                report.hooks["identical"].append(name)
+                report.notes.append(Finding(f"hook {name!r} is in both the user and the project "
+                                            "folder, byte for byte the same: it runs once"))
+                continue
+            report.warn(f"project hook {name!r} replaces (shadows) the user hook of that name, "
+                        "which differs from it: only the project's copy runs",
+                        "rename one of them if both should run; make them the same (or remove "
+                        "one) if only one should")
     finally:
         close = getattr(registry, "close", None)
         if close is not None:
             close()
+
+
+def _identical(one: Path, other: Path) -> bool:
+    """Whether two hook folders hold the same content (the digest trust uses: relative
+    paths, modes and bytes); a folder that cannot be hashed in full is never the same."""
+    from mcp_hooks.trust import UNVERIFIABLE_DIGEST, hook_digest
+
+    digest = hook_digest(one)
+    return digest != UNVERIFIABLE_DIGEST and digest == hook_digest(other)
 
 
 def _as_dict(item: Any) -> Any:

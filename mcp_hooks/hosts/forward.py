@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from starlette.routing import Route
 
     from mcp_hooks.engine import Engine
-    from mcp_hooks.outcome import Event, Outcome
+    from mcp_hooks.outcome import Event, OnFault, Outcome
 
 EngineFor = Callable[[str | None], "Engine | Awaitable[Engine]"]
 # The wire contract, shared with `install` (which writes it into host configs and the forward
@@ -86,24 +86,17 @@ TOOL_DESCRIPTION = (
 )
 
 
-def _on_fault() -> str:
-    """The server's fault mode: ``MCP_HOOKS_ON_FAULT`` in its environment (default block)."""
-    from mcp_hooks import options
-
-    return options.on_fault()
-
-
 async def answer_payload(host: Host, payload: dict[str, Any], event: str | None,
-                         engine_for: EngineFor) -> Reply:
+                         engine_for: EngineFor, on_fault: OnFault = "block") -> Reply:
     """The host's answer to one payload, fired at the server's engine; never raises.
 
     What mcp-hooks cannot decide is answered as the bridge answers it (a deny in the host's
-    form); only a work dir this server does not serve fails over (exit 1), so that the
+    form; with ``on_fault="warn"``, the server's ``--on-fault warn``, let through with the
+    warning); only a work dir this server does not serve fails over (exit 1), so that the
     forward script runs the local bridge instead.
     """
     from mcp_hooks.outcome import Event
 
-    on_fault = _on_fault()
     try:
         host_event = host.event_of(payload, event)
         call = host.translate(host_event, payload)
@@ -177,9 +170,12 @@ async def _door(request: Request, token: str, verifier: RequestVerifier, *,
     return _Door(token, None, ""), body, ""
 
 
-def bridge_routes(engine_for: EngineFor, token: str | None) -> list[Route]:
+def bridge_routes(engine_for: EngineFor, token: str | None,
+                  on_fault: OnFault = "block") -> list[Route]:
     """The forwarding endpoints (``/hooks/bridge/<host>`` and ``/hooks/fire``), to mount
-    beside ``/mcp``; empty without a token. They share one replay guard."""
+    beside ``/mcp``; empty without a token. They share one replay guard. ``on_fault``: the
+    server's setting (``serve --on-fault``, else ``MCP_HOOKS_ON_FAULT``), for the faults the
+    endpoints answer themselves (the engine has its own, the same)."""
     from starlette.routing import Route
 
     if not token:
@@ -199,15 +195,15 @@ def bridge_routes(engine_for: EngineFor, token: str | None) -> list[Route]:
             payload = load_payload(body)
         except Exception as exc:
             reply = host.fault_reply(unreadable(host, exc), host.known_event(event, None),
-                                     _on_fault())
+                                     on_fault)
         else:
-            reply = await answer_payload(host, payload, event, engine_for)
+            reply = await answer_payload(host, payload, event, engine_for, on_fault)
         if reply.exit_code != 0:
             return door.answer(422, reply.stderr)
         return door.answer(200, reply.stdout, "application/json")
 
     return [Route(BRIDGE_PATH, endpoint, methods=["POST"]),
-            fire_route(engine_for, token, verifier)]
+            fire_route(engine_for, token, verifier, on_fault)]
 
 
 def read_fire_body(body: bytes) -> Event:
@@ -251,7 +247,7 @@ def _other_hooks(engine: Engine, request: Request) -> str | None:
 
 
 def fire_route(engine_for: EngineFor, token: str,
-               verifier: RequestVerifier | None = None) -> Route:
+               verifier: RequestVerifier | None = None, on_fault: OnFault = "block") -> Route:
     """``POST /hooks/fire``: one event fired at the server's engine, answered with the
     outcome's JSON; v2 signed requests only (``verifier``: the replay guard to share)."""
     from starlette.routing import Route
@@ -285,7 +281,7 @@ def fire_route(engine_for: EngineFor, token: str,
         except Exception as exc:  # ours: a deny saying what broke, never a silent allow
             outcome = fault_outcome(canonical_event(event.event_type),
                                     f"the server failed: {type(exc).__name__}: {exc}",
-                                    on_fault=_on_fault())
+                                    on_fault=on_fault)
         return door.answer(200, outcome.to_json(), "application/json")
 
     return Route(FIRE_PATH, endpoint, methods=["POST"])
@@ -338,7 +334,8 @@ def mcp_tool_payload(arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return host, payload
 
 
-async def bridge_hook(engine_for: EngineFor, arguments: dict[str, Any]) -> tuple[str, bool]:
+async def bridge_hook(engine_for: EngineFor, arguments: dict[str, Any],
+                      on_fault: OnFault = "block") -> tuple[str, bool]:
     """Run the ``bridge_hook`` tool: ``(text, is_error)``.
 
     The text is the host's hook JSON, which Claude Code reads like a command hook's stdout
@@ -350,14 +347,16 @@ async def bridge_hook(engine_for: EngineFor, arguments: dict[str, Any]) -> tuple
         host = get_host(host_label)
     except UnknownHostError as exc:
         return str(exc), True
-    reply = await answer_payload(host, payload, None, engine_for)
+    reply = await answer_payload(host, payload, None, engine_for, on_fault)
     if reply.exit_code != 0:
         return reply.stderr.strip(), True
     return reply.stdout, False
 
 
-def register_bridge_tool(server: Any, engine_for: EngineFor) -> None:
-    """Add the ``bridge_hook`` tool to a high-level ``MCPServer``."""
+def register_bridge_tool(server: Any, engine_for: EngineFor,
+                         on_fault: OnFault = "block") -> None:
+    """Add the ``bridge_hook`` tool to a high-level ``MCPServer`` (``on_fault``: the
+    server's setting, as for ``bridge_routes``)."""
     from mcp.server.mcpserver.exceptions import ToolError
 
     async def bridge_hook_tool(
@@ -387,7 +386,7 @@ def register_bridge_tool(server: Any, engine_for: EngineFor) -> None:
         input_prompt: str | None = None,
     ) -> str:
         arguments = dict(locals())
-        text, is_error = await bridge_hook(engine_for, arguments)
+        text, is_error = await bridge_hook(engine_for, arguments, on_fault)
         if is_error:
             raise ToolError(text)
         return text

@@ -12,30 +12,36 @@ gemini-cli      ``.gemini/settings.json``                   ``~/.gemini/settings
 cursor          ``.cursor/hooks.json``                      ``~/.cursor/hooks.json``
 copilot-cli     ``.github/hooks/mcp-hooks.json``            ``~/.copilot/hooks/mcp-hooks.json``
 kimi-cli        (none: Kimi reads only its user config)     ``$KIMI_SHARE_DIR/config.toml``
+qwen-code       ``.qwen/settings.json``                     ``~/.qwen/settings.json``
+cline           ``.clinerules/hooks/<Event>`` (executables)  ``$CLINE_DIR/hooks/`` (~/.cline)
+opencode        ``.opencode/plugins/mcp-hooks.js``          ``~/.config/opencode/plugins/...``
 ==============  ==========================================  ===================================
 
 Rules: every unrelated entry is kept as it was; installing twice changes nothing; the previous
 file is copied to ``$XDG_STATE_HOME/mcp-hooks/backups/`` before a change; ``--dry-run`` prints
 the diff and writes nothing; ``uninstall`` removes only our entries (``configfile`` edits the
-three formats and recognises our entries by their shape).
+formats and recognises our entries by their shape; Cline's folder of executables and
+OpenCode's plugin are files we generate whole, and only ours are ever replaced or removed).
 
 The command written must keep working (``bridge_prefix``): never a path inside a throwaway
 environment (uv's cache or an ``archive-v0``/``.tmp`` folder, a ``pipx run`` cache, anything
 under the temp dir). User scope gets an ``mcp-hooks`` found outside such places (this one or
-the one on PATH), else ``<python> -m mcp_hooks.cli`` of a stable interpreter, else
-``uvx mcp-hooks==<version>``, else install refuses and says how to install mcp-hooks for
-good. Project scope (a file teams commit) gets plain ``mcp-hooks``, found on PATH by the
-host. ``--bridge-command`` (or ``MCP_HOOKS_BRIDGE_COMMAND``) overrides both.
+the one on PATH), else ``<python> -m mcp_hooks.cli`` of a stable interpreter, else (once the
+package is on PyPI: ``ON_PYPI``) ``uvx mcp-hooks==<version>``, else install refuses and says
+how to install mcp-hooks for good. Project scope (a file teams commit) gets plain
+``mcp-hooks``, found on PATH by the host. ``--bridge-command`` (or
+``MCP_HOOKS_BRIDGE_COMMAND``) overrides both.
 
 ``--via`` chooses what the host runs:
 
 - ``command`` (default): ``mcp-hooks bridge <host> --event <Event>``, a new process per
   hook call;
 - ``server``: a small Python script (standard library only, ``forward_script``) that POSTs the
-  payload to a running ``mcp-hooks serve --transport http`` (its token read from a 0600 header
-  file) with a random nonce, accepts the answer only if it carries the HMAC-SHA256 of nonce and
-  body keyed by the token (so only the real server can answer), and otherwise runs the bridge
-  locally, so hooks never silently stop and nothing else on the port can say "allow";
+  payload to a running ``mcp-hooks serve --transport http`` signed with the server's token
+  (read from a 0600 file; the token itself is never sent), accepts the answer only if it is
+  signed over that very request (forward protocol v2, docs/safety.md "Forward path"), and
+  otherwise runs the bridge locally, so hooks never silently stop and nothing else on the port
+  can say "allow";
 - ``http`` (Claude Code, ``Host.native_vias``): a native ``type: http`` hook to the server,
   no process at all (Claude Code fails open if the server is down);
 - ``mcp`` (Claude Code): a native ``type: mcp_tool`` hook calling our server's
@@ -51,6 +57,7 @@ mcp-hooks to point at, ``InstallError`` (exit 1). Nothing is changed in either c
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import re
@@ -72,7 +79,7 @@ from mcp_hooks.hosts.configfile import (
     InstallOptionError,
     Target,
     backup_path,
-    edit,
+    edit_all,
     replace,
     target,
 )
@@ -166,9 +173,16 @@ def throwaway_reason(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
+# Whether ``mcp-hooks==<version>`` can be fetched from PyPI, for the ``uvx`` form: not until
+# the package is published (a uvx command written before then fails at every hook call).
+ON_PYPI = False
+
+
 def _release_version() -> str | None:
     from mcp_hooks import __version__
 
+    if not ON_PYPI:
+        return None
     return __version__ if re.fullmatch(r"\d+(?:\.\d+)*", __version__) else None
 
 
@@ -407,9 +421,9 @@ def _change(options: InstallOptions, install: bool) -> int:
         if options.config is not None:
             where = Target(Path(options.config).expanduser().resolve(), where.format)
         events = _events(options, host) if install else list(host.events)
-        old = where.path.read_text(encoding="utf-8") if where.path.exists() else ""
         make = handler_maker(options, host, scope, events) if install else None
-        new = edit(where, old, events, make, host)
+        changes = {path: (old, new) for path, (old, new)
+                   in edit_all(where, events, make, host).items() if old != new}
     except MCPHooksError as exc:
         print(f"mcp-hooks {verb}: {exc}", file=sys.stderr)
         return exit_code(exc)
@@ -418,31 +432,64 @@ def _change(options: InstallOptions, install: bool) -> int:
         return EXIT_FAILURE
     notes = install_notes(host, scope, options) if install else []
 
-    if new == old or (not old and not new):
+    if not install and where.format not in ("files", "module"):
+        # a file with no entry of ours is left exactly as it is (not even reformatted, nor
+        # removed when empty)
+        changes = {path: change for path, change in changes.items()
+                   if change[0] and _has_ours(host, where, change[0])}
+    if not changes and not install:
+        print(f"{where.path}: " + ("does not exist" if not where.path.exists() else
+                                   "holds no entries of mcp-hooks")
+              + f", nothing to uninstall ({host.title}, {scope} scope)")
+        return EXIT_OK
+    if not changes:
         print(f"{where.path}: already up to date ({host.title}, {scope} scope)")
         for note in notes:
             print(note)
         return EXIT_OK
     if options.dry_run:
-        diff = difflib.unified_diff(
-            old.splitlines(keepends=True), new.splitlines(keepends=True),
-            fromfile=str(where.path), tofile=f"{where.path} (after {verb})",
-        )
-        sys.stdout.writelines(diff)
+        for path, (old, new) in changes.items():
+            diff = difflib.unified_diff(
+                old.splitlines(keepends=True), new.splitlines(keepends=True),
+                fromfile=str(path), tofile=f"{path} (after {verb})",
+            )
+            sys.stdout.writelines(diff)
         print(f"(dry run: {where.path} was not changed)")
         return EXIT_OK
-    try:
-        backup = replace(where.path, old, new, backup_path(host, scope, where.path))
-    except OSError as exc:
-        print(f"mcp-hooks {verb}: cannot write {where.path}: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
+    # a folder of executables (the "files" format): each one is run by the host
+    mode = 0o755 if where.format == "files" else None
+    backups: list[Path] = []
+    for path, (old, new) in changes.items():
+        try:
+            backup = replace(path, old, new, backup_path(host, scope, path), mode)
+        except OSError as exc:
+            print(f"mcp-hooks {verb}: cannot write {path}: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
+        if backup is not None:
+            backups.append(backup)
+    if where.format in ("files", "module") and not install:
+        # the folder of our generated files goes too, if that leaves it empty
+        folder = where.path if where.format == "files" else where.path.parent
+        with contextlib.suppress(OSError):
+            folder.rmdir()
     done = "installed into" if install else "removed from"
     what = f"{len(events)} {host.title} event(s)" if install else f"our {host.title} entries"
-    print(f"{what} {done} {where.path}" + (f" (previous file saved as {backup})" if backup
-                                          else ""))
+    saved = (f" (previous file saved as {backups[0]})" if len(backups) == 1 else
+             f" (previous files saved in {backups[0].parent})" if backups else "")
+    print(f"{what} {done} {where.path}{saved}")
     for note in notes:
         print(note)
     return EXIT_OK
+
+
+def _has_ours(host: Host, where: Target, text: str) -> bool:
+    """Whether a host config holds any entry of ours (what ``uninstall`` would remove)."""
+    from mcp_hooks.hosts.doctor import read_entries
+
+    try:
+        return bool(read_entries(host, where, text))
+    except ValueError:  # unreadable here; edit() read it, so let the removal decide
+        return True
 
 
 __all__ = ["InstallError", "InstallOptionError", "InstallOptions", "install", "uninstall"]

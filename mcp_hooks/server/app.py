@@ -447,10 +447,10 @@ async def serve_hooks(
         async with service:
             server = build_server(service)
             if bridge_tool:  # Claude Code mcp_tool hooks
-                register_bridge_tool(server, service.engine_for)
+                register_bridge_tool(server, service.engine_for, service.on_fault)
             # POST /hooks/bridge/<host>: host hook calls forwarded by `install --via server`;
             # mounted only when a token is set (bridge_routes returns [] otherwise)
-            routes = bridge_routes(service.engine_for, options.token)
+            routes = bridge_routes(service.engine_for, options.token, service.on_fault)
             await serve(server, options, routes=routes, sock=sock)
     finally:
         if sock is not None:

@@ -205,7 +205,13 @@ class Responses(Wire):
 
 class ChatCompletions(Wire):
     name = "openai-chat"
-    shell_tools = ("Shell", "shell", "bash", "run_shell_command")
+    # kimi-cli, Codex's chat wire, Copilot CLI and OpenCode, Gemini-style Qwen Code, Cline CLI
+    shell_tools = ("Shell", "shell", "bash", "run_shell_command", "run_commands")
+
+    def shell_args(self, tool: str, command: str) -> dict[str, Any]:
+        if tool == "run_commands":  # Cline CLI: {"commands": [string, ...]}
+            return {"commands": [command]}
+        return {"command": command}
 
     def tool_names(self, body: dict[str, Any]) -> list[str]:
         return [

@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import pwd
+import shlex
 import shutil
 import subprocess
 import sys
@@ -280,6 +281,11 @@ class Host:
             f"{cls.package}@{cls.version}",
         ]
         res = run_process(argv, cwd=tmp, env=env, timeout=INSTALL_TIMEOUT)
+        if res.returncode != 0 and "ETARGET" in res.stderr:
+            # --prefer-offline trusts a cached package list that predates a dependency's
+            # release ("No matching version found"): ask the registry once more
+            argv.remove("--prefer-offline")
+            res = run_process(argv, cwd=tmp, env=env, timeout=INSTALL_TIMEOUT)
         if res.returncode != 0:
             raise RuntimeError(
                 f"npm install of {cls.package}@{cls.version} failed:\n{res.describe()}"
@@ -748,8 +754,165 @@ class CopilotCli(Host):
         _write_json(box.home / ".copilot" / "hooks" / "native.json", cfg)
 
 
+class QwenCode(Host):
+    """Qwen Code: OpenAI Chat Completions at ``OPENAI_BASE_URL`` (``--auth-type openai``);
+    ``-p`` with ``--yolo``. Claude Code's hook format in ``.qwen/settings.json`` (project hooks
+    load: folder trust is off by default). It declares node >= 22 and runs on 20."""
+
+    name = "qwen-code"
+    version = "0.24.4"
+    package = "@qwen-code/qwen-code"
+    bin_name = "qwen"
+    native_shell_tool = "run_shell_command"
+    model = "fake-model"
+
+    def env(self, box: Sandbox, base_url: str, extra_path: list[str]) -> dict[str, str]:
+        env = base_env(box.home, extra_path)
+        env.update(
+            OPENAI_BASE_URL=f"{base_url}/v1",
+            OPENAI_API_KEY="sk-fake",
+            OPENAI_MODEL=self.model,
+        )
+        return env
+
+    def argv(self, prompt: str, pre_approved: bool = True) -> list[str]:
+        argv = [str(self.info.binary), "-p", prompt, "--auth-type", "openai", "-m", self.model]
+        return [*argv, "--yolo"] if pre_approved else argv
+
+    def write_native_hooks(self, box: Sandbox, pre_script: Path, stop_script: Path) -> None:
+        _write_json(
+            box.project / ".qwen" / "settings.json",
+            _claude_shaped("run_shell_command", pre_script, stop_script),
+        )
+
+
+class ClineCli(Host):
+    """Cline CLI: an ``openai-compatible`` provider written by ``cline auth`` (a hand-written
+    ``providers.json`` is ignored); ``cline --json TASK`` (auto-approve is on by default), the
+    session backend kept in-process (``CLINE_SESSION_BACKEND_MODE=local``: otherwise a hub
+    daemon is started that can outlive the run). Hooks: one executable per event in
+    ``~/.cline/hooks/``. Its shell tool is ``run_commands`` ``{"commands": [...]}``."""
+
+    name = "cline"
+    version = "3.0.65"
+    package = "cline"
+    bin_name = "cline"
+    native_shell_tool = "run_commands"
+
+    def env(self, box: Sandbox, base_url: str, extra_path: list[str]) -> dict[str, str]:
+        env = base_env(box.home, extra_path)
+        env["CLINE_SESSION_BACKEND_MODE"] = "local"
+        return env
+
+    def configure(self, box: Sandbox, base_url: str) -> None:
+        argv = [str(self.info.binary), "auth", "-p", "openai-compatible", "-k", "sk-fake",
+                "-m", "fake-model", "-b", f"{base_url}/v1"]
+        res = run_process(argv, cwd=box.project, env=self.env(box, base_url, []), timeout=120)
+        if res.returncode != 0:
+            raise RuntimeError(f"cline auth failed:\n{res.describe()}")
+
+    def argv(self, prompt: str, pre_approved: bool = True) -> list[str]:
+        return [str(self.info.binary), "--json", prompt]
+
+    @staticmethod
+    def hooks_dir(box: Sandbox) -> Path:
+        """Where Cline looks for its hook executables: ``~/.cline/hooks``."""
+        return box.home / ".cline" / "hooks"
+
+    def write_native_hooks(self, box: Sandbox, pre_script: Path, stop_script: Path) -> None:
+        # Cline ignores exit codes: a block is {"cancel": true} on stdout, which ends the run
+        # without telling the model. The native check blocks with a rewrite to a no-op plus
+        # the reason as context (what the model can read), from the script's exit 2 + stderr.
+        folder = self.hooks_dir(box)
+        folder.mkdir(parents=True, exist_ok=True)
+        pre = folder / "PreToolUse"
+        pre.write_text(
+            f"#!{sys.executable}\n"
+            "import json, subprocess, sys\n"
+            "data = sys.stdin.read()\n"
+            f"p = subprocess.run([{str(pre_script)!r}], input=data, capture_output=True,"
+            " text=True)\n"
+            "if p.returncode == 2:\n"
+            "    print(json.dumps({'overrideInput': {'commands': ['true']},"
+            " 'context': p.stderr.strip()}))\n"
+            "else:\n"
+            "    print('{}')\n"
+        )
+        pre.chmod(0o755)
+        stop = folder / "TaskComplete"
+        stop.write_text(f"#!/bin/sh\n{shlex.quote(str(stop_script))}\necho '{{}}'\n")
+        stop.chmod(0o755)
+
+
+class OpenCode(Host):
+    """OpenCode: an ``@ai-sdk/openai-compatible`` provider (bundled) in
+    ``~/.config/opencode/opencode.json``; ``opencode run --auto``. No hook config: JS plugins
+    in ``.opencode/plugins/`` (``tool.execute.before`` refuses a call by throwing). The first
+    model request of a run is a tool-less title request."""
+
+    name = "opencode"
+    version = "1.18.33"
+    package = "opencode-ai"
+    bin_name = "opencode"
+    native_shell_tool = "bash"
+
+    def configure(self, box: Sandbox, base_url: str) -> None:
+        _write_json(
+            box.home / ".config" / "opencode" / "opencode.json",
+            {
+                "$schema": "https://opencode.ai/config.json",
+                "model": "fake/fake-model",
+                "autoupdate": False,
+                "share": "disabled",
+                "provider": {
+                    "fake": {
+                        "npm": "@ai-sdk/openai-compatible",
+                        "options": {"baseURL": f"{base_url}/v1", "apiKey": "sk-fake"},
+                        "models": {"fake-model": {"tool_call": True}},
+                    }
+                },
+            },
+        )
+
+    def env(self, box: Sandbox, base_url: str, extra_path: list[str]) -> dict[str, str]:
+        env = base_env(box.home, extra_path)
+        env.update(
+            OPENCODE_DISABLE_MODELS_FETCH="1",
+            OPENCODE_DISABLE_AUTOUPDATE="1",
+            OPENCODE_DISABLE_SHARE="1",
+            OPENCODE_DISABLE_LSP_DOWNLOAD="1",
+        )
+        return env
+
+    def argv(self, prompt: str, pre_approved: bool = True) -> list[str]:
+        argv = [str(self.info.binary), "run", prompt]
+        return [*argv, "--auto"] if pre_approved else argv
+
+    def write_native_hooks(self, box: Sandbox, pre_script: Path, stop_script: Path) -> None:
+        plugin = box.project / ".opencode" / "plugins" / "native.js"
+        plugin.parent.mkdir(parents=True, exist_ok=True)
+        plugin.write_text(
+            'import { spawnSync } from "node:child_process";\n'
+            "export const Native = async () => ({\n"
+            '  "tool.execute.before": async (input, output) => {\n'
+            "    const payload = JSON.stringify({tool_name: input.tool, "
+            "tool_input: output.args});\n"
+            f"    const p = spawnSync({json.dumps(str(pre_script))}, [], "
+            '{input: payload, encoding: "utf8"});\n'
+            "    if (p.status === 2) throw new Error(p.stderr.trim());\n"
+            "  },\n"
+            "  event: async ({ event }) => {\n"
+            '    if (event.type === "session.idle") '
+            f"spawnSync({json.dumps(str(stop_script))}, [], "
+            '{input: JSON.stringify(event), encoding: "utf8"});\n'
+            "  },\n"
+            "});\n"
+        )
+
+
 HOSTS: dict[str, type[Host]] = {
-    cls.name: cls for cls in (ClaudeCode, Codex, GeminiCli, KimiCli, CopilotCli)
+    cls.name: cls
+    for cls in (ClaudeCode, Codex, GeminiCli, KimiCli, CopilotCli, QwenCode, ClineCli, OpenCode)
 }
 
 

@@ -44,9 +44,14 @@ PATTERNS = (
     ((".gemini", "settings.json"), False, "Gemini CLI's settings, which hold its hooks"),
     ((".cursor", "hooks.json"), False, "Cursor's hook config"),
     ((".kimi", "config.toml"), False, "Kimi CLI's config, which holds its hooks"),
+    ((".qwen", "settings.json"), False, "Qwen Code's settings, which hold its hooks"),
+    ((".clinerules", "hooks"), True, "Cline's project hooks folder (.clinerules/hooks)"),
+    ((".cline", "hooks"), True, "Cline's hooks folder (.cline/hooks)"),
+    ((".opencode", "plugins"), True, "OpenCode's project plugins (.opencode/plugins)"),
 )
 # Folders that hold hook config: deleting, moving or replacing one as a whole is refused.
-CONTAINERS = {".agents", ".ahp", ".claude", ".codex", ".gemini", ".cursor", ".kimi", ".copilot"}
+CONTAINERS = {".agents", ".ahp", ".claude", ".codex", ".gemini", ".cursor", ".kimi", ".copilot",
+              ".qwen", ".clinerules", ".cline", ".opencode"}
 FIRSTS = frozenset(comps[0] for comps, _, _ in PATTERNS)
 MAGIC = re.compile(r"[*?[]")
 
@@ -108,6 +113,11 @@ def fixed_roots():
     wanted.append((os.path.join(copilot, "hooks"), "Copilot CLI's user hook config"))
     kimi = env.get("KIMI_SHARE_DIR") or os.path.join(home, ".kimi")
     wanted.append((os.path.join(kimi, "config.toml"), "Kimi CLI's config, which holds its hooks"))
+    cline = env.get("CLINE_DIR")
+    if cline:
+        wanted.append((os.path.join(cline, "hooks"), "Cline's hooks folder"))
+    for base in (config, os.path.join(home, ".config")):
+        wanted.append((os.path.join(base, "opencode", "plugins"), "OpenCode's user plugins"))
     roots = []
     for raw, label in wanted:
         if not raw:
