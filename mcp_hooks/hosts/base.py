@@ -67,17 +67,11 @@ HOOK_TIMEOUT_S = 600  # the longest a HOOK.md may run (hookfile's cap); each hoo
 
 # Claude Code's hook event names (PascalCase), which Codex and Kimi CLI adopted too.
 CLAUDE_EVENTS: dict[str, str] = {
-    "SessionStart": "session_start",
-    "SessionEnd": "session_end",
-    "UserPromptSubmit": "before_agent",
-    "PreToolUse": "before_tool",
-    "PostToolUse": "after_tool",
-    "PostToolUseFailure": "after_tool_failure",
-    "Stop": "before_stop",
-    "SubagentStart": "subagent_start",
-    "SubagentStop": "subagent_stop",
-    "PreCompact": "pre_compact",
-    "PostCompact": "post_compact",
+    "SessionStart": "session_start", "SessionEnd": "session_end",
+    "UserPromptSubmit": "before_agent", "PreToolUse": "before_tool", "PostToolUse": "after_tool",
+    "PostToolUseFailure": "after_tool_failure", "Stop": "before_stop",
+    "SubagentStart": "subagent_start", "SubagentStop": "subagent_stop",
+    "PreCompact": "pre_compact", "PostCompact": "post_compact",
 }
 
 class BridgeInputError(RunError, ValueError):
