@@ -70,7 +70,7 @@ from mcp_hooks.callables import CallableHook, CallableView, HookTable, make_hook
 from mcp_hooks.discovery import Registry
 from mcp_hooks.engine import Engine, run_unsuspended
 from mcp_hooks.eventlog import EventLog, default_log_path
-from mcp_hooks.events import canonical_event
+from mcp_hooks.events import TOOL_EVENTS, canonical_event
 from mcp_hooks.outcome import EVENT_FIELDS, Event, OnFault, Outcome, fault_outcome
 from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
@@ -82,6 +82,9 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 _ALLOW: dict[str, Outcome] = {}  # the fast path's shared answers, by canonical event
+# the names MCP_CLIENTS reads as another name or other keys (Shell itself renames nothing)
+_RENAMES: frozenset[str] = frozenset(
+    n for n, t in MCP_CLIENTS.tools.items() if t.canonical != n or t.keys or t.edits)
 # the tool events whose hooks match on the tool's name: fired without one, none can match
 NAMED_TOOL_EVENTS: frozenset[str] = frozenset({"before_tool", "after_tool",
                                                "after_tool_failure"})
@@ -254,6 +257,8 @@ class Hooks:
     def fire(self, event: str | Event, /, **fields: Any) -> Outcome:
         """Fire an event and wait for its ``Outcome`` (see the module docstring)."""
         name = canonical_event(event.event_type if isinstance(event, Event) else event)
+        if name not in TOOL_EVENTS:
+            return self._fire(name, event, fields)
         event, fields, call = read_tool_call(event, fields)
         return answered(name, self._fire(name, event, fields), call, self.on_fault,
                         _tool_name(event, fields))
@@ -279,6 +284,8 @@ class Hooks:
     async def afire(self, event: str | Event, /, **fields: Any) -> Outcome:
         """``fire`` for a coroutine: hooks run on the running event loop."""
         name = canonical_event(event.event_type if isinstance(event, Event) else event)
+        if name not in TOOL_EVENTS:
+            return await self._afire(name, event, fields)
         event, fields, call = read_tool_call(event, fields)
         return answered(name, await self._afire(name, event, fields), call, self.on_fault,
                         _tool_name(event, fields))
@@ -478,9 +485,11 @@ def read_tool_call(event: str | Event, fields: dict[str, Any]) -> tuple[
     renamed). A field of the wrong shape is left as sent, for ``Event`` to name."""
     source = ({"tool_name": event.tool_name, "tool_input": event.tool_input,
                "payload": event.payload} if isinstance(event, Event) else fields)
-    name, sent, payload = (source.get(k) for k in ("tool_name", "tool_input", "payload"))
-    if not isinstance(name, str) or name not in MCP_CLIENTS.tools or not (
-            sent is None or isinstance(sent, dict)) or not (
+    name = source.get("tool_name")
+    if not isinstance(name, str) or name not in _RENAMES:  # Shell, and names no host uses
+        return event, fields, None
+    sent, payload = source.get("tool_input"), source.get("payload")
+    if not (sent is None or isinstance(sent, dict)) or not (
             payload is None or isinstance(payload, dict)):
         return event, fields, None
     call = caller_tool(MCP_CLIENTS, name, sent or {})

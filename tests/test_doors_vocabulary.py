@@ -219,6 +219,16 @@ async def test_the_api_and_adapters_warn_of_a_tool_event_without_tool_name(
     assert len(said) == 1 and "without a tool name" in said[0].getMessage()  # once a session
 
 
+async def test_fire_hook_event_warns_of_a_tool_event_without_tool_name(
+        guarded: Path, mcp_client: Client) -> None:
+    result = await mcp_client.call_tool("fire_hook_event", {
+        "event_type": "before_tool", "tool_input": {"command": "rm -rf /"}})
+    outcome = result.structured_content
+    assert outcome is not None and outcome["decision"] == "allow"
+    assert any("without a tool name" in w for w in outcome["warnings"])
+    assert not (guarded / "seen.json").exists()
+
+
 # -- nothing skipped in silence ------------------------------------------------------------
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hosts"

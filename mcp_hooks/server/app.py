@@ -54,6 +54,7 @@ from mcp_types import Resource as MCPResource
 from pydantic import Field, ValidationError
 
 from mcp_hooks import __version__, matching
+from mcp_hooks.api import answered
 from mcp_hooks.errors import ConfigError, MCPHooksError
 from mcp_hooks.events import canonical_event, catalogue
 from mcp_hooks.outcome import Event, HookRun, Outcome, cap_text
@@ -273,7 +274,8 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
             )
             progress = _Progress(ctx, service, event)
             outcome = await service.fire(event, on_hook_done=progress)
-            return _fired(outcome if call is None else call.answer(outcome, service.on_fault))
+            # a rewrite in the caller's keys; a tool event with no tool name, a warning
+            return _fired(answered(name, outcome, call, service.on_fault, tool_name))
         except ConfigError:  # the caller's mistake (a malformed field, work_dir outside roots)
             raise
         except Exception as exc:  # ours, around the engine: a fault, never a crash
