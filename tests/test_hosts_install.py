@@ -533,7 +533,7 @@ def test_generated_configs_install_uninstall_exactly_what_they_wrote(
     after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()
              and "backups" not in p.parts}
     assert after == before
-    assert "already up to date" in ok(run(env, project, "uninstall", host, "--scope", scope))
+    assert "nothing to uninstall" in ok(run(env, project, "uninstall", host, "--scope", scope))
 
 
 def test_a_generated_file_that_is_not_ours_is_never_replaced(env: dict[str, str],
@@ -551,7 +551,7 @@ def test_a_generated_file_that_is_not_ours_is_never_replaced(env: dict[str, str]
     plugin.write_text("export const Mine = async () => ({});\n")
     result = run(env, project, "install", "opencode")
     assert result.returncode == 1 and "not written by mcp-hooks" in result.stderr
-    assert "already up to date" in ok(run(env, project, "uninstall", "opencode"))
+    assert "holds no entries of mcp-hooks, nothing to uninstall" in ok(run(env, project, "uninstall", "opencode"))
     assert plugin.read_text() == "export const Mine = async () => ({});\n"
 
 
