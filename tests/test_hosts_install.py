@@ -551,7 +551,8 @@ def test_a_generated_file_that_is_not_ours_is_never_replaced(env: dict[str, str]
     plugin.write_text("export const Mine = async () => ({});\n")
     result = run(env, project, "install", "opencode")
     assert result.returncode == 1 and "not written by mcp-hooks" in result.stderr
-    assert "holds no entries of mcp-hooks, nothing to uninstall" in ok(run(env, project, "uninstall", "opencode"))
+    left = ok(run(env, project, "uninstall", "opencode"))
+    assert "holds no entries of mcp-hooks, nothing to uninstall" in left
     assert plugin.read_text() == "export const Mine = async () => ({});\n"
 
 
