@@ -18,7 +18,9 @@ loop, a dangling link, a FIFO, an unreadable or malformed HOOK.md) becomes an
 
 Changes on disk (a hook added, edited, removed, a script made executable) are seen by the
 next ``refresh()``: a watcher says whether anything changed, and a rescan re-parses only the
-files whose stat signature moved.
+files whose stat signature moved. ``refresh`` and ``rescan`` may be called from many threads
+at once (``Hooks.fire`` from a thread pool): one lock makes asking the watcher and rescanning
+one step, so a caller that arrives during a rescan waits for it and sees its result.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import errno
 import os
 import shlex
 import stat
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -198,6 +201,7 @@ class Registry:
         if self.project_dir is not None:
             self._roots.append(("project", project_hooks_dir(self.project_dir)))
         self._cache: dict[Path, tuple[tuple[Any, ...], _Loaded]] = {}
+        self._lock = threading.Lock()  # one refresh/rescan at a time (see the docstring)
         self._watcher: ChangeWatcher | None = None
         if watch:
             from mcp_hooks.watch import ChangeWatcher
@@ -275,13 +279,15 @@ class Registry:
         """
         if self._watcher is None:
             return False
-        if self._watcher.changed() or (self._deep and self._trust_moved()):
-            return self._scan()
+        with self._lock:
+            if self._watcher.changed() or (self._deep and self._trust_moved()):
+                return self._scan()
         return False
 
     def rescan(self) -> bool:
         """Re-stat everything now, regardless of the watcher."""
-        return self._scan()
+        with self._lock:
+            return self._scan()
 
     def _hook_dirs(self) -> Iterator[tuple[Scope, Path, str | None]]:
         """Each candidate hook folder, with why it cannot be one (None when it may be)."""
@@ -464,7 +470,8 @@ class Registry:
 
     def close(self) -> None:
         if self._watcher is not None:
-            self._watcher.close()
+            with self._lock:
+                self._watcher.close()
 
 
 def _event_of(trigger: str | None) -> str | None:

@@ -4,6 +4,13 @@ On Linux an inotify descriptor watches each hooks root and every hook folder bel
 its ``scripts/``); asking is one non-blocking ``read``. Where inotify is missing or out of
 watches, the answer falls back to "yes, at most once per ``poll_interval``", and the registry
 then re-stats its files (re-parsing only those that changed).
+
+One watcher may be asked from many threads at once (``Hooks.fire`` from a thread pool, the
+server's event loop and the oracle threads): a lock makes each ``changed``, ``watch`` and
+``close`` whole (a ``select.poll`` object refuses a second concurrent ``poll``, and a read
+racing a ``close`` could read a recycled descriptor). A change is reported to exactly one
+caller; the registry holds its own lock around asking and rescanning, so the others wait for
+the rescan instead of going on with the old hooks.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import ctypes
 import ctypes.util
 import os
 import select
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -50,6 +58,7 @@ class ChangeWatcher:
         self._last_poll = time.monotonic()
         self._missing: list[Path] = []
         self._poller = select.poll()
+        self._lock = threading.Lock()
         if self._libc is not None:
             fd = self._libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
             self._fd = fd if fd >= 0 else -1
@@ -66,9 +75,13 @@ class ChangeWatcher:
         through its nearest existing ancestor (its creation is a change there), so asking
         costs no ``stat`` per call; a root whose ancestor cannot be watched is polled."""
         missing = list(missing)
-        self._missing = missing
-        if self._fd < 0 or self._libc is None:
-            return
+        with self._lock:
+            self._missing = missing
+            if self._fd < 0 or self._libc is None:
+                return
+            self._watch(dirs, missing)
+
+    def _watch(self, dirs: Iterable[str | Path], missing: list[Path]) -> None:
         polled = []
         for root in missing:
             ancestor = next((p for p in Path(root).parents if p.is_dir()), None)
@@ -85,11 +98,15 @@ class ChangeWatcher:
         if self._libc.inotify_add_watch(self._fd, os.fsencode(folder), _MASK) >= 0:
             return True
         if ctypes.get_errno() == 28:  # ENOSPC
-            self.close()
+            self._close()
         return False
 
     def changed(self) -> bool:
         """Whether something changed since the last call (may say yes spuriously)."""
+        with self._lock:
+            return self._changed()
+
+    def _changed(self) -> bool:
         if self._fd >= 0:
             if not self._poller.poll(0):  # nothing queued: no read, no exception
                 return bool(self._missing) and any(os.path.isdir(p) for p in self._missing)
@@ -107,6 +124,10 @@ class ChangeWatcher:
         return False
 
     def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
