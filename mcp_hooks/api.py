@@ -23,7 +23,13 @@ Contract (what a caller may rely on):
   payload (``messages=``, ``response=``, ``phase=``, ``chunk=``). Both return the ``Outcome``
   ``Engine.fire`` returns, never raise for a hook's failure (a fault of ours is a deny on an
   event that can block, ``on_fault``), and raise ``UnknownEventError``/``InvalidEventError``
-  for a bad event.
+  for a bad event. Whatever a hook, an oracle or a callable raises (``SystemExit``,
+  ``KeyboardInterrupt``, ``GeneratorExit``, a ``CancelledError`` of its own, any
+  ``BaseException``) is a deny naming it, and the next call works as before; only a
+  cancellation of the task awaiting ``afire`` still cancels it (``guard.passes_through``).
+- **Threads and loops.** ``fire`` may be called from many threads at once and ``afire`` from
+  many event loops at once (each loop gets its own engine, made under a lock); the hooks on
+  disk are watched by one watcher per engine, asked under a lock (``watch``, ``discovery``).
 - **One vocabulary.** A tool name a host or framework uses for one of the canonical tools
   (``Bash``, ``run_shell_command``, ``shell`` -> ``Shell``; ``file_path`` -> ``path``) is
   read as the MCP server and the proxy read it (``vocabulary.MCP_CLIENTS``): hooks see the
@@ -47,7 +53,8 @@ Contract (what a caller may rely on):
   event).
 - **fire inside a running event loop** works: the calling thread waits for the worker thread
   (the loop is blocked while hooks run, so in a coroutine prefer ``afire``). ``fire`` from
-  a hook running on the worker thread itself raises ``RuntimeError`` (it would deadlock).
+  a hook running on the worker thread itself raises ``ReentryError`` (it would deadlock), and
+  so do ``close``/``aclose`` called from inside one of this object's hooks.
 - **Callables** (``callables.py`` says what each gets and returns): ``hooks.on(event)`` or a
   shortcut (``before_tool``, ``after_tool``, ``before_model``, ``after_model``,
   ``before_stop``) registers one for this ``Hooks`` object (instance level); the class methods
@@ -60,6 +67,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Collection, Iterable
+from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -69,8 +77,10 @@ from mcp_hooks.asynchooks import AsyncJob, TaskGroupLauncher
 from mcp_hooks.callables import CallableHook, CallableView, HookTable, make_hook
 from mcp_hooks.discovery import Registry
 from mcp_hooks.engine import Engine, run_unsuspended
+from mcp_hooks.errors import InvalidEventError, RunError, UnknownEventError
 from mcp_hooks.eventlog import EventLog, default_log_path
 from mcp_hooks.events import TOOL_EVENTS, canonical_event
+from mcp_hooks.guard import named, passes_through
 from mcp_hooks.outcome import EVENT_FIELDS, Event, OnFault, Outcome, fault_outcome
 from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
@@ -88,6 +98,13 @@ _RENAMES: frozenset[str] = frozenset(
 # the tool events whose hooks match on the tool's name: fired without one, none can match
 NAMED_TOOL_EVENTS: frozenset[str] = frozenset({"before_tool", "after_tool",
                                                "after_tool_failure"})
+# the Hooks objects whose chain runs in this context (a hook calling close() is refused)
+_FIRING: ContextVar[tuple[Hooks, ...]] = ContextVar("mcp_hooks_firing", default=())
+
+
+class ReentryError(RunError, RuntimeError):
+    """A hook called back into the ``Hooks`` running it in a way that would deadlock or pull
+    its chain from under it (``fire`` on the worker thread, ``close`` inside a hook)."""
 
 
 def _allow(name: str) -> Outcome:
@@ -175,14 +192,19 @@ class _Worker:
                                        name="mcp-hooks-worker")
         self.thread.start()
 
-    def run(self, step: Coroutine[Any, Any, Outcome]) -> Outcome:
+    def run(self, step: Callable[[], Coroutine[Any, Any, Outcome]]) -> Outcome:
+        """Run the coroutine ``step()`` makes on the worker loop and wait for its outcome."""
         import asyncio
 
         if threading.current_thread() is self.thread:
-            step.close()
-            raise RuntimeError("Hooks.fire was called from a hook running on its own worker "
+            raise ReentryError("Hooks.fire was called from a hook running on its own worker "
                                "thread, which would deadlock; use `await hooks.afire(...)` there")
-        return asyncio.run_coroutine_threadsafe(step, self.loop).result()
+        future = asyncio.run_coroutine_threadsafe(step(), self.loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()  # interrupted while waiting (Ctrl-C): the chain stops too
+            raise
 
     def close(self) -> None:
         import asyncio
@@ -257,11 +279,16 @@ class Hooks:
     def fire(self, event: str | Event, /, **fields: Any) -> Outcome:
         """Fire an event and wait for its ``Outcome`` (see the module docstring)."""
         name = canonical_event(event.event_type if isinstance(event, Event) else event)
-        if name not in TOOL_EVENTS:
-            return self._fire(name, event, fields)
-        event, fields, call = read_tool_call(event, fields)
-        return answered(name, self._fire(name, event, fields), call, self.on_fault,
-                        _tool_name(event, fields))
+        try:
+            if name not in TOOL_EVENTS:
+                return self._fire(name, event, fields)
+            event, fields, call = read_tool_call(event, fields)
+            return answered(name, self._fire(name, event, fields), call, self.on_fault,
+                            _tool_name(event, fields))
+        except _MISTAKES:  # the caller's: a field of the wrong shape, a call that deadlocks
+            raise
+        except BaseException as exc:  # the door's one guard: a deny, whatever was raised
+            return self._fault(name, exc)
 
     def _fire(self, name: str, event: str | Event, fields: dict[str, Any]) -> Outcome:
         engine = self._engine
@@ -274,21 +301,28 @@ class Hooks:
             self._prune_worker()
         built = _build(event, fields)
         if not control and self._inline(name, sync=True):
-            return _step(engine.fire(built), name, self.on_fault)
+            return _step(self._inside(engine.fire(built)), name, self.on_fault)
         with self._lock:
             if self._worker is None:
                 self._worker = _Worker(self._make_lane())
             worker = self._worker
-        return worker.run(worker.engine.fire(built))
+        return worker.run(lambda: self._inside(worker.engine.fire(built)))
 
     async def afire(self, event: str | Event, /, **fields: Any) -> Outcome:
         """``fire`` for a coroutine: hooks run on the running event loop."""
         name = canonical_event(event.event_type if isinstance(event, Event) else event)
-        if name not in TOOL_EVENTS:
-            return await self._afire(name, event, fields)
-        event, fields, call = read_tool_call(event, fields)
-        return answered(name, await self._afire(name, event, fields), call, self.on_fault,
-                        _tool_name(event, fields))
+        try:
+            if name not in TOOL_EVENTS:
+                return await self._afire(name, event, fields)
+            event, fields, call = read_tool_call(event, fields)
+            return answered(name, await self._afire(name, event, fields), call,
+                            self.on_fault, _tool_name(event, fields))
+        except _MISTAKES:
+            raise
+        except BaseException as exc:  # the door's one guard, as in ``fire``
+            if passes_through(exc):  # the caller's own cancellation still cancels
+                raise
+            return self._fault(name, exc)
 
     async def _afire(self, name: str, event: str | Event, fields: dict[str, Any]) -> Outcome:
         engine = self._engine
@@ -301,18 +335,35 @@ class Hooks:
             await self._prune_here()
         built = _build(event, fields)
         if not control and self._inline(name, sync=False):
-            return await engine.fire(built)
+            return await self._inside(engine.fire(built))
         import asyncio
 
         loop = asyncio.get_running_loop()
         lane = self._lanes.get(loop)
         if lane is None:
-            for old in [old for old in self._lanes if old.is_closed()]:
-                # its loop is gone: nothing of it can be awaited now; its processes are killed
-                self._lanes.pop(old).drop(old)
-            lane = self._lanes[loop] = self._make_lane()
-            await lane.engine.__aenter__()
-        return await lane.engine.fire(built)
+            with self._lock:  # loops of other threads make their lanes at the same time
+                lane = self._lanes.get(loop)
+                made = lane is None
+                if lane is None:
+                    for old in [old for old in self._lanes if old.is_closed()]:
+                        # its loop is gone: nothing of it can be awaited; its processes die
+                        self._lanes.pop(old).drop(old)
+                    lane = self._lanes[loop] = self._make_lane()
+            if made:
+                await lane.engine.__aenter__()
+        return await self._inside(lane.engine.fire(built))
+
+    async def _inside(self, step: Coroutine[Any, Any, Outcome]) -> Outcome:
+        """Run a chain of this object, marked as such (``close`` from a hook is refused)."""
+        token = _FIRING.set((*_FIRING.get(), self))
+        try:
+            return await step
+        finally:
+            _FIRING.reset(token)
+
+    def _fault(self, name: str, exc: BaseException) -> Outcome:
+        return fault_outcome(name, f"Hooks could not fire {name}: {named(exc)}",
+                             on_fault=self.on_fault)
 
     async def _prune_here(self) -> None:
         """Hooks changed on disk (seen by the fast path's registry): the running loop's lane
@@ -421,13 +472,18 @@ class Hooks:
     def close(self) -> None:
         """Stop the worker thread, its persistent hook processes and async hooks (waiting
         for the async hooks, each bounded by its timeout). Engines of other event loops are
-        closed when their loop is idle; ``aclose`` closes the running loop's."""
+        closed when their loop is idle; ``aclose`` closes the running loop's.
+
+        Raises:
+            ReentryError: called from inside a hook of this object (its chain is running).
+        """
+        self._refuse_inside("close")
         with self._lock:
             worker, self._worker = self._worker, None
+            lanes, self._lanes = self._lanes, {}
         if worker is not None:
             worker.close()
-        for loop, lane in list(self._lanes.items()):
-            del self._lanes[loop]
+        for loop, lane in lanes.items():
             if not loop.is_closed() and not loop.is_running():
                 loop.run_until_complete(lane.aclose())
             else:  # it cannot be awaited from here: its processes are killed in place
@@ -438,10 +494,20 @@ class Hooks:
         """``close`` from a coroutine: the running loop's engine first, then the rest."""
         import asyncio
 
-        lane = self._lanes.pop(asyncio.get_running_loop(), None)
+        self._refuse_inside("aclose")
+        with self._lock:
+            lane = self._lanes.pop(asyncio.get_running_loop(), None)
         if lane is not None:
             await lane.aclose()
         await asyncio.to_thread(self.close)
+
+    def _refuse_inside(self, what: str) -> None:
+        worker = self._worker
+        if any(h is self for h in _FIRING.get()) or (
+                worker is not None and threading.current_thread() is worker.thread):
+            raise ReentryError(
+                f"{what}() called from inside a hook; a Hooks cannot stop the chain it is "
+                f"running (it would deadlock). Close it after fire/afire has returned")
 
     def __enter__(self) -> Hooks:
         return self
@@ -524,11 +590,15 @@ def answered(name: str, outcome: Outcome, call: CallerTool | None, on_fault: OnF
     return outcome
 
 
+_MISTAKES = (UnknownEventError, InvalidEventError, ReentryError)  # raised, not answered
+
+
 def _build(event: str | Event, fields: dict[str, Any]) -> Event:
     """An ``Event`` from the name and keywords (unknown keywords go to the payload)."""
     if isinstance(event, Event):
         if fields:
-            raise TypeError("fire(Event) takes no further fields; put them in the Event")
+            raise InvalidEventError("fields", "fire(Event) takes no further fields; put them "
+                                    "in the Event")
         return event
     known = {k: v for k, v in fields.items() if k in EVENT_FIELDS}
     extra = {k: v for k, v in fields.items() if k not in EVENT_FIELDS}

@@ -21,7 +21,11 @@ any other      the whole payload (a dict)       ignored, with a warning
 - ``fn(value)`` or ``fn(value, payload)``: the second form also gets the event's payload (a
   shallow copy: read it, do not change it). An ``async def`` is awaited in the chain.
 - **Raising blocks** (fail closed, as AgentScope's hooks do): the verdict is a deny whose
-  reason is the exception's message (its type's name when it has none).
+  reason is the exception's message (its type's name when it has none). Any exception:
+  ``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``, a ``CancelledError`` it raises
+  itself and its own ``BaseException`` subclasses are denies naming the type, and nothing of
+  them reaches the caller; only a cancellation of the awaiting task (or the chain's coroutine
+  being closed) still propagates, told apart exactly (``_Own``).
 - Each callable sees what the hooks before it made of the value, and its return is what the
   hooks after it see: a rewrite chains, exactly as ``modified_input`` does between scripts.
 - The chunk events (``events.NOTIFY_ONLY``) start every matching callable at once beside the
@@ -38,13 +42,14 @@ hooks, project HOOK.md hooks, then callables: instance ones before class ones (a
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.events import TOOL_EVENTS, canonical_event
+from mcp_hooks.guard import named
 from mcp_hooks.hookfile import HookSpec, Scope
 from mcp_hooks.judge import Verdict
 from mcp_hooks.matching import MAX_DEPTH
@@ -99,13 +104,17 @@ class CallableHook(HookSpec):
         subject = SUBJECTS.get(event)
         assert self.fn is not None
         start = time.perf_counter()
+        raised: BaseException | None = None
         try:
             value = _copy(payload.get(subject[0]) if subject else payload)
             answer = self.fn(value, dict(payload)) if self.with_payload else self.fn(value)
+        except BaseException as exc:  # raising blocks: fail closed, whatever it raised
+            raised = exc
+        else:
             if hasattr(answer, "__await__"):
-                answer = await answer
-        except Exception as exc:  # raising blocks: fail closed
-            reason = str(exc) or f"{type(exc).__name__} raised by hook {self.name}"
+                answer, raised = await _Own(answer)
+        if raised is not None:
+            reason = self._reason(raised)
             verdict = Verdict("deny")
             verdict.deny, verdict.reason = True, reason
             verdict.message = reason if len(reason) <= 500 else reason[:500] + "..."
@@ -114,6 +123,13 @@ class CallableHook(HookSpec):
         if answer is None:
             return RunResult(0, duration_ms=took), _ALLOWED
         return RunResult(0, duration_ms=took), self._changed(event, subject, answer)
+
+    def _reason(self, exc: BaseException) -> str:
+        """An exception's message; the hook and the type too when it is not an ``Exception``
+        (``SystemExit(3)`` says ``3``) or has no message."""
+        if isinstance(exc, Exception) and str(exc):
+            return str(exc)
+        return f"{named(exc)} raised by hook {self.name}"
 
     def _changed(self, event: str, subject: tuple[str, str] | None, answer: Any) -> Verdict:
         verdict = Verdict("allow")
@@ -131,6 +147,52 @@ class CallableHook(HookSpec):
         else:
             verdict.modified_output = answer
         return verdict
+
+
+class _Own:
+    """Awaits a callable's awaitable, telling what it raised itself from what the caller threw
+    into it. Its own exception (even ``CancelledError`` or ``GeneratorExit``) is returned, to
+    become its deny; what answers a throw from outside (the awaiting task cancelled, the
+    chain's coroutine closed) propagates, so a real cancellation still cancels. The same
+    delegation as ``await``, step by step (``yield from`` cannot tell the two apart).
+
+    Awaiting it gives ``(result, None)`` or ``(None, exception)``.
+    """
+
+    __slots__ = ("_it",)
+
+    def __init__(self, awaitable: Any) -> None:
+        self._it = awaitable.__await__()
+
+    def __await__(self) -> Generator[Any, Any, tuple[Any, BaseException | None]]:
+        it = self._it
+        try:
+            yielded = it.send(None)
+        except StopIteration as done:
+            return done.value, None
+        except BaseException as exc:  # raised by the callable itself
+            return None, exc
+        while True:
+            try:
+                sent = yield yielded
+            except GeneratorExit:  # the chain is closed: close the callable with it
+                it.close()
+                raise
+            except BaseException as thrown:  # a cancellation: the callable may answer it
+                throw = getattr(it, "throw", None)
+                if throw is None:
+                    raise
+                try:
+                    yielded = throw(thrown)
+                except StopIteration as done:
+                    return done.value, None
+                continue  # whatever it raised in answer propagates: the caller's own
+            try:
+                yielded = it.send(sent)
+            except StopIteration as done:
+                return done.value, None
+            except BaseException as exc:  # raised by the callable itself
+                return None, exc
 
 
 def _copy(value: Any) -> Any:

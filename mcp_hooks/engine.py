@@ -56,11 +56,12 @@ from mcp_hooks.detached import DetachedLauncher
 from mcp_hooks.discovery import Registry, run_order
 from mcp_hooks.eventlog import EventLog, now
 from mcp_hooks.events import can_block, canonical_event, is_notification
+from mcp_hooks.guard import named, passes_through
 from mcp_hooks.hookenv import HookEnvs, hook_environment
 from mcp_hooks.hookfile import HookSpec
 from mcp_hooks.inbox import AidInbox
 from mcp_hooks.judge import decode, judge
-from mcp_hooks.outcome import Event, HookRun, OnFault, Outcome, cap_text, fault_outcome
+from mcp_hooks.outcome import Event, HookRun, OnFault, Outcome, fault_outcome
 from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
 from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.signallog import SignalLog
@@ -191,7 +192,10 @@ class Engine:
         Never raises for what it cannot process (a payload too deep or unencodable, a hook in
         scope that did not load or could not start, a missing ``work_dir``, an error of our
         own): that is a fault, answered by ``fault_outcome`` under the engine's ``on_fault``
-        policy: a deny saying what broke, for an event that can block.
+        policy: a deny saying what broke, for an event that can block. So is any
+        ``BaseException`` from below (an oracle's ``SystemExit``, a ``KeyboardInterrupt`` that
+        stopped a one-shot engine's hook): only a cancellation of the awaiting task and the
+        coroutine being closed propagate (``guard.passes_through``).
 
         Args:
             event: the event.
@@ -203,10 +207,11 @@ class Engine:
         name = canonical_event(event.event_type)
         try:
             return await self._fire(name, event, on_hook_done)
-        except Exception as exc:  # our own fault: never a crash, never a silent allow
-            outcome = fault_outcome(
-                name, f"the engine failed: {type(exc).__name__}: {cap_text(str(exc), 300)}",
-                on_fault=self.on_fault)
+        except BaseException as exc:  # ours, or an oracle's SystemExit: never a crash or an allow
+            if passes_through(exc):  # the caller's cancellation, a close (``guard``)
+                raise
+            outcome = fault_outcome(name, f"the engine failed: {named(exc)}",
+                                    on_fault=self.on_fault)
             with contextlib.suppress(Exception):
                 self._logged(event, name, self._work_dir(event), outcome, {})
             return outcome

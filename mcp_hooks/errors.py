@@ -38,6 +38,8 @@
         │   ├── UnhashableError            a hook folder that cannot be hashed in full
         │   └── TrustStoreError            the trust store cannot be read, locked or written
         ├── BridgeInputError               a host handed a bridge a payload it cannot read
+        ├── ReentryError                   a hook called back into the Hooks running it
+        │                                  (fire on its worker thread, close inside a hook)
         └── RewriteError                   a hook's rewrite the host's tool cannot take
 
 Denials are not errors: a hook that decides "no" yields an ``Outcome`` with

@@ -8,7 +8,9 @@
   fire side by side;
 * a fault of ours (an event that cannot be built, the engine failing) is ``fault_outcome``:
   a deny saying what broke on an event that can block (``on_fault="block"``), as everywhere
-  in mcp-hooks.
+  in mcp-hooks. The guard takes any ``BaseException`` (``SystemExit``, ``KeyboardInterrupt``,
+  ...); only the cancellation of the framework's own task goes through
+  (``guard.passes_through``).
 
 Nothing is skipped in silence: each warning of an outcome (a project hook held back for want
 of trust, a hook that failed, a tool event with no tool name) is logged once per session, at
@@ -30,7 +32,8 @@ from typing import Any
 
 from mcp_hooks.api import Hooks
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.outcome import OnFault, Outcome, cap_text, fault_outcome
+from mcp_hooks.guard import named, passes_through
+from mcp_hooks.outcome import OnFault, Outcome, fault_outcome
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
 
 # the logger each adapter says what it skipped through: under the framework's own logger
@@ -99,7 +102,9 @@ class Firing:
         fields.setdefault("session_id", self.session_id)
         try:
             return self.tell(await self.hooks.afire(event_type, **fields), fields["session_id"])
-        except Exception as exc:
+        except BaseException as exc:
+            if passes_through(exc):  # the framework cancelled its task: it stays cancelled
+                raise
             return self._fault(event_type, exc)
 
     def fire_sync(self, event_type: str, **fields: Any) -> Outcome:
@@ -107,7 +112,7 @@ class Firing:
         fields.setdefault("session_id", self.session_id)
         try:
             return self.tell(self.hooks.fire(event_type, **fields), fields["session_id"])
-        except Exception as exc:
+        except BaseException as exc:
             return self._fault(event_type, exc)
 
     def tell(self, outcome: Outcome, session_id: Any) -> Outcome:
@@ -122,10 +127,10 @@ class Firing:
             self.logger.warning("mcp-hooks (%s): %s", outcome.event_type, warning)
         return outcome
 
-    def _fault(self, event_type: str, exc: Exception) -> Outcome:
+    def _fault(self, event_type: str, exc: BaseException) -> Outcome:
         return fault_outcome(
             event_type, f"the {self.framework} adapter could not fire {event_type}: "
-            f"{type(exc).__name__}: {cap_text(str(exc), 300)}", on_fault=self.hooks.on_fault)
+            f"{named(exc)}", on_fault=self.hooks.on_fault)
 
     async def aclose(self) -> None:
         """Stop the hook processes of the ``Hooks`` this adapter made (not of one given)."""

@@ -33,7 +33,16 @@ The boundary (:func:`main`) prints any :class:`~mcp_hooks.errors.MCPHooksError` 
 raises as one line, ``mcp-hooks <command>: <message>``, and exits with its code. Task groups
 (anyio) wrap what fails inside them in exception groups, nested as deep as the tasks were: a
 group whose leaves are all ours (or a busy port, ``OSError`` ``EADDRINUSE``) is reported by
-its first leaf the same way. Anything else is a bug and keeps its traceback.
+its first leaf the same way. Anything else is a bug and keeps its traceback. Ctrl-C exits 130.
+
+Gates are the exception (``GATES``: ``fire`` and ``bridge``, whose answer a host, a shell or a
+git hook reads as allow or deny): Ctrl-C, a ``SystemExit`` or a bug escaping them is answered
+with the command's own deny (printed after the traceback of a bug), with its exit code, never
+130 or a crash with no answer. (Inside the hooks, the engine's guard has answered already.)
+
+Commands whose stdout is a protocol (the gates, ``serve`` and ``proxy`` over stdio) own it
+from the start (:func:`mcp_hooks.ownstdout.owned_stdout`): what anything else prints (a module
+printing at import, an oracle, a library) goes to stderr, never before or inside the answer.
 """
 
 from __future__ import annotations
@@ -51,6 +60,8 @@ from typing import NoReturn
 from mcp_hooks import options
 from mcp_hooks.cli import hooks
 from mcp_hooks.errors import EXIT_OK, EXIT_USAGE, MCPHooksError, did_you_mean, exit_code
+from mcp_hooks.guard import named
+from mcp_hooks.ownstdout import owned_stdout
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 
@@ -291,6 +302,21 @@ COMMANDS: dict[str, Command] = {
 }
 
 
+# The gates: what answers a deny, in each one's form, when something escapes the command.
+GATES: dict[str, Callable[[argparse.Namespace, str], int]] = {
+    "fire": hooks.fire_fault,
+    "bridge": lambda args, what: importlib.import_module(  # imported when it answers
+        "mcp_hooks.cli.hosts").bridge_fault(args, what),
+}
+
+
+def _owns_stdout(args: argparse.Namespace) -> bool:
+    """Whether the command's stdout is a protocol (see the module docstring)."""
+    if args.command in GATES:
+        return True
+    return args.command in ("serve", "proxy") and getattr(args, "transport", None) == "stdio"
+
+
 # -- the boundary ------------------------------------------------------------------------
 
 
@@ -341,20 +367,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    gate = GATES.get(args.command)
     try:
-        code: int = COMMANDS[args.command](args)
+        if _owns_stdout(args):
+            with owned_stdout():
+                code: int = COMMANDS[args.command](args)
+        else:
+            code = COMMANDS[args.command](args)
         return code
     except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED if gate is None else gate(args, _INTERRUPTED)
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-    except BaseException as exc:  # re-raised below unless it is ours
+    except BaseException as exc:  # re-raised below unless it is ours (or a gate answers)
         leaves = _leaves(exc)
         if leaves and all(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
-            return EXIT_INTERRUPTED
+            return EXIT_INTERRUPTED if gate is None else gate(args, _INTERRUPTED)
         error = reportable(exc)
         if error is None:
-            raise
+            if gate is None:
+                raise
+            import traceback
+
+            traceback.print_exception(exc)  # a bug (or a SystemExit): for whoever reads stderr
+            return gate(args, f"mcp-hooks {args.command} failed: {named(exc)}")
         print(f"mcp-hooks {args.command}: {error}", file=sys.stderr)
         return exit_code(error)
+
+
+_INTERRUPTED = "interrupted (SIGINT) before it could decide"

@@ -36,6 +36,7 @@ from mcp_hooks.errors import (
 from mcp_hooks.events import EVENTS, canonical_event
 from mcp_hooks.hookfile import find_hook_file, load_hook, problems_of, warnings_of
 from mcp_hooks.outcome import Event, HookRun, Outcome, fault_outcome
+from mcp_hooks.ownstdout import owned_stdout
 
 if TYPE_CHECKING:
     from mcp_hooks.eventlog import EventLog
@@ -192,6 +193,11 @@ def _json_args(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
 
 
 def cmd_fire(args: argparse.Namespace) -> int:
+    with owned_stdout():  # from the start: an oracle printing at import lands on stderr
+        return _fire(args)
+
+
+def _fire(args: argparse.Namespace) -> int:
     from mcp_hooks.api import NAMED_TOOL_EVENTS, answered, read_tool_call
 
     event_type = canonical_event(args.event)
@@ -246,18 +252,40 @@ def cmd_fire(args: argparse.Namespace) -> int:
     skipped = [w for w in outcome.warnings if _untrusted(w) or (args.json and _faulted(w))]
     for warning in skipped:
         print(f"mcp-hooks fire: {warning}", file=sys.stderr)
-    if args.json:
-        print(outcome.to_json(indent=2))
-    else:
-        from mcp_hooks.cli.report import format_outcome
+    why, notes = ("", []) if fault is not None or args.json else _why_none(
+        registry, event_type, args, outcome)
+    answerable = served is not None or options.event_log(args) is not None
+    return _answer(args, outcome, why, notes, answerable=answerable, skipped=skipped)
 
-        why, notes = ("", []) if fault is not None else _why_none(registry, event_type, args,
-                                                                  outcome)
-        answerable = served is not None or options.event_log(args) is not None
-        shown = replace(outcome, warnings=[w for w in outcome.warnings if w not in skipped])
-        print(format_outcome(shown, color=sys.stdout.isatty(), why_none=why, notes=notes,
-                             answerable=answerable))
+
+def _answer(args: argparse.Namespace, outcome: Outcome, why: str = "",
+            notes: list[str] | None = None, *, answerable: bool = False,
+            skipped: list[str] | None = None) -> int:
+    """Print the outcome on the stdout ``fire`` owns (``ownstdout``: nothing else printing
+    while it runs lands there), less the warnings said on stderr already; its exit code."""
+    with owned_stdout() as out:
+        if args.json:
+            text = outcome.to_json(indent=2)
+        else:
+            from mcp_hooks.cli.report import format_outcome
+
+            shown = replace(outcome, warnings=[w for w in outcome.warnings
+                                               if w not in (skipped or ())])
+            text = format_outcome(shown, color=out.isatty(), why_none=why, notes=notes or [],
+                                  answerable=answerable)
+        out.write((text + "\n").encode("utf-8", "backslashreplace"))
     return EXIT_DENIED if outcome.denied else EXIT_OK
+
+
+def fire_fault(args: argparse.Namespace, what: str) -> int:
+    """``fire``'s deny when something escaped it (the command line's boundary calls this:
+    Ctrl-C outside the hooks, a bug): ``fault_outcome`` in ``fire``'s own form, exit 2."""
+    try:
+        event = canonical_event(args.event)
+    except Exception:  # an unknown event is one that can block
+        event = str(args.event)
+    return _answer(args, fault_outcome(event, what, on_fault=options.on_fault(args)),
+                   answerable=options.event_log(args) is not None)
 
 
 def _untrusted(warning: str) -> bool:

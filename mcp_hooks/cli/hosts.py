@@ -115,6 +115,14 @@ def bridge_command(args: argparse.Namespace) -> int:
                                                common=CommonOptions.from_args(args)))
 
 
+def bridge_fault(args: argparse.Namespace, what: str) -> int:
+    """The bridge's deny when something escaped it (``mcp_hooks.cli.GATES``)."""
+    from mcp_hooks.hosts.bridge import BridgeOptions, fault_exit
+
+    return fault_exit(args.host, BridgeOptions(event=getattr(args, "event", None),
+                                               common=CommonOptions.from_args(args)), what)
+
+
 def install_options(args: argparse.Namespace) -> InstallOptions:
     """The ``InstallOptions`` of a parsed ``install`` or ``uninstall`` command line."""
     from mcp_hooks.hosts.install import InstallOptions

@@ -139,7 +139,7 @@ def fault_outcome(event: str, what: str, *, on_fault: str = "block") -> Outcome:
     return outcome.fault_outcome(event, what, on_fault=on_fault)
 
 
-def unreadable(host: Host, exc: Exception) -> str:
+def unreadable(host: Host, exc: BaseException) -> str:
     """What broke when a payload could not be translated, and how to fix it."""
     if isinstance(exc, BridgeInputError):
         what = str(exc)

@@ -1,19 +1,26 @@
 """``mcp-hooks bridge <host>``: the command a host's native hook config runs.
 
 Reads the host's payload on stdin, translates it (``Host.translate``), fires the event at the
-engine, and answers in the host's own stdout JSON, stderr and exit code (``Host.reply``).
+engine, and answers in the host's own stdout JSON, stderr and exit code (``Host.reply``). The
+bridge owns its stdout (``ownstdout.owned_stdout``): anything else that prints while it runs
+(a trusted oracle printing at import, a library) goes to stderr, so stdout is exactly the
+host's answer.
 
 It never opens the gate by accident. When mcp-hooks itself cannot reach a decision (a payload
 that is not JSON, not an object, nested too deeply, holding a lone surrogate or a wrong-typed
 field; an event it does not know; an engine or reply failure), an event that can block is
 denied in the host's own block form (``Host.fault_reply``: ``fault_outcome`` through
-``Host.reply``), with a reason that says what broke and how to fix it. When the event cannot
-be told (no ``--event``, none in the payload), the host's most universal block form answers
-(exit 2 with the reason on stderr; Copilot CLI: ``permissionDecision: deny``). Events that
-cannot block (session end, after stop, post compact, after tool failure) get the warning
-only. ``--on-fault warn`` (or ``MCP_HOOKS_ON_FAULT=warn``) lets such calls through with the
-warning instead. A stop the host reports as a continuation is never blocked by a fault, so a
-lasting fault cannot keep an agent working forever.
+``Host.reply``), with a reason that says what broke and how to fix it. ``answer`` is the
+bridge's one guard: it takes any ``BaseException``, so a ``KeyboardInterrupt`` (the host or a
+user sends SIGINT while a hook runs: the hook's processes are stopped) or an oracle's
+``SystemExit`` is answered with that deny too, and the exit code is the reply's, never 130.
+When the event cannot be told (no ``--event``, none in the payload), the host's most
+universal block form answers (exit 2 with the reason on stderr; Copilot CLI:
+``permissionDecision: deny``). Events that cannot block (session end, after stop, post
+compact, after tool failure) get the warning only. ``--on-fault warn`` (or
+``MCP_HOOKS_ON_FAULT=warn``) lets such calls through with the warning instead. A stop the
+host reports as a continuation is never blocked by a fault, so a lasting fault cannot keep an
+agent working forever.
 
 A host runs this as a new process on every tool call, so the import graph stays small: the
 host module, the engine and the options; never the MCP SDK, Starlette or the server.
@@ -31,7 +38,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from mcp_hooks.hosts import UnknownHostError, get_host
 from mcp_hooks.hosts.base import (
@@ -46,6 +53,8 @@ from mcp_hooks.hosts.base import (
 from mcp_hooks.options import CommonOptions
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mcp_hooks.outcome import Outcome
     from mcp_hooks.stopguard import StopGuard
 
@@ -74,39 +83,61 @@ def run_bridge(host_name: str, options: BridgeOptions) -> int:
     except UnknownHostError as exc:
         print(f"mcp-hooks bridge: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    raw = sys.stdin.buffer.read()
-    reply = answer(host, raw, options)
-    # a lone surrogate in a reason must not crash the answer: escape it, JSON stays valid
-    if reply.stdout:
-        sys.stdout.buffer.write((reply.stdout + "\n").encode("utf-8", "backslashreplace"))
-        sys.stdout.flush()
-    if reply.stderr:
-        sys.stderr.buffer.write(reply.stderr.encode("utf-8", "backslashreplace"))
-        sys.stderr.flush()
+    from mcp_hooks.ownstdout import owned_stdout
+
+    with owned_stdout() as out:
+        reply = answer(host, sys.stdin.buffer.read, options)
+        _write(reply, out)
     return reply.exit_code
 
 
-def answer(host: Host, raw: bytes, options: BridgeOptions) -> Reply:
-    """The host's answer to one payload; never raises. What mcp-hooks cannot decide is a
-    deny in the host's form (see the module docstring), or a warning under ``warn``."""
+def answer(host: Host, raw: bytes | Callable[[], bytes], options: BridgeOptions) -> Reply:
+    """The host's answer to one payload (its bytes, or what reads them: the host's stdin);
+    never raises. What mcp-hooks cannot decide is a deny in the host's form (see the module
+    docstring), or a warning under ``warn``."""
     from mcp_hooks.options import on_fault as fault_mode
 
     on_fault = fault_mode(options.common)
     flag = options.event
     payload: Any = None
     try:
-        payload = load_payload(raw)
+        payload = load_payload(raw if isinstance(raw, bytes) else raw())
         host_event = host.event_of(payload, flag)
         call = host.translate(host_event, payload)
-    except Exception as exc:  # any payload we cannot read is a fault of ours
+    except BaseException as exc:  # a payload we cannot read (or SIGINT while reading): ours
         return host.fault_reply(unreadable(host, exc), host.known_event(flag, payload),
                                 on_fault, payload)
     outcome: Outcome | BaseException
     try:
         outcome = fire_call(call, options.common)
-    except Exception as exc:
+    except BaseException as exc:  # whatever it was (SystemExit, KeyboardInterrupt): a fault
         outcome = exc
     return answer_outcome(host, call, outcome, on_fault, payload)
+
+
+def fault_exit(host_name: str, options: BridgeOptions, what: str) -> int:
+    """Answer the host with a fault (``what`` broke) when the bridge could not run to its
+    answer (the command line's boundary calls this); the exit code."""
+    from mcp_hooks.hosts.base import FAULT_FIX
+    from mcp_hooks.options import on_fault
+    from mcp_hooks.ownstdout import owned_stdout
+
+    host = get_host(host_name)
+    reply = host.fault_reply(f"{what}; {FAULT_FIX}", host.known_event(options.event, None),
+                             on_fault(options.common), None)
+    with owned_stdout() as out:
+        _write(reply, out)
+    return reply.exit_code
+
+
+def _write(reply: Reply, out: BinaryIO) -> None:
+    # a lone surrogate in a reason must not crash the answer: escape it, JSON stays valid
+    if reply.stdout:
+        out.write((reply.stdout + "\n").encode("utf-8", "backslashreplace"))
+        out.flush()
+    if reply.stderr:
+        sys.stderr.buffer.write(reply.stderr.encode("utf-8", "backslashreplace"))
+        sys.stderr.flush()
 
 
 def fire_call(call: Call, args: CommonOptions) -> Outcome:

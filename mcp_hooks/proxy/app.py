@@ -25,7 +25,6 @@ import json
 import logging
 import signal
 import socket
-import sys
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -477,8 +476,9 @@ async def run_proxy(
 
     Over stdio (pipes, as hosts start MCP servers) the proxy serves on its own event-loop
     transport with the fast path (``stdio.stdio_streams``), or with the SDK's
-    ``stdio_server`` when ``settings.fast_stdio`` is off; HTTP and SSE, and stdio from a
-    terminal, go through ``transport.serve``.
+    ``stdio_server`` when ``settings.fast_stdio`` is off or stdio is a terminal
+    (``stdio.stdio_transport``), on the stdout it owns; HTTP and SSE go through
+    ``transport.serve``.
 
     Args:
         specs: the upstream servers.
@@ -510,7 +510,7 @@ async def _run(
     sock: socket.socket | None,
 ) -> None:
     from mcp_hooks.server import transport
-    from mcp_hooks.server.stdio import is_pipe_like, stdio_streams
+    from mcp_hooks.server.stdio import stdio_transport
 
     stdio = serve_options.transport == "stdio"
     shutdown = anyio.Event()
@@ -532,14 +532,10 @@ async def _run(
                 outer.start_soon(on_signal, serving)
                 await proxy.start()
                 server = proxy.server
-                if stdio and not settings.fast_stdio:
-                    from mcp.server.stdio import stdio_server
-
-                    async with stdio_server() as (read, write):
-                        await server.run(read, write, server.create_initialization_options())
-                elif stdio and sys.platform != "win32" and is_pipe_like(0) and is_pipe_like(1):
-                    async with stdio_streams(proxy.fast_request,
-                                             replace_lone_surrogates=True) as (read, write):
+                if stdio:  # on the stdout the proxy owns (``ownstdout``)
+                    async with stdio_transport(
+                            proxy.fast_request, replace_lone_surrogates=True,
+                            event_loop=settings.fast_stdio) as (read, write):
                         await server.run(read, write, server.create_initialization_options())
                 else:
                     await transport.serve(server, serve_options, shutdown=shutdown, sock=sock)

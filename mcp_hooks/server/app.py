@@ -14,7 +14,8 @@ a hook that crashes is an ``Outcome`` entry, never a server failure.
 
 Fail closed: what the server cannot process although the request is well formed (more than
 ``MAX_PAYLOAD_BYTES`` of event data, nesting deeper than the engine reads, a hook folder that
-cannot be loaded, an exception of our own anywhere around the engine) is answered by
+cannot be loaded, an exception of our own anywhere around the engine, any ``BaseException``
+from below but a cancellation: ``guard.passes_through``) is answered by
 ``outcome.fault_outcome`` under the service's ``on_fault`` policy: for an event that can block,
 a deny whose reason says what broke (``blocked_by: "mcp-hooks"``), never a crash and never a
 silent allow. The server keeps answering its other clients.
@@ -57,7 +58,8 @@ from mcp_hooks import __version__, matching
 from mcp_hooks.api import answered
 from mcp_hooks.errors import ConfigError, MCPHooksError
 from mcp_hooks.events import canonical_event, catalogue
-from mcp_hooks.outcome import Event, HookRun, Outcome, cap_text
+from mcp_hooks.guard import named, passes_through
+from mcp_hooks.outcome import Event, HookRun, Outcome
 from mcp_hooks.server import prompts
 from mcp_hooks.server.results import (
     HookDocument,
@@ -278,10 +280,11 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
             return _fired(answered(name, outcome, call, service.on_fault, tool_name))
         except ConfigError:  # the caller's mistake (a malformed field, work_dir outside roots)
             raise
-        except Exception as exc:  # ours, around the engine: a fault, never a crash
-            logger.exception("fire_hook_event failed on a %s event", name)
-            return _fired(service.fault(name, f"the server failed: {type(exc).__name__}: "
-                                        f"{cap_text(str(exc), 300)}"))
+        except BaseException as exc:  # ours, an oracle's SystemExit...: a fault, never a crash
+            if passes_through(exc):  # the request was cancelled, or the server stops
+                raise
+            logger.error("fire_hook_event failed on a %s event", name, exc_info=exc)
+            return _fired(service.fault(name, f"the server failed: {named(exc)}"))
 
     async def respond_to_signal(
         signal_id: Annotated[str, Field(description=RESPOND["signal_id"])],

@@ -11,7 +11,13 @@ framed, parsed and written by ``wire``, the codec the upstream channel uses too.
 Used only when stdin and stdout are pipes or sockets (how hosts start MCP servers); from a
 terminal the SDK's transport is used. ``mcp-hooks serve`` uses it too (without a fast path).
 The proxy switches back to the SDK's ``stdio_server`` with ``MCP_HOOKS_PROXY_STDIO=sdk``
-(``ProxySettings.fast_stdio``); ``bench/bench_proxy.py`` compares the two.
+(``ProxySettings.fast_stdio``); ``bench/bench_proxy.py`` compares the two. ``stdio_transport``
+chooses between them, for ``serve`` and the proxy alike.
+
+Both write to the stdout the door owns (``ownstdout.owned_stdout``: the command line claims it
+when ``serve``/``proxy`` start on stdio, before anything else can print; a transport opened
+outside it claims it itself): fd 1 and ``sys.stdout`` point at stderr while serving, so a
+module, an oracle or a library that prints never lands inside the JSON-RPC stream.
 
 Odd input never stops it, and every request gets an answer: a line that is not JSON, JSON
 nested deeper than Python's parser goes (``RecursionError``), or a message that is not
@@ -37,6 +43,7 @@ import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
+from mcp_hooks.ownstdout import owned_stdout, text_stream
 from mcp_hooks.server import wire
 from mcp_hooks.server.sdk_compat import TransportStreams
 
@@ -82,13 +89,48 @@ def _encode(session_message: SessionMessage) -> bytes:
 
 
 @asynccontextmanager
+async def stdio_transport(
+    fast: FastPath | None = None, *, replace_lone_surrogates: bool = False,
+    event_loop: bool = True,
+) -> AsyncIterator[TransportStreams]:
+    """This process's stdin and the stdout it owns as an MCP transport: ``stdio_streams``
+    when ``event_loop`` and both are pipes or sockets, else the SDK's ``stdio_server``
+    (writing to the owned stdout, not to fd 1).
+
+    Args:
+        fast: the proxy's fast path (``stdio_streams`` only).
+        replace_lone_surrogates: as ``stdio_streams``.
+        event_loop: False: always the SDK's transport (``MCP_HOOKS_*_STDIO=sdk``).
+    """
+    import sys
+
+    with owned_stdout() as out:
+        if event_loop and sys.platform != "win32" and is_pipe_like(0) and _pipe_like(out):
+            streams = stdio_streams(fast, replace_lone_surrogates=replace_lone_surrogates)
+        else:
+            from mcp.server.stdio import stdio_server
+
+            streams = stdio_server(stdout=anyio.wrap_file(text_stream(out)))
+        async with streams as pair:
+            yield pair
+
+
+def _pipe_like(stream: Any) -> bool:
+    try:
+        return is_pipe_like(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+@asynccontextmanager
 async def stdio_streams(
     fast: FastPath | None = None, *, replace_lone_surrogates: bool = False
 ) -> AsyncIterator[TransportStreams]:
-    """Serve MCP on this process's stdin and stdout, without threads.
+    """Serve MCP on this process's stdin and the stdout it owns, without threads.
 
-    While serving, fd 0 reads the null device and fd 1 writes to stderr, so nothing stray
-    (a print, a child that inherits them) reaches the wire; both are restored on exit.
+    While serving, fd 0 reads the null device (restored on exit) and fd 1 writes to stderr
+    (``owned_stdout``), so nothing stray (a print, a child that inherits them) reaches the
+    wire.
 
     Args:
         fast: the proxy's fast path for requests it answers itself, if any.
@@ -97,17 +139,24 @@ async def stdio_streams(
     Yields:
         The read and write streams for the SDK server (``Server.run``).
     """
+    with owned_stdout() as out:
+        async with _streams(out.fileno(), fast, replace_lone_surrogates) as pair:
+            yield pair
+
+
+@asynccontextmanager
+async def _streams(
+    wire_out: int, fast: FastPath | None, replace_lone_surrogates: bool
+) -> AsyncIterator[TransportStreams]:
     import fcntl
 
     loop = asyncio.get_running_loop()
     in_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    out_fd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    out_fd = fcntl.fcntl(wire_out, fcntl.F_DUPFD_CLOEXEC, 3)
     saved_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    saved_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    os.dup2(2, 1)
     reader = asyncio.StreamReader(limit=wire.LINE_LIMIT, loop=loop)
     read_transport, _ = await loop.connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(in_fd, "rb", 0))
@@ -219,6 +268,4 @@ async def stdio_streams(
         read_transport.close()
         write_transport.close()
         os.dup2(saved_in, 0)
-        os.dup2(saved_out, 1)
         os.close(saved_in)
-        os.close(saved_out)

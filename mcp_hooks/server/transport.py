@@ -407,18 +407,13 @@ async def serve(
     options.check()
     lowlevel = lowlevel_server(server)
     if options.transport == "stdio":
-        from mcp_hooks.server.stdio import is_pipe_like, stdio_streams
+        from mcp_hooks.server.stdio import stdio_transport
 
-        if options.fast_stdio and sys.platform != "win32" and is_pipe_like(0) \
-                and is_pipe_like(1):
-            # Served on the event loop: no thread hops, and a line the SDK would drop
-            # (too deep, not JSON-RPC) gets a JSON-RPC error instead of no answer.
-            streams = stdio_streams()
-        else:
-            from mcp.server.stdio import stdio_server
-
-            streams = stdio_server()
-        async with streams as (read_stream, write_stream):
+        # From pipes, served on the event loop: no thread hops, and a line the SDK would drop
+        # (too deep, not JSON-RPC) gets a JSON-RPC error instead of no answer. Either way on
+        # the stdout the door owns (``ownstdout``), never on whatever fd 1 is now.
+        async with stdio_transport(event_loop=options.fast_stdio) as (read_stream,
+                                                                      write_stream):
             if on_ready is not None:
                 await _maybe_await(on_ready("stdio:"))
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

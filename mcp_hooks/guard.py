@@ -1,0 +1,52 @@
+"""What a door's guard answers with the fail-closed deny, and what it must let through.
+
+Each door has one guard at its boundary (the command line's ``main``, the bridge's
+``answer``, the server's ``fire_hook_event``, ``Hooks.fire``/``afire``, the adapters'
+``Firing``; the engine's ``fire`` and a callable hook's ``call`` below them). Each catches
+``BaseException``, not ``Exception``: a hook, an oracle or a Python callable that raises
+``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``, ``asyncio.CancelledError`` or its own
+``BaseException`` subclass gets the same answer as one that raises ``ValueError``, a deny
+naming it, and nothing of it reaches the caller as an exception.
+
+A guard in a coroutine lets two things through (``passes_through``), because they are not
+failures but the caller's own control flow: the coroutine being closed (``GeneratorExit``
+thrown into it) and the task that awaits it being cancelled (an asyncio ``CancelledError``
+while ``Task.cancelling()`` counts a request, Python 3.11+; on 3.10, which keeps no count,
+any ``CancelledError`` is taken as the caller's). A callable's own ``CancelledError`` or
+``GeneratorExit`` never gets that far: ``callables.CallableHook.call`` tells what the callable
+raised from what was thrown into it, exactly, on every version.
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["caller_cancelled", "named", "passes_through"]
+
+
+def caller_cancelled(exc: BaseException) -> bool:
+    """Whether ``exc`` is the cancellation of the asyncio task running this code."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None or not isinstance(exc, asyncio.CancelledError):
+        return False  # no asyncio loaded: no task can be cancelled
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running loop: nobody awaits this code
+        return False
+    if task is None:
+        return False
+    cancelling = getattr(task, "cancelling", None)
+    return cancelling is None or cancelling() > 0
+
+
+def passes_through(exc: BaseException) -> bool:
+    """Whether a guard in a coroutine must re-raise ``exc`` (see the module docstring)."""
+    return isinstance(exc, GeneratorExit) or caller_cancelled(exc)
+
+
+def named(exc: BaseException, limit: int = 300) -> str:
+    """``Type: message`` (the type alone when there is no message), capped for an agent."""
+    text = str(exc)
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text) - limit} more characters)"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
