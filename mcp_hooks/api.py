@@ -25,8 +25,10 @@ Contract (what a caller may rely on):
   event that can block, ``on_fault``), and raise ``UnknownEventError``/``InvalidEventError``
   for a bad event. Whatever a hook, an oracle or a callable raises (``SystemExit``,
   ``KeyboardInterrupt``, ``GeneratorExit``, a ``CancelledError`` of its own, any
-  ``BaseException``) is a deny naming it, and the next call works as before; only a
-  cancellation of the task awaiting ``afire`` still cancels it (``guard.passes_through``).
+  ``BaseException``) is a deny naming it, and the next call works as before; only the
+  caller's own interruption goes on: a cancellation of the task awaiting ``afire``
+  (``guard.passes_through``), a Ctrl-C while ``fire`` waits for the worker thread (its chain
+  is cancelled).
 - **Threads and loops.** ``fire`` may be called from many threads at once and ``afire`` from
   many event loops at once (each loop gets its own engine, made under a lock); the hooks on
   disk are watched by one watcher per engine, asked under a lock (``watch``, ``discovery``).
@@ -202,8 +204,10 @@ class _Worker:
         future = asyncio.run_coroutine_threadsafe(step(), self.loop)
         try:
             return future.result()
-        except BaseException:
-            future.cancel()  # interrupted while waiting (Ctrl-C): the chain stops too
+        except BaseException as exc:
+            if not future.done():  # Ctrl-C while this thread waited: the caller's own
+                future.cancel()  # the chain stops with it, and the interrupt goes on
+                exc._mcp_hooks_caller = True  # type: ignore[attr-defined]
             raise
 
     def close(self) -> None:
@@ -288,6 +292,8 @@ class Hooks:
         except _MISTAKES:  # the caller's: a field of the wrong shape, a call that deadlocks
             raise
         except BaseException as exc:  # the door's one guard: a deny, whatever was raised
+            if getattr(exc, "_mcp_hooks_caller", False):  # interrupted waiting (_Worker.run)
+                raise
             return self._fault(name, exc)
 
     def _fire(self, name: str, event: str | Event, fields: dict[str, Any]) -> Outcome:

@@ -259,7 +259,7 @@ def test_an_oracle_leaving_under_the_bridge_is_the_hosts_deny(repo: Path, user_d
 
 def _sleeping_hook(user_dir: Path, tmp_path: Path) -> Path:
     started = tmp_path / "started"
-    write_hook(user_dir, "slow", script=f"touch '{started}'\nexec sleep 600\n")
+    write_hook(user_dir, "slow", script=f"echo $$ > '{started}'\nexec sleep 600\n")
     return started
 
 
@@ -294,6 +294,7 @@ def test_sigint_to_a_bridge_while_a_hook_runs_answers_a_deny(host_name: str, use
     reason = host.deny_reason(done.stdout, done.stderr, done.returncode)
     assert reason is not None and "KeyboardInterrupt" in reason, (
         done.returncode, done.stdout, done.stderr)
+    assert not _running(int(started.read_text())), "the hook outlived the bridge"
 
 
 @pytest.mark.parametrize("json_output", [True, False], ids=["--json", "text"])
@@ -310,6 +311,37 @@ def test_sigint_to_fire_while_a_hook_runs_answers_a_deny(json_output: bool, user
         assert outcome["decision"] == "deny" and "KeyboardInterrupt" in outcome["reason"]
     else:
         assert "KeyboardInterrupt" in done.stdout
+    assert not _running(int(started.read_text())), "the hook outlived fire"
+
+
+def test_ctrl_c_while_fire_waits_for_its_worker_interrupts_the_caller(
+        user_dir: Path, tmp_path: Path) -> None:
+    """The caller's own Ctrl-C is not the hooks' exception: it goes on (the chain and its
+    hook process are stopped), so a loop over ``fire`` can still be interrupted."""
+    started = _sleeping_hook(user_dir, tmp_path)
+    code = (
+        "import sys\n"
+        "from mcp_hooks import Hooks\n"
+        f"hooks = Hooks({str(tmp_path)!r}, user_dir={str(user_dir)!r})\n"
+        "try:\n"
+        "    hooks.fire('before_tool', tool_name='Shell', tool_input={})\n"
+        "    print('returned')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted')\n"
+        "hooks.close()\n"
+    )
+    done = _interrupted([sys.executable, "-c", code], "", started, tmp_path)
+    assert (done.returncode, done.stdout.strip()) == (0, "interrupted"), done.stderr
+    assert not _running(int(started.read_text())), "the hook's sleep outlived its chain"
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for a reaper does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def test_a_hook_script_raising_keyboardinterrupt_is_its_own_failure(user_dir: Path,
