@@ -294,7 +294,6 @@ def test_sigint_to_a_bridge_while_a_hook_runs_answers_a_deny(host_name: str, use
     reason = host.deny_reason(done.stdout, done.stderr, done.returncode)
     assert reason is not None and "KeyboardInterrupt" in reason, (
         done.returncode, done.stdout, done.stderr)
-    assert not _running(int(started.read_text())), "the hook outlived the bridge"
 
 
 @pytest.mark.parametrize("json_output", [True, False], ids=["--json", "text"])
@@ -311,7 +310,6 @@ def test_sigint_to_fire_while_a_hook_runs_answers_a_deny(json_output: bool, user
         assert outcome["decision"] == "deny" and "KeyboardInterrupt" in outcome["reason"]
     else:
         assert "KeyboardInterrupt" in done.stdout
-    assert not _running(int(started.read_text())), "the hook outlived fire"
 
 
 def test_ctrl_c_while_fire_waits_for_its_worker_interrupts_the_caller(
