@@ -73,16 +73,16 @@ from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from mcp_hooks.asynchooks import AsyncJob, TaskGroupLauncher
 from mcp_hooks.callables import CallableHook, CallableView, HookTable, make_hook
 from mcp_hooks.discovery import Registry
 from mcp_hooks.engine import Engine, run_unsuspended
-from mcp_hooks.errors import InvalidEventError, RunError, UnknownEventError
+from mcp_hooks.errors import InvalidEventError, UnknownEventError
 from mcp_hooks.eventlog import EventLog, default_log_path
 from mcp_hooks.events import TOOL_EVENTS, canonical_event
-from mcp_hooks.guard import named, passes_through
+from mcp_hooks.guard import callers_own, named, passes_through
+from mcp_hooks.lanes import Lane, LoopLauncher, ReentryError, Worker
 from mcp_hooks.outcome import EVENT_FIELDS, Event, OnFault, Outcome, fault_outcome
 from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
@@ -104,121 +104,11 @@ NAMED_TOOL_EVENTS: frozenset[str] = frozenset({"before_tool", "after_tool",
 _FIRING: ContextVar[tuple[Hooks, ...]] = ContextVar("mcp_hooks_firing", default=())
 
 
-class ReentryError(RunError, RuntimeError):
-    """A hook called back into the ``Hooks`` running it in a way that would deadlock or pull
-    its chain from under it (``fire`` on the worker thread, ``close`` inside a hook)."""
-
-
 def _allow(name: str) -> Outcome:
     outcome = _ALLOW.get(name)
     if outcome is None:
         outcome = _ALLOW[name] = Outcome(event_type=name)
     return outcome
-
-
-class _LoopLauncher(TaskGroupLauncher):
-    """Async hooks as tasks of the running loop: unlike a task group, it needs no ``async
-    with`` around the caller's whole life (the library's engines are made on first use)."""
-
-    def __init__(self, log: EventLog | None) -> None:
-        super().__init__(log)
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    async def open(self) -> None:
-        return None
-
-    def launch(self, event: str, session_id: str | None, jobs: list[AsyncJob]) -> None:
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        for job in jobs:
-            task = loop.create_task(self._run(event, session_id, job))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    async def close(self, exc: BaseException | None) -> None:
-        import asyncio
-
-        tasks = list(self._tasks)
-        if exc is not None:
-            for task in tasks:
-                task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-
-class _Lane(NamedTuple):
-    """The engine of one event loop and the pool of its persistent hook processes (kept
-    here: a lane whose loop closed cannot be awaited, so its pool is killed in place)."""
-
-    engine: Engine
-    pool: PersistentPool
-
-    async def prune(self) -> None:
-        """Hooks changed on disk: stop the processes of those gone (``prune``)."""
-        self.engine.registry.refresh()
-        await self.pool.prune(self.engine.registry)
-
-    async def aclose(self) -> None:
-        try:
-            await self.engine.__aexit__(None, None, None)
-        finally:
-            await self.pool.aclose()
-
-    def drop(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Its loop is closed or busy elsewhere: kill its processes without awaiting."""
-        if loop.is_closed() or not loop.is_running() or _running() is loop:
-            self.pool.kill_now()
-        else:  # running in another thread: killed there, between its callbacks
-            loop.call_soon_threadsafe(self.pool.kill_now)
-
-
-def _running() -> asyncio.AbstractEventLoop | None:
-    import asyncio
-
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
-class _Worker:
-    """A thread running an event loop, for ``fire`` chains that need one."""
-
-    def __init__(self, lane: _Lane) -> None:
-        import asyncio
-
-        self.lane = lane
-        self.engine = lane.engine
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True,
-                                       name="mcp-hooks-worker")
-        self.thread.start()
-
-    def run(self, step: Callable[[], Coroutine[Any, Any, Outcome]]) -> Outcome:
-        """Run the coroutine ``step()`` makes on the worker loop and wait for its outcome."""
-        import asyncio
-
-        if threading.current_thread() is self.thread:
-            raise ReentryError("Hooks.fire was called from a hook running on its own worker "
-                               "thread, which would deadlock; use `await hooks.afire(...)` there")
-        future = asyncio.run_coroutine_threadsafe(step(), self.loop)
-        try:
-            return future.result()
-        except BaseException as exc:
-            if not future.done():  # Ctrl-C while this thread waited: the caller's own
-                future.cancel()  # the chain stops with it, and the interrupt goes on
-                exc._mcp_hooks_caller = True  # type: ignore[attr-defined]
-            raise
-
-    def close(self) -> None:
-        import asyncio
-
-        try:
-            asyncio.run_coroutine_threadsafe(self.lane.aclose(), self.loop).result()
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join()
-            self.loop.close()
 
 
 class Hooks:
@@ -257,19 +147,19 @@ class Hooks:
         self._lock = threading.Lock()
         self._engine = self._make_engine()  # the fast path's and the inline chains' engine
         self._seen = self._engine.registry.generation  # the hooks as the lanes last pruned
-        self._worker: _Worker | None = None
-        self._lanes: dict[asyncio.AbstractEventLoop, _Lane] = {}
+        self._worker: Worker | None = None
+        self._lanes: dict[asyncio.AbstractEventLoop, Lane] = {}
 
     def _make_engine(self, pool: PersistentPool | None = None) -> Engine:
         registry = Registry(self.user_dir, self.project_dir, **self._options)  # type: ignore[arg-type]
         registry.callables = self._view
         log = self.log if isinstance(self.log, EventLog) else None
         return Engine(registry, log=log, on_fault=self.on_fault, secrets=self._secrets,
-                      stop_guard=self._guard, launcher=_LoopLauncher(log), pool=pool)
+                      stop_guard=self._guard, launcher=LoopLauncher(log), pool=pool)
 
-    def _make_lane(self) -> _Lane:
+    def _make_lane(self) -> Lane:
         pool = PersistentPool()
-        return _Lane(self._make_engine(pool), pool)
+        return Lane(self._make_engine(pool), pool)
 
     def _tables(self) -> Iterable[HookTable]:
         yield self._table
@@ -292,7 +182,7 @@ class Hooks:
         except _MISTAKES:  # the caller's: a field of the wrong shape, a call that deadlocks
             raise
         except BaseException as exc:  # the door's one guard: a deny, whatever was raised
-            if getattr(exc, "_mcp_hooks_caller", False):  # interrupted waiting (_Worker.run)
+            if callers_own(exc):  # Ctrl-C while it waited for the worker (``Worker.run``)
                 raise
             return self._fault(name, exc)
 
@@ -310,7 +200,7 @@ class Hooks:
             return _step(self._inside(engine.fire(built)), name, self.on_fault)
         with self._lock:
             if self._worker is None:
-                self._worker = _Worker(self._make_lane())
+                self._worker = Worker(self._make_lane())
             worker = self._worker
         return worker.run(lambda: self._inside(worker.engine.fire(built)))
 

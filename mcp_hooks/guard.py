@@ -14,14 +14,16 @@ thrown into it) and the task that awaits it being cancelled (an asyncio ``Cancel
 while ``Task.cancelling()`` counts a request, Python 3.11+; on 3.10, which keeps no count,
 any ``CancelledError`` is taken as the caller's). A callable's own ``CancelledError`` or
 ``GeneratorExit`` never gets that far: ``callables.CallableHook.call`` tells what the callable
-raised from what was thrown into it, exactly, on every version.
+raised from what was thrown into it, exactly, on every version. A guard in a thread lets the
+caller's own Ctrl-C through the same way (``callers_own``): one that reached it while it
+waited for the thread that runs its hooks, not one a hook raised.
 """
 
 from __future__ import annotations
 
 import sys
 
-__all__ = ["caller_cancelled", "named", "passes_through"]
+__all__ = ["caller_cancelled", "callers_own", "mark_callers_own", "named", "passes_through"]
 
 
 def caller_cancelled(exc: BaseException) -> bool:
@@ -42,6 +44,17 @@ def caller_cancelled(exc: BaseException) -> bool:
 def passes_through(exc: BaseException) -> bool:
     """Whether a guard in a coroutine must re-raise ``exc`` (see the module docstring)."""
     return isinstance(exc, GeneratorExit) or caller_cancelled(exc)
+
+
+def mark_callers_own(exc: BaseException) -> None:
+    """Mark ``exc`` as the caller's own interruption: a ``KeyboardInterrupt`` that reached a
+    thread while it waited for another to run its hooks (``lanes.Worker.run``)."""
+    exc._mcp_hooks_callers_own = True  # type: ignore[attr-defined]
+
+
+def callers_own(exc: BaseException) -> bool:
+    """Whether a synchronous guard must re-raise ``exc``: marked by ``mark_callers_own``."""
+    return getattr(exc, "_mcp_hooks_callers_own", False) is True
 
 
 def named(exc: BaseException, limit: int = 300) -> str:

@@ -312,17 +312,19 @@ def test_sigint_to_fire_while_a_hook_runs_answers_a_deny(json_output: bool, user
         assert "KeyboardInterrupt" in done.stdout
 
 
+@pytest.mark.parametrize("door", ["hooks.fire", "Firing(hooks=hooks).fire_sync"])
 def test_ctrl_c_while_fire_waits_for_its_worker_interrupts_the_caller(
-        user_dir: Path, tmp_path: Path) -> None:
+        door: str, user_dir: Path, tmp_path: Path) -> None:
     """The caller's own Ctrl-C is not the hooks' exception: it goes on (the chain and its
     hook process are stopped), so a loop over ``fire`` can still be interrupted."""
     started = _sleeping_hook(user_dir, tmp_path)
     code = (
         "import sys\n"
         "from mcp_hooks import Hooks\n"
+        "from mcp_hooks.adapters._firing import Firing\n"
         f"hooks = Hooks({str(tmp_path)!r}, user_dir={str(user_dir)!r})\n"
         "try:\n"
-        "    hooks.fire('before_tool', tool_name='Shell', tool_input={})\n"
+        f"    {door}('before_tool', tool_name='Shell', tool_input={{}})\n"
         "    print('returned')\n"
         "except KeyboardInterrupt:\n"
         "    print('interrupted')\n"

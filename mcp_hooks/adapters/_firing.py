@@ -9,8 +9,8 @@
 * a fault of ours (an event that cannot be built, the engine failing) is ``fault_outcome``:
   a deny saying what broke on an event that can block (``on_fault="block"``), as everywhere
   in mcp-hooks. The guard takes any ``BaseException`` (``SystemExit``, ``KeyboardInterrupt``,
-  ...); only the cancellation of the framework's own task goes through
-  (``guard.passes_through``).
+  ...); only the caller's own interruption goes through: the cancellation of the framework's
+  task (``guard.passes_through``), a Ctrl-C while ``fire_sync`` waits (``guard.callers_own``).
 
 Nothing is skipped in silence: each warning of an outcome (a project hook held back for want
 of trust, a hook that failed, a tool event with no tool name) is logged once per session, at
@@ -32,7 +32,7 @@ from typing import Any
 
 from mcp_hooks.api import Hooks
 from mcp_hooks.eventlog import EventLog
-from mcp_hooks.guard import named, passes_through
+from mcp_hooks.guard import callers_own, named, passes_through
 from mcp_hooks.outcome import OnFault, Outcome, fault_outcome
 from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
 
@@ -113,6 +113,8 @@ class Firing:
         try:
             return self.tell(self.hooks.fire(event_type, **fields), fields["session_id"])
         except BaseException as exc:
+            if callers_own(exc):  # Ctrl-C while it waited for its hooks: the caller's own
+                raise
             return self._fault(event_type, exc)
 
     def tell(self, outcome: Outcome, session_id: Any) -> Outcome:
