@@ -172,10 +172,13 @@ def test_every_host_names_a_program_and_a_config_home(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for var in HOST_ENV:
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / ".config"))  # OpenCode's home
     homes = {name: get_host(name).config_home(tmp_path) for name in HOSTS}
     assert homes == {"claude-code": tmp_path / ".claude", "codex": tmp_path / ".codex",
                      "gemini-cli": tmp_path / ".gemini", "cursor": tmp_path / ".cursor",
-                     "copilot-cli": tmp_path / ".copilot", "kimi-cli": tmp_path / ".kimi"}
+                     "copilot-cli": tmp_path / ".copilot", "kimi-cli": tmp_path / ".kimi",
+                     "qwen-code": tmp_path / ".qwen", "cline": tmp_path / ".cline",
+                     "opencode": tmp_path / ".config" / "opencode"}
     assert all(get_host(name).programs for name in HOSTS)
     monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "g"))
     assert get_host("gemini-cli").config_home(tmp_path) == tmp_path / "g" / ".gemini"

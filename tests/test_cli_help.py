@@ -293,8 +293,8 @@ def test_a_shared_option_a_command_does_not_read_is_still_accepted_after_it(
 
 @pytest.mark.parametrize(("command", "default"), [
     (["new", "x"], "user"), (["add"], "user"), (["init"], "user"),
-    (["install", "codex"], "project; Kimi CLI: user, its only scope"),
-    (["uninstall", "codex"], "project; Kimi CLI: user, its only scope"),
+    (["install", "codex"], "project; Kimi CLI and Cline: user (Kimi CLI has no project config)"),
+    (["uninstall", "codex"], "project; Kimi CLI and Cline: user (Kimi CLI has no project config)"),
 ])
 def test_scope_is_one_option_with_its_default_in_the_help(command: list[str],
                                                           default: str) -> None:

@@ -326,3 +326,4 @@ async def test_a_limit_below_the_engines_open_fds_still_spawns(tmp_path: Path,
         for fd in held:
             os.close(fd)
     assert result.spawn_error is None and result.stdout.split() == [b"16"], result
+

@@ -33,6 +33,7 @@ and benches set the strategy for a block of code with ``using(Strategy(...))``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import select
 import subprocess
@@ -220,7 +221,13 @@ def _popen(argv: Sequence[str], cwd: str, env: Mapping[str, str], nofile: int | 
     lower = nofile is not None and max(in_w, out_r, err_r) + 2 < nofile
     try:
         if nofile is not None and lower:
-            with lowered_nofile(nofile):
+            try:
+                with lowered_nofile(nofile):
+                    proc = start()
+            except OSError as exc:  # an fd Popen opened itself fell past the lowered limit
+                if exc.errno != errno.EMFILE:
+                    raise
+                lower = False
                 proc = start()
         else:
             proc = start()
@@ -277,7 +284,13 @@ def _posix_spawn(argv: Sequence[str], env: Mapping[str, str], nofile: int | None
         else:
             lowered = True
             argl = list(argv)
-            with lowered_nofile(nofile):  # the one limit safe to lower here around a spawn
+            try:
+                with lowered_nofile(nofile):  # the one limit safe to lower here around a spawn
+                    pid = os.posix_spawn(argv[0], argl, env, file_actions=actions, setsid=True)
+            except OSError as exc:  # the exec could not take this process's fd table under
+                if exc.errno != errno.EMFILE:  # the lowered limit: prlimit after, as above
+                    raise
+                lowered = False
                 pid = os.posix_spawn(argv[0], argl, env, file_actions=actions, setsid=True)
     except BaseException:
         for fd in (in_w, out_r, err_r):
