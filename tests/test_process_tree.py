@@ -327,3 +327,27 @@ async def test_a_limit_below_the_engines_open_fds_still_spawns(tmp_path: Path,
             os.close(fd)
     assert result.spawn_error is None and result.stdout.split() == [b"16"], result
 
+
+
+@DRIVERS
+@pytest.mark.anyio
+async def test_a_lowered_limit_that_popen_cannot_spawn_under_still_limits_the_hook(
+        tmp_path: Path, drive: Runner) -> None:
+    """The run's pipes fill the only free fds below the hook's open-files limit (a busy
+    process: everything above them is taken), so Popen's own exec-error pipe cannot be opened
+    under the lowered limit (EMFILE): the hook is started through a shell that sets the
+    limit and execs it, so it still starts with the limit, and hits it."""
+    held = [os.open("/dev/null", os.O_RDONLY) for _ in range(48)]
+    freed = held[:6]
+    assert freed[-1] < 26, freed  # the pipes land below the limit of 32
+    for fd in freed:
+        os.close(fd)
+    try:
+        code = "import os\nfds = [os.open('/dev/null', os.O_RDONLY) for _ in range(100)]"
+        result = await drive([sys.executable, "-c", code], cwd="/", env=dict(os.environ),
+                             timeout=60, limits=Limits(open_files=32))
+    finally:
+        for fd in held[6:]:
+            os.close(fd)
+    assert result.spawn_error is None, result.spawn_error
+    assert result.exit_code == 1 and b"Too many open files" in result.stderr, result

@@ -227,7 +227,7 @@ def _popen(argv: Sequence[str], cwd: str, env: Mapping[str, str], nofile: int | 
             except OSError as exc:  # an fd Popen opened itself fell past the lowered limit
                 if exc.errno != errno.EMFILE:
                     raise
-                lower = False
+                argv = under_nofile(argv, nofile)  # the limit is still set before the exec
                 proc = start()
         else:
             proc = start()
@@ -241,6 +241,13 @@ def _popen(argv: Sequence[str], cwd: str, env: Mapping[str, str], nofile: int | 
     child = Child(proc.pid, in_w, out_r, err_r, popen=proc)
     child.nofile_set = lower
     return child
+
+
+def under_nofile(argv: Sequence[str], nofile: int) -> list[str]:
+    """``argv`` behind a shell that lowers its soft RLIMIT_NOFILE to ``nofile`` and execs it:
+    for a spawn that cannot take place under the lowered limit in this process (EMFILE: an fd
+    the spawn opens for itself falls past it), so the hook still starts with its limit."""
+    return ["/bin/sh", "-c", 'ulimit -S -n "$0" && exec "$@"', str(nofile), *argv]
 
 
 @contextlib.contextmanager
@@ -288,10 +295,10 @@ def _posix_spawn(argv: Sequence[str], env: Mapping[str, str], nofile: int | None
                 with lowered_nofile(nofile):  # the one limit safe to lower here around a spawn
                     pid = os.posix_spawn(argv[0], argl, env, file_actions=actions, setsid=True)
             except OSError as exc:  # the exec could not take this process's fd table under
-                if exc.errno != errno.EMFILE:  # the lowered limit: prlimit after, as above
+                if exc.errno != errno.EMFILE:  # the lowered limit: set by the shell instead
                     raise
-                lowered = False
-                pid = os.posix_spawn(argv[0], argl, env, file_actions=actions, setsid=True)
+                argl = under_nofile(argv, nofile)
+                pid = os.posix_spawn(argl[0], argl, env, file_actions=actions, setsid=True)
     except BaseException:
         for fd in (in_w, out_r, err_r):
             os.close(fd)
