@@ -34,7 +34,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 LIBRARY = REPO / "hooks"  # installed as mcp_hooks/library/
-SDIST_EXTRAS = ("tests", "docs", "examples", "bench")
+SDIST_EXTRAS = ("tests", "docs", "examples", "bench", "java")
 JUNK = ("hooks/protect-hooks/scripts/__pycache__/protect_hooks.cpython-311.pyc",
         "hooks/protect-hooks/scripts/.mypy_cache/3.10/cache.db",
         "tests/.ruff_cache/0.6/cache", "tests/fixtures/__pycache__/x.cpython-311.pyc")
@@ -56,6 +56,7 @@ def _ignore(folder: str, names: list[str]) -> set[str]:
     top = Path(folder) == REPO
     return {n for n in names if n in _NOT_SOURCE or n.endswith((".egg-info", ".pyc"))
             or (top and n in _NOT_SOURCE_TOP)
+            or (Path(folder) == REPO / "java" and n == "target")  # Maven's build output
             or (Path(folder) == REPO / "bench" and n == "out")}
 
 
