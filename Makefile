@@ -72,10 +72,10 @@ java-test: $(STAMP)
 e2e: $(STAMP)
 	$(call run_pytest,e2e,-m e2e)
 
-# The property tests of tests/test_properties.py with a budget 20 times make test's (minutes);
+# The property tests of tests/spec/test_properties.py with a budget 20 times make test's (minutes);
 # failing examples are kept in .pytest_cache/hypothesis and replayed first next time.
 fuzz: $(STAMP)
-	@PATH="$(CURDIR)/$(BIN):$$PATH" MCP_HOOKS_FUZZ=1 $(BIN)/pytest tests/test_properties.py \
+	@PATH="$(CURDIR)/$(BIN):$$PATH" MCP_HOOKS_FUZZ=1 $(BIN)/pytest tests/spec/test_properties.py \
 		--hypothesis-show-statistics
 
 bench: $(STAMP)

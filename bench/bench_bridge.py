@@ -167,11 +167,11 @@ def serve_forwarding(port: int, project: str, user: str, log: str) -> None:
     """``--serve``: the MCP server app plus the forwarding endpoint, as serve would mount it."""
     import anyio
 
-    from mcp_hooks.eventlog import EventLog
     from mcp_hooks.hosts.forward import bridge_routes
     from mcp_hooks.server import build_server
     from mcp_hooks.server.transport import ServeOptions, serve
     from mcp_hooks.service import HookService
+    from mcp_hooks.state.eventlog import EventLog
 
     async def main() -> None:
         service = HookService(Path(project), user_dir=Path(user), log=EventLog(Path(log)))

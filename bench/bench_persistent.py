@@ -68,7 +68,7 @@ def hook_folder(root: Path, persistent: bool) -> None:
 
 def guards(root: Path, persistent: bool | None) -> list[str]:
     """Copy the library's sync before_tool hooks; ``persistent`` None keeps their HOOK.md."""
-    from mcp_hooks.hookfile import load_hook
+    from mcp_hooks.spec.hookfile import load_hook
 
     names = []
     for folder in sorted(LIBRARY.iterdir()):
@@ -89,10 +89,10 @@ def guards(root: Path, persistent: bool | None) -> list[str]:
 
 async def engine_case(stack: contextlib.AsyncExitStack, user: Path, project: Path, log: Path,
                       tool_input: dict[str, object], warm: int = 3) -> Case:
-    from mcp_hooks.discovery import Registry
-    from mcp_hooks.engine import Engine
-    from mcp_hooks.eventlog import EventLog
-    from mcp_hooks.outcome import Event
+    from mcp_hooks.engine.engine import Engine
+    from mcp_hooks.registry.discovery import Registry
+    from mcp_hooks.spec.outcome import Event
+    from mcp_hooks.state.eventlog import EventLog
 
     registry = Registry(user, project)
     stack.callback(registry.close)

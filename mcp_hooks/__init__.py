@@ -18,28 +18,28 @@ TYPE_CHECKING = False
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "EVENTS": "mcp_hooks.events",
-    "Engine": "mcp_hooks.engine",
-    "Event": "mcp_hooks.outcome",
-    "EventLog": "mcp_hooks.eventlog",
+    "EVENTS": "mcp_hooks.spec.events",
+    "Engine": "mcp_hooks.engine.engine",
+    "Event": "mcp_hooks.spec.outcome",
+    "EventLog": "mcp_hooks.state.eventlog",
     "HookFileError": "mcp_hooks.errors",
-    "HookRun": "mcp_hooks.outcome",
+    "HookRun": "mcp_hooks.spec.outcome",
     "Hooks": "mcp_hooks.api",
-    "HookSpec": "mcp_hooks.hookfile",
+    "HookSpec": "mcp_hooks.spec.hookfile",
     "InvalidEventError": "mcp_hooks.errors",
-    "InvalidHook": "mcp_hooks.discovery",
+    "InvalidHook": "mcp_hooks.registry.discovery",
     "MCPHooksError": "mcp_hooks.errors",
-    "Outcome": "mcp_hooks.outcome",
-    "Registry": "mcp_hooks.discovery",
-    "StopGuard": "mcp_hooks.stopguard",
+    "Outcome": "mcp_hooks.spec.outcome",
+    "Registry": "mcp_hooks.registry.discovery",
+    "StopGuard": "mcp_hooks.engine.stopguard",
     "UnknownEventError": "mcp_hooks.errors",
     "afire": "mcp_hooks.api",
-    "canonical_event": "mcp_hooks.events",
-    "default_log_path": "mcp_hooks.eventlog",
-    "default_user_dir": "mcp_hooks.discovery",
+    "canonical_event": "mcp_hooks.spec.events",
+    "default_log_path": "mcp_hooks.state.eventlog",
+    "default_user_dir": "mcp_hooks.registry.discovery",
     "fire": "mcp_hooks.api",
-    "load_hook": "mcp_hooks.hookfile",
-    "project_hooks_dir": "mcp_hooks.discovery",
+    "load_hook": "mcp_hooks.spec.hookfile",
+    "project_hooks_dir": "mcp_hooks.registry.discovery",
 }
 
 __all__ = [
@@ -72,19 +72,24 @@ if TYPE_CHECKING:
     from typing import Any
 
     from mcp_hooks.api import Hooks, afire, fire
-    from mcp_hooks.discovery import InvalidHook, Registry, default_user_dir, project_hooks_dir
-    from mcp_hooks.engine import Engine
+    from mcp_hooks.engine.engine import Engine
+    from mcp_hooks.engine.stopguard import StopGuard
     from mcp_hooks.errors import (
         HookFileError,
         InvalidEventError,
         MCPHooksError,
         UnknownEventError,
     )
-    from mcp_hooks.eventlog import EventLog, default_log_path
-    from mcp_hooks.events import EVENTS, canonical_event
-    from mcp_hooks.hookfile import HookSpec, load_hook
-    from mcp_hooks.outcome import Event, HookRun, Outcome
-    from mcp_hooks.stopguard import StopGuard
+    from mcp_hooks.registry.discovery import (
+        InvalidHook,
+        Registry,
+        default_user_dir,
+        project_hooks_dir,
+    )
+    from mcp_hooks.spec.events import EVENTS, canonical_event
+    from mcp_hooks.spec.hookfile import HookSpec, load_hook
+    from mcp_hooks.spec.outcome import Event, HookRun, Outcome
+    from mcp_hooks.state.eventlog import EventLog, default_log_path
 
 
 def __getattr__(name: str) -> Any:

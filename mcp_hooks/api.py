@@ -75,18 +75,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from mcp_hooks.callables import CallableHook, CallableView, HookTable, make_hook
-from mcp_hooks.discovery import Registry
-from mcp_hooks.engine import Engine, run_unsuspended
+from mcp_hooks.engine.callables import CallableHook, CallableView, HookTable, make_hook
+from mcp_hooks.engine.engine import Engine, run_unsuspended
+from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
 from mcp_hooks.errors import InvalidEventError, UnknownEventError
-from mcp_hooks.eventlog import EventLog, default_log_path
-from mcp_hooks.events import TOOL_EVENTS, canonical_event
 from mcp_hooks.guard import callers_own, named, passes_through
 from mcp_hooks.lanes import Lane, LoopLauncher, ReentryError, Worker
-from mcp_hooks.outcome import EVENT_FIELDS, Event, OnFault, Outcome, fault_outcome
+from mcp_hooks.registry.discovery import Registry
 from mcp_hooks.runner.persistent import PersistentPool
-from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
-from mcp_hooks.vocabulary import MCP_CLIENTS, CallerTool, caller_tool
+from mcp_hooks.spec.events import TOOL_EVENTS, canonical_event
+from mcp_hooks.spec.outcome import EVENT_FIELDS, Event, OnFault, Outcome, fault_outcome
+from mcp_hooks.spec.vocabulary import MCP_CLIENTS, CallerTool, caller_tool
+from mcp_hooks.state.eventlog import EventLog, default_log_path
 
 if TYPE_CHECKING:
     import asyncio
@@ -522,7 +522,7 @@ def default_hooks() -> Hooks:
     if not _DEFAULT:
         import atexit
 
-        from mcp_hooks.discovery import find_project_dir
+        from mcp_hooks.registry.discovery import find_project_dir
 
         hooks = Hooks(find_project_dir(Path.cwd()))
         atexit.register(hooks.close)

@@ -27,7 +27,7 @@ Contracts:
   ``MCP_HOOKS_PERSISTENT`` is removed from the environment, so the programs a hook starts are
   not told they are persistent.
 - **Answers.** ``None`` allows. The helpers build the answer object the engine reads
-  (``mcp_hooks.judge``): ``allow``, ``deny``, ``warn``, ``rewrite`` (``modified_input`` on
+  (``mcp_hooks.engine.judge``): ``allow``, ``deny``, ``warn``, ``rewrite`` (``modified_input`` on
   ``before_tool``), ``replace_output`` (``modified_output`` on ``after_tool``), ``context``
   (``additional_context``). They are plain dicts, so they merge: ``{**rewrite(x), **context(
   "why")}``; a plain dict is an answer too. The answer is the same JSON object in both modes.
@@ -67,7 +67,8 @@ __all__ = ["allow", "context", "deny", "hook", "replace_output", "rewrite", "ser
 
 PERSISTENT_VAR = "MCP_HOOKS_PERSISTENT"
 ID_FIELD = "_mcp_hooks_event_id"  # as mcp_hooks.runner.persistent: echoed in each answer
-_ENV_VALUE_CAP = 4096  # as mcp_hooks.hookenv: longer event values never reach the environment
+# as mcp_hooks.runner.hookenv: longer event values never reach the environment
+_ENV_VALUE_CAP = 4096
 _EVENT_ENV = (("work_dir", "AGENT_HOOKS_WORK_DIR"), ("session_id", "AGENT_HOOKS_SESSION_ID"))
 _DENY_WORDS = ("deny", "block")
 _REASON_ONLY = frozenset({"decision", "reason"})

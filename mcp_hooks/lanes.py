@@ -17,13 +17,13 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from mcp_hooks.asynchooks import AsyncJob, TaskGroupLauncher
-from mcp_hooks.engine import Engine
+from mcp_hooks.engine.asynchooks import AsyncJob, TaskGroupLauncher
+from mcp_hooks.engine.engine import Engine
 from mcp_hooks.errors import RunError
-from mcp_hooks.eventlog import EventLog
 from mcp_hooks.guard import mark_callers_own
-from mcp_hooks.outcome import Outcome
 from mcp_hooks.runner.persistent import PersistentPool
+from mcp_hooks.spec.outcome import Outcome
+from mcp_hooks.state.eventlog import EventLog
 
 if TYPE_CHECKING:
     import asyncio

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import TypeAlias
 
 from mcp_hooks import paths
-from mcp_hooks.discovery import Registry, find_project_dir
-from mcp_hooks.eventlog import EventLog
-from mcp_hooks.outcome import OnFault
-from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
+from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
+from mcp_hooks.registry.discovery import Registry, find_project_dir
+from mcp_hooks.spec.outcome import OnFault
+from mcp_hooks.state.eventlog import EventLog
 
 ON_FAULT_ENV = "MCP_HOOKS_ON_FAULT"
 _LOG_OFF = ("off", "0", "false", "none")

@@ -34,20 +34,20 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from mcp_hooks.discovery import (
+from mcp_hooks.engine.engine import Engine
+from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
+from mcp_hooks.errors import ConfigError, HookFileError, RunError
+from mcp_hooks.registry.discovery import (
     InvalidHook,
     Registry,
     find_project_dir,
     project_hooks_dir,
 )
-from mcp_hooks.engine import Engine
-from mcp_hooks.errors import ConfigError, HookFileError, RunError
-from mcp_hooks.eventlog import EventLog
-from mcp_hooks.events import canonical_event
-from mcp_hooks.hookfile import MAX_HOOK_FILE, NAME_RE, HookSpec, parse_frontmatter
-from mcp_hooks.outcome import Event, HookRun, OnFault, Outcome, cap_text, fault_outcome
 from mcp_hooks.runner.persistent import PersistentPool
-from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
+from mcp_hooks.spec.events import canonical_event
+from mcp_hooks.spec.hookfile import MAX_HOOK_FILE, NAME_RE, HookSpec, parse_frontmatter
+from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, cap_text, fault_outcome
+from mcp_hooks.state.eventlog import EventLog
 
 logger = logging.getLogger("mcp_hooks.service")
 

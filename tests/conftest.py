@@ -1,6 +1,6 @@
 """Shared fixtures: a guard against the real home directory, and fresh hook folders.
 
-The suite's one cache folder (``tests/shared_cache.py``) is resolved once, before any test
+The suite's one cache folder (``tests/helpers/shared_cache.py``) is resolved once, before any test
 moves ``HOME`` or ``XDG_*``, and exported as ``$MCP_HOOKS_TEST_CACHE`` so every test and every
 process it starts installs into, and reuses, the same folder.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import shared_cache
+from tests.helpers import shared_cache
 
 BIN = Path(sys.executable).parent
 MCP_HOOKS = str(BIN / "mcp-hooks")

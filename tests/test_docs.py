@@ -65,12 +65,12 @@ from typing import Any
 import pytest
 
 from mcp_hooks.control.config import load_config as load_hooks_yaml
-from mcp_hooks.events import canonical_event
-from mcp_hooks.hookfile import load_hook
-from mcp_hooks.outcome import Event, Outcome
 from mcp_hooks.proxy.config import load_config as load_proxy_config
 from mcp_hooks.proxy.config import parse_upstream
-from mcp_hooks.signals import Signal
+from mcp_hooks.spec.events import canonical_event
+from mcp_hooks.spec.hookfile import load_hook
+from mcp_hooks.spec.outcome import Event, Outcome
+from mcp_hooks.spec.signals import Signal
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -503,7 +503,7 @@ def test_the_custom_oracle_example(tmp_path: Path) -> None:
     (project / ".ahp" / "oracles").mkdir(parents=True)
     home.mkdir()
     (project / ".ahp" / "oracles" / "api_docs.py").write_text(
-        block("docs/control.md", "from mcp_hooks.signals import Signal").body)
+        block("docs/control.md", "from mcp_hooks.spec.signals import Signal").body)
     first = {"pre-issue-submit": entries["pre-issue-submit"][:1]}
     (project / ".ahp" / "hooks.yaml").write_text(yaml.safe_dump({"hooks": first}))
     for changed, said in ((["api/users.py"], "API changed; update docs/api.md"),
@@ -545,7 +545,7 @@ def test_the_trust_commands(tmp_path: Path) -> None:
 
 
 def test_the_inspector_the_docs_name_is_the_one_tested() -> None:
-    """Every command line naming the MCP Inspector pins the version tests/test_server_ts.py
+    """Every command line naming the MCP Inspector pins the version tests/server/test_server_ts.py
     runs (on node < 22.7.5 a bare npx picks 0.15.0, which has no --strict)."""
     package = json.loads((REPO / "tests" / "ts_client" / "package.json").read_text())
     tested = package["dependencies"]["@modelcontextprotocol/inspector"]
@@ -564,7 +564,7 @@ async def test_what_the_python_sdk_shows_without_the_token(tmp_path: Path) -> No
     from mcp.shared.exceptions import MCPError
 
     from mcp_hooks.server.transport import AUTH_HINT
-    from tests.test_server_transports import served
+    from tests.server.test_server_transports import served
 
     text = (REPO / "docs" / "server.md").read_text(encoding="utf-8")
     assert '-32603 "Server returned an error response"' in " ".join(text.split())

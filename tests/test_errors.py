@@ -83,7 +83,8 @@ def test_the_walk_sees_the_package(exception_classes: list[dict[str, Any]]) -> N
     """The tree tests below would pass on an empty walk; make sure it is not empty."""
     where = {c["where"] for c in exception_classes}
     assert {"mcp_hooks.errors.MCPHooksError", "mcp_hooks.errors.HookFileError",
-            "mcp_hooks.trust.TrustStoreError", "mcp_hooks.matching.MatcherError"} <= where
+            "mcp_hooks.registry.trust.TrustStoreError",
+            "mcp_hooks.spec.matching.MatcherError"} <= where
     assert len(where) >= 10, where
 
 
@@ -108,8 +109,8 @@ def test_each_branch_has_its_exit_code() -> None:
     assert errors.exit_code(AddressInUseError("127.0.0.1", 1)) == errors.EXIT_FAILURE == 1
     assert errors.exit_code(HookFileError(Path("HOOK.md"), "name", "missing")) == 64
     assert errors.exit_code(ValueError("not ours")) == 1
-    from mcp_hooks.matching import MatcherError
-    from mcp_hooks.trust import TrustError, TrustStoreError, UnhashableError
+    from mcp_hooks.registry.trust import TrustError, TrustStoreError, UnhashableError
+    from mcp_hooks.spec.matching import MatcherError
 
     assert issubclass(MatcherError, ConfigError) and issubclass(MatcherError, ValueError)
     for cls in (TrustError, TrustStoreError, UnhashableError):

@@ -3,7 +3,7 @@
 The sdist is built from a copy of this checkout, and the wheel from that sdist (``python -m
 build --no-isolation``: no network). Both are listed: the bundled hook library (the
 checkout's ``hooks/``) is in each, at ``hooks/`` in the sdist and at ``mcp_hooks/library/``
-in the wheel (where ``mcp_hooks.bundle`` finds it once installed), file modes kept and no
+in the wheel (where ``mcp_hooks.registry.bundle`` finds it once installed), file modes kept and no
 byte-code; the sdist also carries the tests (with fixtures), docs, examples, bench and
 Makefile. Then a fresh venv gets ONLY the built wheel (``pip install --no-deps
 --no-index``); its dependencies are made importable by a ``.pth`` naming this venv's
@@ -119,7 +119,7 @@ def test_the_wheel_carries_the_library_with_its_modes(built: Built) -> None:
     assert {name: modes.get(name) for name in library} == library
     assert not [n for n in modes if n.startswith("hooks/")]  # not beside the package
     assert not [n for n in modes if _is_junk(n)]
-    assert "mcp_hooks/bundle.py" in modes and "mcp_hooks/py.typed" in modes
+    assert "mcp_hooks/registry/bundle.py" in modes and "mcp_hooks/py.typed" in modes
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in modes), sorted(modes)[-8:]
     assert not [n for n in modes if n.startswith(("tests/", "docs/", "mcp_hooks/tests"))]
 
@@ -211,7 +211,7 @@ def _home_env(venv: Path, home: Path) -> dict[str, str]:
 def test_the_wheel_alone_is_what_runs(venv: Path, tmp_path: Path) -> None:
     done = subprocess.run(
         [str(venv / "bin" / "python"), "-c",
-         "import mcp_hooks, mcp_hooks.bundle as b, mcp; print(mcp_hooks.__file__); "
+         "import mcp_hooks, mcp_hooks.registry.bundle as b, mcp; print(mcp_hooks.__file__); "
          "print(b.LIBRARY_DIR)"],
         capture_output=True, text=True, timeout=60, cwd=tmp_path,
         env=_home_env(venv, tmp_path / "home"))

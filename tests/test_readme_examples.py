@@ -8,9 +8,9 @@ project (``trust_project_hooks=True``), so the guard must run.
 - The ``Hooks`` and ``Engine`` examples run with this checkout's Python and must print the deny
   (``tests/test_docs.py`` runs them too, in a folder with no hooks, where they allow).
 - Each framework example (LangChain, OpenAI Agents SDK, AgentScope 1.0.x and 2.x) runs in the
-  framework's venv (``tests/framework_venv.py``, the adapter tests' venvs) after a prelude
+  framework's venv (``tests/helpers/framework_venv.py``, the adapter tests' venvs) after a prelude
   that gives it what the README leaves to the reader: ``model`` (the scripted model of
-  ``tests/scripted_model.py``, which calls the shell tool with ``rm -rf /``) and ``tools`` /
+  ``tests/helpers/scripted_model.py``, which calls the shell tool with ``rm -rf /``) and ``tools`` /
   ``toolkit`` / ``agent``, whose one tool is a shell (named as some host names it: ``Bash``,
   ``shell``, ``run_shell_command``) that only records the command it was given in ``ran.txt``.
   The deny must reach the model, and ``rm -rf /`` must never reach the tool.
@@ -32,11 +32,11 @@ from pathlib import Path
 
 import pytest
 
-from tests import test_adapter_agentscope as agentscope_tests
-from tests import test_adapter_langchain as langchain_tests
-from tests import test_adapter_openai_agents as openai_tests
-from tests.framework_venv import REPO, framework_python
-from tests.scripted_model import ScriptedModel, Text, ToolCall
+from tests.adapters import test_adapter_agentscope as agentscope_tests
+from tests.adapters import test_adapter_langchain as langchain_tests
+from tests.adapters import test_adapter_openai_agents as openai_tests
+from tests.helpers.framework_venv import REPO, framework_python
+from tests.helpers.scripted_model import ScriptedModel, Text, ToolCall
 
 README = REPO / "README.md"
 PYTHON_API = REPO / "docs" / "python-api.md"

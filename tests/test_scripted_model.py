@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.scripted_model import ScriptedModel, Text, ToolCall
+from tests.helpers.scripted_model import ScriptedModel, Text, ToolCall
 
 
 def _post(url: str, body: dict[str, Any]) -> tuple[int, bytes]:

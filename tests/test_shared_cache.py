@@ -1,4 +1,4 @@
-"""The test cache's install protocol (``tests/shared_cache.py``), with real processes.
+"""The test cache's install protocol (``tests/helpers/shared_cache.py``), with real processes.
 
 Each installer is a separate Python process calling ``shared_cache.ensure`` on a fake package
 whose install writes three files, pausing after the first until a "go" file appears; the
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests import shared_cache
-from tests.shared_cache import COMPLETE, cache_root, ensure, relocate_scripts
+from tests.helpers import shared_cache
+from tests.helpers.shared_cache import COMPLETE, cache_root, ensure, relocate_scripts
 
 REPO = Path(__file__).resolve().parent.parent
 FILES = ("one", "two", "three")
@@ -28,7 +28,7 @@ HANG = 60.0  # seconds: only a hang (an installer that never ends) reaches it
 INSTALLER = """
 import sys, time
 from pathlib import Path
-from tests.shared_cache import ensure
+from tests.helpers.shared_cache import ensure
 
 root, go, log = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 

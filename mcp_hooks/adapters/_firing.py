@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hooks.api import Hooks
-from mcp_hooks.eventlog import EventLog
+from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
 from mcp_hooks.guard import callers_own, named, passes_through
-from mcp_hooks.outcome import OnFault, Outcome, fault_outcome
-from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
+from mcp_hooks.spec.outcome import OnFault, Outcome, fault_outcome
+from mcp_hooks.state.eventlog import EventLog
 
 # the logger each adapter says what it skipped through: under the framework's own logger
 LOGGERS: dict[str, str] = {

@@ -89,9 +89,9 @@ from mcp_hooks.adapters._firing import (  # noqa: E402
     with_context,
 )
 from mcp_hooks.api import Hooks  # noqa: E402
-from mcp_hooks.eventlog import EventLog  # noqa: E402
-from mcp_hooks.outcome import OnFault  # noqa: E402
-from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP  # noqa: E402
+from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP  # noqa: E402
+from mcp_hooks.spec.outcome import OnFault  # noqa: E402
+from mcp_hooks.state.eventlog import EventLog  # noqa: E402
 
 HOOK_NAME = "mcp_hooks"
 _DENY = "_mcp_hooks_deny"  # keys the pre_acting hook adds to a tool call for the middleware

@@ -49,9 +49,9 @@ from typing import Any
 from mcp_hooks.adapters import requires_framework
 from mcp_hooks.adapters._firing import Firing, refusal, stop_feedback, tool_input, with_context
 from mcp_hooks.api import Hooks
-from mcp_hooks.eventlog import EventLog
-from mcp_hooks.outcome import OnFault, Outcome
-from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
+from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
+from mcp_hooks.spec.outcome import OnFault, Outcome
+from mcp_hooks.state.eventlog import EventLog
 
 with requires_framework(__name__):
     from agentscope.event import ReplyEndEvent, ReplyFinishedReason  # type: ignore[import-not-found, unused-ignore]

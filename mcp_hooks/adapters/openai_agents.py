@@ -52,9 +52,9 @@ from typing import Any
 from mcp_hooks.adapters import requires_framework
 from mcp_hooks.adapters._firing import Firing
 from mcp_hooks.api import Hooks
-from mcp_hooks.eventlog import EventLog
-from mcp_hooks.outcome import OnFault, Outcome
-from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
+from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
+from mcp_hooks.spec.outcome import OnFault, Outcome
+from mcp_hooks.state.eventlog import EventLog
 
 # the framework is an optional extra: mypy may run where it is not installed
 with requires_framework(__name__):

@@ -7,9 +7,9 @@ them into the typed options of its adapter and calls it::
     serve    serve: the MCP server (mcp_hooks.server)
     proxy    proxy: the gating proxy (mcp_hooks.proxy)
     hosts    bridge, install, uninstall, doctor (mcp_hooks.hosts)
-    trust    trust: review and trust a project's hooks (mcp_hooks.trust)
-    setup    add, init: the bundled hook library, the first run (mcp_hooks.bundle)
-    signals  signals, respond: the signal log of the control layer (mcp_hooks.signallog)
+    trust    trust: review and trust a project's hooks (mcp_hooks.registry.trust)
+    setup    add, init: the bundled hook library, the first run (mcp_hooks.registry.bundle)
+    signals  signals, respond: the signal log of the control layer (mcp_hooks.state.signallog)
     report   what people read: an outcome, the hook table, event-log lines
 
 Every group but ``hooks`` is imported, and its parser built, only when its command runs, so
@@ -20,7 +20,7 @@ The shared options (``--user-dir``, ``--project-dir``, ``--log``, ``--on-fault``
 after it; after it wins. A command's ``--help`` shows only the ones it reads
 (``options.READ_BY``), and ``--scope user|project`` is one option wherever a command writes
 to one of the two (``options.add_scope_option``). Every command's ``--help`` ends with
-examples (``EXAMPLES``), each of which parses (``tests/test_cli_help.py``). A mistyped
+examples (``EXAMPLES``), each of which parses (``tests/cli/test_cli_help.py``). A mistyped
 command, event, host or hook name is answered with "did you mean"
 (:func:`mcp_hooks.errors.did_you_mean`).
 
@@ -92,7 +92,7 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 
 # Two or three real command lines per command, shown at the end of its --help (and checked to
-# parse by tests/test_cli_help.py, so they cannot rot). A command added to the parser needs
+# parse by tests/cli/test_cli_help.py, so they cannot rot). A command added to the parser needs
 # its row here.
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "": (

@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_hooks import options
-from mcp_hooks.discovery import Registry, project_hooks_dir
-from mcp_hooks.engine import Engine, HookDone
+from mcp_hooks.engine.engine import Engine, HookDone
 from mcp_hooks.errors import (
     EXIT_DENIED,
     EXIT_FAILURE,
@@ -33,13 +32,14 @@ from mcp_hooks.errors import (
     UsageError,
     did_you_mean,
 )
-from mcp_hooks.events import EVENTS, canonical_event
-from mcp_hooks.hookfile import find_hook_file, load_hook, problems_of, warnings_of
-from mcp_hooks.outcome import Event, HookRun, Outcome, fault_outcome
 from mcp_hooks.ownstdout import owned_stdout
+from mcp_hooks.registry.discovery import Registry, project_hooks_dir
+from mcp_hooks.spec.events import EVENTS, canonical_event
+from mcp_hooks.spec.hookfile import find_hook_file, load_hook, problems_of, warnings_of
+from mcp_hooks.spec.outcome import Event, HookRun, Outcome, fault_outcome
 
 if TYPE_CHECKING:
-    from mcp_hooks.eventlog import EventLog
+    from mcp_hooks.state.eventlog import EventLog
 
 PROGRESS_AFTER = 1.0  # seconds: on a terminal, an event running longer shows each hook's end
 
@@ -434,7 +434,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    from mcp_hooks.events import catalogue
+    from mcp_hooks.spec.events import catalogue
 
     if args.json:
         print(json.dumps(catalogue(), indent=2))
@@ -482,7 +482,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             for warning in warnings:
                 print(f"warning: {warning}", file=sys.stderr)
             if args.portable:
-                from mcp_hooks.portable import check_hook
+                from mcp_hooks.spec.portable import check_hook
 
                 unportable = check_hook(hook_dir)
                 for item in unportable:
@@ -546,7 +546,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 def cmd_log(args: argparse.Namespace) -> int:
     from mcp_hooks.cli.report import format_log_record
-    from mcp_hooks.eventlog import EventLog
+    from mcp_hooks.state.eventlog import EventLog
 
     log = EventLog(options.log_path(args))
     return print_log(log, args, (lambda r: json.dumps(r)) if args.json else format_log_record,

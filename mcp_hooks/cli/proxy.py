@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_hooks import options
 from mcp_hooks.cli.serve import add_transport_arguments, announce_stdio, transport_options
-from mcp_hooks.eventlog import EventLog
-from mcp_hooks.outcome import OnFault
+from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
 from mcp_hooks.server.transport import ServeOptions
-from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
+from mcp_hooks.spec.outcome import OnFault
+from mcp_hooks.state.eventlog import EventLog
 
 if TYPE_CHECKING:
     from mcp_hooks.proxy.app import ProxySettings
@@ -155,8 +155,8 @@ def run(opts: ProxyOptions) -> int:
         TransportConfigError: the transport options must not be served.
         AddressInUseError: HTTP/SSE: the host and port are taken.
     """
-    from mcp_hooks.discovery import Registry
     from mcp_hooks.proxy.app import serve_proxy
+    from mcp_hooks.registry.discovery import Registry
 
     opts.serve.check()
     registry = Registry(opts.user_dir, opts.project_dir,

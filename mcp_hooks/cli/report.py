@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mcp_hooks import matching
-from mcp_hooks.discovery import Registry
-from mcp_hooks.events import EVENTS
-from mcp_hooks.hookfile import HookSpec
-from mcp_hooks.outcome import HookRun, Outcome
-from mcp_hooks.signals import ACTIONS
+from mcp_hooks.registry.discovery import Registry
+from mcp_hooks.spec import matching
+from mcp_hooks.spec.events import EVENTS
+from mcp_hooks.spec.hookfile import HookSpec
+from mcp_hooks.spec.outcome import HookRun, Outcome
+from mcp_hooks.spec.signals import ACTIONS
 
 _MARK = {"allow": "ok", "deny": "DENY", "error": "ERR", "timeout": "TIME", "scheduled": "bg"}
 

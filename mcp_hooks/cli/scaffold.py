@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hooks import options
-from mcp_hooks.discovery import project_hooks_dir
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, UsageError
-from mcp_hooks.events import EVENTS, canonical_event
-from mcp_hooks.hookfile import LITERAL_TOOLS, NAME_RE, HookSpec, load_hook
+from mcp_hooks.registry.discovery import project_hooks_dir
+from mcp_hooks.spec.events import EVENTS, canonical_event
+from mcp_hooks.spec.hookfile import LITERAL_TOOLS, NAME_RE, HookSpec, load_hook
 
 _SCRIPT = """#!/bin/sh
 # {name}: runs on {trigger}. The event arrives as one JSON object on stdin.
@@ -233,6 +233,6 @@ def _scope(args: argparse.Namespace) -> str:
 
 def _trust_scaffold(project: Path, hook_dir: Path) -> None:
     """Trust the project hook just written (our own scaffold), so the ``try it`` line runs."""
-    from mcp_hooks.trust import TrustStore, hook_digest
+    from mcp_hooks.registry.trust import TrustStore, hook_digest
 
     TrustStore().trust(project, {hook_dir.name: hook_digest(hook_dir)})

@@ -38,9 +38,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from mcp_hooks import options
+from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
 from mcp_hooks.errors import UsageError
-from mcp_hooks.eventlog import EventLog
-from mcp_hooks.outcome import OnFault
 from mcp_hooks.server.transport import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -49,7 +48,8 @@ from mcp_hooks.server.transport import (
     ServeOptions,
     TransportName,
 )
-from mcp_hooks.stopguard import DEFAULT_STOP_BLOCK_CAP
+from mcp_hooks.spec.outcome import OnFault
+from mcp_hooks.state.eventlog import EventLog
 
 EXIT_INTERRUPTED = 130
 STDIO_ENV = "MCP_HOOKS_SERVE_STDIO"  # "sdk": the SDK's stdio transport, not the event loop's

@@ -1,6 +1,6 @@
 """``mcp-hooks add`` and ``mcp-hooks init``: the bundled hook library, and the first run.
 
-``add NAME...`` copies bundled hooks (:mod:`mcp_hooks.bundle`) into the user hooks folder
+``add NAME...`` copies bundled hooks (:mod:`mcp_hooks.registry.bundle`) into the user hooks folder
 (``--scope user``, the default: ``--user-dir``, else ``paths.user_hooks_dir()``) or the
 project's ``.agents/hooks`` (``--scope project``), trusting a project copy. ``add --list``
 prints the library (``--json`` for programs).
@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_hooks import bundle, options
-from mcp_hooks.discovery import project_hooks_dir
+from mcp_hooks import options
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, UsageError
 from mcp_hooks.options import CommonOptions
+from mcp_hooks.registry import bundle
+from mcp_hooks.registry.discovery import project_hooks_dir
 
 PROOF_INPUT = '{"command": "rm -rf /"}'
 

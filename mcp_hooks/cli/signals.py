@@ -20,8 +20,8 @@ from typing import Any
 
 from mcp_hooks import options
 from mcp_hooks.errors import EXIT_OK, UsageError
-from mcp_hooks.signallog import SignalLog
-from mcp_hooks.signals import ACTIONS
+from mcp_hooks.spec.signals import ACTIONS
+from mcp_hooks.state.signallog import SignalLog
 
 
 def _log(args: argparse.Namespace) -> SignalLog:

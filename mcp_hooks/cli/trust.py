@@ -41,10 +41,10 @@ from typing import Any, Literal
 from mcp_hooks import options
 from mcp_hooks.control.config import TRUST_NAME, load_config, needs_trust
 from mcp_hooks.control.files import AhpFile, ahp_snapshot
-from mcp_hooks.discovery import project_hooks_dir
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, HookFileError, UsageError
-from mcp_hooks.hookfile import HookSpec, load_hook
-from mcp_hooks.trust import UNVERIFIABLE_DIGEST, Status, TrustStore, digest_report
+from mcp_hooks.registry.discovery import project_hooks_dir
+from mcp_hooks.registry.trust import UNVERIFIABLE_DIGEST, Status, TrustStore, digest_report
+from mcp_hooks.spec.hookfile import HookSpec, load_hook
 
 
 def add_parser(sub: Any) -> None:

@@ -10,8 +10,6 @@ those of the HOOK.md hooks (``signals.py``).
 - ``oracles/``: the built-in oracles and custom ones (``BUILTIN``, ``build_oracle``).
 - ``ladder.py``: progressive intervention (prompt, then control, then block), on disk.
 - ``evaluation.py``: one trigger's entries -> signals, failing closed on a broken file.
-- ``layer.py``: what the engine holds: the merged hooks.yaml of its project, read again
-  when a file changes, and the run of one event's entries (sync, then background).
 
 Names are imported on first use: an engine whose project has no hooks.yaml never loads
 the oracles.
@@ -38,14 +36,12 @@ if TYPE_CHECKING:
     from mcp_hooks.control.context import Issue, OracleContext
     from mcp_hooks.control.evaluation import evaluate, source_name
     from mcp_hooks.control.ladder import Ladder
-    from mcp_hooks.control.layer import ControlLayer
     from mcp_hooks.control.oracles import BUILTIN, Oracle, UnknownOracleError, build_oracle
 
 _EXPORTS = {
     "BUILTIN": "mcp_hooks.control.oracles",
     "TRIGGERS": "mcp_hooks.control.config",
     "ControlConfig": "mcp_hooks.control.config",
-    "ControlLayer": "mcp_hooks.control.layer",
     "Entry": "mcp_hooks.control.config",
     "HooksYamlError": "mcp_hooks.control.config",
     "Issue": "mcp_hooks.control.context",
@@ -65,7 +61,7 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "BUILTIN", "TRIGGERS", "ControlConfig", "ControlLayer", "Entry", "HooksYamlError", "Issue",
+    "BUILTIN", "TRIGGERS", "ControlConfig", "Entry", "HooksYamlError", "Issue",
     "Ladder", "Oracle", "OracleContext", "UnknownOracleError", "build_oracle",
     "canonical_trigger", "config_digest", "evaluate", "load_config", "source_name",
     "trust_config", "trust_status", "user_config_path",

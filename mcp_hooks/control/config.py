@@ -122,7 +122,7 @@ from mcp_hooks.control.schema import (
 from mcp_hooks.errors import ConfigError
 
 if TYPE_CHECKING:
-    from mcp_hooks.trust import TrustStore
+    from mcp_hooks.registry.trust import TrustStore
 
 
 # -- trust ---------------------------------------------------------------------------------
@@ -134,14 +134,14 @@ def config_digest(project_dir: Path) -> str:
 
 
 def trust_status(project_dir: Path, store: TrustStore | None = None) -> str:
-    from mcp_hooks.trust import TrustStore
+    from mcp_hooks.registry.trust import TrustStore
 
     return (store or TrustStore()).status(project_dir, TRUST_NAME, config_digest(project_dir))
 
 
 def trust_config(project_dir: Path, store: TrustStore | None = None) -> str:
     """Trust the project's hooks.yaml as it is now (after reading it); returns the digest."""
-    from mcp_hooks.trust import TrustStore
+    from mcp_hooks.registry.trust import TrustStore
 
     digest = config_digest(project_dir)
     (store or TrustStore()).trust(project_dir, {TRUST_NAME: digest})
@@ -228,7 +228,7 @@ class _Merger:
             return True
         assert self.project_dir is not None
         if config.snapshot is None:
-            from mcp_hooks.trust import TrustStore
+            from mcp_hooks.registry.trust import TrustStore
 
             config.snapshot = ahp_snapshot(self.project_dir)
             config.trust = (self.store or TrustStore()).status(
@@ -396,7 +396,7 @@ def load_config(project_dir: Path | None, *, user_file: Path | None = None,
             (``validate``, the trust review): every custom oracle is a ``HeldBack``.
     """
     if trust_project is None:
-        from mcp_hooks.trust import trust_all_from_env
+        from mcp_hooks.registry.trust import trust_all_from_env
 
         trust_project = trust_all_from_env()
     merger = _Merger(project_dir, trust_project=trust_project, trust_store=trust_store,

@@ -54,7 +54,7 @@ from mcp_hooks.control.config import (
 from mcp_hooks.control.context import OracleContext
 from mcp_hooks.control.ladder import Ladder, convert
 from mcp_hooks.control.oracles.base import EVALUATION_TIMEOUT
-from mcp_hooks.signals import Signal
+from mcp_hooks.spec.signals import Signal
 
 CLEANUP_GRACE = 2.0  # seconds a timed-out oracle's command may take to be killed
 MAX_ABANDONED = 16  # abandoned oracle threads still running before no new one starts

@@ -39,7 +39,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from mcp_hooks.errors import ConfigError
-from mcp_hooks.trust import UnhashableError
+from mcp_hooks.registry.trust import UnhashableError
 
 MAX_ENTRIES = 20_000  # entries under .ahp walked (archives included) before giving up
 MAX_COVERED = 1000  # hooks*.yaml and *.py files trust covers

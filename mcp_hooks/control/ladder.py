@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hooks.control import runtime
-from mcp_hooks.signals import Intensity, Signal
+from mcp_hooks.spec.signals import Intensity, Signal
 
 DEFAULT_STEPS: tuple[Intensity, ...] = ("prompt", "control", "block")
 MAX_AGE = 30 * 24 * 3600

@@ -98,7 +98,7 @@ def entered(scope: Scope) -> Iterator[Scope]:
 
 def environment(scope: Scope | None = None) -> dict[str, str]:
     """The environment an oracle's command starts from: a hook's (``hookenv``)."""
-    from mcp_hooks.hookenv import hook_environment
+    from mcp_hooks.runner.hookenv import hook_environment
 
     return hook_environment(os.environ, scope.secrets if scope is not None else ())
 

@@ -76,7 +76,7 @@ def canonical_trigger(name: str) -> str:
         return TRIGGERS[name]
     if name in TRIGGERS.values():
         return name
-    from mcp_hooks.events import canonical_event
+    from mcp_hooks.spec.events import canonical_event
 
     return canonical_event(name)
 
@@ -154,7 +154,7 @@ def _scalar_holds(want: Any, actual: Any) -> bool:
 def condition_holds(key: str, want: Any, view: Mapping[str, Any]) -> bool:
     actual = lookup(view, key)
     if key == "tool":  # a host's own name (Bash) also matches the canonical one (Shell)
-        from mcp_hooks.vocabulary import also_named
+        from mcp_hooks.spec.vocabulary import also_named
 
         names = frozenset(str(w) for w in (want if isinstance(want, list) else [want]))
         return actual is not None and str(actual) in names | also_named(names)

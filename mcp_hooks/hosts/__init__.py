@@ -11,7 +11,7 @@ handler written there) and install notes (see ``base.Host``). Over them, knowing
 - ``install``: ``mcp-hooks install`` / ``uninstall``, over ``configfile`` (editing the config
   formats) and ``forward_script`` (the ``--via server`` script);
 - ``doctor``: ``mcp-hooks doctor``, whether the gate is whole;
-- the shared tool vocabulary is core: ``mcp_hooks.vocabulary``.
+- the shared tool vocabulary is core: ``mcp_hooks.spec.vocabulary``.
 
 Their parsers and the conversion to typed options live in ``mcp_hooks.cli.hosts``. Host
 modules are imported lazily: a bridge run loads only its own host.

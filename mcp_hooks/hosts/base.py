@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcp_hooks.errors import RunError
-from mcp_hooks.signals import ACTIONS
-from mcp_hooks.vocabulary import (
+from mcp_hooks.spec.signals import ACTIONS
+from mcp_hooks.spec.vocabulary import (
     MCP_CLIENTS,
     RewriteError,
     ToolMap,
@@ -57,7 +57,7 @@ from mcp_hooks.vocabulary import (
 )
 
 if TYPE_CHECKING:
-    from mcp_hooks.outcome import Outcome
+    from mcp_hooks.spec.outcome import Outcome
 
 EXIT_FAIL_OPEN = 1  # every host treats exit 1 as "hook failed, carry on"
 EXIT_BLOCK = 2  # the block exit code of Claude Code, Codex, Gemini CLI, Cursor and Kimi CLI
@@ -134,7 +134,7 @@ def fault_outcome(event: str, what: str, *, on_fault: str = "block") -> Outcome:
     """The engine's answer for an event mcp-hooks could not decide: a deny by ``mcp-hooks``
     whose reason says what broke and how to fix it, or an allow with that as a warning
     (``warn``, or an event that cannot block). Imported here, when a fault happens."""
-    from mcp_hooks import outcome
+    from mcp_hooks.spec import outcome
 
     return outcome.fault_outcome(event, what, on_fault=on_fault)
 
@@ -183,8 +183,8 @@ def keep_unshown_aid(session_id: str, outcome: Outcome, reply: Reply) -> None:
     aid = [s for s in outcome.signals if s.intensity == "aid"]
     if not aid:
         return
-    from mcp_hooks.inbox import AidInbox, aid_context
-    from mcp_hooks.outcome import cap_text
+    from mcp_hooks.spec.outcome import cap_text
+    from mcp_hooks.state.inbox import AidInbox, aid_context
 
     try:
         data: Any = json.loads(reply.stdout) if reply.stdout.strip() else {}

@@ -55,8 +55,8 @@ from mcp_hooks.options import CommonOptions
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from mcp_hooks.outcome import Outcome
-    from mcp_hooks.stopguard import StopGuard
+    from mcp_hooks.engine.stopguard import StopGuard
+    from mcp_hooks.spec.outcome import Outcome
 
 EXIT_USAGE = 64
 
@@ -143,9 +143,9 @@ def _write(reply: Reply, out: BinaryIO) -> None:
 def fire_call(call: Call, args: CommonOptions) -> Outcome:
     """Fire the translated call at a fresh engine over the registry the options describe."""
     from mcp_hooks import options
-    from mcp_hooks.discovery import Registry, find_project_dir
-    from mcp_hooks.engine import Engine
-    from mcp_hooks.outcome import Event
+    from mcp_hooks.engine.engine import Engine
+    from mcp_hooks.registry.discovery import Registry, find_project_dir
+    from mcp_hooks.spec.outcome import Event
 
     if args.project_dir is not None or os.environ.get("MCP_HOOKS_PROJECT_DIR"):
         project = options.project_dir(args)
@@ -168,7 +168,7 @@ def fire_call(call: Call, args: CommonOptions) -> Outcome:
 def stop_guard(call: Call, cap: int) -> StopGuard:
     """The loop guard of one bridge run: its count in a file per host and session."""
     from mcp_hooks import paths
-    from mcp_hooks.stopguard import FileCounter, StopGuard
+    from mcp_hooks.engine.stopguard import FileCounter, StopGuard
 
     host = call.fields.get("payload", {}).get("host", {}).get("name", "host")
     return StopGuard(cap, FileCounter(paths.state_dir() / "stop", host), new_turn_resets=True)

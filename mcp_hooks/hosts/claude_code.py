@@ -26,10 +26,10 @@ from mcp_hooks.hosts.base import (
     joined,
     json_reply,
 )
-from mcp_hooks.vocabulary import CLAUDE_CODE, Vocabulary
+from mcp_hooks.spec.vocabulary import CLAUDE_CODE, Vocabulary
 
 if TYPE_CHECKING:
-    from mcp_hooks.outcome import Outcome
+    from mcp_hooks.spec.outcome import Outcome
 
 
 class ClaudeShaped(Host):

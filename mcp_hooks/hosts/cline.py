@@ -44,10 +44,10 @@ from mcp_hooks.hosts.base import (
     json_answer,
     json_reply,
 )
-from mcp_hooks.vocabulary import CLINE, Vocabulary
+from mcp_hooks.spec.vocabulary import CLINE, Vocabulary
 
 if TYPE_CHECKING:
-    from mcp_hooks.outcome import Outcome
+    from mcp_hooks.spec.outcome import Outcome
 
 # Cline's payload ``hookName`` -> the event (file) name
 HOOK_NAMES: dict[str, str] = {

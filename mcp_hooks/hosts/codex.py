@@ -17,7 +17,7 @@ from typing import ClassVar
 
 from mcp_hooks.hosts.base import CLAUDE_EVENTS
 from mcp_hooks.hosts.claude_code import ClaudeShaped
-from mcp_hooks.vocabulary import CODEX, Vocabulary
+from mcp_hooks.spec.vocabulary import CODEX, Vocabulary
 
 
 class Codex(ClaudeShaped):

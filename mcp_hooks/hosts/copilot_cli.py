@@ -34,10 +34,10 @@ from mcp_hooks.hosts.base import (
     json_answer,
     json_reply,
 )
-from mcp_hooks.vocabulary import COPILOT_CLI, Vocabulary
+from mcp_hooks.spec.vocabulary import COPILOT_CLI, Vocabulary
 
 if TYPE_CHECKING:
-    from mcp_hooks.outcome import Outcome
+    from mcp_hooks.spec.outcome import Outcome
 
 _PRE_TOOL = frozenset({"preToolUse", "PreToolUse"})
 _STOPS = frozenset({"agentStop", "subagentStop", "Stop", "SubagentStop"})

@@ -31,10 +31,10 @@ from mcp_hooks.hosts.base import (
     json_answer,
     json_reply,
 )
-from mcp_hooks.vocabulary import CURSOR, CURSOR_EVENT_TOOLS, ToolMap, Vocabulary
+from mcp_hooks.spec.vocabulary import CURSOR, CURSOR_EVENT_TOOLS, ToolMap, Vocabulary
 
 if TYPE_CHECKING:
-    from mcp_hooks.outcome import Outcome
+    from mcp_hooks.spec.outcome import Outcome
 
 _PERMISSION = frozenset({"preToolUse", "beforeShellExecution", "beforeMCPExecution",
                          "beforeReadFile", "subagentStart"})

@@ -458,7 +458,7 @@ def check_hooks(report: Report, given: CommonOptions) -> None:
 def _identical(one: Path, other: Path) -> bool:
     """Whether two hook folders hold the same content (the digest trust uses: relative
     paths, modes and bytes); a folder that cannot be hashed in full is never the same."""
-    from mcp_hooks.trust import UNVERIFIABLE_DIGEST, hook_digest
+    from mcp_hooks.registry.trust import UNVERIFIABLE_DIGEST, hook_digest
 
     digest = hook_digest(one)
     return digest != UNVERIFIABLE_DIGEST and digest == hook_digest(other)
@@ -481,7 +481,7 @@ def _writable(path: Path) -> bool:
 
 def _trust_store() -> tuple[Path, str | None]:
     """The trust store's path, and why it cannot be read (None: it can, or is absent)."""
-    from mcp_hooks.trust import TrustStore
+    from mcp_hooks.registry.trust import TrustStore
 
     path = paths.trust_store_path()
     try:

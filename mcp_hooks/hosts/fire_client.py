@@ -38,7 +38,7 @@ from mcp_hooks.hosts.forward_auth import (
     forward_timeout,
     sign_request,
 )
-from mcp_hooks.outcome import Outcome
+from mcp_hooks.spec.outcome import Outcome
 
 SERVER_ENV = "MCP_HOOKS_SERVER"
 TOKEN_ENV = "MCP_HOOKS_TOKEN"

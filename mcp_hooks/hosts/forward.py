@@ -69,8 +69,8 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.routing import Route
 
-    from mcp_hooks.engine import Engine
-    from mcp_hooks.outcome import Event, OnFault, Outcome
+    from mcp_hooks.engine.engine import Engine
+    from mcp_hooks.spec.outcome import Event, OnFault, Outcome
 
 EngineFor = Callable[[str | None], "Engine | Awaitable[Engine]"]
 # The wire contract, shared with `install` (which writes it into host configs and the forward
@@ -95,7 +95,7 @@ async def answer_payload(host: Host, payload: dict[str, Any], event: str | None,
     warning); only a work dir this server does not serve fails over (exit 1), so that the
     forward script runs the local bridge instead.
     """
-    from mcp_hooks.outcome import Event
+    from mcp_hooks.spec.outcome import Event
 
     try:
         host_event = host.event_of(payload, event)
@@ -214,8 +214,8 @@ def read_fire_body(body: bytes) -> Event:
         UnknownEventError: ``event_type`` is not in the catalogue.
     """
     from mcp_hooks.errors import InvalidEventError
-    from mcp_hooks.events import canonical_event
-    from mcp_hooks.outcome import Event
+    from mcp_hooks.spec.events import canonical_event
+    from mcp_hooks.spec.outcome import Event
 
     try:
         data = json.loads(body)
@@ -253,8 +253,8 @@ def fire_route(engine_for: EngineFor, token: str,
     from starlette.routing import Route
 
     from mcp_hooks.errors import ConfigError
-    from mcp_hooks.events import canonical_event
-    from mcp_hooks.outcome import fault_outcome
+    from mcp_hooks.spec.events import canonical_event
+    from mcp_hooks.spec.outcome import fault_outcome
 
     guard = verifier or RequestVerifier(token)
 

@@ -27,10 +27,10 @@ from mcp_hooks.hosts.base import (
     json_answer,
     json_reply,
 )
-from mcp_hooks.vocabulary import GEMINI_CLI, Vocabulary
+from mcp_hooks.spec.vocabulary import GEMINI_CLI, Vocabulary
 
 if TYPE_CHECKING:
-    from mcp_hooks.outcome import Outcome
+    from mcp_hooks.spec.outcome import Outcome
 
 _BLOCKS = frozenset({"BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent"})
 _CONTEXT = frozenset({"AfterTool", "BeforeAgent", "SessionStart"})

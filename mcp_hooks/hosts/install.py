@@ -71,7 +71,6 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, MCPHooksError, exit_code
-from mcp_hooks.events import can_block
 from mcp_hooks.hosts import UnknownHostError, get_host
 from mcp_hooks.hosts.base import Host
 from mcp_hooks.hosts.configfile import (
@@ -86,6 +85,7 @@ from mcp_hooks.hosts.configfile import (
 from mcp_hooks.hosts.forward import FORWARD_PATH, TOOL_NAME
 from mcp_hooks.hosts.forward_script import script_path, write_forward_files
 from mcp_hooks.options import CommonOptions
+from mcp_hooks.spec.events import can_block
 
 BRIDGE_COMMAND_ENV = "MCP_HOOKS_BRIDGE_COMMAND"
 TOKEN_ENV = "MCP_HOOKS_TOKEN"

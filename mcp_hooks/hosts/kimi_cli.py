@@ -27,10 +27,10 @@ from mcp_hooks.hosts.base import (
     json_reply,
     warning_text,
 )
-from mcp_hooks.vocabulary import KIMI_CLI, Vocabulary
+from mcp_hooks.spec.vocabulary import KIMI_CLI, Vocabulary
 
 if TYPE_CHECKING:
-    from mcp_hooks.outcome import Outcome
+    from mcp_hooks.spec.outcome import Outcome
 
 _BLOCKS = frozenset({"PreToolUse", "UserPromptSubmit", "Stop"})
 

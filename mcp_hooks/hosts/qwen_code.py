@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcp_hooks.hosts.base import CLAUDE_EVENTS, Call
 from mcp_hooks.hosts.claude_code import ClaudeShaped
-from mcp_hooks.vocabulary import QWEN_CODE, Vocabulary
+from mcp_hooks.spec.vocabulary import QWEN_CODE, Vocabulary
 
 if TYPE_CHECKING:
-    from mcp_hooks.outcome import Outcome
+    from mcp_hooks.spec.outcome import Outcome
 
 NO_REWRITE = ("Qwen Code does not apply a PreToolUse hook's updatedInput (0.24.4), so the "
               "rewrite by a hook cannot be carried out")

@@ -47,9 +47,7 @@ from mcp.server.subscriptions import (
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
-from mcp_hooks.engine import Engine
-from mcp_hooks.eventlog import EventLog
-from mcp_hooks.outcome import OnFault
+from mcp_hooks.engine.engine import Engine
 from mcp_hooks.proxy.catalog import STATUS_URI, Catalog, NameMemory
 from mcp_hooks.proxy.config import UpstreamSpec
 from mcp_hooks.proxy.fast import FastPath
@@ -64,9 +62,11 @@ from mcp_hooks.proxy.upstream import (
     Upstream,
     UpstreamError,
 )
+from mcp_hooks.spec.outcome import OnFault
+from mcp_hooks.state.eventlog import EventLog
 
 if TYPE_CHECKING:
-    from mcp_hooks.discovery import Registry
+    from mcp_hooks.registry.discovery import Registry
     from mcp_hooks.server.transport import ServeOptions
 
 logger = logging.getLogger("mcp_hooks.proxy")

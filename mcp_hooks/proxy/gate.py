@@ -36,8 +36,7 @@ import anyio
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
-from mcp_hooks.engine import Engine
-from mcp_hooks.outcome import Event, Outcome, cap_text, fault_outcome
+from mcp_hooks.engine.engine import Engine
 from mcp_hooks.proxy.catalog import Catalog
 from mcp_hooks.proxy.results import (
     append_context,
@@ -50,7 +49,8 @@ from mcp_hooks.proxy.results import (
 )
 from mcp_hooks.proxy.sessions import DownstreamSession
 from mcp_hooks.proxy.upstream import UpstreamError
-from mcp_hooks.vocabulary import MCP_CLIENTS, CallerTool, caller_tool, unexpressible
+from mcp_hooks.spec.outcome import Event, Outcome, cap_text, fault_outcome
+from mcp_hooks.spec.vocabulary import MCP_CLIENTS, CallerTool, caller_tool, unexpressible
 
 logger = logging.getLogger("mcp_hooks.proxy")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import mcp_types as types
 
-from mcp_hooks.outcome import FAULT_SOURCE, Outcome
+from mcp_hooks.spec.outcome import FAULT_SOURCE, Outcome
 
 _RESULT_KEYS = ("content", "structuredContent", "isError", "_meta")
 

@@ -27,9 +27,9 @@ from anyio.abc import TaskGroup
 from mcp.server.context import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_hooks.outcome import Event, Outcome
 from mcp_hooks.proxy.upstream import now_iso
 from mcp_hooks.server.sdk_compat import session_connection
+from mcp_hooks.spec.outcome import Event, Outcome
 
 if TYPE_CHECKING:
     from mcp.server.connection import Connection

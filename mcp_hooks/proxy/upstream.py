@@ -44,10 +44,10 @@ from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, T
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hooks.errors import RunError
-from mcp_hooks.eventlog import EventLog
 from mcp_hooks.proxy.config import UpstreamSpec
 from mcp_hooks.proxy.upstream_stdio import Run, StderrTail, exited, stdio_upstream
 from mcp_hooks.server.sdk_compat import TransportStreams, create_mcp_http_client
+from mcp_hooks.state.eventlog import EventLog
 
 logger = logging.getLogger("mcp_hooks.proxy")
 

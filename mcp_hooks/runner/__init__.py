@@ -26,7 +26,8 @@ One core of rules, and drivers that only decide how to wait:
   for comparison in the bench.
 
 Every driver keeps every promise above under every strategy this machine can honour;
-``tests/test_runner.py`` and ``tests/test_process_tree.py`` run each behaviour over each
+``tests/runner/test_runner.py`` and ``tests/runner/test_process_tree.py`` run each behaviour over
+each
 combination.
 """
 

@@ -13,9 +13,9 @@ import select
 import time
 from collections.abc import Mapping, Sequence
 
-from mcp_hooks.limits import Limits
 from mcp_hooks.runner.core import EXIT_POLL, KILL_GRACE, OUTPUT_CAP, Run, RunResult
 from mcp_hooks.runner.spawn import has_exited, open_pidfd
+from mcp_hooks.spec.limits import Limits
 
 
 def run_hook_blocking(

@@ -34,10 +34,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
-from mcp_hooks.limits import DEFAULT_LIMITS, Limits
 from mcp_hooks.runner import rlimits
 from mcp_hooks.runner.spawn import Child, spawn
 from mcp_hooks.runner.tree import CHUNK, Reaper, reaper
+from mcp_hooks.spec.limits import DEFAULT_LIMITS, Limits
 
 OUTPUT_CAP = 1 << 20  # bytes kept per stream; the rest is drained and counted
 KILL_GRACE = 0.2  # seconds between SIGTERM and SIGKILL

@@ -27,10 +27,10 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from mcp_hooks.limits import Limits
 from mcp_hooks.runner import spawn
 from mcp_hooks.runner.core import EXIT_POLL, KILL_GRACE, OUTPUT_CAP, Run, RunResult, Stream
 from mcp_hooks.runner.spawn import has_exited, open_pidfd
+from mcp_hooks.spec.limits import Limits
 
 if TYPE_CHECKING:  # imported where a run starts: one-shot processes never import asyncio
     import asyncio

@@ -24,7 +24,6 @@ import os
 import signal
 from collections.abc import Callable, Mapping, Sequence
 
-from mcp_hooks.limits import Limits
 from mcp_hooks.runner.core import (
     KILL_GRACE,
     OUTPUT_CAP,
@@ -35,6 +34,7 @@ from mcp_hooks.runner.core import (
     spawn_error,
 )
 from mcp_hooks.runner.spawn import Child
+from mcp_hooks.spec.limits import Limits
 
 
 async def run_hook_library(

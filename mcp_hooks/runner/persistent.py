@@ -76,8 +76,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from mcp_hooks.hookfile import HookSpec
-from mcp_hooks.limits import Limits
 from mcp_hooks.runner.core import KILL_GRACE, OUTPUT_CAP, Run, RunResult
 from mcp_hooks.runner.resident import (
     CLOSED,
@@ -90,6 +88,8 @@ from mcp_hooks.runner.resident import (
     wait_exit,
     with_id,
 )
+from mcp_hooks.spec.hookfile import HookSpec
+from mcp_hooks.spec.limits import Limits
 
 if TYPE_CHECKING:
     import asyncio

@@ -15,10 +15,10 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any
 
-from mcp_hooks.hookfile import HookSpec
 from mcp_hooks.runner.core import Run, RunResult, killpg
 from mcp_hooks.runner.spawn import has_exited, open_pidfd
 from mcp_hooks.runner.tree import CHUNK
+from mcp_hooks.spec.hookfile import HookSpec
 
 if TYPE_CHECKING:
     import asyncio

@@ -1,4 +1,4 @@
-"""Resource limits on a run's processes (``metadata.limits``, parsed by ``mcp_hooks.limits``).
+"""Resource limits on a run's processes (``metadata.limits``, parsed by ``mcp_hooks.spec.limits``).
 
 ``posix_spawn`` cannot set rlimits. ``open_files`` (the one limit set by default) is set
 before exec: the engine lowers its own soft RLIMIT_NOFILE around the spawn (``posix_spawn``
@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import signal
 
-from mcp_hooks.limits import Limits
 from mcp_hooks.runner.spawn import Child
 from mcp_hooks.runner.tree import children_of
+from mcp_hooks.spec.limits import Limits
 
 _MIB = 1 << 20
 # (Limits field, resource name, unit in messages)

@@ -54,12 +54,10 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from mcp_types import Resource as MCPResource
 from pydantic import Field, ValidationError
 
-from mcp_hooks import __version__, matching
+from mcp_hooks import __version__
 from mcp_hooks.api import answered
 from mcp_hooks.errors import ConfigError, MCPHooksError
-from mcp_hooks.events import canonical_event, catalogue
 from mcp_hooks.guard import named, passes_through
-from mcp_hooks.outcome import Event, HookRun, Outcome
 from mcp_hooks.server import prompts
 from mcp_hooks.server.results import (
     HookDocument,
@@ -72,8 +70,11 @@ from mcp_hooks.server.results import (
 )
 from mcp_hooks.server.sdk_compat import default_notification_options, session_connection
 from mcp_hooks.service import BadRequest, HookService, check_hook_name, find_hook, read_hook
-from mcp_hooks.signallog import SignalLog
-from mcp_hooks.vocabulary import MCP_CLIENTS, caller_tool, tool_catalogue
+from mcp_hooks.spec import matching
+from mcp_hooks.spec.events import canonical_event, catalogue
+from mcp_hooks.spec.outcome import Event, HookRun, Outcome
+from mcp_hooks.spec.vocabulary import MCP_CLIENTS, caller_tool, tool_catalogue
+from mcp_hooks.state.signallog import SignalLog
 
 if TYPE_CHECKING:
     from mcp_hooks.server.transport import ServeOptions

@@ -24,12 +24,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_hooks import matching
-from mcp_hooks.discovery import Registry, UntrustedHook
-from mcp_hooks.events import TOOL_EVENTS
-from mcp_hooks.hookfile import HookSpec
+from mcp_hooks.registry.discovery import Registry, UntrustedHook
 from mcp_hooks.server.prompts import RESULT_FIELDS as WORDS
 from mcp_hooks.service import HookText
+from mcp_hooks.spec import matching
+from mcp_hooks.spec.events import TOOL_EVENTS
+from mcp_hooks.spec.hookfile import HookSpec
 
 
 class HookInfo(BaseModel):

@@ -3,7 +3,7 @@
 The SDK leaves a few gaps that our doors need filled; each workaround below names the gap, what
 breaks when an SDK upgrade closes or moves it, and how to check. Nothing else in the package may
 reach a private SDK name: import it from here. Written against ``mcp`` 2.3.0 and Starlette's
-``Request``; after an upgrade run ``tests/test_server.py`` (it touches every name here:
+``Request``; after an upgrade run ``tests/server/test_server.py`` (it touches every name here:
 the list-changed capability and notice, SSE) and the proxy's tests.
 
 ======================================  =============================================
@@ -85,7 +85,7 @@ def default_notification_options(
     which builds its own low-level ``Server``, may subclass instead).
 
     Breaks if: the method's signature changes (the initialize result then lacks
-    ``listChanged``, or initialize fails); ``tests/test_server.py`` checks the capability.
+    ``listChanged``, or initialize fails); ``tests/server/test_server.py`` checks the capability.
     """
     lowlevel = lowlevel_server(server)
     create = lowlevel.create_initialization_options
@@ -110,7 +110,7 @@ def session_connection(ctx: Any) -> Connection | None:
 
     Breaks if: ``ServerSession`` renames ``_connection`` (this then returns None: the server
     stops pushing list-changed to legacy clients, the proxy treats every request as
-    2026-07-28 era); ``tests/test_server.py`` and the proxy's session tests notice.
+    2026-07-28 era); ``tests/server/test_server.py`` and the proxy's session tests notice.
     """
     from mcp.server.connection import Connection
 
@@ -126,7 +126,7 @@ def asgi_send(request: Request) -> Send:
     ``Request``, which keeps ``send`` private. (The SDK's own examples do the same.)
 
     Breaks if: Starlette renames ``Request._send`` (SSE connections then fail at once);
-    ``tests/test_server_transports.py`` serves SSE.
+    ``tests/server/test_server_transports.py`` serves SSE.
     """
     send: Send = request._send
     return send

@@ -2,7 +2,7 @@
 
 Each host is a pinned release from its registry (npm; kimi-cli from PyPI), installed once
 into the test suite's cache folder outside the repository and reused by later runs
-(``tests/shared_cache.py``):
+(``tests/helpers/shared_cache.py``):
 
     $MCP_HOOKS_TEST_CACHE (default $XDG_CACHE_HOME/mcp-hooks-test, ~/.cache/mcp-hooks-test)
         hosts/<host>-<version>/     npm --prefix folder (or a venv for kimi-cli)
@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 try:
-    from tests.shared_cache import cache_root, ensure
+    from tests.helpers.shared_cache import cache_root, ensure
 except ModuleNotFoundError:  # run as a script: python tests/e2e/hosts.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from tests.shared_cache import cache_root, ensure
+    from tests.helpers.shared_cache import cache_root, ensure
 
 RUN_TIMEOUT = 120.0  # seconds per host run; a hung host fails the test, not CI
 INSTALL_TIMEOUT = 900.0

@@ -1,4 +1,4 @@
-"""One AgentScope agent run under mcp-hooks, for tests/test_adapter_agentscope.py.
+"""One AgentScope agent run under mcp-hooks, for tests/adapters/test_adapter_agentscope.py.
 
 Run inside a venv holding AgentScope (1.0.x or 2.x) and mcp-hooks::
 

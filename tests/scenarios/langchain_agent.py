@@ -1,6 +1,7 @@
 """A LangChain 1.x agent with mcp-hooks as its middleware, against a scripted model.
 
-Run by tests/test_adapter_langchain.py in the framework's venv (tests/framework_venv.py)::
+Run by tests/adapters/test_adapter_langchain.py in the framework's venv
+(tests/helpers/framework_venv.py)::
 
     python langchain_agent.py '{"base_url": ..., "project_dir": ..., "user_dir": ...,
                                "sandbox": ..., "mode": "sync" | "async", "stream": false}'

@@ -1,6 +1,7 @@
 """An OpenAI Agents SDK agent gated by mcp-hooks, against a scripted model.
 
-Run by tests/test_adapter_openai_agents.py in the framework's venv (tests/framework_venv.py)::
+Run by tests/adapters/test_adapter_openai_agents.py in the framework's venv
+(tests/helpers/framework_venv.py)::
 
     python openai_agents_agent.py '{"base_url": ..., "project_dir": ..., "user_dir": ...,
                                     "sandbox": ..., "mode": "run" | "sync" | "streamed"}'

@@ -1009,7 +1009,7 @@ def _read_readers(path):
     # mcp_hooks.hookkit), imported only when a tool call is about to be refused
     from pathlib import Path
 
-    from mcp_hooks.hookfile import parse_frontmatter
+    from mcp_hooks.spec.hookfile import parse_frontmatter
 
     fix = "it must be a list of tool names, e.g. `readers: [git_frob, mcp__tickets__search]`"
     try:

@@ -69,7 +69,7 @@ from mcp_hooks.control.oracles.security import (
     SecurityScanner,
 )
 from mcp_hooks.errors import ConfigError, did_you_mean
-from mcp_hooks.signals import Signal, printed_signal
+from mcp_hooks.spec.signals import Signal, printed_signal
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 from mcp_hooks.control import runtime
 from mcp_hooks.control.context import OracleContext
 from mcp_hooks.errors import ConfigError
-from mcp_hooks.signals import Signal
+from mcp_hooks.spec.signals import Signal
 
 DEFAULT_TIMEOUT = 600.0  # the oracles that run a project's tools (a test suite)
 EVALUATION_TIMEOUT = 5.0  # every other oracle's default ``config.timeout``

@@ -43,7 +43,7 @@ from mcp_hooks.control.oracles.base import (
     run_command,
 )
 from mcp_hooks.control.oracles.quality import check_intensity
-from mcp_hooks.signals import Signal
+from mcp_hooks.spec.signals import Signal
 
 _COMMAND = "a command (a string, or a list of words)"
 _TOTAL = re.compile(r"^TOTAL\b.*?(\d+(?:\.\d+)?)%\s*$", re.MULTILINE)

@@ -46,7 +46,7 @@ from mcp_hooks.control.oracles.base import (
     checked_path,
     run_command,
 )
-from mcp_hooks.signals import Signal
+from mcp_hooks.spec.signals import Signal
 
 _COMMAND_WORDS = "a command (a string, or a list of words)"
 ACTION_TIMEOUT = 60.0  # the default timeout of the oracles that may run a command

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 from mcp_hooks.control import runtime
 from mcp_hooks.control.context import ChecklistItem, OracleContext, git
 from mcp_hooks.control.oracles.base import Option, Oracle, OracleConfigError, checked_path
-from mcp_hooks.signals import Signal
+from mcp_hooks.spec.signals import Signal
 
 _NUMBER = (int, float)
 _INTENSITY_WORDS = "one of block, control, prompt, aid"
@@ -229,7 +229,7 @@ class CommitMessageValidator(Oracle):
     def __init__(self, config: Any = None) -> None:
         super().__init__(config)
         check_intensity("intensity", self.config["intensity"], ("block", "prompt"))
-        from mcp_hooks.matching import MatcherError, compile_matcher
+        from mcp_hooks.spec.matching import MatcherError, compile_matcher
 
         try:
             self.pattern = compile_matcher(self.config["pattern"])
@@ -241,7 +241,7 @@ class CommitMessageValidator(Oracle):
         if message is None:
             return None
         problems: list[str] = []
-        from mcp_hooks.matching import search
+        from mcp_hooks.spec.matching import search
 
         bad_subject = not search(self.pattern, message)
         if bad_subject:

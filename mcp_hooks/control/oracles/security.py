@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 from mcp_hooks.control import runtime
 from mcp_hooks.control.context import OracleContext, git
 from mcp_hooks.control.oracles.base import Option, Oracle, OracleConfigError, checked_path
-from mcp_hooks.signals import Signal
+from mcp_hooks.spec.signals import Signal
 
 SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
 MAX_SCAN_BYTES = 1024 * 1024
@@ -71,7 +71,7 @@ class SecurityScanner(Oracle):
 
     def __init__(self, config: Any = None) -> None:
         super().__init__(config)
-        from mcp_hooks.matching import compile_matcher
+        from mcp_hooks.spec.matching import compile_matcher
 
         for i, rule in enumerate(self.config["rules"]):
             if rule not in RULES:
@@ -84,7 +84,7 @@ class SecurityScanner(Oracle):
                       for rule in self.config["rules"] if SEVERITY_RANK[RULES[rule][0]] >= floor]
 
     def _texts(self, context: OracleContext) -> Iterator[tuple[str, str]]:
-        from mcp_hooks.matching import strings
+        from mcp_hooks.spec.matching import strings
 
         for name in context.changed_files:
             try:
@@ -297,7 +297,7 @@ class PermissionChecker(Oracle):
     }
 
     def evaluate(self, context: OracleContext) -> Signal | None:
-        from mcp_hooks.matching import strings
+        from mcp_hooks.spec.matching import strings
 
         if self.config["tools"] and context.tool_name not in self.config["tools"]:
             return None

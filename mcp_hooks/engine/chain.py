@@ -1,0 +1,151 @@
+"""What the sync hooks (and hooks.yaml entries) of one event have decided so far.
+
+The engine's step 3 accumulator (``engine.py``): each run's verdict is applied in chain order
+(``Chain.apply``), turned into signals (``signals.from_hook_run``: a deny is a block, a
+rewrite a control, context or a hook's warning a prompt, or the signal the hook printed
+itself), and the hooks.yaml ``Decision`` and delivered aid join it; ``Chain.outcome`` is the
+one ``Outcome``. ``demote_blocks`` is the loop guard's rewrite of a stop it let through.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from mcp_hooks.engine.judge import Verdict
+from mcp_hooks.runner import RunResult
+from mcp_hooks.spec.hookfile import HookSpec
+from mcp_hooks.spec.outcome import Event, HookRun, Outcome, cap_text
+from mcp_hooks.spec.signals import INTENSITIES, Signal, from_hook_run, new_id
+from mcp_hooks.state.inbox import aid_context
+
+if TYPE_CHECKING:
+    from mcp_hooks.engine.entries import Decision
+
+
+class Chain:
+    """What the sync hooks of one event have decided so far (step 3's accumulator)."""
+
+    __slots__ = ("_correlation", "blocked_by", "contexts", "decision", "delivered", "files",
+                 "input_changed", "issue_id", "name", "output_changed", "outputs", "reason", "runs",
+                 "signals",
+                 "tool_input", "tool_output", "warnings")
+
+    def __init__(self, name: str, event: Event, runs: list[HookRun],
+                 warnings: list[str]) -> None:
+        self.name = name
+        self.signals: list[Signal] = []
+        self.delivered: frozenset[str] = frozenset()  # aid handed over, logged when made
+        self._correlation: str | None = None
+        issue = event.payload.get("issue")
+        issue = issue if isinstance(issue, dict) else {}
+        self.issue_id: str | None = issue.get("id")
+        self.files: tuple[str, ...] = tuple(issue.get("files_changed") or ())
+        self.runs = runs
+        self.warnings = list(warnings)
+        self.outputs: dict[str, RunResult] = {}
+        self.contexts: list[str] = []
+        self.tool_input = event.tool_input
+        self.tool_output = event.tool_output
+        self.input_changed = self.output_changed = False
+        self.decision: Literal["allow", "deny"] = "allow"
+        self.reason: str | None = None
+        self.blocked_by: str | None = None
+
+    def apply(self, hook: HookSpec, result: RunResult, verdict: Verdict) -> HookRun:
+        """Record one sync hook's run and verdict; returns its ``HookRun``."""
+        self.outputs[hook.name] = result
+        run = HookRun(name=hook.name, scope=hook.scope, priority=hook.priority, mode="sync",
+                      status=verdict.status, exit_code=result.exit_code,
+                      duration_ms=round(result.duration_ms, 3), message=verdict.message)
+        self.runs.append(run)
+        if verdict.warning:
+            self.warnings.append(verdict.warning)
+        if (verdict.deny or verdict.context or verdict.signal is not None
+                or verdict.modified_input is not None or verdict.modified_output is not None):
+            self._signal(hook, verdict)
+        if verdict.context:
+            self.contexts.append(cap_text(verdict.context))
+        if verdict.modified_input is not None:
+            self.tool_input, self.input_changed = verdict.modified_input, True
+        if verdict.modified_output is not None:
+            self.tool_output, self.output_changed = verdict.modified_output, True
+        if verdict.deny:
+            self.decision, self.blocked_by = "deny", verdict.blocked_by or hook.name
+            self.reason = cap_text(verdict.reason or f"blocked by hook {hook.name}")
+        return run
+
+    def _signal(self, hook: HookSpec, verdict: Verdict) -> None:
+        """The signals of one run (before ``apply`` changes ``tool_input``)."""
+        where: dict[str, Any] = {"issue_id": self.issue_id, "files": self.files,
+                                 "correlation_id": self.correlation}
+        printed = verdict.signal
+        derived = from_hook_run(
+            source=hook.name, hook=self.name, deny=verdict.deny, reason=verdict.reason,
+            modified_input=verdict.modified_input, original_input=self.tool_input,
+            modified_output=verdict.modified_output,
+            context=None if printed is not None or verdict.notice else verdict.context,
+            warning=verdict.notice, **where)
+        if printed is not None:
+            printed = printed.with_context(
+                correlation_id=self.correlation, issue_id=printed.context.issue_id
+                or self.issue_id, files=printed.context.files or self.files)
+            derived = [printed, *(s for s in derived if not (printed.blocks and s.blocks))]
+        self.signals.extend(derived)
+
+    @property
+    def correlation(self) -> str:
+        """The id linking this event's signals (made when the first one needs it)."""
+        if self._correlation is None:
+            self._correlation = new_id()
+        return self._correlation
+
+    def deliver(self, aid: list[Signal]) -> None:
+        """Aid left for this session by an earlier event (``inbox.py``)."""
+        if not aid:
+            return
+        self.contexts.extend(cap_text(aid_context(s)) for s in aid)
+        self.signals.extend(aid)
+        self.delivered = frozenset(s.id for s in aid)
+
+    def control(self, decision: Decision) -> None:
+        """Apply the hooks.yaml entries' ``Decision`` (``control.layer``)."""
+        self.signals.extend(decision.signals)
+        self.warnings.extend(decision.warnings)
+        self.contexts.extend(cap_text(c) for c in decision.contexts)
+        if decision.tool_input is not None:
+            self.tool_input, self.input_changed = decision.tool_input, True
+        if decision.deny is not None:
+            self.decision, self.blocked_by = "deny", decision.deny.source
+            self.reason = cap_text(decision.reason or decision.deny.text())
+
+    def outcome(self, name: str) -> Outcome:
+        allowed = self.decision == "allow"
+        return Outcome(
+            event_type=name,
+            decision=self.decision,
+            reason=self.reason,
+            blocked_by=self.blocked_by,
+            modified_input=self.tool_input if self.input_changed and allowed else None,
+            modified_output=self.tool_output if self.output_changed and allowed else None,
+            additional_context=self.contexts,
+            continue_working=not allowed and name == "before_stop",
+            hooks=self.runs,
+            warnings=self.warnings,
+            signals=sorted(self.signals, key=lambda s: INTENSITIES.index(s.intensity)),
+        )
+
+
+def demote_blocks(outcome: Outcome) -> Outcome:
+    """The loop guard let a blocked stop through: its block signals become prompts."""
+    from dataclasses import replace
+
+    def demote(signal: Signal) -> Signal:
+        if not signal.blocks:
+            return signal
+        note = ("the stop loop guard let the agent stop after repeated blocks: "
+                f"{signal.payload.get('reason', '')}")
+        return signal.with_intensity("prompt", {"severity": "high", "message": note,
+                                                "suggestions": list(
+                                                    signal.payload.get("resolution_path", [])),
+                                                "continue_allowed": True})
+    return replace(outcome, signals=[demote(s) for s in outcome.signals])

@@ -1,0 +1,502 @@
+"""One event -> one ``Outcome``: select, start async hooks, run the chain, guard, log.
+
+The engine knows nothing of MCP, the command line or any agent host: adapters build an
+``Event`` (``outcome.py``), call ``Engine.fire`` and translate the ``Outcome`` back.
+
+Running an event (``Engine.fire``):
+
+1. **Select** the hooks whose trigger resolves to the event (matchers on tool events only).
+   What stops the event being decided (a hook in scope that did not load, a payload too deep,
+   a missing ``work_dir``) is a fault: ``fault_outcome`` under the engine's ``on_fault``.
+2. **Start async hooks** at once with the original payload, through the engine's
+   ``AsyncLauncher`` (``asynchooks.py``); they cannot block or modify, and their results go
+   to the event log when they finish, after the reply.
+3. **Run, judge, apply**: sync hooks run one after another in ``discovery.run_order``; each
+   sees ``tool_input`` (and, after a tool, ``tool_output``) as modified by the hooks before
+   it. ``judge.judge`` turns each run into a verdict (exit 0 allows, exit 2 denies, anything
+   else fails open unless the hook fails closed), and the chain's accumulator applies it.
+   The first deny ends the chain.
+   Each run's verdict is also turned into signals (``signals.from_hook_run``: a deny is a
+   block, a rewrite a control, context or a hook's warning a prompt, or the signal the hook
+   printed itself), one ``correlation_id`` per event, with the issue's id and changed files
+   when the payload has an ``issue``; the outcome lists them strongest first.
+   Aid left for the session by an earlier event (``inbox.py``: async hooks' advice) joins
+   this outcome as context.
+3b. **hooks.yaml**: if the chain allowed, the trigger's control-layer entries run after it,
+   in their own order (``control.layer``: a block signal denies, prompts and adjustments are
+   context, a ``tool_input`` control rewrites; oracles run off the event loop); their
+   ``async: true`` entries start in the background, and their aid waits in the inbox.
+4. **Guard**: ``before_stop`` denied -> ``continue_working``; the ``StopGuard``
+   (``stopguard.py``) counts consecutive blocks per session and lets the stop through at
+   its cap, saying so (its block signals become prompts then).
+5. **Log** the event (``eventlog.py``) and its signals (``signallog.py``, beside it).
+
+What varies between callers is chosen once, at construction, never tested per hook: the
+runner (``runner.run_hook`` on an event loop, or the blocking ``run_hook_blocking`` for a
+one-shot process), the async-hook launcher (the engine's task group, or a detached process)
+and the stop guard's counter (memory, or a file per session for the host bridges).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import shlex
+from collections.abc import Awaitable, Callable, Collection, Coroutine
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
+
+from mcp_hooks.engine.asynchooks import AsyncJob, AsyncLauncher, TaskGroupLauncher
+from mcp_hooks.engine.callables import CallableHook, notify
+from mcp_hooks.engine.chain import Chain, demote_blocks
+from mcp_hooks.engine.detached import DetachedLauncher
+from mcp_hooks.engine.judge import decode, judge
+from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
+from mcp_hooks.guard import named, passes_through
+from mcp_hooks.registry.discovery import Registry, run_order
+from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
+from mcp_hooks.runner.hookenv import HookEnvs, hook_environment
+from mcp_hooks.runner.persistent import PersistentPool
+from mcp_hooks.spec import matching
+from mcp_hooks.spec.events import can_block, canonical_event, is_notification
+from mcp_hooks.spec.hookfile import HookSpec
+from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, fault_outcome
+from mcp_hooks.state.eventlog import EventLog, now
+from mcp_hooks.state.inbox import AidInbox
+from mcp_hooks.state.signallog import SignalLog
+
+if TYPE_CHECKING:
+    from mcp_hooks.engine.entries import ControlLayer
+
+_THREAD_MATCH = 1 << 16  # characters of tool input past which matching leaves the event loop
+
+HookDone = Callable[[HookRun], Awaitable[None]]
+Runner = Callable[..., Awaitable[RunResult]]
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
+def _encode(payload: dict[str, Any]) -> bytes:
+    try:
+        return _ENCODER.encode(payload).encode()
+    except UnicodeEncodeError:  # a lone surrogate (JSON allows "\udcff"; UTF-8 does not)
+        return json.dumps(payload, default=str).encode()  # ASCII, escaped: it round-trips
+
+
+async def _run_blocking(argv: tuple[str, ...], stdin: bytes, **options: Any) -> RunResult:
+    """The blocking runner behind the async interface: it never suspends, so a one-shot
+    engine's ``fire`` runs to the end in one step (``fire_blocking``)."""
+    return run_hook_blocking(argv, stdin, **options)
+
+
+class Engine:
+    """Fires events at the hooks of a ``Registry``.
+
+    ``fire`` is a coroutine and needs an asyncio event loop (the runner and the task group
+    of async hooks live on it); a one-shot engine's ``fire_blocking`` needs none. Use as an
+    async context manager: async hooks run in the engine's task group, and leaving the block
+    waits for them (each bounded by its own timeout).
+
+    Args:
+        registry: where the hooks come from.
+        log: where to append event records; None for no log.
+        stop_block_cap: consecutive ``before_stop`` blocks allowed per session before the
+            loop guard lets the agent stop; 0 turns the guard off. Ignored with ``stop_guard``.
+        detach_async: run async hooks in a detached process instead of the engine's task
+            group, so a short-lived caller (``mcp-hooks fire``, a host bridge) can exit at
+            once; their results still reach the log.
+        one_shot: for a process that fires one event and exits: ``detach_async``, and
+            ``fire_blocking`` runs the hooks without an event loop (no asyncio to import).
+        on_fault: ``block`` (default): a fault of ours on an event that can block is a deny
+            saying what broke; ``warn``: an allow with the warning (``fault_outcome``).
+        secrets: values no hook may see in its environment (a server's token, upstream
+            header secrets); ``MCP_HOOKS_TOKEN`` is always left out (``hook_environment``).
+        stop_guard: the loop guard (default: in memory, with ``stop_block_cap``); the host
+            bridges pass one that keeps its count in a file per session.
+        runner: runs one hook (``run_hook``'s signature); default chosen by ``one_shot``.
+        launcher: starts async hooks; default chosen by ``detach_async``/``one_shot``.
+        pool: the processes of persistent hooks (``runner.persistent``); default: made on
+            the first one, closed with the engine (a one-shot engine runs them one-shot).
+        signal_log: where each outcome's signals go; default the signal log beside ``log``
+            (``SignalLog.beside``), none without a ``log``.
+        control: the hooks.yaml control layer (``control.layer.ControlLayer``); default one
+            for the registry's project (watching for changes unless ``one_shot``); False for
+            none.
+        inbox: where aid waits for a session's next event; default ``inbox.AidInbox()``.
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        log: EventLog | None = None,
+        stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
+        detach_async: bool = False,
+        one_shot: bool = False,
+        on_fault: OnFault = "block",
+        secrets: Collection[str] = (),
+        stop_guard: StopGuard | None = None,
+        runner: Runner | None = None,
+        pool: PersistentPool | None = None,
+        launcher: AsyncLauncher | None = None,
+        signal_log: SignalLog | None = None,
+        control: ControlLayer | Literal[False] | None = None,
+        inbox: AidInbox | None = None,
+    ) -> None:
+        self.registry = registry
+        self.log = log
+        self.signal_log = signal_log if signal_log is not None or log is None else (
+            SignalLog.beside(log))
+        self.one_shot = one_shot
+        self.on_fault: OnFault = "warn" if on_fault == "warn" else "block"
+        self.stop_guard = stop_guard if stop_guard is not None else StopGuard(stop_block_cap)
+        self._runner: Runner = runner or (_run_blocking if one_shot else run_hook)
+        self._pool, self._owns_pool = pool, False
+        self._launcher: AsyncLauncher = launcher or (
+            DetachedLauncher(log) if detach_async or one_shot else TaskGroupLauncher(log))
+        # a one-shot engine never suspends: big inputs are matched in place, not in a thread
+        self._select = self._select_here if one_shot else self._select_off_loop
+        self._envs = HookEnvs(hook_environment(os.environ, secrets))
+        if control is None:
+            from mcp_hooks.engine.entries import ControlLayer
+
+            control = ControlLayer(registry.project_dir, watch=not one_shot, secrets=secrets,
+                                   trust_project=registry.trust_project_hooks)
+        self.control: ControlLayer | None = control or None
+        self._inbox = inbox if inbox is not None else AidInbox()
+
+    async def __aenter__(self) -> Engine:
+        await self._launcher.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        # the caller's own error propagates as it was; the async hooks are stopped then
+        try:
+            await self._launcher.close(exc)
+        finally:
+            if self._owns_pool and self._pool is not None:  # persistent hook processes
+                await self._pool.aclose()  # later runs are one-shot
+
+    # -- firing --------------------------------------------------------------------------
+
+    async def fire(self, event: Event, *, on_hook_done: HookDone | None = None) -> Outcome:
+        """Run the hooks an event wakes and return the one decision.
+
+        Never raises for what it cannot process (a payload too deep or unencodable, a hook in
+        scope that did not load or could not start, a missing ``work_dir``, an error of our
+        own): that is a fault, answered by ``fault_outcome`` under the engine's ``on_fault``
+        policy: a deny saying what broke, for an event that can block. So is any
+        ``BaseException`` from below (an oracle's ``SystemExit``, a ``KeyboardInterrupt`` that
+        stopped a one-shot engine's hook): only a cancellation of the awaiting task and the
+        coroutine being closed propagate (``guard.passes_through``).
+
+        Args:
+            event: the event.
+            on_hook_done: awaited after each sync hook finishes (for progress reports).
+
+        Raises:
+            UnknownEventError: the event type is not in the catalogue.
+        """
+        name = canonical_event(event.event_type)
+        try:
+            return await self._fire(name, event, on_hook_done)
+        except BaseException as exc:  # ours, or an oracle's SystemExit: never a crash or an allow
+            if passes_through(exc):  # the caller's cancellation, a close (``guard``)
+                raise
+            outcome = fault_outcome(name, f"the engine failed: {named(exc)}",
+                                    on_fault=self.on_fault)
+            with contextlib.suppress(Exception):
+                self._logged(event, name, self._work_dir(event), outcome, {})
+            return outcome
+
+    async def _fire(self, name: str, event: Event, on_hook_done: HookDone | None) -> Outcome:
+        # 1. select
+        self.registry.refresh()
+        if self._pool is not None:  # stop processes of hooks gone since (runner.persistent)
+            await self._pool.prune(self.registry)
+        hooks = await self._select(name, event)
+        work_dir = self._work_dir(event)
+        payload = self._payload(name, event, work_dir)
+        notes = self._notes(name, event)
+        fault = self._fault(name, hooks, payload, work_dir)
+        if fault is not None:
+            outcome = fault_outcome(name, fault, on_fault=self.on_fault, warnings=notes)
+            if outcome.denied or not os.path.isdir(work_dir):
+                return self._logged(event, name, work_dir, outcome, {})
+            notes = outcome.warnings  # warn: the valid hooks (and hooks.yaml) run, warned
+        ticket = self.stop_guard.before(event, payload) if name == "before_stop" else None
+        # 2. start async hooks, 3. run, judge, apply
+        chain = Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes)
+        chain.deliver(self._inbox.take(event.session_id))
+        if hooks:
+            await self._run_chain(name, event, hooks, payload, work_dir, chain, on_hook_done)
+        if self.control is not None and self.control.wakes(name):
+            await self._run_control(name, event, payload, chain)
+        outcome = chain.outcome(name)
+        # 4. guard, 5. log
+        if ticket is not None:
+            outcome = self.stop_guard.after(ticket, outcome)
+            if not outcome.denied and any(s.blocks for s in outcome.signals):
+                outcome = demote_blocks(outcome)
+        return self._logged(event, name, work_dir, outcome, chain.outputs, chain.delivered)
+
+    async def _run_control(self, name: str, event: Event, payload: dict[str, Any],
+                           chain: Chain) -> None:
+        """Step 3b: the hooks.yaml entries, after the HOOK.md chain (``control.layer``)."""
+        assert self.control is not None
+        if chain.decision == "allow":
+            payload["event_type"] = name
+            if "tool_input" in payload:
+                payload["tool_input"] = chain.tool_input
+            decide = functools.partial(
+                self.control.decide, name, payload, can_block=can_block(name),
+                fail_closed=self.on_fault == "block", correlation_id=chain.correlation)
+            if self.one_shot:
+                decision = decide()
+            else:  # an oracle may run a test suite: never on the event loop
+                import anyio
+
+                decision = await anyio.to_thread.run_sync(decide)
+            chain.control(decision)
+        self.control.background(name, payload, session_id=event.session_id,
+                                log_path=self.log.path if self.log is not None else None,
+                                correlation_id=chain.correlation, detach=self.one_shot)
+
+    def wakes(self, name: str, *, control: bool = True) -> bool:
+        """Whether firing this canonical event could do anything but allow: a hook or
+        callable for it, one in scope that did not load, an untrusted project hook to warn
+        of, a hooks.yaml entry. Picks up changes on disk first. False: ``fire`` would return
+        a plain allow, so a caller may answer one itself (the library's fast path,
+        ``api.py``), skipping the event log and aid waiting for the session.
+        ``control=False``: the caller has asked hooks.yaml itself."""
+        registry = self.registry
+        registry.refresh()
+        if registry.wakes(name):
+            return True
+        return control and self.control is not None and self.control.wakes(name)
+
+    async def _select_here(self, name: str, event: Event) -> list[HookSpec]:
+        return self.registry.select(name, event.tool_name, event.tool_input)
+
+    async def _select_off_loop(self, name: str, event: Event) -> list[HookSpec]:
+        if (event.tool_input and self.registry.has_patterns(name)
+                and matching.larger_than(event.tool_input, _THREAD_MATCH)):
+            import anyio  # a big input is matched off the event loop: other clients go on
+
+            return await anyio.to_thread.run_sync(
+                self.registry.select, name, event.tool_name, event.tool_input)
+        return self.registry.select(name, event.tool_name, event.tool_input)
+
+    def _start_async(self, name: str, event: Event, hooks: list[HookSpec],
+                     payload: dict[str, Any], work_dir: str) -> list[HookRun]:
+        """Hand the async hooks to the launcher; their ``scheduled`` runs, in order.
+
+        A notification (``events.NOTIFY_ONLY``: the streamed chunks) makes every hook one:
+        scripts go to the launcher, Python callables start beside the caller
+        (``callables.notify``), and none is waited for."""
+        every = is_notification(name)
+        started = [hook for hook in hooks if hook.is_async or every]
+        if not started:
+            return []
+        jobs = [AsyncJob(hook, self._stdin(hook, payload), work_dir,
+                         self._envs.get(hook, work_dir, event.session_id))
+                for hook in started if not isinstance(hook, CallableHook)]
+        if jobs:
+            self._launcher.launch(name, event.session_id, jobs)
+        calls = [hook for hook in started if isinstance(hook, CallableHook)]
+        if calls:
+            notify(calls, name, dict(payload, event_type=name))
+        return [HookRun(name=hook.name, scope=hook.scope, priority=hook.priority,
+                        mode="async", status="scheduled") for hook in started]
+
+    async def _run_chain(self, name: str, event: Event, hooks: list[HookSpec],
+                         payload: dict[str, Any], work_dir: str, chain: Chain,
+                         on_hook_done: HookDone | None) -> None:
+        stdin, stdin_for = b"", ""  # the payload as bytes, and the trigger spelling in them
+        todo = [] if is_notification(name) else [h for h in hooks if not h.is_async]
+        position = 0
+        while position < len(todo):
+            hook = todo[position]
+            position += 1
+            if isinstance(hook, CallableHook):  # in process: no stdin, its verdict built directly
+                result, verdict = await hook.call(name, payload)
+            else:
+                if stdin_for != hook.trigger:  # encoded again only when something changed
+                    stdin, stdin_for = self._stdin(hook, payload), hook.trigger
+                result = await self._run_one(hook, stdin, work_dir, event)
+                verdict = judge(hook, name, result, self.on_fault, self.registry.replaced)
+            run = chain.apply(hook, result, verdict)
+            if verdict.modified_input is not None:
+                if "tool_input" in payload:
+                    payload["tool_input"], stdin_for = chain.tool_input, ""
+                elif name == "before_model":  # {"messages": [...]}: the new model input
+                    payload["messages"], stdin_for = verdict.modified_input["messages"], ""
+                # the hooks after this one are chosen by what the tool will now receive
+                later = self.registry.select(name, event.tool_name, chain.tool_input)
+                todo = todo[:position] + [
+                    h for h in later if not h.is_async and run_order(h) > run_order(hook)]
+            if verdict.modified_output is not None and name in ("after_tool", "after_model"):
+                payload["tool_output" if name == "after_tool" else "response"] = chain.tool_output
+                stdin_for = ""
+            if on_hook_done is not None:
+                await on_hook_done(run)
+            if verdict.deny:
+                return
+
+    async def _run_one(self, hook: HookSpec, stdin: bytes, work_dir: str,
+                       event: Event) -> RunResult:
+        """Run one sync hook: the one place that chooses how (a process per event today;
+        a persistent process or an in-process callable are chosen here too)."""
+        if hook.persistent and not self.one_shot:  # its resident process (runner.persistent)
+            if self._pool is None:
+                self._pool, self._owns_pool = PersistentPool(one_shot=self._runner), True
+            return await self._pool.run(
+                hook, stdin, cwd=work_dir, env=self._envs.get(hook, work_dir, event.session_id),
+                timeout=hook.timeout / 1000, limits=hook.limits,
+                generation=self.registry.generation, root=self.registry.project_dir)
+        return await self._runner(hook.entry, stdin, cwd=work_dir,
+                                  env=self._envs.get(hook, work_dir, event.session_id),
+                                  timeout=hook.timeout / 1000, limits=hook.limits)
+
+    def _fault(self, name: str, hooks: list[HookSpec], payload: dict[str, Any],
+               work_dir: str) -> str | None:
+        """What stops this event being decided, or None: broken hooks in scope, a payload
+        we cannot hand on, a missing folder."""
+        broken = self.registry.faults_for(name)
+        if broken:
+            shown = "; ".join(str(i) for i in broken[:5])
+            more = f" (and {len(broken) - 5} more)" if len(broken) > 5 else ""
+            return (f"{len(broken)} hook(s) that could handle {name} failed to load: {shown}"
+                    f"{more}. Fix or remove them (`mcp-hooks validate` shows each problem)")
+        if all(isinstance(h, CallableHook) for h in hooks):
+            return None  # nothing to encode, no folder to run in (callables copy the input)
+        deepest = matching.depth(payload)
+        if deepest > matching.MAX_DEPTH:
+            return (f"the event nests {deepest}+ levels deep; mcp-hooks hands hooks at most "
+                    f"{matching.MAX_DEPTH}. Send a flatter tool input")
+        if not os.path.isdir(work_dir):
+            return f"work_dir {work_dir!r} is not an existing folder, so no hook can run in it"
+        return None
+
+    def _notes(self, name: str, event: Event) -> list[str]:
+        """The warnings every outcome of this event carries: hooks held back by trust."""
+        held = self.registry.untrusted_for(name, event.tool_name, event.tool_input)
+        if not held:
+            return []
+        which = ", ".join(f"{u.name} ({u.status})" for u in held)
+        project = held[0].project_dir
+        return [f"project hook(s) not trusted, so not run: {which}. Read them, then trust "
+                f"them with: mcp-hooks trust {shlex.quote(str(project))}"]
+
+    def _work_dir(self, event: Event) -> str:
+        if event.work_dir is not None:
+            return event.work_dir
+        if self.registry.project_dir is not None:
+            return str(self.registry.project_dir)
+        return os.getcwd()
+
+    def _payload(self, name: str, event: Event, work_dir: str) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "event_type": name,
+            "timestamp": now(),
+            "session_id": event.session_id,
+            "work_dir": work_dir,
+        }
+        if event.tool_name is not None or name in ("before_tool", "after_tool",
+                                                   "after_tool_failure"):
+            payload["tool_name"] = event.tool_name
+            payload["tool_input"] = event.tool_input
+            payload["tool_use_id"] = event.tool_use_id
+        if name == "after_tool" or event.tool_output is not None:
+            payload["tool_output"] = event.tool_output
+        if name == "after_tool_failure" or event.error is not None:
+            payload["error"] = event.error
+        for key, value in event.payload.items():
+            payload.setdefault(key, value)
+        payload["context"] = event.context
+        return payload
+
+    @staticmethod
+    def _stdin(hook: HookSpec, payload: dict[str, Any]) -> bytes:
+        payload["event_type"] = hook.trigger  # as the hook's own trigger spells it
+        return _encode(payload)
+
+    def fire_blocking(self, event: Event, *, on_hook_done: HookDone | None = None) -> Outcome:
+        """``fire`` for a one-shot process, with no event loop at all.
+
+        With ``one_shot`` the engine never suspends (hooks run in ``poll``, async hooks are
+        handed to a detached process), so its coroutine runs to the end in one step; so
+        must ``on_hook_done`` (a coroutine that awaits nothing).
+
+        Raises:
+            UnknownEventError: as ``fire``.
+        """
+        if not self.one_shot:
+            raise RuntimeError("fire_blocking needs an Engine made with one_shot=True")
+        outcome = run_unsuspended(self.fire(event, on_hook_done=on_hook_done))
+        if outcome is None:
+            raise RuntimeError("a one-shot engine must not wait on an event loop")
+        return outcome
+
+    # -- the log -------------------------------------------------------------------------
+
+    def _logged(self, event: Event, name: str, work_dir: str, outcome: Outcome,
+                outputs: dict[str, RunResult], delivered: frozenset[str] = frozenset(),
+                ) -> Outcome:
+        if self.log is not None:
+            self._log_event(event, name, work_dir, outcome, outputs)
+        if self.signal_log is not None and outcome.signals:
+            self.signal_log.record([s for s in outcome.signals if s.id not in delivered],
+                                   event.session_id)
+        return outcome
+
+    def _log_event(
+        self, event: Event, name: str, work_dir: str, outcome: Outcome,
+        outputs: dict[str, RunResult],
+    ) -> None:
+        assert self.log is not None
+        hooks = []
+        for run in outcome.hooks:
+            result = outputs.get(run.name)
+            record = run.as_dict()
+            if result is not None:
+                if result.stdout:
+                    record["stdout"] = decode(result.stdout)
+                if result.stderr:
+                    record["stderr"] = decode(result.stderr)
+            hooks.append(record)
+        self.log.append({
+            "ts": now(),
+            "kind": "event",
+            "event": name,
+            "event_type": event.event_type,
+            "session_id": event.session_id,
+            "work_dir": work_dir,
+            "tool_name": event.tool_name,
+            "decision": outcome.decision,
+            "reason": outcome.reason,
+            "blocked_by": outcome.blocked_by,
+            "continue_working": outcome.continue_working,
+            "modified_input": outcome.modified_input is not None,
+            "hooks": hooks,
+            "warnings": outcome.warnings,
+        })
+
+
+def run_unsuspended(step: Coroutine[Any, Any, Outcome]) -> Outcome | None:
+    """Drive ``fire``'s coroutine to its end in this thread, with no event loop: its
+    ``Outcome``, or None (the coroutine closed) if it tried to wait on a loop."""
+    try:
+        step.send(None)
+    except StopIteration as done:
+        outcome: Outcome = done.value
+        return outcome
+    step.close()
+    return None

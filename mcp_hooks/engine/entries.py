@@ -1,0 +1,360 @@
+"""What an engine holds of the control layer: its project's hooks.yaml, kept current.
+
+``ControlLayer.config()`` is the merged hooks.yaml (``config.load_config``) of the engine's
+project, or None when no layer exists: then nothing of the control layer is imported and an
+event pays three ``stat`` calls (one-shot) or one non-blocking ``read`` (a long-lived engine
+watching ``~/.ahp``, the project's ``.ahp`` and the trust store with inotify).
+
+Reading the layers has a deadline too (``LOAD_TIMEOUT``, in a worker thread): a layer that
+cannot be read in time (a FIFO among the ``.py`` files the trust digest reads) is a problem
+of every trigger, so events that can block are denied saying so, never hung.
+
+``ControlLayer.decide`` runs one event's sync entries (``evaluation.evaluate``) and returns
+them as a ``Decision`` the engine applies to its chain; ``ControlLayer.background`` runs the
+``async: true`` entries after the reply (a thread in a long-lived engine, a detached process
+for a one-shot caller), logging their aid signals and leaving them in the session's inbox
+(``inbox.py``) for its next event.
+
+How a signal acts on the event (the engine's rules, in one place: ``Decision``):
+
+- **block**: a deny with the signal's reason and resolution path, ``blocked_by`` the
+  entry's source. On an event that cannot block, a warning.
+- **prompt**: the message (and suggestions) in ``additional_context``; the event goes on.
+  A prompt of type ``oracle_fault`` (an oracle that raised) and the block signals of a broken
+  hooks.yaml (``config_error``) are faults of the control layer: under ``on_fault: block`` a
+  deny saying what broke, under ``warn`` a warning (as a broken HOOK.md hook is).
+- **control**: a modification of ``field: tool_input`` with a ``to`` object rewrites the tool
+  input (``modified_input``) on ``before_tool``; any other adjustment (a batch split, lint
+  fixes already applied) is described in ``additional_context``.
+- **aid**: in ``additional_context``.
+
+Threads: a long-lived engine calls ``decide`` from several worker threads at once. What the
+layer keeps between events (the configuration, the watcher, the signatures, the ladder) is
+read and refreshed under one lock; an event's evaluation itself shares nothing mutable
+(each oracle runs in a thread of its own, ``evaluation.run_oracle``), and the ladder's
+updates lock its file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp_hooks.spec.signals import Signal
+
+if TYPE_CHECKING:
+    from mcp_hooks.control.config import ControlConfig, Entry
+    from mcp_hooks.control.ladder import Ladder
+    from mcp_hooks.registry.watch import ChangeWatcher
+
+_DETACHED = "mcp_hooks.engine.entries"
+LOAD_TIMEOUT = 10.0  # seconds reading the hooks.yaml layers may take
+_FAULTS = ("oracle_fault", "config_error")  # the control layer's own, under on_fault
+
+
+@dataclass
+class Decision:
+    """The sync entries of one event, as the engine applies them (see the module doc)."""
+
+    signals: list[Signal] = field(default_factory=list)
+    deny: Signal | None = None
+    reason: str | None = None
+    contexts: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    tool_input: dict[str, Any] | None = None
+
+
+def _rewrite(signal: Signal) -> dict[str, Any] | None:
+    for change in signal.payload.get("modifications") or ():
+        if (isinstance(change, dict) and change.get("field") == "tool_input"
+                and isinstance(change.get("to"), dict)):
+            return dict(change["to"])
+    return None
+
+
+def _untrusted_note(entries: list[Entry], project_dir: Path | None) -> str:
+    import shlex
+
+    which = ", ".join(sorted({f"{e.id} ({e.trigger})" for e in entries}))
+    where = shlex.quote(str(project_dir)) if project_dir is not None else "PROJECT"
+    return (f"project hooks.yaml entries that run commands or write files are not trusted, "
+            f"so not run: {which}. Read .ahp/, then trust it with: mcp-hooks trust {where}")
+
+
+class ControlLayer:
+    """The hooks.yaml of one project, read again when it changes.
+
+    Args:
+        project_dir: the project whose ``.ahp`` layers apply; None for the user layer only.
+        user_file: the user layer; None for ``paths.ahp_user_file()``.
+        ladder: the escalation store; None for the default file.
+        watch: keep watching for changes (a long-lived engine); False reads once (a one-shot
+            process).
+        secrets: values no oracle's command may see in its environment (a server's token);
+            ``MCP_HOOKS_TOKEN`` is always left out, as for hooks (``hookenv``).
+        load_timeout: seconds reading the layers may take (``_load``).
+        trust_project: trust the project layers without the store (``--trust-project-hooks``,
+            as the registry's project hooks); None reads ``MCP_HOOKS_TRUST_PROJECT_HOOKS``.
+    """
+
+    def __init__(self, project_dir: Path | None, *, user_file: Path | None = None,
+                 ladder: Ladder | None = None, watch: bool = True,
+                 secrets: Collection[str] = (), load_timeout: float = LOAD_TIMEOUT,
+                 trust_project: bool | None = None) -> None:
+        from mcp_hooks.paths import ahp_user_file
+
+        self.project_dir = Path(project_dir) if project_dir is not None else None
+        self.user_file = Path(user_file) if user_file is not None else ahp_user_file()
+        self._ladder = ladder
+        self._watch = watch
+        self._watcher: ChangeWatcher | None = None
+        self._config: ControlConfig | None = None
+        self._loaded = False
+        self._seen: tuple[tuple[str, int, int], ...] = ()
+        self._trust_seen: tuple[int, int] | None = None
+        self._woken: tuple[ControlConfig | None, frozenset[str | None] | None] = (None, None)
+        self._secrets = tuple(secrets)
+        self._load_timeout = load_timeout
+        self._trust_project = trust_project
+        self._lock = threading.RLock()
+
+    # -- the configuration -----------------------------------------------------------------
+
+    def _files(self) -> list[Path]:
+        files = [self.user_file]
+        if self.project_dir is not None:
+            files += [self.project_dir / ".ahp" / "hooks.yaml",
+                      self.project_dir / ".ahp" / "hooks.local.yaml"]
+        return files
+
+    def _watched(self) -> tuple[list[Path], list[Path]]:
+        """The folders a change of the configuration shows up in (the trust store is checked
+        by ``stat`` instead: its folder also holds the event log, written every event)."""
+        dirs = [self.user_file.parent]
+        if self.project_dir is not None:
+            root = self.project_dir / ".ahp"
+            dirs.append(root)
+            if root.is_dir():  # custom oracles' .py files are part of what is trusted
+                dirs += [p for p in root.rglob("*") if p.is_dir()][:200]
+        # a missing folder is watched through its parent (its creation is a change there):
+        # asking the watcher stays one non-blocking read, with no stat per event
+        watched = {d if d.is_dir() else d.parent for d in dirs}
+        return sorted(d for d in watched if d.is_dir()), []
+
+    def _signature(self) -> tuple[tuple[str, int, int], ...]:
+        """What the configuration and its trust rest on, by ``stat``: the layers, the trust
+        store, and every file and folder under the project's ``.ahp``."""
+        from mcp_hooks.paths import trust_store_path
+
+        names = [*self._files(), trust_store_path()]
+        if self.project_dir is not None and (self.project_dir / ".ahp").is_dir():
+            names += sorted((self.project_dir / ".ahp").rglob("*"))[:1000]
+        out = []
+        for name in names:
+            try:
+                st = name.stat()
+            except (OSError, ValueError):
+                continue
+            out.append((str(name), st.st_mtime_ns, st.st_size))
+        return tuple(out)
+
+    def config(self) -> ControlConfig | None:
+        """The merged configuration, or None when no hooks.yaml layer exists.
+
+        A long-lived layer asks its watcher first (one non-blocking ``read``), and, while a
+        project layer is read, the trust store's ``stat``; only when one of them moved does it
+        compare the whole ``stat`` signature, and it reads the files again only if that moved.
+        All of it under the layer's lock: the watcher and the signatures are shared by the
+        threads that decide events.
+        """
+        with self._lock:
+            if self._loaded and (self._watcher is None or not (
+                    self._watcher.changed() or self._trust_moved())):
+                return self._config
+            if self._watch and self._watcher is None:
+                from mcp_hooks.registry.watch import ChangeWatcher
+
+                self._watcher = ChangeWatcher()
+            if self._watcher is not None:
+                self._watcher.watch(*self._watched())
+            signature = self._signature() if self._watch else ()
+            if self._loaded and signature == self._seen:
+                return self._config
+            if any(f.is_file() for f in self._files()):
+                self._config = self._load()
+            else:
+                self._config = None
+            self._seen, self._loaded = signature, True
+            self._trust_seen = self._trust_stat()
+            return self._config
+
+    def _load(self) -> ControlConfig:
+        """``load_config`` within ``load_timeout`` seconds (a worker thread, abandoned past
+        it): a hooks.yaml layer that cannot be read in time (a FIFO or a huge file under
+        ``.ahp``) or whose reading raised is a problem of every trigger, failing closed."""
+        from mcp_hooks.control.config import ControlConfig, HooksYamlError, load_config
+
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["config"] = load_config(self.project_dir, user_file=self.user_file,
+                                            trust_project=self._trust_project)
+            except BaseException as exc:  # reported below, never raised in the thread
+                box["error"] = exc
+
+        worker = threading.Thread(target=work, name="mcp-hooks-hooks-yaml", daemon=True)
+        worker.start()
+        worker.join(self._load_timeout)
+        if "config" in box:
+            config: ControlConfig = box["config"]
+            return config
+        if worker.is_alive():
+            why = (f"could not be read within {self._load_timeout:g} s (a FIFO or a huge file "
+                   "under .ahp?); make its files plain and small")
+        else:
+            exc = box.get("error")
+            why = f"could not be read: {type(exc).__name__}: {exc}"
+        files = self._files()
+        where = files[1] if self.project_dir is not None else files[0]
+        return ControlConfig(problems=[HooksYamlError(where, None, None, why)],
+                             files=[f for f in files if f.is_file()])
+
+    def _trust_stat(self) -> tuple[int, int] | None:
+        """The trust store's (mtime, size) while a project layer is read, else None."""
+        if self._config is None or self._config.trust is None:
+            return None
+        from mcp_hooks.paths import trust_store_path
+
+        try:
+            st = os.stat(trust_store_path())
+        except OSError:
+            return (0, 0)
+        return (st.st_mtime_ns, st.st_size)
+
+    def _trust_moved(self) -> bool:
+        return self._trust_seen is not None and self._trust_stat() != self._trust_seen
+
+    def wakes(self, trigger: str) -> bool:
+        """Whether ``trigger`` (canonical) has anything to run or report in hooks.yaml."""
+        config = self.config()
+        if config is None:
+            return False
+        woken = self._woken
+        if woken[0] is not config:
+            every = any(p.trigger is None for p in config.problems)
+            woken = self._woken = (config, None if every else frozenset(
+                {*config.triggers, *(p.trigger for p in config.problems),
+                 *(e.trigger for e in config.untrusted)}))
+        triggers = woken[1]
+        return triggers is None or trigger in triggers
+
+    @property
+    def ladder(self) -> Ladder:
+        with self._lock:
+            if self._ladder is None:
+                from mcp_hooks.control.ladder import Ladder
+
+                self._ladder = Ladder()
+            return self._ladder
+
+    # -- one event ---------------------------------------------------------------------------
+
+    def decide(self, trigger: str, payload: Mapping[str, Any], *, can_block: bool,
+               fail_closed: bool, correlation_id: str | None = None) -> Decision:
+        """Run ``trigger``'s sync entries on ``payload`` (the payload hooks get, as the
+        HOOK.md chain left it) and say what they decide (see the module doc)."""
+        from mcp_hooks.control.evaluation import evaluate
+
+        config = self.config()
+        decision = Decision()
+        if config is None:
+            return decision
+        held = config.untrusted_for(trigger)
+        if held:
+            decision.warnings.append(_untrusted_note(held, self.project_dir))
+        decision.warnings.extend(str(note) for note in config.notes_for(trigger))
+        signals = evaluate(trigger, payload, config=config, ladder=self.ladder,
+                           project_dir=self.project_dir, correlation_id=correlation_id,
+                           secrets=self._secrets)
+        decision.signals = signals
+        for signal in signals:
+            text = f"[{signal.source}] {signal.text()}"
+            fault = signal.header.type in _FAULTS
+            if (signal.blocks and not fault) or (fault and fail_closed):
+                if can_block:
+                    decision.deny = signal
+                    decision.reason = signal.text() if not fault else (
+                        f"the control layer could not decide: {signal.text()}")
+                    break
+                decision.warnings.append(text)
+            elif fault:  # on_fault: warn, as a broken HOOK.md hook is let through
+                decision.warnings.append(text)
+            elif signal.intensity == "control":
+                rewrite = _rewrite(signal) if trigger == "before_tool" else None
+                if rewrite is not None:
+                    decision.tool_input = rewrite
+                decision.contexts.append(text)
+            else:
+                decision.contexts.append(text)
+        return decision
+
+    def background(self, trigger: str, payload: Mapping[str, Any], *, session_id: str | None,
+                   log_path: Path | None, correlation_id: str | None, detach: bool) -> None:
+        """Start ``trigger``'s ``async: true`` entries after the reply; never raises."""
+        config = self.config()
+        if config is None or not any(e.async_ for e in config.for_trigger(trigger)):
+            return
+        job = {"trigger": trigger, "payload": dict(payload), "session_id": session_id,
+               "project_dir": str(self.project_dir) if self.project_dir else None,
+               "user_file": str(self.user_file), "correlation_id": correlation_id,
+               "log": str(log_path) if log_path is not None else None}
+        if detach:
+            from mcp_hooks.engine.detached import spawn
+
+            spawn(json.loads(json.dumps(job, default=str)), _DETACHED)
+        else:
+            threading.Thread(target=run_background, args=(job, config, self.ladder,
+                                                          self._secrets),
+                             name="mcp-hooks-aid", daemon=True).start()
+
+
+def run_background(job: dict[str, Any], config: ControlConfig | None = None,
+                   ladder: Ladder | None = None, secrets: Collection[str] = (),
+                   ) -> list[Signal]:
+    """Run one event's ``async: true`` entries; log their aid and leave it in the inbox."""
+    from mcp_hooks.control.config import load_config
+    from mcp_hooks.control.evaluation import evaluate
+    from mcp_hooks.state.inbox import AidInbox
+
+    project = Path(job["project_dir"]) if job.get("project_dir") else None
+    if config is None:
+        config = load_config(project, user_file=Path(job["user_file"]))
+    try:
+        signals = evaluate(job["trigger"], job["payload"], config=config, ladder=ladder,
+                           project_dir=project, background=True,
+                           correlation_id=job.get("correlation_id"), secrets=secrets)
+    except Exception as exc:  # a background fault is reported, never raised
+        print(f"mcp-hooks: background hooks.yaml entries failed: {exc}", file=sys.stderr)
+        return []
+    AidInbox().put(job.get("session_id"), signals)  # first: once logged, it is waiting
+    if signals and job.get("log"):
+        from mcp_hooks.state.signallog import SignalLog
+
+        SignalLog.beside(Path(job["log"])).record(signals, job.get("session_id"))
+    return signals
+
+
+def main() -> None:
+    """``python -m mcp_hooks.engine.entries``: one background job as JSON on stdin."""
+    run_background(json.loads(sys.stdin.buffer.read()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,258 @@
+"""One sync hook's run -> its ``Verdict``: the effect it has on the event's chain.
+
+The rules of the decision protocol, in one place:
+
+- a hook that cannot start is a fault of ours, not its own (``fault_outcome`` under the
+  engine's ``on_fault``): it never got to decide;
+- exit 0 allows; its stdout, if any, must be a JSON object (``decision``, ``reason``,
+  ``modified_input``, ``modified_output``, ``additional_context``, ``log``); stdout over
+  1 MiB cannot be a decision;
+- exit 2 denies with stderr as the reason, unless stdout is a JSON answer whose ``decision``
+  is deny: then that answer is read as on exit 0 (its reason; stderr is the hook's log);
+- any other exit, a timeout or unreadable stdout fails open with a warning, unless the hook
+  sets ``metadata.on_error: block``;
+- a ``decision`` other than allow/deny/block allows with a warning (``approve`` silently),
+  and denies for a hook that fails closed;
+- ``decision: warn`` (or ``warning``) allows with a non-blocking warning (``notice``: a
+  prompt signal, and its text reaches the agent as context), even for a fail-closed hook;
+- stdout may carry a signal the hook made itself (``intensity`` and that intensity's payload,
+  ``signals.printed_signal``): a block signal denies with its ``reason``; a prompt or aid
+  signal's text reaches the agent as context when the hook gave none, and so does a control
+  signal's that comes with no rewrite (a batch split: what was adjusted); a malformed one is a
+  failure of the hook (fail open unless fail-closed);
+- ``modified_input`` outside ``before_tool`` and ``before_model`` (where it must be
+  ``{"messages": [...]}``, the new model input), and ``modified_output`` outside
+  ``after_tool`` and ``after_model`` (the new ``response``), are ignored with a warning.
+
+A verdict is never changed once judged, so the common "exit 0, nothing printed" answer is
+one shared instance.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from mcp_hooks.errors import ConfigError
+from mcp_hooks.runner import RunResult
+from mcp_hooks.spec.hookfile import HookSpec
+from mcp_hooks.spec.outcome import FAULT_SOURCE, OnFault, Status, cap_text, fault_outcome
+from mcp_hooks.spec.signals import Signal, printed_signal
+
+_DENY_WORDS = frozenset({"deny", "block"})
+_ALLOW_WORDS = frozenset({"allow", "approve"})
+_WARN_WORDS = frozenset({"warn", "warning"})
+_INPUT_EVENTS = frozenset({"before_tool", "before_model"})  # where modified_input applies
+_OUTPUT_EVENTS = frozenset({"after_tool", "after_model"})  # where modified_output applies
+
+
+class Verdict:
+    """One sync hook's effect on the chain."""
+
+    __slots__ = ("blocked_by", "context", "deny", "message", "modified_input",
+                 "modified_output", "notice", "reason", "signal", "status", "warning")
+
+    def __init__(self, status: Status) -> None:
+        self.status: Status = status
+        self.deny = False
+        self.blocked_by: str | None = None  # who denied, when not the hook itself
+        self.reason: str | None = None
+        self.message: str | None = None
+        self.modified_input: dict[str, Any] | None = None
+        self.modified_output: Any = None
+        self.context: str | None = None
+        self.warning: str | None = None
+        self.notice: str | None = None  # a non-blocking warning for the agent (a prompt)
+        self.signal: Signal | None = None  # the signal the hook printed itself
+
+
+_ALLOW = Verdict("allow")  # shared: a verdict is never changed once judged
+
+
+def decode(data: bytes) -> str:
+    """A hook's output as text (invalid UTF-8 replaced, never an error)."""
+    return data.decode("utf-8", errors="replace")
+
+
+def judge(hook: HookSpec, event: str, result: RunResult, on_fault: OnFault = "block",
+          replaced: Mapping[str, HookSpec] | None = None) -> Verdict:
+    """Turn one sync run into its effect on the chain (exit codes, stdout JSON, fail policy).
+
+    Args:
+        hook: the hook that ran.
+        event: the canonical event.
+        result: what the runner saw.
+        on_fault: the engine's policy for a hook that could not start.
+        replaced: user hooks a trusted project hook of the same name ran in place of.
+    """
+    if result.spawn_error is not None:  # a hook that cannot start is our fault, not its own
+        return _start_fault(hook, event, result.spawn_error, on_fault)
+    verdict = _judge_run(hook, event, result)
+    if replaced and hook.name in replaced and hook.scope == "project":
+        note = (f"{hook.name}: the trusted project hook ran in place of the user hook of the "
+                f"same name ({replaced[hook.name].dir})")
+        verdict = _with_warning(verdict, note)
+    return verdict
+
+
+def _tail(data: bytes, size: int, limit: int = 500) -> str:
+    text = decode(data).strip()
+    if len(text) > limit:
+        text = "..." + text[-limit:]
+    if size > len(data):
+        text += f" [{size - len(data)} bytes beyond the 1 MiB kept were dropped]"
+    return text
+
+
+def _with_warning(verdict: Verdict, note: str) -> Verdict:
+    if verdict is _ALLOW:
+        verdict = Verdict("allow")
+    verdict.warning = f"{verdict.warning}; {note}" if verdict.warning else note
+    return verdict
+
+
+def _start_fault(hook: HookSpec, event: str, error: str, on_fault: OnFault) -> Verdict:
+    what = f"hook {hook.name} could not start: {error}; fix its entry script ({hook.dir})"
+    outcome = fault_outcome(event, what, on_fault=on_fault)
+    verdict = Verdict("error")
+    verdict.message = f"could not start: {error}"
+    verdict.warning = outcome.warnings[-1]
+    if outcome.denied:
+        verdict.deny = True
+        verdict.reason = outcome.reason
+        verdict.blocked_by = FAULT_SOURCE
+    return verdict
+
+
+def _judge_run(hook: HookSpec, event: str, result: RunResult) -> Verdict:
+    if result.timed_out:
+        return _failure(hook, "timeout", f"timed out after {hook.timeout} ms and was killed")
+    code = result.exit_code
+    if code == 0 and not result.stdout:
+        return _ALLOW  # the common case: nothing to parse
+    if code == 2:
+        if result.stdout and _answers_deny(result.stdout):
+            # the deny written as a JSON answer too (hookkit, a persistent hook's answer): its
+            # reason is the answer's, and stderr stays the hook's log (its prints)
+            return _parse_stdout(hook, event, result)
+        verdict = Verdict("deny")
+        verdict.deny = True
+        stderr = decode(result.stderr).strip()
+        verdict.reason = stderr or f"blocked by hook {hook.name} (exit 2, no reason given)"
+        verdict.message = cap_text(verdict.reason, 500)
+        return verdict
+    if code != 0:
+        how = (f"exit {code}" if code is not None and code >= 0
+               else f"killed by signal {-(code or 0)}")
+        if result.limit:  # "hit metadata.limits.cpu_seconds (5 s)"
+            how = f"{how}, {result.limit}"
+        detail = _tail(result.stderr, result.stderr_size)
+        return _failure(hook, "error", f"{how}" + (f": {detail}" if detail else ""))
+    return _parse_stdout(hook, event, result)
+
+
+def _answers_deny(stdout: bytes) -> bool:
+    """Whether ``stdout`` is a JSON object whose ``decision`` is deny (or block)."""
+    try:
+        data = json.loads(stdout)
+    except (ValueError, RecursionError):
+        return False
+    word = data.get("decision") if isinstance(data, dict) else None
+    return isinstance(word, str) and word.strip().lower() in _DENY_WORDS
+
+
+def _failure(hook: HookSpec, status: Status, what: str) -> Verdict:
+    verdict = Verdict(status)
+    verdict.message = what
+    if hook.on_error == "block":
+        verdict.deny = True
+        verdict.reason = (
+            f"hook {hook.name} failed and fails closed (metadata.on_error: block): {what}"
+        )
+        verdict.warning = f"{hook.name}: {what}; blocked because it fails closed"
+    else:
+        verdict.warning = f"{hook.name}: {what}; allowed (fail open)"
+    return verdict
+
+
+def _parse_stdout(hook: HookSpec, event: str, result: RunResult) -> Verdict:
+    text = decode(result.stdout).strip()
+    if not text:
+        return Verdict("allow")
+    if result.stdout_size > len(result.stdout):
+        return _failure(hook, "error", "stdout is over 1 MiB, so it cannot be a decision")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return _failure(hook, "error", f"stdout is not JSON: {cap_text(text, 200)!r}")
+    if not isinstance(data, dict):
+        return _failure(hook, "error", f"stdout must be a JSON object, got {type(data).__name__}")
+
+    notes: list[str] = []
+    signal = None
+    if data.get("intensity") is not None:
+        try:
+            signal = printed_signal(data, source=hook.name, hook=event)
+        except ConfigError as exc:
+            return _failure(hook, "error", f"its signal cannot be read: {exc}")
+        if signal.blocks and data.get("decision") is None:
+            data = {**data, "decision": "deny", "reason": signal.payload.get("reason")}
+    decision = data.get("decision")
+    if decision is None:
+        decision = "allow"
+    word = decision.strip().lower() if isinstance(decision, str) else None
+    warn = word in _WARN_WORDS
+    unknown = word not in _DENY_WORDS and word not in _ALLOW_WORDS and not warn
+    if word in _DENY_WORDS or (unknown and hook.on_error == "block"):
+        verdict = Verdict("deny")
+        verdict.deny = True
+        reason = data.get("reason")
+        verdict.reason = str(reason) if reason else f"blocked by hook {hook.name}"
+        if unknown:  # a fail-closed hook that says something we cannot read denies
+            verdict.reason = (f"hook {hook.name} fails closed and its decision {decision!r} "
+                              f"is not allow or deny: {verdict.reason}")
+            notes.append(f"decision {decision!r} is not allow or deny; denied (fails closed)")
+        verdict.message = cap_text(verdict.reason, 500)
+    else:
+        verdict = Verdict("allow")
+        if unknown:
+            notes.append(f"decision {decision!r} is not allow or deny; treated as allow")
+        if warn:
+            verdict.notice = str(data.get("reason") or f"warning from hook {hook.name}")
+    verdict.signal = signal
+
+    modified = data.get("modified_input")
+    if modified is not None:
+        if not isinstance(modified, dict):
+            notes.append("modified_input must be a JSON object; ignored")
+        elif event not in _INPUT_EVENTS:
+            notes.append(f"modified_input only applies to before_tool and before_model, not "
+                         f"{event}; ignored")
+        elif event == "before_model" and not isinstance(modified.get("messages"), list):
+            notes.append('modified_input on before_model must be {"messages": [...]}; ignored')
+        else:
+            verdict.modified_input = modified
+    if "modified_output" in data and data["modified_output"] is not None:
+        if event not in _OUTPUT_EVENTS:
+            notes.append(f"modified_output only applies to after_tool and after_model, not "
+                         f"{event}; ignored")
+        else:
+            verdict.modified_output = data["modified_output"]
+    context = data.get("additional_context")
+    if isinstance(context, list):
+        context = "\n".join(str(c) for c in context)
+    if context:
+        verdict.context = str(context)
+    elif verdict.notice:
+        verdict.context = verdict.notice
+    elif signal is not None and (signal.intensity in ("prompt", "aid") or (
+            signal.intensity == "control" and verdict.modified_input is None
+            and verdict.modified_output is None)):
+        verdict.context = signal.text()  # an adjustment no rewrite carries: say what it was
+    log = data.get("log")
+    if log and verdict.message is None:
+        verdict.message = cap_text(str(log), 500)
+    if notes:
+        verdict.warning = f"{hook.name}: " + "; ".join(notes)
+    return verdict

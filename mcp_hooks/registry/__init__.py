@@ -1,0 +1,3 @@
+"""The hooks a project has: discovery of HOOK.md folders, trust, change watching, the
+bundled library.
+"""

@@ -1,0 +1,545 @@
+"""User and project hook folders -> ``Registry``: the metadata index, invalid hooks, trust, reload.
+
+Discovery roots: the user folder ``$XDG_CONFIG_HOME/agents/hooks`` (default
+``~/.config/agents/hooks``) and the project folder ``<project>/.agents/hooks``. Only
+frontmatter is read to build the index; the prose is read when asked for and the script only
+when run.
+
+Project hooks come with a cloned repository, so they run only once the user has trusted their
+exact content (``trust``: a SHA-256 over the whole hook folder). An untrusted project hook,
+or one changed since it was trusted, is listed in ``untrusted`` and neither runs nor replaces
+the user hook of the same name; a trusted one replaces it (listed in ``replaced``).
+``trust_project_hooks`` (``MCP_HOOKS_TRUST_PROJECT_HOOKS=1``) trusts every project hook.
+
+Nothing in a hooks folder makes discovery raise: an entry that cannot be read (a symlink
+loop, a dangling link, a FIFO, an unreadable or malformed HOOK.md) becomes an
+``InvalidHook`` with its reason, and its ``event`` tells which events it could have woken
+(None: any), so the engine can fail closed on exactly those.
+
+Changes on disk (a hook added, edited, removed, a script made executable) are seen by the
+next ``refresh()``: a watcher says whether anything changed, and a rescan re-parses only the
+files whose stat signature moved. ``refresh`` and ``rescan`` may be called from many threads
+at once (``Hooks.fire`` from a thread pool): one lock makes asking the watcher and rescanning
+one step, so a caller that arrives during a rescan waits for it and sees its result.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shlex
+import stat
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from mcp_hooks import paths
+from mcp_hooks.errors import HookFileError, UnknownEventError
+from mcp_hooks.spec.events import canonical_event
+from mcp_hooks.spec.hookfile import HOOK_FILES, HookSpec, Scope, load_hook
+
+if TYPE_CHECKING:
+    from mcp_hooks.registry.trust import TrustStore
+    from mcp_hooks.registry.watch import ChangeWatcher
+
+
+
+class CallableSource(Protocol):
+    """The Python callables a registry merges into ``select`` (``engine/callables.py``)."""
+
+    def wakes(self, event: str) -> bool: ...
+
+    def select(self, event: str, tool_name: str | None,
+               tool_input: Any) -> Sequence[HookSpec]: ...
+
+
+# What decides whether a hook folder must be read again: its HOOK.md, the scripts folder
+# (an entry script added, removed or renamed changes its mtime) and scripts/run itself
+# (chmod +x). Content edits of run.sh / run.py do not matter: scripts are read when run.
+_SIGNATURE_FILES = ("HOOK.md", "scripts", "scripts/run")
+
+
+def default_user_dir() -> Path:
+    """The user hooks folder (``paths.user_hooks_dir``); kept for the public API."""
+    return paths.user_hooks_dir()
+
+
+def project_hooks_dir(project_dir: Path) -> Path:
+    return project_dir / ".agents" / "hooks"
+
+
+def _project_of(hook_dir: Path) -> Path:
+    """The project of a project hook folder (``project_hooks_dir`` read backwards)."""
+    return hook_dir.parent.parent.parent
+
+
+def find_project_dir(start: Path, stop: Path | None = None) -> Path:
+    """The nearest folder at or above ``start`` that has ``.agents/hooks`` (not above ``stop``),
+    else ``start`` itself: hooks of a project apply in its subfolders too."""
+    start = start.resolve()
+    for candidate in (start, *start.parents):
+        if project_hooks_dir(candidate).is_dir():
+            return candidate
+        if stop is not None and candidate == stop:
+            break
+    return start
+
+
+@dataclass(frozen=True)
+class InvalidHook:
+    """A hook folder that could not be loaded, and why."""
+
+    name: str
+    scope: Scope
+    file: Path
+    field: str | None
+    reason: str
+    event: str | None = None  # the canonical event its trigger names; None: unreadable, any
+    in_scope: bool = True  # False for a project hook that would not run anyway (untrusted)
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.field}" if self.field else str(self.file)
+        return f"{where}: {self.reason}"
+
+    def wakes(self, event: str) -> bool:
+        """Whether, were it valid, it could subscribe to this canonical event."""
+        return self.in_scope and (self.event is None or self.event == event)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "scope": self.scope,
+            "file": str(self.file),
+            "field": self.field,
+            "reason": self.reason,
+            "event": self.event,
+            "in_scope": self.in_scope,
+        }
+
+
+TrustStatus = Literal["trusted", "untrusted", "changed"]
+
+
+@dataclass(frozen=True)
+class UntrustedHook:
+    """A valid project hook that does not run: never trusted, or changed since it was."""
+
+    spec: HookSpec
+    status: TrustStatus
+    digest: str
+    project_dir: Path
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def fix(self) -> str:
+        """The command that trusts it (after the user has read it)."""
+        return f"mcp-hooks trust {shlex.quote(str(self.project_dir))} --hook {self.name}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "trust": self.status, "dir": str(self.spec.dir),
+                "event": self.spec.event, "sha256": self.digest, "fix": self.fix}
+
+
+@dataclass
+class _EventIndex:
+    """Hooks of one canonical event, in run order, with tool-name lookups for literal matchers."""
+
+    hooks: list[HookSpec] = field(default_factory=list)
+    by_tool: dict[str, list[HookSpec]] = field(default_factory=dict)
+    generic: list[HookSpec] = field(default_factory=list)
+    rank: dict[str, int] = field(default_factory=dict)
+    patterns: bool = False  # some hook searches the tool input
+
+
+def run_order(hook: HookSpec) -> tuple[int, int, str]:
+    """Sort key of sync hooks: priority descending, then user before project, then name.
+
+    A Python callable (``callables.CallableHook``) brings its own key: after both at equal
+    priority, instance ones before class ones, each in registration order.
+    """
+    if type(hook) is HookSpec:
+        return (-hook.priority, 0 if hook.scope == "user" else 1, hook.name)
+    key: tuple[int, int, str] = getattr(hook, "order_key", None) or (
+        -hook.priority, 0 if hook.scope == "user" else 1, hook.name)
+    return key
+
+
+_Loaded = tuple[HookSpec, list[str]] | InvalidHook
+
+
+class Registry:
+    """The hooks of one user folder and (optionally) one project.
+
+    Args:
+        user_dir: the user hooks folder; None means ``paths.user_hooks_dir()``. A relative
+            folder is resolved once, here, against the current folder.
+        project_dir: the project whose ``.agents/hooks`` to load; None for none.
+        strict: unknown frontmatter keys make a hook invalid instead of a warning.
+        watch: follow changes on disk (``refresh``); False for one-shot callers such as
+            ``mcp-hooks fire`` and the host bridges, which read the folders once.
+        trust_project_hooks: run every project hook without checking the trust store (CI,
+            containers); None reads ``MCP_HOOKS_TRUST_PROJECT_HOOKS``.
+        trust_store: where trusted digests are kept; None for ``paths.trust_store_path()``.
+    """
+
+    def __init__(
+        self, user_dir: Path | None = None, project_dir: Path | None = None, *,
+        strict: bool = False, watch: bool = True, trust_project_hooks: bool | None = None,
+        trust_store: TrustStore | None = None,
+    ) -> None:
+        self.user_dir = Path(os.path.abspath(user_dir if user_dir is not None
+                                             else paths.user_hooks_dir()))
+        self.project_dir = Path(os.path.abspath(project_dir)) if project_dir is not None else None
+        self.strict = strict
+        if trust_project_hooks is None:
+            from mcp_hooks.registry.trust import trust_all_from_env
+
+            trust_project_hooks = trust_all_from_env()
+        self.trust_project_hooks = trust_project_hooks
+        self._trust_store = trust_store
+        self._trust_seen: object = None  # the trust store's signature when last read
+        self._deep: dict[Path, tuple[tuple[Any, ...], str]] = {}  # project hook -> digest
+        self.untrusted: list[UntrustedHook] = []
+        self.replaced: dict[str, HookSpec] = {}  # name -> the user hook a project hook replaces
+        self.generation = 0
+        self._roots: list[tuple[Scope, Path]] = [("user", self.user_dir)]
+        if self.project_dir is not None:
+            self._roots.append(("project", project_hooks_dir(self.project_dir)))
+        self._cache: dict[Path, tuple[tuple[Any, ...], _Loaded]] = {}
+        self._lock = threading.Lock()  # one refresh/rescan at a time (see the docstring)
+        self._watcher: ChangeWatcher | None = None
+        if watch:
+            from mcp_hooks.registry.watch import ChangeWatcher
+
+            self._watcher = ChangeWatcher()
+        self._hooks: list[HookSpec] = []
+        self._by_name: dict[str, HookSpec] = {}
+        self._index: dict[str, _EventIndex] = {}
+        self.invalid: list[InvalidHook] = []
+        self.warnings: list[str] = []
+        # Python callables merged into ``select`` (``CallableSource``; the library)
+        self.callables: CallableSource | None = None
+        self._scan()
+
+    # -- reading -------------------------------------------------------------------------
+
+    def hooks(self) -> list[HookSpec]:
+        """Every valid hook, in run order."""
+        return list(self._hooks)
+
+    def has_patterns(self, event: str) -> bool:
+        """Whether any hook of this event searches the tool input (``matcher.pattern``)."""
+        index = self._index.get(event)
+        return index is not None and index.patterns
+
+    def get(self, name: str) -> HookSpec | None:
+        return self._by_name.get(name)
+
+    def for_event(self, event: str) -> list[HookSpec]:
+        """Every valid hook of a canonical event, in run order, matchers not applied."""
+        index = self._index.get(event)
+        return list(index.hooks) if index else []
+
+    def select(
+        self, event: str, tool_name: str | None = None, tool_input: Any = None
+    ) -> list[HookSpec]:
+        """The hooks a canonical event wakes, in run order, matchers applied (with the
+        ``callables`` among them, when set)."""
+        if self.callables is not None and self.callables.wakes(event):
+            return sorted([*self._select(event, tool_name, tool_input),
+                           *self.callables.select(event, tool_name, tool_input)], key=run_order)
+        return self._select(event, tool_name, tool_input)
+
+    def wakes(self, event: str) -> bool:
+        """Whether a canonical event has anything here: a hook (or callable), a hook that
+        did not load but could have woken it, an untrusted project hook to warn of."""
+        return (event in self._index
+                or (self.callables is not None and self.callables.wakes(event))
+                or any(i.wakes(event) for i in self.invalid)
+                or any(u.spec.event == event for u in self.untrusted))
+
+    def _select(self, event: str, tool_name: str | None, tool_input: Any) -> list[HookSpec]:
+        index = self._index.get(event)
+        if index is None:
+            return []
+        if not index.by_tool:
+            candidates = index.generic
+        else:
+            literal = index.by_tool.get(tool_name, []) if tool_name is not None else []
+            if not literal:
+                candidates = index.generic
+            elif not index.generic:
+                candidates = literal
+            else:
+                candidates = sorted((*literal, *index.generic), key=lambda h: index.rank[h.name])
+        return [h for h in candidates if not h.has_matcher or h.matches(tool_name, tool_input)]
+
+    # -- reloading ------------------------------------------------------------------------
+
+    def refresh(self) -> bool:
+        """Pick up changes on disk; True if the set of hooks or invalid hooks changed.
+
+        With project hooks, also re-checks what trust rests on: the trust store, and every
+        file of each project hook folder (a script edited after it was trusted stops it).
+        """
+        if self._watcher is None:
+            return False
+        with self._lock:
+            if self._watcher.changed() or (self._deep and self._trust_moved()):
+                return self._scan()
+        return False
+
+    def rescan(self) -> bool:
+        """Re-stat everything now, regardless of the watcher."""
+        with self._lock:
+            return self._scan()
+
+    def _hook_dirs(self) -> Iterator[tuple[Scope, Path, str | None]]:
+        """Each candidate hook folder, with why it cannot be one (None when it may be)."""
+        for scope, root in self._roots:
+            try:
+                entries = sorted(os.scandir(root), key=lambda e: e.name)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                if exc.errno == errno.ENOTDIR:
+                    continue
+                yield scope, root, f"the hooks folder cannot be read: {exc.strerror}"
+                continue
+            except ValueError as exc:  # a NUL in the path: no folder of that name can exist
+                yield scope, root, f"the hooks folder path is not valid: {exc}"
+                continue
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                path = Path(entry.path)
+                try:
+                    if entry.is_dir():
+                        yield scope, path, None
+                        continue
+                    if entry.is_symlink():
+                        yield scope, path, "a symbolic link to nothing (dangling); remove it " \
+                            "or point it at a hook folder"
+                    elif not entry.is_file():
+                        yield scope, path, "not a folder (a FIFO, socket or device); remove it"
+                except OSError as exc:  # a symlink loop, a folder we may not search
+                    yield scope, path, f"cannot be read: {exc.strerror}; remove or fix it"
+
+    def _load(self, scope: Scope, hook_dir: Path) -> _Loaded:
+        signature: list[Any] = [scope]
+        base = str(hook_dir)
+        hook_file: Path | None = None
+        for rel in _SIGNATURE_FILES:
+            try:
+                st = os.stat(f"{base}/{rel}")
+            except OSError:
+                if rel != "HOOK.md":
+                    signature.append(None)
+                    continue
+                try:
+                    st = os.stat(f"{base}/hook.md")
+                except OSError:
+                    signature.append(None)
+                    continue
+                rel = "hook.md"
+            if rel in HOOK_FILES and stat.S_ISREG(st.st_mode):
+                hook_file = hook_dir / rel
+            signature.append((st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode))
+        key = tuple(signature)
+        cached = self._cache.get(hook_dir)
+        # an invalid hook is read again on every rescan: they are few, and its fix may be in
+        # a file the signature does not cover (a run.sh converted to LF line endings in place)
+        if cached is not None and cached[0] == key and not isinstance(cached[1], InvalidHook):
+            return cached[1]
+        run = signature[-1]  # scripts/run, as just seen: not looked up again
+        loaded: _Loaded
+        try:
+            loaded = load_hook(hook_dir, scope, strict=self.strict, hook_file=hook_file,
+                               run_is_file=run is not None and stat.S_ISREG(run[3]))
+        except HookFileError as exc:
+            loaded = InvalidHook(hook_dir.name, scope, exc.file, exc.field, exc.reason,
+                                 _event_of(exc.trigger))
+        except (OSError, ValueError) as exc:  # never let one folder stop the others loading
+            loaded = InvalidHook(hook_dir.name, scope, hook_dir, None,
+                                 f"cannot be loaded: {exc}")
+        self._cache[hook_dir] = (key, loaded)
+        return loaded
+
+    def _scan(self) -> bool:
+        valid: dict[str, HookSpec] = {}
+        invalid: list[InvalidHook] = []
+        warnings: list[str] = []
+        watched: list[str] = []
+        seen: set[Path] = set()
+        untrusted: list[UntrustedHook] = []
+        replaced: dict[str, HookSpec] = {}
+        deep: dict[Path, tuple[tuple[Any, ...], str]] = {}
+        store = None
+        for scope, hook_dir, problem in self._hook_dirs():
+            if problem is not None:
+                invalid.append(InvalidHook(hook_dir.name, scope, hook_dir, None, problem))
+                continue
+            seen.add(hook_dir)
+            folder = str(hook_dir)
+            watched.append(folder)
+            watched.append(f"{folder}/scripts")  # a missing one is skipped by the watcher
+            loaded = self._load(scope, hook_dir)
+            if scope == "project" and not self.trust_project_hooks:
+                if store is None:
+                    store = self._store()
+                status, digest = self._trust_of(store, hook_dir, deep, watched)
+                if isinstance(loaded, InvalidHook):
+                    # an untrusted hook would not run, broken or not: it decides nothing
+                    if status == "untrusted":
+                        loaded = _out_of_scope(loaded)
+                elif status != "trusted":
+                    untrusted.append(UntrustedHook(loaded[0], status, digest,
+                                                   _project_of(hook_dir)))
+                    continue
+            if isinstance(loaded, InvalidHook):
+                invalid.append(loaded)
+                continue
+            spec, spec_warnings = loaded
+            warnings.extend(spec_warnings)
+            if spec.scope == "project" and spec.name in valid:
+                replaced[spec.name] = valid[spec.name]
+            valid[spec.name] = spec  # project folders come second: project replaces user
+        for stale in set(self._cache) - seen:
+            del self._cache[stale]
+
+        if self._watcher is not None:
+            roots = [root for _, root in self._roots]
+            self._watcher.watch(
+                [str(r) for r in roots if r.is_dir()] + watched,
+                missing=[r for r in roots if not r.is_dir()],
+            )
+
+        hooks = sorted(valid.values(), key=run_order)
+        changed = (hooks != self._hooks or invalid != self.invalid
+                   or untrusted != self.untrusted)
+        self._hooks = hooks
+        self._by_name = {h.name: h for h in hooks}
+        self.invalid = invalid
+        self.warnings = warnings
+        self.untrusted = untrusted
+        self.replaced = replaced
+        self._deep = deep
+        self._index = _build_index(hooks)
+        if changed:
+            self.generation += 1
+        return changed
+
+    # -- trust ----------------------------------------------------------------------------
+
+    def _store(self) -> TrustStore:
+        if self._trust_store is None:
+            from mcp_hooks.paths import trust_store_path as store_path
+            from mcp_hooks.registry.trust import TrustStore
+
+            self._trust_store = TrustStore(store_path())
+        self._trust_seen = self._trust_store.signature()
+        return self._trust_store
+
+    def _trust_of(self, store: TrustStore, hook_dir: Path,
+                  deep: dict[Path, tuple[tuple[Any, ...], str]],
+                  watched: list[str]) -> tuple[TrustStatus, str]:
+        """A project hook's trust, hashing its folder only when a file in it moved. Every
+        folder below it is watched, so an edit anywhere in it is seen by the next event."""
+        from mcp_hooks.registry.trust import hook_digest
+
+        signature = _deep_signature(hook_dir, watched)
+        known = self._deep.get(hook_dir)
+        digest = known[1] if known is not None and known[0] == signature else hook_digest(hook_dir)
+        deep[hook_dir] = (signature, digest)
+        status: TrustStatus = store.status(_project_of(hook_dir), hook_dir.name, digest)
+        return status, digest
+
+    def _trust_moved(self) -> bool:
+        """Whether the trust store changed since the scan (one stat; the hook folders
+        themselves are watched), or, without a live watcher, any project hook file did."""
+        if self._trust_store is not None and self._trust_store.signature() != self._trust_seen:
+            return True
+        if self._watcher is not None and self._watcher.live:
+            return False
+        return any(_deep_signature(d, []) != known[0] for d, known in self._deep.items())
+
+    def untrusted_for(self, event: str, tool_name: str | None = None,
+                      tool_input: Any = None) -> list[UntrustedHook]:
+        """The untrusted project hooks this event would have woken."""
+        return [u for u in self.untrusted if u.spec.event == event and (
+            not u.spec.has_matcher or u.spec.matches(tool_name, tool_input))]
+
+    def faults_for(self, event: str) -> list[InvalidHook]:
+        """The invalid hooks in scope that could have subscribed to this event."""
+        return [i for i in self.invalid if i.wakes(event)]
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            with self._lock:
+                self._watcher.close()
+
+
+def _event_of(trigger: str | None) -> str | None:
+    """The canonical event a broken hook's trigger names; None when it names none we know
+    (then it could have been any event, and is counted as a fault on each)."""
+    if trigger is None:
+        return None
+    try:
+        return canonical_event(trigger)
+    except UnknownEventError:
+        return None
+
+
+def _out_of_scope(invalid: InvalidHook) -> InvalidHook:
+    return InvalidHook(invalid.name, invalid.scope, invalid.file, invalid.field,
+                       invalid.reason + " (an untrusted project hook: it would not run anyway)",
+                       invalid.event, in_scope=False)
+
+
+_DEEP_LIMIT = 1000  # entries of one hook folder looked at; past that, the digest decides
+
+
+def _deep_signature(hook_dir: Path, folders: list[str]) -> tuple[Any, ...]:
+    """The stat of every entry under a hook folder (not following links), bounded; each
+    folder below it is appended to ``folders`` (to be watched)."""
+    found: list[Any] = []
+    stack = [str(hook_dir)]
+    while stack and len(found) < _DEEP_LIMIT:
+        folder = stack.pop()
+        if folder != str(hook_dir):
+            folders.append(folder)
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            found.append((folder, None))
+            continue
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                found.append((entry.path, None))
+                continue
+            found.append((entry.path, st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode))
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(entry.path)
+    return tuple(sorted(found, key=lambda item: item[0]))
+
+
+def _build_index(hooks: list[HookSpec]) -> dict[str, _EventIndex]:
+    index: dict[str, _EventIndex] = {}
+    for rank, hook in enumerate(hooks):
+        entry = index.setdefault(hook.event, _EventIndex())
+        entry.hooks.append(hook)
+        entry.rank[hook.name] = rank
+        entry.patterns = entry.patterns or hook.matcher_pattern is not None
+        if hook.tool_names is not None:
+            for name in hook.tool_names:
+                entry.by_tool.setdefault(name, []).append(hook)
+        else:
+            entry.generic.append(hook)
+    return index

@@ -1,0 +1,3 @@
+"""What the words mean: events, HOOK.md, matchers, limits, the tool vocabulary, signals,
+the ``Event`` and ``Outcome`` records. Pure data and parsing: no process, no file written.
+"""

@@ -1,0 +1,546 @@
+"""HOOK.md -> ``HookSpec``: frontmatter validation and entry-script resolution.
+
+A hook is a folder ``<name>/`` holding ``HOOK.md`` (YAML frontmatter, then prose for people)
+and an entry script, the first found of ``scripts/run`` (executable), ``scripts/run.sh``
+(executed directly when executable, else with ``sh``) and ``scripts/run.py`` (run with this
+Python). Fields, types and ranges follow the appendix of the Agent Hooks spec; our own
+extensions live under ``metadata`` so a hook stays valid for every other implementation.
+
+The YAML block is read by ``frontmatter``; here every problem of the mapping is collected,
+not only the first (``HookFileProblems``), a misspelled key is named with the field it looks
+like (``triger`` -> ``trigger``), and a script the kernel cannot start because its first line
+ends in a carriage return (a CRLF checkout) is refused by name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from mcp_hooks.errors import HookFileError, UnknownEventError
+from mcp_hooks.spec import matching
+from mcp_hooks.spec.events import TOOL_EVENTS, canonical_event
+from mcp_hooks.spec.frontmatter import FRONTMATTER as _FRONTMATTER  # noqa: F401 (tests read it)
+from mcp_hooks.spec.frontmatter import parse_frontmatter as parse_frontmatter  # re-exported
+from mcp_hooks.spec.frontmatter import trigger_hint
+from mcp_hooks.spec.limits import DEFAULT_LIMITS, Limits, parse_limits
+
+Scope = Literal["user", "project"]
+HOOK_FILES = ("HOOK.md", "hook.md")
+NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+MAX_HOOK_FILE = 1 << 20  # bytes: a HOOK.md is a page of prose, never a megabyte
+# A tool matcher that is only names (``Shell``, ``Write|Edit``) is matched by a set lookup
+# and never compiled: most are, and compiling thousands of them is most of an index build.
+LITERAL_TOOLS = re.compile(r"[A-Za-z0-9_\-]+(?:\|[A-Za-z0-9_\-]+)*")
+
+
+@dataclass(frozen=True)
+class _Field:
+    """One frontmatter field: its JSON kind, bounds, default, and how to write it right."""
+
+    kind: str  # "string", "integer", "boolean" or "mapping"
+    hint: str
+    required: bool = False
+    default: Any = None
+    bounds: tuple[int, int] | None = None  # a range for integers, a length for strings
+
+
+# The frontmatter schema of the Agent Hooks spec's appendix, declared once; every message
+# names the field at fault and says how to fix it.
+FIELDS: dict[str, _Field] = {
+    "name": _Field("string", "1-64 lowercase letters, digits and single hyphens, equal to "
+                   "the folder name", required=True, bounds=(1, 64)),
+    "description": _Field("string", "a string of 1-1024 characters saying what the hook does",
+                          required=True, bounds=(1, 1024)),
+    "trigger": _Field("string", "an event name such as before_tool, before_stop, "
+                      "session_start", required=True),
+    "matcher": _Field("mapping", "a mapping with optional keys tool and pattern (regular "
+                      "expressions)"),
+    "timeout": _Field("integer", "milliseconds, an integer from 100 to 600000 (default 30000)",
+                      default=30000, bounds=(100, 600000)),
+    "async": _Field("boolean", "true or false (default false)", default=False),
+    "priority": _Field("integer", "an integer from 0 to 1000, higher runs first (default 100)",
+                       default=100, bounds=(0, 1000)),
+    "metadata": _Field("mapping", "a mapping of free keys"),
+}
+MATCHER_FIELDS: dict[str, _Field] = {
+    "tool": _Field("string", "a regular expression that must match the whole tool name"),
+    "pattern": _Field("string", "a regular expression searched in the tool input's strings"),
+}
+KNOWN_KEYS = frozenset(FIELDS)
+_ON_ERROR_HINT = "allow (fail open, the default) or block (fail closed)"
+_KIND_WORDS = {"string": "a string", "integer": "an integer", "boolean": "true or false",
+               "mapping": "a mapping"}
+
+
+def _kind_ok(kind: str, value: Any) -> bool:
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    return isinstance(value, dict)
+
+
+def _check(hook_file: Path, name: str, spec: _Field, value: Any) -> Any:
+    """The value of one field, or a HookFileError saying what is wrong and how to fix it."""
+    if not _kind_ok(spec.kind, value):
+        shown = "a mapping" if isinstance(value, dict) else "a list" if isinstance(
+            value, list) else repr(value)
+        raise HookFileError(hook_file, name,
+                            f"must be {_KIND_WORDS[spec.kind]}, got {shown} ({spec.hint})")
+    if spec.bounds is not None:
+        low, high = spec.bounds
+        if spec.kind == "integer" and not low <= value <= high:
+            raise HookFileError(hook_file, name,
+                                f"must be from {low} to {high}, got {value} ({spec.hint})")
+        if spec.kind == "string" and not low <= len(value) <= high:
+            raise HookFileError(hook_file, name, f"must be {low}-{high} characters long, got "
+                                f"{len(value)} ({spec.hint})")
+    return value
+
+
+class HookFileProblems(HookFileError):
+    """Every problem of one HOOK.md, and the warnings found beside them.
+
+    With one problem, ``field`` and ``reason`` are its own. With more, ``field`` is None and
+    ``reason`` joins them (``field: reason; field: reason``), so one line still says it all
+    where one line is shown (``list``, a fault's reason); ``validate`` prints each of
+    ``problems`` on its own line, then ``warnings`` (unknown keys, say), which would have
+    been shown had the hook loaded.
+    """
+
+    def __init__(self, file: Path, problems: list[HookFileError],
+                 warnings: list[str] | None = None) -> None:
+        self.problems = tuple(problems)
+        self.warnings = tuple(warnings or ())
+        if len(problems) == 1:
+            super().__init__(problems[0].file, problems[0].field, problems[0].reason)
+            return
+        super().__init__(file, None, "; ".join(
+            f"{p.field}: {p.reason}" if p.field else p.reason for p in problems))
+
+
+def problems_of(exc: HookFileError) -> tuple[HookFileError, ...]:
+    """Each problem an error stands for: its ``problems``, or the error itself."""
+    return exc.problems if isinstance(exc, HookFileProblems) else (exc,)
+
+
+def warnings_of(exc: HookFileError) -> tuple[str, ...]:
+    """The warnings found beside the problems of an invalid hook (unknown keys, ...)."""
+    return exc.warnings if isinstance(exc, HookFileProblems) else ()
+
+
+def closest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The choice a mistyped ``word`` most likely meant (``triger`` -> ``trigger``), or None
+    when none is close (``difflib``'s ratio under ``cutoff``)."""
+    import difflib  # only on an error's path: loading a valid hook never needs it
+
+    found = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
+    return found[0] if found else None
+
+
+def _unknown_keys(hook_file: Path, data: dict[str, Any], strict: bool,
+                  problems: list[HookFileError], warnings: list[str]) -> set[str]:
+    """Report each top-level key the schema has not, naming the field it looks like a
+    misspelling of. Returns the missing required fields a misspelled key stands for (their
+    own "required field is missing" would only repeat it)."""
+    meant: set[str] = set()
+    for key in sorted(set(data) - KNOWN_KEYS, key=str):
+        close = closest(str(key), FIELDS)
+        if close is not None and data.get(close) is None and FIELDS[close].required:
+            problems.append(HookFileError(
+                hook_file, str(key), f"unknown field; did you mean {close!r}? Rename it to "
+                f"{close} ({FIELDS[close].hint})"))
+            meant.add(close)
+            continue
+        if close is not None:
+            reason = f"unknown field; did you mean {close!r}? (extensions go under metadata)"
+        else:
+            reason = "unknown field; put extensions under metadata"
+        if strict:
+            problems.append(HookFileError(hook_file, str(key), reason))
+        else:
+            warnings.append(f"{hook_file}: {key}: {reason}")
+    return meant
+
+
+def _validate(hook_file: Path, data: dict[str, Any], problems: list[HookFileError],
+              meant: set[str]) -> dict[str, Any]:
+    """Every known field checked and defaulted, each problem added to ``problems`` (a field
+    at fault reads as None, or its default when it has one); unknown keys are left to
+    ``_unknown_keys``, a missing field one of them stands for (``meant``) to it."""
+    values: dict[str, Any] = {}
+    for name, spec in FIELDS.items():
+        values[name] = spec.default
+        if data.get(name) is None:
+            if spec.required and name not in meant:
+                problems.append(HookFileError(hook_file, name,
+                                              f"required field is missing ({spec.hint})"))
+            continue
+        try:
+            values[name] = _check(hook_file, name, spec, data[name])
+        except HookFileError as exc:
+            problems.append(exc)
+    matcher = values["matcher"]
+    if matcher is not None:
+        checked: dict[str, Any] = {}
+        for key in matcher:
+            if key not in MATCHER_FIELDS:
+                close = closest(str(key), MATCHER_FIELDS)
+                hint = f"did you mean {close!r}? " if close else ""
+                problems.append(HookFileError(hook_file, f"matcher.{key}", f"unknown key; "
+                                              f"{hint}a matcher takes tool and pattern"))
+        for key, spec in MATCHER_FIELDS.items():
+            if matcher.get(key) is not None:
+                try:
+                    checked[key] = _check(hook_file, f"matcher.{key}", spec, matcher[key])
+                except HookFileError as exc:
+                    problems.append(exc)
+        values["matcher"] = checked
+    return values
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    """One valid hook, as the index holds it.
+
+    Attributes:
+        name: the hook's name (equal to its folder name).
+        trigger: the event as the hook spells it (its payload's ``event_type`` uses this).
+        event: the canonical event name the trigger resolves to.
+        timeout: milliseconds.
+        entry: the argv that runs the hook's entry script.
+        on_error: ``allow`` fails open (the spec's default); ``block`` fails closed.
+        limits: resource limits of its processes (``metadata.limits``, ``mcp_hooks.spec.limits``).
+        persistent: ``metadata.persistent``: a long-lived engine keeps one process of it and
+            sends it one event per line (``mcp_hooks.runner.persistent``); sync hooks only.
+    """
+
+    name: str
+    description: str
+    trigger: str
+    event: str
+    scope: Scope
+    dir: Path
+    hook_file: Path
+    entry: tuple[str, ...]
+    matcher_tool: str | None = None
+    matcher_pattern: str | None = None
+    timeout: int = 30000
+    is_async: bool = False
+    priority: int = 100
+    metadata: dict[str, Any] = field(default_factory=dict)
+    on_error: Literal["allow", "block"] = "allow"
+    limits: Limits = DEFAULT_LIMITS
+    persistent: bool = False
+    _tool_names: frozenset[str] | None = field(default=None, init=False, repr=False,
+                                                compare=False)
+    _tool_re: matching.Matcher | None = field(default=None, init=False, repr=False,
+                                              compare=False)
+    _pattern_re: matching.Matcher | None = field(default=None, init=False, repr=False,
+                                                 compare=False)
+
+    def __post_init__(self) -> None:
+        if self.matcher_tool is not None:
+            if LITERAL_TOOLS.fullmatch(self.matcher_tool):
+                from mcp_hooks.spec.vocabulary import also_named
+
+                names = frozenset(self.matcher_tool.split("|"))
+                # a host's own name (Bash) also matches the canonical one (Shell) every door
+                # hands hooks: a hook written for one host still guards on all of them
+                object.__setattr__(self, "_tool_names", names | also_named(names))
+            else:
+                object.__setattr__(self, "_tool_re",
+                                   matching.compile_matcher(self.matcher_tool))
+        if self.matcher_pattern is not None:
+            object.__setattr__(self, "_pattern_re",
+                               matching.compile_matcher(self.matcher_pattern))
+
+    @property
+    def has_matcher(self) -> bool:
+        return self.matcher_tool is not None or self._pattern_re is not None
+
+    @property
+    def tool_names(self) -> frozenset[str] | None:
+        """The tool names a names-only ``matcher.tool`` stands for (with the canonical names
+        of any host tool names in it: ``Bash`` -> ``Bash``, ``Shell``); None for a regex."""
+        return self._tool_names
+
+    @property
+    def tool_re(self) -> matching.Matcher | None:
+        """The linear-time matcher of ``matcher.tool`` (compiled now for a names-only one)."""
+        if self.matcher_tool is None:
+            return None
+        return self._tool_re or matching.compile_matcher(self.matcher_tool)
+
+    def matches(self, tool_name: str | None, tool_input: Any) -> bool:
+        """Whether the matcher admits this tool call (hooks without one match every call).
+
+        ``tool`` must match the whole tool name (``Shell`` does not match ``PowerShell``);
+        ``pattern`` is searched in every string value of the input, at any depth. Both are
+        matched in time linear in the input (``matching``).
+        """
+        if self._tool_names is not None:
+            if tool_name not in self._tool_names:
+                return False
+        elif self._tool_re is not None and (
+            tool_name is None or not matching.fullmatch(self._tool_re, tool_name)
+        ):
+            return False
+        return self._pattern_re is None or matching.search_strings(self._pattern_re, tool_input)
+
+    def frontmatter(self) -> dict[str, Any]:
+        """The metadata a client sees in listings (no prose, no script)."""
+        matcher = {
+            k: v for k, v in (("tool", self.matcher_tool), ("pattern", self.matcher_pattern)) if v
+        }
+        return {
+            "name": self.name,
+            "description": self.description,
+            "trigger": self.trigger,
+            "event": self.event,
+            "scope": self.scope,
+            "priority": self.priority,
+            "async": self.is_async,
+            "timeout": self.timeout,
+            "matcher": matcher or None,
+            "on_error": self.on_error,
+        }
+
+    def read_text(self) -> str:
+        """The whole HOOK.md, read now (progressive disclosure: only when asked)."""
+        return self.hook_file.read_text(encoding="utf-8")
+
+
+def find_hook_file(hook_dir: Path) -> Path | None:
+    for name in HOOK_FILES:
+        if os.path.isfile(f"{hook_dir}/{name}"):
+            return hook_dir / name
+    return None
+
+
+def resolve_entry(hook_dir: Path, hook_file: Path,
+                  run_is_file: bool | None = None) -> tuple[str, ...]:
+    """The argv that runs a hook, by the spec's order ``scripts/run`` > ``run.sh`` > ``run.py``.
+
+    Raises:
+        HookFileError: no entry script, ``scripts/run`` is not executable, or a script run
+            directly whose first line ends in a carriage return (a CRLF checkout).
+    """
+    scripts = f"{hook_dir}/scripts"
+    run = f"{scripts}/run"
+    if run_is_file if run_is_file is not None else os.path.isfile(run):
+        if not os.access(run, os.X_OK):
+            raise HookFileError(
+                hook_file, "scripts/run", f"{run} is not executable; fix it with: chmod +x {run}"
+            )
+        _refuse_crlf(hook_file, run, "scripts/run", shebang_only=True)
+        return (run,)
+    run_sh = f"{scripts}/run.sh"
+    if os.path.isfile(run_sh):
+        _refuse_crlf(hook_file, run_sh, "scripts/run.sh", shebang_only=False)
+        return (run_sh,) if os.access(run_sh, os.X_OK) else ("/bin/sh", run_sh)
+    run_py = f"{scripts}/run.py"
+    if os.path.isfile(run_py):
+        return (sys.executable, run_py)  # Python reads CRLF sources, and its #! is not used
+    raise HookFileError(
+        hook_file,
+        "scripts",
+        f"no entry script: add an executable {scripts}/run, or {scripts}/run.sh or run.py",
+    )
+
+
+def _refuse_crlf(hook_file: Path, script: str, rel: str, *, shebang_only: bool) -> None:
+    """A script whose first line ends in a carriage return (``#!/bin/sh\\r``, as a Windows
+    checkout writes it) cannot start: the kernel looks for an interpreter named ``sh\\r``,
+    and the spawn fails with a "not found" that names neither. Say so at load, by name.
+
+    The first 256 bytes are read (the kernel reads no more of a ``#!`` line either); an
+    unreadable script is left to the run, which reports why it cannot start. ``shebang_only``:
+    only a ``#!`` line counts (``scripts/run`` may be a binary); a shell script (``run.sh``)
+    with a carriage return in its first line has them in every line, and sh fails on each.
+    """
+    # os.open/os.read: half of what a file object costs, on every hook of an index build;
+    # O_NONBLOCK: a FIFO swapped in since the stat cannot hang the open
+    try:
+        fd = os.open(script, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        try:
+            head = os.read(fd, 256)
+        finally:
+            os.close(fd)
+    except OSError:
+        return
+    line = head.split(b"\n", 1)[0]
+    if b"\r" not in line or (shebang_only and not head.startswith(b"#!")):
+        return
+    what = "the #! line" if head.startswith(b"#!") else "its first line"
+    raise HookFileError(
+        hook_file, rel, f"{what} ends in a carriage return (CRLF): convert {rel} to LF line "
+        f"endings (sed -i 's/\\r$//' {shlex.quote(script)}, or dos2unix)")
+
+
+def load_hook(
+    hook_dir: Path, scope: Scope, *, strict: bool = False, hook_file: Path | None = None,
+    run_is_file: bool | None = None,
+) -> tuple[HookSpec, list[str]]:
+    """Load and validate one hook folder.
+
+    Args:
+        hook_dir: the hook's folder (its name is the hook's name).
+        scope: ``user`` or ``project``.
+        strict: unknown frontmatter keys are errors instead of warnings.
+        hook_file, run_is_file: its HOOK.md, and whether ``scripts/run`` is a file, when
+            the caller has just looked (the index has): not looked up again.
+
+    Returns:
+        The spec, and warnings (unknown keys) that did not stop it loading.
+
+    Raises:
+        HookFileError: the hook is invalid; the error names file, field and fix.
+    """
+    if hook_file is None:
+        hook_file = find_hook_file(hook_dir)
+    if hook_file is None:
+        raise HookFileError(hook_dir, None, "no HOOK.md in this hook folder; add one")
+    try:
+        with open(hook_file, "rb") as f:
+            raw = f.read(MAX_HOOK_FILE + 1)
+    except OSError as exc:
+        raise HookFileError(hook_file, None, f"cannot be read: {exc.strerror}") from None
+    if len(raw) > MAX_HOOK_FILE:
+        raise HookFileError(hook_file, None, f"is over {MAX_HOOK_FILE >> 20} MiB; a HOOK.md "
+                            "is frontmatter and a page of prose: shorten it")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise HookFileError(hook_file, None, "not UTF-8 text; save it as UTF-8") from None
+    try:
+        return _load_text(hook_dir, scope, hook_file, text, strict, run_is_file)
+    except HookFileError as exc:
+        exc.trigger = trigger_hint(text)
+        raise
+
+
+def _load_text(hook_dir: Path, scope: Scope, hook_file: Path, text: str, strict: bool,
+               run_is_file: bool | None) -> tuple[HookSpec, list[str]]:
+    """The spec of a HOOK.md's text. Past a frontmatter that cannot be read at all, every
+    problem is collected (each field, the name, the trigger, the matcher, metadata, the
+    entry script) and raised together, so one ``validate`` shows them all."""
+    data = parse_frontmatter(hook_file, text)
+    problems: list[HookFileError] = []
+    warnings: list[str] = []
+    meant = _unknown_keys(hook_file, data, strict, problems, warnings)
+    fm = _validate(hook_file, data, problems, meant)
+
+    name, folder = fm["name"], hook_dir.name
+    if name is not None and not NAME_RE.match(name):
+        problems.append(HookFileError(
+            hook_file, "name", f"{name!r} is not lowercase kebab-case ({FIELDS['name'].hint})"))
+    elif name is not None and name != folder:
+        problems.append(HookFileError(
+            hook_file, "name",
+            f"is {name!r} but the folder is {folder!r}; rename one so they match"))
+    event: str | None = None
+    if fm["trigger"] is not None:
+        try:
+            event = canonical_event(fm["trigger"])
+        except UnknownEventError as exc:
+            problems.append(HookFileError(hook_file, "trigger", str(exc)))
+
+    tool = pattern = None
+    if fm["matcher"]:
+        tool, pattern = fm["matcher"].get("tool"), fm["matcher"].get("pattern")
+        for key, regex in (("matcher.tool", tool), ("matcher.pattern", pattern)):
+            if regex is not None and not (key == "matcher.tool" and LITERAL_TOOLS.fullmatch(regex)):
+                try:
+                    matching.compile_matcher(regex)
+                except matching.MatcherError as exc:
+                    problems.append(HookFileError(hook_file, key, f"{regex!r} {exc}"))
+        if event is not None and event not in TOOL_EVENTS and (tool or pattern):
+            warnings.append(
+                f"{hook_file}: matcher: ignored, matchers apply to tool events only "
+                f"({', '.join(sorted(TOOL_EVENTS))})"
+            )
+            tool = pattern = None
+
+    metadata = fm["metadata"] or {}
+    on_error, limits, persistent = _extensions(hook_file, metadata, fm["async"], problems,
+                                               warnings)
+    entry: tuple[str, ...] = ()
+    try:
+        entry = resolve_entry(hook_dir, hook_file, run_is_file)
+    except HookFileError as exc:
+        problems.append(exc)
+    if problems:
+        raise HookFileProblems(hook_file, problems, warnings)
+
+    spec = HookSpec(
+        name=name,
+        description=fm["description"],
+        trigger=fm["trigger"],
+        event=event or "",
+        matcher_tool=tool,
+        matcher_pattern=pattern,
+        timeout=fm["timeout"],
+        is_async=fm["async"],
+        priority=fm["priority"],
+        metadata=metadata,
+        scope=scope,
+        dir=hook_dir,
+        hook_file=hook_file,
+        entry=entry,
+        on_error=on_error,
+        limits=limits,
+        persistent=persistent,
+    )
+    return spec, warnings
+
+
+# The keys of metadata mcp-hooks reads; any other key is the author's own. A key this close
+# to one of them (``on_eror``) is most likely a typo that would silently keep the default.
+_EXTENSION_KEYS = ("on_error", "limits", "persistent")
+
+
+def _extensions(hook_file: Path, metadata: dict[str, Any], is_async: bool,
+                problems: list[HookFileError],
+                warnings: list[str]) -> tuple[Literal["allow", "block"], Limits, bool]:
+    """Our extensions under ``metadata``: ``on_error``, ``limits`` and ``persistent``."""
+    for key in metadata:
+        if key not in _EXTENSION_KEYS:
+            close = closest(str(key), _EXTENSION_KEYS, cutoff=0.75)
+            if close is not None:
+                warnings.append(f"{hook_file}: metadata.{key}: not a key mcp-hooks reads; did "
+                                f"you mean {close!r}? (as written, {close} keeps its default)")
+    on_error = metadata.get("on_error", "allow")
+    if on_error not in ("allow", "block"):
+        problems.append(HookFileError(hook_file, "metadata.on_error",
+                                      f"{on_error!r}: {_ON_ERROR_HINT}"))
+        on_error = "allow"
+    limits = DEFAULT_LIMITS
+    try:
+        limits = parse_limits(metadata.get("limits"), hook_file)
+    except HookFileError as exc:
+        problems.append(exc)
+    persistent = metadata.get("persistent", False)
+    if not isinstance(persistent, bool):
+        problems.append(HookFileError(hook_file, "metadata.persistent", f"{persistent!r}: true "
+                                      "(one process serves every event) or false (a process "
+                                      "per event)"))
+        persistent = False
+    if is_async and persistent:
+        warnings.append(f"{hook_file}: metadata.persistent: ignored on an async hook, which "
+                        "runs a process per event")
+        persistent = False
+    if is_async and on_error == "block":
+        warnings.append(
+            f"{hook_file}: metadata.on_error: ignored on an async hook, which cannot block"
+        )
+    return on_error, limits, persistent

@@ -1,0 +1,108 @@
+"""The OpenAI Agents SDK adapter (``mcp_hooks.adapters.openai_agents``) in real SDK runs:
+``openai-agents`` from PyPI in its own cached venv (``tests/helpers/framework_venv.py``), a scripted
+OpenAI-compatible model on loopback (``tests/helpers/scripted_model.py``, Chat Completions through
+the
+SDK's ``OpenAIChatCompletionsModel``), real HOOK.md hooks in temporary folders. The scenario
+runs as a subprocess (``tests/scenarios/openai_agents_agent.py``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import write_hook
+from tests.helpers.framework_venv import (
+    GATE,
+    GUARD,
+    REWRITE,
+    WRITE_TOOL_ONLY,
+    framework_python,
+    run_scenario,
+)
+from tests.helpers.scripted_model import ScriptedModel, Text, ToolCall
+
+PINS = ("openai-agents==0.24.0",)
+CHECK = "import agents, mcp_hooks.adapters.openai_agents"
+
+
+@pytest.fixture(scope="module")
+def python() -> Path:
+    return framework_python("openai-agents", PINS, CHECK)
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Path:
+    d = tmp_path / "sandbox"
+    d.mkdir()
+    return d
+
+
+def run(python: Path, model: ScriptedModel, user_dir: Path, project: Path, sandbox: Path,
+        **options: Any) -> dict[str, Any]:
+    return run_scenario(python, "openai_agents_agent.py", sandbox.parent / "gate-mark",
+                        base_url=model.base_url, project_dir=str(project),
+                        user_dir=str(user_dir), sandbox=str(sandbox), **options)
+
+
+@pytest.mark.parametrize("mode", ["run", "streamed"])
+def test_a_denied_tool_call_does_not_run_and_the_model_reads_why(
+        python: Path, user_dir: Path, project: Path, sandbox: Path, mode: str) -> None:
+    write_hook(user_dir, "guard", script=GUARD, extra=WRITE_TOOL_ONLY)
+    script = [ToolCall("write_file", {"path": "danger.txt", "text": "boom"}),
+              ToolCall("write_file", {"path": "fine.txt", "text": "ok"}), Text("all done")]
+    with ScriptedModel(script) as model:
+        result = run(python, model, user_dir, project, sandbox, mode=mode)
+    assert not (sandbox / "danger.txt").exists()  # the side effect did not happen
+    assert (sandbox / "fine.txt").read_text() == "ok"  # an allowed call still runs
+    results = model.tool_results()
+    assert "policy P-7" in results[0]
+    assert "wrote 2 characters" in results[1]
+    second = model.completions()[1]
+    assert second.body.get("stream", False) is (mode == "streamed")
+    assert any(m.get("role") == "tool" and "policy P-7" in str(m.get("content"))
+               for m in second.messages)
+    assert result["final"] == "all done"
+
+
+def test_a_rewrite_reaches_the_tool(python: Path, user_dir: Path, project: Path,
+                                    sandbox: Path) -> None:
+    write_hook(project / ".agents" / "hooks", "redirect", script=REWRITE,
+               extra=WRITE_TOOL_ONLY)
+    script = [ToolCall("write_file", {"path": "wanted.txt", "text": "original"}), Text("done")]
+    with ScriptedModel(script) as model:
+        run(python, model, user_dir, project, sandbox)
+    assert not (sandbox / "wanted.txt").exists()
+    assert (sandbox / "safe.txt").read_text() == "rewritten by hook"
+    assert "wrote 17 characters to safe.txt" in model.tool_results()[0]
+
+
+@pytest.mark.parametrize("mode", ["run", "sync"])
+def test_a_stop_gate_keeps_the_agent_working(python: Path, user_dir: Path, project: Path,
+                                             sandbox: Path, mode: str) -> None:
+    write_hook(user_dir, "gate", trigger="before_stop", script=GATE)
+    script = [Text("finished early"),
+              ToolCall("write_file", {"path": "tests.log", "text": "passed"}),
+              Text("finished for real")]
+    with ScriptedModel(script) as model:
+        result = run(python, model, user_dir, project, sandbox, mode=mode)
+    assert model.turns_used == 3  # asked again after the refused stop
+    second = model.completions()[1].messages
+    assert second[-1].get("role") == "user"
+    assert "gate G-3" in str(second[-1].get("content"))
+    # the conversation so far went with it: the early answer, then the reason
+    assert any("finished early" in str(m.get("content")) for m in second[:-1])
+    assert (sandbox / "tests.log").read_text() == "passed"  # it kept working
+    assert result["final"] == "finished for real"  # the second stop passed
+
+
+def test_mcp_hooks_never_imports_the_framework(python: Path) -> None:
+    code = ("import sys, mcp_hooks; mcp_hooks.Engine; mcp_hooks.Registry; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('agents', 'openai') "
+            "or m.startswith('mcp_hooks.adapters')))")
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL, check=True)
+    assert done.stdout.strip() == "[]"

@@ -1,0 +1,1 @@
+"""What many test files share: builders, servers, venvs, a scripted model."""
