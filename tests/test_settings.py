@@ -78,7 +78,7 @@ class _Reads(ast.NodeVisitor):
         self.generic_visit(node)
         self.function = outer
 
-    visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815 - the visitor's protocol
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def _key(self, key: ast.expr, environ: bool, line: int) -> None:
         if isinstance(key, ast.Constant) and isinstance(key.value, str):
