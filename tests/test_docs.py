@@ -93,6 +93,7 @@ MIN_CHECKED = {
     "docs/python-api.md": 3,
     "docs/safety.md": 1,
     "docs/server.md": 6,
+    "docs/settings.md": 1,
     "docs/speed.md": 0,
 }
 

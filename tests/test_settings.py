@@ -168,7 +168,7 @@ def test_flags_then_environment_then_defaults(tmp_path: Path) -> None:
     ({"environ": {"MCP_HOOKS_FORWARD_TIMEOUT": "-5"}}, "MCP_HOOKS_FORWARD_TIMEOUT='-5'"),
     ({"environ": {"MCP_HOOKS_SERVE_STDIO": "sdkk"}}, "MCP_HOOKS_SERVE_STDIO='sdkk'"),
     ({"environ": {"MCP_HOOKS_STATE": "redis://localhost"}}, "MCP_HOOKS_STATE"),
-    ({"state": "postgresql://db"}, "--state='postgresql://db'"),
+    ({"state": "postgresql://db"}, "state='postgresql://db'"),
     ({"colour": "red"}, "unknown setting(s) colour"),
 ])
 def test_a_bad_value_names_its_variable_or_flag(given: dict[str, object], named: str) -> None:
