@@ -188,6 +188,7 @@ def test_settings_built_directly_are_checked_too() -> None:
     with pytest.raises(ConfigError, match="on_fault='allow'"):
         Settings(on_fault="allow")  # type: ignore[arg-type]
     assert Settings(token="s3cret").secrets == ("s3cret",)
+    assert "s3cret" not in repr(Settings(token="s3cret", secrets=("hdr",)))
 
 
 def test_every_variable_and_flag_is_in_the_docs_table() -> None:
