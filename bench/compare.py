@@ -303,7 +303,8 @@ def spread(values: list[float]) -> str:
     return f"{min(values):.2f}-{max(values):.2f}"
 
 
-def compare(old: str, new: str, rounds: int, names: list[str]) -> dict[str, Any]:
+def compare(old: str, new: str, rounds: int, names: list[str],
+            scale: float = 1.0) -> dict[str, Any]:
     found: dict[str, dict[str, list[dict[str, float]]]] = {
         name: {"old": [], "new": []} for name in names}
     with tempfile.TemporaryDirectory(prefix="bench-compare-") as tmp:
@@ -314,8 +315,13 @@ def compare(old: str, new: str, rounds: int, names: list[str]) -> dict[str, Any]
             sides = [("old", old), ("new", new)] if r % 2 == 0 else [("new", new), ("old", old)]
             for name in names:
                 for side, python in sides:
-                    result = child(python, name, PROBES[name][1], shared)
-                    assert result.pop("layout") == side, f"{python} is not the {side} layout"
+                    result = child(python, name, max(1, round(PROBES[name][1] * scale)),
+                                   shared)
+                    layout = result.pop("layout")
+                    if layout != side:
+                        raise SystemExit(f"{python} has the {layout} layout installed, not the "
+                                         f"{side}: give --{side} the Python of a venv with the "
+                                         f"{side} layout (see bench/compare.py's docstring)")
                     found[name][side].append(result)
                 say(f"round {r + 1}/{rounds} {name}: " + "; ".join(
                     f"{k} {found[name]['old'][-1][k]:.1f} -> {found[name]['new'][-1][k]:.1f}"
@@ -346,6 +352,8 @@ def main() -> None:
     parser.add_argument("--new", default=sys.executable,
                         help="the Python of the new layout's venv (default: this one)")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="repetitions per probe run, times each probe's default")
     parser.add_argument("--only", help="probes to run, comma-separated: " + ", ".join(PROBES))
     parser.add_argument("--probe", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
@@ -362,7 +370,7 @@ def main() -> None:
         parser.error(f"unknown probe(s) {', '.join(unknown)}; there are {', '.join(PROBES)}")
     state = machine()
     started = time.time()
-    found = compare(args.old, args.new, args.rounds, names)
+    found = compare(args.old, args.new, args.rounds, names, args.scale)
     minutes = (time.time() - started) / 60
     text = table(found, args.rounds)
     say(text)
