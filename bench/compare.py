@@ -80,6 +80,33 @@ def _alias_old_layout() -> str:
 # -- the probes: each runs in its own process, returns {measure: median µs} ---------------------
 
 
+def calls_per_event(once: Callable[[], Any], events: int = 200) -> float:
+    """Python function calls per event (``cProfile``'s count): the work, whatever the load.
+    ``once`` may return a coroutine: it is run to its end on the running loop's thread."""
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(events):
+        once()
+    profile.disable()
+    return float(pstats.Stats(profile).total_calls) / events  # type: ignore[attr-defined]
+
+
+async def acalls_per_event(once: Callable[[], Any], events: int = 200) -> float:
+    """``calls_per_event`` for a coroutine function."""
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(events):
+        await once()
+    profile.disable()
+    return float(pstats.Stats(profile).total_calls) / events  # type: ignore[attr-defined]
+
+
 def probe_oneshot(tmp: Path, n: int) -> dict[str, float]:
     """One matching `exit 0` sh hook: the async engine, the one-shot engine, posix_spawn."""
     from bench_engine import payload_for, raw_posix_spawn
@@ -109,9 +136,15 @@ def probe_oneshot(tmp: Path, n: int) -> dict[str, float]:
                     if i >= 20:
                         samples[label].append(time.perf_counter() - t0)
                     assert label == "posix_spawn" or result.hooks[0].status == "allow"
+            counts["engine"] = await acalls_per_event(lambda: engine.fire(event), 50)
 
+    counts: dict[str, float] = {}
     asyncio.run(run())
-    return {label: median_us(values) for label, values in samples.items()}
+    found = {label: median_us(values) for label, values in samples.items()}
+    found["engine, calls per event"] = counts["engine"]
+    found["one-shot engine, calls per event"] = calls_per_event(
+        lambda: one_shot.fire_blocking(event), 50)
+    return found
 
 
 def probe_nomatch(tmp: Path, n: int) -> dict[str, float]:
@@ -142,10 +175,13 @@ def probe_nomatch(tmp: Path, n: int) -> dict[str, float]:
                 if i >= 20:
                     samples.append(time.perf_counter() - t)
                 assert outcome.hooks == []
+            counts.append(await acalls_per_event(lambda: engine.fire(miss)))
 
+    counts: list[float] = []
     asyncio.run(run())
     registry.close()
-    return {"no-match event": median_us(samples), "index of 10,000 (ms)": index * 1e3}
+    return {"no-match event": median_us(samples), "calls per event": counts[0],
+            "index of 10,000 (ms)": index * 1e3}
 
 
 def probe_mcp(tmp: Path, n: int) -> dict[str, float]:
@@ -194,8 +230,11 @@ def probe_callable(tmp: Path, n: int) -> dict[str, float]:
     for _ in range(15):
         runs["one callable"].append(per_event_us(lambda: hooks.fire("before_tool", **call), n))
         runs["no match"].append(per_event_us(lambda: hooks.fire("session_end"), n))
+    found = {label: statistics.median(values) for label, values in runs.items()}
+    found["one callable, calls per event"] = calls_per_event(
+        lambda: hooks.fire("before_tool", **call))
     hooks.close()
-    return {label: statistics.median(values) for label, values in runs.items()}
+    return found
 
 
 def probe_persistent(tmp: Path, n: int) -> dict[str, float]:
@@ -220,9 +259,12 @@ def probe_persistent(tmp: Path, n: int) -> dict[str, float]:
                 a, b = await first(), await second()
                 samples["Engine.fire"].append(a if first is fire else b)
                 samples["protocol floor"].append(b if first is fire else a)
+            counts.append(await acalls_per_event(fire))
 
+    counts: list[float] = []
     asyncio.run(run())
-    return {label: median_us(values) for label, values in samples.items()}
+    return {**{label: median_us(values) for label, values in samples.items()},
+            "Engine.fire, calls per event": counts[0]}
 
 
 def probe_coldfire(tmp: Path, n: int) -> dict[str, float]:
