@@ -13,6 +13,7 @@ replaces ``Registry.select`` before it runs the command line (``LAUNCHER``).
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import os
@@ -307,3 +308,185 @@ def test_the_launcher_injects_nothing_but_the_fault(launcher: Path, project: Pat
     assert json.loads(done.stdout)["decision"] == "allow"
     assert MESSAGE not in done.stderr
 
+
+
+# -- below the doors, nothing swallows ------------------------------------------------------------
+
+PACKAGE = Path(mcp_hooks.__file__).resolve().parent
+BROAD = ("Exception", "BaseException")
+
+# (module, function, what is caught) -> why it may take everything and not raise. Anything
+# else below the doors that catches ``Exception``/``BaseException`` (or a bare ``except:``,
+# or ``contextlib.suppress`` of them) must re-raise: the door's one guard answers it.
+ALLOWED: dict[tuple[str, str, str], str] = {
+    # a door in the api room: the Python API's one guard
+    ("mcp_hooks.api", "Hooks.fire", "BaseException"): "the door Hooks.fire: its one guard",
+    ("mcp_hooks.api", "Hooks.afire", "BaseException"): "the door Hooks.afire: its one guard",
+    # a hook's own failure is data, judged as that hook's result (HOOK.md on_error)
+    ("mcp_hooks.engine.callables", "CallableHook.call", "BaseException"):
+        "a Python callable hook raising is its own verdict (a deny naming it)",
+    ("mcp_hooks.engine.callables", "_Own.__await__", "BaseException"):
+        "tells what a callable raised from what was thrown into it; its result is the hook's",
+    ("mcp_hooks.engine.callables", "_copy", "Exception"):
+        "a value deepcopy cannot copy is handed on as it is (the hook sees the original)",
+    ("mcp_hooks.engine.callables", "_quietly", "suppress Exception"):
+        "a notification's callable: its result and errors are ignored by design",
+    ("mcp_hooks.control.evaluation", "_Job.run", "BaseException"):
+        "an oracle's exception is kept and reported by the caller as that oracle's fault",
+    ("mcp_hooks.control.evaluation", "evaluate", "Exception"):
+        "a malformed signal from an oracle is that oracle's fault signal",
+    ("mcp_hooks.control.evaluation", "_fault", "Exception"):
+        "an oracle's exception whose str() raises too: its fault is still reported",
+    ("mcp_hooks.engine.entries", "ControlLayer._load.work", "BaseException"):
+        "hooks.yaml read in a thread: the error is handed back and reported (fails closed)",
+    ("mcp_hooks.engine.entries", "run_background", "Exception"):
+        "a detached background run has no caller: its fault goes to stderr",
+    ("mcp_hooks.hookkit", "_call", "Exception"):
+        "a hook written with hookkit is the hook: its function raising is reported as its "
+        "failure (exit 1), as any hook's",
+    # what must never raise, or must outlive what it watches
+    ("mcp_hooks.engine.engine", "Engine._note_fault", "suppress Exception"):
+        "recording a fault must not hide it: the fault itself is raised on",
+    ("mcp_hooks.state.eventlog", "EventLog.append", "Exception"):
+        "a failing log never fails an event (it says so on stderr once)",
+    ("mcp_hooks.state.inbox", "AidInbox.take", "suppress Exception"):
+        "a torn or foreign line in the inbox is skipped",
+    ("mcp_hooks.engine.asynchooks", "TaskGroupLauncher.close", "suppress BaseException"):
+        "the caller's own error is propagating already; async hooks only stop beside it",
+    ("mcp_hooks.ownstdout", "owned_stdout", "suppress Exception"):
+        "restoring stdout when the command ends must not replace the command's own error",
+    ("mcp_hooks.service", "HookService._keep_engines", "Exception"):
+        "a project whose hooks cannot load is logged and its events answered as "
+        "ServiceUnavailable (a fault)",
+    ("mcp_hooks.service", "HookService.check_changes", "Exception"):
+        "a change listener failing never stops the watcher",
+    ("mcp_hooks.service", "HookService._watch", "Exception"):
+        "the watcher must outlive anything on disk",
+}
+
+
+def _broad(node: ast.expr | None) -> str | None:
+    if node is None:
+        return "bare"
+    for name in node.elts if isinstance(node, ast.Tuple) else [node]:
+        ident = name.id if isinstance(name, ast.Name) else getattr(name, "attr", None)
+        if ident in BROAD:
+            return str(ident)
+    return None
+
+
+def _raises(body: list[ast.stmt]) -> bool:
+    """Whether a handler always raises (re-raises, or raises another): its last statement
+    is a ``raise``. One that raises only sometimes (``if ...: raise``) and answers otherwise
+    is a guard: it swallows."""
+    return isinstance(body[-1], ast.Raise)
+
+
+def swallowers(source: str, module: str) -> list[tuple[str, str, str, int]]:
+    """``(module, function, caught, line)`` of each broad catch in ``source`` that does not
+    raise: an ``except`` of ``Exception``/``BaseException`` (or bare), or their ``suppress``."""
+    found: list[tuple[str, str, str, int]] = []
+    scope: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        named = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        if named:
+            scope.append(node.name)  # type: ignore[union-attr]
+        where = ".".join(scope) or "<module>"
+        if isinstance(node, ast.ExceptHandler):
+            caught = _broad(node.type)
+            if caught and not _raises(node.body):
+                found.append((module, where, caught, node.lineno))
+        if isinstance(node, ast.withitem) and isinstance(node.context_expr, ast.Call):
+            call = node.context_expr
+            func = call.func
+            if getattr(func, "attr", getattr(func, "id", None)) == "suppress":
+                for arg in call.args:
+                    caught = _broad(arg)
+                    if caught:
+                        found.append((module, where, f"suppress {caught}", call.lineno))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+        if named:
+            scope.pop()
+
+    visit(ast.parse(source))
+    return found
+
+
+def _below_the_doors() -> dict[str, Path]:
+    from tests.test_layers import ROOMS
+
+    doors = ROOMS["hosts"]  # the lowest door's floor
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        room = parts[1] if len(parts) > 1 else ""
+        if room in ROOMS and ROOMS[room] < doors:
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def test_nothing_below_the_doors_swallows_an_exception() -> None:
+    modules = _below_the_doors()
+    assert "mcp_hooks.engine.engine" in modules and "mcp_hooks.service" in modules
+    found = [hit for module, path in modules.items()
+             for hit in swallowers(path.read_text(encoding="utf-8"), module)]
+    unexplained = [f"{m}:{line} {fn}: except {caught}" for m, fn, caught, line in found
+                   if (m, fn, caught) not in ALLOWED]
+    assert not unexplained, (
+        "below the doors, a broad except must re-raise (each door has one guard that "
+        "answers; guard.py), or be in ALLOWED with the reason:\n" + "\n".join(unexplained))
+    stale = set(ALLOWED) - {(m, fn, caught) for m, fn, caught, _ in found}
+    assert not stale, f"ALLOWED entries that no longer match a handler (remove them): {stale}"
+
+
+def test_the_scan_tells_a_swallow_from_a_re_raise() -> None:
+    source = '''
+def swallows():
+    try:
+        pass
+    except Exception:
+        return None
+
+def re_raises():
+    try:
+        pass
+    except BaseException as exc:
+        note(exc)
+        raise
+
+def converts():
+    try:
+        pass
+    except Exception as exc:
+        raise ValueError("said") from exc
+
+def narrow():
+    try:
+        pass
+    except OSError:
+        pass
+
+def bare():
+    try:
+        pass
+    except:
+        def later():
+            raise
+
+def sometimes():
+    try:
+        pass
+    except BaseException as exc:
+        if passes_through(exc):
+            raise
+        return fault(exc)
+
+def quiet():
+    with contextlib.suppress(BaseException):
+        pass
+'''
+    assert [(fn, caught) for _, fn, caught, _ in swallowers(source, "m")] == [
+        ("swallows", "Exception"), ("bare", "bare"), ("sometimes", "BaseException"),
+        ("quiet", "suppress BaseException")]
