@@ -154,11 +154,12 @@ def _state(value: str, source: str) -> str:
 
 def _stdio(value: str, source: str) -> Literal["event-loop", "sdk"]:
     word = value.strip().lower()
-    if word in ("", "event-loop"):
+    if word in ("", "event-loop", "fast"):
         return "event-loop"
     if word == "sdk":
         return "sdk"
-    raise _bad(source, value, "use sdk (the MCP SDK's stdio transport) or leave it unset")
+    raise _bad(source, value, "use sdk (the MCP SDK's stdio transport), or fast (the event "
+               "loop's, the default)")
 
 
 def trust_all_from_env(environ: Mapping[str, str] | None = None) -> bool:
