@@ -9,7 +9,7 @@ Running an event (``Engine.fire``):
    What stops the event being decided (a hook in scope that did not load, a payload too deep,
    a missing ``work_dir``) is a fault: ``fault_outcome`` under the engine's ``on_fault``.
 2. **Start async hooks** at once with the original payload, through the engine's
-   ``AsyncLauncher`` (``asynchooks.py``); they cannot block or modify, and their results go
+   ``Launcher`` (``launch.py``); they cannot block or modify, and their results go
    to the event log when they finish, after the reply.
 3. **Run, judge, apply**: sync hooks run one after another in ``discovery.run_order``; each
    sees ``tool_input`` (and, after a tool, ``tool_output``) as modified by the hooks before
@@ -48,11 +48,10 @@ from collections.abc import Awaitable, Callable, Collection, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from mcp_hooks.engine.asynchooks import AsyncJob, AsyncLauncher, TaskGroupLauncher
 from mcp_hooks.engine.callables import CallableHook, notify
 from mcp_hooks.engine.chain import Chain, demote_blocks
-from mcp_hooks.engine.detached import DetachedLauncher
-from mcp_hooks.engine.judge import decode, judge
+from mcp_hooks.engine.judge import Verdict, decode, judge
+from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.registry.discovery import Registry, run_order
@@ -116,7 +115,8 @@ class Engine:
         stop_guard: the loop guard (default: in memory, with ``stop_block_cap``); the host
             bridges pass one that keeps its count in a file per session.
         runner: runs one hook (``run_hook``'s signature); default chosen by ``one_shot``.
-        launcher: starts async hooks; default chosen by ``detach_async``/``one_shot``.
+        launcher: starts async hooks and hooks.yaml's ``async: true`` entries (``launch.py``);
+            default chosen once by ``detach_async``/``one_shot`` (``launch.make_launcher``).
         pool: the processes of persistent hooks (``runner.persistent``); default: made on
             the first one, closed with the engine (a one-shot engine runs them one-shot).
         signal_log: where each outcome's signals go; default the signal log beside ``log``
@@ -140,7 +140,7 @@ class Engine:
         stop_guard: StopGuard | None = None,
         runner: Runner | None = None,
         pool: PersistentPool | None = None,
-        launcher: AsyncLauncher | None = None,
+        launcher: Launcher | None = None,
         signal_log: SignalLog | None = None,
         control: ControlLayer | Literal[False] | None = None,
         inbox: AidInbox | None = None,
@@ -154,8 +154,7 @@ class Engine:
         self.stop_guard = stop_guard if stop_guard is not None else StopGuard(stop_block_cap)
         self._runner: Runner = runner or (_run_blocking if one_shot else run_hook)
         self._pool, self._owns_pool = pool, False
-        self._launcher: AsyncLauncher = launcher or (
-            DetachedLauncher(log) if detach_async or one_shot else TaskGroupLauncher(log))
+        self._launcher: Launcher = launcher or make_launcher(log, detached=detach_async or one_shot)
         # a one-shot engine never suspends: big inputs are matched in place, not in a thread
         self._select = self._select_here if one_shot else self._select_off_loop
         self._envs = HookEnvs(hook_environment(os.environ, secrets))
@@ -251,7 +250,7 @@ class Engine:
                            chain: Chain) -> None:
         """Step 3b: the hooks.yaml entries, after the HOOK.md chain (``control.layer``)."""
         assert self.control is not None
-        if chain.decision == "allow":
+        if not chain.stopped:
             payload["event_type"] = name
             if "tool_input" in payload:
                 payload["tool_input"] = chain.tool_input
@@ -259,15 +258,15 @@ class Engine:
                 self.control.decide, name, payload, can_block=can_block(name),
                 fail_closed=self.on_fault == "block", correlation_id=chain.correlation)
             if self.one_shot:
-                decision = decide()
+                verdicts = decide()
             else:  # an oracle may run a test suite: never on the event loop
                 import anyio
 
-                decision = await anyio.to_thread.run_sync(decide)
-            chain.control(decision)
+                verdicts = await anyio.to_thread.run_sync(decide)
+            chain.entries(verdicts)
         self.control.background(name, payload, session_id=event.session_id,
                                 log_path=self.log.path if self.log is not None else None,
-                                correlation_id=chain.correlation, detach=self.one_shot)
+                                correlation_id=chain.correlation, launcher=self._launcher)
 
     def wakes(self, name: str, *, control: bool = True) -> bool:
         """Whether firing this canonical event could do anything but allow: a hook or
@@ -319,36 +318,41 @@ class Engine:
     async def _run_chain(self, name: str, event: Event, hooks: list[HookSpec],
                          payload: dict[str, Any], work_dir: str, chain: Chain,
                          on_hook_done: HookDone | None) -> None:
-        stdin, stdin_for = b"", ""  # the payload as bytes, and the trigger spelling in them
+        """The HOOK.md links (scripts and callables) by run order, until one blocks."""
+        stdin = _Stdin(payload)
         todo = [] if is_notification(name) else [h for h in hooks if not h.is_async]
         position = 0
-        while position < len(todo):
+        while position < len(todo) and not chain.stopped:  # the first block stops the rest
             hook = todo[position]
             position += 1
             if isinstance(hook, CallableHook):  # in process: no stdin, its verdict built directly
                 result, verdict = await hook.call(name, payload)
             else:
-                if stdin_for != hook.trigger:  # encoded again only when something changed
-                    stdin, stdin_for = self._stdin(hook, payload), hook.trigger
-                result = await self._run_one(hook, stdin, work_dir, event)
+                result = await self._run_one(hook, stdin.bytes_for(hook), work_dir, event)
                 verdict = judge(hook, name, result, self.on_fault, self.registry.replaced)
             run = chain.apply(hook, result, verdict)
             if verdict.modified_input is not None:
-                if "tool_input" in payload:
-                    payload["tool_input"], stdin_for = chain.tool_input, ""
-                elif name == "before_model":  # {"messages": [...]}: the new model input
-                    payload["messages"], stdin_for = verdict.modified_input["messages"], ""
+                self._carry_input(name, verdict, payload, chain, stdin)
                 # the hooks after this one are chosen by what the tool will now receive
                 later = self.registry.select(name, event.tool_name, chain.tool_input)
                 todo = todo[:position] + [
                     h for h in later if not h.is_async and run_order(h) > run_order(hook)]
             if verdict.modified_output is not None and name in ("after_tool", "after_model"):
                 payload["tool_output" if name == "after_tool" else "response"] = chain.tool_output
-                stdin_for = ""
+                stdin.changed()
             if on_hook_done is not None:
                 await on_hook_done(run)
-            if verdict.deny:
-                return
+
+    @staticmethod
+    def _carry_input(name: str, verdict: Verdict, payload: dict[str, Any], chain: Chain,
+                     stdin: _Stdin) -> None:
+        """A rewritten input, into the payload the next links get."""
+        if "tool_input" in payload:
+            payload["tool_input"] = chain.tool_input
+            stdin.changed()
+        elif name == "before_model" and verdict.modified_input is not None:
+            payload["messages"] = verdict.modified_input["messages"]  # the new model input
+            stdin.changed()
 
     async def _run_one(self, hook: HookSpec, stdin: bytes, work_dir: str,
                        event: Event) -> RunResult:
@@ -488,6 +492,24 @@ class Engine:
             "hooks": hooks,
             "warnings": outcome.warnings,
         })
+
+
+class _Stdin:
+    """The event's payload as a script hook's stdin, encoded again only when the trigger
+    spelling asked for (``Engine._stdin``) or the payload changed."""
+
+    __slots__ = ("_bytes", "_for", "_payload")
+
+    def __init__(self, payload: dict[str, Any]) -> None:
+        self._payload, self._bytes, self._for = payload, b"", ""
+
+    def bytes_for(self, hook: HookSpec) -> bytes:
+        if self._for != hook.trigger:
+            self._bytes, self._for = Engine._stdin(hook, self._payload), hook.trigger
+        return self._bytes
+
+    def changed(self) -> None:
+        self._for = ""
 
 
 def run_unsuspended(step: Coroutine[Any, Any, Outcome]) -> Outcome | None:

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from mcp_hooks import Engine, Event, EventLog, Registry
-from mcp_hooks.engine.asynchooks import AsyncJob
+from mcp_hooks.engine.launch import AsyncJob
 from mcp_hooks.engine.stopguard import STOP_STATE_TTL, FileCounter, StopGuard
 from mcp_hooks.errors import InvalidEventError, UnknownEventError
 from mcp_hooks.runner import RunResult
@@ -656,8 +656,7 @@ async def test_runner_and_launcher_are_injected(user_dir: Path, tmp_path: Path) 
 
 
 def test_the_detached_runner_does_not_import_the_engine() -> None:
-    code = ("import sys, mcp_hooks.engine.detached, mcp_hooks.engine.asynchooks, "
-            "mcp_hooks.engine.stopguard; "
+    code = ("import sys, mcp_hooks.engine.launch, mcp_hooks.engine.stopguard; "
             "print('mcp_hooks.engine.engine' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
