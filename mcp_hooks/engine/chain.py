@@ -7,13 +7,11 @@ A hook run's verdict (``Chain.apply``) is also turned into signals (``signals.fr
 a deny is a block, a rewrite a control, context or a hook's warning a prompt, or the signal the
 hook printed itself); an entry's verdict carries its oracle's signal (``Chain.entries``).
 ``Chain.stopped`` is the one rule "the first block stops the rest". Delivered aid joins too;
-``Chain.outcome`` is the one ``Outcome``. ``demote_blocks`` is the loop guard's rewrite of a
-stop it let through.
+``Chain.outcome`` is the one ``Outcome``.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Literal
 
 from mcp_hooks.engine.judge import Verdict
@@ -145,17 +143,3 @@ class Chain:
             signals=sorted(self.signals, key=lambda s: INTENSITIES.index(s.intensity)),
         )
 
-
-def demote_blocks(outcome: Outcome) -> Outcome:
-    """The loop guard let a blocked stop through: its block signals become prompts."""
-
-    def demote(signal: Signal) -> Signal:
-        if not signal.blocks:
-            return signal
-        note = ("the stop loop guard let the agent stop after repeated blocks: "
-                f"{signal.payload.get('reason', '')}")
-        return signal.with_intensity("prompt", {"severity": "high", "message": note,
-                                                "suggestions": list(
-                                                    signal.payload.get("resolution_path", [])),
-                                                "continue_allowed": True})
-    return replace(outcome, signals=[demote(s) for s in outcome.signals])

@@ -49,7 +49,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_hooks.engine.callables import CallableHook, notify
-from mcp_hooks.engine.chain import Chain, demote_blocks
+from mcp_hooks.engine.chain import Chain
 from mcp_hooks.engine.judge import Verdict, decode, judge
 from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
@@ -224,14 +224,15 @@ class Engine:
         work_dir = self._work_dir(event)
         payload = self._payload(name, event, work_dir)
         notes = self._notes(name, event)
+        ticket = self.stop_guard.before(event, payload) if name == "before_stop" else None
         fault = self._fault(name, hooks, payload, work_dir)
         if fault is not None:
             outcome = fault_outcome(name, fault, on_fault=self.on_fault, warnings=notes)
-            if outcome.denied or not os.path.isdir(work_dir):
+            if outcome.denied or not os.path.isdir(work_dir):  # 4. guard (a fault counts too)
+                outcome = self.stop_guard.after(ticket, outcome) if ticket else outcome
                 return self._logged(event, name, work_dir, outcome, {})
             notes = outcome.warnings  # warn: the valid hooks (and hooks.yaml) run, warned
-        ticket = self.stop_guard.before(event, payload) if name == "before_stop" else None
-        # 2. start async hooks, 3. run, judge, apply
+        # 2. start async hooks, 3. run, judge, apply: the HOOK.md links, then hooks.yaml's
         chain = Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes)
         chain.deliver(self._inbox.take(event.session_id))
         if hooks:
@@ -242,8 +243,6 @@ class Engine:
         # 4. guard, 5. log
         if ticket is not None:
             outcome = self.stop_guard.after(ticket, outcome)
-            if not outcome.denied and any(s.blocks for s in outcome.signals):
-                outcome = demote_blocks(outcome)
         return self._logged(event, name, work_dir, outcome, chain.outputs, chain.delivered)
 
     async def _run_control(self, name: str, event: Event, payload: dict[str, Any],
