@@ -15,26 +15,29 @@ Running an event (``Engine.fire``):
    sees ``tool_input`` (and, after a tool, ``tool_output``) as modified by the hooks before
    it. ``judge.judge`` turns each run into a verdict (exit 0 allows, exit 2 denies, anything
    else fails open unless the hook fails closed), and the chain's accumulator applies it.
-   The first deny ends the chain.
+   The first deny ends the chain (``Chain.stopped``, the one place of that rule).
    Each run's verdict is also turned into signals (``signals.from_hook_run``: a deny is a
    block, a rewrite a control, context or a hook's warning a prompt, or the signal the hook
    printed itself), one ``correlation_id`` per event, with the issue's id and changed files
    when the payload has an ``issue``; the outcome lists them strongest first.
    Aid left for the session by an earlier event (``inbox.py``: async hooks' advice) joins
    this outcome as context.
-3b. **hooks.yaml**: if the chain allowed, the trigger's control-layer entries run after it,
-   in their own order (``control.layer``: a block signal denies, prompts and adjustments are
-   context, a ``tool_input`` control rewrites; oracles run off the event loop); their
-   ``async: true`` entries start in the background, and their aid waits in the inbox.
+3b. **hooks.yaml**: the trigger's control-layer entries are the chain's last links, in their
+   own order (``entries.py``: each signal a ``Verdict`` as a hook run's is; a block signal
+   denies, prompts and adjustments are context, a ``tool_input`` control rewrites; oracles
+   run off the event loop); a block before them means they do not run. Their ``async:
+   true`` entries go to the launcher, and their aid waits in the inbox.
 4. **Guard**: ``before_stop`` denied -> ``continue_working``; the ``StopGuard``
-   (``stopguard.py``) counts consecutive blocks per session and lets the stop through at
-   its cap, saying so (its block signals become prompts then).
+   (``stopguard.py``) counts consecutive blocks per session (a fault's deny too) and lets
+   the stop through at its cap, saying so (its block signals become prompts then).
 5. **Log** the event (``eventlog.py``) and its signals (``signallog.py``, beside it).
 
 What varies between callers is chosen once, at construction, never tested per hook: the
 runner (``runner.run_hook`` on an event loop, or the blocking ``run_hook_blocking`` for a
-one-shot process), the async-hook launcher (the engine's task group, or a detached process)
-and the stop guard's counter (memory, or a file per session for the host bridges).
+one-shot process), the launcher of background work (``launch.make_launcher``: the engine's
+task group and a thread, or a detached process), where blocking oracles run (off the event
+loop, or in place) and the stop guard's counter (memory, or a file per session for the host
+bridges).
 """
 
 from __future__ import annotations
@@ -46,10 +49,11 @@ import os
 import shlex
 from collections.abc import Awaitable, Callable, Collection, Coroutine
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, TypeVar
 
 from mcp_hooks.engine.callables import CallableHook, notify
 from mcp_hooks.engine.chain import Chain
+from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.engine.judge import Verdict, decode, judge
 from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
@@ -66,11 +70,9 @@ from mcp_hooks.state.eventlog import EventLog, now
 from mcp_hooks.state.inbox import AidInbox
 from mcp_hooks.state.signallog import SignalLog
 
-if TYPE_CHECKING:
-    from mcp_hooks.engine.entries import ControlLayer
-
 _THREAD_MATCH = 1 << 16  # characters of tool input past which matching leaves the event loop
 
+_T = TypeVar("_T")
 HookDone = Callable[[HookRun], Awaitable[None]]
 Runner = Callable[..., Awaitable[RunResult]]
 
@@ -157,10 +159,9 @@ class Engine:
         self._launcher: Launcher = launcher or make_launcher(log, detached=detach_async or one_shot)
         # a one-shot engine never suspends: big inputs are matched in place, not in a thread
         self._select = self._select_here if one_shot else self._select_off_loop
+        self._blocking = _call_here if one_shot else _call_off_loop  # hooks.yaml's oracles
         self._envs = HookEnvs(hook_environment(os.environ, secrets))
         if control is None:
-            from mcp_hooks.engine.entries import ControlLayer
-
             control = ControlLayer(registry.project_dir, watch=not one_shot, secrets=secrets,
                                    trust_project=registry.trust_project_hooks)
         self.control: ControlLayer | None = control or None
@@ -247,7 +248,8 @@ class Engine:
 
     async def _run_control(self, name: str, event: Event, payload: dict[str, Any],
                            chain: Chain) -> None:
-        """Step 3b: the hooks.yaml entries, after the HOOK.md chain (``control.layer``)."""
+        """Step 3b: the hooks.yaml entries, the chain's last links (``entries.py``), unless a
+        HOOK.md link blocked; then their ``async: true`` entries go to the launcher."""
         assert self.control is not None
         if not chain.stopped:
             payload["event_type"] = name
@@ -256,13 +258,7 @@ class Engine:
             decide = functools.partial(
                 self.control.decide, name, payload, can_block=can_block(name),
                 fail_closed=self.on_fault == "block", correlation_id=chain.correlation)
-            if self.one_shot:
-                verdicts = decide()
-            else:  # an oracle may run a test suite: never on the event loop
-                import anyio
-
-                verdicts = await anyio.to_thread.run_sync(decide)
-            chain.entries(verdicts)
+            chain.entries(await self._blocking(decide))
         self.control.background(name, payload, session_id=event.session_id,
                                 log_path=self.log.path if self.log is not None else None,
                                 correlation_id=chain.correlation, launcher=self._launcher)
@@ -286,7 +282,9 @@ class Engine:
     async def _select_off_loop(self, name: str, event: Event) -> list[HookSpec]:
         if (event.tool_input and self.registry.has_patterns(name)
                 and matching.larger_than(event.tool_input, _THREAD_MATCH)):
-            import anyio  # a big input is matched off the event loop: other clients go on
+            # a big input is matched off the event loop: other clients go on. lazy: 2.2 ms
+            # of a one-shot `fire`, which never comes here (-X importtime)
+            import anyio
 
             return await anyio.to_thread.run_sync(
                 self.registry.select, name, event.tool_name, event.tool_input)
@@ -491,6 +489,18 @@ class Engine:
             "hooks": hooks,
             "warnings": outcome.warnings,
         })
+
+
+async def _call_here(work: Callable[[], _T]) -> _T:
+    """A one-shot engine never suspends: blocking work (an oracle) runs in place."""
+    return work()
+
+
+async def _call_off_loop(work: Callable[[], _T]) -> _T:
+    """An oracle may run a test suite: never on the event loop of a long-lived engine."""
+    import anyio  # lazy: 2.2 ms of a one-shot `fire`, which never calls this (-X importtime)
+
+    return await anyio.to_thread.run_sync(work)
 
 
 class _Stdin:

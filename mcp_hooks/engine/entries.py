@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import threading
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -49,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_hooks.engine.judge import Verdict
 from mcp_hooks.engine.launch import Launcher, run_background
+from mcp_hooks.paths import ahp_user_file, trust_store_path
 from mcp_hooks.spec.signals import Signal
 
 if TYPE_CHECKING:
@@ -69,8 +71,6 @@ def _rewrite(signal: Signal) -> dict[str, Any] | None:
 
 
 def _untrusted_note(entries: list[Entry], project_dir: Path | None) -> str:
-    import shlex
-
     which = ", ".join(sorted({f"{e.id} ({e.trigger})" for e in entries}))
     where = shlex.quote(str(project_dir)) if project_dir is not None else "PROJECT"
     return (f"project hooks.yaml entries that run commands or write files are not trusted, "
@@ -97,8 +97,6 @@ class ControlLayer:
                  ladder: Ladder | None = None, watch: bool = True,
                  secrets: Collection[str] = (), load_timeout: float = LOAD_TIMEOUT,
                  trust_project: bool | None = None) -> None:
-        from mcp_hooks.paths import ahp_user_file
-
         self.project_dir = Path(project_dir) if project_dir is not None else None
         self.user_file = Path(user_file) if user_file is not None else ahp_user_file()
         self._ladder = ladder
@@ -140,8 +138,6 @@ class ControlLayer:
     def _signature(self) -> tuple[tuple[str, int, int], ...]:
         """What the configuration and its trust rest on, by ``stat``: the layers, the trust
         store, and every file and folder under the project's ``.ahp``."""
-        from mcp_hooks.paths import trust_store_path
-
         names = [*self._files(), trust_store_path()]
         if self.project_dir is not None and (self.project_dir / ".ahp").is_dir():
             names += sorted((self.project_dir / ".ahp").rglob("*"))[:1000]
@@ -168,6 +164,8 @@ class ControlLayer:
                     self._watcher.changed() or self._trust_moved())):
                 return self._config
             if self._watch and self._watcher is None:
+                # lazy: 38 ms of import (-X importtime), for a long-lived engine with a
+                # hooks.yaml only
                 from mcp_hooks.registry.watch import ChangeWatcher
 
                 self._watcher = ChangeWatcher()
@@ -188,6 +186,8 @@ class ControlLayer:
         """``load_config`` within ``load_timeout`` seconds (a worker thread, abandoned past
         it): a hooks.yaml layer that cannot be read in time (a FIFO or a huge file under
         ``.ahp``) or whose reading raised is a problem of every trigger, failing closed."""
+        # lazy: the control layer is 130-200 ms of import (-X importtime), paid only when a
+        # hooks.yaml exists (the module doc's promise)
         from mcp_hooks.control.config import ControlConfig, HooksYamlError, load_config
 
         box: dict[str, Any] = {}
@@ -220,8 +220,6 @@ class ControlLayer:
         """The trust store's (mtime, size) while a project layer is read, else None."""
         if self._config is None or self._config.trust is None:
             return None
-        from mcp_hooks.paths import trust_store_path
-
         try:
             st = os.stat(trust_store_path())
         except OSError:
@@ -249,7 +247,7 @@ class ControlLayer:
     def ladder(self) -> Ladder:
         with self._lock:
             if self._ladder is None:
-                from mcp_hooks.control.ladder import Ladder
+                from mcp_hooks.control.ladder import Ladder  # lazy: 35 ms (-X importtime)
 
                 self._ladder = Ladder()
             return self._ladder
@@ -261,7 +259,7 @@ class ControlLayer:
         """Run ``trigger``'s sync entries on ``payload`` (the payload hooks get, as the
         HOOK.md chain left it): one ``Verdict`` per note and signal, in order, for the chain
         to apply (``Chain.entries``; see the module doc)."""
-        from mcp_hooks.control.evaluation import evaluate
+        from mcp_hooks.control.evaluation import evaluate  # lazy: as in ``_load``
 
         config = self.config()
         if config is None:
