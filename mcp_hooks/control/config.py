@@ -83,6 +83,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +121,7 @@ from mcp_hooks.control.schema import (
     user_config_path,
 )
 from mcp_hooks.errors import ConfigError
+from mcp_hooks.registry.trust import TrustStore, trust_all_from_env
 
 if TYPE_CHECKING:
     from mcp_hooks.registry.trust import TrustStore
@@ -134,15 +136,11 @@ def config_digest(project_dir: Path) -> str:
 
 
 def trust_status(project_dir: Path, store: TrustStore | None = None) -> str:
-    from mcp_hooks.registry.trust import TrustStore
-
     return (store or TrustStore()).status(project_dir, TRUST_NAME, config_digest(project_dir))
 
 
 def trust_config(project_dir: Path, store: TrustStore | None = None) -> str:
     """Trust the project's hooks.yaml as it is now (after reading it); returns the digest."""
-    from mcp_hooks.registry.trust import TrustStore
-
     digest = config_digest(project_dir)
     (store or TrustStore()).trust(project_dir, {TRUST_NAME: digest})
     return digest
@@ -228,8 +226,6 @@ class _Merger:
             return True
         assert self.project_dir is not None
         if config.snapshot is None:
-            from mcp_hooks.registry.trust import TrustStore
-
             config.snapshot = ahp_snapshot(self.project_dir)
             config.trust = (self.store or TrustStore()).status(
                 self.project_dir, TRUST_NAME, config.snapshot.digest)
@@ -249,8 +245,6 @@ class _Merger:
     # -- one layer ---------------------------------------------------------------------------
 
     def read(self, rank: int, layer: Layer, file: Path) -> None:
-        import os
-
         if not os.path.lexists(file):
             return
         self.config.files.append(file)
@@ -396,8 +390,6 @@ def load_config(project_dir: Path | None, *, user_file: Path | None = None,
             (``validate``, the trust review): every custom oracle is a ``HeldBack``.
     """
     if trust_project is None:
-        from mcp_hooks.registry.trust import trust_all_from_env
-
         trust_project = trust_all_from_env()
     merger = _Merger(project_dir, trust_project=trust_project, trust_store=trust_store,
                      resolve=resolve)

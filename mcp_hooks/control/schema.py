@@ -18,6 +18,9 @@ from mcp_hooks.control.context import OracleContext
 from mcp_hooks.control.files import AhpSnapshot, LayerFileError, read_bounded
 from mcp_hooks.control.oracles.base import Oracle
 from mcp_hooks.errors import ConfigError, UnknownEventError, did_you_mean
+from mcp_hooks.paths import ahp_user_file
+from mcp_hooks.spec.events import canonical_event
+from mcp_hooks.spec.vocabulary import also_named
 
 Layer = Literal["user", "project", "local"]
 TRUST_NAME = ".ahp"  # the trust store's name for a project's hooks.yaml (no hook is named so)
@@ -42,8 +45,6 @@ MAX_HOOKS_YAML = 256 * 1024
 
 def user_config_path() -> Path:
     """``~/.ahp/hooks.yaml`` (the seed's place, not an XDG one; ``paths.ahp_user_file``)."""
-    from mcp_hooks.paths import ahp_user_file
-
     return ahp_user_file()
 
 
@@ -76,7 +77,6 @@ def canonical_trigger(name: str) -> str:
         return TRIGGERS[name]
     if name in TRIGGERS.values():
         return name
-    from mcp_hooks.spec.events import canonical_event
 
     return canonical_event(name)
 
@@ -154,7 +154,6 @@ def _scalar_holds(want: Any, actual: Any) -> bool:
 def condition_holds(key: str, want: Any, view: Mapping[str, Any]) -> bool:
     actual = lookup(view, key)
     if key == "tool":  # a host's own name (Bash) also matches the canonical one (Shell)
-        from mcp_hooks.spec.vocabulary import also_named
 
         names = frozenset(str(w) for w in (want if isinstance(want, list) else [want]))
         return actual is not None and str(actual) in names | also_named(names)
@@ -246,6 +245,7 @@ def _read_file(file: Path, inside: Path | None) -> bytes:
 
 def parse_yaml(file: Path, raw: bytes) -> Any:
     """The data of a hooks.yaml's bytes (see ``read_yaml``)."""
+    # lazy: 82 ms of cold start (PyYAML) when no hooks.yaml is there to read
     import yaml
 
     try:

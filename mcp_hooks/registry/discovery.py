@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from mcp_hooks import paths
 from mcp_hooks.errors import HookFileError, UnknownEventError
+from mcp_hooks.paths import trust_store_path as store_path
+from mcp_hooks.registry.trust import TrustStore, hook_digest, trust_all_from_env
 from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.hookfile import HOOK_FILES, HookSpec, Scope, load_hook
 
@@ -197,8 +199,6 @@ class Registry:
         self.project_dir = Path(os.path.abspath(project_dir)) if project_dir is not None else None
         self.strict = strict
         if trust_project_hooks is None:
-            from mcp_hooks.registry.trust import trust_all_from_env
-
             trust_project_hooks = trust_all_from_env()
         self.trust_project_hooks = trust_project_hooks
         self._trust_store = trust_store
@@ -214,6 +214,7 @@ class Registry:
         self._lock = threading.Lock()  # one refresh/rescan at a time (see the docstring)
         self._watcher: ChangeWatcher | None = None
         if watch:
+            # lazy: 19 ms of cold start (the watcher's threads), only when watching
             from mcp_hooks.registry.watch import ChangeWatcher
 
             self._watcher = ChangeWatcher()
@@ -438,9 +439,6 @@ class Registry:
 
     def _store(self) -> TrustStore:
         if self._trust_store is None:
-            from mcp_hooks.paths import trust_store_path as store_path
-            from mcp_hooks.registry.trust import TrustStore
-
             self._trust_store = TrustStore(store_path())
         self._trust_seen = self._trust_store.signature()
         return self._trust_store
@@ -450,8 +448,6 @@ class Registry:
                   watched: list[str]) -> tuple[TrustStatus, str]:
         """A project hook's trust, hashing its folder only when a file in it moved. Every
         folder below it is watched, so an edit anywhere in it is seen by the next event."""
-        from mcp_hooks.registry.trust import hook_digest
-
         signature = _deep_signature(hook_dir, watched)
         known = self._deep.get(hook_dir)
         digest = known[1] if known is not None and known[0] == signature else hook_digest(hook_dir)

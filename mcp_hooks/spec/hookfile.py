@@ -30,6 +30,7 @@ from mcp_hooks.spec.frontmatter import FRONTMATTER as _FRONTMATTER  # noqa: F401
 from mcp_hooks.spec.frontmatter import parse_frontmatter as parse_frontmatter  # re-exported
 from mcp_hooks.spec.frontmatter import trigger_hint
 from mcp_hooks.spec.limits import DEFAULT_LIMITS, Limits, parse_limits
+from mcp_hooks.spec.vocabulary import also_named
 
 Scope = Literal["user", "project"]
 HOOK_FILES = ("HOOK.md", "hook.md")
@@ -141,6 +142,7 @@ def warnings_of(exc: HookFileError) -> tuple[str, ...]:
 def closest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
     """The choice a mistyped ``word`` most likely meant (``triger`` -> ``trigger``), or None
     when none is close (``difflib``'s ratio under ``cutoff``)."""
+    # lazy: 11 ms of cold start (difflib), only on an error's path
     import difflib  # only on an error's path: loading a valid hook never needs it
 
     found = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
@@ -251,8 +253,6 @@ class HookSpec:
     def __post_init__(self) -> None:
         if self.matcher_tool is not None:
             if LITERAL_TOOLS.fullmatch(self.matcher_tool):
-                from mcp_hooks.spec.vocabulary import also_named
-
                 names = frozenset(self.matcher_tool.split("|"))
                 # a host's own name (Bash) also matches the canonical one (Shell) every door
                 # hands hooks: a hook written for one host still guards on all of them
