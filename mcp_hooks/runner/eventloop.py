@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 
 from mcp_hooks.runner import spawn
 from mcp_hooks.runner.core import EXIT_POLL, KILL_GRACE, OUTPUT_CAP, Run, RunResult, Stream
-from mcp_hooks.runner.library import run_hook_library
 from mcp_hooks.runner.spawn import has_exited, open_pidfd
 from mcp_hooks.spec.limits import Limits
 
@@ -269,6 +268,9 @@ async def run_hook(
         on; a later run's sweep reaps what was still dying.
     """
     if spawn.current.library:
+        # lazy: 1.2 ms of cold `fire` and `bridge`; only the library runner needs it
+        from mcp_hooks.runner.library import run_hook_library
+
         return await run_hook_library(argv, payload, cwd=cwd, env=env, timeout=timeout,
                                       output_cap=output_cap, kill_grace=kill_grace,
                                       limits=limits)
