@@ -20,6 +20,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from mcp_hooks.errors import ConfigError
+
 _LINE = re.compile(r"( *)([A-Za-z_][A-Za-z0-9_-]*):(?: +(.*))?")  # value: rstrip it
 _INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _SINGLE = re.compile(r"'((?:[^']|'')*)'")
@@ -67,8 +69,8 @@ def load(text: str) -> dict[str, Any] | None:
     return {k: (v if v != {} else None) for k, v in root.items()}
 
 
-class _Outside(Exception):
-    """The text is outside the subset: PyYAML reads it."""
+class _Outside(ConfigError):
+    """The text is outside the subset: PyYAML reads it (caught in ``load``, never raised out)."""
 
 
 def _tree(text: str) -> dict[str, Any]:
