@@ -62,15 +62,16 @@ def load(text: str) -> dict[str, Any] | None:
         return None
     try:
         root = _tree(text)
-    except _Outside:
+    except ConfigError:  # outside the subset (nothing else here raises it)
         return None
     if not root:  # an empty document is null to YAML, not {}
         return None
     return {k: (v if v != {} else None) for k, v in root.items()}
 
 
-class _Outside(ConfigError):
+def _outside() -> ConfigError:
     """The text is outside the subset: PyYAML reads it (caught in ``load``, never raised out)."""
+    return ConfigError("outside the YAML subset")
 
 
 def _tree(text: str) -> dict[str, Any]:
@@ -81,17 +82,17 @@ def _tree(text: str) -> dict[str, Any]:
     for indent, key, value in _entries(text):
         if indent == 0:
             if key in root:
-                raise _Outside
+                raise _outside()
             block = None if value else {}
             block_indent = 0
             root[key] = _value(value) if value else block
             continue
         if block is None or not value or key in block:
-            raise _Outside
+            raise _outside()
         if block_indent == 0:
             block_indent = indent
         elif indent != block_indent:
-            raise _Outside
+            raise _outside()
         block[key] = _value(value)
     return root
 
@@ -104,15 +105,15 @@ def _entries(text: str) -> Iterator[tuple[int, str, str]]:
             continue
         found = _LINE.fullmatch(line)
         if found is None or "\t" in line:
-            raise _Outside
+            raise _outside()
         spaces, key, value = found.groups()
         if key in _BOOLS or key in _NULLS or key in _AMBIGUOUS:  # PyYAML reads `on:` as True
-            raise _Outside
+            raise _outside()
         yield len(spaces), key, (value.rstrip(" ") if value else "")
 
 
 def _value(text: str) -> Any:
     parsed = _scalar(text)
     if parsed is _DECLINE:
-        raise _Outside
+        raise _outside()
     return parsed
