@@ -29,8 +29,6 @@ DOORS = frozenset({"hosts", "adapters", "server", "proxy", "cli"})
 # Functions over the cap in files other helpers rewrite this session (issue 20): they split
 # their own; remove an entry when its file is done. Key: "path/from/mcp_hooks.py:qualname".
 OWNED_ELSEWHERE: dict[str, str] = {
-    # owned by the chain helper this session (engine/engine.py's chain)
-    "engine/engine.py:Engine._run_chain": "chain helper rewrites the chain",
     # owned by the bench helper this session (runner/persistent.py's hot path)
     "runner/persistent.py:PersistentPool.run": "bench helper profiles the persistent path",
 }
@@ -80,7 +78,7 @@ DOOR_EXCEPTIONS: dict[str, str] = {
 # Files whose in-function imports other helpers rewrite this session: they fix their own.
 IMPORTS_OWNED_ELSEWHERE = frozenset({
     # owned by the chain helper this session
-    "engine/chain.py", "engine/entries.py", "engine/asynchooks.py", "engine/detached.py",
+    "engine/chain.py", "engine/entries.py", "engine/asynchooks.py", "engine/launch.py",
     "engine/engine.py", "engine/callables.py", "adapters/agentscope.py",
     # owned by the state helper this session
     "state/inbox.py", "control/ladder.py",
