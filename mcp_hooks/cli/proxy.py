@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_hooks import options
 from mcp_hooks.cli.serve import add_transport_arguments, announce_stdio, transport_options
+from mcp_hooks.registry.discovery import Registry
 from mcp_hooks.server.transport import ServeOptions
 from mcp_hooks.settings import Settings
 
@@ -103,7 +104,10 @@ def options_from_args(
         ProxyConfigError: the upstreams or timeouts cannot be used.
         ConfigError: a bad setting (its flag or variable named).
     """
+    # lazy: 2,200 ms (the MCP SDK) of cold start for `--help` and usage errors
     from mcp_hooks.proxy.app import ProxySettings
+
+    # lazy: 300 ms of cold start for `--help` and usage errors
     from mcp_hooks.proxy.config import ProxyConfigError, collect_upstreams
 
     hooks = options.settings(args, environ, token=getattr(args, "token", None))
@@ -144,8 +148,8 @@ def run(opts: ProxyOptions) -> int:
         TransportConfigError: the transport options must not be served.
         AddressInUseError: HTTP/SSE: the host and port are taken.
     """
+    # lazy: 2,200 ms (the MCP SDK) of cold start for `--help` and usage errors
     from mcp_hooks.proxy.app import serve_proxy
-    from mcp_hooks.registry.discovery import Registry
 
     opts.serve.check()
     registry = Registry(opts.hooks.user_dir, opts.project_dir,

@@ -40,12 +40,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcp_hooks.errors import RunError
+from mcp_hooks.spec import outcome
+from mcp_hooks.spec.outcome import cap_text
 from mcp_hooks.spec.signals import ACTIONS
 from mcp_hooks.spec.vocabulary import (
     MCP_CLIENTS,
@@ -55,6 +58,7 @@ from mcp_hooks.spec.vocabulary import (
     rewrite_failed,
     unexpressible,
 )
+from mcp_hooks.state.inbox import AidInbox, aid_context
 
 if TYPE_CHECKING:
     from mcp_hooks.spec.outcome import Outcome
@@ -134,8 +138,6 @@ def fault_outcome(event: str, what: str, *, on_fault: str = "block") -> Outcome:
     """The engine's answer for an event mcp-hooks could not decide: a deny by ``mcp-hooks``
     whose reason says what broke and how to fix it, or an allow with that as a warning
     (``warn``, or an event that cannot block). Imported here, when a fault happens."""
-    from mcp_hooks.spec import outcome
-
     return outcome.fault_outcome(event, what, on_fault=on_fault)
 
 
@@ -183,8 +185,6 @@ def keep_unshown_aid(session_id: str, outcome: Outcome, reply: Reply) -> None:
     aid = [s for s in outcome.signals if s.intensity == "aid"]
     if not aid:
         return
-    from mcp_hooks.spec.outcome import cap_text
-    from mcp_hooks.state.inbox import AidInbox, aid_context
 
     try:
         data: Any = json.loads(reply.stdout) if reply.stdout.strip() else {}
@@ -479,8 +479,6 @@ class Host:
     def installed(self, home: Path, path: str | None = None) -> str | None:
         """Why the host looks installed here (its program on ``path``, default ``$PATH``; or
         its config folder under ``home``), or None."""
-        import shutil
-
         for program in self.programs:
             found = shutil.which(program, path=path)
             if found:
