@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -263,55 +263,54 @@ class Settings:
             raise ConfigError(f"Settings.from_env: unknown setting(s) {', '.join(unknown)}; "
                               f"known: {', '.join(sorted(known))}")
         env = os.environ if environ is None else environ
-
-        def given(name: str) -> Any:
-            return flags.get(name)
-
-        def var(name: str) -> str:
-            return env_value(name, env)
-
         values: dict[str, Any] = {}
-        project = given("project_dir") or var("MCP_HOOKS_PROJECT_DIR")
-        values["project_dir"] = _folder(project, resolve=True) if project else None
-        user = given("user_dir") or var("MCP_HOOKS_USER_DIR")
-        values["user_dir"] = _folder(user, resolve=False) if user else None
-        values["log"], values["log_read"] = _logs(given("log"), bool(flags.get("no_log")),
-                                                  var("MCP_HOOKS_LOG"))
-        fault = given("on_fault")
-        values["on_fault"] = (_on_fault(fault, "--on-fault") if fault is not None
-                              else _on_fault(var("MCP_HOOKS_ON_FAULT") or "block",
-                                             "MCP_HOOKS_ON_FAULT"))
-        cap = given("stop_block_cap")
-        values["stop_block_cap"] = (
-            _cap(cap, "--stop-block-cap") if cap is not None
-            else _cap(var("MCP_HOOKS_STOP_BLOCK_CAP") or DEFAULT_STOP_BLOCK_CAP,
-                      "MCP_HOOKS_STOP_BLOCK_CAP"))
-        trust = given("trust_project_hooks")
-        values["trust_project_hooks"] = (bool(trust) if trust is not None else _flag(
-            var("MCP_HOOKS_TRUST_PROJECT_HOOKS"), "MCP_HOOKS_TRUST_PROJECT_HOOKS"))
-        values["secrets"] = tuple(given("secrets") or ())
-        store = given("trust_store")
+        for variable in VARIABLES.values():  # the table: flag, then variable, then default
+            if variable.field in _PARSE:
+                values[variable.field] = _read(variable, flags.get(variable.field), env)
+        values["log"], values["log_read"] = _logs(flags.get("log"), bool(flags.get("no_log")),
+                                                  env_value("MCP_HOOKS_LOG", env))
+        values["secrets"] = tuple(flags.get("secrets") or ())
+        store = flags.get("trust_store")
         values["trust_store"] = Path(store) if store else trust_store_path(env)
-        values["token"] = given("token") or var("MCP_HOOKS_TOKEN") or None
-        values["server"] = given("server") or var("MCP_HOOKS_SERVER") or None
-        timeout = given("forward_timeout")
-        values["forward_timeout"] = (
-            float(timeout) if timeout is not None
-            else forward_seconds(var("MCP_HOOKS_FORWARD_TIMEOUT"), "MCP_HOOKS_FORWARD_TIMEOUT")
-            if var("MCP_HOOKS_FORWARD_TIMEOUT") else DEFAULT_FORWARD_TIMEOUT_S)
-        values["bridge_command"] = (given("bridge_command") or var("MCP_HOOKS_BRIDGE_COMMAND")
-                                    or None)
-        values["environment"] = (given("environment") or var("MCP_HOOKS_ENVIRONMENT")
-                                 or DEFAULT_ENVIRONMENT)
-        values["runner"] = given("runner") or var("MCP_HOOKS_RUNNER")
-        values["serve_stdio"] = given("serve_stdio") or _stdio(var("MCP_HOOKS_SERVE_STDIO"),
-                                                               "MCP_HOOKS_SERVE_STDIO")
-        values["proxy_stdio"] = given("proxy_stdio") or _stdio(var("MCP_HOOKS_PROXY_STDIO"),
-                                                               "MCP_HOOKS_PROXY_STDIO")
-        state = given("state")
-        values["state"] = (_state(state, "state") if state is not None
-                           else _state(var("MCP_HOOKS_STATE") or "file:", "MCP_HOOKS_STATE"))
         return cls(**values)
+
+
+def _text(value: object, source: str) -> str | None:
+    return str(value).strip() or None
+
+
+def _trust(value: object, source: str) -> bool:
+    return value if isinstance(value, bool) else _flag(str(value), source)
+
+
+# field -> (parse(value, source), default): how each field with a variable is read
+_PARSE: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
+    "project_dir": (lambda value, source: _folder(value, resolve=True), None),
+    "user_dir": (lambda value, source: _folder(value, resolve=False), None),
+    "on_fault": (lambda value, source: _on_fault(str(value), source), "block"),
+    "stop_block_cap": (_cap, DEFAULT_STOP_BLOCK_CAP),
+    "trust_project_hooks": (_trust, False),
+    "token": (_text, None),
+    "server": (_text, None),
+    "forward_timeout": (lambda value, source: forward_seconds(str(value), source),
+                        DEFAULT_FORWARD_TIMEOUT_S),
+    "bridge_command": (_text, None),
+    "environment": (lambda value, source: str(value), DEFAULT_ENVIRONMENT),
+    "runner": (lambda value, source: str(value), ""),
+    "serve_stdio": (lambda value, source: _stdio(str(value), source), "event-loop"),
+    "proxy_stdio": (lambda value, source: _stdio(str(value), source), "event-loop"),
+    "state": (lambda value, source: _state(str(value), source), "file:"),
+}
+
+
+def _read(variable: Variable, flag: object, env: Mapping[str, str]) -> Any:
+    """One field: the flag given (not None, not empty), else the variable, else the default;
+    a bad value names its flag (or keyword) or its variable."""
+    parse, default = _PARSE[variable.field or ""]
+    if flag is not None and flag != "":
+        return parse(flag, variable.flag.split()[0] if variable.flag else variable.field or "")
+    raw = env_value(variable.name, env)
+    return parse(raw, variable.name) if raw else default
 
 
 def _logs(flag: Path | str | None, no_log: bool, env: str) -> tuple[Path | None, Path]:

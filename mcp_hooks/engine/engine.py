@@ -93,6 +93,17 @@ async def _run_blocking(argv: tuple[str, ...], stdin: bytes, **options: Any) -> 
     return run_hook_blocking(argv, stdin, **options)
 
 
+def _logs(settings: Settings, log: EventLog | None,
+          signal_log: SignalLog | None) -> tuple[EventLog | None, SignalLog | None]:
+    """The event log (as given, else one at ``settings.log``) and the signal log (as given,
+    else the one beside the event log)."""
+    if log is None and settings.log is not None:
+        log = EventLog(settings.log)
+    if signal_log is None and log is not None:
+        signal_log = SignalLog.beside(log)
+    return log, signal_log
+
+
 class Engine:
     """Fires events at the hooks of a ``Registry``.
 
@@ -150,11 +161,7 @@ class Engine:
         settings = settings if settings is not None else Settings()
         self.settings = settings
         self.registry = registry
-        if log is None and settings.log is not None:
-            log = EventLog(settings.log)
-        self.log = log
-        self.signal_log = signal_log if signal_log is not None or log is None else (
-            SignalLog.beside(log))
+        self.log, self.signal_log = log, signal_log = _logs(settings, log, signal_log)
         self.one_shot = one_shot
         self.on_fault: OnFault = settings.on_fault
         self.stop_guard = stop_guard if stop_guard is not None else StopGuard(
