@@ -23,10 +23,22 @@ def _file(where: str) -> StateStore:
     return FileStore(Path(where))
 
 
+_MEMORY: dict[str, StateStore] = {}
+
+
+def _memory(where: str) -> StateStore:
+    from mcp_hooks.state.memory import MemoryStore
+
+    return _MEMORY.setdefault(where, MemoryStore())  # one process's state: one object
+
+
 # name -> (factory from ``where``, a fresh ``where`` for one test from its tmp_path)
 BACKENDS: dict[str, tuple[Callable[[str], StateStore], Callable[[Path], str]]] = {
     "file": (_file, lambda tmp: str(tmp / "state")),
+    "memory": (_memory, lambda tmp: str(tmp)),
 }
+# backends whose state lives in one process: the tests racing two processes skip them
+ONE_PROCESS = {"memory"}
 
 
 def build(name: str, where: str) -> StateStore:
@@ -41,6 +53,11 @@ class Backend:
         self.name = name
         self.where = where
         self.store = build(name, where)
+
+    def processes(self) -> None:
+        """Skip a test of several processes on a backend that is one process's state."""
+        if self.name in ONE_PROCESS:
+            pytest.skip(f"the {self.name} store is one process's state by design")
 
     def another(self) -> StateStore:
         """A second store object over the same state (another engine, another process)."""

@@ -45,6 +45,7 @@ def _children(backend: Backend, script: str, n: int = 2) -> list[str]:
     state; their stdouts."""
     head = ("import sys, json\nfrom tests.state.conftest import build\n"
             f"store = build({backend.name!r}, {backend.where!r})\n")
+    backend.processes()
     procs = [subprocess.Popen([sys.executable, "-c", head + script, str(i)], cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for i in range(n)]
