@@ -25,6 +25,8 @@
     │   │                                  large, a link out of its folder, unreadable)
     │   ├── FileRefused                    a file an oracle or the ladder may not read or write
     │   ├── BadRevisionError               a configured git revision that names no commit
+    │   ├── UnknownSignal                  answer-once: no signal sent with that id
+    │   ├── AlreadyAnswered                answer-once: answered first with another action
     │   └── MissingExtraError              an adapter imported without its framework (also a
     │                                      ModuleNotFoundError; names the extra to install)
     └── RunError                  exit 1   the input was fine; the world was not
@@ -38,6 +40,7 @@
         │   ├── UnhashableError            a hook folder that cannot be hashed in full
         │   └── TrustStoreError            the trust store cannot be read, locked or written
         ├── BridgeInputError               a host handed a bridge a payload it cannot read
+        ├── StateUnavailable               the state store cannot be read or written
         ├── ReentryError                   a hook called back into the Hooks running it
         │                                  (fire on its worker thread, close inside a hook)
         └── RewriteError                   a hook's rewrite the host's tool cannot take
@@ -51,7 +54,8 @@ The control layer's are defined beside what they check: ``HooksYamlError`` in
 ``control/schema.py``, ``OracleConfigError`` in ``control/oracles/base.py``,
 ``UnknownOracleError`` in ``control/oracles/__init__.py``, ``LayerFileError`` in
 ``control/files.py``, ``FileRefused`` in ``control/runtime.py`` and ``BadRevisionError`` in
-``control/context.py``; ``signals.py`` and
+``control/context.py``; ``UnknownSignal``, ``AlreadyAnswered`` and ``StateUnavailable``
+in ``state/store.py``; ``signals.py`` and
 ``signallog.py`` raise ``ConfigError`` itself (a malformed signal, an action that does not fit
 the signal's intensity, an unknown or already answered signal id: exit 64).
 

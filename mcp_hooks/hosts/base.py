@@ -177,30 +177,24 @@ _PROBE = "mcp-hooks: does this reply show the context? 7d1f0c"
 
 
 def shows_aid(host: Host, call: Call) -> bool:
-    """Whether the host's reply to this call shows the model the context the engine hands
-    over, whatever the outcome (an allow; a deny where the event can block). Where it does
-    not (Claude Code's Stop, most of Cursor's events), the door fires with ``hold_aid``: the
-    session's waiting aid stays in the store for the next event that shows it. What the
-    model reads: the reply's stdout but ``systemMessage`` (the user's), and stderr on exit 2.
-    """
+    """Whether the host's reply to this call shows the model the engine's context, allowed
+    or denied (the model reads stdout but ``systemMessage``, and stderr on exit 2). If not
+    (Claude Code's Stop), the door fires with ``hold_aid``: the session's aid waits."""
     from mcp_hooks.spec.events import can_block
     from mcp_hooks.spec.outcome import Outcome
 
-    probes = [Outcome(event_type=call.event, additional_context=[_PROBE])]
-    if can_block(call.event):
-        probes.append(Outcome(event_type=call.event, decision="deny", reason="probe",
-                              blocked_by="probe", additional_context=[_PROBE],
-                              continue_working=call.event == "before_stop"))
-    for probe in probes:
+    stop = call.event == "before_stop"
+    for deny in (False, True) if can_block(call.event) else (False,):
         try:
-            reply = host.reply(call, probe)
+            reply = host.reply(call, Outcome(call.event, "deny" if deny else "allow", "probe",
+                                             continue_working=deny and stop,
+                                             additional_context=[_PROBE]))
             data: Any = json.loads(reply.stdout) if reply.stdout.strip() else {}
         except Exception:  # a reply that cannot be built or read shows nothing
             return False
         if isinstance(data, dict):
             data.pop("systemMessage", None)
-        if _PROBE not in json.dumps([data, reply.stderr if reply.exit_code == EXIT_BLOCK
-                                     else ""]):
+        if _PROBE not in json.dumps([data, reply.stderr * (reply.exit_code == EXIT_BLOCK)]):
             return False
     return True
 
