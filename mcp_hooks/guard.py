@@ -1,12 +1,34 @@
 """What a door's guard answers with the fail-closed deny, and what it must let through.
 
-Each door has one guard at its boundary (the command line's ``main``, the bridge's
-``answer``, the server's ``fire_hook_event``, ``Hooks.fire``/``afire``, the adapters'
-``Firing``; the engine's ``fire`` and a callable hook's ``call`` below them). Each catches
-``BaseException``, not ``Exception``: a hook, an oracle or a Python callable that raises
-``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``, ``asyncio.CancelledError`` or its own
-``BaseException`` subclass gets the same answer as one that raises ``ValueError``, a deny
-naming it, and nothing of it reaches the caller as an exception.
+Each door has exactly one guard, at its boundary, that turns an unexpected exception into
+the fail-closed answer in that door's form:
+
+==========================  ==========================================================
+door                        its one guard
+==========================  ==========================================================
+MCP ``fire_hook_event``     ``server.app`` (the tool function)
+proxy ``tools/call``        ``proxy.gate.Gate.fire`` (builds and fires every event)
+``bridge <host>``           ``hosts.bridge.answer`` (the host's form; never raises)
+``fire``                    ``cli.main`` (``GATES``: ``fire``'s deny, exit 2)
+``/hooks/bridge/<host>``    ``hosts.forward.answer_payload``
+``/hooks/fire``             ``hosts.forward.fire_route``'s endpoint
+``Hooks.fire``/``afire``    ``api.Hooks.fire``/``afire``
+each framework adapter      ``adapters._firing.Firing`` (over ``Hooks`` unguarded)
+==========================  ==========================================================
+
+The layers under a door (the service, the engine, the runner, the registry) raise; the
+engine only records the event in the log as the fault first (``Engine._note_fault``), so
+the log holds one record of it. A hook's own failure is not a door fault: a callable's
+exception (``callables.CallableHook.call``) or an oracle's is judged as that hook's result.
+``tests/test_guard_boundaries.py`` checks both: each door answers a fault injected at the
+bottom once, and nothing below the doors catches everything without re-raising but for the
+reasons it lists.
+
+Each guard catches ``BaseException``, not ``Exception``: a hook, an oracle or a Python
+callable that raises ``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``,
+``asyncio.CancelledError`` or its own ``BaseException`` subclass gets the same answer as one
+that raises ``ValueError``, a deny naming it, and nothing of it reaches the caller as an
+exception.
 
 A guard in a coroutine lets two things through (``passes_through``), because they are not
 failures but the caller's own control flow: the coroutine being closed (``GeneratorExit``

@@ -14,9 +14,10 @@ a ``BadRequest`` (a ``ConfigError``); a project whose hooks cannot be loaded rig
 ``ServiceUnavailable`` (a ``RunError``). A door reports the first to its caller and answers an
 event hit by the second with ``fault_outcome`` (``fire`` does so itself).
 
-Fail closed: ``fire`` never raises for what the service cannot process (hooks that cannot be
-loaded, an exception of ours around the engine); it answers ``fault_outcome`` under the
-``on_fault`` policy: for an event that can block, a deny whose reason says what broke.
+Fail closed: ``fire`` answers an event whose project's hooks cannot be loaded with
+``fault_outcome`` under the ``on_fault`` policy (for an event that can block, a deny whose
+reason says what broke); anything else that breaks under it is raised to the door, whose one
+guard answers it the same way (``guard.py``).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from mcp_hooks.registry.discovery import (
 from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.hookfile import MAX_HOOK_FILE, NAME_RE, HookSpec, parse_frontmatter
-from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, cap_text, fault_outcome
+from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, fault_outcome
 from mcp_hooks.state.eventlog import EventLog
 from mcp_hooks.state.files import FileStore
 from mcp_hooks.state.store import StateStore
@@ -245,8 +246,8 @@ class HookService:
     ) -> Outcome:
         """Fire an event at the hooks of its ``work_dir``'s project (root-checked).
 
-        Never raises for what the server cannot process: a project whose hooks cannot be
-        loaded, or any exception of ours around the engine, is a fault (``fault_outcome``).
+        A project whose hooks cannot be loaded is a fault (``fault_outcome``); anything
+        else that breaks (the engine's, ``Engine.fire``) is raised to the door's one guard.
 
         Raises:
             BadRequest: the work_dir is outside the roots (or not an existing folder).
@@ -261,10 +262,6 @@ class HookService:
             return await engine.fire(event, on_hook_done=on_hook_done)
         except ServiceUnavailable as exc:
             return self.fault(name, str(exc))
-        except Exception as exc:  # ours: never a crash, never a silent allow
-            logger.exception("the server failed on a %s event", name)
-            return self.fault(name, f"the server failed: {type(exc).__name__}: "
-                              f"{cap_text(str(exc), 300)}")
 
     def fault(self, event: str, what: str) -> Outcome:
         """The outcome of an event the server cannot decide, under its ``on_fault`` policy."""

@@ -8,9 +8,11 @@
   fire side by side;
 * a fault of ours (an event that cannot be built, the engine failing) is ``fault_outcome``:
   a deny saying what broke on an event that can block (``on_fault="block"``), as everywhere
-  in mcp-hooks. The guard takes any ``BaseException`` (``SystemExit``, ``KeyboardInterrupt``,
-  ...); only the caller's own interruption goes through: the cancellation of the framework's
-  task (``guard.passes_through``), a Ctrl-C while ``fire_sync`` waits (``guard.callers_own``).
+  in mcp-hooks. ``Firing`` is the adapter's one guard (``guard.py``): it fires through
+  ``Hooks`` without the ``Hooks`` guard, so a fault is answered once. It takes any
+  ``BaseException`` (``SystemExit``, ``KeyboardInterrupt``, ...); only the caller's own
+  interruption goes through: the cancellation of the framework's task
+  (``guard.passes_through``), a Ctrl-C while ``fire_sync`` waits (``guard.callers_own``).
 
 Nothing is skipped in silence: each warning of an outcome (a project hook held back for want
 of trust, a hook that failed, a tool event with no tool name) is logged once per session, at
@@ -33,6 +35,7 @@ from typing import Any
 from mcp_hooks.api import Hooks
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
 from mcp_hooks.guard import callers_own, named, passes_through
+from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.outcome import OnFault, Outcome, fault_outcome
 from mcp_hooks.state.eventlog import EventLog
 
@@ -100,8 +103,10 @@ class Firing:
     async def fire(self, event_type: str, **fields: Any) -> Outcome:
         """Fire one event from a coroutine; a fault of ours is ``fault_outcome``."""
         fields.setdefault("session_id", self.session_id)
-        try:
-            return self.tell(await self.hooks.afire(event_type, **fields), fields["session_id"])
+        try:  # the adapter's one guard: ``Hooks`` under it raises (``guard.py``)
+            name = canonical_event(event_type)
+            outcome = await self.hooks._afire_unguarded(name, event_type, dict(fields))
+            return self.tell(outcome, fields["session_id"])
         except BaseException as exc:
             if passes_through(exc):  # the framework cancelled its task: it stays cancelled
                 raise
@@ -110,8 +115,10 @@ class Firing:
     def fire_sync(self, event_type: str, **fields: Any) -> Outcome:
         """``fire`` for synchronous framework code (``Hooks.fire``)."""
         fields.setdefault("session_id", self.session_id)
-        try:
-            return self.tell(self.hooks.fire(event_type, **fields), fields["session_id"])
+        try:  # the adapter's one guard, as in ``fire``
+            name = canonical_event(event_type)
+            outcome = self.hooks._fire_unguarded(name, event_type, dict(fields))
+            return self.tell(outcome, fields["session_id"])
         except BaseException as exc:
             if callers_own(exc):  # Ctrl-C while it waited for its hooks: the caller's own
                 raise

@@ -38,7 +38,10 @@ its first leaf the same way. Anything else is a bug and keeps its traceback. Ctr
 Gates are the exception (``GATES``: ``fire`` and ``bridge``, whose answer a host, a shell or a
 git hook reads as allow or deny): Ctrl-C, a ``SystemExit`` or a bug escaping them is answered
 with the command's own deny (printed after the traceback of a bug), with its exit code, never
-130 or a crash with no answer. (Inside the hooks, the engine's guard has answered already.)
+130 or a crash with no answer. This is ``fire``'s one guard (``guard.py``): the engine under
+it raises what broke (having logged the event as that fault). ``bridge`` has its own,
+``hosts.bridge.answer``, which answers in the host's form and never raises, so this one
+answers only what breaks around it (the arguments, writing the answer).
 
 Commands whose stdout is a protocol (the gates, ``serve`` and ``proxy`` over stdio) own it
 from the start (:func:`mcp_hooks.ownstdout.owned_stdout`): what anything else prints (a module
@@ -59,7 +62,14 @@ from typing import NoReturn
 
 from mcp_hooks import options
 from mcp_hooks.cli import hooks
-from mcp_hooks.errors import EXIT_OK, EXIT_USAGE, MCPHooksError, did_you_mean, exit_code
+from mcp_hooks.errors import (
+    EXIT_OK,
+    EXIT_USAGE,
+    ConfigError,
+    MCPHooksError,
+    did_you_mean,
+    exit_code,
+)
 from mcp_hooks.guard import named
 from mcp_hooks.ownstdout import owned_stdout
 
@@ -392,8 +402,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             traceback.print_exception(exc)  # a bug (or a SystemExit): for whoever reads stderr
             return gate(args, f"mcp-hooks {args.command} failed: {named(exc)}")
+        if gate is not None and not isinstance(error, ConfigError):
+            # a run-time error of ours under a gate: its deny, never exit 1 ("carry on")
+            return gate(args, f"mcp-hooks {args.command} failed: {named(error)}")
         print(f"mcp-hooks {args.command}: {error}", file=sys.stderr)
         return exit_code(error)
 
 
-_INTERRUPTED = "interrupted (SIGINT) before it could decide"
+_INTERRUPTED = "interrupted (SIGINT, KeyboardInterrupt) before it could decide"

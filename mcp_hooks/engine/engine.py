@@ -200,13 +200,16 @@ class Engine:
                    hold_aid: bool = False) -> Outcome:
         """Run the hooks an event wakes and return the one decision.
 
-        Never raises for what it cannot process (a payload too deep or unencodable, a hook in
-        scope that did not load or could not start, a missing ``work_dir``, an error of our
-        own): that is a fault, answered by ``fault_outcome`` under the engine's ``on_fault``
-        policy: a deny saying what broke, for an event that can block. So is any
-        ``BaseException`` from below (an oracle's ``SystemExit``, a ``KeyboardInterrupt`` that
-        stopped a one-shot engine's hook): only a cancellation of the awaiting task and the
-        coroutine being closed propagate (``guard.passes_through``).
+        What it cannot process but expects (a payload too deep or unencodable, a hook in
+        scope that did not load or could not start, a missing ``work_dir``) is a fault,
+        answered by ``fault_outcome`` under the engine's ``on_fault`` policy: a deny saying
+        what broke, for an event that can block. A hook's own failure is its verdict
+        (``judge``, ``callables``). Anything else (an error of ours, an oracle's
+        ``SystemExit``, a ``KeyboardInterrupt`` that stopped a one-shot engine's hook) is
+        raised: the door's one guard answers it (``guard.py``). The engine only records the
+        event in its log first, as the fault it will be answered with (``_note_fault``), so
+        ``mcp-hooks log`` shows it once; a cancellation of the awaiting task and the
+        coroutine being closed are not recorded (``guard.passes_through``).
 
         Args:
             event: the event.
@@ -216,18 +219,22 @@ class Engine:
 
         Raises:
             UnknownEventError: the event type is not in the catalogue.
+            BaseException: whatever broke below; the door turns it into its fault answer.
         """
         name = canonical_event(event.event_type)
         try:
             return await self._fire(name, event, on_hook_done, hold_aid)
-        except BaseException as exc:  # ours, or an oracle's SystemExit: never a crash or an allow
-            if passes_through(exc):  # the caller's cancellation, a close (``guard``)
-                raise
-            outcome = fault_outcome(name, f"the engine failed: {named(exc)}",
-                                    on_fault=self.on_fault)
-            with contextlib.suppress(Exception):
-                self._logged(event, name, self._work_dir(event), outcome, {})
-            return outcome
+        except BaseException as exc:  # recorded, then raised to the door's guard
+            if not passes_through(exc):
+                self._note_fault(event, name, exc)
+            raise
+
+    def _note_fault(self, event: Event, name: str, exc: BaseException) -> None:
+        """Log an event whose firing raised, as the fault the door answers (never raises:
+        the log must not hide what broke)."""
+        outcome = fault_outcome(name, f"the engine failed: {named(exc)}", on_fault=self.on_fault)
+        with contextlib.suppress(Exception):  # a log that fails never hides the fault itself
+            self._logged(event, name, self._work_dir(event), outcome, {})
 
     async def _fire(self, name: str, event: Event, on_hook_done: HookDone | None,
                     hold_aid: bool = False) -> Outcome:

@@ -12,7 +12,8 @@ the same call in milliseconds, with its engine and registry warm:
   believe nothing but the real server's answer to what they asked. A request without
   ``X-MCP-Hooks-Auth`` must carry ``Authorization: Bearer <token>`` (Claude Code's own
   ``http`` hooks, which cannot sign) and gets an unsigned answer.
-  A call mcp-hooks cannot decide (an unreadable payload, an engine failure)
+  A call mcp-hooks cannot decide (an unreadable payload, anything the engine raises: each
+  endpoint is its door's one guard, ``guard.py``)
   gets the same fault answer as the bridge (``Host.fault_reply``): a deny in the host's JSON
   form, with status 200. An answer that needs an exit code (the universal exit-2 block, a
   warning with exit 1) and a work dir the server does not serve get ``422`` with the reason,
@@ -45,6 +46,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from mcp_hooks.guard import named, passes_through
 from mcp_hooks.hosts import UnknownHostError, get_host
 from mcp_hooks.hosts.base import (
     Host,
@@ -111,10 +113,12 @@ async def answer_payload(host: Host, payload: dict[str, Any], event: str | None,
     except Exception as exc:
         return fail_open(f"this server does not answer for that folder: {exc}")
     outcome: Outcome | BaseException
-    try:
+    try:  # the endpoint's one guard: the engine under it raises (``guard.py``)
         outcome = await engine.fire(Event.create(event_type=call.event, **call.fields),
                                     hold_aid=not shows_aid(host, call))
-    except Exception as exc:
+    except BaseException as exc:  # an oracle's SystemExit too; a cancellation goes on
+        if passes_through(exc):
+            raise
         outcome = exc
     return answer_outcome(host, call, outcome, on_fault, payload)
 
@@ -278,12 +282,13 @@ def fire_route(engine_for: EngineFor, token: str,
         if other:
             return door.answer(422, f"{other}\n")
         outcome: Outcome
-        try:
+        try:  # the endpoint's one guard: the engine under it raises (``guard.py``)
             outcome = await engine.fire(event)
-        except Exception as exc:  # ours: a deny saying what broke, never a silent allow
+        except BaseException as exc:  # ours: a deny saying what broke, never a silent allow
+            if passes_through(exc):  # the request was cancelled, or the server stops
+                raise
             outcome = fault_outcome(canonical_event(event.event_type),
-                                    f"the server failed: {type(exc).__name__}: {exc}",
-                                    on_fault=on_fault)
+                                    f"the server failed: {named(exc)}", on_fault=on_fault)
         return door.answer(200, outcome.to_json(), "application/json")
 
     return Route(FIRE_PATH, endpoint, methods=["POST"])

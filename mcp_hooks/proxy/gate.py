@@ -21,15 +21,17 @@ path). The result is in wire form (``results``).
    ``after_tool_failure`` too (shielded) before the cancellation goes on.
 
 Faults of the gate itself (a hook in scope that does not load, input nested deeper than hooks
-are handed, an exception of ours) are ``engine.fault_outcome`` under the engine's
+are handed, anything the engine raises) are ``engine.fault_outcome`` under the engine's
 ``on_fault``: with ``block`` the call is refused with an ``isError`` result saying what broke,
-and the upstream is not called. ``fire`` never raises.
+and the upstream is not called. ``Gate.fire`` is the proxy's one guard (``guard.py``): it
+never raises but for the call's own cancellation.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -37,6 +39,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from mcp_hooks.engine.engine import Engine
+from mcp_hooks.guard import named, passes_through
 from mcp_hooks.proxy.catalog import Catalog
 from mcp_hooks.proxy.results import (
     append_context,
@@ -49,7 +52,7 @@ from mcp_hooks.proxy.results import (
 )
 from mcp_hooks.proxy.sessions import DownstreamSession
 from mcp_hooks.proxy.upstream import UpstreamError
-from mcp_hooks.spec.outcome import Event, Outcome, cap_text, fault_outcome
+from mcp_hooks.spec.outcome import Event, Outcome, fault_outcome
 from mcp_hooks.spec.vocabulary import MCP_CLIENTS, CallerTool, caller_tool, unexpressible
 
 logger = logging.getLogger("mcp_hooks.proxy")
@@ -67,19 +70,21 @@ class Gate:
         self.engine = engine
         self.catalog = catalog
 
-    async def fire(self, event: Event) -> Outcome:
-        """Fire an event; a failure of ours is a fault (``fault_outcome`` under the engine's
-        policy: a deny for an event that can block), never a crash of the proxy."""
-        try:
-            return await self.engine.fire(event)
-        except Exception as exc:  # an event that cannot fire never takes the proxy down
-            logger.error("cannot fire %s: %s", event.event_type, exc)
-            return self.fault(event.event_type, exc)
+    async def fire(self, event: Event | Callable[[], Event], kind: str | None = None) -> Outcome:
+        """Fire an event (or build it, then fire it: ``kind`` names it for a fault).
 
-    def fault(self, event: str, exc: BaseException) -> Outcome:
-        """The outcome that stands for ``exc``, a failure of ours on ``event``."""
-        return fault_outcome(event, f"the proxy failed: {type(exc).__name__}: "
-                             f"{cap_text(str(exc), 300)}", on_fault=self.engine.on_fault)
+        The proxy's one guard (``guard.py``): whatever building or firing raises, but the
+        cancellation of the call, is a fault (``fault_outcome`` under the engine's policy:
+        a deny for an event that can block), never a crash of the proxy."""
+        name = event.event_type if isinstance(event, Event) else kind or "before_tool"
+        try:
+            return await self.engine.fire(event if isinstance(event, Event) else event())
+        except BaseException as exc:  # an event that cannot fire never takes the proxy down
+            if passes_through(exc):  # the client cancelled the call, or the proxy stops
+                raise
+            logger.error("cannot fire %s: %s", name, named(exc), exc_info=exc)
+            return fault_outcome(name, f"the proxy failed: {named(exc)}",
+                                 on_fault=self.engine.on_fault)
 
     async def call_tool(
         self,
@@ -109,12 +114,8 @@ class Gate:
                                 tool_use_id=use_id, payload=call.payload(origin), **data)
 
         call = caller_tool(MCP_CLIENTS, name, arguments)  # what the hooks see
-        try:
-            before = await self.engine.fire(event("before_tool", call))
-        except Exception as exc:
-            # The gate itself is broken: fail closed rather than run the tool unchecked.
-            logger.exception("the before_tool gate failed on %s", name)
-            before = self.fault("before_tool", exc)
+        # the gate itself broken is a deny: fail closed rather than run the tool unchecked
+        before = await self.fire(lambda: event("before_tool", call), "before_tool")
         if before.denied:
             return error_result(deny_text(before, name, ran=False))
         if before.modified_input is not None:
@@ -132,26 +133,29 @@ class Gate:
             result = clean_result(await upstream.call_tool(tool, arguments, progress))
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
-                await self.fire(event("after_tool_failure", call,
-                                      error="the client cancelled the call"))
+                await self.fire(lambda: event("after_tool_failure", call,
+                                              error="the client cancelled the call"),
+                                "after_tool_failure")
             raise
         except UpstreamError as exc:
-            await self.fire(event("after_tool_failure", call, error=str(exc)))
+            failed = str(exc)
+            await self.fire(lambda: event("after_tool_failure", call, error=failed),
+                            "after_tool_failure")
             return error_result(str(exc))
         except MCPError as exc:
-            await self.fire(event("after_tool_failure", call,
-                                  error=f"MCP error {exc.error.code}: {exc.error.message}"))
+            failed = f"MCP error {exc.error.code}: {exc.error.message}"
+            await self.fire(lambda: event("after_tool_failure", call, error=failed),
+                            "after_tool_failure")
             raise
         if result.get("isError"):
-            await self.fire(event("after_tool_failure", call, error=error_text(result),
-                                  tool_output=tool_output(result)))
+            await self.fire(lambda: event("after_tool_failure", call, error=error_text(result),
+                                          tool_output=tool_output(result)),
+                            "after_tool_failure")
             return result
 
-        try:
-            after = await self.fire(event("after_tool", call,
-                                          tool_output=tool_output(result)))
-        except Exception as exc:  # the upstream's result cannot be made an event
-            after = self.fault("after_tool", exc)
+        # the upstream's result that cannot be made an event is a fault too (``fire``)
+        after = await self.fire(lambda: event("after_tool", call,
+                                              tool_output=tool_output(result)), "after_tool")
         if after.denied:
             return error_result(deny_text(after, name, ran=True))
         if after.modified_output is not None:

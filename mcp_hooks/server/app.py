@@ -14,8 +14,9 @@ a hook that crashes is an ``Outcome`` entry, never a server failure.
 
 Fail closed: what the server cannot process although the request is well formed (more than
 ``MAX_PAYLOAD_BYTES`` of event data, nesting deeper than the engine reads, a hook folder that
-cannot be loaded, an exception of our own anywhere around the engine, any ``BaseException``
-from below but a cancellation: ``guard.passes_through``) is answered by
+cannot be loaded, any ``BaseException`` raised from below but a cancellation:
+``guard.passes_through``; ``fire_hook_event`` is this door's one guard, the service and the
+engine under it raise) is answered by
 ``outcome.fault_outcome`` under the service's ``on_fault`` policy: for an event that can block,
 a deny whose reason says what broke (``blocked_by: "mcp-hooks"``), never a crash and never a
 silent allow. The server keeps answering its other clients.
@@ -57,7 +58,7 @@ from pydantic import Field, ValidationError
 
 from mcp_hooks import __version__
 from mcp_hooks.api import answered
-from mcp_hooks.errors import ConfigError, MCPHooksError
+from mcp_hooks.errors import InvalidEventError, MCPHooksError
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.server import prompts
 from mcp_hooks.server.results import (
@@ -92,6 +93,10 @@ FIRE = prompts.FIRE_ARGS
 LIST = prompts.LIST_ARGS
 GET = prompts.GET_ARGS
 RESPOND = prompts.RESPOND_ARGS
+
+
+# the caller's mistakes, answered as tool errors; any other exception is a fault of ours
+_MISTAKES = (BadRequest, InvalidEventError)
 
 
 def _unprocessable(values: Sequence[Any]) -> str | None:
@@ -259,7 +264,7 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
         context: Annotated[dict[str, Any] | None, Field(description=FIRE["context"])] = None,
     ) -> Annotated[CallToolResult, Outcome]:
         name = canonical_event(event_type)  # UnknownEventError: a tool error
-        try:
+        try:  # this door's one guard (``guard.py``): nothing under it catches for it
             fault = _unprocessable((tool_input, tool_output, error, payload, context))
             if fault is not None:
                 return _fired(service.fault(name, fault))
@@ -276,11 +281,10 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
                 tool_output=tool_output, error=error, payload=payload or {},
                 context=context or {},
             )
-            progress = _Progress(ctx, service, event)
-            outcome = await service.fire(event, on_hook_done=progress)
+            outcome = await service.fire(event, on_hook_done=_Progress(ctx, service, event))
             # a rewrite in the caller's keys; a tool event with no tool name, a warning
             return _fired(answered(name, outcome, call, service.on_fault, tool_name))
-        except ConfigError:  # the caller's mistake (a malformed field, work_dir outside roots)
+        except _MISTAKES:  # the caller's (a malformed field, a work_dir outside the roots)
             raise
         except BaseException as exc:  # ours, an oracle's SystemExit...: a fault, never a crash
             if passes_through(exc):  # the request was cancelled, or the server stops
