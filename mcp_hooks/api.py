@@ -180,7 +180,7 @@ class Hooks:
         except BaseException as exc:  # the door's one guard: a deny, whatever was raised
             if callers_own(exc):  # Ctrl-C while it waited for the worker (``Worker.run``)
                 raise
-            return self._fault(name, exc)
+            return self._fault(name, exc, event, fields)
 
     def _fire_unguarded(self, name: str, event: str | Event, fields: dict[str, Any]) -> Outcome:
         """``fire`` without its guard: raises whatever broke below. For a door with a guard
@@ -219,7 +219,7 @@ class Hooks:
         except BaseException as exc:  # the door's one guard, as in ``fire``
             if passes_through(exc):  # the caller's own cancellation still cancels
                 raise
-            return self._fault(name, exc)
+            return self._fault(name, exc, event, fields)
 
     async def _afire_unguarded(self, name: str, event: str | Event,
                                fields: dict[str, Any]) -> Outcome:
@@ -267,9 +267,18 @@ class Hooks:
         finally:
             _FIRING.reset(token)
 
-    def _fault(self, name: str, exc: BaseException) -> Outcome:
-        return fault_outcome(name, f"Hooks could not fire {name}: {named(exc)}",
-                             on_fault=self.on_fault)
+    def _fault(self, name: str, exc: BaseException, event: str | Event,
+               fields: dict[str, Any]) -> Outcome:
+        """The door's fail-closed answer, counted by the loop guard (``StopGuard.settle``)."""
+        session = event.session_id if isinstance(event, Event) else fields.get("session_id")
+        return self._guard.settle(session if isinstance(session, str) else None, fault_outcome(
+            name, f"Hooks could not fire {name}: {named(exc)}", on_fault=self.on_fault))
+
+    @property
+    def stop_guard(self) -> StopGuard:
+        """The ``before_stop`` loop guard every engine of this object shares; a door that
+        answers a stop itself (an adapter's fault) counts it here (``StopGuard.settle``)."""
+        return self._guard
 
     async def _prune_here(self) -> None:
         """Hooks changed on disk (seen by the fast path's registry): the running loop's lane

@@ -17,8 +17,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from mcp_hooks.engine.asynchooks import AsyncJob, TaskGroupLauncher
 from mcp_hooks.engine.engine import Engine
+from mcp_hooks.engine.launch import AsyncJob, InProcessLauncher
 from mcp_hooks.errors import RunError
 from mcp_hooks.guard import mark_callers_own
 from mcp_hooks.runner.persistent import PersistentPool
@@ -37,7 +37,7 @@ class ReentryError(RunError, RuntimeError):
     its chain from under it (``fire`` on the worker thread, ``close`` inside a hook)."""
 
 
-class LoopLauncher(TaskGroupLauncher):
+class LoopLauncher(InProcessLauncher):
     """Async hooks as tasks of the running loop: unlike a task group, it needs no ``async
     with`` around the caller's whole life (the library's engines are made on first use)."""
 

@@ -339,7 +339,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "an oracle's exception whose str() raises too: its fault is still reported",
     ("mcp_hooks.engine.entries", "ControlLayer._load.work", "BaseException"):
         "hooks.yaml read in a thread: the error is handed back and reported (fails closed)",
-    ("mcp_hooks.engine.entries", "run_background", "Exception"):
+    ("mcp_hooks.engine.launch", "run_background", "Exception"):
         "a detached background run has no caller: its fault goes to stderr",
     ("mcp_hooks.hookkit", "_call", "Exception"):
         "a hook written with hookkit is the hook: its function raising is reported as its "
@@ -351,7 +351,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "a failing log never fails an event (it says so on stderr once)",
     ("mcp_hooks.state.inbox", "AidInbox.take", "suppress Exception"):
         "a torn or foreign line in the inbox is skipped",
-    ("mcp_hooks.engine.asynchooks", "TaskGroupLauncher.close", "suppress BaseException"):
+    ("mcp_hooks.engine.launch", "InProcessLauncher.close", "suppress BaseException"):
         "the caller's own error is propagating already; async hooks only stop beside it",
     ("mcp_hooks.ownstdout", "owned_stdout", "suppress Exception"):
         "restoring stdout when the command ends must not replace the command's own error",

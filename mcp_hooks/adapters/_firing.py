@@ -58,7 +58,9 @@ class Firing:
         user_dir: the user hooks folder; None for the default (``~/.config/agents/hooks``).
         log: where events are logged; None for no log.
         on_fault: ``block`` (default) or ``warn``, as ``Engine``.
-        stop_block_cap: consecutive ``before_stop`` blocks before the stop is let through.
+        stop_block_cap: consecutive ``before_stop`` blocks before the stop is let through
+            (at least 1: an agent's stop gate always ends). The ``Hooks``' loop guard is the
+            one count, of hook blocks and faults alike; an adapter keeps none of its own.
         session_id: the session the hooks see; default one fresh id per adapter.
         hooks: a ``Hooks`` to fire through instead of one built from the above (its
             callables run in the chain too); ``close`` leaves it open.
@@ -87,18 +89,11 @@ class Firing:
         self.owned = hooks is None
         self.hooks = hooks if hooks is not None else Hooks(
             project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
-            stop_block_cap=stop_block_cap, trust_project_hooks=trust_project_hooks)
-        self.stop_block_cap = stop_block_cap
+            stop_block_cap=max(stop_block_cap, 1), trust_project_hooks=trust_project_hooks)
         self.framework = framework
         self.session_id = session_id or f"{framework}-{uuid.uuid4().hex[:12]}"
         self.logger = logging.getLogger(LOGGERS.get(framework, f"{framework}.mcp_hooks"))
         self._told: set[tuple[str, str]] = set()
-
-    @property
-    def stop_cap(self) -> int:
-        """How many ``before_stop`` blocks in a row an adapter honours before it stops anyway
-        (the engine's loop guard caps hook blocks; this also caps faults of ours)."""
-        return max(self.stop_block_cap, 1)
 
     async def fire(self, event_type: str, **fields: Any) -> Outcome:
         """Fire one event from a coroutine; a fault of ours is ``fault_outcome``."""
@@ -110,7 +105,7 @@ class Firing:
         except BaseException as exc:
             if passes_through(exc):  # the framework cancelled its task: it stays cancelled
                 raise
-            return self._fault(event_type, exc)
+            return self._fault(event_type, exc, fields["session_id"])
 
     def fire_sync(self, event_type: str, **fields: Any) -> Outcome:
         """``fire`` for synchronous framework code (``Hooks.fire``)."""
@@ -122,7 +117,7 @@ class Firing:
         except BaseException as exc:
             if callers_own(exc):  # Ctrl-C while it waited for its hooks: the caller's own
                 raise
-            return self._fault(event_type, exc)
+            return self._fault(event_type, exc, fields["session_id"])
 
     def tell(self, outcome: Outcome, session_id: Any) -> Outcome:
         """Log each warning of ``outcome`` not yet logged for this session; the outcome."""
@@ -136,10 +131,14 @@ class Firing:
             self.logger.warning("mcp-hooks (%s): %s", outcome.event_type, warning)
         return outcome
 
-    def _fault(self, event_type: str, exc: BaseException) -> Outcome:
-        return fault_outcome(
+    def _fault(self, event_type: str, exc: BaseException, session_id: Any) -> Outcome:
+        """A fault of the adapter's own, counted by the ``Hooks``' one loop guard (a stop
+        that keeps failing is let through at its cap, as a hook's blocks are)."""
+        outcome = fault_outcome(
             event_type, f"the {self.framework} adapter could not fire {event_type}: "
             f"{named(exc)}", on_fault=self.hooks.on_fault)
+        return self.hooks.stop_guard.settle(
+            session_id if isinstance(session_id, str) else None, outcome)
 
     async def aclose(self) -> None:
         """Stop the hook processes of the ``Hooks`` this adapter made (not of one given)."""

@@ -198,13 +198,12 @@ class AgentScopeHooks:
     async def post_reply(self, agent: AgentBase, kwargs: dict[str, Any], output: Any) -> Any:
         if getattr(agent, _CONTINUING, False):
             return None
-        reply, blocks = output, 0
-        while blocks < self.firing.stop_cap:
+        reply = output
+        while True:  # until a stop passes: the engine's loop guard lets one through at its cap
             outcome = await self.firing.fire("before_stop", payload={
                 "stop_reason": "end_turn", "final_message": _text(reply)})
             if not outcome.continue_working:
                 break
-            blocks += 1
             setattr(agent, _CONTINUING, True)
             try:
                 reply = await agent.reply(Msg("user", stop_feedback(outcome), "user"))

@@ -144,16 +144,14 @@ class HooksMiddleware(MiddlewareBase):  # type: ignore[misc, unused-ignore]
     async def on_reply(self, agent: Any, input_kwargs: dict[str, Any],
                        next_handler: Callable[..., AsyncGenerator[Any, None]],
                        ) -> AsyncGenerator[Any, None]:
-        blocks = 0
-        async for item in next_handler():
-            if (isinstance(item, ReplyEndEvent) and blocks < self.firing.stop_cap
+        async for item in next_handler():  # the engine's loop guard ends the gate at its cap
+            if (isinstance(item, ReplyEndEvent)
                     and item.finished_reason == ReplyFinishedReason.COMPLETED):
                 context = getattr(getattr(agent, "state", None), "context", None)
                 final = _text(context[-1]) if context else ""
                 outcome = await self.firing.fire("before_stop", payload={
                     "stop_reason": "end_turn", "final_message": final})
                 if outcome.continue_working and isinstance(context, list):
-                    blocks += 1
                     context.append(Msg(name="user", role="user",
                                            content=[TextBlock(text=stop_feedback(outcome))]))
                     continue  # swallowed: the agent reasons again

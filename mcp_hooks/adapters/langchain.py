@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hooks.adapters import requires_framework
-from mcp_hooks.adapters._firing import Firing
+from mcp_hooks.adapters._firing import Firing, stop_feedback
 from mcp_hooks.api import Hooks
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
 from mcp_hooks.spec.outcome import OnFault, Outcome
@@ -117,8 +117,6 @@ class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
                              hooks=hooks, framework="langchain",
                              trust_project_hooks=trust_project_hooks)
         self.hooks, self.session_id = self.firing.hooks, self.firing.session_id
-        self.stop_block_cap = stop_block_cap
-        self._stop_blocks: dict[str, int] = {}
 
     # -- the one place that talks to the engine (adapters/_firing.py) ----------------------
 
@@ -194,24 +192,20 @@ class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
     @hook_config(can_jump_to=["model"])
     def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         session = _session(runtime, self.session_id)
-        return self._gate(session, self.fire("before_stop", **_stop_fields(state, session)))
+        return _gate(self.fire("before_stop", **_stop_fields(state, session)))
 
     @hook_config(can_jump_to=["model"])
     async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         session = _session(runtime, self.session_id)
-        return self._gate(session,
-                          await self.afire("before_stop", **_stop_fields(state, session)))
+        return _gate(await self.afire("before_stop", **_stop_fields(state, session)))
 
-    def _gate(self, session: str, outcome: Outcome) -> dict[str, Any] | None:
-        """Back to the model with the reason, or None to stop. The engine's stop guard caps
-        hook blocks; this count also caps faults of ours, which the guard does not see."""
-        blocks = self._stop_blocks.get(session, 0)
-        if not outcome.continue_working or blocks >= self.stop_block_cap:
-            self._stop_blocks.pop(session, None)
-            return None
-        self._stop_blocks[session] = blocks + 1
-        reason = outcome.reason or f"a before_stop hook ({outcome.blocked_by}) said keep working"
-        return {"messages": [HumanMessage(content=reason)], "jump_to": "model"}
+
+def _gate(outcome: Outcome) -> dict[str, Any] | None:
+    """Back to the model with the reason, or None to stop. The engine's loop guard is the one
+    count of consecutive blocks (faults of ours included): at its cap the stop passes."""
+    if not outcome.continue_working:
+        return None
+    return {"messages": [HumanMessage(content=stop_feedback(outcome))], "jump_to": "model"}
 
 
 # -- translation: LangChain objects <-> event fields ----------------------------------------

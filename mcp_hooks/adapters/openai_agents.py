@@ -102,7 +102,6 @@ class AgentsHooks:
                              hooks=hooks, framework="openai-agents",
                              trust_project_hooks=trust_project_hooks)
         self.hooks, self.session_id = self.firing.hooks, self.firing.session_id
-        self.stop_block_cap = stop_block_cap
 
     # -- the one place that talks to the engine (adapters/_firing.py) ----------------------
 
@@ -162,15 +161,13 @@ class AgentsHooks:
         output. ``options`` go to ``Runner.run`` (``max_turns``, ``run_config``, ``session``...).
         Returns the last ``RunResult``."""
         agent = self.wrap_agent(agent)
-        blocks = 0
-        while True:
+        while True:  # until a stop passes: the engine's loop guard lets one through at its cap
             result = await Runner.run(agent, input, **options)
             outcome = await self.afire("before_stop", payload={
                 "stop_reason": "final_output", "step_count": len(result.raw_responses),
                 "final_message": _text(result.final_output)})
-            if not outcome.continue_working or blocks >= self.stop_block_cap:
-                return result  # the count also caps faults of ours, which the guard never sees
-            blocks += 1
+            if not outcome.continue_working:
+                return result
             reason = outcome.reason or f"a before_stop hook ({outcome.blocked_by}) said go on"
             again = {"role": "user", "content": reason}
             # with an SDK session the conversation is kept there; else it is handed back

@@ -1,15 +1,18 @@
-"""What the sync hooks (and hooks.yaml entries) of one event have decided so far.
+"""What the links of one event's chain have decided so far: one ordered chain, one verdict type.
 
-The engine's step 3 accumulator (``engine.py``): each run's verdict is applied in chain order
-(``Chain.apply``), turned into signals (``signals.from_hook_run``: a deny is a block, a
-rewrite a control, context or a hook's warning a prompt, or the signal the hook printed
-itself), and the hooks.yaml ``Decision`` and delivered aid join it; ``Chain.outcome`` is the
-one ``Outcome``. ``demote_blocks`` is the loop guard's rewrite of a stop it let through.
+The engine's step 3 accumulator (``engine.py``). The chain's links are the HOOK.md hooks
+(scripts and callables, by run order), then the hooks.yaml entries (in their own priority
+order); each gives a ``judge.Verdict``, and one method (``_take``) applies any verdict's effect.
+A hook run's verdict (``Chain.apply``) is also turned into signals (``signals.from_hook_run``:
+a deny is a block, a rewrite a control, context or a hook's warning a prompt, or the signal the
+hook printed itself); an entry's verdict carries its oracle's signal (``Chain.entries``).
+``Chain.stopped`` is the one rule "the first block stops the rest". Delivered aid joins too;
+``Chain.outcome`` is the one ``Outcome``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from mcp_hooks.engine.judge import Verdict
 from mcp_hooks.runner import RunResult
@@ -17,9 +20,6 @@ from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome, cap_text
 from mcp_hooks.spec.signals import INTENSITIES, Signal, from_hook_run, new_id
 from mcp_hooks.state.inbox import aid_context
-
-if TYPE_CHECKING:
-    from mcp_hooks.engine.entries import Decision
 
 
 class Chain:
@@ -51,6 +51,13 @@ class Chain:
         self.reason: str | None = None
         self.blocked_by: str | None = None
 
+    @property
+    def stopped(self) -> bool:
+        """Whether a link of the chain has blocked: the first block stops the rest (scripts,
+        callables and hooks.yaml entries alike). The one place this rule lives: the engine
+        asks it after every link, ``entries`` before every entry's effect."""
+        return self.decision == "deny"
+
     def apply(self, hook: HookSpec, result: RunResult, verdict: Verdict) -> HookRun:
         """Record one sync hook's run and verdict; returns its ``HookRun``."""
         self.outputs[hook.name] = result
@@ -58,11 +65,25 @@ class Chain:
                       status=verdict.status, exit_code=result.exit_code,
                       duration_ms=round(result.duration_ms, 3), message=verdict.message)
         self.runs.append(run)
-        if verdict.warning:
-            self.warnings.append(verdict.warning)
         if (verdict.deny or verdict.context or verdict.signal is not None
                 or verdict.modified_input is not None or verdict.modified_output is not None):
             self._signal(hook, verdict)
+        self._take(verdict, hook.name)
+        return run
+
+    def entries(self, verdicts: list[Verdict]) -> None:
+        """Apply the hooks.yaml entries' verdicts (``entries.ControlLayer.decide``) in their
+        order: each one's signal is recorded (what ran), its effect only until one blocks."""
+        for verdict in verdicts:
+            if verdict.signal is not None:
+                self.signals.append(verdict.signal)
+            if not self.stopped:
+                self._take(verdict, verdict.blocked_by or "hooks.yaml")
+
+    def _take(self, verdict: Verdict, source: str) -> None:
+        """One link's effect on the event: warning, context, rewrites, a deny."""
+        if verdict.warning:
+            self.warnings.append(verdict.warning)
         if verdict.context:
             self.contexts.append(cap_text(verdict.context))
         if verdict.modified_input is not None:
@@ -70,9 +91,8 @@ class Chain:
         if verdict.modified_output is not None:
             self.tool_output, self.output_changed = verdict.modified_output, True
         if verdict.deny:
-            self.decision, self.blocked_by = "deny", verdict.blocked_by or hook.name
-            self.reason = cap_text(verdict.reason or f"blocked by hook {hook.name}")
-        return run
+            self.decision, self.blocked_by = "deny", verdict.blocked_by or source
+            self.reason = cap_text(verdict.reason or f"blocked by hook {source}")
 
     def _signal(self, hook: HookSpec, verdict: Verdict) -> None:
         """The signals of one run (before ``apply`` changes ``tool_input``)."""
@@ -107,17 +127,6 @@ class Chain:
         self.signals.extend(aid)
         self.delivered = frozenset(s.id for s in aid)
 
-    def control(self, decision: Decision) -> None:
-        """Apply the hooks.yaml entries' ``Decision`` (``control.layer``)."""
-        self.signals.extend(decision.signals)
-        self.warnings.extend(decision.warnings)
-        self.contexts.extend(cap_text(c) for c in decision.contexts)
-        if decision.tool_input is not None:
-            self.tool_input, self.input_changed = decision.tool_input, True
-        if decision.deny is not None:
-            self.decision, self.blocked_by = "deny", decision.deny.source
-            self.reason = cap_text(decision.reason or decision.deny.text())
-
     def outcome(self, name: str) -> Outcome:
         allowed = self.decision == "allow"
         return Outcome(
@@ -134,18 +143,3 @@ class Chain:
             signals=sorted(self.signals, key=lambda s: INTENSITIES.index(s.intensity)),
         )
 
-
-def demote_blocks(outcome: Outcome) -> Outcome:
-    """The loop guard let a blocked stop through: its block signals become prompts."""
-    from dataclasses import replace
-
-    def demote(signal: Signal) -> Signal:
-        if not signal.blocks:
-            return signal
-        note = ("the stop loop guard let the agent stop after repeated blocks: "
-                f"{signal.payload.get('reason', '')}")
-        return signal.with_intensity("prompt", {"severity": "high", "message": note,
-                                                "suggestions": list(
-                                                    signal.payload.get("resolution_path", [])),
-                                                "continue_allowed": True})
-    return replace(outcome, signals=[demote(s) for s in outcome.signals])

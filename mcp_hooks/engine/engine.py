@@ -9,32 +9,35 @@ Running an event (``Engine.fire``):
    What stops the event being decided (a hook in scope that did not load, a payload too deep,
    a missing ``work_dir``) is a fault: ``fault_outcome`` under the engine's ``on_fault``.
 2. **Start async hooks** at once with the original payload, through the engine's
-   ``AsyncLauncher`` (``asynchooks.py``); they cannot block or modify, and their results go
+   ``Launcher`` (``launch.py``); they cannot block or modify, and their results go
    to the event log when they finish, after the reply.
 3. **Run, judge, apply**: sync hooks run one after another in ``discovery.run_order``; each
    sees ``tool_input`` (and, after a tool, ``tool_output``) as modified by the hooks before
    it. ``judge.judge`` turns each run into a verdict (exit 0 allows, exit 2 denies, anything
    else fails open unless the hook fails closed), and the chain's accumulator applies it.
-   The first deny ends the chain.
+   The first deny ends the chain (``Chain.stopped``, the one place of that rule).
    Each run's verdict is also turned into signals (``signals.from_hook_run``: a deny is a
    block, a rewrite a control, context or a hook's warning a prompt, or the signal the hook
    printed itself), one ``correlation_id`` per event, with the issue's id and changed files
    when the payload has an ``issue``; the outcome lists them strongest first.
    Aid left for the session by an earlier event (``inbox.py``: async hooks' advice) joins
    this outcome as context.
-3b. **hooks.yaml**: if the chain allowed, the trigger's control-layer entries run after it,
-   in their own order (``control.layer``: a block signal denies, prompts and adjustments are
-   context, a ``tool_input`` control rewrites; oracles run off the event loop); their
-   ``async: true`` entries start in the background, and their aid waits in the inbox.
+3b. **hooks.yaml**: the trigger's control-layer entries are the chain's last links, in their
+   own order (``entries.py``: each signal a ``Verdict`` as a hook run's is; a block signal
+   denies, prompts and adjustments are context, a ``tool_input`` control rewrites; oracles
+   run off the event loop); a block before them means they do not run. Their ``async:
+   true`` entries go to the launcher, and their aid waits in the inbox.
 4. **Guard**: ``before_stop`` denied -> ``continue_working``; the ``StopGuard``
-   (``stopguard.py``) counts consecutive blocks per session and lets the stop through at
-   its cap, saying so (its block signals become prompts then).
+   (``stopguard.py``) counts consecutive blocks per session (a fault's deny too) and lets
+   the stop through at its cap, saying so (its block signals become prompts then).
 5. **Log** the event (``eventlog.py``) and its signals (``signallog.py``, beside it).
 
 What varies between callers is chosen once, at construction, never tested per hook: the
 runner (``runner.run_hook`` on an event loop, or the blocking ``run_hook_blocking`` for a
-one-shot process), the async-hook launcher (the engine's task group, or a detached process)
-and the stop guard's counter (memory, or a file per session for the host bridges).
+one-shot process), the launcher of background work (``launch.make_launcher``: the engine's
+task group and a thread, or a detached process), where blocking oracles run (off the event
+loop, or in place) and the stop guard's counter (memory, or a file per session for the host
+bridges).
 """
 
 from __future__ import annotations
@@ -46,13 +49,13 @@ import os
 import shlex
 from collections.abc import Awaitable, Callable, Collection, Coroutine
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, TypeVar
 
-from mcp_hooks.engine.asynchooks import AsyncJob, AsyncLauncher, TaskGroupLauncher
 from mcp_hooks.engine.callables import CallableHook, notify
-from mcp_hooks.engine.chain import Chain, demote_blocks
-from mcp_hooks.engine.detached import DetachedLauncher
-from mcp_hooks.engine.judge import decode, judge
+from mcp_hooks.engine.chain import Chain
+from mcp_hooks.engine.entries import ControlLayer
+from mcp_hooks.engine.judge import Verdict, decode, judge
+from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.registry.discovery import Registry, run_order
@@ -69,11 +72,9 @@ from mcp_hooks.state.inbox import AidInbox
 from mcp_hooks.state.signallog import SignalLog, signal_record
 from mcp_hooks.state.store import StateStore
 
-if TYPE_CHECKING:
-    from mcp_hooks.engine.entries import ControlLayer
-
 _THREAD_MATCH = 1 << 16  # characters of tool input past which matching leaves the event loop
 
+_T = TypeVar("_T")
 HookDone = Callable[[HookRun], Awaitable[None]]
 Runner = Callable[..., Awaitable[RunResult]]
 
@@ -118,7 +119,8 @@ class Engine:
         stop_guard: the loop guard (default: counting in ``store``, namespace ``engine``, with
             ``stop_block_cap``); the host bridges pass one counting under the host's name.
         runner: runs one hook (``run_hook``'s signature); default chosen by ``one_shot``.
-        launcher: starts async hooks; default chosen by ``detach_async``/``one_shot``.
+        launcher: starts async hooks and hooks.yaml's ``async: true`` entries (``launch.py``);
+            default chosen once by ``detach_async``/``one_shot`` (``launch.make_launcher``).
         pool: the processes of persistent hooks (``runner.persistent``); default: made on
             the first one, closed with the engine (a one-shot engine runs them one-shot).
         signal_log: where each outcome's signals go instead of ``store``'s signal log.
@@ -145,7 +147,7 @@ class Engine:
         stop_guard: StopGuard | None = None,
         runner: Runner | None = None,
         pool: PersistentPool | None = None,
-        launcher: AsyncLauncher | None = None,
+        launcher: Launcher | None = None,
         signal_log: SignalLog | None = None,
         control: ControlLayer | Literal[False] | None = None,
         inbox: AidInbox | None = None,
@@ -162,14 +164,13 @@ class Engine:
             stop_block_cap, self.store)
         self._runner: Runner = runner or (_run_blocking if one_shot else run_hook)
         self._pool, self._owns_pool = pool, False
-        self._launcher: AsyncLauncher = launcher or (
-            DetachedLauncher(log) if detach_async or one_shot else TaskGroupLauncher(log))
+        self._launcher: Launcher = launcher or make_launcher(log, detached=detach_async or one_shot)
         # a one-shot engine never suspends: big inputs are matched in place, not in a thread
         self._select = self._select_here if one_shot else self._select_off_loop
+        self._blocking = _call_here if one_shot else _call_off_loop  # hooks.yaml's oracles
         self._envs = HookEnvs(hook_environment(os.environ, secrets))
         if control is None:
             from mcp_hooks.control.ladder import Ladder
-            from mcp_hooks.engine.entries import ControlLayer
 
             control = ControlLayer(registry.project_dir, watch=not one_shot, secrets=secrets,
                                    trust_project=registry.trust_project_hooks,
@@ -246,14 +247,15 @@ class Engine:
         work_dir = self._work_dir(event)
         payload = self._payload(name, event, work_dir)
         notes = self._notes(name, event)
+        ticket = self.stop_guard.before(event, payload) if name == "before_stop" else None
         fault = self._fault(name, hooks, payload, work_dir)
         if fault is not None:
             outcome = fault_outcome(name, fault, on_fault=self.on_fault, warnings=notes)
-            if outcome.denied or not os.path.isdir(work_dir):
+            if outcome.denied or not os.path.isdir(work_dir):  # 4. guard (a fault counts too)
+                outcome = self.stop_guard.after(ticket, outcome) if ticket else outcome
                 return self._logged(event, name, work_dir, outcome, {})
             notes = outcome.warnings  # warn: the valid hooks (and hooks.yaml) run, warned
-        ticket = self.stop_guard.before(event, payload) if name == "before_stop" else None
-        # 2. start async hooks, 3. run, judge, apply
+        # 2. start async hooks, 3. run, judge, apply: the HOOK.md links, then hooks.yaml's
         chain = Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes)
         if not hold_aid:
             chain.deliver(self._inbox.take(event.session_id))
@@ -265,31 +267,24 @@ class Engine:
         # 4. guard, 5. log
         if ticket is not None:
             outcome = self.stop_guard.after(ticket, outcome)
-            if not outcome.denied and any(s.blocks for s in outcome.signals):
-                outcome = demote_blocks(outcome)
         return self._logged(event, name, work_dir, outcome, chain.outputs, chain.delivered)
 
     async def _run_control(self, name: str, event: Event, payload: dict[str, Any],
                            chain: Chain) -> None:
-        """Step 3b: the hooks.yaml entries, after the HOOK.md chain (``control.layer``)."""
+        """Step 3b: the hooks.yaml entries, the chain's last links (``entries.py``), unless a
+        HOOK.md link blocked; then their ``async: true`` entries go to the launcher."""
         assert self.control is not None
-        if chain.decision == "allow":
+        if not chain.stopped:
             payload["event_type"] = name
             if "tool_input" in payload:
                 payload["tool_input"] = chain.tool_input
             decide = functools.partial(
                 self.control.decide, name, payload, can_block=can_block(name),
                 fail_closed=self.on_fault == "block", correlation_id=chain.correlation)
-            if self.one_shot:
-                decision = decide()
-            else:  # an oracle may run a test suite: never on the event loop
-                import anyio
-
-                decision = await anyio.to_thread.run_sync(decide)
-            chain.control(decision)
+            chain.entries(await self._blocking(decide))
         self.control.background(name, payload, session_id=event.session_id,
                                 log_path=self.log.path if self.log is not None else None,
-                                correlation_id=chain.correlation, detach=self.one_shot)
+                                correlation_id=chain.correlation, launcher=self._launcher)
 
     def wakes(self, name: str, *, control: bool = True) -> bool:
         """Whether firing this canonical event could do anything but allow: a hook or
@@ -310,7 +305,9 @@ class Engine:
     async def _select_off_loop(self, name: str, event: Event) -> list[HookSpec]:
         if (event.tool_input and self.registry.has_patterns(name)
                 and matching.larger_than(event.tool_input, _THREAD_MATCH)):
-            import anyio  # a big input is matched off the event loop: other clients go on
+            # a big input is matched off the event loop: other clients go on. lazy: 2.2 ms
+            # of a one-shot `fire`, which never comes here (-X importtime)
+            import anyio
 
             return await anyio.to_thread.run_sync(
                 self.registry.select, name, event.tool_name, event.tool_input)
@@ -341,36 +338,41 @@ class Engine:
     async def _run_chain(self, name: str, event: Event, hooks: list[HookSpec],
                          payload: dict[str, Any], work_dir: str, chain: Chain,
                          on_hook_done: HookDone | None) -> None:
-        stdin, stdin_for = b"", ""  # the payload as bytes, and the trigger spelling in them
+        """The HOOK.md links (scripts and callables) by run order, until one blocks."""
+        stdin = _Stdin(payload)
         todo = [] if is_notification(name) else [h for h in hooks if not h.is_async]
         position = 0
-        while position < len(todo):
+        while position < len(todo) and not chain.stopped:  # the first block stops the rest
             hook = todo[position]
             position += 1
             if isinstance(hook, CallableHook):  # in process: no stdin, its verdict built directly
                 result, verdict = await hook.call(name, payload)
             else:
-                if stdin_for != hook.trigger:  # encoded again only when something changed
-                    stdin, stdin_for = self._stdin(hook, payload), hook.trigger
-                result = await self._run_one(hook, stdin, work_dir, event)
+                result = await self._run_one(hook, stdin.bytes_for(hook), work_dir, event)
                 verdict = judge(hook, name, result, self.on_fault, self.registry.replaced)
             run = chain.apply(hook, result, verdict)
             if verdict.modified_input is not None:
-                if "tool_input" in payload:
-                    payload["tool_input"], stdin_for = chain.tool_input, ""
-                elif name == "before_model":  # {"messages": [...]}: the new model input
-                    payload["messages"], stdin_for = verdict.modified_input["messages"], ""
+                self._carry_input(name, verdict, payload, chain, stdin)
                 # the hooks after this one are chosen by what the tool will now receive
                 later = self.registry.select(name, event.tool_name, chain.tool_input)
                 todo = todo[:position] + [
                     h for h in later if not h.is_async and run_order(h) > run_order(hook)]
             if verdict.modified_output is not None and name in ("after_tool", "after_model"):
                 payload["tool_output" if name == "after_tool" else "response"] = chain.tool_output
-                stdin_for = ""
+                stdin.changed()
             if on_hook_done is not None:
                 await on_hook_done(run)
-            if verdict.deny:
-                return
+
+    @staticmethod
+    def _carry_input(name: str, verdict: Verdict, payload: dict[str, Any], chain: Chain,
+                     stdin: _Stdin) -> None:
+        """A rewritten input, into the payload the next links get."""
+        if "tool_input" in payload:
+            payload["tool_input"] = chain.tool_input
+            stdin.changed()
+        elif name == "before_model" and verdict.modified_input is not None:
+            payload["messages"] = verdict.modified_input["messages"]  # the new model input
+            stdin.changed()
 
     async def _run_one(self, hook: HookSpec, stdin: bytes, work_dir: str,
                        event: Event) -> RunResult:
@@ -514,6 +516,36 @@ class Engine:
             "hooks": hooks,
             "warnings": outcome.warnings,
         })
+
+
+async def _call_here(work: Callable[[], _T]) -> _T:
+    """A one-shot engine never suspends: blocking work (an oracle) runs in place."""
+    return work()
+
+
+async def _call_off_loop(work: Callable[[], _T]) -> _T:
+    """An oracle may run a test suite: never on the event loop of a long-lived engine."""
+    import anyio  # lazy: 2.2 ms of a one-shot `fire`, which never calls this (-X importtime)
+
+    return await anyio.to_thread.run_sync(work)
+
+
+class _Stdin:
+    """The event's payload as a script hook's stdin, encoded again only when the trigger
+    spelling asked for (``Engine._stdin``) or the payload changed."""
+
+    __slots__ = ("_bytes", "_for", "_payload")
+
+    def __init__(self, payload: dict[str, Any]) -> None:
+        self._payload, self._bytes, self._for = payload, b"", ""
+
+    def bytes_for(self, hook: HookSpec) -> bytes:
+        if self._for != hook.trigger:
+            self._bytes, self._for = Engine._stdin(hook, self._payload), hook.trigger
+        return self._bytes
+
+    def changed(self) -> None:
+        self._for = ""
 
 
 def run_unsuspended(step: Coroutine[Any, Any, Outcome]) -> Outcome | None:

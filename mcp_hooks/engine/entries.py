@@ -9,13 +9,16 @@ Reading the layers has a deadline too (``LOAD_TIMEOUT``, in a worker thread): a 
 cannot be read in time (a FIFO among the ``.py`` files the trust digest reads) is a problem
 of every trigger, so events that can block are denied saying so, never hung.
 
-``ControlLayer.decide`` runs one event's sync entries (``evaluation.evaluate``) and returns
-them as a ``Decision`` the engine applies to its chain; ``ControlLayer.background`` runs the
-``async: true`` entries after the reply (a thread in a long-lived engine, a detached process
-for a one-shot caller), logging their aid signals and leaving them in the session's inbox
+The entries are the last links of the event's one chain (``chain.py``), after the HOOK.md
+hooks: ``ControlLayer.decide`` runs one event's sync entries (``evaluation.evaluate``) and
+returns one ``judge.Verdict`` per signal, the type a hook run gives, which the chain applies
+in order until one blocks (``Chain.entries``, ``Chain.stopped``). ``ControlLayer.background``
+hands the ``async: true`` entries to the engine's launcher (``launch.py``: a thread in a
+long-lived engine, a detached process for a one-shot caller), which runs them after the reply
+(``run_background``), logging their aid signals and leaving them in the session's inbox
 (``inbox.py``) for its next event.
 
-How a signal acts on the event (the engine's rules, in one place: ``Decision``):
+How a signal acts on the event (``_verdict``, in one place):
 
 - **block**: a deny with the signal's reason and resolution path, ``blocked_by`` the
   entry's source. On an event that cannot block, a warning.
@@ -37,15 +40,17 @@ updates lock its file.
 
 from __future__ import annotations
 
-import json
+import functools
 import os
-import sys
+import shlex
 import threading
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcp_hooks.engine.judge import Verdict
+from mcp_hooks.engine.launch import Launcher, run_background
+from mcp_hooks.paths import ahp_user_file, trust_store_path
 from mcp_hooks.spec.signals import Signal
 
 if TYPE_CHECKING:
@@ -53,21 +58,8 @@ if TYPE_CHECKING:
     from mcp_hooks.control.ladder import Ladder
     from mcp_hooks.registry.watch import ChangeWatcher
 
-_DETACHED = "mcp_hooks.engine.entries"
 LOAD_TIMEOUT = 10.0  # seconds reading the hooks.yaml layers may take
 _FAULTS = ("oracle_fault", "config_error")  # the control layer's own, under on_fault
-
-
-@dataclass
-class Decision:
-    """The sync entries of one event, as the engine applies them (see the module doc)."""
-
-    signals: list[Signal] = field(default_factory=list)
-    deny: Signal | None = None
-    reason: str | None = None
-    contexts: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    tool_input: dict[str, Any] | None = None
 
 
 def _rewrite(signal: Signal) -> dict[str, Any] | None:
@@ -79,8 +71,6 @@ def _rewrite(signal: Signal) -> dict[str, Any] | None:
 
 
 def _untrusted_note(entries: list[Entry], project_dir: Path | None) -> str:
-    import shlex
-
     which = ", ".join(sorted({f"{e.id} ({e.trigger})" for e in entries}))
     where = shlex.quote(str(project_dir)) if project_dir is not None else "PROJECT"
     return (f"project hooks.yaml entries that run commands or write files are not trusted, "
@@ -107,8 +97,6 @@ class ControlLayer:
                  ladder: Ladder | None = None, watch: bool = True,
                  secrets: Collection[str] = (), load_timeout: float = LOAD_TIMEOUT,
                  trust_project: bool | None = None) -> None:
-        from mcp_hooks.paths import ahp_user_file
-
         self.project_dir = Path(project_dir) if project_dir is not None else None
         self.user_file = Path(user_file) if user_file is not None else ahp_user_file()
         self._ladder = ladder
@@ -150,8 +138,6 @@ class ControlLayer:
     def _signature(self) -> tuple[tuple[str, int, int], ...]:
         """What the configuration and its trust rest on, by ``stat``: the layers, the trust
         store, and every file and folder under the project's ``.ahp``."""
-        from mcp_hooks.paths import trust_store_path
-
         names = [*self._files(), trust_store_path()]
         if self.project_dir is not None and (self.project_dir / ".ahp").is_dir():
             names += sorted((self.project_dir / ".ahp").rglob("*"))[:1000]
@@ -178,6 +164,8 @@ class ControlLayer:
                     self._watcher.changed() or self._trust_moved())):
                 return self._config
             if self._watch and self._watcher is None:
+                # lazy: 38 ms of import (-X importtime), for a long-lived engine with a
+                # hooks.yaml only
                 from mcp_hooks.registry.watch import ChangeWatcher
 
                 self._watcher = ChangeWatcher()
@@ -198,6 +186,8 @@ class ControlLayer:
         """``load_config`` within ``load_timeout`` seconds (a worker thread, abandoned past
         it): a hooks.yaml layer that cannot be read in time (a FIFO or a huge file under
         ``.ahp``) or whose reading raised is a problem of every trigger, failing closed."""
+        # lazy: the control layer is 130-200 ms of import (-X importtime), paid only when a
+        # hooks.yaml exists (the module doc's promise)
         from mcp_hooks.control.config import ControlConfig, HooksYamlError, load_config
 
         box: dict[str, Any] = {}
@@ -230,8 +220,6 @@ class ControlLayer:
         """The trust store's (mtime, size) while a project layer is read, else None."""
         if self._config is None or self._config.trust is None:
             return None
-        from mcp_hooks.paths import trust_store_path
-
         try:
             st = os.stat(trust_store_path())
         except OSError:
@@ -259,7 +247,7 @@ class ControlLayer:
     def ladder(self) -> Ladder:
         with self._lock:
             if self._ladder is None:
-                from mcp_hooks.control.ladder import Ladder
+                from mcp_hooks.control.ladder import Ladder  # lazy: 35 ms (-X importtime)
 
                 self._ladder = Ladder()
             return self._ladder
@@ -267,47 +255,31 @@ class ControlLayer:
     # -- one event ---------------------------------------------------------------------------
 
     def decide(self, trigger: str, payload: Mapping[str, Any], *, can_block: bool,
-               fail_closed: bool, correlation_id: str | None = None) -> Decision:
+               fail_closed: bool, correlation_id: str | None = None) -> list[Verdict]:
         """Run ``trigger``'s sync entries on ``payload`` (the payload hooks get, as the
-        HOOK.md chain left it) and say what they decide (see the module doc)."""
-        from mcp_hooks.control.evaluation import evaluate
+        HOOK.md chain left it): one ``Verdict`` per note and signal, in order, for the chain
+        to apply (``Chain.entries``; see the module doc)."""
+        from mcp_hooks.control.evaluation import evaluate  # lazy: as in ``_load``
 
         config = self.config()
-        decision = Decision()
         if config is None:
-            return decision
+            return []
         held = config.untrusted_for(trigger)
-        if held:
-            decision.warnings.append(_untrusted_note(held, self.project_dir))
-        decision.warnings.extend(str(note) for note in config.notes_for(trigger))
+        notes = [_untrusted_note(held, self.project_dir)] if held else []
+        notes += [str(note) for note in config.notes_for(trigger)]
         signals = evaluate(trigger, payload, config=config, ladder=self.ladder,
                            project_dir=self.project_dir, correlation_id=correlation_id,
                            secrets=self._secrets)
-        decision.signals = signals
-        for signal in signals:
-            text = f"[{signal.source}] {signal.text()}"
-            fault = signal.header.type in _FAULTS
-            if (signal.blocks and not fault) or (fault and fail_closed):
-                if can_block:
-                    decision.deny = signal
-                    decision.reason = signal.text() if not fault else (
-                        f"the control layer could not decide: {signal.text()}")
-                    break
-                decision.warnings.append(text)
-            elif fault:  # on_fault: warn, as a broken HOOK.md hook is let through
-                decision.warnings.append(text)
-            elif signal.intensity == "control":
-                rewrite = _rewrite(signal) if trigger == "before_tool" else None
-                if rewrite is not None:
-                    decision.tool_input = rewrite
-                decision.contexts.append(text)
-            else:
-                decision.contexts.append(text)
-        return decision
+        rewrites = trigger == "before_tool"
+        return [*map(_warning, notes),
+                *(_verdict(s, can_block=can_block, fail_closed=fail_closed, rewrites=rewrites)
+                  for s in signals)]
 
     def background(self, trigger: str, payload: Mapping[str, Any], *, session_id: str | None,
-                   log_path: Path | None, correlation_id: str | None, detach: bool) -> None:
-        """Start ``trigger``'s ``async: true`` entries after the reply; never raises."""
+                   log_path: Path | None, correlation_id: str | None,
+                   launcher: Launcher) -> None:
+        """Hand ``trigger``'s ``async: true`` entries to the engine's ``launcher`` (a thread
+        here, or a detached process for a one-shot caller); never raises."""
         config = self.config()
         if config is None or not any(e.async_ for e in config.for_trigger(trigger)):
             return
@@ -315,46 +287,31 @@ class ControlLayer:
                "project_dir": str(self.project_dir) if self.project_dir else None,
                "user_file": str(self.user_file), "correlation_id": correlation_id,
                "log": str(log_path) if log_path is not None else None}
-        if detach:
-            from mcp_hooks.engine.detached import spawn
-
-            spawn(json.loads(json.dumps(job, default=str)), _DETACHED)
-        else:
-            threading.Thread(target=run_background, args=(job, config, self.ladder,
-                                                          self._secrets),
-                             name="mcp-hooks-aid", daemon=True).start()
+        launcher.launch_entries(job, functools.partial(run_background, job, config, self.ladder,
+                                                       self._secrets))
 
 
-def run_background(job: dict[str, Any], config: ControlConfig | None = None,
-                   ladder: Ladder | None = None, secrets: Collection[str] = (),
-                   ) -> list[Signal]:
-    """Run one event's ``async: true`` entries; log their aid and leave it in the inbox."""
-    from mcp_hooks.control.config import load_config
-    from mcp_hooks.control.evaluation import evaluate
-    from mcp_hooks.state.inbox import AidInbox
-
-    project = Path(job["project_dir"]) if job.get("project_dir") else None
-    if config is None:
-        config = load_config(project, user_file=Path(job["user_file"]))
-    try:
-        signals = evaluate(job["trigger"], job["payload"], config=config, ladder=ladder,
-                           project_dir=project, background=True,
-                           correlation_id=job.get("correlation_id"), secrets=secrets)
-    except Exception as exc:  # a background fault is reported, never raised
-        print(f"mcp-hooks: background hooks.yaml entries failed: {exc}", file=sys.stderr)
-        return []
-    AidInbox().put(job.get("session_id"), signals)  # first: once logged, it is waiting
-    if signals and job.get("log"):
-        from mcp_hooks.state.signallog import SignalLog
-
-        SignalLog.beside(Path(job["log"])).record(signals, job.get("session_id"))
-    return signals
+def _warning(note: str) -> Verdict:
+    verdict = Verdict("allow")
+    verdict.warning = note
+    return verdict
 
 
-def main() -> None:
-    """``python -m mcp_hooks.engine.entries``: one background job as JSON on stdin."""
-    run_background(json.loads(sys.stdin.buffer.read()))
-
-
-if __name__ == "__main__":
-    main()
+def _verdict(signal: Signal, *, can_block: bool, fail_closed: bool, rewrites: bool) -> Verdict:
+    """One entry's signal as the verdict the chain applies (the rules of the module doc)."""
+    text = f"[{signal.source}] {signal.text()}"
+    fault = signal.header.type in _FAULTS
+    denies = (signal.blocks and not fault) or (fault and fail_closed)
+    verdict = Verdict("deny" if denies and can_block else "allow")
+    verdict.signal = signal
+    if denies and can_block:
+        verdict.deny, verdict.blocked_by = True, signal.source
+        verdict.reason = signal.text() if not fault else (
+            f"the control layer could not decide: {signal.text()}")
+    elif denies or fault:  # an event that cannot block; on_fault: warn, as a broken hook
+        verdict.warning = text
+    else:
+        verdict.context = text
+        if rewrites and signal.intensity == "control":
+            verdict.modified_input = _rewrite(signal)
+    return verdict

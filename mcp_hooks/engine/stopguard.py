@@ -11,6 +11,11 @@ The guard counts consecutive blocked stops per session (``session_id``):
 - an allowed stop resets the count. Events without a session are not counted (no state can
   leak between unrelated callers).
 
+Every ``before_stop`` outcome counts, whoever decided it: the engine's chain and its own
+faults (``Engine.fire``), and a fault a door answers itself (``settle``: ``Hooks``, the
+framework adapters). So the guard is the one stop counter: a fault that repeats under
+``on_fault: block`` is let through at the cap too, never an endless "keep working".
+
 The count lives in the engine's state store (``state.store.StateStore``): namespace the
 door (``engine`` for an engine's own events, the host's name for a host bridge), key ``""``,
 expiring ``STOP_STATE_TTL`` after its last block, so a count left by an interrupted loop is
@@ -29,6 +34,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mcp_hooks.spec.outcome import Event, Outcome
+from mcp_hooks.spec.signals import Signal
 from mcp_hooks.state.store import StateStore
 
 DEFAULT_STOP_BLOCK_CAP = 8
@@ -81,21 +87,46 @@ class StopGuard:
         return StopTicket(session, count)
 
     def after(self, ticket: StopTicket, outcome: Outcome) -> Outcome:
-        """Count this stop's outcome; at the cap, the blocked stop becomes an allow."""
+        """Count this stop's outcome; at the cap, the blocked stop becomes an allow (and its
+        block signals prompts, ``demote_blocks``)."""
         session, count = ticket.session, ticket.count
-        if not outcome.continue_working:
+        if outcome.continue_working and not (self.cap and count >= self.cap):
             if session is not None:
-                self.store.reset(self.namespace, session, "")
+                value = self.store.increment(self.namespace, session, ttl=STOP_STATE_TTL)
+                for _ in range(min(count + 1, 64) - value):  # a count the caller raised
+                    self.store.increment(self.namespace, session, ttl=STOP_STATE_TTL)
             return outcome
-        if self.cap and count >= self.cap:
-            if session is not None:
-                self.store.reset(self.namespace, session, "")
+        if session is not None:
+            self.store.reset(self.namespace, session, "")
+        if outcome.continue_working:
             note = (f"loop guard: the stop was allowed after {count} consecutive blocks "
                     f"(cap {self.cap}); {outcome.blocked_by} still says: {outcome.reason}")
-            return replace(outcome, decision="allow", continue_working=False, reason=None,
-                           blocked_by=None, warnings=[*outcome.warnings, note])
-        if session is not None:
-            value = self.store.increment(self.namespace, session, ttl=STOP_STATE_TTL)
-            for _ in range(min(count + 1, 64) - value):  # a count the caller raised
-                self.store.increment(self.namespace, session, ttl=STOP_STATE_TTL)
-        return outcome
+            outcome = replace(outcome, decision="allow", continue_working=False, reason=None,
+                              blocked_by=None, warnings=[*outcome.warnings, note])
+        return demote_blocks(outcome) if any(s.blocks for s in outcome.signals) else outcome
+
+    def settle(self, session_id: str | None, outcome: Outcome) -> Outcome:
+        """Count a ``before_stop`` outcome a door made without the engine (a fault of its
+        own): the same count and cap as the hooks' blocks, so a fault that repeats cannot
+        keep an agent working past the cap either. Any other event's outcome as it is."""
+        if outcome.event_type != "before_stop":
+            return outcome
+        session = session_id or None
+        count = (self.store.count(self.namespace, session, ttl=STOP_STATE_TTL)
+                 if session is not None else 0)
+        return self.after(StopTicket(session, count), outcome)
+
+
+def demote_blocks(outcome: Outcome) -> Outcome:
+    """The loop guard let a blocked stop through: its block signals become prompts."""
+
+    def demote(signal: Signal) -> Signal:
+        if not signal.blocks:
+            return signal
+        note = ("the stop loop guard let the agent stop after repeated blocks: "
+                f"{signal.payload.get('reason', '')}")
+        return signal.with_intensity("prompt", {"severity": "high", "message": note,
+                                                "suggestions": list(
+                                                    signal.payload.get("resolution_path", [])),
+                                                "continue_allowed": True})
+    return replace(outcome, signals=[demote(s) for s in outcome.signals])

@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import write_hook
-from tests.helpers.framework_venv import REPO, SCENARIOS, framework_python
+from tests.helpers.framework_venv import REPO, SCENARIOS, broken_stop_hook, framework_python
 from tests.helpers.scripted_model import ScriptedModel, Text, ToolCall
 
 V1_PINS = ("agentscope==1.0.21", "openai==2.54.0", "greenlet", "tqdm")
@@ -120,6 +120,28 @@ def test_agentscope_1_hooks(v1_python: Path, tmp_path: Path, install: str, strea
 @pytest.mark.parametrize("stream", ["stream", "whole"])
 def test_agentscope_2_middleware(v2_python: Path, tmp_path: Path, stream: str) -> None:
     check_promises(*run_scenario(v2_python, "2", "-", stream, tmp_path))
+
+
+@pytest.mark.parametrize("generation", ["1", "2"])
+def test_the_engines_loop_guard_ends_a_stop_gate_that_keeps_failing(
+        request: pytest.FixtureRequest, tmp_path: Path, generation: str) -> None:
+    """Neither generation keeps a stop count of its own: a stop denied every time (a fault
+    of ours) is let through by the engine's loop guard at its cap (2 here)."""
+    hooks, work = tmp_path / "hooks", tmp_path / "work"
+    work.mkdir()
+    broken_stop_hook(hooks)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_HOOKS")}
+    python: Path = request.getfixturevalue(f"v{generation}_python")
+    script = [Text("stop one"), Text("stop two"), Text("stop three"), Text("never asked")]
+    with ScriptedModel(script) as model:
+        done = subprocess.run(
+            [str(python), str(SCENARIOS / "agentscope_agent.py"), generation, "instance",
+             "whole", model.base_url, str(hooks), str(work), "2"],
+            capture_output=True, text=True, env=env, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"scenario failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    assert model.turns_used == 3  # asked again twice, then the third stop passed
+    assert "failed to load" in model.completions()[1].text()
+    assert json.loads(done.stdout.strip().splitlines()[-1])["reply"] == "stop three"
 
 
 def test_import_mcp_hooks_loads_no_framework() -> None:

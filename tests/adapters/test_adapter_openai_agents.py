@@ -20,6 +20,7 @@ from tests.helpers.framework_venv import (
     GUARD,
     REWRITE,
     WRITE_TOOL_ONLY,
+    broken_stop_hook,
     framework_python,
     run_scenario,
 )
@@ -97,6 +98,20 @@ def test_a_stop_gate_keeps_the_agent_working(python: Path, user_dir: Path, proje
     assert any("finished early" in str(m.get("content")) for m in second[:-1])
     assert (sandbox / "tests.log").read_text() == "passed"  # it kept working
     assert result["final"] == "finished for real"  # the second stop passed
+
+
+@pytest.mark.parametrize("mode", ["run", "sync"])
+def test_the_engines_loop_guard_ends_a_stop_gate_that_keeps_failing(
+        python: Path, user_dir: Path, project: Path, sandbox: Path, mode: str) -> None:
+    """The adapter keeps no stop count of its own: a stop denied every time (a fault of
+    ours) is let through by the engine's loop guard at its cap (2 here)."""
+    broken_stop_hook(user_dir)
+    script = [Text("stop one"), Text("stop two"), Text("stop three"), Text("never asked")]
+    with ScriptedModel(script) as model:
+        result = run(python, model, user_dir, project, sandbox, mode=mode, stop_block_cap=2)
+    assert model.turns_used == 3  # asked again twice, then the third stop passed
+    assert "failed to load" in str(model.completions()[1].messages[-1].get("content"))
+    assert result["final"] == "stop three"
 
 
 def test_mcp_hooks_never_imports_the_framework(python: Path) -> None:

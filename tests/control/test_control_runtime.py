@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import pytest
 
@@ -21,8 +21,10 @@ from mcp_hooks.control.context import BadRevisionError, git_changed_files
 from mcp_hooks.control.ladder import Ladder
 from mcp_hooks.control.oracles.base import OracleConfigError
 from mcp_hooks.control.oracles.commands import default_test_command
-from mcp_hooks.engine.entries import ControlLayer, Decision
+from mcp_hooks.engine.chain import Chain
+from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.paths import state_dir
+from mcp_hooks.spec.outcome import Event
 from mcp_hooks.spec.signals import Signal
 from tests.conftest import MCP_HOOKS
 from tests.helpers.control_helpers import make_repo, write
@@ -60,10 +62,27 @@ def layer(repo: Path, tmp_path: Path, **kw: Any) -> ControlLayer:
     return ControlLayer(repo, user_file=tmp_path / "home" / ".ahp" / "hooks.yaml", **kw)
 
 
+class Decision(NamedTuple):
+    """What the entries' verdicts did to a real chain (``Chain.entries``)."""
+
+    deny: str | None  # who blocked
+    reason: str | None
+    warnings: list[str]
+    contexts: list[str]
+
+
+def applied(control: ControlLayer, trigger: str, payload: dict[str, Any], *,
+            can_block: bool = True, fail_closed: bool = True) -> Decision:
+    chain = Chain(trigger, Event.create(event_type=trigger), [], [])
+    chain.entries(control.decide(trigger, payload, can_block=can_block, fail_closed=fail_closed))
+    return Decision(chain.blocked_by if chain.stopped else None, chain.reason, chain.warnings,
+                    chain.contexts)
+
+
 def decide(control: ControlLayer, trigger: str, payload: dict[str, Any], *,
            can_block: bool = True, fail_closed: bool = True) -> Decision:
-    return bounded(lambda: control.decide(trigger, payload, can_block=can_block,
-                                          fail_closed=fail_closed))
+    return bounded(lambda: applied(control, trigger, payload, can_block=can_block,
+                                   fail_closed=fail_closed))
 
 
 @pytest.fixture
@@ -505,8 +524,8 @@ hooks:
         for i in range(30):
             command = "rm -rf /" if (n + i) % 2 else "ls -la"
             try:
-                decision = control.decide(
-                    "before_tool", {"work_dir": str(repo), "session_id": f"s{n}",
+                decision = applied(
+                    control, "before_tool", {"work_dir": str(repo), "session_id": f"s{n}",
                                     "tool_name": "Shell", "tool_input": {"command": command}},
                     can_block=True, fail_closed=False)
             except BaseException as exc:

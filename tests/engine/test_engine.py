@@ -14,11 +14,11 @@ import anyio
 import pytest
 
 from mcp_hooks import Engine, Event, EventLog, Registry
-from mcp_hooks.engine.asynchooks import AsyncJob
+from mcp_hooks.engine.launch import AsyncJob
 from mcp_hooks.engine.stopguard import STOP_STATE_TTL, StopGuard
 from mcp_hooks.errors import InvalidEventError, UnknownEventError
 from mcp_hooks.runner import RunResult
-from mcp_hooks.spec.outcome import AGENT_TEXT_CAP, HookRun, Outcome
+from mcp_hooks.spec.outcome import AGENT_TEXT_CAP, HookRun, Outcome, fault_outcome
 from mcp_hooks.state.files import FileStore
 from tests.conftest import write_hook
 from tests.runner.test_process_tree import GONE_WITHIN, _state
@@ -536,6 +536,37 @@ async def test_loop_guard_counts_and_overrides_at_the_cap(user_dir: Path, tmp_pa
 
 
 @pytest.mark.anyio
+async def test_loop_guard_counts_a_fault_of_ours_too(user_dir: Path) -> None:
+    """A before_stop hook in scope that cannot load denies every stop (on_fault block); the
+    one loop guard counts those denials as it counts hook blocks, and lets the stop through
+    at its cap, so no door needs a stop counter of its own."""
+    (user_dir / "broken").mkdir()
+    (user_dir / "broken" / "HOOK.md").write_text("---\nname: broken\ntrigger: before_stop\n")
+    async with Engine(Registry(user_dir), stop_block_cap=2) as engine:
+        stops = [await engine.fire(Event.create(event_type="before_stop", session_id="s"))
+                 for _ in range(4)]
+    assert [o.continue_working for o in stops] == [True, True, False, True]
+    assert stops[0].blocked_by == "mcp-hooks" and "failed to load" in (stops[0].reason or "")
+    assert any("loop guard" in w and "failed to load" in w for w in stops[2].warnings)
+    assert [s.intensity for s in stops[2].signals] == ["prompt"]  # the block, demoted
+
+
+def test_a_door_settles_its_own_stop_faults_with_the_same_guard() -> None:
+    """A fault a door answers itself (``Hooks``, the adapters) goes through ``settle``: the
+    same count as the engine's, per session; other events pass as they are."""
+    guard = StopGuard(2)
+    fault = fault_outcome("before_stop", "the adapter could not fire before_stop")
+    first, second, third = (guard.settle("s", fault) for _ in range(3))
+    assert first.continue_working and second.continue_working
+    assert not third.continue_working and third.decision == "allow"
+    assert any("loop guard" in w for w in third.warnings)
+    assert guard.settle("s", fault).continue_working  # the count started over
+    assert guard.settle(None, fault).continue_working  # no session: never counted
+    tool = fault_outcome("before_tool", "x")
+    assert guard.settle("s", tool) is tool
+
+
+@pytest.mark.anyio
 async def test_loop_guard_resets_when_a_stop_is_allowed(user_dir: Path, tmp_path: Path) -> None:
     flag = tmp_path / "pass"
     write_hook(user_dir, "gate", trigger="before_stop",
@@ -666,8 +697,7 @@ async def test_runner_and_launcher_are_injected(user_dir: Path, tmp_path: Path) 
 
 
 def test_the_detached_runner_does_not_import_the_engine() -> None:
-    code = ("import sys, mcp_hooks.engine.detached, mcp_hooks.engine.asynchooks, "
-            "mcp_hooks.engine.stopguard; "
+    code = ("import sys, mcp_hooks.engine.launch, mcp_hooks.engine.stopguard; "
             "print('mcp_hooks.engine.engine' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

@@ -165,6 +165,35 @@ async def test_a_control_signal_rewrites_the_tool_input(repo: Path, tmp_path: Pa
     assert [s.intensity for s in outcome.signals] == ["control"]
 
 
+async def test_hook_md_links_and_entries_are_one_chain(repo: Path, tmp_path: Path) -> None:
+    """A HOOK.md hook's rewrite reaches the hooks.yaml entries after it; the first block (an
+    entry's) decides, and every link that ran before it is in the one outcome."""
+    write(repo, ".ahp/oracles.py", CUSTOM + """
+class Refuse:
+    def __init__(self, config):
+        pass
+    def evaluate(self, context):
+        cmd = context.tool_input.get("command", "")
+        if "--prod" in cmd:
+            return Signal.block(f"no prod deploys today: {cmd}")
+        return None
+""")
+    write(repo, ".ahp/hooks.yaml", "hooks:\n  pre-tool-use:\n"
+          "    - {oracle: 'oracles.py:Narrow', priority: 1}\n"
+          "    - {oracle: 'oracles.py:Refuse', priority: 2}\n")
+    write_hook(repo / ".agents" / "hooks", "prod", script=(
+        "echo '{\"modified_input\": {\"command\": \"make deploy --prod\"}}'\n"))
+    outcome = await fire(engine_for(repo, tmp_path),
+                         Event("before_tool", work_dir=str(repo), tool_name="Shell",
+                               tool_input={"command": "make deploy"}))
+    assert outcome.denied and outcome.blocked_by == "refuse", outcome
+    assert outcome.reason == "no prod deploys today: make deploy --prod"
+    assert outcome.modified_input is None  # a denied call is not rewritten
+    assert [r.name for r in outcome.hooks] == ["prod"]
+    assert [(s.source, s.intensity) for s in outcome.signals] == [
+        ("refuse", "block"), ("prod", "control"), ("narrow", "control")]
+
+
 async def test_untrusted_entries_that_run_commands_do_not_run(repo: Path, tmp_path: Path,
                                                               untrusted: None) -> None:
     write(repo, ".ahp/hooks.yaml", "hooks:\n  pre-issue-submit:\n    - oracle: TestGate\n"

@@ -58,6 +58,13 @@ exit 2
 WRITE_TOOL_ONLY = "matcher:\n  tool: write_file\n"
 
 
+def broken_stop_hook(root: Path) -> None:
+    """A ``before_stop`` hook in scope that cannot load: every stop is a fault of ours,
+    denied (on_fault block), which only the engine's loop guard lets through at its cap."""
+    (root / "broken-gate").mkdir(parents=True, exist_ok=True)
+    (root / "broken-gate" / "HOOK.md").write_text("---\nname: broken-gate\ntrigger: before_stop\n")
+
+
 def _key(pins: Sequence[str]) -> str:
     project = (REPO / "pyproject.toml").read_text()
     deps = re.search(r"^dependencies = \[.*?^\]", project, re.S | re.M)

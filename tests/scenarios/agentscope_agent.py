@@ -2,13 +2,15 @@
 
 Run inside a venv holding AgentScope (1.0.x or 2.x) and mcp-hooks::
 
-    python tests/scenarios/agentscope_agent.py GENERATION INSTALL STREAM BASE_URL HOOKS_DIR WORK_DIR
+    python tests/scenarios/agentscope_agent.py GENERATION INSTALL STREAM BASE_URL HOOKS_DIR \
+        WORK_DIR [CAP]
 
 GENERATION is ``1`` (``AgentScopeHooks``; INSTALL ``instance`` or ``class``) or ``2``
 (``HooksMiddleware``; INSTALL ignored); STREAM ``stream`` or ``whole``. The agent has one
 tool, ``write_file(path, text)``, which writes into WORK_DIR and answers ``wrote <path>``;
 the model is the scripted one at BASE_URL. The last line printed is a JSON object:
-``{"reply": <final text>, "written": [<files the tool wrote>]}``.
+``{"reply": <final text>, "written": [<files the tool wrote>]}``. CAP is the adapter's
+``stop_block_cap`` (default 8).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 from pathlib import Path
 
 GENERATION, INSTALL, STREAM, BASE_URL, HOOKS_DIR, WORK_DIR = sys.argv[1:7]
+CAP = int(sys.argv[7]) if len(sys.argv) > 7 else 8
 WRITTEN: list[str] = []
 
 
@@ -56,7 +59,7 @@ async def run_v1() -> str:
                        formatter=OpenAIChatFormatter(), toolkit=toolkit,
                        memory=InMemoryMemory())
     agent.set_console_output_enabled(False)
-    hooks = AgentScopeHooks(WORK_DIR, user_dir=HOOKS_DIR)
+    hooks = AgentScopeHooks(WORK_DIR, user_dir=HOOKS_DIR, stop_block_cap=CAP)
     if INSTALL == "class":
         hooks.install_class()
     else:
@@ -93,7 +96,7 @@ async def run_v2() -> str:
     allowed = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="test tool")
     credential = OpenAICredential(api_key="test", base_url=BASE_URL)
     model = OpenAIChatModel(credential, "scripted-model", stream=STREAM == "stream")
-    middleware = HooksMiddleware(WORK_DIR, user_dir=HOOKS_DIR)
+    middleware = HooksMiddleware(WORK_DIR, user_dir=HOOKS_DIR, stop_block_cap=CAP)
     agent = Agent(name="worker", system_prompt="You write files.", model=model,
                   toolkit=Toolkit(tools=[FunctionTool(write_file, permission=allowed)]),
                   middlewares=[middleware])

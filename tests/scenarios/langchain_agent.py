@@ -4,7 +4,8 @@ Run by tests/adapters/test_adapter_langchain.py in the framework's venv
 (tests/helpers/framework_venv.py)::
 
     python langchain_agent.py '{"base_url": ..., "project_dir": ..., "user_dir": ...,
-                               "sandbox": ..., "mode": "sync" | "async", "stream": false}'
+                               "sandbox": ..., "mode": "sync" | "async", "stream": false,
+                               "stop_block_cap": 8}'
 
 Its one tool, ``write_file(path, text)``, writes ``text`` to ``sandbox/path`` (the side effect
 a test looks for). Prints one JSON line: the final answer and every message's type and text.
@@ -37,7 +38,8 @@ def main() -> None:
     model = ChatOpenAI(model="scripted", base_url=args["base_url"], api_key="test",
                        streaming=bool(args.get("stream")), max_retries=0)
     middleware = HooksMiddleware(project_dir=args["project_dir"], user_dir=args["user_dir"],
-                                 session_id="scenario")
+                                 session_id="scenario",
+                                 stop_block_cap=int(args.get("stop_block_cap", 8)))
     agent = create_agent(model, [write_file], middleware=[middleware])
     request = {"messages": [{"role": "user", "content": "do the task"}]}
     if args.get("mode") == "async":

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_hooks.engine.asynchooks import async_record
+from mcp_hooks.engine.launch import async_record
 from mcp_hooks.runner import RunResult
 from mcp_hooks.state.eventlog import EventLog, default_log_path, now
 from mcp_hooks.state.signallog import SignalLog

@@ -1,0 +1,302 @@
+"""Start what runs after the reply: one ``Launcher`` per engine, chosen once by ``launcher``.
+
+Two kinds of background work leave an event's chain: its async hooks (scripts started with the
+event's original payload, ``AsyncJob``; they cannot block or modify, and their results go to
+the event log, ``async_record``, and their aid to the inbox) and its hooks.yaml ``async:
+true`` entries (``run_background``). Both go through the same launcher, whose
+strategy the engine picks once, at construction (``make_launcher(log, detached=...)``), never
+tested per event:
+
+- ``InProcessLauncher`` (a long-lived engine on an event loop: the MCP server, the proxy):
+  async hooks are tasks of the engine's own task group (leaving ``async with engine`` waits
+  for them, each bounded by its own timeout); hooks.yaml entries run in a daemon thread
+  (their oracles block).
+- ``DetachedLauncher`` (a process that fires one event and exits: ``mcp-hooks fire``, the
+  host bridges): the work goes to ``python -m mcp_hooks.engine.launch`` in a session of its
+  own (``spawn``), with the job as JSON on stdin, so the caller exits at once and the work
+  neither holds it up nor dies with it. That process runs the hooks exactly as the engine
+  would (same runner, timeouts, process-group kills) and logs their results.
+
+This module never imports ``engine`` (which imports it): the detached process stays light.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from mcp_hooks.runner import RunResult, run_hook
+from mcp_hooks.runner.hookenv import hook_environment
+from mcp_hooks.spec.hookfile import HookSpec
+from mcp_hooks.spec.limits import Limits
+from mcp_hooks.spec.signals import Signal
+from mcp_hooks.state.eventlog import EventLog, now
+from mcp_hooks.state.inbox import AidInbox, deliver_async
+from mcp_hooks.state.signallog import SignalLog
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
+    from mcp_hooks.control.config import ControlConfig
+    from mcp_hooks.control.ladder import Ladder
+
+__all__ = ["AsyncJob", "DetachedLauncher", "InProcessLauncher", "Launcher", "async_record",
+           "make_launcher", "run_background", "spawn"]
+
+_MODULE = "mcp_hooks.engine.launch"
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncJob:
+    """One async hook to start: the hook, its stdin, its cwd and its whole environment."""
+
+    hook: HookSpec
+    stdin: bytes
+    cwd: str
+    env: dict[str, str]
+
+
+class Launcher(Protocol):
+    """Starts an event's background work; never waits for it."""
+
+    async def open(self) -> None:
+        """Called when the engine is entered."""
+
+    async def close(self, exc: BaseException | None) -> None:
+        """Called when the engine is left (``exc``: the caller's error, if any)."""
+
+    def launch(self, event: str, session_id: str | None, jobs: list[AsyncJob]) -> None:
+        """Start ``jobs`` (the async hooks ``event`` woke, in run order)."""
+
+    def launch_entries(self, job: dict[str, Any], here: Callable[[], object]) -> None:
+        """Start an event's hooks.yaml ``async: true`` entries: ``here`` runs them in this
+        process; ``job`` (JSON) is what ``run_background`` needs in another."""
+
+
+def make_launcher(log: EventLog | None, *, detached: bool) -> Launcher:
+    """The launcher of an engine: in its own process, or ``detached`` (a one-shot caller)."""
+    return DetachedLauncher(log) if detached else InProcessLauncher(log)
+
+
+class InProcessLauncher:
+    """Async hooks in a task group the engine opens (``async with engine``); hooks.yaml
+    entries in a daemon thread.
+
+    Args:
+        log: where each finished hook's record goes; None for no log.
+    """
+
+    def __init__(self, log: EventLog | None) -> None:
+        self.log = log
+        self._tg: TaskGroup | None = None
+
+    async def open(self) -> None:
+        import anyio  # lazy: 2.2 ms of a one-shot `fire`, which never opens one (-X importtime)
+
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+
+    async def close(self, exc: BaseException | None) -> None:
+        tg, self._tg = self._tg, None
+        if tg is None:
+            return
+        if exc is None:
+            await tg.__aexit__(None, None, None)
+            return
+        # The caller's own error wins: stop the async hooks (their groups are killed) and
+        # let it propagate as it was, not wrapped in an exception group.
+        tg.cancel_scope.cancel()
+        with contextlib.suppress(BaseException):
+            await tg.__aexit__(None, None, None)
+
+    def launch(self, event: str, session_id: str | None, jobs: list[AsyncJob]) -> None:
+        if self._tg is None:
+            raise RuntimeError("an Engine must be entered (async with engine:) to run async hooks")
+        for job in jobs:
+            self._tg.start_soon(self._run, event, session_id, job)
+
+    def launch_entries(self, job: dict[str, Any], here: Callable[[], object]) -> None:
+        threading.Thread(target=here, name="mcp-hooks-aid", daemon=True).start()
+
+    async def _run(self, event: str, session_id: str | None, job: AsyncJob) -> None:
+        hook = job.hook
+        result = await run_hook(hook.entry, job.stdin, cwd=job.cwd, env=job.env,
+                                timeout=hook.timeout / 1000, limits=hook.limits)
+        _finished(self.log, event, session_id,
+                  {"name": hook.name, "scope": hook.scope, "priority": hook.priority}, result)
+
+
+class DetachedLauncher:
+    """The launcher of a one-shot engine: one detached process per event and kind of work.
+
+    Only the ``AGENT_HOOKS_*`` variables travel in a hooks job: the detached process starts
+    from its own environment (the caller's, inherited), less the secrets, as the engine does.
+
+    Args:
+        log: the event log the detached process appends to; None for no log.
+    """
+
+    def __init__(self, log: EventLog | None) -> None:
+        self.log = log
+
+    async def open(self) -> None:
+        return None
+
+    async def close(self, exc: BaseException | None) -> None:
+        return None
+
+    def launch(self, event: str, session_id: str | None, jobs: list[AsyncJob]) -> None:
+        spawn({
+            "kind": "hooks",
+            "event": event,
+            "session_id": session_id,
+            "log": str(self.log.path) if self.log is not None else None,
+            "jobs": [{
+                "hook": {"name": job.hook.name, "scope": job.hook.scope,
+                         "priority": job.hook.priority},
+                "argv": list(job.hook.entry),
+                "stdin": job.stdin.decode(),
+                "cwd": job.cwd,
+                "env": {k: v for k, v in job.env.items() if k.startswith("AGENT_HOOKS_")},
+                "timeout": job.hook.timeout / 1000,
+                "limits": dataclasses.asdict(job.hook.limits),
+            } for job in jobs],
+        })
+
+    def launch_entries(self, job: dict[str, Any], here: Callable[[], object]) -> None:
+        spawn({**json.loads(json.dumps(job, default=str)), "kind": "entries"})
+
+
+def spawn(job: dict[str, Any]) -> None:
+    """Start ``python -m mcp_hooks.engine.launch`` detached with ``job`` as JSON on stdin;
+    never waits for it, never raises."""
+    try:
+        read_fd, write_fd = os.pipe()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        try:
+            os.posix_spawn(
+                sys.executable,
+                [sys.executable, "-m", _MODULE],
+                os.environ,
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, read_fd, 0),
+                    (os.POSIX_SPAWN_DUP2, devnull, 1),
+                    (os.POSIX_SPAWN_DUP2, devnull, 2),
+                    (os.POSIX_SPAWN_CLOSE, write_fd),
+                ],
+                setsid=True,
+            )
+        finally:
+            os.close(read_fd)
+            os.close(devnull)
+        with os.fdopen(write_fd, "wb") as pipe:
+            pipe.write(json.dumps(job).encode())
+    except OSError as exc:
+        print(f"mcp-hooks: could not start background work: {exc}", file=sys.stderr)
+
+
+def _finished(log: EventLog | None, event: str, session_id: str | None, hook: dict[str, Any],
+              result: RunResult) -> None:
+    """Log one finished async hook and leave its aid for the session's next event."""
+    if log is not None:
+        log.append(async_record(event, session_id, hook, result))
+    deliver_async(event, session_id, hook["name"], result.stdout, result.exit_code,
+                  log.path if log is not None else None)
+
+
+def async_record(
+    event: str, session_id: str | None, hook: dict[str, Any], result: RunResult
+) -> dict[str, Any]:
+    """The log record of one finished async hook.
+
+    Args:
+        event: the canonical event that started it.
+        session_id: the event's session.
+        hook: ``name``, ``scope`` and ``priority`` of the hook.
+        result: what the runner saw.
+    """
+    if result.timed_out:
+        status = "timeout"
+    elif result.exit_code == 0:
+        status = "allow"
+    else:
+        status = "error"
+    record: dict[str, Any] = {
+        **hook, "mode": "async", "status": status, "exit_code": result.exit_code,
+        "duration_ms": round(result.duration_ms, 3), "message": result.spawn_error,
+    }
+    if result.stdout:
+        record["stdout"] = result.stdout.decode("utf-8", errors="replace")
+    if result.stderr:
+        record["stderr"] = result.stderr.decode("utf-8", errors="replace")
+    return {"ts": now(), "kind": "async_result", "event": event, "session_id": session_id,
+            "hook": record}
+
+
+async def _run_hooks(job: dict[str, Any]) -> None:
+    """A detached hooks job: its async hooks side by side, each logged when it ends."""
+    import anyio  # lazy: only the detached process runs this (see InProcessLauncher.open)
+
+    log = EventLog(job["log"]) if job.get("log") else None
+    base_env = hook_environment(os.environ)  # the secrets stay out here too
+
+    async def one(spec: dict[str, Any]) -> None:
+        result = await run_hook(
+            spec["argv"], spec["stdin"].encode(), cwd=spec["cwd"],
+            env={**base_env, **spec["env"]}, timeout=spec["timeout"],
+            limits=Limits(**spec.get("limits", {})),
+        )
+        _finished(log, job["event"], job.get("session_id"), spec["hook"], result)
+
+    async with anyio.create_task_group() as tg:
+        for spec in job["jobs"]:
+            tg.start_soon(one, spec)
+
+
+def run_background(job: dict[str, Any], config: ControlConfig | None = None,
+                   ladder: Ladder | None = None, secrets: Collection[str] = (),
+                   ) -> list[Signal]:
+    """Run one event's hooks.yaml ``async: true`` entries (``entries.ControlLayer.background``
+    made ``job``); log their aid and leave it in the inbox. Never raises."""
+    # lazy: the control layer costs 130 ms of import (-X importtime); an engine imports it
+    # only when a hooks.yaml exists (entries.py)
+    from mcp_hooks.control.config import load_config
+    from mcp_hooks.control.evaluation import evaluate
+
+    project = Path(job["project_dir"]) if job.get("project_dir") else None
+    try:
+        if config is None:
+            config = load_config(project, user_file=Path(job["user_file"]))
+        signals = evaluate(job["trigger"], job["payload"], config=config, ladder=ladder,
+                           project_dir=project, background=True,
+                           correlation_id=job.get("correlation_id"), secrets=secrets)
+    except Exception as exc:  # a background fault is reported, never raised
+        print(f"mcp-hooks: background hooks.yaml entries failed: {exc}", file=sys.stderr)
+        return []
+    AidInbox().put(job.get("session_id"), signals)  # first: once logged, it is waiting
+    if signals and job.get("log"):
+        SignalLog.beside(Path(job["log"])).record(signals, job.get("session_id"))
+    return signals
+
+
+def main() -> None:
+    """``python -m mcp_hooks.engine.launch``: one background job as JSON on stdin."""
+    job = json.loads(sys.stdin.buffer.read())
+    if job.get("kind") == "entries":
+        run_background(job)
+        return
+    import anyio  # lazy: see InProcessLauncher.open
+
+    anyio.run(_run_hooks, job)
+
+
+if __name__ == "__main__":
+    main()
