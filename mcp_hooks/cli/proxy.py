@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_hooks import options
 from mcp_hooks.cli.serve import add_transport_arguments, announce_stdio, transport_options
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
+from mcp_hooks.registry.discovery import Registry
 from mcp_hooks.server.transport import ServeOptions
 from mcp_hooks.spec.outcome import OnFault
 from mcp_hooks.state.eventlog import EventLog
@@ -109,7 +110,10 @@ def options_from_args(
     Raises:
         ProxyConfigError: the upstreams or timeouts cannot be used.
     """
+    # lazy: 2,200 ms (the MCP SDK) of cold start for `--help` and usage errors
     from mcp_hooks.proxy.app import ProxySettings
+
+    # lazy: 300 ms of cold start for `--help` and usage errors
     from mcp_hooks.proxy.config import ProxyConfigError, collect_upstreams
 
     env = os.environ if environ is None else environ
@@ -155,8 +159,8 @@ def run(opts: ProxyOptions) -> int:
         TransportConfigError: the transport options must not be served.
         AddressInUseError: HTTP/SSE: the host and port are taken.
     """
+    # lazy: 2,200 ms (the MCP SDK) of cold start for `--help` and usage errors
     from mcp_hooks.proxy.app import serve_proxy
-    from mcp_hooks.registry.discovery import Registry
 
     opts.serve.check()
     registry = Registry(opts.user_dir, opts.project_dir,

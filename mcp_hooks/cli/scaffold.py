@@ -31,8 +31,14 @@ from typing import Any
 from mcp_hooks import options
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, UsageError
 from mcp_hooks.registry.discovery import project_hooks_dir
+from mcp_hooks.registry.trust import TrustStore, hook_digest
 from mcp_hooks.spec.events import EVENTS, canonical_event
 from mcp_hooks.spec.hookfile import LITERAL_TOOLS, NAME_RE, HookSpec, load_hook
+
+try:  # Python's own regex parser (re is imported at every start: no cost)
+    from re import _parser as sre  # type: ignore[attr-defined]
+except ImportError:  # Python 3.10
+    import sre_parse as sre
 
 _SCRIPT = """#!/bin/sh
 # {name}: runs on {trigger}. The event arrives as one JSON object on stdin.
@@ -74,10 +80,6 @@ def example_of(pattern: str, *, spaced: bool = True) -> str | None:
     (``git push --force``, not ``git push--force``); the caller tries without when the
     space does not match.
     """
-    try:
-        from re import _parser as sre  # type: ignore[attr-defined]
-    except ImportError:  # Python 3.10
-        import sre_parse as sre
     try:
         tree = sre.parse(pattern)
     except Exception:  # RE2 syntax Python does not read: no example
@@ -233,6 +235,4 @@ def _scope(args: argparse.Namespace) -> str:
 
 def _trust_scaffold(project: Path, hook_dir: Path) -> None:
     """Trust the project hook just written (our own scaffold), so the ``try it`` line runs."""
-    from mcp_hooks.registry.trust import TrustStore, hook_digest
-
     TrustStore().trust(project, {hook_dir.name: hook_digest(hook_dir)})

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+import anyio
+
 from mcp_hooks import options
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
 from mcp_hooks.errors import UsageError
@@ -47,6 +49,7 @@ from mcp_hooks.server.transport import (
     TOKEN_ENV,
     ServeOptions,
     TransportName,
+    configure_logging,
 )
 from mcp_hooks.spec.outcome import OnFault
 from mcp_hooks.state.eventlog import EventLog
@@ -211,7 +214,6 @@ def run(opts: ServerOptions) -> int:
         AddressInUseError: HTTP/SSE: the host and port are taken.
     """
     opts.serve.check()
-    from mcp_hooks.server.transport import configure_logging
 
     configure_logging(opts.serve.log_level)
     roots = [Path(os.path.realpath(r)) for r in opts.roots]
@@ -223,9 +225,10 @@ def run(opts: ServerOptions) -> int:
         if not root.is_dir():
             raise UsageError(f"--root {root} is not an existing folder")
 
-    import anyio
-
+    # lazy: 2,200 ms (the MCP SDK) of cold start for `--help` and usage errors
     from mcp_hooks.server.app import serve_hooks
+
+    # lazy: 30 ms of cold start for `--help` and usage errors
     from mcp_hooks.service import HookService
 
     token = opts.serve.token

@@ -31,6 +31,7 @@ from typing import Any
 
 from mcp_hooks import options
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, UsageError
+from mcp_hooks.hosts import HOSTS, get_host, host_name
 from mcp_hooks.options import CommonOptions
 from mcp_hooks.registry import bundle
 from mcp_hooks.registry.discovery import project_hooks_dir
@@ -209,8 +210,6 @@ class InitOptions:
 
 def found_hosts(home: Path, path: str | None = None) -> list[tuple[str, str]]:
     """(host name, why it looks installed) for every host found on this machine."""
-    from mcp_hooks.hosts import HOSTS, get_host
-
     found = []
     for name in HOSTS:
         why = get_host(name).installed(home, path)
@@ -252,7 +251,7 @@ def init(opts: InitOptions) -> int:
     Raises:
         UnknownHostError: a ``--host`` that is not bridged (exit 64).
     """
-    from mcp_hooks.hosts import get_host, host_name
+    # lazy: 71 ms of cold start for `init` without a host to wire
     from mcp_hooks.hosts.install import InstallOptions, install
 
     named = [host_name(h) for h in opts.hosts]  # every name checked before anything is done

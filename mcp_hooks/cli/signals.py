@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from mcp_hooks import options
+from mcp_hooks.cli.hooks import print_log
 from mcp_hooks.errors import EXIT_OK, UsageError
 from mcp_hooks.spec.signals import ACTIONS
 from mcp_hooks.state.signallog import SignalLog
@@ -73,8 +74,6 @@ def format_signal_line(record: dict[str, Any]) -> str:
 
 
 def signals_command(args: argparse.Namespace) -> int:
-    from mcp_hooks.cli.hooks import print_log
-
     return print_log(_log(args), args, json.dumps if args.json else format_signal_line,
                      "signals")
 

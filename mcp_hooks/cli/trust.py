@@ -142,6 +142,7 @@ def _has_ahp(project: Path) -> bool:
 def _inspect_ahp(project: Path, store: TrustStore) -> _Ahp | None:
     """The project's hooks.yaml layers as trust sees them, read without importing anything;
     None when it has none."""
+    # lazy: 84 ms of cold start (the oracles) for every trust command but --ahp
     from mcp_hooks.control.oracles import HeldBack, UnknownOracleError, inspect_reference
 
     root = project / ".ahp"

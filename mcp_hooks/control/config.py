@@ -83,6 +83,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +121,7 @@ from mcp_hooks.control.schema import (
     user_config_path,
 )
 from mcp_hooks.errors import ConfigError
+from mcp_hooks.registry.trust import TrustStore, trust_all_from_env
 
 if TYPE_CHECKING:
     from mcp_hooks.registry.trust import TrustStore
@@ -134,15 +136,11 @@ def config_digest(project_dir: Path) -> str:
 
 
 def trust_status(project_dir: Path, store: TrustStore | None = None) -> str:
-    from mcp_hooks.registry.trust import TrustStore
-
     return (store or TrustStore()).status(project_dir, TRUST_NAME, config_digest(project_dir))
 
 
 def trust_config(project_dir: Path, store: TrustStore | None = None) -> str:
     """Trust the project's hooks.yaml as it is now (after reading it); returns the digest."""
-    from mcp_hooks.registry.trust import TrustStore
-
     digest = config_digest(project_dir)
     (store or TrustStore()).trust(project_dir, {TRUST_NAME: digest})
     return digest
@@ -204,6 +202,19 @@ def needs_trust(entry: Entry) -> bool:
     return entry.oracle.runs_commands()
 
 
+def _candidate(old: _Merged | None, merged: dict[str, Any], file: Path, layer: Layer,
+               order: tuple[int, int], written: str, trusted: bool) -> _Merged:
+    """The entry ``merged`` makes of ``old`` (None: a new one), and what it inherits."""
+    if old is None:
+        return _Merged(merged, file, file, layer, order, written, guarded=trusted,
+                       vouched=trusted)
+    same_oracle = merged["oracle"] == old.raw["oracle"]
+    same_code = same_oracle and _same(merged.get("config") or {}, old.raw.get("config") or {})
+    return _Merged(merged, file, old.source if same_oracle else file, layer, old.order,
+                   old.written, guarded=trusted or old.guarded,
+                   vouched=trusted or (old.vouched and same_code))
+
+
 class _Merger:
     def __init__(self, project_dir: Path | None, *, trust_project: bool,
                  trust_store: TrustStore | None, resolve: bool) -> None:
@@ -228,8 +239,6 @@ class _Merger:
             return True
         assert self.project_dir is not None
         if config.snapshot is None:
-            from mcp_hooks.registry.trust import TrustStore
-
             config.snapshot = ahp_snapshot(self.project_dir)
             config.trust = (self.store or TrustStore()).status(
                 self.project_dir, TRUST_NAME, config.snapshot.digest)
@@ -249,8 +258,6 @@ class _Merger:
     # -- one layer ---------------------------------------------------------------------------
 
     def read(self, rank: int, layer: Layer, file: Path) -> None:
-        import os
-
         if not os.path.lexists(file):
             return
         self.config.files.append(file)
@@ -275,29 +282,16 @@ class _Merger:
         key: Key = (trigger, raw.get("id") or raw["oracle"])
         label = f"{written}[{position}] ({raw['oracle']})"
         old = self.merged.get(key)
-        if old is not None and old.guarded and not trusted and not (
-                layer == "local" and self.local_is_own(file)):
-            changed = changes(old.raw, raw)
-            if changed:
-                self.note(file, label, trigger, self.refusal(layer, key, old, changed))
+        if old is not None and self.refused(old, layer, file, trusted, (label, trigger, key),
+                                            raw):
             return
         if old is None and key not in self.seen and rank > 0:
             self.check_overrides_something(layer, file, label, key, raw)
         self.seen.add(key)
         if old is not None and old.layer == "user" and layer != "user":
-            changed = changes(old.raw, raw)
-            if changed:
-                self.config.overrides.append(LayerNote(file, label, trigger, (
-                    f"changes {old.file}'s entry {key[1]!r}: {', '.join(changed)}")))
-        merged = _merge(old.raw if old else None, raw)
-        same_code = old is not None and merged["oracle"] == old.raw["oracle"] and _same(
-            merged.get("config") or {}, old.raw.get("config") or {})
-        same_oracle = old is not None and merged["oracle"] == old.raw["oracle"]
-        candidate = _Merged(
-            merged, file, old.source if old is not None and same_oracle else file, layer,
-            old.order if old else (rank, position), old.written if old else written,
-            guarded=trusted or (old is not None and old.guarded),
-            vouched=trusted or (old is not None and old.vouched and same_code))
+            self.note_user_override(old, file, (label, trigger, key), raw)
+        candidate = _candidate(old, _merge(old.raw if old else None, raw), file, layer,
+                               (rank, position), written, trusted)
         try:
             entry = self.build(key, candidate)
         except HooksYamlError as exc:
@@ -308,6 +302,25 @@ class _Merger:
             self.config.untrusted.append(entry)
             return  # neither runs nor overrides what was there
         self.merged[key], self.built[key] = candidate, entry
+
+    def refused(self, old: _Merged, layer: Layer, file: Path, trusted: bool,
+                what: tuple[str, str, Key], raw: dict[str, Any]) -> bool:
+        """Whether a guarded entry stays as it is (an untrusted layer may not change it)."""
+        if not old.guarded or trusted or (layer == "local" and self.local_is_own(file)):
+            return False
+        label, trigger, key = what
+        changed = changes(old.raw, raw)
+        if changed:
+            self.note(file, label, trigger, self.refusal(layer, key, old, changed))
+        return True
+
+    def note_user_override(self, old: _Merged, file: Path, what: tuple[str, str, Key],
+                           raw: dict[str, Any]) -> None:
+        label, trigger, key = what
+        changed = changes(old.raw, raw)
+        if changed:
+            self.config.overrides.append(LayerNote(file, label, trigger, (
+                f"changes {old.file}'s entry {key[1]!r}: {', '.join(changed)}")))
 
     # -- notes -----------------------------------------------------------------------------
 
@@ -396,8 +409,6 @@ def load_config(project_dir: Path | None, *, user_file: Path | None = None,
             (``validate``, the trust review): every custom oracle is a ``HeldBack``.
     """
     if trust_project is None:
-        from mcp_hooks.registry.trust import trust_all_from_env
-
         trust_project = trust_all_from_env()
     merger = _Merger(project_dir, trust_project=trust_project, trust_store=trust_store,
                      resolve=resolve)

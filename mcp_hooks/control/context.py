@@ -32,6 +32,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from mcp_hooks.control import runtime
+from mcp_hooks.control.files import SAFE_GIT_CONFIG, SAFE_GIT_ENV
 from mcp_hooks.errors import ConfigError
 
 ENVIRONMENT_ENV = "MCP_HOOKS_ENVIRONMENT"
@@ -94,9 +96,6 @@ def git(work_dir: Path, *args: str, timeout: float = GIT_TIMEOUT) -> GitResult:
     Raises:
         OSError: git cannot be started.
     """
-    from mcp_hooks.control import runtime
-    from mcp_hooks.control.files import SAFE_GIT_CONFIG, SAFE_GIT_ENV
-
     done = runtime.run(["git", *SAFE_GIT_CONFIG, "-C", str(work_dir), *args], work_dir,
                        timeout=timeout, env=SAFE_GIT_ENV)
     if done.spawn_error is not None:

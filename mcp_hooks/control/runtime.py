@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import stat
 import threading
 import time
@@ -39,7 +40,9 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from mcp_hooks.errors import ConfigError
+from mcp_hooks.runner.blocking import run_hook_blocking
 from mcp_hooks.runner.core import RunResult
+from mcp_hooks.runner.hookenv import hook_environment
 
 MAX_TIMEOUT = 600.0  # = hosts.base.HOOK_TIMEOUT_S: what a host gives a whole event
 OUTPUT_CAP = 256 * 1024  # bytes of a command's stdout and of its stderr kept
@@ -98,8 +101,6 @@ def entered(scope: Scope) -> Iterator[Scope]:
 
 def environment(scope: Scope | None = None) -> dict[str, str]:
     """The environment an oracle's command starts from: a hook's (``hookenv``)."""
-    from mcp_hooks.runner.hookenv import hook_environment
-
     return hook_environment(os.environ, scope.secrets if scope is not None else ())
 
 
@@ -108,8 +109,6 @@ def run(argv: Sequence[str], cwd: Path | str, *, timeout: float, stdin: bytes = 
     """Run ``argv`` in ``cwd`` under the calling thread's scope (see the module docstring);
     ``env`` adds variables to a hook's environment. Never raises for the command's failure:
     a spawn error or a timeout is in the ``RunResult``."""
-    from mcp_hooks.runner.blocking import run_hook_blocking
-
     scope = current()
     if scope is not None:
         timeout = min(timeout, scope.left())
@@ -119,7 +118,6 @@ def run(argv: Sequence[str], cwd: Path | str, *, timeout: float, stdin: bytes = 
     full.update(env or {})
     argv = list(argv)
     if argv and "/" not in argv[0]:  # the runner execs a path: look the name up as a shell would
-        import shutil
 
         argv[0] = shutil.which(argv[0], path=full.get("PATH", os.defpath)) or argv[0]
     if scope is not None:

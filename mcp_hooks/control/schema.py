@@ -9,7 +9,7 @@ it; ``entries_of`` checks each entry's keys and types and names file, entry and 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +18,9 @@ from mcp_hooks.control.context import OracleContext
 from mcp_hooks.control.files import AhpSnapshot, LayerFileError, read_bounded
 from mcp_hooks.control.oracles.base import Oracle
 from mcp_hooks.errors import ConfigError, UnknownEventError, did_you_mean
+from mcp_hooks.paths import ahp_user_file
+from mcp_hooks.spec.events import canonical_event
+from mcp_hooks.spec.vocabulary import also_named
 
 Layer = Literal["user", "project", "local"]
 TRUST_NAME = ".ahp"  # the trust store's name for a project's hooks.yaml (no hook is named so)
@@ -42,8 +45,6 @@ MAX_HOOKS_YAML = 256 * 1024
 
 def user_config_path() -> Path:
     """``~/.ahp/hooks.yaml`` (the seed's place, not an XDG one; ``paths.ahp_user_file``)."""
-    from mcp_hooks.paths import ahp_user_file
-
     return ahp_user_file()
 
 
@@ -76,7 +77,6 @@ def canonical_trigger(name: str) -> str:
         return TRIGGERS[name]
     if name in TRIGGERS.values():
         return name
-    from mcp_hooks.spec.events import canonical_event
 
     return canonical_event(name)
 
@@ -154,7 +154,6 @@ def _scalar_holds(want: Any, actual: Any) -> bool:
 def condition_holds(key: str, want: Any, view: Mapping[str, Any]) -> bool:
     actual = lookup(view, key)
     if key == "tool":  # a host's own name (Bash) also matches the canonical one (Shell)
-        from mcp_hooks.spec.vocabulary import also_named
 
         names = frozenset(str(w) for w in (want if isinstance(want, list) else [want]))
         return actual is not None and str(actual) in names | also_named(names)
@@ -246,6 +245,7 @@ def _read_file(file: Path, inside: Path | None) -> bytes:
 
 def parse_yaml(file: Path, raw: bytes) -> Any:
     """The data of a hooks.yaml's bytes (see ``read_yaml``)."""
+    # lazy: 82 ms of cold start (PyYAML) when no hooks.yaml is there to read
     import yaml
 
     try:
@@ -273,42 +273,76 @@ def parse_yaml(file: Path, raw: bytes) -> Any:
                              f"{getattr(exc, 'problem', None) or exc}") from None
 
 
-def _check_entry(file: Path, label: str, trigger: str, raw: Any) -> dict[str, Any]:
-    def fail(key: str | None, reason: str) -> HooksYamlError:
-        return HooksYamlError(file, label, key, reason, trigger)
+_Problem = tuple[str | None, str]  # (the key at fault, what is wrong)
+_KINDS = {"config": (dict, "a mapping"), "when": (dict, "a mapping"),
+          "enabled": (bool, "true or false"), "async": (bool, "true or false"),
+          "id": (str, "a string")}
 
-    if not isinstance(raw, dict):
-        raise fail(None, "an entry must be a mapping with at least 'oracle: Name'")
+
+def _unknown_key(raw: dict[Any, Any]) -> _Problem | None:
     for key in raw:
         if key not in ENTRY_KEYS:
             hint = did_you_mean(str(key), ENTRY_KEYS)
-            raise fail(str(key), f"unknown key{f' ({hint})' if hint else ''}; an entry "
-                       f"takes {', '.join(ENTRY_KEYS)}")
+            return str(key), (f"unknown key{f' ({hint})' if hint else ''}; an entry takes "
+                              f"{', '.join(ENTRY_KEYS)}")
+    return None
+
+
+def _bad_oracle(raw: dict[Any, Any]) -> _Problem | None:
     if not isinstance(raw.get("oracle"), str) or not raw["oracle"].strip():
-        raise fail("oracle", "is required: the oracle's name (ChecklistValidator, ...)")
-    kinds = {"config": (dict, "a mapping"), "when": (dict, "a mapping"),
-             "enabled": (bool, "true or false"), "async": (bool, "true or false"),
-             "id": (str, "a string")}
-    for key, (kind, words) in kinds.items():
+        return "oracle", "is required: the oracle's name (ChecklistValidator, ...)"
+    return None
+
+
+def _bad_kind(raw: dict[Any, Any]) -> _Problem | None:
+    for key, (kind, words) in _KINDS.items():
         if key in raw and not isinstance(raw[key], kind):
-            raise fail(key, f"must be {words}, got {raw[key]!r}")
+            return key, f"must be {words}, got {raw[key]!r}"
+    return None
+
+
+def _bad_priority(raw: dict[Any, Any]) -> _Problem | None:
     priority = raw.get("priority", 0)
     if isinstance(priority, bool) or not isinstance(priority, int) or priority < 0:
-        raise fail("priority", f"must be a whole number >= 0, got {priority!r}")
+        return "priority", f"must be a whole number >= 0, got {priority!r}"
+    return None
+
+
+def _bad_when(raw: dict[Any, Any]) -> _Problem | None:
     for key, want in (raw.get("when") or {}).items():
         root = str(key).split(".", 1)[0]
         if root not in WHEN_ROOTS or (root in ("issue", "files", "tool_input", "env")
                                       and "." not in str(key)):
-            raise fail(f"when.{key}", "unknown condition; use tool, environment, session_id "
-                       "or a dotted path under issue., files., tool_input., env.")
+            return f"when.{key}", ("unknown condition; use tool, environment, session_id "
+                                   "or a dotted path under issue., files., tool_input., env.")
         values = want if isinstance(want, list) else [want]
         if not values or not all(isinstance(v, (str, int, float, bool)) for v in values):
-            raise fail(f"when.{key}", "must be a value, a list of values or a comparison "
-                       "such as \"> 10\"")
+            return f"when.{key}", ("must be a value, a list of values or a comparison such "
+                                   "as \"> 10\"")
+    return None
+
+
+def _bad_escalation(raw: dict[Any, Any]) -> _Problem | None:
     ladder = raw.get("escalation")
     if ladder is not None and ladder is not True and not (
             isinstance(ladder, list) and ladder and all(s in INTENSITY_STEPS for s in ladder)):
-        raise fail("escalation", "must be true or a list of prompt, control, block")
+        return "escalation", "must be true or a list of prompt, control, block"
+    return None
+
+
+# An entry's checks, in the order its problems are reported (the first one found is raised).
+ENTRY_CHECKS: tuple[Callable[[dict[Any, Any]], _Problem | None], ...] = (
+    _unknown_key, _bad_oracle, _bad_kind, _bad_priority, _bad_when, _bad_escalation)
+
+
+def _check_entry(file: Path, label: str, trigger: str, raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise HooksYamlError(file, label, None,
+                             "an entry must be a mapping with at least 'oracle: Name'", trigger)
+    for check in ENTRY_CHECKS:
+        problem = check(raw)
+        if problem is not None:
+            raise HooksYamlError(file, label, problem[0], problem[1], trigger)
     return raw
 
 
@@ -338,21 +372,31 @@ def entries_of(file: Path, data: Any, problems: list[HooksYamlError],
             problems.append(HooksYamlError(file, str(written), None, "must be a list of "
                                            "entries (- oracle: Name)", trigger))
             continue
-        seen: set[str] = set()
-        for i, raw in enumerate(entries):
-            name = raw.get("oracle") if isinstance(raw, dict) else None
-            label = f"{written}[{i}]" + (f" ({name})" if name else "")
-            try:
-                checked = _check_entry(file, label, trigger, raw)
-            except HooksYamlError as exc:
-                problems.append(exc)
-                continue
-            ident = checked.get("id") or checked["oracle"]
-            if ident in seen:
-                problems.append(HooksYamlError(
-                    file, label, "id", f"a second entry for {ident!r} in this trigger; give "
-                    "each an id", trigger))
-                continue
-            seen.add(ident)
-            out.append((trigger, str(written), i, checked))
+        out.extend(_trigger_entries(file, (trigger, str(written)), entries, problems))
+    return out
+
+
+def _trigger_entries(file: Path, triggers: tuple[str, str], entries: list[Any],
+                     problems: list[HooksYamlError],
+                     ) -> list[tuple[str, str, int, dict[str, Any]]]:
+    """The valid entries of one trigger's list (one id once)."""
+    trigger, written = triggers
+    out = []
+    seen: set[str] = set()
+    for i, raw in enumerate(entries):
+        name = raw.get("oracle") if isinstance(raw, dict) else None
+        label = f"{written}[{i}]" + (f" ({name})" if name else "")
+        try:
+            checked = _check_entry(file, label, trigger, raw)
+        except HooksYamlError as exc:
+            problems.append(exc)
+            continue
+        ident = checked.get("id") or checked["oracle"]
+        if ident in seen:
+            problems.append(HooksYamlError(
+                file, label, "id", f"a second entry for {ident!r} in this trigger; give "
+                "each an id", trigger))
+            continue
+        seen.add(ident)
+        out.append((trigger, written, i, checked))
     return out

@@ -31,7 +31,7 @@ one shared instance.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcp_hooks.errors import ConfigError
@@ -43,6 +43,8 @@ from mcp_hooks.spec.signals import Signal, printed_signal
 _DENY_WORDS = frozenset({"deny", "block"})
 _ALLOW_WORDS = frozenset({"allow", "approve"})
 _WARN_WORDS = frozenset({"warn", "warning"})
+_WORDS = {**dict.fromkeys(_DENY_WORDS, "deny"), **dict.fromkeys(_ALLOW_WORDS, "allow"),
+          **dict.fromkeys(_WARN_WORDS, "warn")}  # a decision word -> what it does
 _INPUT_EVENTS = frozenset({"before_tool", "before_model"})  # where modified_input applies
 _OUTPUT_EVENTS = frozenset({"after_tool", "after_model"})  # where modified_output applies
 
@@ -177,6 +179,32 @@ def _failure(hook: HookSpec, status: Status, what: str) -> Verdict:
 
 
 def _parse_stdout(hook: HookSpec, event: str, result: RunResult) -> Verdict:
+    """A run's stdout, read as the answer protocol: decision first, then ``ANSWER_FIELDS``."""
+    data = _answer_object(hook, result)
+    if isinstance(data, Verdict):
+        return data
+    signal = None
+    if data.get("intensity") is not None:
+        try:
+            signal = printed_signal(data, source=hook.name, hook=event)
+        except ConfigError as exc:
+            return _failure(hook, "error", f"its signal cannot be read: {exc}")
+        if signal.blocks and data.get("decision") is None:
+            data = {**data, "decision": "deny", "reason": signal.payload.get("reason")}
+    notes: list[str] = []
+    verdict = _decide(hook, data, notes)
+    verdict.signal = signal
+    for field, read in ANSWER_FIELDS:
+        read(verdict, data.get(field), event, notes)
+    if verdict.context is None:
+        verdict.context = _fallback_context(verdict, signal)
+    if notes:
+        verdict.warning = f"{hook.name}: " + "; ".join(notes)
+    return verdict
+
+
+def _answer_object(hook: HookSpec, result: RunResult) -> dict[str, Any] | Verdict:
+    """The stdout's JSON object, or the verdict when there is none to read."""
     text = decode(result.stdout).strip()
     if not text:
         return Verdict("allow")
@@ -188,71 +216,92 @@ def _parse_stdout(hook: HookSpec, event: str, result: RunResult) -> Verdict:
         return _failure(hook, "error", f"stdout is not JSON: {cap_text(text, 200)!r}")
     if not isinstance(data, dict):
         return _failure(hook, "error", f"stdout must be a JSON object, got {type(data).__name__}")
+    return data
 
-    notes: list[str] = []
-    signal = None
-    if data.get("intensity") is not None:
-        try:
-            signal = printed_signal(data, source=hook.name, hook=event)
-        except ConfigError as exc:
-            return _failure(hook, "error", f"its signal cannot be read: {exc}")
-        if signal.blocks and data.get("decision") is None:
-            data = {**data, "decision": "deny", "reason": signal.payload.get("reason")}
+
+def _decide(hook: HookSpec, data: dict[str, Any], notes: list[str]) -> Verdict:
+    """The ``decision`` field (and its ``reason``): a word of ``_WORDS``, else the hook's policy."""
     decision = data.get("decision")
     if decision is None:
         decision = "allow"
-    word = decision.strip().lower() if isinstance(decision, str) else None
-    warn = word in _WARN_WORDS
-    unknown = word not in _DENY_WORDS and word not in _ALLOW_WORDS and not warn
-    if word in _DENY_WORDS or (unknown and hook.on_error == "block"):
-        verdict = Verdict("deny")
-        verdict.deny = True
-        reason = data.get("reason")
-        verdict.reason = str(reason) if reason else f"blocked by hook {hook.name}"
-        if unknown:  # a fail-closed hook that says something we cannot read denies
-            verdict.reason = (f"hook {hook.name} fails closed and its decision {decision!r} "
-                              f"is not allow or deny: {verdict.reason}")
-            notes.append(f"decision {decision!r} is not allow or deny; denied (fails closed)")
-        verdict.message = cap_text(verdict.reason, 500)
-    else:
+    word = decision.strip().lower() if isinstance(decision, str) else ""
+    kind = _WORDS.get(word)
+    if kind is None:  # a word we cannot read: the hook's failure policy decides
+        kind = "deny" if hook.on_error == "block" else "allow"
+        how = "denied (fails closed)" if kind == "deny" else "treated as allow"
+        notes.append(f"decision {decision!r} is not allow or deny; {how}")
+    if kind != "deny":
         verdict = Verdict("allow")
-        if unknown:
-            notes.append(f"decision {decision!r} is not allow or deny; treated as allow")
-        if warn:
+        if kind == "warn":
             verdict.notice = str(data.get("reason") or f"warning from hook {hook.name}")
-    verdict.signal = signal
-
-    modified = data.get("modified_input")
-    if modified is not None:
-        if not isinstance(modified, dict):
-            notes.append("modified_input must be a JSON object; ignored")
-        elif event not in _INPUT_EVENTS:
-            notes.append(f"modified_input only applies to before_tool and before_model, not "
-                         f"{event}; ignored")
-        elif event == "before_model" and not isinstance(modified.get("messages"), list):
-            notes.append('modified_input on before_model must be {"messages": [...]}; ignored')
-        else:
-            verdict.modified_input = modified
-    if "modified_output" in data and data["modified_output"] is not None:
-        if event not in _OUTPUT_EVENTS:
-            notes.append(f"modified_output only applies to after_tool and after_model, not "
-                         f"{event}; ignored")
-        else:
-            verdict.modified_output = data["modified_output"]
-    context = data.get("additional_context")
-    if isinstance(context, list):
-        context = "\n".join(str(c) for c in context)
-    if context:
-        verdict.context = str(context)
-    elif verdict.notice:
-        verdict.context = verdict.notice
-    elif signal is not None and (signal.intensity in ("prompt", "aid") or (
-            signal.intensity == "control" and verdict.modified_input is None
-            and verdict.modified_output is None)):
-        verdict.context = signal.text()  # an adjustment no rewrite carries: say what it was
-    log = data.get("log")
-    if log and verdict.message is None:
-        verdict.message = cap_text(str(log), 500)
-    if notes:
-        verdict.warning = f"{hook.name}: " + "; ".join(notes)
+        return verdict
+    verdict = Verdict("deny")
+    verdict.deny = True
+    reason = data.get("reason")
+    verdict.reason = str(reason) if reason else f"blocked by hook {hook.name}"
+    if word not in _WORDS:  # a fail-closed hook that says something we cannot read denies
+        verdict.reason = (f"hook {hook.name} fails closed and its decision {decision!r} "
+                          f"is not allow or deny: {verdict.reason}")
+    verdict.message = cap_text(verdict.reason, 500)
     return verdict
+
+
+def _modified_input(verdict: Verdict, value: Any, event: str, notes: list[str]) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        notes.append("modified_input must be a JSON object; ignored")
+    elif event not in _INPUT_EVENTS:
+        notes.append(f"modified_input only applies to before_tool and before_model, not "
+                     f"{event}; ignored")
+    elif event == "before_model" and not isinstance(value.get("messages"), list):
+        notes.append('modified_input on before_model must be {"messages": [...]}; ignored')
+    else:
+        verdict.modified_input = value
+
+
+def _modified_output(verdict: Verdict, value: Any, event: str, notes: list[str]) -> None:
+    if value is None:
+        return
+    if event not in _OUTPUT_EVENTS:
+        notes.append(f"modified_output only applies to after_tool and after_model, not "
+                     f"{event}; ignored")
+    else:
+        verdict.modified_output = value
+
+
+def _additional_context(verdict: Verdict, value: Any, event: str, notes: list[str]) -> None:
+    if isinstance(value, list):
+        value = "\n".join(str(c) for c in value)
+    if value:
+        verdict.context = str(value)
+
+
+def _log(verdict: Verdict, value: Any, event: str, notes: list[str]) -> None:
+    if value and verdict.message is None:  # a deny's reason is its message already
+        verdict.message = cap_text(str(value), 500)
+
+
+_FieldReader = Callable[[Verdict, Any, str, list[str]], None]
+# The answer's fields after ``decision``/``reason`` (and a printed signal's ``intensity``), in
+# the order they are read: each reader gets the field's value (None when absent), the event,
+# and the notes that become the verdict's warning.
+ANSWER_FIELDS: tuple[tuple[str, _FieldReader], ...] = (
+    ("modified_input", _modified_input),
+    ("modified_output", _modified_output),
+    ("additional_context", _additional_context),
+    ("log", _log),
+)
+
+
+def _fallback_context(verdict: Verdict, signal: Signal | None) -> str | None:
+    """The context when the hook gave none: its warning's text, or its signal's."""
+    if verdict.notice:
+        return verdict.notice
+    if signal is None:
+        return None
+    if signal.intensity in ("prompt", "aid") or (
+            signal.intensity == "control" and verdict.modified_input is None
+            and verdict.modified_output is None):
+        return signal.text()  # an adjustment no rewrite carries: say what it was
+    return None

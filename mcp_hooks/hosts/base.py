@@ -40,12 +40,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcp_hooks.errors import RunError
+from mcp_hooks.spec import outcome
+from mcp_hooks.spec.events import can_block
 from mcp_hooks.spec.signals import ACTIONS
 from mcp_hooks.spec.vocabulary import (
     MCP_CLIENTS,
@@ -134,8 +137,6 @@ def fault_outcome(event: str, what: str, *, on_fault: str = "block") -> Outcome:
     """The engine's answer for an event mcp-hooks could not decide: a deny by ``mcp-hooks``
     whose reason says what broke and how to fix it, or an allow with that as a warning
     (``warn``, or an event that cannot block). Imported here, when a fault happens."""
-    from mcp_hooks.spec import outcome
-
     return outcome.fault_outcome(event, what, on_fault=on_fault)
 
 
@@ -180,13 +181,10 @@ def shows_aid(host: Host, call: Call) -> bool:
     """Whether the host's reply to this call shows the model the engine's context, allowed
     or denied (the model reads stdout but ``systemMessage``, and stderr on exit 2). If not
     (Claude Code's Stop), the door fires with ``hold_aid``: the session's aid waits."""
-    from mcp_hooks.spec.events import can_block
-    from mcp_hooks.spec.outcome import Outcome
-
     stop = call.event == "before_stop"
     for deny in (False, True) if can_block(call.event) else (False,):
         try:
-            reply = host.reply(call, Outcome(call.event, "deny" if deny else "allow", "probe",
+            reply = host.reply(call, outcome.Outcome(call.event, "deny" if deny else "allow", "probe",
                                              continue_working=deny and stop,
                                              additional_context=[_PROBE]))
             data: Any = json.loads(reply.stdout) if reply.stdout.strip() else {}
@@ -479,8 +477,6 @@ class Host:
     def installed(self, home: Path, path: str | None = None) -> str | None:
         """Why the host looks installed here (its program on ``path``, default ``$PATH``; or
         its config folder under ``home``), or None."""
-        import shutil
-
         for program in self.programs:
             found = shutil.which(program, path=path)
             if found:

@@ -25,6 +25,9 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
+import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +49,7 @@ from mcp_hooks.hosts.doctor_server import check_forward_script, check_server
 from mcp_hooks.hosts.forward import FORWARD_PATH
 from mcp_hooks.hosts.forward_script import read_token
 from mcp_hooks.options import CommonOptions
+from mcp_hooks.registry.trust import UNVERIFIABLE_DIGEST, TrustStore, hook_digest
 
 EXIT_BROKEN = EXIT_FAILURE
 PROBE_HOOK = "mcp-hooks-doctor-probe"
@@ -152,8 +156,6 @@ def run_doctor(given: DoctorOptions) -> int:
     Raises:
         UnknownHostError: a host in ``given.hosts`` that is not bridged.
     """
-    import tempfile
-
     report = Report()
     names = [host_name(h) for h in (given.hosts or HOSTS)]
     project = options.project_dir(given.common)
@@ -264,8 +266,6 @@ def _entry(host: Host, event: str, handler: dict[str, Any]) -> Entry:
 
 
 def _executable(word: str) -> bool:
-    import shutil
-
     if os.sep in word:
         return os.path.isfile(word) and os.access(word, os.X_OK)
     return shutil.which(word) is not None
@@ -373,8 +373,6 @@ def host_deny_reason(host: str, stdout: str, stderr: str, code: int) -> str | No
 
 def probe(host: Host, entry: Entry, event: str, root: Path) -> dict[str, Any]:
     """Run the written command as the host would, against the probe hook only."""
-    import subprocess
-
     assert entry.command is not None
     words = shlex.split(entry.command)
     if entry.kind == "server" and len(words) > 2:
@@ -458,8 +456,6 @@ def check_hooks(report: Report, given: CommonOptions) -> None:
 def _identical(one: Path, other: Path) -> bool:
     """Whether two hook folders hold the same content (the digest trust uses: relative
     paths, modes and bytes); a folder that cannot be hashed in full is never the same."""
-    from mcp_hooks.registry.trust import UNVERIFIABLE_DIGEST, hook_digest
-
     digest = hook_digest(one)
     return digest != UNVERIFIABLE_DIGEST and digest == hook_digest(other)
 
@@ -481,8 +477,6 @@ def _writable(path: Path) -> bool:
 
 def _trust_store() -> tuple[Path, str | None]:
     """The trust store's path, and why it cannot be read (None: it can, or is absent)."""
-    from mcp_hooks.registry.trust import TrustStore
-
     path = paths.trust_store_path()
     try:
         return path, TrustStore(path).problem

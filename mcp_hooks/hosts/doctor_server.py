@@ -6,11 +6,14 @@ runs no hook), and whether the forward script on disk is one that keeps the toke
 
 from __future__ import annotations
 
+from http.client import HTTPConnection, HTTPSConnection
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import quote, urlsplit
 
 from mcp_hooks.hosts.base import Host
 from mcp_hooks.hosts.forward import FORWARD_PATH
+from mcp_hooks.hosts.forward_auth import answer_problem, sign_request
 
 
 class Findings(Protocol):
@@ -43,11 +46,6 @@ def check_server(report: Findings, host: Host, url: str, token: str | None, even
     """Whether the server at ``url`` answers and proves it holds ``token``. The request is a
     forward protocol v2 one (the token is not sent); the payload is unreadable on purpose
     (``[]``): the server answers it without running any hook."""
-    from http.client import HTTPConnection, HTTPSConnection
-    from urllib.parse import quote, urlsplit
-
-    from mcp_hooks.hosts.forward_auth import answer_problem, sign_request
-
     info: dict[str, Any] = {"url": url, "status": "unchecked"}
     fix_token = (f"mcp-hooks install {host.name} --via {'server' if fallback else 'http'} "
                  "--token <the server's token> (the same as `mcp-hooks serve --token`)")

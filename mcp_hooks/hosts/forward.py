@@ -45,7 +45,9 @@ import json
 import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
+from mcp_hooks.errors import ConfigError, InvalidEventError
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.hosts import UnknownHostError, get_host
 from mcp_hooks.hosts.base import (
@@ -66,6 +68,8 @@ from mcp_hooks.hosts.forward_auth import (
     RequestVerifier,
     answer_signature,
 )
+from mcp_hooks.spec.events import canonical_event
+from mcp_hooks.spec.outcome import Event, fault_outcome
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -73,7 +77,7 @@ if TYPE_CHECKING:
     from starlette.routing import Route
 
     from mcp_hooks.engine.engine import Engine
-    from mcp_hooks.spec.outcome import Event, OnFault, Outcome
+    from mcp_hooks.spec.outcome import OnFault, Outcome
 
 EngineFor = Callable[[str | None], "Engine | Awaitable[Engine]"]
 # The wire contract, shared with `install` (which writes it into host configs and the forward
@@ -98,8 +102,6 @@ async def answer_payload(host: Host, payload: dict[str, Any], event: str | None,
     warning); only a work dir this server does not serve fails over (exit 1), so that the
     forward script runs the local bridge instead.
     """
-    from mcp_hooks.spec.outcome import Event
-
     try:
         host_event = host.event_of(payload, event)
         call = host.translate(host_event, payload)
@@ -143,6 +145,7 @@ class _Door:
     def answer(self, status: int, body: bytes | str,
                media_type: str = "text/plain; charset=utf-8") -> Response:
         """The response, signed over the request when it was a v2 one."""
+        # lazy: 150 ms of cold `fire` and `bridge` (starlette); only the server answers
         from starlette.responses import Response
 
         content = body.encode("utf-8", "backslashreplace") if isinstance(body, str) else body
@@ -153,6 +156,7 @@ class _Door:
 
 
 def _refused(why: str) -> Response:
+    # lazy: 150 ms of cold `fire` and `bridge` (starlette); only the server answers
     from starlette.responses import PlainTextResponse
 
     return PlainTextResponse(f"{why}\n", status_code=401)
@@ -182,6 +186,7 @@ def bridge_routes(engine_for: EngineFor, token: str | None,
     beside ``/mcp``; empty without a token. They share one replay guard. ``on_fault``: the
     server's setting (``serve --on-fault``, else ``MCP_HOOKS_ON_FAULT``), for the faults the
     endpoints answer themselves (the engine has its own, the same)."""
+    # lazy: 170 ms of cold `fire` and `bridge` (starlette); only the server routes
     from starlette.routing import Route
 
     if not token:
@@ -219,10 +224,6 @@ def read_fire_body(body: bytes) -> Event:
         InvalidEventError: not a JSON object, or a field unknown or of the wrong type (named).
         UnknownEventError: ``event_type`` is not in the catalogue.
     """
-    from mcp_hooks.errors import InvalidEventError
-    from mcp_hooks.spec.events import canonical_event
-    from mcp_hooks.spec.outcome import Event
-
     try:
         data = json.loads(body)
     except (ValueError, RecursionError) as exc:
@@ -238,8 +239,6 @@ def read_fire_body(body: bytes) -> Event:
 
 def _other_hooks(engine: Engine, request: Request) -> str | None:
     """Why this engine would load other hooks than the caller names in its headers, or None."""
-    from urllib.parse import unquote
-
     registry = engine.registry
     for header, ours, what in ((USER_DIR_HEADER, registry.user_dir, "user"),
                                (PROJECT_DIR_HEADER, registry.project_dir, "project")):
@@ -256,11 +255,8 @@ def fire_route(engine_for: EngineFor, token: str,
                verifier: RequestVerifier | None = None, on_fault: OnFault = "block") -> Route:
     """``POST /hooks/fire``: one event fired at the server's engine, answered with the
     outcome's JSON; v2 signed requests only (``verifier``: the replay guard to share)."""
+    # lazy: 170 ms of cold `fire` and `bridge` (starlette); only the server routes
     from starlette.routing import Route
-
-    from mcp_hooks.errors import ConfigError
-    from mcp_hooks.spec.events import canonical_event
-    from mcp_hooks.spec.outcome import fault_outcome
 
     guard = verifier or RequestVerifier(token)
 
@@ -364,6 +360,7 @@ def register_bridge_tool(server: Any, engine_for: EngineFor,
                          on_fault: OnFault = "block") -> None:
     """Add the ``bridge_hook`` tool to a high-level ``MCPServer`` (``on_fault``: the
     server's setting, as for ``bridge_routes``)."""
+    # lazy: 2,200 ms (the MCP SDK) of cold `fire` and `bridge`; only the server
     from mcp.server.mcpserver.exceptions import ToolError
 
     async def bridge_hook_tool(

@@ -70,9 +70,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcp_hooks import __version__
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, MCPHooksError, exit_code
 from mcp_hooks.hosts import UnknownHostError, get_host
 from mcp_hooks.hosts.base import Host
+from mcp_hooks.hosts.claude_code import ClaudeCode
 from mcp_hooks.hosts.configfile import (
     InstallError,
     InstallOptionError,
@@ -82,6 +84,7 @@ from mcp_hooks.hosts.configfile import (
     replace,
     target,
 )
+from mcp_hooks.hosts.doctor import read_entries
 from mcp_hooks.hosts.forward import FORWARD_PATH, TOOL_NAME
 from mcp_hooks.hosts.forward_script import script_path, write_forward_files
 from mcp_hooks.options import CommonOptions
@@ -179,8 +182,6 @@ ON_PYPI = False
 
 
 def _release_version() -> str | None:
-    from mcp_hooks import __version__
-
     if not ON_PYPI:
         return None
     return __version__ if re.fullmatch(r"\d+(?:\.\d+)*", __version__) else None
@@ -353,8 +354,6 @@ def handler_maker(options: InstallOptions, host: Host, scope: str,
 def _native_maker(options: InstallOptions, host: Host, via: str,
                   events: Sequence[str]) -> Callable[[str], dict[str, Any]]:
     """A host's own hook types (Claude Code: ``http`` and ``mcp_tool``), no process at all."""
-    from mcp_hooks.hosts.claude_code import ClaudeCode
-
     if via not in host.native_vias or not isinstance(host, ClaudeCode):
         raise InstallOptionError(f"--via {via} is a Claude Code hook type; for {host.title} "
                                  "use --via command or --via server")
@@ -484,8 +483,6 @@ def _change(options: InstallOptions, install: bool) -> int:
 
 def _has_ours(host: Host, where: Target, text: str) -> bool:
     """Whether a host config holds any entry of ours (what ``uninstall`` would remove)."""
-    from mcp_hooks.hosts.doctor import read_entries
-
     try:
         return bool(read_entries(host, where, text))
     except ValueError:  # unreadable here; edit() read it, so let the removal decide

@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 import mcp_types as types
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
+from mcp_hooks import paths
 from mcp_hooks.proxy.upstream import Upstream
 
 logger = logging.getLogger("mcp_hooks.proxy")
@@ -76,8 +77,6 @@ class NameMemory:
     @classmethod
     def default(cls) -> NameMemory:
         """The memory in ``$XDG_STATE_HOME/mcp-hooks``."""
-        from mcp_hooks import paths
-
         return cls(paths.state_dir() / MEMORY_FILE)
 
     @staticmethod

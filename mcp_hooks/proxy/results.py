@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 import mcp_types as types
+from pydantic import TypeAdapter
 
 from mcp_hooks.spec.outcome import FAULT_SOURCE, Outcome
 
@@ -78,8 +79,6 @@ def _content_blocks(value: Any) -> list[dict[str, Any]]:
     """``value`` checked as a list of MCP content blocks, in wire form."""
     global _BLOCKS
     if _BLOCKS is None:
-        from pydantic import TypeAdapter
-
         _BLOCKS = TypeAdapter(list[types.ContentBlock])
     blocks = _BLOCKS.validate_python(value, by_alias=True)
     dumped: list[dict[str, Any]] = _BLOCKS.dump_python(blocks, mode="json", by_alias=True,

@@ -38,6 +38,9 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp import Client
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
@@ -276,21 +279,16 @@ class Upstream:
             async with stdio_upstream(spec, run, errlog) as streams:
                 yield streams
         elif spec.transport == "stdio":
-            from mcp.client.stdio import StdioServerParameters, stdio_client
-
             params = StdioServerParameters(command=spec.command or "", args=list(spec.args),
                                            env={**os.environ, **spec.env}, cwd=spec.cwd)
             log = cast(TextIO, errlog) if errlog is not None else sys.stderr
             async with stdio_client(params, errlog=log) as (read, write):
                 yield _WatchedReadStream(read, run.closed), write
         elif spec.transport == "http":
-            from mcp.client.streamable_http import streamable_http_client
             async with create_mcp_http_client(headers=spec.headers or None) as http, \
                     streamable_http_client(spec.url or "", http_client=http) as (read, write):
                 yield _WatchedReadStream(read, run.closed), write
         else:
-            from mcp.client.sse import sse_client
-
             async with sse_client(spec.url or "", headers=spec.headers or None) as (read, write):
                 yield _WatchedReadStream(read, run.closed), write
 

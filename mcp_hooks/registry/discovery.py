@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from mcp_hooks import paths
 from mcp_hooks.errors import HookFileError, UnknownEventError
+from mcp_hooks.paths import trust_store_path as store_path
+from mcp_hooks.registry.trust import TrustStore, hook_digest, trust_all_from_env
 from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.hookfile import HOOK_FILES, HookSpec, Scope, load_hook
 
@@ -172,6 +174,20 @@ def run_order(hook: HookSpec) -> tuple[int, int, str]:
 _Loaded = tuple[HookSpec, list[str]] | InvalidHook
 
 
+@dataclass
+class _Scan:
+    """What one scan of the hook folders found."""
+
+    valid: dict[str, HookSpec] = field(default_factory=dict)
+    invalid: list[InvalidHook] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    watched: list[str] = field(default_factory=list)
+    seen: set[Path] = field(default_factory=set)
+    untrusted: list[UntrustedHook] = field(default_factory=list)
+    replaced: dict[str, HookSpec] = field(default_factory=dict)
+    deep: dict[Path, tuple[tuple[Any, ...], str]] = field(default_factory=dict)
+
+
 class Registry:
     """The hooks of one user folder and (optionally) one project.
 
@@ -197,8 +213,6 @@ class Registry:
         self.project_dir = Path(os.path.abspath(project_dir)) if project_dir is not None else None
         self.strict = strict
         if trust_project_hooks is None:
-            from mcp_hooks.registry.trust import trust_all_from_env
-
             trust_project_hooks = trust_all_from_env()
         self.trust_project_hooks = trust_project_hooks
         self._trust_store = trust_store
@@ -214,6 +228,7 @@ class Registry:
         self._lock = threading.Lock()  # one refresh/rescan at a time (see the docstring)
         self._watcher: ChangeWatcher | None = None
         if watch:
+            # lazy: 19 ms of cold start (the watcher's threads), only when watching
             from mcp_hooks.registry.watch import ChangeWatcher
 
             self._watcher = ChangeWatcher()
@@ -371,64 +386,67 @@ class Registry:
         return loaded
 
     def _scan(self) -> bool:
-        valid: dict[str, HookSpec] = {}
-        invalid: list[InvalidHook] = []
-        warnings: list[str] = []
-        watched: list[str] = []
-        seen: set[Path] = set()
-        untrusted: list[UntrustedHook] = []
-        replaced: dict[str, HookSpec] = {}
-        deep: dict[Path, tuple[tuple[Any, ...], str]] = {}
-        store = None
+        found = _Scan()
         for scope, hook_dir, problem in self._hook_dirs():
-            if problem is not None:
-                invalid.append(InvalidHook(hook_dir.name, scope, hook_dir, None, problem))
-                continue
-            seen.add(hook_dir)
-            folder = str(hook_dir)
-            watched.append(folder)
-            watched.append(f"{folder}/scripts")  # a missing one is skipped by the watcher
-            loaded = self._load(scope, hook_dir)
-            if scope == "project" and not self.trust_project_hooks:
-                if store is None:
-                    store = self._store()
-                status, digest = self._trust_of(store, hook_dir, deep, watched)
-                if isinstance(loaded, InvalidHook):
-                    # an untrusted hook would not run, broken or not: it decides nothing
-                    if status == "untrusted":
-                        loaded = _out_of_scope(loaded)
-                elif status != "trusted":
-                    untrusted.append(UntrustedHook(loaded[0], status, digest,
-                                                   _project_of(hook_dir)))
-                    continue
-            if isinstance(loaded, InvalidHook):
-                invalid.append(loaded)
-                continue
-            spec, spec_warnings = loaded
-            warnings.extend(spec_warnings)
-            if spec.scope == "project" and spec.name in valid:
-                replaced[spec.name] = valid[spec.name]
-            valid[spec.name] = spec  # project folders come second: project replaces user
-        for stale in set(self._cache) - seen:
+            self._take(found, scope, hook_dir, problem)
+        for stale in set(self._cache) - found.seen:
             del self._cache[stale]
-
         if self._watcher is not None:
             roots = [root for _, root in self._roots]
             self._watcher.watch(
-                [str(r) for r in roots if r.is_dir()] + watched,
+                [str(r) for r in roots if r.is_dir()] + found.watched,
                 missing=[r for r in roots if not r.is_dir()],
             )
+        return self._publish(found)
 
-        hooks = sorted(valid.values(), key=run_order)
-        changed = (hooks != self._hooks or invalid != self.invalid
-                   or untrusted != self.untrusted)
+    def _take(self, found: _Scan, scope: Scope, hook_dir: Path, problem: str | None) -> None:
+        """One hook folder into the scan: valid, invalid, or held back until trusted."""
+        if problem is not None:
+            found.invalid.append(InvalidHook(hook_dir.name, scope, hook_dir, None, problem))
+            return
+        found.seen.add(hook_dir)
+        folder = str(hook_dir)
+        found.watched.append(folder)
+        found.watched.append(f"{folder}/scripts")  # a missing one is skipped by the watcher
+        loaded = self._load(scope, hook_dir)
+        if scope == "project" and not self.trust_project_hooks:
+            gated = self._trust_gate(found, hook_dir, loaded)
+            if gated is None:
+                return
+            loaded = gated
+        if isinstance(loaded, InvalidHook):
+            found.invalid.append(loaded)
+            return
+        spec, spec_warnings = loaded
+        found.warnings.extend(spec_warnings)
+        if spec.scope == "project" and spec.name in found.valid:
+            found.replaced[spec.name] = found.valid[spec.name]
+        found.valid[spec.name] = spec  # project folders come second: project replaces user
+
+    def _trust_gate(self, found: _Scan, hook_dir: Path, loaded: _Loaded) -> _Loaded | None:
+        """A project hook as loaded, or None when it waits for trust (``found.untrusted``)."""
+        status, digest = self._trust_of(self._store(), hook_dir, found.deep, found.watched)
+        if isinstance(loaded, InvalidHook):
+            # an untrusted hook would not run, broken or not: it decides nothing
+            return _out_of_scope(loaded) if status == "untrusted" else loaded
+        if status != "trusted":
+            found.untrusted.append(UntrustedHook(loaded[0], status, digest,
+                                                 _project_of(hook_dir)))
+            return None
+        return loaded
+
+    def _publish(self, found: _Scan) -> bool:
+        """Make the scan the registry's view; whether anything changed."""
+        hooks = sorted(found.valid.values(), key=run_order)
+        changed = (hooks != self._hooks or found.invalid != self.invalid
+                   or found.untrusted != self.untrusted)
         self._hooks = hooks
         self._by_name = {h.name: h for h in hooks}
-        self.invalid = invalid
-        self.warnings = warnings
-        self.untrusted = untrusted
-        self.replaced = replaced
-        self._deep = deep
+        self.invalid = found.invalid
+        self.warnings = found.warnings
+        self.untrusted = found.untrusted
+        self.replaced = found.replaced
+        self._deep = found.deep
         self._index = _build_index(hooks)
         if changed:
             self.generation += 1
@@ -438,9 +456,6 @@ class Registry:
 
     def _store(self) -> TrustStore:
         if self._trust_store is None:
-            from mcp_hooks.paths import trust_store_path as store_path
-            from mcp_hooks.registry.trust import TrustStore
-
             self._trust_store = TrustStore(store_path())
         self._trust_seen = self._trust_store.signature()
         return self._trust_store
@@ -450,8 +465,6 @@ class Registry:
                   watched: list[str]) -> tuple[TrustStatus, str]:
         """A project hook's trust, hashing its folder only when a file in it moved. Every
         folder below it is watched, so an edit anywhere in it is seen by the next event."""
-        from mcp_hooks.registry.trust import hook_digest
-
         signature = _deep_signature(hook_dir, watched)
         known = self._deep.get(hook_dir)
         digest = known[1] if known is not None and known[0] == signature else hook_digest(hook_dir)

@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
+import hashlib
 import json
 import os
 import stat
+import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -107,7 +110,6 @@ def _file_payload(path: bytes, st: os.stat_result, rel: str, notes: list[str]) -
             st.st_dev, st.st_ino
         ):
             raise UnhashableError(f"{rel}: replaced while being hashed")
-        import hashlib
 
         h = hashlib.sha256()
         total = 0
@@ -198,7 +200,6 @@ def digest_report(hook_dir: Path) -> tuple[str, list[str]]:
     except UnhashableError as exc:
         return UNVERIFIABLE_DIGEST, [*notes, str(exc)]
     records.sort(key=lambda r: r[0])
-    import hashlib
 
     h = hashlib.sha256(b"mcp-hooks hook digest v1\n")
     for _, record in records:
@@ -256,8 +257,6 @@ def _check_shape(data: Any) -> str | None:
 
 
 def _now() -> str:
-    import time
-
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
@@ -405,9 +404,6 @@ class TrustStore:
 
     def _update(self, change: Callable[[_Data], bool]) -> None:
         """Lock, re-read, apply ``change`` (False: nothing to write), replace atomically."""
-        import fcntl
-        import time
-
         folder = self.path.parent
         try:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -445,6 +441,7 @@ class TrustStore:
         self._signature = ()  # read the file as written on the next query
 
     def _write(self, data: _Data) -> None:
+        # lazy: 13 ms of cold start (tempfile), only when the trust store is written
         import tempfile
 
         folder = self.path.parent

@@ -13,7 +13,7 @@ import select
 import time
 from collections.abc import Mapping, Sequence
 
-from mcp_hooks.runner.core import EXIT_POLL, KILL_GRACE, OUTPUT_CAP, Run, RunResult
+from mcp_hooks.runner.core import EXIT_POLL, KILL_GRACE, OUTPUT_CAP, Run, RunResult, Stream
 from mcp_hooks.runner.spawn import has_exited, open_pidfd
 from mcp_hooks.spec.limits import Limits
 
@@ -49,27 +49,7 @@ def run_hook_blocking(
         pidfd = open_pidfd(child.pid)
         if pidfd >= 0:
             poller.register(pidfd, select.POLLIN)
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                break
-            wait = left if pidfd >= 0 else min(left, EXIT_POLL)
-            exited = False
-            for fd, _ in poller.poll(wait * 1000):
-                if fd == pidfd:
-                    exited = True
-                elif fd == run.in_fd:
-                    if run.feed():
-                        poller.unregister(fd)
-                        run.close_stdin()
-                elif fd in streams and streams[fd].read_once():
-                    poller.unregister(fd)
-                    del streams[fd]
-            if exited or (pidfd < 0 and has_exited(child.pid, -1)):
-                run.drain()  # what the child wrote is here; a grandchild cannot hang us
-                break
+        timed_out = not _wait(run, poller, streams, pidfd, time.monotonic() + timeout)
         if timed_out:
             run.terminate()
             _wait_exit_unreaped(child.pid, pidfd, kill_grace)
@@ -82,6 +62,31 @@ def run_hook_blocking(
             os.close(pidfd)
     run.reaper.sweep()
     return run.result(timed_out)
+
+
+def _wait(run: Run, poller: select.poll, streams: dict[int, Stream], pidfd: int,
+          deadline: float) -> bool:
+    """Feed stdin and read the streams until the child exits (True) or the deadline passes."""
+    assert run.child is not None
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        wait = left if pidfd >= 0 else min(left, EXIT_POLL)
+        exited = False
+        for fd, _ in poller.poll(wait * 1000):
+            if fd == pidfd:
+                exited = True
+            elif fd == run.in_fd:
+                if run.feed():
+                    poller.unregister(fd)
+                    run.close_stdin()
+            elif fd in streams and streams[fd].read_once():
+                poller.unregister(fd)
+                del streams[fd]
+        if exited or (pidfd < 0 and has_exited(run.child.pid, -1)):
+            run.drain()  # what the child wrote is here; a grandchild cannot hang us
+            return True
 
 
 def _wait_exit_unreaped(pid: int, pidfd: int, limit: float) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import resource
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -185,7 +186,6 @@ class Run:
         process's hard limit, as the plan has it)."""
         if self.limits.open_files is None:
             return None
-        import resource
 
         return next((soft for res, soft, _ in self.plan if res == resource.RLIMIT_NOFILE), None)
 
@@ -200,8 +200,6 @@ class Run:
         self.reaper.leaders.add(child.pid)
         before = None
         if child.nofile_set:
-            import resource
-
             before = resource.RLIMIT_NOFILE
         # Only the open-files limit, and it was set before exec: the hook started with it. Its
         # hard limit is left as the engine's (the default is a sane start, not a boundary), so

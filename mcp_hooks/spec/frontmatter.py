@@ -46,6 +46,7 @@ def parse_frontmatter(hook_file: Path, text: str) -> dict[str, Any]:
     simple = yamlsubset.load(fm_text)
     if simple is not None:
         return simple
+    # lazy: 25 ms (PyYAML) of cold `fire`: the subset parser reads most HOOK.md
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -75,6 +76,7 @@ def _refuse_hostile(hook_file: Path, events: Any) -> None:
     building it costly: anchors and aliases (``&a``, ``*a``) can expand a page of YAML into
     gigabytes ("billion laughs"), and deep nesting overflows the C loader's stack (a
     segfault at some tens of thousands of levels). Frontmatter needs neither."""
+    # lazy: 25 ms (PyYAML) of cold `fire`: the subset parser reads most HOOK.md
     import yaml
 
     try:
@@ -89,6 +91,7 @@ def _refuse_hostile(hook_file: Path, events: Any) -> None:
 
 
 def _walk_events(hook_file: Path, events: Any) -> None:
+    # lazy: 25 ms (PyYAML) of cold `fire`: the subset parser reads most HOOK.md
     import yaml
 
     depth = 0

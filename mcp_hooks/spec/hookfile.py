@@ -30,6 +30,7 @@ from mcp_hooks.spec.frontmatter import FRONTMATTER as _FRONTMATTER  # noqa: F401
 from mcp_hooks.spec.frontmatter import parse_frontmatter as parse_frontmatter  # re-exported
 from mcp_hooks.spec.frontmatter import trigger_hint
 from mcp_hooks.spec.limits import DEFAULT_LIMITS, Limits, parse_limits
+from mcp_hooks.spec.vocabulary import also_named
 
 Scope = Literal["user", "project"]
 HOOK_FILES = ("HOOK.md", "hook.md")
@@ -141,6 +142,7 @@ def warnings_of(exc: HookFileError) -> tuple[str, ...]:
 def closest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
     """The choice a mistyped ``word`` most likely meant (``triger`` -> ``trigger``), or None
     when none is close (``difflib``'s ratio under ``cutoff``)."""
+    # lazy: 11 ms of cold start (difflib), only on an error's path
     import difflib  # only on an error's path: loading a valid hook never needs it
 
     found = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
@@ -251,8 +253,6 @@ class HookSpec:
     def __post_init__(self) -> None:
         if self.matcher_tool is not None:
             if LITERAL_TOOLS.fullmatch(self.matcher_tool):
-                from mcp_hooks.spec.vocabulary import also_named
-
                 names = frozenset(self.matcher_tool.split("|"))
                 # a host's own name (Bash) also matches the canonical one (Shell) every door
                 # hands hooks: a hook written for one host still guards on all of them
@@ -440,36 +440,10 @@ def _load_text(hook_dir: Path, scope: Scope, hook_file: Path, text: str, strict:
     meant = _unknown_keys(hook_file, data, strict, problems, warnings)
     fm = _validate(hook_file, data, problems, meant)
 
-    name, folder = fm["name"], hook_dir.name
-    if name is not None and not NAME_RE.match(name):
-        problems.append(HookFileError(
-            hook_file, "name", f"{name!r} is not lowercase kebab-case ({FIELDS['name'].hint})"))
-    elif name is not None and name != folder:
-        problems.append(HookFileError(
-            hook_file, "name",
-            f"is {name!r} but the folder is {folder!r}; rename one so they match"))
-    event: str | None = None
-    if fm["trigger"] is not None:
-        try:
-            event = canonical_event(fm["trigger"])
-        except UnknownEventError as exc:
-            problems.append(HookFileError(hook_file, "trigger", str(exc)))
-
-    tool = pattern = None
-    if fm["matcher"]:
-        tool, pattern = fm["matcher"].get("tool"), fm["matcher"].get("pattern")
-        for key, regex in (("matcher.tool", tool), ("matcher.pattern", pattern)):
-            if regex is not None and not (key == "matcher.tool" and LITERAL_TOOLS.fullmatch(regex)):
-                try:
-                    matching.compile_matcher(regex)
-                except matching.MatcherError as exc:
-                    problems.append(HookFileError(hook_file, key, f"{regex!r} {exc}"))
-        if event is not None and event not in TOOL_EVENTS and (tool or pattern):
-            warnings.append(
-                f"{hook_file}: matcher: ignored, matchers apply to tool events only "
-                f"({', '.join(sorted(TOOL_EVENTS))})"
-            )
-            tool = pattern = None
+    name = fm["name"]
+    _check_name(hook_file, name, hook_dir.name, problems)
+    event = _event_of(hook_file, fm["trigger"], problems)
+    tool, pattern = _matcher_of(hook_file, fm["matcher"], event, problems, warnings)
 
     metadata = fm["metadata"] or {}
     on_error, limits, persistent = _extensions(hook_file, metadata, fm["async"], problems,
@@ -502,6 +476,50 @@ def _load_text(hook_dir: Path, scope: Scope, hook_file: Path, text: str, strict:
         persistent=persistent,
     )
     return spec, warnings
+
+
+def _check_name(hook_file: Path, name: str | None, folder: str,
+                problems: list[HookFileError]) -> None:
+    if name is not None and not NAME_RE.match(name):
+        problems.append(HookFileError(
+            hook_file, "name", f"{name!r} is not lowercase kebab-case ({FIELDS['name'].hint})"))
+    elif name is not None and name != folder:
+        problems.append(HookFileError(
+            hook_file, "name",
+            f"is {name!r} but the folder is {folder!r}; rename one so they match"))
+
+
+def _event_of(hook_file: Path, trigger: str | None, problems: list[HookFileError],
+              ) -> str | None:
+    if trigger is None:
+        return None
+    try:
+        return canonical_event(trigger)
+    except UnknownEventError as exc:
+        problems.append(HookFileError(hook_file, "trigger", str(exc)))
+        return None
+
+
+def _matcher_of(hook_file: Path, matcher: dict[str, Any] | None, event: str | None,
+                problems: list[HookFileError], warnings: list[str],
+                ) -> tuple[str | None, str | None]:
+    """(tool, pattern) of the matcher, each compiled once to report its problem."""
+    if not matcher:
+        return None, None
+    tool, pattern = matcher.get("tool"), matcher.get("pattern")
+    for key, regex in (("matcher.tool", tool), ("matcher.pattern", pattern)):
+        if regex is not None and not (key == "matcher.tool" and LITERAL_TOOLS.fullmatch(regex)):
+            try:
+                matching.compile_matcher(regex)
+            except matching.MatcherError as exc:
+                problems.append(HookFileError(hook_file, key, f"{regex!r} {exc}"))
+    if event is not None and event not in TOOL_EVENTS and (tool or pattern):
+        warnings.append(
+            f"{hook_file}: matcher: ignored, matchers apply to tool events only "
+            f"({', '.join(sorted(TOOL_EVENTS))})"
+        )
+        return None, None
+    return tool, pattern
 
 
 # The keys of metadata mcp-hooks reads; any other key is the author's own. A key this close

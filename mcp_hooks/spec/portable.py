@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from mcp_hooks.errors import HookFileError
 from mcp_hooks.spec.events import SPEC_NAMES, is_known_event, spec_name
 from mcp_hooks.spec.hookfile import LITERAL_TOOLS, find_hook_file, parse_frontmatter
@@ -102,8 +104,6 @@ def check_hook(hook_dir: Path) -> list[PortableProblem]:
 
 def _check_block_style(text: str, problem: _Report) -> None:
     """Flow-style collections (``{a: b}``, ``[a, b]``), which strictyaml refuses."""
-    import yaml
-
     found = _BLOCK.match(text.lstrip("\ufeff").replace("\r\n", "\n"))
     if found is None:
         return

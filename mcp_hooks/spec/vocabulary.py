@@ -106,16 +106,7 @@ class ToolMap:
         """
         data = dict(canonical_input)
         sent = dict(host_input)
-        out: dict[str, Any] = {}
-        used: set[str] = set()
-        for canonical_key in dict.fromkeys(c for _, c in self.keys):
-            if canonical_key not in data:
-                continue
-            candidates = [h for h, c in self.keys if c == canonical_key]
-            fallback = canonical_key if canonical_key in sent else candidates[0]
-            host_key = next((h for h in candidates if h in sent), fallback)
-            out[host_key] = data[canonical_key]
-            used.add(canonical_key)
+        out, used = self._renamed(data, sent)
         shape = style(self.edits) if self.edits is not None else None
         if shape is not None and shape.key in data:
             value = data[shape.key]
@@ -127,6 +118,21 @@ class ToolMap:
             if key not in used and key not in out:
                 out[key] = value
         return out
+
+    def _renamed(self, data: dict[str, Any], sent: dict[str, Any],
+                 ) -> tuple[dict[str, Any], set[str]]:
+        """The mapped keys in the host's names (the one the host sent, if it sent one)."""
+        out: dict[str, Any] = {}
+        used: set[str] = set()
+        for canonical_key in dict.fromkeys(c for _, c in self.keys):
+            if canonical_key not in data:
+                continue
+            candidates = [h for h, c in self.keys if c == canonical_key]
+            fallback = canonical_key if canonical_key in sent else candidates[0]
+            host_key = next((h for h in candidates if h in sent), fallback)
+            out[host_key] = data[canonical_key]
+            used.add(canonical_key)
+        return out, used
 
 
 @dataclass(frozen=True)

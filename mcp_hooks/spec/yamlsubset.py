@@ -17,7 +17,10 @@ caller hands the text to PyYAML and every answer is the one PyYAML would give:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
+
+from mcp_hooks.errors import ConfigError
 
 _LINE = re.compile(r"( *)([A-Za-z_][A-Za-z0-9_-]*):(?: +(.*))?")  # value: rstrip it
 _INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
@@ -57,45 +60,60 @@ def load(text: str) -> dict[str, Any] | None:
     """The mapping the text holds, or None when it is outside the subset (use PyYAML)."""
     if _NOT_YAML.search(text):
         return None
+    try:
+        root = _tree(text)
+    except ConfigError:  # outside the subset (nothing else here raises it)
+        return None
+    if not root:  # an empty document is null to YAML, not {}
+        return None
+    return {k: (v if v != {} else None) for k, v in root.items()}
+
+
+def _outside() -> ConfigError:
+    """The text is outside the subset: PyYAML reads it (caught in ``load``, never raised out)."""
+    return ConfigError("outside the YAML subset")
+
+
+def _tree(text: str) -> dict[str, Any]:
+    """Top-level keys, each a scalar or a block of scalars one indent deeper."""
     root: dict[str, Any] = {}
     block: dict[str, Any] | None = None
     block_indent = 0
+    for indent, key, value in _entries(text):
+        if indent == 0:
+            if key in root:
+                raise _outside()
+            block = None if value else {}
+            block_indent = 0
+            root[key] = _value(value) if value else block
+            continue
+        if block is None or not value or key in block:
+            raise _outside()
+        if block_indent == 0:
+            block_indent = indent
+        elif indent != block_indent:
+            raise _outside()
+        block[key] = _value(value)
+    return root
+
+
+def _entries(text: str) -> Iterator[tuple[int, str, str]]:
+    """(indent, key, value) of each line that is not blank or a comment."""
     for line in text.splitlines():
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
         found = _LINE.fullmatch(line)
         if found is None or "\t" in line:
-            return None
+            raise _outside()
         spaces, key, value = found.groups()
         if key in _BOOLS or key in _NULLS or key in _AMBIGUOUS:  # PyYAML reads `on:` as True
-            return None
-        indent = len(spaces)
-        if value:
-            value = value.rstrip(" ")
-        if indent == 0:
-            if key in root:
-                return None
-            if not value:
-                block = root[key] = {}
-                block_indent = 0
-                continue
-            block = None
-            parsed = _scalar(value)
-            if parsed is _DECLINE:
-                return None
-            root[key] = parsed
-            continue
-        if block is None or not value or key in block:
-            return None
-        if block_indent == 0:
-            block_indent = indent
-        elif indent != block_indent:
-            return None
-        parsed = _scalar(value)
-        if parsed is _DECLINE:
-            return None
-        block[key] = parsed
-    if not root:  # an empty document is null to YAML, not {}
-        return None
-    return {k: (v if v != {} else None) for k, v in root.items()}
+            raise _outside()
+        yield len(spaces), key, (value.rstrip(" ") if value else "")
+
+
+def _value(text: str) -> Any:
+    parsed = _scalar(text)
+    if parsed is _DECLINE:
+        raise _outside()
+    return parsed

@@ -39,16 +39,24 @@ it into a fault signal).
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import hashlib
 import importlib
+import importlib.util
+import os
 import re
+import site
+import stat
 import sys
+import types
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_hooks.control.context import OracleContext
+from mcp_hooks.control.files import LayerFileError, contained, kind_of, read_bounded, size_words
 from mcp_hooks.control.oracles.base import Oracle, OracleConfigError
 from mcp_hooks.control.oracles.commands import LintChecker, TestGate
 from mcp_hooks.control.oracles.lifecycle import (
@@ -126,6 +134,7 @@ class OracleRef:
 
 
 def _entry_points() -> list[EntryPoint]:
+    # lazy: 59 ms of cold start, only when an oracle names a package
     from importlib.metadata import entry_points
 
     return list(entry_points(group=ENTRY_POINT_GROUP))  # installed metadata: nothing runs
@@ -173,11 +182,6 @@ def oracle_file(ref: OracleRef, base_dir: Path, roots: Sequence[Path] | None = N
     Raises:
         UnknownOracleError: it is not, saying which rule and the fix.
     """
-    import os
-    import stat
-
-    from mcp_hooks.control.files import LayerFileError, contained, kind_of, size_words
-
     given = Path(ref.where)
     path = given if given.is_absolute() else base_dir / given
     reasons = []
@@ -210,8 +214,6 @@ def _installed_places() -> list[Path]:
     """Where the standard library and installed packages live: each prefix's ``lib``
     folders, the user's site-packages, and every ``site-packages`` / ``dist-packages`` on the
     path (``sysconfig`` and ``site``'s functions are not used: they expand ``~``)."""
-    import site
-
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     found = [Path(p, lib) for p in prefixes for lib in ("lib", "lib64", "Lib")]
     found += [Path(p) for p in sys.path if Path(p).name in ("site-packages", "dist-packages")]
@@ -228,8 +230,6 @@ def _installed_places() -> list[Path]:
 def module_refusal(ref: OracleRef, project_dir: Path | None = None) -> str | None:
     """Why the allow-list refuses the unregistered module of a ``module`` reference (found
     with ``importlib.util.find_spec`` of its top-level name: nothing is imported), or None."""
-    import importlib.util
-
     top = ref.where.split(".", 1)[0]
     if top == "mcp_hooks":
         return "mcp-hooks' own modules are not custom oracles; name the built-in oracle"
@@ -302,11 +302,6 @@ def _load_module(ref: OracleRef, project_dir: Path | None) -> type:
 
 
 def _load_file(ref: OracleRef, path: Path, snapshot: AhpSnapshot | None) -> type:
-    import hashlib
-    import types
-
-    from mcp_hooks.control.files import LayerFileError, read_bounded
-
     try:
         source = read_bounded(path, MAX_ORACLE_FILE)
     except LayerFileError as exc:
@@ -387,10 +382,6 @@ def inspect_reference(name: str, base_dir: Path, *, roots: Sequence[Path] | None
         UnknownOracleError: the allow-list refuses it, the file is missing or does not parse,
             or it defines no such class.
     """
-    import ast
-
-    from mcp_hooks.control.files import LayerFileError, read_bounded
-
     ref = parse_reference(name)
     if ref.kind == "builtin":
         return "built in"

@@ -46,6 +46,7 @@ from mcp_hooks.control.oracles.base import (
     checked_path,
     run_command,
 )
+from mcp_hooks.paths import state_dir
 from mcp_hooks.spec.signals import Signal
 
 _COMMAND_WORDS = "a command (a string, or a list of words)"
@@ -133,8 +134,6 @@ class ChangeLogger(Oracle):
         Raises:
             runtime.FileRefused: ``log_file`` is outside the project and the state folder.
         """
-        from mcp_hooks.paths import state_dir
-
         given = self.config["log_file"]
         if given:
             return runtime.locate(given, [context.work_dir, state_dir()], "log_file")

@@ -34,8 +34,9 @@ from pathlib import PurePosixPath
 from typing import Any, ClassVar
 
 from mcp_hooks.control import runtime
-from mcp_hooks.control.context import ChecklistItem, OracleContext, git
+from mcp_hooks.control.context import ChecklistItem, OracleContext, git, git_changed_files
 from mcp_hooks.control.oracles.base import Option, Oracle, OracleConfigError, checked_path
+from mcp_hooks.spec.matching import MatcherError, compile_matcher, search
 from mcp_hooks.spec.signals import Signal
 
 _NUMBER = (int, float)
@@ -166,8 +167,6 @@ class FileChangeLimiter(Oracle):
 
     def evaluate(self, context: OracleContext) -> Signal | None:
         if self.config["base"] and not (context.issue and context.issue.files_changed):
-            from mcp_hooks.control.context import git_changed_files
-
             files = git_changed_files(context.work_dir, self.config["base"])
         else:
             files = context.changed_files
@@ -229,7 +228,6 @@ class CommitMessageValidator(Oracle):
     def __init__(self, config: Any = None) -> None:
         super().__init__(config)
         check_intensity("intensity", self.config["intensity"], ("block", "prompt"))
-        from mcp_hooks.spec.matching import MatcherError, compile_matcher
 
         try:
             self.pattern = compile_matcher(self.config["pattern"])
@@ -241,7 +239,6 @@ class CommitMessageValidator(Oracle):
         if message is None:
             return None
         problems: list[str] = []
-        from mcp_hooks.spec.matching import search
 
         bad_subject = not search(self.pattern, message)
         if bad_subject:
