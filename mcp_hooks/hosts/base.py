@@ -184,9 +184,9 @@ def shows_aid(host: Host, call: Call) -> bool:
     stop = call.event == "before_stop"
     for deny in (False, True) if can_block(call.event) else (False,):
         try:
-            reply = host.reply(call, outcome.Outcome(call.event, "deny" if deny else "allow", "probe",
-                                             continue_working=deny and stop,
-                                             additional_context=[_PROBE]))
+            probe = outcome.Outcome(call.event, "deny" if deny else "allow", "probe",
+                                    continue_working=deny and stop, additional_context=[_PROBE])
+            reply = host.reply(call, probe)
             data: Any = json.loads(reply.stdout) if reply.stdout.strip() else {}
         except Exception:  # a reply that cannot be built or read shows nothing
             return False
