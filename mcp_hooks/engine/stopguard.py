@@ -35,6 +35,7 @@ from typing import Any
 
 from mcp_hooks.spec.outcome import Event, Outcome
 from mcp_hooks.spec.signals import Signal
+from mcp_hooks.state.memory import MemoryStore
 from mcp_hooks.state.store import StateStore
 
 DEFAULT_STOP_BLOCK_CAP = 8
@@ -64,8 +65,6 @@ class StopGuard:
     def __init__(self, cap: int = DEFAULT_STOP_BLOCK_CAP, store: StateStore | None = None,
                  namespace: str = "engine", *, new_turn_resets: bool = False) -> None:
         if store is None:
-            from mcp_hooks.state.memory import MemoryStore
-
             store = MemoryStore()
         self.cap = cap
         self.store: StateStore = store

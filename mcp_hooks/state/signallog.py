@@ -41,6 +41,7 @@ from typing import Any
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.spec.signals import ACTION_INTENSITY, ACTIONS, Signal, check_action, timestamp
 from mcp_hooks.state.eventlog import READ_LIMIT, EventLog, _open_to_read, _parse, _tail
+from mcp_hooks.state.files import FileStore
 from mcp_hooks.state.store import StateStore
 
 SIGNAL_LOG_NAME = "signals.jsonl"
@@ -132,8 +133,6 @@ class SignalLog(EventLog):
     def respond(self, signal_id: str, action: str, details: dict[str, Any] | None = None,
                 *, session_id: str | None = None) -> dict[str, Any]:
         """Record the agent's response to a signal in this log (``respond``)."""
-        from mcp_hooks.state.files import FileStore
-
         store = FileStore(self.path.parent, log=None, signals=self.path)
         return respond(store, signal_id, action, details, session_id=session_id)
 
