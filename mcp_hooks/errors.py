@@ -25,14 +25,17 @@
     │   │                                  large, a link out of its folder, unreadable)
     │   ├── FileRefused                    a file an oracle or the ladder may not read or write
     │   ├── BadRevisionError               a configured git revision that names no commit
-    │   └── MissingExtraError              an adapter imported without its framework (also a
-    │                                      ModuleNotFoundError; names the extra to install)
+    │   └── MissingExtraError              an adapter or a state store without its extra's
+    │                                      packages (also a ModuleNotFoundError; names the
+    │                                      extra to install)
     └── RunError                  exit 1   the input was fine; the world was not
         ├── AddressInUseError              serve/proxy: the port is taken
         ├── ServiceUnavailable             a project's hooks cannot be read right now
         ├── UpstreamError                  a proxied MCP server failed or went away
         ├── InstallError                   a host config we cannot read or write, or only
         │                                  a throwaway mcp-hooks to point it at
+        ├── StoreUnavailable               a state store (--state URL) cannot be reached or
+        │                                  used (names the URL, never its password, and the fix)
         ├── TrustError                     trust cannot be recorded (run time: the folder
         │   │                              or the store, not the user's input, is at fault)
         │   ├── UnhashableError            a hook folder that cannot be hashed in full
@@ -56,8 +59,8 @@ The control layer's are defined beside what they check: ``HooksYamlError`` in
 the signal's intensity, an unknown or already answered signal id: exit 64).
 
 Each class here is defined where its knowledge lives when it needs more than a message
-(``HookFileError`` here, ``HookFileProblems`` in ``hookfile.py``, ``MissingExtraError`` in
-``adapters/__init__.py``, ``ProxyConfigError`` in the proxy's config); all of them derive from
+(``HookFileError`` here, ``HookFileProblems`` in ``hookfile.py``, ``ProxyConfigError`` in
+the proxy's config); all of them derive from
 :class:`ConfigError` or :class:`RunError`, so a command boundary maps any of them to an exit
 code with :func:`exit_code` and never prints a traceback for one.
 """
@@ -89,6 +92,29 @@ class RunError(MCPHooksError):
     """The input was fine but the operation failed at run time: exit 1."""
 
     exit_code = EXIT_FAILURE
+
+
+class MissingExtraError(ConfigError, ModuleNotFoundError):
+    """A module used where the packages of its extra are not installed.
+
+    A ``ModuleNotFoundError`` (so an ``ImportError``: ``except ImportError`` still catches
+    it) whose message says which extra to install; ``name`` is the module that was not
+    found, ``extra`` the extra.
+    """
+
+    def __init__(self, module: str, missing: ModuleNotFoundError, extra: str,
+                 needs: str) -> None:
+        self.extra = extra
+        install = f"pip install 'mcp-hooks[{extra}]'" if extra else "its framework"
+        super().__init__(
+            f"{module} needs {needs}, which is not installed here (no module named "
+            f"{missing.name!r}): {install} (from a checkout of mcp-hooks: pip install "
+            f"'.[{extra}]')", name=missing.name)
+
+
+class StoreUnavailable(RunError):
+    """A state store (``--state URL``) that cannot be reached or used; the message names the
+    URL without its password, and the fix."""
 
 
 class UsageError(ConfigError):
