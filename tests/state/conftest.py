@@ -1,0 +1,58 @@
+"""The ``store`` fixture: one state store per backend, for the contract tests.
+
+A backend is one entry of ``BACKENDS``: its name (the fixture's param) and a factory that
+builds a store from a ``where`` string. Child processes in the race tests build their own
+store from the same name and ``where`` (``build``), so the factory must work from a string
+alone. To add a backend: one param in ``BACKENDS`` and its factory (a ``where`` it makes
+fresh per test, e.g. a key prefix or schema on a server the session started).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from mcp_hooks.state.store import StateStore
+
+
+def _file(where: str) -> StateStore:
+    from mcp_hooks.state.files import FileStore
+
+    return FileStore(Path(where))
+
+
+# name -> (factory from ``where``, a fresh ``where`` for one test from its tmp_path)
+BACKENDS: dict[str, tuple[Callable[[str], StateStore], Callable[[Path], str]]] = {
+    "file": (_file, lambda tmp: str(tmp / "state")),
+}
+
+
+def build(name: str, where: str) -> StateStore:
+    """The store of backend ``name`` at ``where`` (also used by child processes)."""
+    return BACKENDS[name][0](where)
+
+
+class Backend:
+    """One backend for one test: its name, where its state lives, and its store."""
+
+    def __init__(self, name: str, where: str) -> None:
+        self.name = name
+        self.where = where
+        self.store = build(name, where)
+
+    def another(self) -> StateStore:
+        """A second store object over the same state (another engine, another process)."""
+        return build(self.name, self.where)
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    name: str = request.param
+    return Backend(name, BACKENDS[name][1](tmp_path))
+
+
+@pytest.fixture
+def store(backend: Backend) -> StateStore:
+    return backend.store
