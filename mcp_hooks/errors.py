@@ -34,8 +34,6 @@
         ├── UpstreamError                  a proxied MCP server failed or went away
         ├── InstallError                   a host config we cannot read or write, or only
         │                                  a throwaway mcp-hooks to point it at
-        ├── StoreUnavailable               a state store (--state URL) cannot be reached or
-        │                                  used (names the URL, never its password, and the fix)
         ├── TrustError                     trust cannot be recorded (run time: the folder
         │   │                              or the store, not the user's input, is at fault)
         │   ├── UnhashableError            a hook folder that cannot be hashed in full
@@ -110,11 +108,6 @@ class MissingExtraError(ConfigError, ModuleNotFoundError):
             f"{module} needs {needs}, which is not installed here (no module named "
             f"{missing.name!r}): {install} (from a checkout of mcp-hooks: pip install "
             f"'.[{extra}]')", name=missing.name)
-
-
-class StoreUnavailable(RunError):
-    """A state store (``--state URL``) that cannot be reached or used; the message names the
-    URL without its password, and the fix."""
 
 
 class UsageError(ConfigError):

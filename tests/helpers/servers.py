@@ -32,6 +32,17 @@ from urllib.parse import quote
 
 import pytest
 
+# imported now, before a test's home guard is up (psycopg's import reads the home folder
+# through sysconfig); None where the dev extras are not installed
+try:
+    import psycopg
+except ImportError:  # pragma: no cover - the dev extras install it
+    psycopg = None  # type: ignore[assignment]
+try:
+    import redis
+except ImportError:  # pragma: no cover
+    redis = None  # type: ignore[assignment]
+
 INSTALL = "apt-get install -y redis-server postgresql"  # what .ci/run runs when one is missing
 START_TIMEOUT = 120.0  # seconds a server may take to start on a loaded machine (stops a hang)
 ATTEMPTS = 5  # ports tried when another process takes the one we picked
@@ -198,8 +209,6 @@ def fresh_redis_url(server: Server) -> str:
 def fresh_postgres_url(server: Server) -> str:
     """The server's URL with a search path set to a fresh schema (created here) no other test
     uses, so each test's tables start empty."""
-    import psycopg
-
     schema = f"t{secrets.token_hex(6)}"
     with psycopg.connect(server.url, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")

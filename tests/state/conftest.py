@@ -15,6 +15,12 @@ from pathlib import Path
 import pytest
 
 from mcp_hooks.state.store import StateStore
+from tests.helpers.servers import (  # noqa: F401 - fixtures
+    postgres_service,
+    postgres_url,
+    redis_service,
+    redis_url,
+)
 
 
 def _file(where: str) -> StateStore:
@@ -23,10 +29,27 @@ def _file(where: str) -> StateStore:
     return FileStore(Path(where))
 
 
+def _redis(where: str) -> StateStore:
+    from mcp_hooks.state.redis import RedisStore
+
+    return RedisStore(where)
+
+
+def _postgres(where: str) -> StateStore:
+    from mcp_hooks.state.postgres import PostgresStore
+
+    return PostgresStore(where)
+
+
 # name -> (factory from ``where``, a fresh ``where`` for one test from its tmp_path)
 BACKENDS: dict[str, tuple[Callable[[str], StateStore], Callable[[Path], str]]] = {
     "file": (_file, lambda tmp: str(tmp / "state")),
+    "redis": (_redis, lambda tmp: ""),
+    "postgres": (_postgres, lambda tmp: ""),
 }
+# backends on a server (tests/helpers/servers.py): the fixture giving a fresh ``where`` (a URL
+# with this test's own key prefix or schema) instead of the tmp_path one
+ON_A_SERVER = {"redis": "redis_url", "postgres": "postgres_url"}
 
 
 def build(name: str, where: str) -> StateStore:
@@ -50,6 +73,8 @@ class Backend:
 @pytest.fixture(params=sorted(BACKENDS))
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     name: str = request.param
+    if name in ON_A_SERVER:
+        return Backend(name, request.getfixturevalue(ON_A_SERVER[name]))
     return Backend(name, BACKENDS[name][1](tmp_path))
 
 
