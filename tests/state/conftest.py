@@ -41,12 +41,24 @@ def _postgres(where: str) -> StateStore:
     return PostgresStore(where)
 
 
+_MEMORY: dict[str, StateStore] = {}
+
+
+def _memory(where: str) -> StateStore:
+    from mcp_hooks.state.memory import MemoryStore
+
+    return _MEMORY.setdefault(where, MemoryStore())  # one process's state: one object
+
+
 # name -> (factory from ``where``, a fresh ``where`` for one test from its tmp_path)
 BACKENDS: dict[str, tuple[Callable[[str], StateStore], Callable[[Path], str]]] = {
     "file": (_file, lambda tmp: str(tmp / "state")),
+    "memory": (_memory, lambda tmp: str(tmp)),
     "redis": (_redis, lambda tmp: ""),
     "postgres": (_postgres, lambda tmp: ""),
 }
+# backends whose state lives in one process: the tests racing two processes skip them
+ONE_PROCESS = {"memory"}
 # backends on a server (tests/helpers/servers.py): the fixture giving a fresh ``where`` (a URL
 # with this test's own key prefix or schema) instead of the tmp_path one
 ON_A_SERVER = {"redis": "redis_url", "postgres": "postgres_url"}
@@ -64,6 +76,11 @@ class Backend:
         self.name = name
         self.where = where
         self.store = build(name, where)
+
+    def processes(self) -> None:
+        """Skip a test of several processes on a backend that is one process's state."""
+        if self.name in ONE_PROCESS:
+            pytest.skip(f"the {self.name} store is one process's state by design")
 
     def another(self) -> StateStore:
         """A second store object over the same state (another engine, another process)."""

@@ -5,22 +5,27 @@ belongs, and with a full disk or no file descriptor left."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
+from mcp_hooks.errors import ConfigError
+from mcp_hooks.state.files import FileStore
 from mcp_hooks.state.store import AlreadyAnswered, StateStore, UnknownSignal
 from tests.state.conftest import Backend
 
 ROOT = Path(__file__).resolve().parents[2]
 HOUR = 3600.0
+T = TypeVar("T")
 
 
 def _signal(signal_id: str, session: str = "s") -> dict[str, Any]:
@@ -40,6 +45,7 @@ def _children(backend: Backend, script: str, n: int = 2) -> list[str]:
     state; their stdouts."""
     head = ("import sys, json\nfrom tests.state.conftest import build\n"
             f"store = build({backend.name!r}, {backend.where!r})\n")
+    backend.processes()
     procs = [subprocess.Popen([sys.executable, "-c", head + script, str(i)], cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for i in range(n)]
@@ -258,3 +264,160 @@ def test_16_threads_taking_deliver_each_item_once(backend: Backend) -> None:
         t.join()
     taken.extend(backend.store.take_all("s"))
     assert sorted(item["n"] for item in taken) == list(range(200))
+
+
+# -- the file backend: something else where a file belongs, a full disk ------------------
+
+def bounded(call: Callable[[], T], limit: float = 120.0) -> T:
+    """``call()``, failing the test instead of hanging it (far from the expected time)."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(limit)
+    assert not worker.is_alive(), f"still running after {limit} s: it hung"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
+def _plant(path: Path, kind: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+        (path / "inside").write_text("x")
+    elif kind == "symlink-to-dev-zero":  # endless bytes: a reader that follows it never ends
+        path.symlink_to("/dev/zero")
+    else:
+        raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "symlink-to-dev-zero"])
+def test_counters_and_queues_never_hang_on_what_is_not_a_file(tmp_path: Path,
+                                                              kind: str) -> None:
+    store = FileStore(tmp_path / "state")
+    _plant(store.counter_path("claude-code", "s"), kind)
+    _plant(store.ladder_path, kind)
+    _plant(store.queue_path("s"), kind)
+    assert bounded(lambda: store.count("claude-code", "s", ttl=HOUR)) == 0
+    assert bounded(lambda: store.count("ladder", "s", "t/e", ttl=HOUR)) == 0
+    assert bounded(lambda: store.take_all("s")) == []
+    assert bounded(lambda: store.increment("claude-code", "s", ttl=HOUR)) == 1
+    assert bounded(lambda: store.increment("ladder", "s", "t/e", ttl=HOUR)) == 1
+    bounded(lambda: store.put("s", [{"n": 1}]))
+    if kind != "folder":  # a FIFO or symlink is replaced by a real count and ladder
+        assert store.increment("claude-code", "s", ttl=HOUR) == 2
+        assert store.count("ladder", "s", "t/e", ttl=HOUR) == 1
+        assert store.counter_path("claude-code", "s").is_file()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "symlink-to-dev-zero"])
+def test_a_signal_log_that_is_not_a_file_is_named_never_hangs(tmp_path: Path,
+                                                              kind: str) -> None:
+    store = FileStore(tmp_path / "state")
+    assert store.signals is not None
+    _plant(store.signals.path, kind)
+    with pytest.raises(ConfigError, match=r"signal log .*signals\.jsonl is .*not a regular file"):
+        bounded(lambda: store.answer_once("x", "dismiss", _answer("dismiss")))
+    with pytest.raises(ConfigError, match="not a regular file"):
+        bounded(lambda: list(store.read("signals")))
+
+
+def test_today_s_files_are_read_and_written_as_they_were(tmp_path: Path) -> None:
+    """Stop files, ladder.json, the aid inbox and the logs of the release before the store."""
+    root = tmp_path / "state"
+    stop = root / "stop"
+    stop.mkdir(parents=True)
+    digest = hashlib.sha256(b"codex\0sess").hexdigest()[:32]
+    (stop / f"codex-{digest}").write_text("5")
+    (root / "ladder.json").write_text(json.dumps({"version": 1, "sessions": {
+        "sess": {"counts": {"after_tool/lint": 2}, "at": time.time()}}}))
+    aid = root / "aid"
+    aid.mkdir()
+    inbox = hashlib.sha256(b"sess").hexdigest()[:32]
+    (aid / f"{inbox}.jsonl").write_text('{"n": 1}\n')
+    store = FileStore(root)
+    assert store.count("codex", "sess", ttl=HOUR) == 5
+    assert store.increment("codex", "sess", ttl=HOUR) == 6
+    assert (stop / f"codex-{digest}").read_text() == "6"
+    assert store.increment("ladder", "sess", "after_tool/lint", ttl=HOUR) == 3
+    assert json.loads((root / "ladder.json").read_text())["sessions"]["sess"]["counts"] == {
+        "after_tool/lint": 3}
+    assert store.take_all("sess") == [{"n": 1}]
+
+
+_FULL = """
+import json, os, resource, sys
+from pathlib import Path
+from mcp_hooks.state.files import FileStore
+from mcp_hooks.state.store import StateUnavailable
+store = FileStore(Path(sys.argv[1]), log=Path(sys.argv[2]))
+store.append("signals", {"kind": "signal", "signal_id": "sig", "intensity": "prompt"})
+store.increment("stop", "s", ttl=3600.0)
+store.put("s", [{"n": 1}])
+if sys.argv[3] == "no-fd":  # every descriptor taken: no file can be opened
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+    held = []
+    try:
+        while True:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError:
+        pass
+out = {"count": store.count("stop", "s", ttl=3600.0),
+       "increment": store.increment("stop", "s", ttl=3600.0),
+       "ladder": store.increment("ladder", "s", "t/e", ttl=3600.0)}
+store.append("events", {"kind": "event", "n": 1})
+try:
+    store.answer_once("sig", "dismiss", lambda sent: {"kind": "response", "action": "dismiss",
+                                                       "signal_id": "sig"})
+    out["answer"] = "stored"
+except StateUnavailable as exc:
+    out["answer"] = str(exc)
+store.put("s", [{"n": 2}])
+out["taken"] = store.take_all("s")
+if sys.argv[3] == "no-fd":
+    for fd in held:
+        os.close(fd)
+out["after"] = store.count("stop", "s", ttl=3600.0)
+print(json.dumps(out))
+"""
+
+
+def test_with_no_file_descriptor_left_counts_fail_to_0_answers_raise_appends_report(
+        tmp_path: Path) -> None:
+    """Nothing can be opened: a count reads 0 and an increment is lost (it says 1: the
+    engine still guards, the hooks decide), the answer raises saying nothing was recorded,
+    the event record is reported on stderr, the queue yields nothing (and keeps its item)."""
+    root, log = tmp_path / "state", tmp_path / "state" / "events.jsonl"
+    proc = subprocess.run([sys.executable, "-c", _FULL, str(root), str(log), "no-fd"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["count"] == 0 and out["increment"] == 1 and out["ladder"] == 1
+    assert "nothing was recorded, so answer again" in out["answer"]
+    assert "cannot write the event log" in proc.stderr and "events.jsonl" in proc.stderr
+    assert out["taken"] == []
+    assert out["after"] == 1  # the increment made without descriptors was lost, not torn
+    assert FileStore(root, log=log).take_all("s") == [{"n": 1}]
+    assert not [r for r in FileStore(root, log=log).read("signals") if r["kind"] == "response"]
+
+
+def test_a_full_disk_under_the_logs_reports_and_refuses_the_answer(tmp_path: Path) -> None:
+    """The logs on /dev/full (the signal log must be a file: that is named instead)."""
+    store = FileStore(tmp_path / "state", log=Path("/dev/full"))
+    proc = subprocess.run(
+        [sys.executable, "-c", "from mcp_hooks.state.files import FileStore\n"
+         "from pathlib import Path\n"
+         "FileStore(Path('x'), log=Path('/dev/full')).append('events', {'n': 1})"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0
+    assert "cannot write the event log /dev/full: [Errno 28] No space left" in proc.stderr
+    assert store.count("stop", "s", ttl=HOUR) == 0
