@@ -79,6 +79,31 @@ ON CONFLICT (namespace, session, key) DO UPDATE SET
 RETURNING value
 """
 
+_APPEND = ("INSERT INTO mcp_hooks_log (log, session_id, replica, record) "
+           "VALUES (%s, %s, %s, %s)")
+# a sent signal: its row (the first sent with an id is kept) and the log's, one statement
+_APPEND_SIGNAL = """
+WITH sig AS (
+    INSERT INTO mcp_hooks_signals (signal_id, sent, expires_at)
+    VALUES (%s, %s, now() + make_interval(secs => %s)) ON CONFLICT DO NOTHING)
+INSERT INTO mcp_hooks_log (log, session_id, replica, record) VALUES (%s, %s, %s, %s)
+"""
+# the answer stored only where none is, and logged only then: one statement, one answer
+_ANSWER = """
+WITH won AS (
+    UPDATE mcp_hooks_signals SET answer = %s, answered_at = now()
+    WHERE signal_id = %s AND answer IS NULL RETURNING 1)
+INSERT INTO mcp_hooks_log (log, session_id, replica, record)
+SELECT 'signals', %s, %s, %s FROM won
+RETURNING 1
+"""
+# items in their order (ids follow the ordinality)
+_PUT = """
+INSERT INTO mcp_hooks_queue (session, item, expires_at)
+SELECT %s, item::json, now() + make_interval(secs => %s)
+FROM unnest(%s::text[]) WITH ORDINALITY AS t(item, n) ORDER BY n
+"""
+
 
 def migrate(conn: Any) -> None:
     """Create or bring up to date the tables, once, however many processes race."""
@@ -226,17 +251,15 @@ class PostgresStore:
         session = session if isinstance(session, str) else None
         replica = record.get("replica")
         signal_id = record.get("signal_id")
+        sent = (log == "signals" and record.get("kind") == "signal"
+                and isinstance(signal_id, str))
+        row = (log, session, replica if isinstance(replica, str) else None, text)
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                conn.execute("INSERT INTO mcp_hooks_log (log, session_id, replica, record) "
-                             "VALUES (%s, %s, %s, %s)",
-                             (log, session, replica if isinstance(replica, str) else None, text))
-                if log == "signals" and record.get("kind") == "signal" \
-                        and isinstance(signal_id, str):
-                    conn.execute(
-                        "INSERT INTO mcp_hooks_signals (signal_id, sent, expires_at) VALUES "
-                        "(%s, %s, now() + make_interval(secs => %s)) ON CONFLICT DO NOTHING",
-                        (signal_id, text, self.ttls.signal))
+            with self._pool.connection() as conn:
+                if sent:  # the log's row and the signal's row in one statement: both or none
+                    conn.execute(_APPEND_SIGNAL, (signal_id, text, self.ttls.signal, *row))
+                else:
+                    conn.execute(_APPEND, row)
         except self._errors as exc:
             self._report(f"appending to the {log} log", exc)
 
@@ -295,16 +318,11 @@ class PostgresStore:
         text = dumps(answer)
         session = answer.get("session_id")
         replica = answer.get("replica")
-        with conn.transaction():
-            won = conn.execute("UPDATE mcp_hooks_signals SET answer = %s, answered_at = now() "
-                               "WHERE signal_id = %s AND answer IS NULL RETURNING 1",
-                               (text, signal_id)).fetchone()
-            if won:
-                conn.execute("INSERT INTO mcp_hooks_log (log, session_id, replica, record) "
-                             "VALUES ('signals', %s, %s, %s)",
-                             (session if isinstance(session, str) else None,
-                              replica if isinstance(replica, str) else None, text))
-                return text
+        won = conn.execute(_ANSWER, (text, signal_id, session if isinstance(session, str)
+                                     else None, replica if isinstance(replica, str) else None,
+                                     text)).fetchone()
+        if won:
+            return text
         row = conn.execute("SELECT answer::text FROM mcp_hooks_signals WHERE signal_id = %s",
                            (signal_id,)).fetchone()
         return str(row[0])
@@ -315,11 +333,8 @@ class PostgresStore:
         if not items:
             return
         try:
-            with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO mcp_hooks_queue (session, item, expires_at) VALUES "
-                    "(%s, %s, now() + make_interval(secs => %s))",
-                    [(session, dumps(item), self.ttls.queue) for item in items])
+            with self._pool.connection() as conn:
+                conn.execute(_PUT, (session, self.ttls.queue, [dumps(item) for item in items]))
         except self._errors as exc:
             self._report("queueing aid", exc)
 
