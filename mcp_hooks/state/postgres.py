@@ -46,6 +46,11 @@ from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, Un
 FIX = ("Start it, or point --state (MCP_HOOKS_STATE) at a PostgreSQL that is running and "
        "that this user may connect to; `mcp-hooks doctor --state URL` checks one")
 CONNECT_TIMEOUT = 10.0  # seconds to wait for a connection, at start and from the pool
+# libpq options the URL may override: a server that stops answering mid-query is given up
+# after 10 s (TCP user timeout, keepalives) and a statement after 10 s, never a hang
+DEFAULTS = {"connect_timeout": "10", "tcp_user_timeout": "10000", "keepalives_idle": "5",
+            "keepalives_interval": "2", "keepalives_count": "3",
+            "options": "-c statement_timeout=10000"}
 POOL_SIZE = 8  # connections per store object at most (one per thread using it at once)
 PURGE_EVERY = 300.0  # seconds between two purges of expired rows, per process
 
@@ -146,8 +151,7 @@ class _Pool:
             with self._lock:
                 conn = self._idle.pop() if self._idle else None
             if conn is None or conn.closed:
-                conn = self._psycopg.connect(self._url, autocommit=True,
-                                             connect_timeout=CONNECT_TIMEOUT)
+                conn = self._psycopg.connect(self._url, autocommit=True)
             try:
                 yield conn
             finally:
@@ -177,14 +181,19 @@ class PostgresStore:
         self._purged = 0.0
         self._purge_lock = threading.Lock()
         try:
-            with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as conn:
+            given = psycopg.conninfo.conninfo_to_dict(url)
+            extra = {k: v for k, v in DEFAULTS.items() if k not in given}
+            if "options" in given and "statement_timeout" not in given["options"]:
+                extra["options"] = f"{given['options']} {DEFAULTS['options']}"
+            self._conninfo = psycopg.conninfo.make_conninfo(url, **extra)
+            with psycopg.connect(self._conninfo, autocommit=True) as conn:
                 migrate(conn)
         except (psycopg.Error, OSError) as exc:
             raise unreachable(url, exc, FIX) from None
         except Exception as exc:  # a URL libpq cannot parse (ProgrammingError is an Error)
             raise unreachable(url, exc, "Fix the URL: postgresql://user:password@host[:port]/db"
                               ) from None
-        self._pool = _Pool(psycopg, url, max(1, pool_size))
+        self._pool = _Pool(psycopg, self._conninfo, max(1, pool_size))
 
     def close(self) -> None:
         self._pool.close()

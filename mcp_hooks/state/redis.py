@@ -4,7 +4,8 @@ Every replica pointed at one Redis shares every per-session record (the contract
 ``store.py``). Needs the ``redis`` extra (``pip install 'mcp-hooks[redis]'``: the ``redis``
 client, imported here only). ``rediss://`` speaks TLS; ``?prefix=`` (default ``mcp-hooks:``)
 starts every key, so several deployments can share one Redis; the client's own URL options
-(``socket_timeout=...``) pass through.
+pass through (``socket_timeout`` and ``socket_connect_timeout`` default to ``TIMEOUT``: a
+server that stops answering costs an event at most that, never a hang).
 
 Keys (``<p>`` the prefix; namespaces, sessions and ids are %-quoted, so none holds a ``:``):
 
@@ -49,6 +50,7 @@ from mcp_hooks.state.remote import (
 from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, UnknownSignal
 
 DEFAULT_PREFIX = "mcp-hooks:"
+TIMEOUT = 5.0  # seconds a connect or a command may take before the store counts as lost
 FIX = ("Start it, or point --state (MCP_HOOKS_STATE) at a Redis that is running; "
        "`mcp-hooks doctor --state URL` checks one")
 
@@ -100,8 +102,9 @@ class RedisStore:
         self.prefix = next((v for k, v in query if k == "prefix"), DEFAULT_PREFIX)
         rest = urlencode([(k, v) for k, v in query if k != "prefix"])
         try:
-            self._redis: Any = redis.Redis.from_url(urlunsplit(parts._replace(query=rest)),
-                                                    health_check_interval=30)
+            self._redis: Any = redis.Redis.from_url(  # the URL's own options win
+                urlunsplit(parts._replace(query=rest)), health_check_interval=30,
+                socket_timeout=TIMEOUT, socket_connect_timeout=TIMEOUT)
         except ValueError as exc:  # a URL the client cannot take
             raise unreachable(url, exc, "Fix the URL: redis://[:password@]host[:port][/db]"
                               ) from None

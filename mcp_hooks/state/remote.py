@@ -18,7 +18,7 @@ import threading
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from mcp_hooks.errors import MissingExtraError
 from mcp_hooks.state.store import StateUnavailable
@@ -46,8 +46,13 @@ def redact(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:
         return "<a store URL that cannot be parsed>"
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(k == "password" for k, _ in query):  # redis-py and libpq take it there too
+        parts = parts._replace(query="&".join(
+            f"{k}=***" if k == "password" else f"{quote(k)}={quote(v, safe='/:')}"
+            for k, v in query))
     if parts.password is None:
-        return url
+        return urlunsplit(parts)
     user = parts.username or ""
     host = parts.hostname or ""
     if ":" in host:
@@ -68,10 +73,18 @@ def unreachable(url: str, error: BaseException, fix: str) -> StateUnavailable:
     """The error for a store that cannot be reached or used: the URL without its password,
     what went wrong (with the password scrubbed from it too), and ``fix``."""
     what = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    password = urlsplit(url).password if "://" in url else None
-    if password:
+    for password in _passwords(url):
         what = what.replace(password, "***")
     return StateUnavailable(f"state store {redact(url)} cannot be used: {what}. {fix}")
+
+
+def _passwords(url: str) -> list[str]:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    found = [v for k, v in parse_qsl(parts.query) if k == "password" and v]
+    return [*found, parts.password] if parts.password else found
 
 
 def dumps(record: dict[str, Any]) -> str:

@@ -5,6 +5,7 @@ deployments apart on one Redis, and a schema migrated once by racing processes."
 
 from __future__ import annotations
 
+import socket
 import sys
 import threading
 import time
@@ -36,6 +37,28 @@ def test_redact_hides_only_the_password() -> None:
     assert redact(f"postgresql://app:{SECRET}@db.internal/hooks") \
         == "postgresql://app:***@db.internal/hooks"
     assert redact("postgresql://app@db/hooks") == "postgresql://app@db/hooks"
+    assert redact(f"redis://10.0.0.5/0?password={SECRET}&prefix=a") \
+        == "redis://10.0.0.5/0?password=***&prefix=a"
+
+
+def test_a_redis_that_accepts_but_never_answers_is_given_up_not_waited_on() -> None:
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+        with pytest.raises(StateUnavailable, match="Timeout") as failed:
+            RedisStore(f"redis://:{SECRET}@127.0.0.1:{port}/0")  # TIMEOUT (5 s), not forever
+    assert SECRET not in str(failed.value)
+
+
+def test_postgres_keeps_the_urls_options_and_adds_a_statement_timeout(
+        postgres_url: str) -> None:
+    store = PostgresStore(postgres_url)
+    with store._pool.connection() as conn:
+        assert conn.execute("SHOW statement_timeout").fetchone()[0] == "10s"
+        assert conn.execute("SELECT current_schema()").fetchone()[0] \
+            == postgres_url.rsplit("%3D", 1)[1]
+    store.close()
 
 
 @pytest.mark.parametrize("kind", ["redis", "postgres"])
