@@ -52,6 +52,7 @@ from mcp_hooks.hosts.base import (
     answer_outcome,
     fail_open,
     load_payload,
+    shows_aid,
     unreadable,
 )
 from mcp_hooks.hosts.forward_auth import (
@@ -111,7 +112,8 @@ async def answer_payload(host: Host, payload: dict[str, Any], event: str | None,
         return fail_open(f"this server does not answer for that folder: {exc}")
     outcome: Outcome | BaseException
     try:
-        outcome = await engine.fire(Event.create(event_type=call.event, **call.fields))
+        outcome = await engine.fire(Event.create(event_type=call.event, **call.fields),
+                                    hold_aid=not shows_aid(host, call))
     except Exception as exc:
         outcome = exc
     return answer_outcome(host, call, outcome, on_fault, payload)

@@ -144,19 +144,22 @@ class FileStore:
         ladder: the ladder file; default ``root/ladder.json``.
         queues: the aid folder; default ``root/aid``.
         counters: the folder of the other counters; default ``root/stop``.
+        signals: the signal log; default ``signals.jsonl`` beside the event log.
     """
 
     def __init__(self, root: Path | None = None, *, log: Any = _USE_DEFAULT,
                  ladder: Path | None = None, queues: Path | None = None,
-                 counters: Path | None = None) -> None:
+                 counters: Path | None = None, signals: Path | None = None) -> None:
         self.root = Path(root) if root is not None else paths.state_dir()
         if log is _USE_DEFAULT:
             log = self.root / "events.jsonl"
         self.events: EventLog | None = (log if isinstance(log, EventLog) or log is None
                                         else EventLog(Path(log)))
         self.signals: EventLog | None = None
-        if self.events is not None:
-            self.signals = EventLog(self.events.path.with_name(SIGNAL_LOG_NAME))
+        if signals is None and self.events is not None:
+            signals = self.events.path.with_name(SIGNAL_LOG_NAME)
+        if signals is not None:
+            self.signals = EventLog(Path(signals))
             self.signals.what = "signal log"
         self.ladder_path = Path(ladder) if ladder is not None else self.root / "ladder.json"
         self.queues = Path(queues) if queues is not None else self.root / "aid"
