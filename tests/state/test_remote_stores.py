@@ -5,11 +5,14 @@ deployments apart on one Redis, and a schema migrated once by racing processes."
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -22,6 +25,7 @@ from mcp_hooks.state.remote import Ttls, redact
 from mcp_hooks.state.store import StateStore, StateUnavailable
 from tests.helpers import servers
 
+ROOT = Path(__file__).resolve().parents[2]
 SECRET = "s3cret-Pa55"
 HOUR = 3600.0
 Factory = Callable[..., StateStore]
@@ -189,3 +193,20 @@ def test_eight_stores_starting_together_migrate_the_schema_once(postgres_url: st
         rows = conn.execute("SELECT version FROM mcp_hooks_migrations ORDER BY version"
                             ).fetchall()
     assert [r[0] for r in rows] == list(range(1, len(MIGRATIONS) + 1))
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("", "1 skipped"), ("true", "1 failed")])
+def test_a_missing_server_skips_with_the_reason_but_fails_under_ci(
+        tmp_path: Path, ci: str, outcome: str) -> None:
+    test = tmp_path / "test_missing.py"
+    test.write_text("from tests.helpers import servers\n\n"
+                    "def test_needs_a_server():\n"
+                    "    servers._missing('redis-server is not installed (apt-get ...)')\n")
+    env = {**os.environ, "CI": ci, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:randomly",
+                          "-p", "no:cacheprovider", str(test)], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert outcome in run.stdout, run.stdout + run.stderr
+    assert "redis-server is not installed (apt-get ...)" in run.stdout
+    if ci:
+        assert "CI must run the state backends' tests" in run.stdout
