@@ -27,8 +27,9 @@
     │   ├── BadRevisionError               a configured git revision that names no commit
     │   ├── UnknownSignal                  answer-once: no signal sent with that id
     │   ├── AlreadyAnswered                answer-once: answered first with another action
-    │   └── MissingExtraError              an adapter imported without its framework (also a
-    │                                      ModuleNotFoundError; names the extra to install)
+    │   └── MissingExtraError              an adapter or a state store without its extra's
+    │                                      packages (also a ModuleNotFoundError; names the
+    │                                      extra to install)
     └── RunError                  exit 1   the input was fine; the world was not
         ├── AddressInUseError              serve/proxy: the port is taken
         ├── ServiceUnavailable             a project's hooks cannot be read right now
@@ -60,8 +61,8 @@ in ``state/store.py``; ``signals.py`` and
 the signal's intensity, an unknown or already answered signal id: exit 64).
 
 Each class here is defined where its knowledge lives when it needs more than a message
-(``HookFileError`` here, ``HookFileProblems`` in ``hookfile.py``, ``MissingExtraError`` in
-``adapters/__init__.py``, ``ProxyConfigError`` in the proxy's config); all of them derive from
+(``HookFileError`` here, ``HookFileProblems`` in ``hookfile.py``, ``ProxyConfigError`` in
+the proxy's config); all of them derive from
 :class:`ConfigError` or :class:`RunError`, so a command boundary maps any of them to an exit
 code with :func:`exit_code` and never prints a traceback for one.
 """
@@ -93,6 +94,24 @@ class RunError(MCPHooksError):
     """The input was fine but the operation failed at run time: exit 1."""
 
     exit_code = EXIT_FAILURE
+
+
+class MissingExtraError(ConfigError, ModuleNotFoundError):
+    """A module used where the packages of its extra are not installed.
+
+    A ``ModuleNotFoundError`` (so an ``ImportError``: ``except ImportError`` still catches
+    it) whose message says which extra to install; ``name`` is the module that was not
+    found, ``extra`` the extra.
+    """
+
+    def __init__(self, module: str, missing: ModuleNotFoundError, extra: str,
+                 needs: str) -> None:
+        self.extra = extra
+        install = f"pip install 'mcp-hooks[{extra}]'" if extra else "its framework"
+        super().__init__(
+            f"{module} needs {needs}, which is not installed here (no module named "
+            f"{missing.name!r}): {install} (from a checkout of mcp-hooks: pip install "
+            f"'.[{extra}]')", name=missing.name)
 
 
 class UsageError(ConfigError):

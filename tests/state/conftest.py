@@ -15,12 +15,30 @@ from pathlib import Path
 import pytest
 
 from mcp_hooks.state.store import StateStore
+from tests.helpers.servers import (  # noqa: F401 - fixtures
+    postgres_service,
+    postgres_url,
+    redis_service,
+    redis_url,
+)
 
 
 def _file(where: str) -> StateStore:
     from mcp_hooks.state.files import FileStore
 
     return FileStore(Path(where))
+
+
+def _redis(where: str) -> StateStore:
+    from mcp_hooks.state.redis import RedisStore
+
+    return RedisStore(where)
+
+
+def _postgres(where: str) -> StateStore:
+    from mcp_hooks.state.postgres import PostgresStore
+
+    return PostgresStore(where)
 
 
 _MEMORY: dict[str, StateStore] = {}
@@ -36,9 +54,14 @@ def _memory(where: str) -> StateStore:
 BACKENDS: dict[str, tuple[Callable[[str], StateStore], Callable[[Path], str]]] = {
     "file": (_file, lambda tmp: str(tmp / "state")),
     "memory": (_memory, lambda tmp: str(tmp)),
+    "redis": (_redis, lambda tmp: ""),
+    "postgres": (_postgres, lambda tmp: ""),
 }
 # backends whose state lives in one process: the tests racing two processes skip them
 ONE_PROCESS = {"memory"}
+# backends on a server (tests/helpers/servers.py): the fixture giving a fresh ``where`` (a URL
+# with this test's own key prefix or schema) instead of the tmp_path one
+ON_A_SERVER = {"redis": "redis_url", "postgres": "postgres_url"}
 
 
 def build(name: str, where: str) -> StateStore:
@@ -67,6 +90,8 @@ class Backend:
 @pytest.fixture(params=sorted(BACKENDS))
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     name: str = request.param
+    if name in ON_A_SERVER:
+        return Backend(name, request.getfixturevalue(ON_A_SERVER[name]))
     return Backend(name, BACKENDS[name][1](tmp_path))
 
 
