@@ -49,6 +49,8 @@ from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.hookfile import MAX_HOOK_FILE, NAME_RE, HookSpec, parse_frontmatter
 from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, fault_outcome
 from mcp_hooks.state.eventlog import EventLog
+from mcp_hooks.state.files import FileStore
+from mcp_hooks.state.store import StateStore
 
 logger = logging.getLogger("mcp_hooks.service")
 
@@ -103,6 +105,7 @@ class HookService:
         self.user_dir = settings.user_dir
         self.roots = [Path(os.path.realpath(r)) for r in roots] or [self.project_dir]
         self.log = EventLog(settings.log) if settings.log is not None else None
+        self.store: StateStore = FileStore(log=self.log)  # one per service: every engine's state
         self.strict = strict
         self.watch_interval = watch_interval
         self._engines: dict[Path, Engine] = {}
@@ -168,7 +171,8 @@ class HookService:
                             trust_project_hooks=self.settings.trust_project_hooks)
         for bad in registry.invalid:
             logger.warning("invalid hook not loaded: %s", bad)
-        return Engine(registry, self.settings, log=self.log, pool=self._pools.get(project))
+        return Engine(registry, self.settings, log=self.log, pool=self._pools.get(project),
+                      store=self.store)
 
     # -- projects ----------------------------------------------------------------------------
 
