@@ -58,7 +58,8 @@ class Firing:
         stop_block_cap: consecutive ``before_stop`` blocks before the stop is let through.
         session_id: the session the hooks see; default one fresh id per adapter.
         hooks: a ``Hooks`` to fire through instead of one built from the above (its
-            callables run in the chain too); ``close`` leaves it open.
+            callables run in the chain too, its ``settings`` apply, the stop cap among them:
+            ``Hooks(settings=Settings.from_env())``); ``close`` leaves it open.
         framework: the adapter's name, for the words of a fault and its logger.
         trust_project_hooks: run the project's hooks without the trust store (the code that
             builds the adapter lives in the project too); None reads
@@ -85,7 +86,7 @@ class Firing:
         self.hooks = hooks if hooks is not None else Hooks(
             project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
             stop_block_cap=stop_block_cap, trust_project_hooks=trust_project_hooks)
-        self.stop_block_cap = stop_block_cap
+        self.stop_block_cap = self.hooks.settings.stop_block_cap  # the Hooks' own, when given
         self.framework = framework
         self.session_id = session_id or f"{framework}-{uuid.uuid4().hex[:12]}"
         self.logger = logging.getLogger(LOGGERS.get(framework, f"{framework}.mcp_hooks"))

@@ -117,7 +117,7 @@ class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
                              hooks=hooks, framework="langchain",
                              trust_project_hooks=trust_project_hooks)
         self.hooks, self.session_id = self.firing.hooks, self.firing.session_id
-        self.stop_block_cap = stop_block_cap
+        self.stop_block_cap = self.firing.stop_block_cap
         self._stop_blocks: dict[str, int] = {}
 
     # -- the one place that talks to the engine (adapters/_firing.py) ----------------------

@@ -102,7 +102,7 @@ class AgentsHooks:
                              hooks=hooks, framework="openai-agents",
                              trust_project_hooks=trust_project_hooks)
         self.hooks, self.session_id = self.firing.hooks, self.firing.session_id
-        self.stop_block_cap = stop_block_cap
+        self.stop_block_cap = self.firing.stop_block_cap
 
     # -- the one place that talks to the engine (adapters/_firing.py) ----------------------
 

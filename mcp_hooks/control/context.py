@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from mcp_hooks.errors import ConfigError
+from mcp_hooks.settings import env_value
 
 ENVIRONMENT_ENV = "MCP_HOOKS_ENVIRONMENT"
 DEFAULT_ENVIRONMENT = "development"
@@ -203,7 +204,7 @@ class OracleContext:
 
     @property
     def environment(self) -> str:
-        value = self.payload.get("environment") or os.environ.get(ENVIRONMENT_ENV)
+        value = self.payload.get("environment") or env_value(ENVIRONMENT_ENV)
         return str(value) if value else DEFAULT_ENVIRONMENT
 
     @cached_property

@@ -150,7 +150,7 @@ class ControlLayer:
     def _signature(self) -> tuple[tuple[str, int, int], ...]:
         """What the configuration and its trust rest on, by ``stat``: the layers, the trust
         store, and every file and folder under the project's ``.ahp``."""
-        from mcp_hooks.paths import trust_store_path
+        from mcp_hooks.settings import trust_store_path
 
         names = [*self._files(), trust_store_path()]
         if self.project_dir is not None and (self.project_dir / ".ahp").is_dir():
@@ -230,7 +230,7 @@ class ControlLayer:
         """The trust store's (mtime, size) while a project layer is read, else None."""
         if self._config is None or self._config.trust is None:
             return None
-        from mcp_hooks.paths import trust_store_path
+        from mcp_hooks.settings import trust_store_path
 
         try:
             st = os.stat(trust_store_path())

@@ -30,9 +30,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from mcp_hooks.settings import DEFAULT_STOP_BLOCK_CAP as DEFAULT_STOP_BLOCK_CAP  # re-exported
 from mcp_hooks.spec.outcome import Event, Outcome
 
-DEFAULT_STOP_BLOCK_CAP = 8
 STOP_STATE_TTL = 3600.0  # seconds; a file-kept count of an interrupted loop is forgotten
 
 

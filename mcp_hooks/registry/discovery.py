@@ -184,7 +184,7 @@ class Registry:
             ``mcp-hooks fire`` and the host bridges, which read the folders once.
         trust_project_hooks: run every project hook without checking the trust store (CI,
             containers); None reads ``MCP_HOOKS_TRUST_PROJECT_HOOKS``.
-        trust_store: where trusted digests are kept; None for ``paths.trust_store_path()``.
+        trust_store: where trusted digests are kept; None for ``settings.trust_store_path()``.
     """
 
     def __init__(
@@ -438,8 +438,8 @@ class Registry:
 
     def _store(self) -> TrustStore:
         if self._trust_store is None:
-            from mcp_hooks.paths import trust_store_path as store_path
             from mcp_hooks.registry.trust import TrustStore
+            from mcp_hooks.settings import trust_store_path as store_path
 
             self._trust_store = TrustStore(store_path())
         self._trust_seen = self._trust_store.signature()
