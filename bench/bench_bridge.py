@@ -174,7 +174,7 @@ def serve_forwarding(port: int, project: str, user: str, log: str) -> None:
     from mcp_hooks.settings import Settings
 
     async def main() -> None:
-        service = HookService(Settings(project_dir=Path(project), user_dir=Path(user),
+        service = HookService(Settings.from_env(project_dir=Path(project), user_dir=Path(user),
                                        log=Path(log)))
         async with service:
             options = ServeOptions(transport="http", port=port, token=TOKEN)

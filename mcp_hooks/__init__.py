@@ -3,8 +3,8 @@
 The engine is a plain library: a ``Registry`` finds hooks, an ``Engine`` fires an ``Event``
 at them and returns one ``Outcome``; a ``StopGuard`` (the ``before_stop`` loop guard) may be
 passed to the ``Engine``, and ``Settings`` (one record: flags, then ``MCP_HOOKS_*``) reaches
-``Engine``, ``HookService`` and ``Hooks``. The MCP server, the command line, the gating proxy and the host
-bridges are thin adapters over it.
+``Engine``, ``HookService`` and ``Hooks``. The MCP server, the command line, the gating
+proxy and the host bridges are thin adapters over it.
 
 Names are imported on first use, so ``mcp-hooks fire`` and the host bridges (a new process
 per event) load only the modules they need.

@@ -89,7 +89,7 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
              "sdk: serve stdio with the MCP SDK's transport"),
     Variable("MCP_HOOKS_PROXY_STDIO", "proxy_stdio", None, "event-loop",
              "sdk: the proxy serves and reaches stdio with the MCP SDK's transports"),
-    Variable("MCP_HOOKS_STATE", "state", "--state", "file:",
+    Variable("MCP_HOOKS_STATE", "state", None, "file:",
              "where per-session state lives: file: only, for now"),
     Variable("MCP_HOOKS_PERSISTENT", None, None, "unset",
              "set to 1 by mcp-hooks in a persistent hook's environment (read by hookkit)"),
@@ -210,8 +210,8 @@ class Settings:
         runner: the spawn strategy's words (``MCP_HOOKS_RUNNER``), checked by the runner.
         serve_stdio, proxy_stdio: ``event-loop`` or ``sdk`` (``MCP_HOOKS_SERVE_STDIO``,
             ``MCP_HOOKS_PROXY_STDIO``).
-        state: where per-session state lives (``--state``, ``MCP_HOOKS_STATE``): ``file:``
-            only, for now.
+        state: where per-session state lives (``MCP_HOOKS_STATE``): ``file:`` only, for now
+            (the files under ``$XDG_STATE_HOME/mcp-hooks``).
     """
 
     project_dir: Path | None = None
@@ -308,7 +308,7 @@ class Settings:
         values["proxy_stdio"] = given("proxy_stdio") or _stdio(var("MCP_HOOKS_PROXY_STDIO"),
                                                                "MCP_HOOKS_PROXY_STDIO")
         state = given("state")
-        values["state"] = (_state(state, "--state") if state is not None
+        values["state"] = (_state(state, "state") if state is not None
                            else _state(var("MCP_HOOKS_STATE") or "file:", "MCP_HOOKS_STATE"))
         return cls(**values)
 

@@ -96,6 +96,7 @@ MIN_CHECKED = {
     "docs/python-api.md": 6,
     "docs/safety.md": 1,
     "docs/server.md": 6,
+    "docs/settings.md": 1,
     "docs/speed.md": 0,
     "docs/writing-hooks.md": 3,
 }

@@ -66,7 +66,8 @@ def guarded(user_dir: Path, project: Path) -> Path:
 
 @pytest.fixture
 async def mcp_client(user_dir: Path, project: Path) -> AsyncIterator[Client]:
-    async with HookService(Settings(project_dir=project, user_dir=user_dir)) as service, \
+    async with HookService(Settings.from_env(
+            project_dir=project, user_dir=user_dir, no_log=True)) as service, \
             Client(build_server(service)) as client:
         yield client
 

@@ -78,7 +78,7 @@ class _Reads(ast.NodeVisitor):
         self.generic_visit(node)
         self.function = outer
 
-    visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815 - the visitor's protocol
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def _key(self, key: ast.expr, environ: bool, line: int) -> None:
         if isinstance(key, ast.Constant) and isinstance(key.value, str):
@@ -168,7 +168,7 @@ def test_flags_then_environment_then_defaults(tmp_path: Path) -> None:
     ({"environ": {"MCP_HOOKS_FORWARD_TIMEOUT": "-5"}}, "MCP_HOOKS_FORWARD_TIMEOUT='-5'"),
     ({"environ": {"MCP_HOOKS_SERVE_STDIO": "sdkk"}}, "MCP_HOOKS_SERVE_STDIO='sdkk'"),
     ({"environ": {"MCP_HOOKS_STATE": "redis://localhost"}}, "MCP_HOOKS_STATE"),
-    ({"state": "postgresql://db"}, "--state='postgresql://db'"),
+    ({"state": "postgresql://db"}, "state='postgresql://db'"),
     ({"colour": "red"}, "unknown setting(s) colour"),
 ])
 def test_a_bad_value_names_its_variable_or_flag(given: dict[str, object], named: str) -> None:

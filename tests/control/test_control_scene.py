@@ -92,7 +92,7 @@ def cli_fire(project: Path, args: list[str], payload: dict[str, Any],
 
 @pytest.fixture
 async def client(repo: Path, user_dir: Path, log: Path) -> AsyncIterator[Client]:
-    async with HookService(Settings(project_dir=repo, user_dir=user_dir, log=log),
+    async with HookService(Settings.from_env(project_dir=repo, user_dir=user_dir, log=log),
                            watch_interval=0.05) as svc, Client(build_server(svc)) as c:
         yield c
 
@@ -194,7 +194,8 @@ async def test_the_warning_repeated_climbs_the_ladder_across_restarts(
     fixed = {"issue": scene.issue(done=True)}
 
     async def by_server(payload: dict[str, Any]) -> dict[str, Any]:
-        async with HookService(Settings(project_dir=repo, user_dir=user_dir, log=log)) as svc, \
+        async with HookService(Settings.from_env(
+                project_dir=repo, user_dir=user_dir, log=log)) as svc, \
                 Client(build_server(svc)) as c:
             return await call(c, "fire_hook_event", session_id=SESSION, work_dir=str(repo),
                               event_type="pre-issue-submit", payload=payload)

@@ -226,7 +226,8 @@ def repo(tmp_path: Path) -> Path:
 @pytest.mark.anyio
 async def test_an_oracle_leaving_is_a_deny_and_the_server_serves_on(repo: Path,
                                                                     user_dir: Path) -> None:
-    async with HookService(Settings(project_dir=repo, user_dir=user_dir)) as service, \
+    async with HookService(Settings.from_env(
+            project_dir=repo, user_dir=user_dir, no_log=True)) as service, \
             Client(build_server(service)) as client:
         for command, kind in (("exit", "SystemExit"), ("interrupt", "KeyboardInterrupt")):
             result = await client.call_tool("fire_hook_event", {

@@ -39,7 +39,7 @@ async def service(project: Path, user_dir: Path, project_hooks: Path,
                extra="matcher:\n  tool: Shell\n  pattern: 'rm -rf'\n")
     write_hook(project_hooks, "gate", trigger="before_stop",
                script='echo "run the tests first" >&2\nexit 2\n')
-    async with HookService(Settings(project_dir=project, user_dir=user_dir,
+    async with HookService(Settings.from_env(project_dir=project, user_dir=user_dir,
                                     log=tmp_path / "events.jsonl"), watch_interval=0.05) as svc:
         yield svc
 

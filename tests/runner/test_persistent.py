@@ -387,7 +387,7 @@ async def test_one_shot_engine_runs_it_one_shot_with_the_same_decisions(
 async def test_through_the_mcp_server_in_memory(user_dir: Path, project: Path,
                                                 project_hooks: Path, tmp_path: Path) -> None:
     persistent_hook(project_hooks)
-    async with HookService(Settings(project_dir=project, user_dir=user_dir,
+    async with HookService(Settings.from_env(project_dir=project, user_dir=user_dir,
                                     log=tmp_path / "e.jsonl"),
                            watch_interval=0.05) as service, Client(build_server(service)) as client:
         pids = []
@@ -472,7 +472,7 @@ async def test_the_server_stops_a_removed_hooks_process_without_an_event(
     import shutil
 
     hook = persistent_hook(project_hooks)
-    async with HookService(Settings(project_dir=project, user_dir=user_dir,
+    async with HookService(Settings.from_env(project_dir=project, user_dir=user_dir,
                                     log=tmp_path / "e.jsonl", trust_project_hooks=True),
                            watch_interval=0.05) as service:
         pid = pid_of(await service.fire(event(project)))

@@ -274,7 +274,7 @@ async def test_the_server_keeps_one_process_for_a_projects_subfolders(
     monkeypatch.setenv("WHERE_LOG", str(tmp_path / "where.log"))
     where_hook(user_dir)
     folders = subfolders(project)
-    async with HookService(Settings(project_dir=project, user_dir=user_dir,
+    async with HookService(Settings.from_env(project_dir=project, user_dir=user_dir,
                                     log=tmp_path / "e.jsonl"), watch_interval=0.05) as service:
         seen = [where(await service.fire(event(folder))) for folder in [project, *folders]]
         pids = {s["pid"] for s in seen}

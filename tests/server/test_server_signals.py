@@ -49,7 +49,7 @@ def checklist_hook(root: Path) -> None:
 
 @pytest.fixture
 async def service(project: Path, user_dir: Path, tmp_path: Path) -> AsyncIterator[HookService]:
-    async with HookService(Settings(project_dir=project, user_dir=user_dir,
+    async with HookService(Settings.from_env(project_dir=project, user_dir=user_dir,
                                     log=tmp_path / "events.jsonl"), watch_interval=0.05) as svc:
         yield svc
 
@@ -134,7 +134,8 @@ async def test_wrong_answers_are_tool_errors(client: Client, user_dir: Path) -> 
 
 
 async def test_a_server_without_a_log_says_so(project: Path, user_dir: Path) -> None:
-    async with HookService(Settings(project_dir=project, user_dir=user_dir)) as svc, \
+    async with HookService(Settings.from_env(
+            project_dir=project, user_dir=user_dir, no_log=True)) as svc, \
             Client(build_server(svc)) as c:
         text = await tool_error(c, "respond_to_signal", {"signal_id": "x", "action": "abort"})
     assert "keeps no log" in text

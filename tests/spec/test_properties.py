@@ -586,7 +586,7 @@ def test_mcp_tools_answer_any_arguments_and_keep_the_guard(tmp_path: Path, era: 
     (project / "sub").mkdir()
     elsewhere.mkdir()
     write_hook(user_dir, "guard", extra="metadata:\n  on_error: block\n", script="exit 2\n")
-    service = HookService(Settings(project_dir=project, user_dir=user_dir,
+    service = HookService(Settings.from_env(project_dir=project, user_dir=user_dir,
                                    log=tmp_path / "events.jsonl"), watch_interval=0.2)
 
     with anyio.from_thread.start_blocking_portal() as portal, \
