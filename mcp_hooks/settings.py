@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -221,9 +221,9 @@ class Settings:
     on_fault: OnFault = "block"
     stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP
     trust_project_hooks: bool = False
-    secrets: tuple[str, ...] = ()
+    secrets: tuple[str, ...] = field(default=(), repr=False)  # never printed
     trust_store: Path | None = None
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)
     server: str | None = None
     forward_timeout: float = DEFAULT_FORWARD_TIMEOUT_S
     bridge_command: str | None = None

@@ -7,6 +7,8 @@ import ast
 import json
 import os
 import re
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -186,6 +188,7 @@ def test_settings_built_directly_are_checked_too() -> None:
     with pytest.raises(ConfigError, match="on_fault='allow'"):
         Settings(on_fault="allow")  # type: ignore[arg-type]
     assert Settings(token="s3cret").secrets == ("s3cret",)
+    assert "s3cret" not in repr(Settings(token="s3cret", secrets=("hdr",)))
 
 
 def test_every_variable_and_flag_is_in_the_docs_table() -> None:
@@ -273,3 +276,20 @@ def test_serve_on_fault_flag_reaches_the_bridge_endpoint(flag: tuple[str, ...], 
         else:
             assert _denied(status, text), text
     assert "missing.sh" in hook_fault[1] or "cannot-start" in hook_fault[1], hook_fault
+
+
+def test_a_bad_variable_under_a_host_bridge_is_a_deny_naming_it(project: Path,
+                                                                 user_dir: Path) -> None:
+    """The bridge answers a host: a typo in its settings must not crash it or let the call
+    through; the deny names the variable and the fix."""
+    payload = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "ls"}, "session_id": "s1",
+                          "cwd": str(project)})
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_hooks.cli", "bridge", "claude-code", "--event",
+         "PreToolUse", "--user-dir", str(user_dir), "--no-log"],
+        input=payload, capture_output=True, text=True, cwd=project, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(PACKAGE.parent), "MCP_HOOKS_ON_FAULT": "wran"})
+    answer = json.loads(done.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny", done.stdout
+    assert "MCP_HOOKS_ON_FAULT='wran'" in answer["permissionDecisionReason"]
