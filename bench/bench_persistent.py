@@ -87,8 +87,8 @@ def guards(root: Path, persistent: bool | None) -> list[str]:
     return names
 
 
-async def engine_case(stack: contextlib.AsyncExitStack, user: Path, project: Path, log: Path,
-                      tool_input: dict[str, object], warm: int = 3) -> Case:
+async def engine_case(stack: contextlib.AsyncExitStack, user: Path, project: Path,
+                      log: Path | None, tool_input: dict[str, object], warm: int = 3) -> Case:
     from mcp_hooks.engine.engine import Engine
     from mcp_hooks.registry.discovery import Registry
     from mcp_hooks.spec.outcome import Event
@@ -96,7 +96,8 @@ async def engine_case(stack: contextlib.AsyncExitStack, user: Path, project: Pat
 
     registry = Registry(user, project)
     stack.callback(registry.close)
-    engine = await stack.enter_async_context(Engine(registry, log=EventLog(log)))
+    engine = await stack.enter_async_context(
+        Engine(registry, log=None if log is None else EventLog(log)))
     event = Event.create(event_type="before_tool", tool_name="Shell", tool_input=tool_input,
                          work_dir=str(project), session_id="bench")
 
@@ -114,6 +115,39 @@ async def engine_case(stack: contextlib.AsyncExitStack, user: Path, project: Pat
     return once
 
 
+
+
+async def pool_case(stack: contextlib.AsyncExitStack, user: Path, project: Path,
+                    tool_input: dict[str, object], warm: int = 3) -> Case:
+    """The runner alone: the same hook's event through ``PersistentPool.run`` (no engine:
+    no selection, judging, chain or log), the payload encoded once."""
+    from mcp_hooks.registry.discovery import Registry
+    from mcp_hooks.runner.hookenv import hook_environment
+    from mcp_hooks.runner.persistent import PersistentPool
+
+    registry = Registry(user, project)
+    stack.callback(registry.close)
+    hook = registry.select("before_tool", "Shell", tool_input)[0]
+    pool = PersistentPool()
+    stack.push_async_callback(pool.aclose)
+    stdin = json.dumps({"event_type": "before_tool", "timestamp": "2026-01-01T00:00:00.000Z",
+                        "session_id": "bench", "work_dir": str(project), "tool_name": "Shell",
+                        "tool_input": tool_input, "tool_use_id": None,
+                        "context": {}}).encode()
+    env = hook_environment(os.environ)
+
+    async def once() -> float:
+        t0 = time.perf_counter()
+        result = await pool.run(hook, stdin, cwd=str(project), env=env,
+                                timeout=hook.timeout / 1000, limits=hook.limits,
+                                generation=registry.generation, root=project)
+        elapsed = time.perf_counter() - t0
+        assert result.exit_code == 0 and not result.stdout, result
+        return elapsed
+
+    for _ in range(warm):
+        await once()
+    return once
 
 
 async def floor_case(stack: contextlib.AsyncExitStack, script: Path) -> Case:
@@ -163,6 +197,10 @@ async def in_process(tmp: Path, events: int) -> dict[str, list[float]]:
             hook_folder(user, persistent)
             cases[label] = await engine_case(stack, user, project, tmp / "events.jsonl",
                                              {"command": "ls -la"})
+        persistent_user = tmp / "a-persistent"
+        cases["a log off"] = await engine_case(stack, persistent_user, project, None,
+                                               {"command": "ls -la"})
+        cases["a pool"] = await pool_case(stack, persistent_user, project, {"command": "ls -la"})
         cases["a floor"] = await floor_case(
             stack, tmp / "a-persistent" / "py-guard" / "scripts" / "run.py")
         for label, persistent in (("b persistent", None), ("b spawned", False)):
@@ -173,8 +211,10 @@ async def in_process(tmp: Path, events: int) -> dict[str, list[float]]:
                                              {"command": "ls -la"})
         samples: dict[str, list[float]] = {label: [] for label in cases}
         spawned_every = 10  # a spawned run costs ~100x: sample it every tenth round
-        for i in range(events):
-            for label, once in cases.items():
+        labels = list(cases)
+        for i in range(events):  # interleaved, the order rotated
+            for label in labels[i % len(labels):] + labels[:i % len(labels)]:
+                once = cases[label]
                 if "spawned" in label and i % spawned_every:
                     continue
                 samples[label].append(await once())
@@ -277,8 +317,13 @@ event, interleaved in one run; the event log on; `Engine.fire` on an asyncio loo
 
 - The guards (every sync `pre-tool-call` hook of `hooks/`, as shipped):
   {', '.join(guard_names)}; "spawned" is the same copies with `persistent: false`.
-- (a) what the engine adds over the protocol's floor: {med['a persistent'] - med['a floor']:.0f} µs
-  (selection, payload, the pool's checks, judging, signals, the event log's append).
+- (a) what the engine adds over the protocol's floor: {med['a persistent'] - med['a floor']:.0f} µs.
+  Where it goes, the same hook's events in the same run: the runner alone
+  (`PersistentPool.run`, payload encoded once) {med['a pool']:.0f} µs
+  (+{med['a pool'] - med['a floor']:.0f} µs over the floor: the id, the timer, the answer's
+  result); `Engine.fire` with the event log off {med['a log off']:.0f} µs
+  (+{med['a log off'] - med['a pool']:.0f} µs: selection, payload, the fault and aid checks,
+  judging, the chain); the event log's append +{med['a persistent'] - med['a log off']:.0f} µs.
 - (c) most of a host call is the forward script's own start (a new Python per call, see
   `## bridge`): persistent hooks take the hooks' share, not the script's. A host that
   calls the server itself (d) pays only the server's answer. The server: {which}.
