@@ -25,8 +25,11 @@
     │   │                                  large, a link out of its folder, unreadable)
     │   ├── FileRefused                    a file an oracle or the ladder may not read or write
     │   ├── BadRevisionError               a configured git revision that names no commit
-    │   └── MissingExtraError              an adapter imported without its framework (also a
-    │                                      ModuleNotFoundError; names the extra to install)
+    │   ├── UnknownSignal                  answer-once: no signal sent with that id
+    │   ├── AlreadyAnswered                answer-once: answered first with another action
+    │   └── MissingExtraError              an adapter or a state store without its extra's
+    │                                      packages (also a ModuleNotFoundError; names the
+    │                                      extra to install)
     └── RunError                  exit 1   the input was fine; the world was not
         ├── AddressInUseError              serve/proxy: the port is taken
         ├── ServiceUnavailable             a project's hooks cannot be read right now
@@ -38,6 +41,7 @@
         │   ├── UnhashableError            a hook folder that cannot be hashed in full
         │   └── TrustStoreError            the trust store cannot be read, locked or written
         ├── BridgeInputError               a host handed a bridge a payload it cannot read
+        ├── StateUnavailable               the state store cannot be read or written
         ├── ReentryError                   a hook called back into the Hooks running it
         │                                  (fire on its worker thread, close inside a hook)
         └── RewriteError                   a hook's rewrite the host's tool cannot take
@@ -51,13 +55,14 @@ The control layer's are defined beside what they check: ``HooksYamlError`` in
 ``control/schema.py``, ``OracleConfigError`` in ``control/oracles/base.py``,
 ``UnknownOracleError`` in ``control/oracles/__init__.py``, ``LayerFileError`` in
 ``control/files.py``, ``FileRefused`` in ``control/runtime.py`` and ``BadRevisionError`` in
-``control/context.py``; ``signals.py`` and
+``control/context.py``; ``UnknownSignal``, ``AlreadyAnswered`` and ``StateUnavailable``
+in ``state/store.py``; ``signals.py`` and
 ``signallog.py`` raise ``ConfigError`` itself (a malformed signal, an action that does not fit
 the signal's intensity, an unknown or already answered signal id: exit 64).
 
 Each class here is defined where its knowledge lives when it needs more than a message
-(``HookFileError`` here, ``HookFileProblems`` in ``hookfile.py``, ``MissingExtraError`` in
-``adapters/__init__.py``, ``ProxyConfigError`` in the proxy's config); all of them derive from
+(``HookFileError`` here, ``HookFileProblems`` in ``hookfile.py``, ``ProxyConfigError`` in
+the proxy's config); all of them derive from
 :class:`ConfigError` or :class:`RunError`, so a command boundary maps any of them to an exit
 code with :func:`exit_code` and never prints a traceback for one.
 """
@@ -89,6 +94,24 @@ class RunError(MCPHooksError):
     """The input was fine but the operation failed at run time: exit 1."""
 
     exit_code = EXIT_FAILURE
+
+
+class MissingExtraError(ConfigError, ModuleNotFoundError):
+    """A module used where the packages of its extra are not installed.
+
+    A ``ModuleNotFoundError`` (so an ``ImportError``: ``except ImportError`` still catches
+    it) whose message says which extra to install; ``name`` is the module that was not
+    found, ``extra`` the extra.
+    """
+
+    def __init__(self, module: str, missing: ModuleNotFoundError, extra: str,
+                 needs: str) -> None:
+        self.extra = extra
+        install = f"pip install 'mcp-hooks[{extra}]'" if extra else "its framework"
+        super().__init__(
+            f"{module} needs {needs}, which is not installed here (no module named "
+            f"{missing.name!r}): {install} (from a checkout of mcp-hooks: pip install "
+            f"'.[{extra}]')", name=missing.name)
 
 
 class UsageError(ConfigError):

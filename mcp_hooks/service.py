@@ -49,6 +49,8 @@ from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.hookfile import MAX_HOOK_FILE, NAME_RE, HookSpec, parse_frontmatter
 from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, fault_outcome
 from mcp_hooks.state.eventlog import EventLog
+from mcp_hooks.state.files import FileStore
+from mcp_hooks.state.store import StateStore
 
 logger = logging.getLogger("mcp_hooks.service")
 
@@ -110,6 +112,7 @@ class HookService:
         self.user_dir = user_dir
         self.roots = [Path(os.path.realpath(r)) for r in roots] or [self.project_dir]
         self.log = log
+        self.store: StateStore = FileStore(log=log)  # one per service: every engine's state
         self.stop_block_cap = stop_block_cap
         self.strict = strict
         self.watch_interval = watch_interval
@@ -177,7 +180,8 @@ class HookService:
         for bad in registry.invalid:
             logger.warning("invalid hook not loaded: %s", bad)
         return Engine(registry, log=self.log, stop_block_cap=self.stop_block_cap,
-                      on_fault=self.on_fault, secrets=self.secrets, pool=self._pools.get(project))
+                      on_fault=self.on_fault, secrets=self.secrets, pool=self._pools.get(project),
+                      store=self.store)
 
     # -- projects ----------------------------------------------------------------------------
 

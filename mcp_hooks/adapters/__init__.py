@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from mcp_hooks.errors import ConfigError
+from mcp_hooks.errors import MissingExtraError
 
 # adapter module -> (its extra, the framework it needs)
 EXTRAS: dict[str, tuple[str, str]] = {
@@ -20,23 +20,6 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "mcp_hooks.adapters.agentscope": ("agentscope", "AgentScope 1.0.x"),
     "mcp_hooks.adapters.agentscope_middleware": ("agentscope2", "AgentScope 2.x"),
 }
-
-
-class MissingExtraError(ConfigError, ModuleNotFoundError):
-    """An adapter imported where its framework is not installed.
-
-    A ``ModuleNotFoundError`` (so an ``ImportError``: ``except ImportError`` still catches
-    it) whose message says which extra to install; ``name`` is the module that was not
-    found, ``extra`` the extra.
-    """
-
-    def __init__(self, module: str, missing: ModuleNotFoundError) -> None:
-        self.extra, framework = EXTRAS.get(module, ("", "its framework"))
-        install = f"pip install 'mcp-hooks[{self.extra}]'" if self.extra else "its framework"
-        super().__init__(
-            f"{module} needs {framework}, which is not installed here (no module named "
-            f"{missing.name!r}): {install} (from a checkout of mcp-hooks: pip install "
-            f"'.[{self.extra}]')", name=missing.name)
 
 
 @contextmanager
@@ -48,7 +31,7 @@ def requires_framework(module: str) -> Iterator[None]:
     except ModuleNotFoundError as exc:
         if isinstance(exc, MissingExtraError):
             raise
-        raise MissingExtraError(module, exc) from exc
+        raise MissingExtraError(module, exc, *EXTRAS.get(module, ("", "its framework"))) from exc
 
 
 __all__ = ["EXTRAS", "MissingExtraError", "requires_framework"]

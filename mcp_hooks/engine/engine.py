@@ -67,8 +67,10 @@ from mcp_hooks.spec.events import can_block, canonical_event, is_notification
 from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, fault_outcome
 from mcp_hooks.state.eventlog import EventLog, now
+from mcp_hooks.state.files import FileStore
 from mcp_hooks.state.inbox import AidInbox
-from mcp_hooks.state.signallog import SignalLog
+from mcp_hooks.state.signallog import SignalLog, signal_record
+from mcp_hooks.state.store import StateStore
 
 _THREAD_MATCH = 1 << 16  # characters of tool input past which matching leaves the event loop
 
@@ -114,19 +116,22 @@ class Engine:
             saying what broke; ``warn``: an allow with the warning (``fault_outcome``).
         secrets: values no hook may see in its environment (a server's token, upstream
             header secrets); ``MCP_HOOKS_TOKEN`` is always left out (``hook_environment``).
-        stop_guard: the loop guard (default: in memory, with ``stop_block_cap``); the host
-            bridges pass one that keeps its count in a file per session.
+        stop_guard: the loop guard (default: counting in ``store``, namespace ``engine``, with
+            ``stop_block_cap``); the host bridges pass one counting under the host's name.
         runner: runs one hook (``run_hook``'s signature); default chosen by ``one_shot``.
         launcher: starts async hooks and hooks.yaml's ``async: true`` entries (``launch.py``);
             default chosen once by ``detach_async``/``one_shot`` (``launch.make_launcher``).
         pool: the processes of persistent hooks (``runner.persistent``); default: made on
             the first one, closed with the engine (a one-shot engine runs them one-shot).
-        signal_log: where each outcome's signals go; default the signal log beside ``log``
-            (``SignalLog.beside``), none without a ``log``.
+        signal_log: where each outcome's signals go instead of ``store``'s signal log.
         control: the hooks.yaml control layer (``control.layer.ControlLayer``); default one
             for the registry's project (watching for changes unless ``one_shot``); False for
             none.
-        inbox: where aid waits for a session's next event; default ``inbox.AidInbox()``.
+        inbox: where aid waits for a session's next event; default the queue of ``store``.
+        store: the per-session state (``state.store.StateStore``): stop counts, the
+            escalation ladder, waiting aid, the event and signal logs and the answers to
+            signals. Default the file store (``state.files.FileStore``) with ``log`` as its
+            event log (none without); with a store given, its logs are the engine's.
     """
 
     def __init__(
@@ -146,14 +151,17 @@ class Engine:
         signal_log: SignalLog | None = None,
         control: ControlLayer | Literal[False] | None = None,
         inbox: AidInbox | None = None,
+        store: StateStore | None = None,
     ) -> None:
         self.registry = registry
         self.log = log
-        self.signal_log = signal_log if signal_log is not None or log is None else (
-            SignalLog.beside(log))
+        self._logs = log is not None or store is not None
+        self.store: StateStore = store if store is not None else FileStore(log=log)
+        self.signal_log = signal_log
         self.one_shot = one_shot
         self.on_fault: OnFault = "warn" if on_fault == "warn" else "block"
-        self.stop_guard = stop_guard if stop_guard is not None else StopGuard(stop_block_cap)
+        self.stop_guard = stop_guard if stop_guard is not None else StopGuard(
+            stop_block_cap, self.store)
         self._runner: Runner = runner or (_run_blocking if one_shot else run_hook)
         self._pool, self._owns_pool = pool, False
         self._launcher: Launcher = launcher or make_launcher(log, detached=detach_async or one_shot)
@@ -162,10 +170,13 @@ class Engine:
         self._blocking = _call_here if one_shot else _call_off_loop  # hooks.yaml's oracles
         self._envs = HookEnvs(hook_environment(os.environ, secrets))
         if control is None:
+            from mcp_hooks.control.ladder import Ladder
+
             control = ControlLayer(registry.project_dir, watch=not one_shot, secrets=secrets,
-                                   trust_project=registry.trust_project_hooks)
+                                   trust_project=registry.trust_project_hooks,
+                                   ladder=Ladder(store=self.store))
         self.control: ControlLayer | None = control or None
-        self._inbox = inbox if inbox is not None else AidInbox()
+        self._inbox = inbox if inbox is not None else AidInbox(store=self.store)
 
     async def __aenter__(self) -> Engine:
         await self._launcher.open()
@@ -186,7 +197,8 @@ class Engine:
 
     # -- firing --------------------------------------------------------------------------
 
-    async def fire(self, event: Event, *, on_hook_done: HookDone | None = None) -> Outcome:
+    async def fire(self, event: Event, *, on_hook_done: HookDone | None = None,
+                   hold_aid: bool = False) -> Outcome:
         """Run the hooks an event wakes and return the one decision.
 
         What it cannot process but expects (a payload too deep or unencodable, a hook in
@@ -203,6 +215,8 @@ class Engine:
         Args:
             event: the event.
             on_hook_done: awaited after each sync hook finishes (for progress reports).
+            hold_aid: leave the session's waiting aid for a later event (the caller's reply
+                to this one cannot show it: a host event with no context form).
 
         Raises:
             UnknownEventError: the event type is not in the catalogue.
@@ -210,7 +224,7 @@ class Engine:
         """
         name = canonical_event(event.event_type)
         try:
-            return await self._fire(name, event, on_hook_done)
+            return await self._fire(name, event, on_hook_done, hold_aid)
         except BaseException as exc:  # recorded, then raised to the door's guard
             if not passes_through(exc):
                 self._note_fault(event, name, exc)
@@ -223,7 +237,8 @@ class Engine:
         with contextlib.suppress(Exception):  # a log that fails never hides the fault itself
             self._logged(event, name, self._work_dir(event), outcome, {})
 
-    async def _fire(self, name: str, event: Event, on_hook_done: HookDone | None) -> Outcome:
+    async def _fire(self, name: str, event: Event, on_hook_done: HookDone | None,
+                    hold_aid: bool = False) -> Outcome:
         # 1. select
         self.registry.refresh()
         if self._pool is not None:  # stop processes of hooks gone since (runner.persistent)
@@ -242,7 +257,8 @@ class Engine:
             notes = outcome.warnings  # warn: the valid hooks (and hooks.yaml) run, warned
         # 2. start async hooks, 3. run, judge, apply: the HOOK.md links, then hooks.yaml's
         chain = Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes)
-        chain.deliver(self._inbox.take(event.session_id))
+        if not hold_aid:
+            chain.deliver(self._inbox.take(event.session_id))
         if hooks:
             await self._run_chain(name, event, hooks, payload, work_dir, chain, on_hook_done)
         if self.control is not None and self.control.wakes(name):
@@ -436,7 +452,8 @@ class Engine:
         payload["event_type"] = hook.trigger  # as the hook's own trigger spells it
         return _encode(payload)
 
-    def fire_blocking(self, event: Event, *, on_hook_done: HookDone | None = None) -> Outcome:
+    def fire_blocking(self, event: Event, *, on_hook_done: HookDone | None = None,
+                      hold_aid: bool = False) -> Outcome:
         """``fire`` for a one-shot process, with no event loop at all.
 
         With ``one_shot`` the engine never suspends (hooks run in ``poll``, async hooks are
@@ -448,7 +465,8 @@ class Engine:
         """
         if not self.one_shot:
             raise RuntimeError("fire_blocking needs an Engine made with one_shot=True")
-        outcome = run_unsuspended(self.fire(event, on_hook_done=on_hook_done))
+        outcome = run_unsuspended(self.fire(event, on_hook_done=on_hook_done,
+                                            hold_aid=hold_aid))
         if outcome is None:
             raise RuntimeError("a one-shot engine must not wait on an event loop")
         return outcome
@@ -458,18 +476,20 @@ class Engine:
     def _logged(self, event: Event, name: str, work_dir: str, outcome: Outcome,
                 outputs: dict[str, RunResult], delivered: frozenset[str] = frozenset(),
                 ) -> Outcome:
-        if self.log is not None:
+        if self._logs:
             self._log_event(event, name, work_dir, outcome, outputs)
-        if self.signal_log is not None and outcome.signals:
-            self.signal_log.record([s for s in outcome.signals if s.id not in delivered],
-                                   event.session_id)
+        sent = [s for s in outcome.signals if s.id not in delivered]
+        if self.signal_log is not None and sent:
+            self.signal_log.record(sent, event.session_id)
+        elif self._logs:
+            for signal in sent:
+                self.store.append("signals", signal_record(signal, event.session_id))
         return outcome
 
     def _log_event(
         self, event: Event, name: str, work_dir: str, outcome: Outcome,
         outputs: dict[str, RunResult],
     ) -> None:
-        assert self.log is not None
         hooks = []
         for run in outcome.hooks:
             result = outputs.get(run.name)
@@ -480,7 +500,7 @@ class Engine:
                 if result.stderr:
                     record["stderr"] = decode(result.stderr)
             hooks.append(record)
-        self.log.append({
+        self.store.append("events", {
             "ts": now(),
             "kind": "event",
             "event": name,

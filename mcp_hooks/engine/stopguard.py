@@ -16,96 +16,30 @@ faults (``Engine.fire``), and a fault a door answers itself (``settle``: ``Hooks
 framework adapters). So the guard is the one stop counter: a fault that repeats under
 ``on_fault: block`` is let through at the cap too, never an endless "keep working".
 
-Where the count lives is a ``Counter``: ``MemoryCounter`` (the default) for an engine that
-lives as long as its sessions (the MCP server, the proxy), ``FileCounter`` for the host
-bridges, where every event is a new process. With a file the count can outlive an
-interrupted loop, so it is forgotten after ``STOP_STATE_TTL``, and the bridges set
+The count lives in the engine's state store (``state.store.StateStore``): namespace the
+door (``engine`` for an engine's own events, the host's name for a host bridge), key ``""``,
+expiring ``STOP_STATE_TTL`` after its last block, so a count left by an interrupted loop is
+forgotten. Without a store the guard counts in this process's memory (``MemoryStore``). The
+host bridges, where every event is a new process, count in the file store and set
 ``new_turn_resets``: a host that says a stop is not a continuation (``stop_hook_active:
 false``, which the host itself sets) starts the count over. The server keeps counting
 through such a flag: there the flag may come from the model, which must not be able to turn
-the guard off.
+the guard off. A store that cannot be read counts 0 and one that cannot be written loses
+the block (``store.py``): the hooks still decide every stop.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import time
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from mcp_hooks.spec.outcome import Event, Outcome
 from mcp_hooks.spec.signals import Signal
+from mcp_hooks.state.memory import MemoryStore
+from mcp_hooks.state.store import StateStore
 
 DEFAULT_STOP_BLOCK_CAP = 8
-STOP_STATE_TTL = 3600.0  # seconds; a file-kept count of an interrupted loop is forgotten
-
-
-class Counter(Protocol):
-    """Where the consecutive-block count of each session is kept."""
-
-    def get(self, session: str) -> int: ...
-
-    def set(self, session: str, count: int) -> None: ...
-
-    def reset(self, session: str) -> None: ...
-
-
-class MemoryCounter:
-    """Counts in this process's memory (a long-lived engine)."""
-
-    def __init__(self) -> None:
-        self._counts: dict[str, int] = {}
-
-    def get(self, session: str) -> int:
-        return self._counts.get(session, 0)
-
-    def set(self, session: str, count: int) -> None:
-        self._counts[session] = count
-
-    def reset(self, session: str) -> None:
-        self._counts.pop(session, None)
-
-
-class FileCounter:
-    """Counts in one small file per session under ``folder`` (one process per event).
-
-    Args:
-        folder: where the files go (``paths.state_dir() / "stop"`` for the bridges).
-        namespace: keeps the sessions of different hosts apart (the host's name).
-        ttl: seconds after which a count left behind is forgotten.
-
-    Never raises: a count that cannot be read is 0, one that cannot be written is lost.
-    """
-
-    def __init__(self, folder: Path, namespace: str = "host", ttl: float = STOP_STATE_TTL) -> None:
-        self.folder = Path(folder)
-        self.namespace = namespace
-        self.ttl = ttl
-
-    def path(self, session: str) -> Path:
-        digest = hashlib.sha256(f"{self.namespace}\0{session}".encode()).hexdigest()[:32]
-        return self.folder / f"{self.namespace}-{digest}"
-
-    def get(self, session: str) -> int:
-        path = self.path(session)
-        try:
-            if time.time() - path.stat().st_mtime > self.ttl:
-                return 0
-            return max(0, int(path.read_text().strip() or 0))
-        except (OSError, ValueError):
-            return 0
-
-    def set(self, session: str, count: int) -> None:
-        path = self.path(session)
-        with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(str(count))
-
-    def reset(self, session: str) -> None:
-        with contextlib.suppress(OSError):
-            self.path(session).unlink(missing_ok=True)
+STOP_STATE_TTL = 3600.0  # seconds; the count of an interrupted loop is forgotten
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,15 +56,19 @@ class StopGuard:
     Args:
         cap: consecutive blocks allowed per session before a stop is let through; 0 turns
             the guard off (blocks are still counted and told to the hooks).
-        counter: where counts are kept; default in memory.
+        store: where counts are kept; default this process's memory (``MemoryStore``).
+        namespace: keeps the sessions of different doors apart (the host's name).
         new_turn_resets: a caller's ``stop_hook_active: false`` starts the count over (for
             callers whose flag comes from the host, not the model).
     """
 
-    def __init__(self, cap: int = DEFAULT_STOP_BLOCK_CAP, counter: Counter | None = None, *,
-                 new_turn_resets: bool = False) -> None:
+    def __init__(self, cap: int = DEFAULT_STOP_BLOCK_CAP, store: StateStore | None = None,
+                 namespace: str = "engine", *, new_turn_resets: bool = False) -> None:
+        if store is None:
+            store = MemoryStore()
         self.cap = cap
-        self.counter: Counter = counter if counter is not None else MemoryCounter()
+        self.store: StateStore = store
+        self.namespace = namespace
         self.new_turn_resets = new_turn_resets
 
     def before(self, event: Event, payload: dict[str, Any]) -> StopTicket:
@@ -138,7 +76,8 @@ class StopGuard:
         session = event.session_id or None
         flag = event.payload.get("stop_hook_active")
         fresh = self.new_turn_resets and flag is False
-        count = self.counter.get(session) if session is not None and not fresh else 0
+        count = (self.store.count(self.namespace, session, ttl=STOP_STATE_TTL)
+                 if session is not None and not fresh else 0)
         given = event.payload.get("stop_block_count")
         if isinstance(given, int) and not isinstance(given, bool):
             count = max(count, given)
@@ -152,10 +91,12 @@ class StopGuard:
         session, count = ticket.session, ticket.count
         if outcome.continue_working and not (self.cap and count >= self.cap):
             if session is not None:
-                self.counter.set(session, count + 1)
+                value = self.store.increment(self.namespace, session, ttl=STOP_STATE_TTL)
+                for _ in range(min(count + 1, 64) - value):  # a count the caller raised
+                    self.store.increment(self.namespace, session, ttl=STOP_STATE_TTL)
             return outcome
         if session is not None:
-            self.counter.reset(session)
+            self.store.reset(self.namespace, session, "")
         if outcome.continue_working:
             note = (f"loop guard: the stop was allowed after {count} consecutive blocks "
                     f"(cap {self.cap}); {outcome.blocked_by} still says: {outcome.reason}")
@@ -170,7 +111,8 @@ class StopGuard:
         if outcome.event_type != "before_stop":
             return outcome
         session = session_id or None
-        count = self.counter.get(session) if session is not None else 0
+        count = (self.store.count(self.namespace, session, ttl=STOP_STATE_TTL)
+                 if session is not None else 0)
         return self.after(StopTicket(session, count), outcome)
 
 

@@ -23,10 +23,10 @@ Signals (``signals.py``) reach a host through the forms it has, with no host-spe
   field; a warning (severity medium or high) is also shown to the user, with its signal id
   and the ``mcp-hooks respond`` actions that answer it (``signal_notes``: ``systemMessage``
   where the host shows one, stderr everywhere);
-- **aid**: the engine hands it over as ``additional_context`` of the session's next event,
-  so it reaches the host as that event's context; where the host's reply to that event has
-  no context form (Claude Code's Stop), it goes back to the inbox for the next one that has
-  (``keep_unshown_aid``).
+- **aid**: the engine hands it over as ``additional_context`` of the session's next event
+  whose reply shows the model that context, so it reaches the host as that event's context;
+  an event whose reply has no context form (Claude Code's Stop, most of Cursor's events)
+  leaves it waiting (``shows_aid``, ``Engine.fire(hold_aid=True)``): taken once, shown once.
 
 Where a host has no form for the event (no context field, no rewrite), the bridge says so
 on stderr as for any other outcome: docs/bridges.md has the table.
@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcp_hooks.errors import RunError
 from mcp_hooks.spec import outcome
-from mcp_hooks.spec.outcome import cap_text
+from mcp_hooks.spec.events import can_block
 from mcp_hooks.spec.signals import ACTIONS
 from mcp_hooks.spec.vocabulary import (
     MCP_CLIENTS,
@@ -58,7 +58,6 @@ from mcp_hooks.spec.vocabulary import (
     rewrite_failed,
     unexpressible,
 )
-from mcp_hooks.state.inbox import AidInbox, aid_context
 
 if TYPE_CHECKING:
     from mcp_hooks.spec.outcome import Outcome
@@ -172,31 +171,30 @@ def answer_outcome(host: Host, call: Call, outcome: Outcome | BaseException, on_
         return host.fault_reply(
             f"could not answer {call.host_event}: {type(exc).__name__}: {exc}; {FAULT_FIX}",
             call.host_event, on_fault, payload)
-    if outcome.signals and call.session_id:
-        keep_unshown_aid(call.session_id, outcome, reply)
     return reply
 
 
-def keep_unshown_aid(session_id: str, outcome: Outcome, reply: Reply) -> None:
-    """Aid handed over on this event (from the inbox) that the host's reply does not show the
-    model (no context form on this event: Claude Code's Stop, most of Cursor's events) goes
-    back to the inbox for the session's next event. What the model reads: the reply's stdout
-    but ``systemMessage`` (the user's), and stderr on exit 2."""
-    aid = [s for s in outcome.signals if s.intensity == "aid"]
-    if not aid:
-        return
+_PROBE = "mcp-hooks: does this reply show the context? 7d1f0c"
 
-    try:
-        data: Any = json.loads(reply.stdout) if reply.stdout.strip() else {}
-    except ValueError:
-        data = reply.stdout
-    if isinstance(data, dict):
-        data.pop("systemMessage", None)
-    shown = json.dumps([data, reply.stderr if reply.exit_code == EXIT_BLOCK else ""],
-                       ensure_ascii=False)  # each text is found as it is encoded in it
-    lost = [s for s in aid if (text := cap_text(aid_context(s))) in outcome.additional_context
-            and json.dumps(text, ensure_ascii=False)[1:-1] not in shown]
-    AidInbox().put(session_id, lost)
+
+def shows_aid(host: Host, call: Call) -> bool:
+    """Whether the host's reply to this call shows the model the engine's context, allowed
+    or denied (the model reads stdout but ``systemMessage``, and stderr on exit 2). If not
+    (Claude Code's Stop), the door fires with ``hold_aid``: the session's aid waits."""
+    stop = call.event == "before_stop"
+    for deny in (False, True) if can_block(call.event) else (False,):
+        try:
+            probe = outcome.Outcome(call.event, "deny" if deny else "allow", "probe",
+                                    continue_working=deny and stop, additional_context=[_PROBE])
+            reply = host.reply(call, probe)
+            data: Any = json.loads(reply.stdout) if reply.stdout.strip() else {}
+        except Exception:  # a reply that cannot be built or read shows nothing
+            return False
+        if isinstance(data, dict):
+            data.pop("systemMessage", None)
+        if _PROBE not in json.dumps([data, reply.stderr * (reply.exit_code == EXIT_BLOCK)]):
+            return False
+    return True
 
 
 _SURROGATE = re.compile(r"\\u[dD][89abcdefABCDEF]")

@@ -26,8 +26,8 @@ A host runs this as a new process on every tool call, so the import graph stays 
 host module, the engine and the options; never the MCP SDK, Starlette or the server.
 
 Stop loops across processes: each bridge run is a new process, so the engine's loop guard
-(``stopguard.StopGuard``) keeps its count of consecutive ``before_stop`` blocks in a small
-file per host and session (``FileCounter``, ``$XDG_STATE_HOME/mcp-hooks/stop/``); the host's
+(``stopguard.StopGuard``) keeps its count of consecutive ``before_stop`` blocks in the file
+store, one small file per host and session (``$XDG_STATE_HOME/mcp-hooks/stop/``); the host's
 own flag (``stop_hook_active``, Cursor's ``loop_count``) is passed too. A stop the host
 reports as not being a continuation resets the count, as does any stop that is allowed.
 """
@@ -48,6 +48,7 @@ from mcp_hooks.hosts.base import (
     Reply,
     answer_outcome,
     load_payload,
+    shows_aid,
     unreadable,
 )
 from mcp_hooks.options import CommonOptions
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 
     from mcp_hooks.engine.stopguard import StopGuard
     from mcp_hooks.spec.outcome import Outcome
+    from mcp_hooks.state.store import StateStore
 
 EXIT_USAGE = 64
 
@@ -109,7 +111,7 @@ def answer(host: Host, raw: bytes | Callable[[], bytes], options: BridgeOptions)
                                 on_fault, payload)
     outcome: Outcome | BaseException
     try:
-        outcome = fire_call(call, options.common)
+        outcome = fire_call(call, options.common, hold_aid=not shows_aid(host, call))
     except BaseException as exc:  # whatever it was (SystemExit, KeyboardInterrupt): a fault
         outcome = exc
     return answer_outcome(host, call, outcome, on_fault, payload)
@@ -140,8 +142,9 @@ def _write(reply: Reply, out: BinaryIO) -> None:
         sys.stderr.flush()
 
 
-def fire_call(call: Call, args: CommonOptions) -> Outcome:
-    """Fire the translated call at a fresh engine over the registry the options describe."""
+def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False) -> Outcome:
+    """Fire the translated call at a fresh engine over the registry the options describe
+    (``hold_aid``: the host's reply cannot show waiting aid, leave it for a later event)."""
     from mcp_hooks import options
     from mcp_hooks.engine.engine import Engine
     from mcp_hooks.registry.discovery import Registry, find_project_dir
@@ -156,22 +159,25 @@ def fire_call(call: Call, args: CommonOptions) -> Outcome:
                         trust_project_hooks=options.trust_project_hooks(args))
     event = Event.create(event_type=call.event, **call.fields)
 
-    engine = Engine(registry, log=options.event_log(args), one_shot=True,
-                    on_fault=options.on_fault(args),
-                    stop_guard=stop_guard(call, options.stop_block_cap(args)))
+    from mcp_hooks.state.files import FileStore
+
+    log = options.event_log(args)
+    store = FileStore(log=log)
+    engine = Engine(registry, log=log, one_shot=True, on_fault=options.on_fault(args),
+                    stop_guard=stop_guard(call, options.stop_block_cap(args), store),
+                    store=store)
     try:
-        return engine.fire_blocking(event)
+        return engine.fire_blocking(event, hold_aid=hold_aid)
     finally:
         registry.close()
 
 
-def stop_guard(call: Call, cap: int) -> StopGuard:
-    """The loop guard of one bridge run: its count in a file per host and session."""
-    from mcp_hooks import paths
-    from mcp_hooks.engine.stopguard import FileCounter, StopGuard
+def stop_guard(call: Call, cap: int, store: StateStore) -> StopGuard:
+    """The loop guard of one bridge run: its count in ``store`` per host and session."""
+    from mcp_hooks.engine.stopguard import StopGuard
 
     host = call.fields.get("payload", {}).get("host", {}).get("name", "host")
-    return StopGuard(cap, FileCounter(paths.state_dir() / "stop", host), new_turn_resets=True)
+    return StopGuard(cap, store, host, new_turn_resets=True)
 
 
 __all__ = ["BridgeInputError", "BridgeOptions", "answer", "fire_call", "run_bridge"]

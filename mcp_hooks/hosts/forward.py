@@ -56,6 +56,7 @@ from mcp_hooks.hosts.base import (
     answer_outcome,
     fail_open,
     load_payload,
+    shows_aid,
     unreadable,
 )
 from mcp_hooks.hosts.forward_auth import (
@@ -115,7 +116,8 @@ async def answer_payload(host: Host, payload: dict[str, Any], event: str | None,
         return fail_open(f"this server does not answer for that folder: {exc}")
     outcome: Outcome | BaseException
     try:  # the endpoint's one guard: the engine under it raises (``guard.py``)
-        outcome = await engine.fire(Event.create(event_type=call.event, **call.fields))
+        outcome = await engine.fire(Event.create(event_type=call.event, **call.fields),
+                                    hold_aid=not shows_aid(host, call))
     except BaseException as exc:  # an oracle's SystemExit too; a cancellation goes on
         if passes_through(exc):
             raise

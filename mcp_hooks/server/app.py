@@ -22,8 +22,9 @@ a deny whose reason says what broke (``blocked_by: "mcp-hooks"``), never a crash
 silent allow. The server keeps answering its other clients.
 
 Signals: each outcome's ``signals`` (``signals.py``) are in the signal log beside the event
-log; ``respond_to_signal`` records the agent's answer there (``SignalLog.respond``: an action of
-another intensity, an unknown or already answered signal is a tool error saying so). A server
+log; ``respond_to_signal`` records the agent's answer there (``signallog.respond``, the
+service's state store's answer-once: an action of another intensity, an unknown or already
+answered signal is a tool error saying so). A server
 run with ``--no-log`` keeps no signal log, so its signals cannot be answered (a tool error).
 
 Trust: project hooks run only once trusted (``mcp-hooks trust``); listings and ``get_hook``
@@ -75,7 +76,7 @@ from mcp_hooks.spec import matching
 from mcp_hooks.spec.events import canonical_event, catalogue
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome
 from mcp_hooks.spec.vocabulary import MCP_CLIENTS, caller_tool, tool_catalogue
-from mcp_hooks.state.signallog import SignalLog
+from mcp_hooks.state.signallog import respond
 
 if TYPE_CHECKING:
     from mcp_hooks.server.transport import ServeOptions
@@ -300,10 +301,9 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
         if service.log is None:
             raise BadRequest("this server keeps no log (--no-log), so it has no signal to "
                              "answer; serve it with a log to answer signals")
-        log = SignalLog.beside(service.log)
-        # the look-up reads the log: off the event loop, other clients go on
+        # the look-up reads the store: off the event loop, other clients go on
         line = await anyio.to_thread.run_sync(
-            lambda: log.respond(signal_id, action, details, session_id=session_id))
+            lambda: respond(service.store, signal_id, action, details, session_id=session_id))
         return SignalResponse(signal_id=signal_id, consumed_at=line["timestamp"],
                               action=action, intensity=line["intensity"],
                               source=line["source"], hook=line["hook"],

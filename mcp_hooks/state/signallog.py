@@ -24,8 +24,10 @@ Contracts:
   ``ConfigError`` for an unknown action, an unknown signal id, an action of another intensity
   (``signals.check_action``), or a signal already answered. ``resolve`` turns an unambiguous
   prefix of a signal id into the id (for people typing it). A log that cannot be written
-  (a full disk) is a ``RunError``, and the log is left as it was. The look-up and the write happen
-  under one lock, so two racing responses to one signal cannot both be recorded.
+  (a full disk) is a ``RunError``, and the log is left as it was. The answer is the state
+  store's answer-once (``respond`` over any ``store.StateStore``; ``files.FileStore`` looks
+  up and writes under one lock), so two racing responses to one signal cannot both be
+  recorded.
 - The log lives beside the event log: ``$XDG_STATE_HOME/mcp-hooks/signals.jsonl`` by default
   (``SignalLog.beside``), so every engine that logs events logs its signals too.
 """
@@ -36,19 +38,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mcp_hooks.errors import ConfigError, RunError
+from mcp_hooks.errors import ConfigError
 from mcp_hooks.spec.signals import ACTION_INTENSITY, ACTIONS, Signal, check_action, timestamp
-from mcp_hooks.state.eventlog import (
-    READ_LIMIT,
-    EventLog,
-    _lock,
-    _open,
-    _open_to_read,
-    _parse,
-    _tail,
-    _write_line,
-    encode_record,
-)
+from mcp_hooks.state.eventlog import READ_LIMIT, EventLog, _open_to_read, _parse, _tail
+from mcp_hooks.state.files import FileStore
+from mcp_hooks.state.store import StateStore
 
 SIGNAL_LOG_NAME = "signals.jsonl"
 
@@ -138,80 +132,52 @@ class SignalLog(EventLog):
 
     def respond(self, signal_id: str, action: str, details: dict[str, Any] | None = None,
                 *, session_id: str | None = None) -> dict[str, Any]:
-        """Record the agent's response to a signal; returns the line written.
+        """Record the agent's response to a signal in this log (``respond``)."""
+        store = FileStore(self.path.parent, log=None, signals=self.path)
+        return respond(store, signal_id, action, details, session_id=session_id)
 
-        Args:
-            signal_id: the id in the signal's header.
-            action: one of ``ACTIONS[intensity]`` for the signal's intensity.
-            details: free-form object kept with the response (what was fixed, why).
-            session_id: who answers; default the session the signal was sent to.
 
-        Raises:
-            ConfigError: an unknown action, no such signal in this log, an action that does
-                not fit the signal's intensity, a signal already answered, or a log that is
-                not a regular file.
-            RunError: the log cannot be read or written (a full disk); nothing is recorded.
-        """
-        if action not in ACTION_INTENSITY:
-            every = "; ".join(f"{i}: {', '.join(a)}" for i, a in ACTIONS.items())
-            raise ConfigError(f"unknown action {action!r}; the actions are {every}")
-        if details is not None and not isinstance(details, dict):
-            raise ConfigError("details must be a JSON object")
-        try:
-            return self._respond(signal_id, action, details, session_id)
-        except OSError as exc:  # a full disk, a lost mount: the world, not the caller
-            raise RunError(f"cannot record the answer to signal {signal_id} in the signal log "
-                           f"{self.path}: {exc.strerror or exc}; nothing was recorded, so "
-                           "answer again once the log can be written") from None
+def respond(store: StateStore, signal_id: str, action: str,
+            details: dict[str, Any] | None = None, *,
+            session_id: str | None = None) -> dict[str, Any]:
+    """Record the agent's response to a signal sent through ``store``; returns the answer.
 
-    def _respond(self, signal_id: str, action: str, details: dict[str, Any] | None,
-                 session_id: str | None) -> dict[str, Any]:
-        fd, readable = _open_log(self)
-        try:
-            locked = _lock(fd)
-            sent, answered = self._look_up(fd, signal_id)
-            if sent is None:
-                raise self._missing(signal_id)
-            if answered is not None:
-                raise ConfigError(f"signal {signal_id} was already answered: "
-                                  f"{answered.get('action')} at {answered.get('timestamp')}")
-            check_action(str(sent.get("intensity")), action)
-            record: dict[str, Any] = {
-                "timestamp": timestamp(), "hook": sent.get("hook"),
-                "intensity": sent.get("intensity"), "source": sent.get("source"),
-                "consumed": True, "action": action,
-                "kind": "response", "signal_id": signal_id,
-                "session_id": session_id if session_id is not None else sent.get("session_id"),
-            }
-            if details is not None:
-                record["details"] = details
-            _write_line(fd, encode_record(record), readable, locked)
-        finally:
-            os.close(fd)  # closing releases the lock
+    Args:
+        signal_id: the id in the signal's header.
+        action: one of ``ACTIONS[intensity]`` for the signal's intensity.
+        details: free-form object kept with the response (what was fixed, why).
+        session_id: who answers; default the session the signal was sent to.
+
+    Raises:
+        ConfigError: an unknown action, no such signal in the store, an action that does
+            not fit the signal's intensity, a signal already answered (also with the same
+            action: the store's retry is the caller's to make), or a log that is not a
+            regular file.
+        RunError: the store cannot be read or written (a full disk); nothing is recorded.
+    """
+    if action not in ACTION_INTENSITY:
+        every = "; ".join(f"{i}: {', '.join(a)}" for i, a in ACTIONS.items())
+        raise ConfigError(f"unknown action {action!r}; the actions are {every}")
+    if details is not None and not isinstance(details, dict):
+        raise ConfigError("details must be a JSON object")
+    built: list[dict[str, Any]] = []
+
+    def build(sent: dict[str, Any]) -> dict[str, Any]:
+        check_action(str(sent.get("intensity")), action)
+        record: dict[str, Any] = {
+            "timestamp": timestamp(), "hook": sent.get("hook"),
+            "intensity": sent.get("intensity"), "source": sent.get("source"),
+            "consumed": True, "action": action,
+            "kind": "response", "signal_id": signal_id,
+            "session_id": session_id if session_id is not None else sent.get("session_id"),
+        }
+        if details is not None:
+            record["details"] = details
+        built.append(record)
         return record
 
-    def _look_up(self, fd: int, signal_id: str
-                 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        """The signal's line and its first response, read through the locked descriptor."""
-        sent = answered = None
-        for line in _tail(fd, READ_LIMIT):
-            if signal_id not in line:  # most lines: no JSON parse
-                continue
-            record = _parse(line)
-            if record is None or record.get("signal_id") != signal_id:
-                continue
-            if record.get("kind") == "signal" and sent is None:
-                sent = record
-            elif record.get("kind") == "response" and answered is None:
-                answered = record
-        return sent, answered
-
-
-def _open_log(log: SignalLog) -> tuple[int, bool]:
-    """The signal log open to be read and appended: a regular file only (``respond`` reads
-    it through this descriptor; a device would never end)."""
-    try:
-        return _open(log.path, log.what, devices=False)
-    except FileNotFoundError:
-        log.path.parent.mkdir(parents=True, exist_ok=True)
-        return _open(log.path, log.what, devices=False)
+    stored = store.answer_once(signal_id, action, build)
+    if not built:
+        raise ConfigError(f"signal {signal_id} was already answered: "
+                          f"{stored.get('action')} at {stored.get('timestamp')}")
+    return stored

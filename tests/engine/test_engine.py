@@ -15,10 +15,11 @@ import pytest
 
 from mcp_hooks import Engine, Event, EventLog, Registry
 from mcp_hooks.engine.launch import AsyncJob
-from mcp_hooks.engine.stopguard import STOP_STATE_TTL, FileCounter, StopGuard
+from mcp_hooks.engine.stopguard import STOP_STATE_TTL, StopGuard
 from mcp_hooks.errors import InvalidEventError, UnknownEventError
 from mcp_hooks.runner import RunResult
 from mcp_hooks.spec.outcome import AGENT_TEXT_CAP, HookRun, Outcome, fault_outcome
+from mcp_hooks.state.files import FileStore
 from tests.conftest import write_hook
 from tests.runner.test_process_tree import GONE_WITHIN, _state
 
@@ -607,7 +608,7 @@ def test_one_guard_counts_in_memory_or_in_files(counter: str, user_dir: Path,
 
     def guard() -> StopGuard:  # a fresh guard per event, as a bridge (one process per event)
         if counter == "file":
-            return StopGuard(2, FileCounter(tmp_path / "stop", "claude-code"))
+            return StopGuard(2, FileStore(tmp_path / "state"), "claude-code")
         return kept
 
     kept = StopGuard(2)
@@ -619,23 +620,31 @@ def test_one_guard_counts_in_memory_or_in_files(counter: str, user_dir: Path,
     assert "loop guard" in stops[2].warnings[-1] and "not yet" in stops[2].warnings[-1]
 
 
-def test_file_counter_keeps_hosts_and_sessions_apart_and_forgets(tmp_path: Path) -> None:
-    codex, cursor = FileCounter(tmp_path, "codex"), FileCounter(tmp_path, "cursor")
-    codex.set("s", 3)
-    assert (codex.get("s"), codex.get("t"), cursor.get("s")) == (3, 0, 0)
+def test_file_counts_keep_hosts_and_sessions_apart_and_forget(tmp_path: Path) -> None:
+    store = FileStore(tmp_path / "state")
+    codex, cursor = StopGuard(8, store, "codex"), StopGuard(8, store, "cursor")
+    for _ in range(3):
+        codex.store.increment("codex", "s", ttl=STOP_STATE_TTL)
+    assert [store.count(ns, s, ttl=STOP_STATE_TTL)
+            for ns, s in [("codex", "s"), ("codex", "t"), ("cursor", "s")]] == [3, 0, 0]
+    path = store.counter_path("codex", "s")
     old = time.time() - STOP_STATE_TTL - 5
-    os.utime(codex.path("s"), (old, old))
-    assert codex.get("s") == 0  # an interrupted loop's count is forgotten
-    codex.path("s").write_text("garbage")
-    assert codex.get("s") == 0
-    codex.set("s", 1)
-    codex.reset("s")
-    assert not codex.path("s").exists()
+    os.utime(path, (old, old))
+    assert store.count("codex", "s", ttl=STOP_STATE_TTL) == 0  # an interrupted loop's count
+    path.write_text("garbage")
+    assert store.count("codex", "s", ttl=STOP_STATE_TTL) == 0
+    blocked = cursor.after(cursor.before(Event(event_type="before_stop", session_id="s"), {}),
+                           Outcome(event_type="before_stop", decision="deny",
+                                   continue_working=True))
+    assert blocked.continue_working and store.count("cursor", "s", ttl=STOP_STATE_TTL) == 1
+    cursor.after(cursor.before(Event(event_type="before_stop", session_id="s"), {}),
+                 Outcome(event_type="before_stop"))
+    assert not store.counter_path("cursor", "s").exists()  # an allowed stop resets
     (tmp_path / "file").write_text("")
-    blocked = FileCounter(tmp_path / "file", "x")  # a folder that cannot be made
-    blocked.set("s", 1)  # lost, never raised
-    assert blocked.get("s") == 0
-    blocked.reset("s")
+    lost = FileStore(tmp_path / "file")  # a folder that cannot be made
+    assert lost.increment("x", "s", ttl=STOP_STATE_TTL) == 1  # lost, never raised
+    assert lost.count("x", "s", ttl=STOP_STATE_TTL) == 0
+    lost.reset("x", "s")
 
 
 @pytest.mark.parametrize(("resets", "flag", "told"), [
@@ -647,7 +656,8 @@ def test_file_counter_keeps_hosts_and_sessions_apart_and_forgets(tmp_path: Path)
 def test_new_turn_resets_only_where_asked(resets: bool, flag: bool | None,
                                           told: tuple[bool, int]) -> None:
     guard = StopGuard(8, new_turn_resets=resets)
-    guard.counter.set("s", 2)
+    for _ in range(2):
+        guard.store.increment("engine", "s", ttl=STOP_STATE_TTL)
     payload: dict[str, Any] = {}
     extra = {} if flag is None else {"stop_hook_active": flag}
     ticket = guard.before(Event(event_type="before_stop", session_id="s", payload=extra), payload)

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from mcp_hooks.paths import state_dir
 from tests.conftest import MCP_HOOKS, write_hook
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "hosts"
@@ -268,10 +269,12 @@ def test_aid_handed_over_on_an_event_with_no_context_form_waits_for_the_next(
         data[session_key] = session
         return bridge(host, data, user_dir)
 
-    stopped = call(stop)  # the aid is handed over here, but the reply cannot show it
-    kept = answer(stopped)
-    assert "tip:" not in json.dumps({k: v for k, v in kept.items() if k != "systemMessage"})
-    assert "tip: make -j2 builds faster here" in stopped.stderr  # the user is told, as before
+    waiting = sorted((state_dir() / "aid").glob("*.jsonl"))
+    assert len(waiting) == 1 and "tip: make -j2" in waiting[0].read_text()
+    stopped = call(stop)  # the reply cannot show it: the bridge leaves it waiting, untaken
+    assert "tip:" not in json.dumps(answer(stopped)) and "tip:" not in stopped.stderr
+    assert [p.read_text() for p in sorted((state_dir() / "aid").glob("*"))] == [
+        waiting[0].read_text()]  # the same item, neither taken nor put back
     shown = call(shows)
     context = context_of(answer(shown))
     assert "tip: make -j2 builds faster here" in context and "advisor" in context

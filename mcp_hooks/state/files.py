@@ -1,0 +1,485 @@
+"""The file backend of the state store (``store.StateStore``): today's files and formats.
+
+Under ``root`` (default ``paths.state_dir()``, ``$XDG_STATE_HOME/mcp-hooks``):
+
+- ``stop/<namespace>-<digest>``: a counter of any namespace but ``ladder`` (the loop guard's
+  stop count per host or door and session): the count in decimal, its age the file's mtime.
+  A key other than ``""`` adds ``.<digest of the key>`` to the name. An increment takes an
+  exclusive ``flock`` on the file, reads, writes the new count in place.
+- ``ladder.json``: the ``ladder`` namespace, ``{"version": 1, "sessions": {session:
+  {"counts": {key: n}, "at": unix time}}}`` (``control/ladder.py``). An update locks the
+  sibling ``ladder.json.lock`` (at most ``LOCK_TIMEOUT`` seconds), re-reads, changes and
+  atomically replaces the file. Anything an update would not write counts as empty (that
+  part or the whole); the age is the session's ``at``.
+- ``aid/<digest of the session>.jsonl``: a session's queue, one JSON object a line,
+  appended under ``flock``; ``take_all`` claims the whole file by renaming it first, so one
+  caller gets each item.
+- the event log (``events.jsonl``, or the ``log`` given; ``eventlog.EventLog``) and the
+  signal log beside it (``signals.jsonl``; ``signallog``): ``append``/``read``. A signal's
+  answer is a ``kind: "response"`` line of the signal log, looked up and written under the
+  log's lock (``answer_once``). With ``log=None`` nothing is logged: ``read`` finds nothing
+  and no signal can be answered.
+
+Every state file is opened without following a final symlink and without blocking (a FIFO
+never hangs a reader), must be a regular file, and is read bounded: anything else where a
+state file belongs counts as empty (a counter that cannot be read is 0; on an increment a
+FIFO or symlink there is replaced by a regular file). A full disk loses an increment or an
+item (``count`` stays what it was), reports a log record once on stderr, and fails
+``answer_once`` with ``StateUnavailable``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import math
+import os
+import re
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from mcp_hooks import paths
+from mcp_hooks.state.eventlog import (
+    READ_LIMIT,
+    EventLog,
+    _lock,
+    _open,
+    _parse,
+    _tail,
+    _write_line,
+    encode_record,
+)
+from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, UnknownSignal
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
+LADDER = "ladder"  # the namespace kept in ladder.json
+LOCK_TIMEOUT = 10.0  # seconds an update waits for a lock
+MAX_LADDER_BYTES = 8 << 20  # a bigger ladder.json counts as empty (and is replaced)
+MAX_COUNT = 1 << 20  # a count above it is not one an update wrote
+MAX_QUEUE_BYTES = 1 << 20  # bytes read from one session's queue
+_FLAGS = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_.]{1,64}")
+SIGNAL_LOG_NAME = "signals.jsonl"
+
+_USE_DEFAULT: Any = object()
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _open_regular(path: Path, flags: int) -> int:
+    """``path`` opened without following a final symlink or blocking; ``OSError`` (ELOOP,
+    EISDIR, ENXIO...) when it is not a regular file."""
+    fd = os.open(path, flags | _FLAGS, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, f"{path} is not a regular file")
+    return fd
+
+
+def _read_fd(fd: int, cap: int) -> bytes:
+    out = bytearray()
+    while len(out) < cap:
+        chunk = os.pread(fd, min(1 << 16, cap - len(out)), len(out))
+        if not chunk:
+            break
+        out += chunk
+    return bytes(out)
+
+
+def _flock(fd: int, what: Path) -> None:
+    """The exclusive lock on ``fd``, waiting at most ``LOCK_TIMEOUT`` seconds."""
+    if fcntl is None:  # pragma: no cover - not POSIX
+        return
+    deadline = time.monotonic() + LOCK_TIMEOUT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what} stayed locked for {LOCK_TIMEOUT:g} s; is another "
+                                   "mcp-hooks process stuck?") from None
+            time.sleep(0.002)
+
+
+def clean_ladder(data: Any) -> dict[str, Any]:
+    """The parts of a ladder.json an update could have written; the rest dropped."""
+    out: dict[str, Any] = {"version": 1, "sessions": {}}
+    sessions = data.get("sessions") if isinstance(data, dict) else None
+    if not isinstance(sessions, dict):
+        return out
+    for name, session in sessions.items():
+        if not isinstance(name, str) or not isinstance(session, dict):
+            continue
+        counts = session.get("counts")
+        good = {key: value for key, value in counts.items()
+                if isinstance(key, str) and type(value) is int and 0 < value <= MAX_COUNT
+                } if isinstance(counts, dict) else {}
+        at = session.get("at")
+        if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at):
+            at = 0.0  # unknown age: dropped on the next write
+        out["sessions"][name] = {"counts": good, "at": float(at)}
+    return out
+
+
+class FileStore:
+    """The state store in files (see the module docstring).
+
+    Args:
+        root: the state folder; None for ``paths.state_dir()``.
+        log: the event log (an ``EventLog`` or its path); the signal log is beside it.
+            Default ``root/events.jsonl``; None for no logs.
+        ladder: the ladder file; default ``root/ladder.json``.
+        queues: the aid folder; default ``root/aid``.
+        counters: the folder of the other counters; default ``root/stop``.
+        signals: the signal log; default ``signals.jsonl`` beside the event log.
+    """
+
+    def __init__(self, root: Path | None = None, *, log: Any = _USE_DEFAULT,
+                 ladder: Path | None = None, queues: Path | None = None,
+                 counters: Path | None = None, signals: Path | None = None) -> None:
+        self.root = Path(root) if root is not None else paths.state_dir()
+        if log is _USE_DEFAULT:
+            log = self.root / "events.jsonl"
+        self.events: EventLog | None = (log if isinstance(log, EventLog) or log is None
+                                        else EventLog(Path(log)))
+        self.signals: EventLog | None = None
+        if signals is None and self.events is not None:
+            signals = self.events.path.with_name(SIGNAL_LOG_NAME)
+        if signals is not None:
+            self.signals = EventLog(Path(signals))
+            self.signals.what = "signal log"
+        self.ladder_path = Path(ladder) if ladder is not None else self.root / "ladder.json"
+        self.queues = Path(queues) if queues is not None else self.root / "aid"
+        self.counters = Path(counters) if counters is not None else self.root / "stop"
+        self._empty: dict[str, int] = {}  # session -> queue folder mtime when it had nothing
+
+    # -- counters --------------------------------------------------------------------------
+
+    def counter_path(self, namespace: str, session: str, key: str = "") -> Path:
+        """The file of a counter of a namespace other than ``ladder``."""
+        name = namespace if _SAFE_NAME.fullmatch(namespace) else f"ns{_digest(namespace)[:16]}"
+        path = self.counters / f"{name}-{_digest(namespace, session)}"
+        return path.with_name(f"{path.name}.{_digest(key)[:16]}") if key else path
+
+    def count(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
+        if namespace == LADDER:
+            entry = self._read_ladder()["sessions"].get(session) or {}
+            if time.time() - entry.get("at", 0.0) > ttl:
+                return 0
+            return int(entry.get("counts", {}).get(key, 0))
+        try:
+            fd = _open_regular(self.counter_path(namespace, session, key), os.O_RDONLY)
+        except OSError:
+            return 0
+        try:
+            return self._read_count(fd, ttl)
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _read_count(fd: int, ttl: float) -> int:
+        try:
+            if time.time() - os.fstat(fd).st_mtime > ttl:
+                return 0
+            value = int(_read_fd(fd, 32).strip() or 0)
+        except (OSError, ValueError):
+            return 0
+        return value if 0 < value <= MAX_COUNT else 0
+
+    def increment(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
+        if namespace == LADDER:
+            return self._ladder_update(lambda data: _bump(data, session, key, ttl), ttl) or \
+                self.count(namespace, session, key, ttl=ttl) + 1
+        path = self.counter_path(namespace, session, key)
+        try:
+            fd = self._open_counter(path)
+        except OSError:
+            return self.count(namespace, session, key, ttl=ttl) + 1
+        try:
+            _flock(fd, path)
+            value = min(self._read_count(fd, ttl), MAX_COUNT - 1) + 1
+            data = str(value).encode()
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, data, 0)
+            return value
+        except (OSError, TimeoutError):
+            return self.count(namespace, session, key, ttl=ttl) + 1
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _open_counter(self, path: Path) -> int:
+        for attempt in (1, 2):
+            try:
+                return _open_regular(path, os.O_RDWR | os.O_CREAT)
+            except FileNotFoundError:
+                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.EINVAL) or attempt == 2:
+                    raise
+                os.unlink(path)  # a symlink or FIFO where the count belongs: replaced
+        return _open_regular(path, os.O_RDWR | os.O_CREAT)
+
+    def reset(self, namespace: str, session: str | None = None, key: str | None = None) -> None:
+        if namespace == LADDER:
+            self._ladder_update(lambda data: _forget(data, session, key), None)
+            return
+        if session is not None and key is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.counter_path(namespace, session, key))
+            return
+        base = self.counter_path(namespace, session or "")
+        prefix = base.name if session is not None else base.name.rsplit("-", 1)[0] + "-"
+        pattern = re.compile(re.escape(prefix) + ("" if session is not None else "[0-9a-f]{32}")
+                             + r"(\.[0-9a-f]{16})?")
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(self.counters):
+                if pattern.fullmatch(entry.name):
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
+
+    def _read_ladder(self) -> dict[str, Any]:
+        try:
+            fd = _open_regular(self.ladder_path, os.O_RDONLY)
+            try:
+                raw = _read_fd(fd, MAX_LADDER_BYTES + 1)
+            finally:
+                os.close(fd)
+            if len(raw) > MAX_LADDER_BYTES:
+                raise ValueError("too big")
+            data = json.loads(raw)
+        except (OSError, ValueError, RecursionError):  # deep nesting is a RecursionError
+            data = None
+        return clean_ladder(data)
+
+    def _ladder_update(self, change: Callable[[dict[str, Any]], int],
+                       ttl: float | None) -> int:
+        """Run ``change`` on ladder.json under its lock and write the result; its return,
+        or 0 when the file could not be updated."""
+        path = self.ladder_path
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            lock = path.with_name(path.name + ".lock")
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | _FLAGS, 0o600)
+        except OSError:
+            return 0
+        try:
+            _flock(fd, lock)
+            data = self._read_ladder()
+            result = change(data)
+            now = time.time()
+            keep = ttl if ttl is not None else 30 * 24 * 3600.0
+            data["sessions"] = {s: v for s, v in data["sessions"].items() if now - v["at"] < keep}
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _FLAGS, 0o600)
+            try:
+                view = memoryview(json.dumps(data, sort_keys=True).encode())
+                while view:
+                    view = view[os.write(out, view):]
+            finally:
+                os.close(out)
+            os.replace(tmp, path)
+            return result
+        except (OSError, TimeoutError):
+            return 0
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    # -- logs ------------------------------------------------------------------------------
+
+    def _log(self, log: LogName) -> EventLog | None:
+        return self.events if log == "events" else self.signals
+
+    def append(self, log: LogName, record: dict[str, Any]) -> None:
+        target = self._log(log)
+        if target is not None:
+            target.append(record)
+
+    def read(self, log: LogName, session: str | None = None) -> Iterator[dict[str, Any]]:
+        target = self._log(log)
+        if target is None:
+            return iter(())
+        return target.read(session)
+
+    def answer_once(self, signal_id: str, action: str,
+                    build: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        log = self.signals
+        if log is None:
+            raise UnknownSignal(f"no signal {signal_id!r}: nothing is logged here (no log), "
+                                "so no signal can be answered; log events to answer signals")
+        try:
+            return self._answer(log, signal_id, action, build)
+        except OSError as exc:
+            raise StateUnavailable(
+                f"cannot record the answer to signal {signal_id} in the signal log "
+                f"{log.path}: {exc.strerror or exc}; nothing was recorded, so answer again "
+                "once the log can be written") from None
+
+    def _answer(self, log: EventLog, signal_id: str, action: str,
+                build: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        try:
+            fd, readable = _open(log.path, log.what, devices=False)
+        except FileNotFoundError:
+            log.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, readable = _open(log.path, log.what, devices=False)
+        try:
+            locked = _lock(fd)
+            sent, answered = _look_up(fd, signal_id)
+            if sent is None:
+                raise UnknownSignal(_missing(log.path, signal_id))
+            if answered is not None:
+                if answered.get("action") == action:
+                    return answered
+                raise AlreadyAnswered(f"signal {signal_id} was already answered: "
+                                      f"{answered.get('action')} at "
+                                      f"{answered.get('timestamp')}", answered)
+            record = build(sent)
+            _write_line(fd, encode_record(record), readable, locked)
+            return record
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    # -- queues ----------------------------------------------------------------------------
+
+    def queue_path(self, session: str) -> Path:
+        return self.queues / f"{_digest(session)}.jsonl"
+
+    def put(self, session: str, items: list[dict[str, Any]]) -> None:
+        if not items:
+            return
+        data = b"".join(json.dumps(item, ensure_ascii=True, default=str).encode() + b"\n"
+                        for item in items)
+        path = self.queue_path(session)
+        with contextlib.suppress(OSError, TimeoutError):
+            self.queues.mkdir(parents=True, exist_ok=True, mode=0o700)
+            for _ in range(100):
+                fd = _open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+                try:
+                    _flock(fd, path)
+                    # a taker may have claimed the file between the open and the lock:
+                    # then write to a new one, or the item would go out with the claimed
+                    if os.fstat(fd).st_ino == os.stat(path, follow_symlinks=False).st_ino:
+                        _write_all(fd, data)
+                        return
+                except FileNotFoundError:
+                    pass
+                finally:
+                    os.close(fd)
+
+    def _nothing_new(self, session: str) -> bool:
+        """Whether the queue folder is unchanged since this session last found nothing: one
+        ``stat`` instead of a ``rename`` that fails. A folder changed in the last 50 ms is
+        checked anyway (its mtime may not move again for a write in the same tick)."""
+        try:
+            mtime = os.stat(self.queues).st_mtime_ns
+        except OSError:
+            return True  # no folder: nothing ever waited
+        settled = time.time_ns() - mtime > 50_000_000
+        if settled and self._empty.get(session) == mtime:
+            return True
+        if len(self._empty) > 10_000:
+            self._empty.clear()
+        if settled:
+            self._empty[session] = mtime
+        else:
+            self._empty.pop(session, None)
+        return False
+
+    def take_all(self, session: str) -> list[dict[str, Any]]:
+        if self._nothing_new(session):
+            return []
+        path = self.queue_path(session)
+        claimed = path.with_name(f"{path.stem}.{os.getpid()}.{threading.get_ident()}.taking")
+        try:
+            os.rename(path, claimed)
+        except OSError:
+            return []  # nothing waiting (the common case), or another caller took it
+        self._empty.pop(session, None)
+        try:
+            fd = _open_regular(claimed, os.O_RDONLY)
+            try:
+                _flock(fd, claimed)  # a writer that opened the file before the rename
+                raw = _read_fd(fd, MAX_QUEUE_BYTES)
+            finally:
+                os.close(fd)
+        except (OSError, TimeoutError):
+            with contextlib.suppress(OSError):  # unread: back in place (unless new items
+                os.link(claimed, path)  # came meanwhile: then it waits under its claim)
+                os.unlink(claimed)
+            return []
+        with contextlib.suppress(OSError):
+            os.unlink(claimed)
+        out: list[dict[str, Any]] = []
+        for line in raw.splitlines():
+            item = _parse(line.decode("utf-8", errors="replace"))
+            if item is not None:  # a torn or foreign line is skipped
+                out.append(item)
+        return out
+
+
+def _bump(data: dict[str, Any], session: str, key: str, ttl: float) -> int:
+    now = time.time()
+    entry = data["sessions"].get(session)
+    if entry is None or now - entry["at"] > ttl:
+        entry = data["sessions"][session] = {"counts": {}, "at": now}
+    value = min(int(entry["counts"].get(key, 0)), MAX_COUNT - 1) + 1
+    entry["counts"][key] = value
+    entry["at"] = now
+    return value
+
+
+def _forget(data: dict[str, Any], session: str | None, key: str | None) -> int:
+    if session is None:
+        data["sessions"] = {}
+    elif key is None:
+        data["sessions"].pop(session, None)
+    elif session in data["sessions"]:
+        data["sessions"][session]["counts"].pop(key, None)
+    return 1
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if not written:
+            raise OSError(errno.ENOSPC, "the file took no bytes")
+        view = view[written:]
+
+
+def _look_up(fd: int, signal_id: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The signal's line and its first response, read through the locked descriptor."""
+    sent = answered = None
+    for line in _tail(fd, READ_LIMIT):
+        if signal_id not in line:  # most lines: no JSON parse
+            continue
+        record = _parse(line)
+        if record is None or record.get("signal_id") != signal_id:
+            continue
+        if record.get("kind") == "signal" and sent is None:
+            sent = record
+        elif record.get("kind") == "response" and answered is None:
+            answered = record
+    return sent, answered
+
+
+def _missing(path: Path, signal_id: str) -> str:
+    try:
+        window = (f" (in its last {READ_LIMIT >> 20} MiB, all that is read)"
+                  if path.stat().st_size > READ_LIMIT else "")
+    except OSError:
+        window = ""
+    return (f"no signal {signal_id!r} in the signal log {path}{window}; "
+            "`mcp-hooks signals` lists the signals sent and their ids")

@@ -1,0 +1,371 @@
+"""The PostgreSQL state backend: ``--state postgresql://user:password@host[:port]/db``.
+
+Every replica pointed at one database shares every per-session record (the contract is in
+``store.py``). Needs the ``postgres`` extra (``pip install 'mcp-hooks[postgres]'``: ``psycopg``
+3, imported here only). Connections are kept by a small pool of this module's own
+(:class:`_Pool`: no threads of its own; ``psycopg-pool``'s workers could not be collected
+with a store dropped without ``close()``: its ``__del__`` joined the thread it ran on). Any
+libpq URL option passes through (``?sslmode=require``; ``?options=-csearch_path%3Dname`` puts
+the tables in another schema).
+
+The schema is created on first use: the ``mcp_hooks_migrations`` table records each migration
+applied (one row per version); a process that finds it behind applies what is missing under
+a transaction-scoped advisory lock, so replicas starting together migrate once. Tables:
+
+=======================  ================================================================
+table                    what, and how long it lives
+=======================  ================================================================
+``mcp_hooks_counters``   (namespace, session, key) -> value; an expired row counts 0 and
+                         an increment starts it over at 1 (an upsert ``RETURNING`` it)
+``mcp_hooks_log``        every record of both logs (``log``, ``session_id``, ``replica``,
+                         ``at`` the server's clock, ``record`` JSON); rows older than
+                         ``Ttls.event`` are purged
+``mcp_hooks_signals``    one row per signal id: the record sent and its one answer (``UPDATE
+                         ... WHERE answer IS NULL RETURNING``); ``Ttls.signal``
+``mcp_hooks_queue``      the sessions' waiting aid; ``take_all`` is one ``DELETE ...
+                         RETURNING``; ``Ttls.queue``
+=======================  ================================================================
+
+Expired rows are purged by the store itself, at most once every ``PURGE_EVERY`` seconds per
+process, on a write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from mcp_hooks.state.remote import Reporter, Ttls, dumps, require, unreachable
+from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, UnknownSignal
+
+FIX = ("Start it, or point --state (MCP_HOOKS_STATE) at a PostgreSQL that is running and "
+       "that this user may connect to; `mcp-hooks doctor --state URL` checks one")
+CONNECT_TIMEOUT = 10.0  # seconds to wait for a connection, at start and from the pool
+# libpq options the URL may override: a server that stops answering mid-query is given up
+# after 10 s (TCP user timeout, keepalives) and a statement after 10 s, never a hang
+DEFAULTS = {"connect_timeout": "10", "tcp_user_timeout": "10000", "keepalives_idle": "5",
+            "keepalives_interval": "2", "keepalives_count": "3",
+            "options": "-c statement_timeout=10000"}
+POOL_SIZE = 8  # connections per store object at most (one per thread using it at once)
+PURGE_EVERY = 300.0  # seconds between two purges of expired rows, per process
+
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE mcp_hooks_counters (
+        namespace text NOT NULL, session text NOT NULL, key text NOT NULL,
+        value bigint NOT NULL, expires_at timestamptz NOT NULL,
+        PRIMARY KEY (namespace, session, key));
+    CREATE TABLE mcp_hooks_log (
+        id bigserial PRIMARY KEY, log text NOT NULL, session_id text, replica text,
+        at timestamptz NOT NULL DEFAULT clock_timestamp(), record json NOT NULL);
+    CREATE INDEX mcp_hooks_log_session ON mcp_hooks_log (log, session_id, id);
+    CREATE INDEX mcp_hooks_log_at ON mcp_hooks_log (at);
+    CREATE TABLE mcp_hooks_signals (
+        signal_id text PRIMARY KEY, sent json NOT NULL, answer json,
+        answered_at timestamptz, expires_at timestamptz NOT NULL);
+    CREATE TABLE mcp_hooks_queue (
+        id bigserial PRIMARY KEY, session text NOT NULL, item json NOT NULL,
+        expires_at timestamptz NOT NULL);
+    CREATE INDEX mcp_hooks_queue_session ON mcp_hooks_queue (session, id);
+    """,
+)
+
+_INCREMENT = """
+INSERT INTO mcp_hooks_counters AS c (namespace, session, key, value, expires_at)
+VALUES (%s, %s, %s, 1, now() + make_interval(secs => %s))
+ON CONFLICT (namespace, session, key) DO UPDATE SET
+    value = CASE WHEN c.expires_at <= now() THEN 1 ELSE c.value + 1 END,
+    expires_at = EXCLUDED.expires_at
+RETURNING value
+"""
+
+_APPEND = ("INSERT INTO mcp_hooks_log (log, session_id, replica, record) "
+           "VALUES (%s, %s, %s, %s)")
+# a sent signal: its row (the first sent with an id is kept) and the log's, one statement
+_APPEND_SIGNAL = """
+WITH sig AS (
+    INSERT INTO mcp_hooks_signals (signal_id, sent, expires_at)
+    VALUES (%s, %s, now() + make_interval(secs => %s)) ON CONFLICT DO NOTHING)
+INSERT INTO mcp_hooks_log (log, session_id, replica, record) VALUES (%s, %s, %s, %s)
+"""
+# the answer stored only where none is, and logged only then: one statement, one answer
+_ANSWER = """
+WITH won AS (
+    UPDATE mcp_hooks_signals SET answer = %s, answered_at = now()
+    WHERE signal_id = %s AND answer IS NULL RETURNING 1)
+INSERT INTO mcp_hooks_log (log, session_id, replica, record)
+SELECT 'signals', %s, %s, %s FROM won
+RETURNING 1
+"""
+# items in their order (ids follow the ordinality)
+_PUT = """
+INSERT INTO mcp_hooks_queue (session, item, expires_at)
+SELECT %s, item::json, now() + make_interval(secs => %s)
+FROM unnest(%s::text[]) WITH ORDINALITY AS t(item, n) ORDER BY n
+"""
+
+
+def migrate(conn: Any) -> None:
+    """Create or bring up to date the tables, once, however many processes race."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(current_schema() || "
+                     "'.mcp_hooks_migrations'))")
+        conn.execute("CREATE TABLE IF NOT EXISTS mcp_hooks_migrations (version int PRIMARY "
+                     "KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        row = conn.execute("SELECT coalesce(max(version), 0) FROM mcp_hooks_migrations"
+                           ).fetchone()
+        for version in range(int(row[0]) + 1, len(MIGRATIONS) + 1):
+            conn.execute(MIGRATIONS[version - 1])
+            conn.execute("INSERT INTO mcp_hooks_migrations (version) VALUES (%s)", (version,))
+
+
+def _close_all(idle: list[Any]) -> None:
+    while idle:
+        with contextlib.suppress(Exception):
+            idle.pop().close()
+
+
+class _Pool:
+    """At most ``size`` autocommit connections, made on demand; a connection that failed is
+    dropped, not reused. Closed by ``close()`` or when the pool is collected."""
+
+    def __init__(self, psycopg: Any, url: str, size: int) -> None:
+        self._psycopg = psycopg
+        self._url = url
+        self._idle: list[Any] = []
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(size)
+        self._finalizer = weakref.finalize(self, _close_all, self._idle)
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[Any]:
+        if not self._slots.acquire(timeout=CONNECT_TIMEOUT):
+            raise OSError(f"no connection of the {len(self._idle)} free within "
+                          f"{CONNECT_TIMEOUT:g} s")
+        try:
+            with self._lock:
+                conn = self._idle.pop() if self._idle else None
+            if conn is None or conn.closed:
+                conn = self._psycopg.connect(self._url, autocommit=True)
+            try:
+                yield conn
+            finally:
+                if conn.closed or conn.broken or conn.info.transaction_status != 0:
+                    conn.close()  # IDLE is 0: anything else is not handed out again
+                else:
+                    with self._lock:
+                        self._idle.append(conn)
+        finally:
+            self._slots.release()
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+class PostgresStore:
+    """A ``StateStore`` in PostgreSQL (see the module docstring for the tables)."""
+
+    def __init__(self, url: str, *, replica: str | None = None, ttls: Ttls | None = None,
+                 pool_size: int = POOL_SIZE) -> None:
+        psycopg = require("psycopg", "postgres", "psycopg 3", "the PostgreSQL state store")
+        self.url = url
+        self.replica = replica
+        self.ttls = ttls or Ttls()
+        self._errors: tuple[type[BaseException], ...] = (psycopg.Error, OSError)
+        self._report = Reporter(url)
+        self._purged = 0.0
+        self._purge_lock = threading.Lock()
+        try:
+            given = psycopg.conninfo.conninfo_to_dict(url)
+            extra = {k: v for k, v in DEFAULTS.items() if k not in given}
+            if "options" in given and "statement_timeout" not in given["options"]:
+                extra["options"] = f"{given['options']} {DEFAULTS['options']}"
+            self._conninfo = psycopg.conninfo.make_conninfo(url, **extra)
+            with psycopg.connect(self._conninfo, autocommit=True) as conn:
+                migrate(conn)
+        except (psycopg.Error, OSError) as exc:
+            raise unreachable(url, exc, FIX) from None
+        except Exception as exc:  # a URL libpq cannot parse (ProgrammingError is an Error)
+            raise unreachable(url, exc, "Fix the URL: postgresql://user:password@host[:port]/db"
+                              ) from None
+        self._pool = _Pool(psycopg, self._conninfo, max(1, pool_size))
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def _purge(self, conn: Any) -> None:
+        """Delete expired rows, at most once every ``PURGE_EVERY`` seconds."""
+        now = time.monotonic()
+        with self._purge_lock:
+            if now - self._purged < PURGE_EVERY:
+                return
+            self._purged = now
+        conn.execute("DELETE FROM mcp_hooks_counters WHERE expires_at <= now()")
+        conn.execute("DELETE FROM mcp_hooks_queue WHERE expires_at <= now()")
+        conn.execute("DELETE FROM mcp_hooks_signals WHERE expires_at <= now()")
+        conn.execute("DELETE FROM mcp_hooks_log WHERE at < now() - make_interval(secs => %s)",
+                     (self.ttls.event,))
+
+    def _stamp(self, record: dict[str, Any]) -> dict[str, Any]:
+        if self.replica is not None and "replica" not in record:
+            record = {**record, "replica": self.replica}
+        return record
+
+    # -- counters ---------------------------------------------------------------------------
+
+    def increment(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
+        try:
+            with self._pool.connection() as conn:
+                row = conn.execute(_INCREMENT, (namespace, session, key, ttl)).fetchone()
+                self._purge(conn)
+            return int(row[0])
+        except self._errors as exc:
+            self._report("a counter's increment", exc)
+            return self.count(namespace, session, key, ttl=ttl) + 1
+
+    def count(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
+        try:
+            with self._pool.connection() as conn:
+                row = conn.execute(
+                    "SELECT value FROM mcp_hooks_counters WHERE namespace = %s AND session = %s "
+                    "AND key = %s AND expires_at > now()", (namespace, session, key)).fetchone()
+        except self._errors as exc:
+            self._report("reading a counter", exc)
+            return 0
+        return int(row[0]) if row else 0
+
+    def reset(self, namespace: str, session: str | None = None, key: str | None = None) -> None:
+        where, args = "namespace = %s", [namespace]
+        if session is not None:
+            where, args = where + " AND session = %s", [*args, session]
+            if key is not None:
+                where, args = where + " AND key = %s", [*args, key]
+        try:
+            with self._pool.connection() as conn:
+                conn.execute(f"DELETE FROM mcp_hooks_counters WHERE {where}", args)
+        except self._errors as exc:
+            self._report("a counter's reset", exc)
+
+    # -- logs -------------------------------------------------------------------------------
+
+    def append(self, log: LogName, record: dict[str, Any]) -> None:
+        record = self._stamp(record)
+        text = dumps(record)
+        session = record.get("session_id")
+        session = session if isinstance(session, str) else None
+        replica = record.get("replica")
+        signal_id = record.get("signal_id")
+        sent = (log == "signals" and record.get("kind") == "signal"
+                and isinstance(signal_id, str))
+        row = (log, session, replica if isinstance(replica, str) else None, text)
+        try:
+            with self._pool.connection() as conn:
+                if sent:  # the log's row and the signal's row in one statement: both or none
+                    conn.execute(_APPEND_SIGNAL, (signal_id, text, self.ttls.signal, *row))
+                else:
+                    conn.execute(_APPEND, row)
+        except self._errors as exc:
+            self._report(f"appending to the {log} log", exc)
+
+    def read(self, log: LogName, session: str | None = None) -> Iterator[dict[str, Any]]:
+        after = 0
+        while True:
+            query = "SELECT id, record::text FROM mcp_hooks_log WHERE log = %s AND id > %s"
+            args: list[Any] = [log, after]
+            if session is not None:
+                query, args = query + " AND session_id = %s", [*args, session]
+            try:
+                with self._pool.connection() as conn:
+                    rows = conn.execute(query + " ORDER BY id LIMIT 1000", args).fetchall()
+            except self._errors as exc:
+                raise unreachable(self.url, exc, FIX) from None
+            for _, text in rows:
+                try:
+                    record = json.loads(text)
+                except ValueError:
+                    continue
+                if isinstance(record, dict):
+                    yield record
+            if len(rows) < 1000:
+                return
+            after = rows[-1][0]
+
+    # -- answer-once ------------------------------------------------------------------------
+
+    def answer_once(self, signal_id: str, action: str,
+                    build: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        later = "Nothing was stored: answer again once the store is back"
+        try:
+            with self._pool.connection() as conn:
+                row = conn.execute("SELECT sent::text, answer::text FROM mcp_hooks_signals "
+                                   "WHERE signal_id = %s AND expires_at > now()",
+                                   (signal_id,)).fetchone()
+                if row is None:
+                    raise UnknownSignal(
+                        f"no signal {signal_id!r} in the state store {self._report.url} (or it "
+                        f"is older than {self.ttls.signal / 86400:g} days); `mcp-hooks signals` "
+                        "lists the signals sent and their ids")
+                stored_text = row[1]
+                if stored_text is None:
+                    answer = self._stamp(build(json.loads(row[0])))
+                    stored_text = self._store_answer(conn, signal_id, answer)
+        except self._errors as exc:
+            raise unreachable(self.url, exc, later) from None
+        stored: dict[str, Any] = json.loads(stored_text)
+        if stored.get("action") == action:
+            return stored
+        raise AlreadyAnswered(f"signal {signal_id} was already answered: "
+                              f"{stored.get('action')} at {stored.get('timestamp')}", stored)
+
+    def _store_answer(self, conn: Any, signal_id: str, answer: dict[str, Any]) -> str:
+        """Store ``answer`` unless another is stored first; the stored one's JSON text."""
+        text = dumps(answer)
+        session = answer.get("session_id")
+        replica = answer.get("replica")
+        won = conn.execute(_ANSWER, (text, signal_id, session if isinstance(session, str)
+                                     else None, replica if isinstance(replica, str) else None,
+                                     text)).fetchone()
+        if won:
+            return text
+        row = conn.execute("SELECT answer::text FROM mcp_hooks_signals WHERE signal_id = %s",
+                           (signal_id,)).fetchone()
+        return str(row[0])
+
+    # -- queues -----------------------------------------------------------------------------
+
+    def put(self, session: str, items: list[dict[str, Any]]) -> None:
+        if not items:
+            return
+        try:
+            with self._pool.connection() as conn:
+                conn.execute(_PUT, (session, self.ttls.queue, [dumps(item) for item in items]))
+        except self._errors as exc:
+            self._report("queueing aid", exc)
+
+    def take_all(self, session: str) -> list[dict[str, Any]]:
+        try:
+            with self._pool.connection() as conn:
+                rows = conn.execute("DELETE FROM mcp_hooks_queue WHERE session = %s RETURNING "
+                                    "id, item::text, expires_at > now()", (session,)).fetchall()
+        except self._errors as exc:
+            self._report("taking queued aid", exc)
+            return []
+        items = []
+        for _, text, live in sorted(rows):
+            if not live:
+                continue
+            try:
+                item = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(item, dict):
+                items.append(item)
+        return items
+
+
+__all__ = ["MIGRATIONS", "PostgresStore", "StateUnavailable", "migrate"]

@@ -1,0 +1,293 @@
+"""The Redis state backend: ``--state redis://[:password@]host[:port][/db][?prefix=...]``.
+
+Every replica pointed at one Redis shares every per-session record (the contract is in
+``store.py``). Needs the ``redis`` extra (``pip install 'mcp-hooks[redis]'``: the ``redis``
+client, imported here only). ``rediss://`` speaks TLS; ``?prefix=`` (default ``mcp-hooks:``)
+starts every key, so several deployments can share one Redis; the client's own URL options
+pass through (``socket_timeout`` and ``socket_connect_timeout`` default to ``TIMEOUT``: a
+server that stops answering costs an event at most that, never a hang).
+
+Keys (``<p>`` the prefix; namespaces, sessions and ids are %-quoted, so none holds a ``:``):
+
+==============================  ===========  ==============================================
+key                             type         what, and how long it lives
+==============================  ===========  ==============================================
+``<p>c:<ns>:<session>``         hash         the session's counters of a namespace, a field
+                                             per key; expires ``ttl`` after the last
+                                             increment (the longest ttl of its fields)
+``<p>log:<log>``                stream       a log's records (field ``r``, JSON), capped at
+                                             ``STREAM_CAP`` entries (``XADD MAXLEN ~``)
+``<p>log:<log>:s:<session>``    stream       the same records of one session (read by
+                                             session), capped at ``SESSION_STREAM_CAP``;
+                                             expires ``Ttls.event`` after its last record
+``<p>sig:<id>``                 string       a signal as sent (JSON); ``Ttls.signal``
+``<p>ans:<id>``                 string       its one answer (``SET NX``); ``Ttls.signal``
+``<p>q:<session>``              list         the session's waiting aid; ``Ttls.queue``
+==============================  ===========  ==============================================
+
+Atomicity: an increment is one Lua script (``HINCRBY`` and the expiry together); an append is
+one ``MULTI`` (both streams, and the signal's key for a sent signal); an answer is one Lua
+script (``SET NX`` and the log's ``XADD`` together, so exactly one answer is stored and
+logged); ``take_all`` is one ``MULTI`` of ``LRANGE`` + ``DEL``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from mcp_hooks.state.remote import (
+    SESSION_STREAM_CAP,
+    STREAM_CAP,
+    Reporter,
+    Ttls,
+    dumps,
+    require,
+    unreachable,
+)
+from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, UnknownSignal
+
+DEFAULT_PREFIX = "mcp-hooks:"
+TIMEOUT = 5.0  # seconds a connect or a command may take before the store counts as lost
+FIX = ("Start it, or point --state (MCP_HOOKS_STATE) at a Redis that is running; "
+       "`mcp-hooks doctor --state URL` checks one")
+
+_INCREMENT = """
+local n = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
+local ms = tonumber(ARGV[2])
+if redis.call('PTTL', KEYS[1]) < ms then redis.call('PEXPIRE', KEYS[1], ms) end
+return n
+"""
+
+# KEYS: answer, log stream, session stream (or ""); ARGV: answer JSON, ttl ms, caps
+_ANSWER = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'r', ARGV[1])
+  if KEYS[3] ~= '' then
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'r', ARGV[1])
+    redis.call('PEXPIRE', KEYS[3], ARGV[5])
+  end
+  return {1, ARGV[1]}
+end
+return {0, redis.call('GET', KEYS[1])}
+"""
+
+
+def _q(part: str) -> str:
+    return quote(part, safe="")
+
+
+def _glob(text: str) -> str:
+    """``text`` with Redis glob characters escaped (for ``SCAN MATCH``)."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+class RedisStore:
+    """A ``StateStore`` in Redis (see the module docstring for the keys)."""
+
+    def __init__(self, url: str, *, replica: str | None = None, ttls: Ttls | None = None,
+                 check: bool = True) -> None:
+        redis = require("redis", "redis", "the redis client", "the Redis state store")
+        self.url = url
+        self.replica = replica
+        self.ttls = ttls or Ttls()
+        parts = urlsplit(url)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        self.prefix = next((v for k, v in query if k == "prefix"), DEFAULT_PREFIX)
+        rest = urlencode([(k, v) for k, v in query if k != "prefix"])
+        try:
+            self._redis: Any = redis.Redis.from_url(  # the URL's own options win
+                urlunsplit(parts._replace(query=rest)), health_check_interval=30,
+                socket_timeout=TIMEOUT, socket_connect_timeout=TIMEOUT)
+        except ValueError as exc:  # a URL the client cannot take
+            raise unreachable(url, exc, "Fix the URL: redis://[:password@]host[:port][/db]"
+                              ) from None
+        self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+        self._increment = self._redis.register_script(_INCREMENT)
+        self._answer = self._redis.register_script(_ANSWER)
+        self._report = Reporter(url)
+        if check:
+            self.check()
+
+    def check(self) -> None:
+        """Raise ``StateUnavailable`` (the URL, never its password, and the fix) unless the
+        server answers a PING."""
+        try:
+            self._redis.ping()
+        except self._errors as exc:
+            raise unreachable(self.url, exc, FIX) from None
+
+    def close(self) -> None:
+        self._redis.close()
+
+    # -- counters ---------------------------------------------------------------------------
+
+    def _counter(self, namespace: str, session: str) -> str:
+        return f"{self.prefix}c:{_q(namespace)}:{_q(session)}"
+
+    def increment(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
+        try:
+            return int(self._increment(keys=[self._counter(namespace, session)],
+                                       args=[key, _ms(ttl)]))
+        except self._errors as exc:
+            self._report("a counter's increment", exc)
+            return self.count(namespace, session, key, ttl=ttl) + 1
+
+    def count(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
+        try:
+            value = self._redis.hget(self._counter(namespace, session), key)
+        except self._errors as exc:
+            self._report("reading a counter", exc)
+            return 0
+        return int(value) if value is not None else 0
+
+    def reset(self, namespace: str, session: str | None = None, key: str | None = None) -> None:
+        try:
+            if session is not None and key is not None:
+                self._redis.hdel(self._counter(namespace, session), key)
+            elif session is not None:
+                self._redis.delete(self._counter(namespace, session))
+            else:
+                match = _glob(f"{self.prefix}c:{_q(namespace)}:") + "*"
+                batch: list[bytes] = []
+                for name in self._redis.scan_iter(match=match, count=500):
+                    batch.append(name)
+                    if len(batch) >= 500:
+                        self._redis.delete(*batch)
+                        batch.clear()
+                if batch:
+                    self._redis.delete(*batch)
+        except self._errors as exc:
+            self._report("a counter's reset", exc)
+
+    # -- logs -------------------------------------------------------------------------------
+
+    def _stream(self, log: str, session: str | None = None) -> str:
+        base = f"{self.prefix}log:{log}"
+        return base if session is None else f"{base}:s:{_q(session)}"
+
+    def _stamp(self, record: dict[str, Any]) -> dict[str, Any]:
+        if self.replica is not None and "replica" not in record:
+            record = {**record, "replica": self.replica}
+        return record
+
+    def append(self, log: LogName, record: dict[str, Any]) -> None:
+        record = self._stamp(record)
+        text = dumps(record)
+        session = record.get("session_id")
+        try:
+            with self._redis.pipeline(transaction=True) as pipe:
+                pipe.xadd(self._stream(log), {"r": text}, maxlen=STREAM_CAP, approximate=True)
+                if isinstance(session, str):
+                    pipe.xadd(self._stream(log, session), {"r": text},
+                              maxlen=SESSION_STREAM_CAP, approximate=True)
+                    pipe.pexpire(self._stream(log, session), _ms(self.ttls.event))
+                signal_id = record.get("signal_id")
+                if log == "signals" and record.get("kind") == "signal" \
+                        and isinstance(signal_id, str):
+                    pipe.set(f"{self.prefix}sig:{_q(signal_id)}", text, nx=True,
+                             px=_ms(self.ttls.signal))
+                pipe.execute()
+        except self._errors as exc:
+            self._report(f"appending to the {log} log", exc)
+
+    def read(self, log: LogName, session: str | None = None) -> Iterator[dict[str, Any]]:
+        stream = self._stream(log, session)
+        start = "-"
+        while True:
+            try:
+                page = self._redis.xrange(stream, min=start, max="+", count=1000)
+            except self._errors as exc:
+                raise unreachable(self.url, exc, FIX) from None
+            for _, fields in page:
+                raw = fields.get(b"r")
+                if raw is None:
+                    continue
+                try:
+                    record = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(record, dict):
+                    yield record
+            if len(page) < 1000:
+                return
+            start = "(" + page[-1][0].decode()
+
+    # -- answer-once ------------------------------------------------------------------------
+
+    def answer_once(self, signal_id: str, action: str,
+                    build: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        answer_key = f"{self.prefix}ans:{_q(signal_id)}"
+        try:
+            sent_raw, stored_raw = self._redis.mget(
+                [f"{self.prefix}sig:{_q(signal_id)}", answer_key])
+        except self._errors as exc:
+            raise unreachable(self.url, exc, "Nothing was stored: answer again once the store "
+                              "is back") from None
+        if sent_raw is None:
+            raise UnknownSignal(f"no signal {signal_id!r} in the state store "
+                                f"{self._report.url} (or it is older than "
+                                f"{self.ttls.signal / 86400:g} days); `mcp-hooks signals` lists "
+                                "the signals sent and their ids")
+        if stored_raw is None:
+            answer = self._stamp(build(json.loads(sent_raw)))
+            session = answer.get("session_id")
+            try:
+                first, stored_raw = self._answer(
+                    keys=[answer_key, self._stream("signals"),
+                          self._stream("signals", session) if isinstance(session, str) else ""],
+                    args=[dumps(answer), _ms(self.ttls.signal), STREAM_CAP, SESSION_STREAM_CAP,
+                          _ms(self.ttls.event)])
+            except self._errors as exc:
+                raise unreachable(self.url, exc, "Nothing was stored: answer again once the "
+                                  "store is back") from None
+            if first:
+                return json.loads(stored_raw)  # type: ignore[no-any-return]
+        stored: dict[str, Any] = json.loads(stored_raw)
+        if stored.get("action") == action:
+            return stored
+        raise AlreadyAnswered(f"signal {signal_id} was already answered: "
+                              f"{stored.get('action')} at {stored.get('timestamp')}", stored)
+
+    # -- queues -----------------------------------------------------------------------------
+
+    def put(self, session: str, items: list[dict[str, Any]]) -> None:
+        if not items:
+            return
+        key = f"{self.prefix}q:{_q(session)}"
+        try:
+            with self._redis.pipeline(transaction=True) as pipe:
+                pipe.rpush(key, *(dumps(item) for item in items))
+                pipe.pexpire(key, _ms(self.ttls.queue))
+                pipe.execute()
+        except self._errors as exc:
+            self._report("queueing aid", exc)
+
+    def take_all(self, session: str) -> list[dict[str, Any]]:
+        key = f"{self.prefix}q:{_q(session)}"
+        try:
+            with self._redis.pipeline(transaction=True) as pipe:
+                pipe.lrange(key, 0, -1)
+                pipe.delete(key)
+                raw, _ = pipe.execute()
+        except self._errors as exc:
+            self._report("taking queued aid", exc)
+            return []
+        items = []
+        for text in raw:
+            try:
+                item = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(item, dict):
+                items.append(item)
+        return items
+
+
+__all__ = ["DEFAULT_PREFIX", "RedisStore", "StateUnavailable"]

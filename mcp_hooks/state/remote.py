@@ -1,0 +1,110 @@
+"""What the shared state backends (``redis.py``, ``postgres.py``) have in common.
+
+- :func:`redact`: a store URL as messages show it, its password replaced by ``***``.
+- :func:`require`: import a backend's client library, or raise ``MissingExtraError`` naming
+  the pip command of its extra (the core has no dependency on either client).
+- :func:`unreachable`: the ``StateUnavailable`` for a store that cannot be reached, naming the
+  URL (never its password) and the fix.
+- :class:`Ttls`: how long each kind of record lives in a shared store (the defaults below).
+- :class:`Reporter`: a write that the contract says never raises is reported once on stderr.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import threading
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+
+from mcp_hooks.errors import MissingExtraError
+from mcp_hooks.state.store import StateUnavailable
+
+COUNTER_TTL = 3600.0  # seconds; callers pass their own with every increment
+QUEUE_TTL = 86400.0  # aid not taken within a day is dropped
+SIGNAL_TTL = 30 * 86400.0  # a signal (and its answer) can be answered for 30 days
+EVENT_TTL = 30 * 86400.0  # PostgreSQL: log rows older than this are purged
+STREAM_CAP = 1_000_000  # Redis: the most recent records kept per log (approximate, XADD ~)
+SESSION_STREAM_CAP = 10_000  # Redis: the most recent records kept per log and session
+
+
+@dataclass(frozen=True)
+class Ttls:
+    """How long a shared store keeps each kind of record, in seconds."""
+
+    queue: float = QUEUE_TTL
+    signal: float = SIGNAL_TTL
+    event: float = EVENT_TTL
+
+
+def redact(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<a store URL that cannot be parsed>"
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(k == "password" for k, _ in query):  # redis-py and libpq take it there too
+        parts = parts._replace(query="&".join(
+            f"{k}=***" if k == "password" else f"{quote(k)}={quote(v, safe='/:')}"
+            for k, v in query))
+    if parts.password is None:
+        return urlunsplit(parts)
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port is not None else ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
+
+
+def require(module: str, extra: str, needs: str, backend: str) -> ModuleType:
+    """Import ``module``, or raise ``MissingExtraError`` naming ``extra``'s pip command."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        raise MissingExtraError(backend, exc, extra, needs) from exc
+
+
+def unreachable(url: str, error: BaseException, fix: str) -> StateUnavailable:
+    """The error for a store that cannot be reached or used: the URL without its password,
+    what went wrong (with the password scrubbed from it too), and ``fix``."""
+    what = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    for password in _passwords(url):
+        what = what.replace(password, "***")
+    return StateUnavailable(f"state store {redact(url)} cannot be used: {what}. {fix}")
+
+
+def _passwords(url: str) -> list[str]:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    found = [v for k, v in parse_qsl(parts.query) if k == "password" and v]
+    return [*found, parts.password] if parts.password else found
+
+
+def dumps(record: dict[str, Any]) -> str:
+    """One record as JSON text (ASCII: strings that are not UTF-8 travel as escapes)."""
+    return json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str)
+
+
+class Reporter:
+    """Reports a failed never-raising write on stderr, once per store object."""
+
+    def __init__(self, url: str) -> None:
+        self.url = redact(url)
+        self._lock = threading.Lock()
+        self._told = False
+
+    def __call__(self, what: str, error: BaseException) -> None:
+        with self._lock:
+            if self._told:
+                return
+            self._told = True
+        line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        print(f"mcp-hooks: state store {self.url}: {what} failed ({line}); further failures "
+              f"of this store are not reported", file=sys.stderr)

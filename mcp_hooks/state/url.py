@@ -1,0 +1,61 @@
+"""A state store from its URL (``--state``, ``MCP_HOOKS_STATE``, ``Settings.state``).
+
+=====================================  ===================================================
+URL                                    store
+=====================================  ===================================================
+``file:`` (the default)                ``FileStore``: today's files under
+                                       ``$XDG_STATE_HOME/mcp-hooks`` (one machine)
+``redis://``, ``rediss://`` (TLS)      ``RedisStore`` (extra ``redis``)
+``postgresql://``, ``postgres://``     ``PostgresStore`` (extra ``postgres``)
+=====================================  ===================================================
+
+A shared store is connected (and PostgreSQL's schema made) here, so a store that cannot be
+reached fails now, with ``StateUnavailable`` naming the URL (never its password) and the fix;
+a missing client is ``MissingExtraError`` naming the pip command. The backend modules are
+imported only for their own scheme.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mcp_hooks.errors import ConfigError
+from mcp_hooks.state.remote import redact
+from mcp_hooks.state.store import StateStore
+
+SCHEMES = {"file": "file", "redis": "redis", "rediss": "redis", "postgresql": "postgres",
+           "postgres": "postgres"}
+
+
+def scheme(url: str) -> str:
+    """The backend a URL names (``file``, ``redis`` or ``postgres``); ``ConfigError`` naming
+    the URL (without its password) and the schemes for any other."""
+    name = url.strip().partition(":")[0].lower() if ":" in url else ""
+    if name not in SCHEMES:
+        raise ConfigError(f"state store {redact(url)!r}: not a URL mcp-hooks can use; give "
+                          "file:, redis://[:password@]host[:port][/db] or "
+                          "postgresql://user:password@host[:port]/db")
+    return SCHEMES[name]
+
+
+def open_store(url: str, *, replica: str | None = None, log: Any = None,
+               root: Path | None = None) -> StateStore:
+    """The store ``url`` names. ``log`` and ``root`` are the file store's (its event log and
+    state folder, None for its defaults; ignored by the shared stores), ``replica`` the
+    shared stores' stamp on every record they write."""
+    backend = scheme(url)
+    if backend == "redis":
+        from mcp_hooks.state.redis import RedisStore
+
+        return RedisStore(url.strip(), replica=replica)
+    if backend == "postgres":
+        from mcp_hooks.state.postgres import PostgresStore
+
+        return PostgresStore(url.strip(), replica=replica)
+    from mcp_hooks.state.files import FileStore
+
+    return FileStore(root, log=log) if log is not None else FileStore(root)
+
+
+__all__ = ["SCHEMES", "open_store", "scheme"]
