@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hooks.errors import ConfigError
+from mcp_hooks.state.files import FileStore
 from mcp_hooks.state.remote import redact
 from mcp_hooks.state.store import StateStore
 
@@ -46,15 +47,15 @@ def open_store(url: str, *, replica: str | None = None, log: Any = None,
     shared stores' stamp on every record they write."""
     backend = scheme(url)
     if backend == "redis":
+        # lazy: 31 ms (python -X importtime), and the extra's client may not be installed
         from mcp_hooks.state.redis import RedisStore
 
         return RedisStore(url.strip(), replica=replica)
     if backend == "postgres":
+        # lazy: 31 ms (python -X importtime), and the extra's client may not be installed
         from mcp_hooks.state.postgres import PostgresStore
 
         return PostgresStore(url.strip(), replica=replica)
-    from mcp_hooks.state.files import FileStore
-
     return FileStore(root, log=log) if log is not None else FileStore(root)
 
 
