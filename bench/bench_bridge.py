@@ -171,10 +171,11 @@ def serve_forwarding(port: int, project: str, user: str, log: str) -> None:
     from mcp_hooks.server import build_server
     from mcp_hooks.server.transport import ServeOptions, serve
     from mcp_hooks.service import HookService
-    from mcp_hooks.state.eventlog import EventLog
+    from mcp_hooks.settings import Settings
 
     async def main() -> None:
-        service = HookService(Path(project), user_dir=Path(user), log=EventLog(Path(log)))
+        service = HookService(Settings.from_env(project_dir=Path(project), user_dir=Path(user),
+                                       log=Path(log)))
         async with service:
             options = ServeOptions(transport="http", port=port, token=TOKEN)
             await serve(build_server(service), options,

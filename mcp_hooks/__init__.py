@@ -2,8 +2,9 @@
 
 The engine is a plain library: a ``Registry`` finds hooks, an ``Engine`` fires an ``Event``
 at them and returns one ``Outcome``; a ``StopGuard`` (the ``before_stop`` loop guard) may be
-passed to the ``Engine``. The MCP server, the command line, the gating proxy and the host
-bridges are thin adapters over it.
+passed to the ``Engine``, and ``Settings`` (one record: flags, then ``MCP_HOOKS_*``) reaches
+``Engine``, ``HookService`` and ``Hooks``. The MCP server, the command line, the gating
+proxy and the host bridges are thin adapters over it.
 
 Names are imported on first use, so ``mcp-hooks fire`` and the host bridges (a new process
 per event) load only the modules they need.
@@ -33,6 +34,7 @@ _EXPORTS = {
     "MCPHooksError": "mcp_hooks.errors",
     "Outcome": "mcp_hooks.spec.outcome",
     "Registry": "mcp_hooks.registry.discovery",
+    "Settings": "mcp_hooks.settings",
     "StopGuard": "mcp_hooks.engine.stopguard",
     "UnknownEventError": "mcp_hooks.errors",
     "afire": "mcp_hooks.api",
@@ -58,6 +60,7 @@ __all__ = [
     "MCPHooksError",
     "Outcome",
     "Registry",
+    "Settings",
     "StopGuard",
     "UnknownEventError",
     "__version__",
@@ -88,6 +91,7 @@ if TYPE_CHECKING:
         default_user_dir,
         project_hooks_dir,
     )
+    from mcp_hooks.settings import Settings
     from mcp_hooks.spec.events import EVENTS, canonical_event
     from mcp_hooks.spec.hookfile import HookSpec, load_hook
     from mcp_hooks.spec.outcome import Event, HookRun, Outcome

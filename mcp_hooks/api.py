@@ -78,11 +78,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from mcp_hooks.engine.callables import CallableHook, CallableView, HookTable, make_hook
 from mcp_hooks.engine.engine import Engine, run_unsuspended
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
-from mcp_hooks.errors import InvalidEventError, UnknownEventError
+from mcp_hooks.errors import ConfigError, InvalidEventError, UnknownEventError
 from mcp_hooks.guard import callers_own, named, passes_through
 from mcp_hooks.lanes import Lane, LoopLauncher, ReentryError, Worker
 from mcp_hooks.registry.discovery import Registry
 from mcp_hooks.runner.persistent import PersistentPool
+from mcp_hooks.settings import Settings, trust_all_from_env
 from mcp_hooks.spec.events import TOOL_EVENTS, canonical_event
 from mcp_hooks.spec.outcome import EVENT_FIELDS, Event, OnFault, Outcome, fault_outcome
 from mcp_hooks.spec.vocabulary import MCP_CLIENTS, CallerTool, caller_tool
@@ -104,6 +105,25 @@ NAMED_TOOL_EVENTS: frozenset[str] = frozenset({"before_tool", "after_tool",
 _FIRING: ContextVar[tuple[Hooks, ...]] = ContextVar("mcp_hooks_firing", default=())
 
 
+def _settings(project_dir: str | Path | None, user_dir: str | Path | None,
+              log: str | Path | EventLog | bool | None, on_fault: OnFault | None,
+              trust_project_hooks: bool | None, stop_block_cap: int | None,
+              secrets: Collection[str] | None) -> Settings:
+    """The ``Settings`` the convenience keywords of ``Hooks`` give (None: the default;
+    ``trust_project_hooks`` None reads ``MCP_HOOKS_TRUST_PROJECT_HOOKS``)."""
+    if log is True:
+        log = default_log_path()
+    path = log.path if isinstance(log, EventLog) else Path(log) if log else None
+    return Settings(
+        project_dir=Path(project_dir) if project_dir is not None else None,
+        user_dir=Path(user_dir) if user_dir is not None else None, log=path,
+        on_fault=on_fault or "block",
+        trust_project_hooks=(trust_all_from_env() if trust_project_hooks is None
+                             else trust_project_hooks),
+        stop_block_cap=DEFAULT_STOP_BLOCK_CAP if stop_block_cap is None else stop_block_cap,
+        secrets=tuple(secrets or ()))
+
+
 def _allow(name: str) -> Outcome:
     outcome = _ALLOW.get(name)
     if outcome is None:
@@ -114,8 +134,13 @@ def _allow(name: str) -> Outcome:
 class Hooks:
     """HOOK.md hooks of a user folder and a project, plus Python callables, fired as one.
 
+    Give either ``settings`` (a ``Settings``: ``Settings.from_env()`` reads the flags and
+    ``MCP_HOOKS_*`` variables a command would) or the keywords below, a convenience that builds
+    the ``Settings`` (``self.settings``); not both.
+
     Args:
         project_dir: the project whose ``.agents/hooks`` apply (and hooks.yaml); None: none.
+        settings: every setting at once (its ``project_dir`` None: no project).
         user_dir: the user hooks folder; None for ``~/.config/agents/hooks``.
         log: the event log: a path, an ``EventLog``, True for the default one; None: none.
         on_fault: ``block`` (a fault of ours denies an event that can block) or ``warn``.
@@ -125,23 +150,37 @@ class Hooks:
             lets the agent stop (shared by every engine of this object).
         secrets: values no hook process may see in its environment.
         watch: pick up changes on disk before each event (True), or read the folders once.
+
+    Raises:
+        ConfigError: a bad value (``on_fault="wran"``, a negative cap), or ``settings`` given
+            with another setting keyword.
     """
 
     def __init__(
-        self, project_dir: str | Path | None = None, *, user_dir: str | Path | None = None,
-        log: str | Path | EventLog | bool | None = None, on_fault: OnFault = "block",
-        trust_project_hooks: bool | None = None, stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
-        secrets: Collection[str] = (), watch: bool = True,
+        self, project_dir: str | Path | None = None, *, settings: Settings | None = None,
+        user_dir: str | Path | None = None, log: str | Path | EventLog | bool | None = None,
+        on_fault: OnFault | None = None, trust_project_hooks: bool | None = None,
+        stop_block_cap: int | None = None, secrets: Collection[str] = (), watch: bool = True,
     ) -> None:
-        self.project_dir = Path(project_dir) if project_dir is not None else None
-        self.user_dir = Path(user_dir) if user_dir is not None else None
-        if log is True:
-            log = default_log_path()
-        self.log = log if isinstance(log, EventLog) or not log else EventLog(Path(log))
-        self.on_fault: OnFault = on_fault
-        self._options = {"trust_project_hooks": trust_project_hooks, "watch": watch}
-        self._secrets = tuple(secrets)
-        self._guard = StopGuard(stop_block_cap)
+        given: dict[str, object] = {
+            "project_dir": project_dir, "user_dir": user_dir, "log": log, "on_fault": on_fault,
+            "trust_project_hooks": trust_project_hooks, "stop_block_cap": stop_block_cap,
+            "secrets": secrets or None}
+        if settings is None:
+            settings = _settings(project_dir, user_dir, log, on_fault, trust_project_hooks,
+                                 stop_block_cap, secrets)
+        elif any(value is not None and value is not False for value in given.values()):
+            both = ", ".join(k for k, v in given.items() if v is not None and v is not False)
+            raise ConfigError(f"Hooks: give settings= or {both}, not both (put them in the "
+                              "Settings: dataclasses.replace(settings, ...))")
+        self.settings = settings
+        self.project_dir = settings.project_dir
+        self.user_dir = settings.user_dir
+        self.log = log if isinstance(log, EventLog) else (
+            EventLog(settings.log) if settings.log is not None else None)
+        self.on_fault: OnFault = settings.on_fault
+        self._options = {"trust_project_hooks": settings.trust_project_hooks, "watch": watch}
+        self._guard = StopGuard(settings.stop_block_cap)
         self._table = HookTable()
         self._view = CallableView(self._tables)
         self._lock = threading.Lock()
@@ -153,8 +192,8 @@ class Hooks:
     def _make_engine(self, pool: PersistentPool | None = None) -> Engine:
         registry = Registry(self.user_dir, self.project_dir, **self._options)  # type: ignore[arg-type]
         registry.callables = self._view
-        log = self.log if isinstance(self.log, EventLog) else None
-        return Engine(registry, log=log, on_fault=self.on_fault, secrets=self._secrets,
+        log = self.log
+        return Engine(registry, self.settings, log=log,
                       stop_guard=self._guard, launcher=LoopLauncher(log), pool=pool)
 
     def _make_lane(self) -> Lane:

@@ -4,34 +4,31 @@
 same in ``fire``, ``serve``, ``proxy`` and ``bridge``; this module declares them once and
 builds the ``Registry`` and ``EventLog`` they describe. They are accepted before the command
 too (``mcp-hooks --user-dir X list``); given on both sides, the one after the command wins.
-Environment variables give the same settings to commands a host runs for us:
-``MCP_HOOKS_USER_DIR``, ``MCP_HOOKS_PROJECT_DIR``, ``MCP_HOOKS_LOG`` (a path, or ``off``),
-``MCP_HOOKS_STOP_BLOCK_CAP``, ``MCP_HOOKS_ON_FAULT`` (``block`` or ``warn``) and
-``MCP_HOOKS_TRUST_PROJECT_HOOKS`` (``1`` trusts every project hook).
-Defaults on disk come from :mod:`mcp_hooks.paths`.
+Environment variables give the same settings to commands a host runs for us
+(``MCP_HOOKS_USER_DIR``, ``MCP_HOOKS_PROJECT_DIR``, ``MCP_HOOKS_LOG``, ...; docs/settings.md):
+``settings()`` turns the options given into one ``Settings`` record (``mcp_hooks.settings``
+reads the variables, flags first). Defaults on disk come from :mod:`mcp_hooks.paths`.
 
 Adapters take typed options, never an ``argparse.Namespace``: :class:`CommonOptions` holds
 these settings as given (``CommonOptions.from_args`` at the command line, or built directly
 by a program), and every function here reads either it or a Namespace, applying the
-environment and the defaults when called.
+environment and the defaults when called (through ``settings()``).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from mcp_hooks import paths
-from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
 from mcp_hooks.registry.discovery import Registry, find_project_dir
-from mcp_hooks.spec.outcome import OnFault
+from mcp_hooks.settings import DEFAULT_STOP_BLOCK_CAP, OnFault, Settings
 from mcp_hooks.state.eventlog import EventLog
 
 ON_FAULT_ENV = "MCP_HOOKS_ON_FAULT"
-_LOG_OFF = ("off", "0", "false", "none")
 
 
 @dataclass(frozen=True)
@@ -79,6 +76,8 @@ Given: TypeAlias = "CommonOptions | argparse.Namespace | None"
 VALUE_OPTIONS = ("--user-dir", "--project-dir", "--log", "--stop-block-cap", "--on-fault")
 
 
+_FLAGS = ("user_dir", "project_dir", "log", "stop_block_cap", "on_fault",
+          "trust_project_hooks")
 _ALL = frozenset({"user_dir", "project_dir", "log", "no_log", "stop_block_cap", "on_fault",
                   "trust_project_hooks"})
 _FOLDERS = frozenset({"user_dir", "project_dir"})
@@ -156,14 +155,22 @@ def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) ->
     )
 
 
+def settings(args: Given = None, environ: Mapping[str, str] | None = None,
+             **more: Any) -> Settings:
+    """The ``Settings`` the shared options give (flags first, then ``MCP_HOOKS_*``, then the
+    defaults: ``Settings.from_env``), plus ``more`` fields a command has (``token``, ...).
+    Raises ConfigError for a bad value, naming its flag or variable."""
+    flags = {name: getattr(args, name, None) for name in _FLAGS}
+    flags["no_log"] = bool(getattr(args, "no_log", False))
+    if not flags["trust_project_hooks"]:
+        flags["trust_project_hooks"] = None  # not given: the environment decides
+    return Settings.from_env(environ, **flags, **more)
+
+
 def user_dir(args: Given) -> Path | None:
     """The user hooks folder given (flag, then ``MCP_HOOKS_USER_DIR``), made absolute; None
     when neither is set (``Registry`` then takes ``paths.user_hooks_dir()``)."""
-    given: Path | None = getattr(args, "user_dir", None)
-    if given is not None:  # resolved once, now: hooks run in other folders
-        return Path(os.path.abspath(given.expanduser()))
-    env = os.environ.get("MCP_HOOKS_USER_DIR")
-    return Path(os.path.abspath(Path(env).expanduser())) if env else None
+    return settings(args).user_dir
 
 
 def user_hooks_dir(args: Given) -> Path:
@@ -171,73 +178,59 @@ def user_hooks_dir(args: Given) -> Path:
     return user_dir(args) or paths.user_hooks_dir()
 
 
+def project_of(given: Settings) -> Path:
+    """The settings' project, else the nearest folder at or above the current one that has
+    ``.agents/hooks`` (else the current folder)."""
+    return given.project_dir or find_project_dir(Path.cwd())
+
+
 def project_dir(args: Given) -> Path:
     """The project: flag, then ``MCP_HOOKS_PROJECT_DIR``, then the nearest folder at or
     above the current one that has ``.agents/hooks`` (else the current folder)."""
-    given: Path | None = getattr(args, "project_dir", None)
-    if given is not None:
-        return given.expanduser().resolve()
-    env = os.environ.get("MCP_HOOKS_PROJECT_DIR")
-    if env:
-        return Path(env).expanduser().resolve()
-    return find_project_dir(Path.cwd())
+    return project_of(settings(args))
+
+
+def log_of(given: Settings) -> EventLog | None:
+    """The ``EventLog`` the settings write to; None: none."""
+    return EventLog(given.log) if given.log is not None else None
 
 
 def event_log(args: Given) -> EventLog | None:
     """The log to write: ``--no-log`` or ``MCP_HOOKS_LOG=off`` none; else flag, then
     ``MCP_HOOKS_LOG``, then ``paths.log_path()``."""
-    if getattr(args, "no_log", False):
-        return None
-    given: Path | None = getattr(args, "log", None)
-    if given is not None:
-        return EventLog(given.expanduser())
-    env = os.environ.get("MCP_HOOKS_LOG")
-    if env:
-        return None if env.lower() in _LOG_OFF else EventLog(Path(env))
-    return EventLog(paths.log_path())
+    return log_of(settings(args))
 
 
 def log_path(args: Given) -> Path:
     """Where the event log is read from (``mcp-hooks log``), even when writing is off."""
-    given: Path | None = getattr(args, "log", None)
-    if given is not None:
-        return given.expanduser()
-    env = os.environ.get("MCP_HOOKS_LOG")
-    if env and env.lower() not in _LOG_OFF:
-        return Path(env)
-    return paths.log_path()
+    return settings(args).log_read or paths.log_path()
 
 
 def stop_block_cap(args: Given) -> int:
     """The stop loop guard's cap: flag, then ``MCP_HOOKS_STOP_BLOCK_CAP``, then the default."""
-    given: int | None = getattr(args, "stop_block_cap", None)
-    if given is not None:
-        return given
-    env = os.environ.get("MCP_HOOKS_STOP_BLOCK_CAP")
-    return int(env) if env and env.isdigit() else DEFAULT_STOP_BLOCK_CAP
+    return settings(args).stop_block_cap
 
 
 def on_fault(args: Given = None) -> OnFault:
-    """``block`` (the default) or ``warn``: what a fault of our own does to a blocking event.
-
-    Only an explicit ``warn`` turns blocking off: any other value of ``MCP_HOOKS_ON_FAULT``
-    (a typo) keeps the gate closed.
-    """
-    given: str | None = getattr(args, "on_fault", None)
-    if given is None:
-        given = os.environ.get(ON_FAULT_ENV, "").strip().lower()
-    return "warn" if given == "warn" else "block"
+    """``block`` (the default) or ``warn``: what a fault of our own does to a blocking event
+    (flag, then ``MCP_HOOKS_ON_FAULT``; another value is a ConfigError naming it)."""
+    return settings(args).on_fault
 
 
-def trust_project_hooks(args: Given = None) -> bool | None:
-    """True when told to trust every project hook; None: the environment decides."""
-    return True if getattr(args, "trust_project_hooks", None) else None
+def trust_project_hooks(args: Given = None) -> bool:
+    """Whether to trust every project hook: the flag, else ``MCP_HOOKS_TRUST_PROJECT_HOOKS``."""
+    return settings(args).trust_project_hooks
+
+
+def registry_of(given: Settings, *, strict: bool = False, watch: bool = True) -> Registry:
+    """The Registry the settings describe (user folder plus the project's)."""
+    return Registry(given.user_dir, project_of(given), strict=strict, watch=watch,
+                    trust_project_hooks=given.trust_project_hooks)
 
 
 def registry(args: Given, *, strict: bool = False, watch: bool = True) -> Registry:
     """The Registry the options describe (user folder plus the project's)."""
-    return Registry(user_dir(args), project_dir(args), strict=strict, watch=watch,
-                    trust_project_hooks=trust_project_hooks(args))
+    return registry_of(settings(args), strict=strict, watch=watch)
 
 
 SCOPES = ("user", "project")

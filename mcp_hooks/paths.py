@@ -1,12 +1,13 @@
 """Every place on disk mcp-hooks reads or writes by default, resolved in one module.
 
-Each function reads the environment when called (tests and users set ``XDG_*`` per process)::
+Each function reads the environment when called (tests and users set ``XDG_*`` per process);
+our own ``MCP_HOOKS_*`` variables are read in ``settings`` only::
 
     user_hooks_dir()    $XDG_CONFIG_HOME/agents/hooks        the user's hook library
     config_dir()        $XDG_CONFIG_HOME/mcp-hooks           installed helper scripts (forward.py)
     state_dir()         $XDG_STATE_HOME/mcp-hooks            what we write as we run:
       log_path()          .../events.jsonl                     the event log
-      trust_store_path()  .../trust.json                       trusted project hooks and .ahp
+      default_trust_store() .../trust.json                     trusted project hooks and .ahp
       backups_dir()       .../backups/                         host configs before `install`
       ladder_path()       .../ladder.json                      the escalation ladder's counts
       aid_inbox_dir()     .../aid/                             aid signals for the next event
@@ -25,8 +26,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-
-TRUST_STORE_ENV = "MCP_HOOKS_TRUST_STORE"
 
 
 def _base(var: str, *default: str) -> Path:
@@ -76,10 +75,10 @@ def log_path() -> Path:
     return state_dir() / "events.jsonl"
 
 
-def trust_store_path() -> Path:
-    """``$MCP_HOOKS_TRUST_STORE``, else ``$XDG_STATE_HOME/mcp-hooks/trust.json``."""
-    given = os.environ.get(TRUST_STORE_ENV)
-    return Path(os.path.expanduser(given)) if given else state_dir() / "trust.json"
+def default_trust_store() -> Path:
+    """``$XDG_STATE_HOME/mcp-hooks/trust.json`` (``MCP_HOOKS_TRUST_STORE`` overrides it:
+    ``settings.trust_store_path``)."""
+    return state_dir() / "trust.json"
 
 
 def ahp_user_file() -> Path:

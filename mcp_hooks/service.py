@@ -36,7 +36,6 @@ import anyio
 from anyio.abc import TaskGroup
 
 from mcp_hooks.engine.engine import Engine
-from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
 from mcp_hooks.errors import ConfigError, HookFileError, RunError
 from mcp_hooks.registry.discovery import (
     InvalidHook,
@@ -45,6 +44,7 @@ from mcp_hooks.registry.discovery import (
     project_hooks_dir,
 )
 from mcp_hooks.runner.persistent import PersistentPool
+from mcp_hooks.settings import Settings
 from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.hookfile import MAX_HOOK_FILE, NAME_RE, HookSpec, parse_frontmatter
 from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, fault_outcome
@@ -76,44 +76,36 @@ class HookService:
     service's own task, and the watcher runs until the block ends.
 
     Args:
-        project_dir: the default project (used when a call names no ``work_dir``).
-        user_dir: the user hooks folder, shared by every project; None for the default.
+        settings: ``project_dir`` (the default project, used when a call names no
+            ``work_dir``; None: the nearest one with ``.agents/hooks`` from the current
+            folder), ``user_dir`` (shared by every project), ``log`` (one event log shared by
+            every engine), ``stop_block_cap``, ``on_fault`` (``block``, the default: what the
+            server cannot process denies an event that can block; ``warn``: it is let
+            through with a warning, ``outcome.fault_outcome``), ``secrets`` (values no hook
+            may see in its environment: the server's token, which ``Settings`` adds) and
+            ``trust_project_hooks`` (``Settings``).
         roots: folders whose subfolders clients may name as ``work_dir``; default
             ``[project_dir]``. Symlinks are resolved before checking.
-        log: the event log shared by every engine; None for none.
-        stop_block_cap: the ``before_stop`` loop guard's cap.
         strict: unknown frontmatter keys make a hook invalid.
         watch_interval: seconds between looks for changes on disk (list-changed notices).
-        on_fault: ``block`` (default): what the server cannot process denies an event that
-            can block; ``warn``: it is let through with a warning (``outcome.fault_outcome``).
-        secrets: values no hook may see in its environment (the server's token).
-        trust_project_hooks: run every project hook without the trust store; None: the
-            environment decides (``MCP_HOOKS_TRUST_PROJECT_HOOKS``).
     """
 
     def __init__(
         self,
-        project_dir: Path,
+        settings: Settings,
         *,
-        user_dir: Path | None = None,
         roots: Sequence[Path] = (),
-        log: EventLog | None = None,
-        stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
         strict: bool = False,
         watch_interval: float = WATCH_INTERVAL,
-        on_fault: OnFault = "block",
-        secrets: Sequence[str] = (),
-        trust_project_hooks: bool | None = None,
     ) -> None:
-        self.project_dir = Path(os.path.realpath(project_dir))
-        self.on_fault: OnFault = "warn" if on_fault == "warn" else "block"
-        self.secrets = tuple(s for s in secrets if s)
-        self.trust_project_hooks = trust_project_hooks
-        self.user_dir = user_dir
+        self.settings = settings
+        self.project_dir = Path(os.path.realpath(
+            settings.project_dir or find_project_dir(Path.cwd())))
+        self.on_fault: OnFault = settings.on_fault
+        self.user_dir = settings.user_dir
         self.roots = [Path(os.path.realpath(r)) for r in roots] or [self.project_dir]
-        self.log = log
-        self.store: StateStore = FileStore(log=log)  # one per service: every engine's state
-        self.stop_block_cap = stop_block_cap
+        self.log = EventLog(settings.log) if settings.log is not None else None
+        self.store: StateStore = FileStore(log=self.log)  # one per service: every engine's state
         self.strict = strict
         self.watch_interval = watch_interval
         self._engines: dict[Path, Engine] = {}
@@ -176,11 +168,10 @@ class HookService:
 
     def _new_engine(self, project: Path) -> Engine:
         registry = Registry(self.user_dir, project, strict=self.strict,
-                            trust_project_hooks=self.trust_project_hooks)
+                            trust_project_hooks=self.settings.trust_project_hooks)
         for bad in registry.invalid:
             logger.warning("invalid hook not loaded: %s", bad)
-        return Engine(registry, log=self.log, stop_block_cap=self.stop_block_cap,
-                      on_fault=self.on_fault, secrets=self.secrets, pool=self._pools.get(project),
+        return Engine(registry, self.settings, log=self.log, pool=self._pools.get(project),
                       store=self.store)
 
     # -- projects ----------------------------------------------------------------------------

@@ -78,9 +78,11 @@ BIN = Path(sys.executable).parent
 TIMEOUT = 120  # seconds per block, to stop a hang; the demo takes a few
 
 # Blocks each file must run or check (not counting marked ones): the count today; raise it
-# when a page gains one, never lower it to let a mark in.
+# when a page gains one, never lower it to let a mark in. (README.md went from 12 to 11 when
+# its reference moved into docs/writing-hooks.md, docs/events.md and docs/adapters.md.)
 MIN_CHECKED = {
-    "README.md": 12,
+    "README.md": 11,
+    "docs/adapters.md": 0,
     "docs/agentscope-java.md": 1,
     "docs/bridges.md": 1,
     "docs/cli.md": 3,
@@ -88,13 +90,17 @@ MIN_CHECKED = {
     "docs/design-notes.md": 0,
     "docs/development.md": 0,
     "docs/e2e.md": 0,
+    "docs/events.md": 1,
     "docs/hookkit.md": 1,
     "docs/proxy.md": 4,
-    "docs/python-api.md": 3,
+    "docs/python-api.md": 6,
     "docs/safety.md": 1,
     "docs/server.md": 6,
+    "docs/settings.md": 1,
     "docs/speed.md": 0,
+    "docs/writing-hooks.md": 3,
 }
+README_MAX_LINES = 300  # the front door: what it is, install, quick start, a door each, links
 
 MARKS = ("skip", "exit", "run-by", "illustration", "output")
 _FENCE = re.compile(r"^```(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^```[ \t]*$", re.S | re.M)
@@ -453,6 +459,19 @@ def test_marks_are_read() -> None:
     assert (run_by.mark, run_by.reason) == ("run-by", "tests/test_x.py::test_y, as written there")
     assert (plain.mark, plain.lang, plain.body) == (None, "yaml", "a: 1\n")
     assert [disposition(b) for b in (exit_, run_by, plain)] == ["run", "run-by", "check"]
+
+
+def test_the_readme_is_a_front_door_not_the_reference() -> None:
+    """README.md stays short (the reference lives in docs/) and opens with what it is: prose
+    before its first block, the make-target table after it."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    lines = text.count("\n")
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines, more than {README_MAX_LINES}: move the reference "
+        f"into docs/ (a page named for what it holds) and link it")
+    pitch = " ".join(text.split("```", 1)[0].split())
+    assert "decision the agent must follow" in pitch, "README.md: the pitch comes first"
+    assert "| target |" not in pitch, "README.md: the make-target table comes after the pitch"
 
 
 def test_the_readme_opens_with_its_two_commands() -> None:

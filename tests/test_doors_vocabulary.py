@@ -27,6 +27,7 @@ from mcp_hooks.adapters._firing import LOGGERS, Firing
 from mcp_hooks.api import Hooks
 from mcp_hooks.server import build_server
 from mcp_hooks.service import HookService
+from mcp_hooks.settings import Settings
 from tests.conftest import write_hook
 
 pytestmark = pytest.mark.anyio
@@ -65,7 +66,8 @@ def guarded(user_dir: Path, project: Path) -> Path:
 
 @pytest.fixture
 async def mcp_client(user_dir: Path, project: Path) -> AsyncIterator[Client]:
-    async with HookService(project, user_dir=user_dir) as service, \
+    async with HookService(Settings.from_env(
+            project_dir=project, user_dir=user_dir, no_log=True)) as service, \
             Client(build_server(service)) as client:
         yield client
 

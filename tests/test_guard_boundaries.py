@@ -36,7 +36,7 @@ from mcp_hooks.hosts.forward_auth import sign_request
 from mcp_hooks.registry.discovery import Registry
 from mcp_hooks.server import build_server
 from mcp_hooks.service import HookService
-from mcp_hooks.state.eventlog import EventLog
+from mcp_hooks.settings import Settings
 from tests.conftest import write_hook
 from tests.helpers.background import background
 from tests.proxy.test_proxy import settled, text_of, upstream
@@ -152,7 +152,8 @@ SHELL: dict[str, Any] = {"tool_name": "Shell", "tool_input": {"command": "ls"}}
 async def test_the_mcp_tool_call_is_the_servers_one_guard(injected: str, project: Path,
                                                           user_dir: Path, tmp_path: Path) -> None:
     log = tmp_path / "events.jsonl"
-    async with HookService(project, user_dir=user_dir, log=EventLog(log)) as service, \
+    async with HookService(Settings.from_env(
+            project_dir=project, user_dir=user_dir, log=log)) as service, \
             Client(build_server(service)) as client:
         result = await client.call_tool("fire_hook_event", {
             "event_type": "before_tool", **SHELL, "work_dir": str(project)})

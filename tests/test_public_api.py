@@ -10,7 +10,7 @@ def test_exported_names() -> None:
     assert set(mcp_hooks.__all__) == {
         "EVENTS", "Engine", "Event", "EventLog", "HookFileError", "HookRun", "HookSpec",
         "Hooks", "InvalidEventError", "InvalidHook", "MCPHooksError", "Outcome", "Registry",
-        "StopGuard", "UnknownEventError", "__version__", "afire", "canonical_event",
+        "Settings", "StopGuard", "UnknownEventError", "__version__", "afire", "canonical_event",
         "default_log_path", "default_user_dir", "fire", "load_hook", "project_hooks_dir",
     }
     assert set(mcp_hooks.__all__) == {*mcp_hooks._EXPORTS, "__version__"}

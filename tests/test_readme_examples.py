@@ -1,4 +1,6 @@
-"""The Python examples of README.md and docs/python-api.md, copied as written, deny ``rm -rf /``.
+"""The Python examples of README.md and docs/ (Hooks, Engine, the adapters) deny ``rm -rf /``.
+
+The examples are those of README.md, docs/python-api.md and docs/adapters.md, copied as written.
 
 The setting is the one the issue found open: a project whose ``.agents/hooks`` holds the
 bundled ``block-dangerous-commands`` guard, never trusted (a fresh clone, or hooks copied in),
@@ -9,7 +11,7 @@ project (``trust_project_hooks=True``), so the guard must run.
   (``tests/test_docs.py`` runs them too, in a folder with no hooks, where they allow).
 - Each framework example (LangChain, OpenAI Agents SDK, AgentScope 1.0.x and 2.x) runs in the
   framework's venv (``tests/helpers/framework_venv.py``, the adapter tests' venvs) after a prelude
-  that gives it what the README leaves to the reader: ``model`` (the scripted model of
+  that gives it what docs/adapters.md leaves to the reader: ``model`` (the scripted model of
   ``tests/helpers/scripted_model.py``, which calls the shell tool with ``rm -rf /``) and ``tools`` /
   ``toolkit`` / ``agent``, whose one tool is a shell (named as some host names it: ``Bash``,
   ``shell``, ``run_shell_command``) that only records the command it was given in ``ran.txt``.
@@ -40,6 +42,7 @@ from tests.helpers.scripted_model import ScriptedModel, Text, ToolCall
 
 README = REPO / "README.md"
 PYTHON_API = REPO / "docs" / "python-api.md"
+ADAPTERS = REPO / "docs" / "adapters.md"
 GUARD = REPO / "hooks" / "block-dangerous-commands"
 DENIED = "Dangerous command blocked: rm -r on /"
 SKIPPED = "not trusted, so not run: block-dangerous-commands"
@@ -84,7 +87,7 @@ def run(python: Path, code: str, project: Path) -> subprocess.CompletedProcess[s
 
 
 @pytest.mark.parametrize(("doc", "anchor"), [
-    (README, "hooks = Hooks("), (PYTHON_API, "with Hooks("),
+    (README, "with Hooks(project_dir="), (PYTHON_API, "with Hooks(project_dir="),
     (PYTHON_API, "Engine(registry"),
 ])
 def test_the_python_api_example_denies_rm_rf_root(cloned: Path, doc: Path,
@@ -209,7 +212,7 @@ def framework(name: str) -> Path:
 
 def run_example(name: str, project: Path, *, trusted: bool) -> tuple[
         subprocess.CompletedProcess[str], ScriptedModel]:
-    code = example(README, ANCHORS[name])
+    code = example(ADAPTERS, ANCHORS[name])
     if not trusted:
         code = code.replace(TRUST, "trust_project_hooks=False")
     script = [ToolCall(SHELL_NAME[name], {"command": "rm -rf /"}), Text("the repo is tidy")]

@@ -63,7 +63,8 @@ class Firing:
             one count, of hook blocks and faults alike; an adapter keeps none of its own.
         session_id: the session the hooks see; default one fresh id per adapter.
         hooks: a ``Hooks`` to fire through instead of one built from the above (its
-            callables run in the chain too); ``close`` leaves it open.
+            callables run in the chain too, its ``settings`` apply, the stop cap among them:
+            ``Hooks(settings=Settings.from_env())``); ``close`` leaves it open.
         framework: the adapter's name, for the words of a fault and its logger.
         trust_project_hooks: run the project's hooks without the trust store (the code that
             builds the adapter lives in the project too); None reads

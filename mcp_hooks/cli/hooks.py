@@ -235,10 +235,9 @@ def _fire(args: argparse.Namespace) -> int:
         if served is not None:
             outcome = served
         else:
-            registry = options.registry(args, watch=False)
-            engine = Engine(registry, log=options.event_log(args),
-                            stop_block_cap=options.stop_block_cap(args), one_shot=True,
-                            on_fault=options.on_fault(args))
+            settings = options.settings(args)
+            registry = options.registry_of(settings, watch=False)
+            engine = Engine(registry, settings, one_shot=True)
             outcome = engine.fire_blocking(event, on_hook_done=_progress(event_type))
         outcome = answered(event_type, outcome, call, options.on_fault(args), args.tool)
         if getattr(args, "verbose", False):

@@ -24,7 +24,6 @@ Importing this module imports no MCP SDK: the parser is built on every ``proxy``
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,17 +31,15 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_hooks import options
 from mcp_hooks.cli.serve import add_transport_arguments, announce_stdio, transport_options
-from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
 from mcp_hooks.registry.discovery import Registry
 from mcp_hooks.server.transport import ServeOptions
-from mcp_hooks.spec.outcome import OnFault
-from mcp_hooks.state.eventlog import EventLog
+from mcp_hooks.settings import Settings
 
 if TYPE_CHECKING:
     from mcp_hooks.proxy.app import ProxySettings
     from mcp_hooks.proxy.config import UpstreamSpec
 
-STDIO_ENV = "MCP_HOOKS_PROXY_STDIO"
+STDIO_ENV = "MCP_HOOKS_PROXY_STDIO"  # "sdk": the SDK's stdio transports (read by settings)
 DEFAULT_PORT = 8766
 DEFAULT_TIMEOUT = 60.0  # as proxy.upstream's; repeated so that --help imports no SDK
 DEFAULT_STARTUP_TIMEOUT = 30.0
@@ -82,33 +79,30 @@ class ProxyOptions:
         upstreams: the upstream servers (config file, then ``--upstream``).
         settings: prefixes, timeouts, the stdio switch.
         serve: transport, address, token and HTTP settings.
-        project_dir: the project whose hooks gate the calls.
-        user_dir: the user hooks folder; None for the default.
-        log: the event log; None for none.
-        stop_block_cap: the ``before_stop`` loop guard's cap.
-        on_fault: ``block`` or ``warn``: what a fault of ours does to an event that can block.
-        trust_project_hooks: run every project hook without the trust store; None: the
-            environment decides.
+        hooks: the project, user folder, log, ``on_fault``, stop cap and trust
+            (``Settings``).
     """
 
     upstreams: tuple[UpstreamSpec, ...]
     settings: ProxySettings
     serve: ServeOptions
-    project_dir: Path
-    user_dir: Path | None = None
-    log: EventLog | None = None
-    stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP
-    on_fault: OnFault = "block"
-    trust_project_hooks: bool | None = None
+    hooks: Settings
+
+    @property
+    def project_dir(self) -> Path:
+        """The project whose hooks gate the calls."""
+        return options.project_of(self.hooks)
 
 
 def options_from_args(
     args: argparse.Namespace, environ: Mapping[str, str] | None = None
 ) -> ProxyOptions:
-    """The options the command line (and the environment) give.
+    """The options the command line (and the environment, read by ``Settings.from_env``)
+    give.
 
     Raises:
         ProxyConfigError: the upstreams or timeouts cannot be used.
+        ConfigError: a bad setting (its flag or variable named).
     """
     # lazy: 2,200 ms (the MCP SDK) of cold start for `--help` and usage errors
     from mcp_hooks.proxy.app import ProxySettings
@@ -116,7 +110,7 @@ def options_from_args(
     # lazy: 300 ms of cold start for `--help` and usage errors
     from mcp_hooks.proxy.config import ProxyConfigError, collect_upstreams
 
-    env = os.environ if environ is None else environ
+    hooks = options.settings(args, environ, token=getattr(args, "token", None))
     specs = collect_upstreams(args.config, args.upstream or [])
     for option in ("timeout", "startup_timeout"):
         value = getattr(args, option, None)
@@ -127,18 +121,13 @@ def options_from_args(
         prefix_all=bool(args.prefix),
         timeout=float(getattr(args, "timeout", None) or DEFAULT_TIMEOUT),
         startup_timeout=float(getattr(args, "startup_timeout", None) or DEFAULT_STARTUP_TIMEOUT),
-        fast_stdio=env.get(STDIO_ENV, "").strip().lower() != "sdk",
+        fast_stdio=hooks.fast_proxy_stdio,
     )
     return ProxyOptions(
         upstreams=tuple(specs),
         settings=settings,
-        serve=transport_options(args, env),
-        project_dir=options.project_dir(args),
-        user_dir=options.user_dir(args),
-        log=options.event_log(args),
-        stop_block_cap=options.stop_block_cap(args),
-        on_fault=options.on_fault(args),
-        trust_project_hooks=options.trust_project_hooks(args),
+        serve=transport_options(args, settings=hooks),
+        hooks=hooks,
     )
 
 
@@ -163,9 +152,8 @@ def run(opts: ProxyOptions) -> int:
     from mcp_hooks.proxy.app import serve_proxy
 
     opts.serve.check()
-    registry = Registry(opts.user_dir, opts.project_dir,
-                        trust_project_hooks=opts.trust_project_hooks)
+    registry = Registry(opts.hooks.user_dir, opts.project_dir,
+                        trust_project_hooks=opts.hooks.trust_project_hooks)
     serve_proxy(opts.upstreams, settings=opts.settings, serve_options=opts.serve,
-                registry=registry, log=opts.log, stop_block_cap=opts.stop_block_cap,
-                on_fault=opts.on_fault)
+                registry=registry, hooks=opts.hooks)
     return 0

@@ -40,7 +40,6 @@ from typing import Any, cast
 import anyio
 
 from mcp_hooks import options
-from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
 from mcp_hooks.errors import UsageError
 from mcp_hooks.server.transport import (
     DEFAULT_HOST,
@@ -51,11 +50,10 @@ from mcp_hooks.server.transport import (
     TransportName,
     configure_logging,
 )
-from mcp_hooks.spec.outcome import OnFault
-from mcp_hooks.state.eventlog import EventLog
+from mcp_hooks.settings import Settings
 
 EXIT_INTERRUPTED = 130
-STDIO_ENV = "MCP_HOOKS_SERVE_STDIO"  # "sdk": the SDK's stdio transport, not the event loop's
+STDIO_ENV = "MCP_HOOKS_SERVE_STDIO"  # "sdk": the SDK's stdio transport (read by settings)
 
 
 def add_transport_arguments(
@@ -96,19 +94,22 @@ def add_transport_arguments(
 
 
 def transport_options(
-    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None,
+    settings: Settings | None = None,
 ) -> ServeOptions:
-    """The ``ServeOptions`` a parsed command line (and ``MCP_HOOKS_TOKEN``) describe."""
-    env = os.environ if environ is None else environ
-    token = getattr(args, "token", None) or env.get(TOKEN_ENV) or None
+    """The ``ServeOptions`` a parsed command line (and ``MCP_HOOKS_TOKEN``,
+    ``MCP_HOOKS_SERVE_STDIO``, through ``settings``) describe."""
+    if settings is None:
+        settings = options.settings(args, environ, token=getattr(args, "token", None))
     return ServeOptions(
         transport=cast(TransportName, getattr(args, "transport", "stdio")),
         host=getattr(args, "host", DEFAULT_HOST),
         port=getattr(args, "port", DEFAULT_PORT),
-        token=token,
+        token=settings.token,
         stateless=bool(getattr(args, "stateless", False)),
         allowed_hosts=tuple(getattr(args, "allowed_host", None) or ()),
         log_level=str(getattr(args, "log_level", "WARNING")).upper(),
+        fast_stdio=settings.fast_serve_stdio,
     )
 
 
@@ -136,44 +137,34 @@ class ServerOptions:
 
     Attributes:
         serve: transport, address, token and HTTP settings.
-        project_dir: the default project (a call naming no ``work_dir``).
-        user_dir: the user hooks folder; None for the default.
+        settings: the project, user folder, log, ``on_fault``, stop cap, trust and secrets
+            (``Settings``; the server's token is among its secrets).
         roots: folders clients may name (subfolders of) as ``work_dir``; empty: the project.
-        log: the event log; None for none.
-        stop_block_cap: the ``before_stop`` loop guard's cap.
-        on_fault: ``block`` or ``warn``: what a fault of ours does to an event that can block.
-        trust_project_hooks: run every project hook without the trust store; None: the
-            environment decides.
         bridge_tool: also serve ``bridge_hook`` (Claude Code ``mcp_tool`` hooks).
     """
 
     serve: ServeOptions
-    project_dir: Path
-    user_dir: Path | None = None
+    settings: Settings
     roots: tuple[Path, ...] = ()
-    log: EventLog | None = None
-    stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP
-    on_fault: OnFault = "block"
-    trust_project_hooks: bool | None = None
     bridge_tool: bool = False
+
+    @property
+    def project_dir(self) -> Path:
+        """The default project (a call naming no ``work_dir``)."""
+        return options.project_of(self.settings)
 
 
 def options_from_args(
     args: argparse.Namespace, environ: Mapping[str, str] | None = None
 ) -> ServerOptions:
-    """The options the command line (and the environment: ``MCP_HOOKS_TOKEN``,
-    ``MCP_HOOKS_SERVE_STDIO`` and those of ``options``) give."""
-    env = os.environ if environ is None else environ
-    fast_stdio = env.get(STDIO_ENV, "").strip().lower() != "sdk"
+    """The options the command line (and the environment, read by ``Settings.from_env``)
+    give. Raises ConfigError for a bad value, naming its flag or variable."""
+    settings = options.settings(args, environ, token=getattr(args, "token", None))
+    settings = dataclasses.replace(settings, project_dir=options.project_of(settings))
     return ServerOptions(
-        serve=dataclasses.replace(transport_options(args, env), fast_stdio=fast_stdio),
-        project_dir=options.project_dir(args),
-        user_dir=options.user_dir(args),
+        serve=transport_options(args, settings=settings),
+        settings=settings,
         roots=tuple(Path(r).expanduser() for r in (getattr(args, "root", None) or [])),
-        log=options.event_log(args),
-        stop_block_cap=options.stop_block_cap(args),
-        on_fault=options.on_fault(args),
-        trust_project_hooks=options.trust_project_hooks(args),
         bridge_tool=bool(getattr(args, "bridge_tool", False)),
     )
 
@@ -231,12 +222,7 @@ def run(opts: ServerOptions) -> int:
     # lazy: 30 ms of cold start for `--help` and usage errors
     from mcp_hooks.service import HookService
 
-    token = opts.serve.token
-    service = HookService(
-        opts.project_dir, user_dir=opts.user_dir, roots=roots, log=opts.log,
-        stop_block_cap=opts.stop_block_cap, on_fault=opts.on_fault,
-        secrets=[token] if token else [], trust_project_hooks=opts.trust_project_hooks,
-    )
+    service = HookService(opts.settings, roots=roots)
     try:
         anyio.run(lambda: serve_hooks(service, opts.serve, bridge_tool=opts.bridge_tool))
     except KeyboardInterrupt:

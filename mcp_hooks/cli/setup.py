@@ -35,6 +35,7 @@ from mcp_hooks.hosts import HOSTS, get_host, host_name
 from mcp_hooks.options import CommonOptions
 from mcp_hooks.registry import bundle
 from mcp_hooks.registry.discovery import project_hooks_dir
+from mcp_hooks.settings import env_value
 
 PROOF_INPUT = '{"command": "rm -rf /"}'
 
@@ -221,7 +222,7 @@ def found_hosts(home: Path, path: str | None = None) -> list[tuple[str, str]]:
 def init_project(common: CommonOptions) -> Path:
     """The project ``init --scope project`` sets up: ``--project-dir``, else
     ``$MCP_HOOKS_PROJECT_DIR``, else the current folder (where ``install`` writes too)."""
-    given = common.project_dir or os.environ.get("MCP_HOOKS_PROJECT_DIR") or Path.cwd()
+    given = common.project_dir or env_value("MCP_HOOKS_PROJECT_DIR") or Path.cwd()
     return Path(given).expanduser().resolve()
 
 

@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 from mcp_hooks.control import runtime
 from mcp_hooks.control.files import SAFE_GIT_CONFIG, SAFE_GIT_ENV
 from mcp_hooks.errors import ConfigError
+from mcp_hooks.settings import env_value
 
 ENVIRONMENT_ENV = "MCP_HOOKS_ENVIRONMENT"
 DEFAULT_ENVIRONMENT = "development"
@@ -202,7 +203,7 @@ class OracleContext:
 
     @property
     def environment(self) -> str:
-        value = self.payload.get("environment") or os.environ.get(ENVIRONMENT_ENV)
+        value = self.payload.get("environment") or env_value(ENVIRONMENT_ENV)
         return str(value) if value else DEFAULT_ENVIRONMENT
 
     @cached_property

@@ -47,7 +47,7 @@ import functools
 import json
 import os
 import shlex
-from collections.abc import Awaitable, Callable, Collection, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
@@ -56,12 +56,13 @@ from mcp_hooks.engine.chain import Chain
 from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.engine.judge import Verdict, decode, judge
 from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
-from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
+from mcp_hooks.engine.stopguard import StopGuard
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.registry.discovery import Registry, run_order
 from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
 from mcp_hooks.runner.hookenv import HookEnvs, hook_environment
 from mcp_hooks.runner.persistent import PersistentPool
+from mcp_hooks.settings import Settings
 from mcp_hooks.spec import matching
 from mcp_hooks.spec.events import can_block, canonical_event, is_notification
 from mcp_hooks.spec.hookfile import HookSpec
@@ -94,6 +95,13 @@ async def _run_blocking(argv: tuple[str, ...], stdin: bytes, **options: Any) -> 
     return run_hook_blocking(argv, stdin, **options)
 
 
+def _event_log(settings: Settings, log: EventLog | None) -> EventLog | None:
+    """The event log as given, else one at ``settings.log`` (None: none)."""
+    if log is None and settings.log is not None:
+        return EventLog(settings.log)
+    return log
+
+
 class Engine:
     """Fires events at the hooks of a ``Registry``.
 
@@ -104,20 +112,22 @@ class Engine:
 
     Args:
         registry: where the hooks come from.
-        log: where to append event records; None for no log.
-        stop_block_cap: consecutive ``before_stop`` blocks allowed per session before the
-            loop guard lets the agent stop; 0 turns the guard off. Ignored with ``stop_guard``.
+        settings: the settings that reach the engine (``Settings``): ``stop_block_cap``
+            (consecutive ``before_stop`` blocks per session before the loop guard lets the
+            agent stop; 0 turns it off; ignored with ``stop_guard``), ``on_fault`` (``block``,
+            the default: a fault of ours on an event that can block is a deny saying what
+            broke; ``warn``: an allow with the warning, ``fault_outcome``), ``secrets``
+            (values no hook may see in its environment; ``MCP_HOOKS_TOKEN`` is always left
+            out, ``hook_environment``) and ``log``; default ``Settings()``.
+        log: where to append event records; None: one at ``settings.log``, if any.
         detach_async: run async hooks in a detached process instead of the engine's task
             group, so a short-lived caller (``mcp-hooks fire``, a host bridge) can exit at
             once; their results still reach the log.
         one_shot: for a process that fires one event and exits: ``detach_async``, and
             ``fire_blocking`` runs the hooks without an event loop (no asyncio to import).
-        on_fault: ``block`` (default): a fault of ours on an event that can block is a deny
-            saying what broke; ``warn``: an allow with the warning (``fault_outcome``).
-        secrets: values no hook may see in its environment (a server's token, upstream
-            header secrets); ``MCP_HOOKS_TOKEN`` is always left out (``hook_environment``).
         stop_guard: the loop guard (default: counting in ``store``, namespace ``engine``, with
-            ``stop_block_cap``); the host bridges pass one counting under the host's name.
+            ``settings.stop_block_cap``); the host bridges pass one counting under the host's
+            name.
         runner: runs one hook (``run_hook``'s signature); default chosen by ``one_shot``.
         launcher: starts async hooks and hooks.yaml's ``async: true`` entries (``launch.py``);
             default chosen once by ``detach_async``/``one_shot`` (``launch.make_launcher``).
@@ -137,13 +147,11 @@ class Engine:
     def __init__(
         self,
         registry: Registry,
+        settings: Settings | None = None,
         *,
         log: EventLog | None = None,
-        stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP,
         detach_async: bool = False,
         one_shot: bool = False,
-        on_fault: OnFault = "block",
-        secrets: Collection[str] = (),
         stop_guard: StopGuard | None = None,
         runner: Runner | None = None,
         pool: PersistentPool | None = None,
@@ -153,26 +161,29 @@ class Engine:
         inbox: AidInbox | None = None,
         store: StateStore | None = None,
     ) -> None:
+        settings = settings if settings is not None else Settings()
+        self.settings = settings
         self.registry = registry
-        self.log = log
+        self.log = log = _event_log(settings, log)
         self._logs = log is not None or store is not None
         self.store: StateStore = store if store is not None else FileStore(log=log)
         self.signal_log = signal_log
         self.one_shot = one_shot
-        self.on_fault: OnFault = "warn" if on_fault == "warn" else "block"
+        self.on_fault: OnFault = settings.on_fault
         self.stop_guard = stop_guard if stop_guard is not None else StopGuard(
-            stop_block_cap, self.store)
+            settings.stop_block_cap, self.store)
         self._runner: Runner = runner or (_run_blocking if one_shot else run_hook)
         self._pool, self._owns_pool = pool, False
         self._launcher: Launcher = launcher or make_launcher(log, detached=detach_async or one_shot)
         # a one-shot engine never suspends: big inputs are matched in place, not in a thread
         self._select = self._select_here if one_shot else self._select_off_loop
         self._blocking = _call_here if one_shot else _call_off_loop  # hooks.yaml's oracles
-        self._envs = HookEnvs(hook_environment(os.environ, secrets))
+        self._envs = HookEnvs(hook_environment(os.environ, settings.secrets))
         if control is None:
             from mcp_hooks.control.ladder import Ladder
 
-            control = ControlLayer(registry.project_dir, watch=not one_shot, secrets=secrets,
+            control = ControlLayer(registry.project_dir, watch=not one_shot,
+                                   secrets=settings.secrets,
                                    trust_project=registry.trust_project_hooks,
                                    ladder=Ladder(store=self.store))
         self.control: ControlLayer | None = control or None

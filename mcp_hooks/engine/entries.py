@@ -50,7 +50,8 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_hooks.engine.judge import Verdict
 from mcp_hooks.engine.launch import Launcher, run_background
-from mcp_hooks.paths import ahp_user_file, trust_store_path
+from mcp_hooks.paths import ahp_user_file
+from mcp_hooks.settings import trust_store_path
 from mcp_hooks.spec.signals import Signal
 
 if TYPE_CHECKING:

@@ -33,12 +33,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from mcp_hooks.settings import DEFAULT_STOP_BLOCK_CAP as DEFAULT_STOP_BLOCK_CAP  # re-exported
 from mcp_hooks.spec.outcome import Event, Outcome
 from mcp_hooks.spec.signals import Signal
 from mcp_hooks.state.memory import MemoryStore
 from mcp_hooks.state.store import StateStore
 
-DEFAULT_STOP_BLOCK_CAP = 8
 STOP_STATE_TTL = 3600.0  # seconds; the count of an interrupted loop is forgotten
 
 

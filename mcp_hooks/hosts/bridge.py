@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from mcp_hooks.errors import ConfigError
 from mcp_hooks.hosts import UnknownHostError, get_host
 from mcp_hooks.hosts.base import (
     BridgeInputError,
@@ -52,6 +53,7 @@ from mcp_hooks.hosts.base import (
     unreadable,
 )
 from mcp_hooks.options import CommonOptions
+from mcp_hooks.settings import OnFault
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -97,8 +99,6 @@ def answer(host: Host, raw: bytes | Callable[[], bytes], options: BridgeOptions)
     """The host's answer to one payload (its bytes, or what reads them: the host's stdin);
     never raises. What mcp-hooks cannot decide is a deny in the host's form (see the module
     docstring), or a warning under ``warn``."""
-    from mcp_hooks.options import on_fault as fault_mode
-
     on_fault = fault_mode(options.common)
     flag = options.event
     payload: Any = None
@@ -121,15 +121,25 @@ def fault_exit(host_name: str, options: BridgeOptions, what: str) -> int:
     """Answer the host with a fault (``what`` broke) when the bridge could not run to its
     answer (the command line's boundary calls this); the exit code."""
     from mcp_hooks.hosts.base import FAULT_FIX
-    from mcp_hooks.options import on_fault
     from mcp_hooks.ownstdout import owned_stdout
 
     host = get_host(host_name)
     reply = host.fault_reply(f"{what}; {FAULT_FIX}", host.known_event(options.event, None),
-                             on_fault(options.common), None)
+                             fault_mode(options.common), None)
     with owned_stdout() as out:
         _write(reply, out)
     return reply.exit_code
+
+
+def fault_mode(common: CommonOptions) -> OnFault:
+    """``--on-fault``, else ``MCP_HOOKS_ON_FAULT``; ``block`` when the settings cannot be
+    read (a bad value fails closed: ``fire_call`` raises it, and the deny names it)."""
+    from mcp_hooks import options
+
+    try:
+        return options.on_fault(common)
+    except ConfigError:
+        return "block"
 
 
 def _write(reply: Reply, out: BinaryIO) -> None:
@@ -150,22 +160,20 @@ def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False) -> Out
     from mcp_hooks.registry.discovery import Registry, find_project_dir
     from mcp_hooks.spec.outcome import Event
 
-    if args.project_dir is not None or os.environ.get("MCP_HOOKS_PROJECT_DIR"):
-        project = options.project_dir(args)
-    else:
-        start = call.fields.get("work_dir") or os.getcwd()
-        project = find_project_dir(Path(start))
-    registry = Registry(options.user_dir(args), project, watch=False,
-                        trust_project_hooks=options.trust_project_hooks(args))
+    settings = options.settings(args)  # ConfigError for a bad value: a deny naming it
+    project = settings.project_dir
+    if project is None:  # none given: the project of the folder the agent works in
+        project = find_project_dir(Path(call.fields.get("work_dir") or os.getcwd()))
+    registry = Registry(settings.user_dir, project, watch=False,
+                        trust_project_hooks=settings.trust_project_hooks)
     event = Event.create(event_type=call.event, **call.fields)
 
     from mcp_hooks.state.files import FileStore
 
-    log = options.event_log(args)
+    log = options.log_of(settings)
     store = FileStore(log=log)
-    engine = Engine(registry, log=log, one_shot=True, on_fault=options.on_fault(args),
-                    stop_guard=stop_guard(call, options.stop_block_cap(args), store),
-                    store=store)
+    engine = Engine(registry, settings, log=log, one_shot=True,
+                    stop_guard=stop_guard(call, settings.stop_block_cap, store), store=store)
     try:
         return engine.fire_blocking(event, hold_aid=hold_aid)
     finally:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_hooks import options, paths
+from mcp_hooks import options
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK
 from mcp_hooks.hosts import HOSTS, get_host, host_name
 from mcp_hooks.hosts.base import Host
@@ -50,6 +50,7 @@ from mcp_hooks.hosts.forward import FORWARD_PATH
 from mcp_hooks.hosts.forward_script import read_token
 from mcp_hooks.options import CommonOptions
 from mcp_hooks.registry.trust import UNVERIFIABLE_DIGEST, TrustStore, hook_digest
+from mcp_hooks.settings import env_value, trust_store_path
 
 EXIT_BROKEN = EXIT_FAILURE
 PROBE_HOOK = "mcp-hooks-doctor-probe"
@@ -312,7 +313,7 @@ def check_host(report: Report, host: Host, project: Path, probe_root: Path) -> N
                                          fallback=True)
         elif entry.kind == "http" and entry.url:
             url = entry.url.split(FORWARD_PATH)[0]
-            wiring.server = check_server(report, host, url, os.environ.get("MCP_HOOKS_TOKEN"),
+            wiring.server = check_server(report, host, url, env_value("MCP_HOOKS_TOKEN") or None,
                                          gate, fallback=False)
         elif entry.kind == "mcp_tool":
             report.warn(f"the {gate} entry in {where.path} is an mcp_tool hook, which doctor "
@@ -477,7 +478,7 @@ def _writable(path: Path) -> bool:
 
 def _trust_store() -> tuple[Path, str | None]:
     """The trust store's path, and why it cannot be read (None: it can, or is absent)."""
-    path = paths.trust_store_path()
+    path = trust_store_path()
     try:
         return path, TrustStore(path).problem
     except Exception as exc:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import socket
 import sys
 import threading
@@ -39,6 +38,7 @@ from mcp_hooks.hosts.forward_auth import (
     forward_timeout,
     sign_request,
 )
+from mcp_hooks.settings import env_value
 from mcp_hooks.spec.outcome import Outcome
 
 SERVER_ENV = "MCP_HOOKS_SERVER"
@@ -71,11 +71,11 @@ def configured(url: str | None, token: str | None, *, no_server: bool = False) -
     default used)."""
     if no_server:
         return None
-    url = (url or os.environ.get(SERVER_ENV, "")).strip()
+    url = (url or env_value(SERVER_ENV)).strip()
     if not url:
         return None
     if not token:
-        token = os.environ.get(TOKEN_ENV, "").strip() or None
+        token = env_value(TOKEN_ENV) or None
     if not token:
         # lazy: 28 ms of cold `fire` when the token is in the environment
         from mcp_hooks.hosts.forward_script import read_token

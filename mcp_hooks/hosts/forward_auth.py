@@ -42,6 +42,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from mcp_hooks.settings import env_value
+
 NONCE_HEADER = "X-MCP-Hooks-Nonce"
 TIME_HEADER = "X-MCP-Hooks-Time"
 AUTH_HEADER = "X-MCP-Hooks-Auth"
@@ -137,7 +139,7 @@ def answer_problem(token: str, request: SignedRequest, status: int,
 def forward_timeout(environ: Mapping[str, str] | None = None) -> tuple[float, str | None]:
     """``(seconds, warning)``: the deadline of a whole forward, ``MCP_HOOKS_FORWARD_TIMEOUT``
     (a positive number of seconds) or the default, with a warning when the value is invalid."""
-    value = (os.environ if environ is None else environ).get(FORWARD_TIMEOUT_ENV, "").strip()
+    value = env_value(FORWARD_TIMEOUT_ENV, environ)
     if not value:
         return DEFAULT_FORWARD_TIMEOUT_S, None
     try:

@@ -88,6 +88,7 @@ from mcp_hooks.hosts.doctor import read_entries
 from mcp_hooks.hosts.forward import FORWARD_PATH, TOOL_NAME
 from mcp_hooks.hosts.forward_script import script_path, write_forward_files
 from mcp_hooks.options import CommonOptions
+from mcp_hooks.settings import env_value
 from mcp_hooks.spec.events import can_block
 
 BRIDGE_COMMAND_ENV = "MCP_HOOKS_BRIDGE_COMMAND"
@@ -223,7 +224,7 @@ def stable_prefix() -> list[str]:
 
 def explicit_prefix(options: InstallOptions) -> list[str] | None:
     """``--bridge-command`` (or ``$MCP_HOOKS_BRIDGE_COMMAND``), split; None when not given."""
-    given = options.bridge_command or os.environ.get(BRIDGE_COMMAND_ENV)
+    given = options.bridge_command or env_value(BRIDGE_COMMAND_ENV)
     return shlex.split(given) if given else None
 
 
@@ -286,7 +287,7 @@ def _url(options: InstallOptions) -> str:
 
 
 def _token(options: InstallOptions) -> str:
-    token = options.token or os.environ.get(TOKEN_ENV)
+    token = options.token or env_value(TOKEN_ENV)
     if not token:
         raise InstallOptionError(
             "--via server needs the server's bearer token: pass --token or set MCP_HOOKS_TOKEN "
@@ -302,7 +303,7 @@ def _token(options: InstallOptions) -> str:
 def _project(options: InstallOptions) -> Path:
     if options.common.project_dir is not None:
         return Path(options.common.project_dir).expanduser().resolve()
-    env = os.environ.get(PROJECT_DIR_ENV)
+    env = env_value(PROJECT_DIR_ENV)
     return Path(env).expanduser().resolve() if env else Path.cwd().resolve()
 
 

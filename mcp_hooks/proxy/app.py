@@ -21,6 +21,7 @@ command's entry (typed options; the argparse side is ``mcp_hooks.cli.proxy``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import signal
@@ -62,7 +63,7 @@ from mcp_hooks.proxy.upstream import (
     Upstream,
     UpstreamError,
 )
-from mcp_hooks.spec.outcome import OnFault
+from mcp_hooks.settings import Settings
 from mcp_hooks.state.eventlog import EventLog
 
 if TYPE_CHECKING:
@@ -550,9 +551,7 @@ def serve_proxy(
     settings: ProxySettings,
     serve_options: ServeOptions,
     registry: Registry,
-    log: EventLog | None,
-    stop_block_cap: int,
-    on_fault: OnFault,
+    hooks: Settings,
 ) -> None:
     """``mcp-hooks proxy``: serve the upstreams, gated, until told to stop.
 
@@ -569,14 +568,14 @@ def serve_proxy(
 
     serve_options.check()
     transport.configure_logging(serve_options.log_level)
-    secrets = [*([serve_options.token] if serve_options.token else []),
-               *upstream_secrets(specs)]
+    hooks = dataclasses.replace(hooks, secrets=(
+        *hooks.secrets, *([serve_options.token] if serve_options.token else []),
+        *upstream_secrets(specs)))
     sock = transport.bind(serve_options)  # AddressInUseError now, before anything starts
 
     async def main() -> None:
-        async with Engine(registry, log=log, stop_block_cap=stop_block_cap,
-                          on_fault=on_fault, secrets=secrets) as engine:
-            await run_proxy(specs, engine, settings, serve_options, log=log, sock=sock)
+        async with Engine(registry, hooks) as engine:
+            await run_proxy(specs, engine, settings, serve_options, log=engine.log, sock=sock)
 
     try:
         anyio.run(main)

@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from mcp_hooks import paths
 from mcp_hooks.errors import HookFileError, UnknownEventError
-from mcp_hooks.paths import trust_store_path as store_path
 from mcp_hooks.registry.trust import TrustStore, hook_digest, trust_all_from_env
+from mcp_hooks.settings import trust_store_path as store_path
 from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.hookfile import HOOK_FILES, HookSpec, Scope, load_hook
 
@@ -200,7 +200,7 @@ class Registry:
             ``mcp-hooks fire`` and the host bridges, which read the folders once.
         trust_project_hooks: run every project hook without checking the trust store (CI,
             containers); None reads ``MCP_HOOKS_TRUST_PROJECT_HOOKS``.
-        trust_store: where trusted digests are kept; None for ``paths.trust_store_path()``.
+        trust_store: where trusted digests are kept; None for ``settings.trust_store_path()``.
     """
 
     def __init__(

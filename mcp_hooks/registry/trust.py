@@ -6,7 +6,7 @@ resolved path) and hook name as the SHA-256 of the whole hook folder (``hook_dig
 change to HOOK.md, a script, a mode bit or the set of files makes the hook "changed" until
 trusted again.
 
-The store is one JSON file, ``paths.trust_store_path()`` (``$MCP_HOOKS_TRUST_STORE`` or
+The store is one JSON file, ``settings.trust_store_path()`` (``$MCP_HOOKS_TRUST_STORE`` or
 ``$XDG_STATE_HOME/mcp-hooks/trust.json``)::
 
     {"version": 1,
@@ -34,11 +34,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from mcp_hooks import settings
 from mcp_hooks.errors import RunError
-from mcp_hooks.paths import TRUST_STORE_ENV as STORE_ENV
-from mcp_hooks.paths import trust_store_path
+from mcp_hooks.settings import trust_store_path
 
 TRUST_ALL_ENV = "MCP_HOOKS_TRUST_PROJECT_HOOKS"
+STORE_ENV = "MCP_HOOKS_TRUST_STORE"
 STORE_VERSION = 1
 
 # A hostile folder must not stall a tool call: past these bounds a folder is not hashed and
@@ -51,7 +52,6 @@ LOCK_TIMEOUT = 10.0
 Status = Literal["trusted", "untrusted", "changed"]
 
 _DIGEST_CHARS = frozenset("0123456789abcdef")
-_TRUE = ("1", "true", "yes")
 
 
 class TrustError(RunError):
@@ -79,8 +79,8 @@ class TrustStoreError(TrustError):
 
 def trust_all_from_env() -> bool:
     """Whether ``$MCP_HOOKS_TRUST_PROJECT_HOOKS`` says to trust every project hook
-    (``1``, ``true`` or ``yes``, any case)."""
-    return os.environ.get(TRUST_ALL_ENV, "").strip().lower() in _TRUE
+    (``1``, ``true``, ``yes`` or ``on``, any case), as ``settings`` reads it."""
+    return settings.trust_all_from_env()
 
 
 # -- the digest -------------------------------------------------------------------------
@@ -264,7 +264,7 @@ class TrustStore:
     """The trusted digests of project hooks, in one JSON file.
 
     Args:
-        path: the store file; None means ``paths.trust_store_path()``.
+        path: the store file; None means ``settings.trust_store_path()``.
 
     Attributes:
         path: the store file.

@@ -42,6 +42,8 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from mcp_hooks.settings import env_value
+
 HAS_PIDFD = hasattr(os, "pidfd_open")
 HAS_POSIX_SPAWN = hasattr(os, "posix_spawn") and hasattr(os, "POSIX_SPAWN_DUP2")
 STRATEGY_VAR = "MCP_HOOKS_RUNNER"
@@ -89,7 +91,7 @@ class Strategy:
 
 def _from_environment() -> Strategy:
     try:
-        return Strategy.parse(os.environ.get(STRATEGY_VAR, ""))
+        return Strategy.parse(env_value(STRATEGY_VAR))
     except ValueError:  # a typo must not stop hooks from running: the default, as documented
         return Strategy()
 

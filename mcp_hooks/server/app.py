@@ -30,7 +30,7 @@ run with ``--no-log`` keeps no signal log, so its signals cannot be answered (a 
 Trust: project hooks run only once trusted (``mcp-hooks trust``); listings and ``get_hook``
 show each hook's trust. ``get_hook`` and ``hooks://hooks/{name}`` read the whole HOOK.md with
 ``python-frontmatter`` (``service.read_hook``); the index keeps the measured YAML subset.
-Secrets: the server's token never reaches a hook's environment (``HookService(secrets=...)``).
+Secrets: the server's token never reaches a hook's environment (``Settings.secrets``).
 """
 
 from __future__ import annotations

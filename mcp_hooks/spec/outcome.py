@@ -21,11 +21,11 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from mcp_hooks.errors import ConfigError, InvalidEventError
+from mcp_hooks.settings import OnFault as OnFault  # re-exported: the outcome's policy
 from mcp_hooks.spec.events import can_block, issue_problem
 from mcp_hooks.spec.signals import Signal
 
 Status = Literal["allow", "deny", "error", "timeout", "scheduled"]
-OnFault = Literal["block", "warn"]
 AGENT_TEXT_CAP = 4000  # characters of a reason or context handed to the agent
 FAULT_SOURCE = "mcp-hooks"  # ``blocked_by`` of a deny that is our own fault
 

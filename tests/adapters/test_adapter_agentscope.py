@@ -162,14 +162,15 @@ def test_the_extras_ask_for_the_pins() -> None:
 
 
 def _documented_imports() -> list[tuple[str, list[str]]]:
-    """The import lines of the AgentScope 1.0.x examples: the README's and the adapter's."""
-    readme = (REPO / "README.md").read_text()
+    """The import lines of the AgentScope 1.0.x examples: docs/adapters.md's and the adapter's."""
+    readme = (REPO / "docs" / "adapters.md").read_text()
     block = re.search(r"```python\n(from mcp_hooks\.adapters\.agentscope import .*?)```",
                       readme, re.S)
     adapter = (REPO / "mcp_hooks" / "adapters" / "agentscope.py").read_text()
     docstring = adapter.split('"""')[1]
     found = []
-    for where, text in (("README.md", block[1] if block else ""), ("the adapter", docstring)):
+    for where, text in (("docs/adapters.md", block[1] if block else ""),
+                        ("the adapter", docstring)):
         lines = [line.strip() for line in text.splitlines()
                  if line.strip().startswith(("from ", "import "))]
         assert lines and "mcp_hooks" in lines[0], (where, lines)  # the adapter first

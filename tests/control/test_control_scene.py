@@ -37,7 +37,7 @@ from mcp import Client
 from mcp_hooks.control import trust_config
 from mcp_hooks.server import build_server
 from mcp_hooks.service import HookService
-from mcp_hooks.state.eventlog import EventLog
+from mcp_hooks.settings import Settings
 from tests.conftest import write_hook
 
 pytestmark = pytest.mark.anyio
@@ -92,7 +92,7 @@ def cli_fire(project: Path, args: list[str], payload: dict[str, Any],
 
 @pytest.fixture
 async def client(repo: Path, user_dir: Path, log: Path) -> AsyncIterator[Client]:
-    async with HookService(repo, user_dir=user_dir, log=EventLog(log),
+    async with HookService(Settings.from_env(project_dir=repo, user_dir=user_dir, log=log),
                            watch_interval=0.05) as svc, Client(build_server(svc)) as c:
         yield c
 
@@ -194,7 +194,8 @@ async def test_the_warning_repeated_climbs_the_ladder_across_restarts(
     fixed = {"issue": scene.issue(done=True)}
 
     async def by_server(payload: dict[str, Any]) -> dict[str, Any]:
-        async with HookService(repo, user_dir=user_dir, log=EventLog(log)) as svc, \
+        async with HookService(Settings.from_env(
+                project_dir=repo, user_dir=user_dir, log=log)) as svc, \
                 Client(build_server(svc)) as c:
             return await call(c, "fire_hook_event", session_id=SESSION, work_dir=str(repo),
                               event_type="pre-issue-submit", payload=payload)

@@ -25,6 +25,7 @@ from mcp_hooks.adapters._firing import Firing
 from mcp_hooks.hosts import HOSTS, get_host
 from mcp_hooks.server import build_server
 from mcp_hooks.service import HookService
+from mcp_hooks.settings import Settings
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.control_helpers import make_repo, write
 
@@ -225,7 +226,8 @@ def repo(tmp_path: Path) -> Path:
 @pytest.mark.anyio
 async def test_an_oracle_leaving_is_a_deny_and_the_server_serves_on(repo: Path,
                                                                     user_dir: Path) -> None:
-    async with HookService(repo, user_dir=user_dir) as service, \
+    async with HookService(Settings.from_env(
+            project_dir=repo, user_dir=user_dir, no_log=True)) as service, \
             Client(build_server(service)) as client:
         for command, kind in (("exit", "SystemExit"), ("interrupt", "KeyboardInterrupt")):
             result = await client.call_tool("fire_hook_event", {

@@ -18,6 +18,7 @@ from mcp_hooks.engine.launch import AsyncJob
 from mcp_hooks.engine.stopguard import STOP_STATE_TTL, StopGuard
 from mcp_hooks.errors import InvalidEventError, UnknownEventError
 from mcp_hooks.runner import RunResult
+from mcp_hooks.settings import Settings
 from mcp_hooks.spec.outcome import AGENT_TEXT_CAP, HookRun, Outcome, fault_outcome
 from mcp_hooks.state.files import FileStore
 from tests.conftest import write_hook
@@ -26,7 +27,7 @@ from tests.runner.test_process_tree import GONE_WITHIN, _state
 
 async def fire(registry: Registry, log: EventLog | None = None, cap: int = 8,
                **fields: Any) -> Outcome:
-    async with Engine(registry, log=log, stop_block_cap=cap) as engine:
+    async with Engine(registry, settings=Settings(stop_block_cap=cap), log=log) as engine:
         return await engine.fire(Event.create(**fields))
 
 
@@ -138,7 +139,7 @@ async def test_a_hook_that_cannot_start_is_our_fault_and_denies(user_dir: Path) 
     assert "noint could not start" in (outcome.reason or "")
     assert outcome.hooks[0].status == "error"
     assert "could not start" in (outcome.hooks[0].message or "")
-    async with Engine(Registry(user_dir), on_fault="warn") as engine:
+    async with Engine(Registry(user_dir), settings=Settings(on_fault="warn")) as engine:
         warned = await engine.fire(Event.create(**shell()))
     assert warned.decision == "allow" and "could not start" in warned.warnings[0]
 
@@ -517,7 +518,7 @@ async def test_loop_guard_counts_and_overrides_at_the_cap(user_dir: Path, tmp_pa
     write_hook(user_dir, "gate", trigger="before_stop",
                script=f"cat >> {seen}; echo >> {seen}\necho 'not yet' >&2\nexit 2\n")
     log = EventLog(tmp_path / "log.jsonl")
-    async with Engine(Registry(user_dir), log=log, stop_block_cap=3) as engine:
+    async with Engine(Registry(user_dir), settings=Settings(stop_block_cap=3), log=log) as engine:
         outcomes = [await engine.fire(Event.create(event_type="before_stop", session_id="s1"))
                     for _ in range(4)]
         other = await engine.fire(Event.create(event_type="before_stop", session_id="s2"))
@@ -542,7 +543,7 @@ async def test_loop_guard_counts_a_fault_of_ours_too(user_dir: Path) -> None:
     at its cap, so no door needs a stop counter of its own."""
     (user_dir / "broken").mkdir()
     (user_dir / "broken" / "HOOK.md").write_text("---\nname: broken\ntrigger: before_stop\n")
-    async with Engine(Registry(user_dir), stop_block_cap=2) as engine:
+    async with Engine(Registry(user_dir), settings=Settings(stop_block_cap=2)) as engine:
         stops = [await engine.fire(Event.create(event_type="before_stop", session_id="s"))
                  for _ in range(4)]
     assert [o.continue_working for o in stops] == [True, True, False, True]
@@ -571,7 +572,7 @@ async def test_loop_guard_resets_when_a_stop_is_allowed(user_dir: Path, tmp_path
     flag = tmp_path / "pass"
     write_hook(user_dir, "gate", trigger="before_stop",
                script=f"[ -e {flag} ] && exit 0\necho no >&2\nexit 2\n")
-    async with Engine(Registry(user_dir), stop_block_cap=2) as engine:
+    async with Engine(Registry(user_dir), settings=Settings(stop_block_cap=2)) as engine:
         first = await engine.fire(Event.create(event_type="before_stop", session_id="s"))
         flag.touch()
         allowed = await engine.fire(Event.create(event_type="before_stop", session_id="s"))
@@ -595,7 +596,7 @@ async def test_loop_guard_honours_the_callers_flag(user_dir: Path, tmp_path: Pat
 @pytest.mark.anyio
 async def test_cap_zero_turns_the_guard_off(user_dir: Path) -> None:
     write_hook(user_dir, "gate", trigger="before_stop", script="exit 2\n")
-    async with Engine(Registry(user_dir), stop_block_cap=0) as engine:
+    async with Engine(Registry(user_dir), settings=Settings(stop_block_cap=0)) as engine:
         outcomes = [await engine.fire(Event.create(event_type="before_stop", session_id="s"))
                     for _ in range(10)]
     assert all(o.continue_working for o in outcomes)
@@ -902,7 +903,7 @@ async def test_a_broken_hook_that_could_handle_the_event_blocks_it(user_dir: Pat
     assert outcome.denied and outcome.blocked_by == "mcp-hooks"
     assert "guard" in (outcome.reason or "") and "HOOK.md" in (outcome.reason or "")
     assert not (tmp_path / "fine-ran").exists()
-    async with Engine(registry, on_fault="warn") as engine:
+    async with Engine(registry, settings=Settings(on_fault="warn")) as engine:
         warned = await engine.fire(Event.create(**shell()))
         ended = await engine.fire(Event.create(event_type="session_end"))
     assert warned.decision == "allow" and (tmp_path / "fine-ran").exists()
@@ -973,7 +974,8 @@ def test_hooks_never_see_the_servers_token(user_dir: Path, tmp_path: Path,
     monkeypatch.setenv("UPSTREAM_KEY", "hdr-secret")
     monkeypatch.setenv("AGENT_HOOKS_EVENT", "forged")
     monkeypatch.setenv("ORDINARY", "kept")
-    engine = Engine(Registry(user_dir, watch=False), one_shot=True, secrets=["hdr-secret"])
+    engine = Engine(Registry(user_dir, watch=False), Settings(secrets=("hdr-secret",)),
+                    one_shot=True)
     engine.fire_blocking(Event.create(**shell()))
     env = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
     assert "MCP_HOOKS_TOKEN" not in env and "UPSTREAM_KEY" not in env

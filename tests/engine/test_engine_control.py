@@ -16,6 +16,7 @@ import pytest
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.registry.discovery import Registry
+from mcp_hooks.settings import Settings
 from mcp_hooks.spec.outcome import Event, Outcome
 from mcp_hooks.state.eventlog import EventLog
 from mcp_hooks.state.inbox import AidInbox
@@ -80,8 +81,8 @@ def engine_for(repo: Path, tmp_path: Path, *, on_fault: str = "block",
     registry = Registry(tmp_path / "user-hooks", repo, watch=not one_shot)
     control = ControlLayer(repo, user_file=tmp_path / "home" / ".ahp" / "hooks.yaml",
                            watch=not one_shot)
-    return Engine(registry, log=EventLog(tmp_path / "events.jsonl"), control=control,
-                  on_fault=on_fault, one_shot=one_shot)  # type: ignore[arg-type]
+    return Engine(registry, Settings(on_fault=on_fault),  # type: ignore[arg-type]
+                  log=EventLog(tmp_path / "events.jsonl"), control=control, one_shot=one_shot)
 
 
 async def fire(engine: Engine, event: Event) -> Outcome:
@@ -366,7 +367,7 @@ async def test_the_engines_secrets_never_reach_an_oracles_command(repo: Path,
     os.environ["SERVE_TOKEN"] = "flag-token-123"
     try:
         registry = Registry(tmp_path / "user-hooks", repo)
-        engine = Engine(registry, secrets=["flag-token-123"])
+        engine = Engine(registry, settings=Settings(secrets=("flag-token-123",)))
         assert engine.control is not None
         engine.control.user_file = home / ".ahp" / "hooks.yaml"
         outcome = await fire(engine, Event("post-issue-submit", session_id="s",

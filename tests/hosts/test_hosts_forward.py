@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 from mcp_hooks.hosts.forward import bridge_routes, mcp_tool_payload, register_bridge_tool
 from mcp_hooks.server import build_server
 from mcp_hooks.service import HookService
-from mcp_hooks.state.eventlog import EventLog
+from mcp_hooks.settings import Settings
 from tests.conftest import write_hook
 
 pytestmark = pytest.mark.anyio
@@ -39,8 +39,8 @@ async def service(project: Path, user_dir: Path, project_hooks: Path,
                extra="matcher:\n  tool: Shell\n  pattern: 'rm -rf'\n")
     write_hook(project_hooks, "gate", trigger="before_stop",
                script='echo "run the tests first" >&2\nexit 2\n')
-    async with HookService(project, user_dir=user_dir, log=EventLog(tmp_path / "events.jsonl"),
-                           watch_interval=0.05) as svc:
+    async with HookService(Settings.from_env(project_dir=project, user_dir=user_dir,
+                                    log=tmp_path / "events.jsonl"), watch_interval=0.05) as svc:
         yield svc
 
 

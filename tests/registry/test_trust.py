@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from mcp_hooks.paths import trust_store_path
 from mcp_hooks.registry.trust import (
     MAX_ENTRIES,
     MAX_FILE_BYTES,
@@ -30,6 +29,7 @@ from mcp_hooks.registry.trust import (
     hook_digest,
     trust_all_from_env,
 )
+from mcp_hooks.settings import trust_store_path
 from tests.conftest import MCP_HOOKS, write_hook
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -27,6 +27,7 @@ from mcp_hooks.registry.trust import TrustStore, hook_digest
 from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.server import build_server
 from mcp_hooks.service import HookService
+from mcp_hooks.settings import Settings
 from mcp_hooks.spec.hookfile import load_hook
 from mcp_hooks.spec.outcome import Event, Outcome
 from mcp_hooks.state.eventlog import EventLog
@@ -386,7 +387,8 @@ async def test_one_shot_engine_runs_it_one_shot_with_the_same_decisions(
 async def test_through_the_mcp_server_in_memory(user_dir: Path, project: Path,
                                                 project_hooks: Path, tmp_path: Path) -> None:
     persistent_hook(project_hooks)
-    async with HookService(project, user_dir=user_dir, log=EventLog(tmp_path / "e.jsonl"),
+    async with HookService(Settings.from_env(project_dir=project, user_dir=user_dir,
+                                    log=tmp_path / "e.jsonl"),
                            watch_interval=0.05) as service, Client(build_server(service)) as client:
         pids = []
         for _ in range(2):
@@ -470,8 +472,9 @@ async def test_the_server_stops_a_removed_hooks_process_without_an_event(
     import shutil
 
     hook = persistent_hook(project_hooks)
-    async with HookService(project, user_dir=user_dir, log=EventLog(tmp_path / "e.jsonl"),
-                           trust_project_hooks=True, watch_interval=0.05) as service:
+    async with HookService(Settings.from_env(project_dir=project, user_dir=user_dir,
+                                    log=tmp_path / "e.jsonl", trust_project_hooks=True),
+                           watch_interval=0.05) as service:
         pid = pid_of(await service.fire(event(project)))
         assert alive(pid)
         shutil.rmtree(hook)

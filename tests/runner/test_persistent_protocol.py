@@ -29,6 +29,7 @@ from mcp_hooks.registry.discovery import Registry
 from mcp_hooks.runner import persistent, resident
 from mcp_hooks.runner.persistent import ID_FIELD, PersistentPool
 from mcp_hooks.service import HookService
+from mcp_hooks.settings import Settings
 from mcp_hooks.spec.outcome import Event, Outcome
 from mcp_hooks.state.eventlog import EventLog
 from tests.conftest import MCP_HOOKS, write_hook
@@ -273,8 +274,8 @@ async def test_the_server_keeps_one_process_for_a_projects_subfolders(
     monkeypatch.setenv("WHERE_LOG", str(tmp_path / "where.log"))
     where_hook(user_dir)
     folders = subfolders(project)
-    async with HookService(project, user_dir=user_dir, log=EventLog(tmp_path / "e.jsonl"),
-                           watch_interval=0.05) as service:
+    async with HookService(Settings.from_env(project_dir=project, user_dir=user_dir,
+                                    log=tmp_path / "e.jsonl"), watch_interval=0.05) as service:
         seen = [where(await service.fire(event(folder))) for folder in [project, *folders]]
         pids = {s["pid"] for s in seen}
         assert len(pids) == 1

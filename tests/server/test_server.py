@@ -21,9 +21,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_USAGE
 from mcp_hooks.server import MAX_PAYLOAD_BYTES, build_server, sdk_compat
 from mcp_hooks.service import BadRequest, HookService, ServiceUnavailable, read_hook
+from mcp_hooks.settings import Settings
 from mcp_hooks.spec.hookfile import load_hook
 from mcp_hooks.spec.outcome import Event
-from mcp_hooks.state.eventlog import EventLog
 from tests.conftest import write_hook
 
 pytestmark = pytest.mark.anyio
@@ -34,8 +34,8 @@ ERA_VERSION = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 
 @pytest.fixture
 async def service(project: Path, user_dir: Path, tmp_path: Path) -> AsyncIterator[HookService]:
-    async with HookService(project, user_dir=user_dir, log=EventLog(tmp_path / "events.jsonl"),
-                           watch_interval=0.05) as svc:
+    async with HookService(Settings.from_env(project_dir=project, user_dir=user_dir,
+                                    log=tmp_path / "events.jsonl"), watch_interval=0.05) as svc:
         yield svc
 
 
@@ -441,7 +441,7 @@ async def test_hooks_that_cannot_be_loaded_are_service_unavailable(
 ) -> None:
     """A project whose engine cannot be built: a listing raises ServiceUnavailable (a
     RunError), an event that can block is a fault (a deny saying so), never a raise."""
-    service = HookService(project, user_dir=user_dir)
+    service = HookService(Settings.from_env(project_dir=project, user_dir=user_dir, no_log=True))
 
     def cannot_load(project: Path) -> Any:
         raise OSError("disk on fire")

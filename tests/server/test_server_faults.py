@@ -24,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_hooks.server import MAX_PAYLOAD_BYTES, build_server
 from mcp_hooks.service import HookService
+from mcp_hooks.settings import Settings
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.background import background
 
@@ -181,7 +182,8 @@ async def test_an_engine_fault_is_a_deny_not_a_tool_error(
     broken = write_hook(project_hooks, "broken")
     (broken / "HOOK.md").write_text("---\nname: broken\ntrigger: before_tool\n---\n")
     for on_fault in ("block", "warn"):
-        async with HookService(project, user_dir=user_dir, on_fault=on_fault) as service, \
+        async with HookService(Settings.from_env(project_dir=project, user_dir=user_dir,
+                                        on_fault=on_fault, no_log=True)) as service, \
                 Client(build_server(service)) as client:
             result = await client.call_tool("fire_hook_event", {
                 "event_type": "before_tool", "tool_name": "Bash", "tool_input": {}})
@@ -205,7 +207,8 @@ async def test_hooks_that_cannot_be_loaded_fail_closed_and_the_server_goes_on(
     """A user folder no registry can read (a NUL in its path): it is an invalid root that
     could hold a hook of any event, so blocking events are faults, and the listing says why."""
     bad_user_dir = Path(str(tmp_path / "user") + "\0x")
-    async with HookService(project, user_dir=bad_user_dir) as service, \
+    async with HookService(Settings.from_env(
+            project_dir=project, user_dir=bad_user_dir, no_log=True)) as service, \
             Client(build_server(service)) as client:
         for _ in range(2):
             denied = await call(client, "fire_hook_event", event_type="before_tool",
@@ -429,7 +432,8 @@ async def test_a_backtracking_pattern_over_a_big_input_matches_in_linear_time(
 ) -> None:
     write_hook(project_hooks, "nested-plus", script="echo 'found it' >&2\nexit 2\n",
                extra="matcher:\n  tool: Shell\n  pattern: '(a+)+b'\n")
-    async with HookService(project, user_dir=user_dir) as service, \
+    async with HookService(Settings.from_env(
+            project_dir=project, user_dir=user_dir, no_log=True)) as service, \
             Client(build_server(service)) as client:
         miss = await call(client, "fire_hook_event", event_type="before_tool",
                           tool_name="Bash", tool_input={"command": "a" * 1_000_000})

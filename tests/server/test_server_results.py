@@ -19,6 +19,7 @@ from mcp_hooks.server.results import (
     simplify_schema,
 )
 from mcp_hooks.service import HookService
+from mcp_hooks.settings import Settings
 
 pytestmark = pytest.mark.anyio
 
@@ -26,7 +27,8 @@ SAMPLES: list[Any] = [None, True, 0, 1.5, "x", [], [1, "a"], {}, {"a": 1}, {"a":
 
 
 async def test_every_tool_schema_passes_the_strict_rules(project: Path, user_dir: Path) -> None:
-    async with HookService(project, user_dir=user_dir) as service, Client(
+    async with HookService(Settings.from_env(
+            project_dir=project, user_dir=user_dir, no_log=True)) as service, Client(
         build_server(service), mode="legacy"
     ) as client:
         tools = (await client.list_tools()).tools

@@ -14,7 +14,7 @@ from mcp import Client
 from mcp_hooks.server import build_server
 from mcp_hooks.server.results import schema_findings
 from mcp_hooks.service import HookService
-from mcp_hooks.state.eventlog import EventLog
+from mcp_hooks.settings import Settings
 from mcp_hooks.state.signallog import SignalLog
 from tests.conftest import write_hook
 from tests.server.test_server import fire, tool_error
@@ -49,8 +49,8 @@ def checklist_hook(root: Path) -> None:
 
 @pytest.fixture
 async def service(project: Path, user_dir: Path, tmp_path: Path) -> AsyncIterator[HookService]:
-    async with HookService(project, user_dir=user_dir, log=EventLog(tmp_path / "events.jsonl"),
-                           watch_interval=0.05) as svc:
+    async with HookService(Settings.from_env(project_dir=project, user_dir=user_dir,
+                                    log=tmp_path / "events.jsonl"), watch_interval=0.05) as svc:
         yield svc
 
 
@@ -134,7 +134,8 @@ async def test_wrong_answers_are_tool_errors(client: Client, user_dir: Path) -> 
 
 
 async def test_a_server_without_a_log_says_so(project: Path, user_dir: Path) -> None:
-    async with HookService(project, user_dir=user_dir, log=None) as svc, \
+    async with HookService(Settings.from_env(
+            project_dir=project, user_dir=user_dir, no_log=True)) as svc, \
             Client(build_server(svc)) as c:
         text = await tool_error(c, "respond_to_signal", {"signal_id": "x", "action": "abort"})
     assert "keeps no log" in text

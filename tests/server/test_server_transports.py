@@ -148,7 +148,7 @@ def test_serve_options_are_typed_from_the_command_line(project: Path, tmp_path: 
     opts = options_from_args(args, environ={TOKEN_ENV: TOKEN, "MCP_HOOKS_SERVE_STDIO": "sdk"})
     assert opts.serve == ServeOptions(transport="http", port=0, token=TOKEN, fast_stdio=False)
     assert opts.project_dir == project.resolve() and opts.roots == (tmp_path,)
-    assert opts.bridge_tool and opts.on_fault == "warn" and opts.log is None
+    assert opts.bridge_tool and opts.settings.on_fault == "warn" and opts.settings.log is None
     assert options_from_args(args, environ={}).serve.fast_stdio is True
 
 

@@ -36,6 +36,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 
 from mcp_hooks import Engine, Event, Registry
 from mcp_hooks.errors import HookFileError, UnknownEventError
+from mcp_hooks.settings import Settings
 from mcp_hooks.spec import yamlsubset
 from mcp_hooks.spec.events import ALIASES, EVENTS, canonical_event
 from mcp_hooks.spec.hookfile import _FRONTMATTER, load_hook, parse_frontmatter
@@ -579,15 +580,14 @@ def test_mcp_tools_answer_any_arguments_and_keep_the_guard(tmp_path: Path, era: 
 
     from mcp_hooks.server import build_server
     from mcp_hooks.service import HookService
-    from mcp_hooks.state.eventlog import EventLog
 
     user_dir, project, elsewhere = tmp_path / "user", tmp_path / "project", tmp_path / "else"
     (project / ".agents" / "hooks").mkdir(parents=True)
     (project / "sub").mkdir()
     elsewhere.mkdir()
     write_hook(user_dir, "guard", extra="metadata:\n  on_error: block\n", script="exit 2\n")
-    service = HookService(project, user_dir=user_dir, log=EventLog(tmp_path / "events.jsonl"),
-                          watch_interval=0.2)
+    service = HookService(Settings.from_env(project_dir=project, user_dir=user_dir,
+                                   log=tmp_path / "events.jsonl"), watch_interval=0.2)
 
     with anyio.from_thread.start_blocking_portal() as portal, \
             portal.wrap_async_context_manager(service) as svc, \

@@ -11,6 +11,7 @@ import pytest
 
 from mcp_hooks import Engine, Event, EventLog, Registry
 from mcp_hooks.errors import ConfigError
+from mcp_hooks.settings import Settings
 from mcp_hooks.spec.outcome import Outcome, fault_outcome
 from mcp_hooks.spec.signals import (
     ACTION_INTENSITY,
@@ -285,7 +286,7 @@ async def test_every_signal_is_logged_beside_the_event_log(user_dir: Path,
 async def test_the_loop_guard_turns_its_blocks_into_prompts(user_dir: Path) -> None:
     write_hook(user_dir, "gate", trigger="before_stop",
                script="cat >/dev/null\necho 'tests fail' >&2\nexit 2\n")
-    async with Engine(Registry(user_dir), stop_block_cap=1) as engine:
+    async with Engine(Registry(user_dir), settings=Settings(stop_block_cap=1)) as engine:
         first = await engine.fire(Event.create(event_type="before_stop", session_id="s"))
         second = await engine.fire(Event.create(event_type="before_stop", session_id="s"))
     assert first.denied and [s.intensity for s in first.signals] == ["block"]

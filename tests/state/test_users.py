@@ -12,6 +12,7 @@ import pytest
 from mcp_hooks import Engine, Event, Registry
 from mcp_hooks.control.ladder import Ladder
 from mcp_hooks.errors import ConfigError
+from mcp_hooks.settings import Settings
 from mcp_hooks.spec.signals import Signal
 from mcp_hooks.state.files import FileStore
 from mcp_hooks.state.inbox import AidInbox
@@ -25,7 +26,7 @@ def test_two_engines_over_one_store_count_one_session_s_stops_together(
         user_dir: Path, tmp_path: Path) -> None:
     write_hook(user_dir, "gate", trigger="before_stop", script="echo 'not yet' >&2\nexit 2\n")
     store = FileStore(tmp_path / "state")
-    engines = [Engine(Registry(user_dir, watch=False), one_shot=True, stop_block_cap=2,
+    engines = [Engine(Registry(user_dir, watch=False), Settings(stop_block_cap=2), one_shot=True,
                       store=FileStore(tmp_path / "state")) for _ in range(2)]
     stops = [engines[n % 2].fire_blocking(Event.create(event_type="before_stop",
                                                        session_id="s"))

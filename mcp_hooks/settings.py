@@ -1,0 +1,324 @@
+"""Every setting mcp-hooks reads, in one frozen record, built once from flags and environment.
+
+``Settings.from_env(environ=None, **flags)`` is the only place the package reads its own
+``MCP_HOOKS_*`` variables: a flag given wins, then the variable, then the default. A bad value
+is a ``ConfigError`` naming the flag or variable and the fix. ``Engine``, ``HookService``,
+``Hooks`` and the adapters take the record (an adapter takes a ``Hooks``)::
+
+    from mcp_hooks import Hooks, Settings
+
+    settings = Settings.from_env(on_fault="warn")      # flags, then MCP_HOOKS_*, then defaults
+    hooks = Hooks(settings=settings)
+
+``VARIABLES`` lists every variable with its field and default (docs/settings.md is the same
+table). A few values are needed where no record reaches (the runner's spawn strategy, read once
+at import; the trust store's file, read where a store is opened; the deployment environment of a
+hooks.yaml ``when``): those modules call ``env_value`` with a declared name, so every read still
+goes through here. Exceptions, by design: ``hookkit`` runs inside a hook's own process and
+imports nothing of the package, the generated ``forward.py`` script stands alone, and
+``runner.hookenv`` *removes* our variables from a hook's environment (it names them, it reads no
+setting from them). ``tests/test_settings.py`` checks it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+from mcp_hooks import paths
+from mcp_hooks.errors import ConfigError
+
+OnFault = Literal["block", "warn"]
+
+DEFAULT_STOP_BLOCK_CAP = 8  # consecutive before_stop blocks per session, then the stop is let go
+DEFAULT_FORWARD_TIMEOUT_S = 5.0  # seconds a whole forward to a server may take
+DEFAULT_ENVIRONMENT = "development"
+STATE_BACKENDS = ("file:",)  # the next issue adds redis:// and postgresql://
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
+_LOG_OFF = ("off", "0", "false", "none")
+
+
+class Variable(NamedTuple):
+    """One ``MCP_HOOKS_*`` variable: the ``Settings`` field it gives (None: read outside the
+    package, by a hook or a generated script), its flag, its default as said, what it means."""
+
+    name: str
+    field: str | None
+    flag: str | None
+    default: str
+    meaning: str
+
+
+VARIABLES: dict[str, Variable] = {v.name: v for v in (
+    Variable("MCP_HOOKS_PROJECT_DIR", "project_dir", "--project-dir",
+             "nearest folder at or above the current one with .agents/hooks, else the current",
+             "the project whose .agents/hooks and .ahp/hooks.yaml apply"),
+    Variable("MCP_HOOKS_USER_DIR", "user_dir", "--user-dir", "$XDG_CONFIG_HOME/agents/hooks",
+             "the user hooks folder, shared by every project"),
+    Variable("MCP_HOOKS_LOG", "log", "--log / --no-log", "$XDG_STATE_HOME/mcp-hooks/events.jsonl",
+             "the event log (off: none)"),
+    Variable("MCP_HOOKS_ON_FAULT", "on_fault", "--on-fault", "block",
+             "block: a fault of ours denies an event that can block; warn: let it through"),
+    Variable("MCP_HOOKS_STOP_BLOCK_CAP", "stop_block_cap", "--stop-block-cap",
+             str(DEFAULT_STOP_BLOCK_CAP),
+             "consecutive before_stop blocks per session before the stop is allowed (0: no cap)"),
+    Variable("MCP_HOOKS_TRUST_PROJECT_HOOKS", "trust_project_hooks", "--trust-project-hooks",
+             "0", "1 runs every project hook without the trust store (CI, containers)"),
+    Variable("MCP_HOOKS_TRUST_STORE", "trust_store", None,
+             "$XDG_STATE_HOME/mcp-hooks/trust.json", "the trust store file"),
+    Variable("MCP_HOOKS_TOKEN", "token", "--token", "none",
+             "the server's bearer token (serve, install --via server, fire --server)"),
+    Variable("MCP_HOOKS_SERVER", "server", "--server", "none",
+             "the server `fire` forwards events to"),
+    Variable("MCP_HOOKS_FORWARD_TIMEOUT", "forward_timeout", None,
+             f"{DEFAULT_FORWARD_TIMEOUT_S:g}", "seconds a whole forward to the server may take"),
+    Variable("MCP_HOOKS_BRIDGE_COMMAND", "bridge_command", "--bridge-command",
+             "the running mcp-hooks", "how a host starts mcp-hooks (install)"),
+    Variable("MCP_HOOKS_ENVIRONMENT", "environment", None, DEFAULT_ENVIRONMENT,
+             "the deployment environment a hooks.yaml `when.environment` tests (the payload's "
+             "`environment` first)"),
+    Variable("MCP_HOOKS_RUNNER", "runner", None, "empty (posix_spawn, pidfd)",
+             "how hooks are spawned: library, no-pidfd, no-posix-spawn (comma-separated)"),
+    Variable("MCP_HOOKS_SERVE_STDIO", "serve_stdio", None, "event-loop",
+             "sdk: serve stdio with the MCP SDK's transport"),
+    Variable("MCP_HOOKS_PROXY_STDIO", "proxy_stdio", None, "event-loop",
+             "sdk: the proxy serves and reaches stdio with the MCP SDK's transports"),
+    Variable("MCP_HOOKS_STATE", "state", None, "file:",
+             "where per-session state lives: file: only, for now"),
+    Variable("MCP_HOOKS_PERSISTENT", None, None, "unset",
+             "set to 1 by mcp-hooks in a persistent hook's environment (read by hookkit)"),
+    Variable("MCP_HOOKS_FORWARD_HTTP", None, None, "unset",
+             "library: the installed forward.py script speaks HTTP with urllib"),
+)}
+
+
+def env_value(name: str, environ: Mapping[str, str] | None = None) -> str:
+    """The stripped value of one declared ``MCP_HOOKS_*`` variable ("" when unset). Raises
+    KeyError for a name ``VARIABLES`` does not declare: every variable read is documented."""
+    if name not in VARIABLES:
+        raise KeyError(f"{name} is not declared in mcp_hooks.settings.VARIABLES")
+    return (os.environ if environ is None else environ).get(name, "").strip()
+
+
+def _bad(source: str, value: object, fix: str) -> ConfigError:
+    return ConfigError(f"{source}={value!r}: {fix}")
+
+
+def _on_fault(value: str, source: str) -> OnFault:
+    word = value.strip().lower()
+    if word in ("block", "warn"):
+        return "warn" if word == "warn" else "block"
+    raise _bad(source, value, "use block (deny what mcp-hooks cannot decide) or warn")
+
+
+def _cap(value: object, source: str) -> int:
+    try:
+        cap = int(str(value).strip())
+    except ValueError:
+        cap = -1
+    if cap < 0 or isinstance(value, bool):
+        raise _bad(source, value, "give a whole number of blocks, 0 or more (0: no cap)")
+    return cap
+
+
+def _flag(value: str, source: str) -> bool:
+    word = value.strip().lower()
+    if word in _TRUE or word in _FALSE:
+        return word in _TRUE
+    raise _bad(source, value, "use 1 (yes) or 0 (no)")
+
+
+def forward_seconds(value: str, source: str) -> float:
+    """A positive number of seconds, or a ConfigError naming ``source``."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (0 < seconds < math.inf):
+        raise _bad(source, value, "give a positive number of seconds")
+    return seconds
+
+
+def _state(value: str, source: str) -> str:
+    if value.strip() in STATE_BACKENDS:
+        return value.strip()
+    raise _bad(source, value, "only file: (the files under $XDG_STATE_HOME/mcp-hooks) is "
+               "supported for now")
+
+
+def _stdio(value: str, source: str) -> Literal["event-loop", "sdk"]:
+    word = value.strip().lower()
+    if word in ("", "event-loop", "fast"):
+        return "event-loop"
+    if word == "sdk":
+        return "sdk"
+    raise _bad(source, value, "use sdk (the MCP SDK's stdio transport), or fast (the event "
+               "loop's, the default)")
+
+
+def trust_all_from_env(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``MCP_HOOKS_TRUST_PROJECT_HOOKS`` says to trust every project hook (``1``,
+    ``true``, ``yes``, ``on``, any case); any other value trusts nothing."""
+    return env_value("MCP_HOOKS_TRUST_PROJECT_HOOKS", environ).lower() in _TRUE
+
+
+def trust_store_path(environ: Mapping[str, str] | None = None) -> Path:
+    """``$MCP_HOOKS_TRUST_STORE``, else ``$XDG_STATE_HOME/mcp-hooks/trust.json``."""
+    given = env_value("MCP_HOOKS_TRUST_STORE", environ)
+    return Path(os.path.expanduser(given)) if given else paths.state_dir() / "trust.json"
+
+
+def _folder(value: str | Path, *, resolve: bool) -> Path:
+    path = Path(value).expanduser()
+    return path.resolve() if resolve else Path(os.path.abspath(path))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting, resolved (see the module docstring and docs/settings.md).
+
+    Built directly, a field left out has its default (no log, no project, ``block``); built by
+    ``from_env``, flags first, then ``MCP_HOOKS_*``, then the same defaults (there the log
+    defaults to ``paths.log_path()``).
+
+    Attributes:
+        project_dir: the project (``--project-dir``, ``MCP_HOOKS_PROJECT_DIR``); None: none
+            given (the commands then take the nearest one with ``.agents/hooks``).
+        user_dir: the user hooks folder (``--user-dir``, ``MCP_HOOKS_USER_DIR``); None:
+            ``paths.user_hooks_dir()``.
+        log: the event log to write (``--log``, ``MCP_HOOKS_LOG``); None: none.
+        log_read: where ``mcp-hooks log`` reads, even when writing is off.
+        on_fault: ``block`` or ``warn`` (``--on-fault``, ``MCP_HOOKS_ON_FAULT``).
+        stop_block_cap: the before_stop loop guard's cap (``--stop-block-cap``,
+            ``MCP_HOOKS_STOP_BLOCK_CAP``); 0: no cap.
+        trust_project_hooks: run every project hook without the trust store
+            (``--trust-project-hooks``, ``MCP_HOOKS_TRUST_PROJECT_HOOKS``).
+        secrets: values no hook may see in its environment (the server's token, upstream
+            header secrets); ``MCP_HOOKS_TOKEN`` is always left out.
+        trust_store: the trust store file (``MCP_HOOKS_TRUST_STORE``).
+        token: the server's bearer token (``--token``, ``MCP_HOOKS_TOKEN``).
+        server: the server ``fire`` forwards to (``--server``, ``MCP_HOOKS_SERVER``).
+        forward_timeout: seconds a whole forward may take (``MCP_HOOKS_FORWARD_TIMEOUT``).
+        bridge_command: how a host starts mcp-hooks (``--bridge-command``,
+            ``MCP_HOOKS_BRIDGE_COMMAND``); None: the running one.
+        environment: the deployment environment (``MCP_HOOKS_ENVIRONMENT``).
+        runner: the spawn strategy's words (``MCP_HOOKS_RUNNER``), checked by the runner.
+        serve_stdio, proxy_stdio: ``event-loop`` or ``sdk`` (``MCP_HOOKS_SERVE_STDIO``,
+            ``MCP_HOOKS_PROXY_STDIO``).
+        state: where per-session state lives (``MCP_HOOKS_STATE``): ``file:`` only, for now
+            (the files under ``$XDG_STATE_HOME/mcp-hooks``).
+    """
+
+    project_dir: Path | None = None
+    user_dir: Path | None = None
+    log: Path | None = None
+    log_read: Path | None = None
+    on_fault: OnFault = "block"
+    stop_block_cap: int = DEFAULT_STOP_BLOCK_CAP
+    trust_project_hooks: bool = False
+    secrets: tuple[str, ...] = field(default=(), repr=False)  # never printed
+    trust_store: Path | None = None
+    token: str | None = field(default=None, repr=False)
+    server: str | None = None
+    forward_timeout: float = DEFAULT_FORWARD_TIMEOUT_S
+    bridge_command: str | None = None
+    environment: str = DEFAULT_ENVIRONMENT
+    runner: str = ""
+    serve_stdio: Literal["event-loop", "sdk"] = "event-loop"
+    proxy_stdio: Literal["event-loop", "sdk"] = "event-loop"
+    state: str = "file:"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "on_fault", _on_fault(str(self.on_fault), "on_fault"))
+        object.__setattr__(self, "stop_block_cap", _cap(self.stop_block_cap, "stop_block_cap"))
+        object.__setattr__(self, "state", _state(self.state, "state"))
+        object.__setattr__(self, "secrets", tuple(s for s in self.secrets if s))
+        if self.token and self.token not in self.secrets:
+            object.__setattr__(self, "secrets", (*self.secrets, self.token))
+
+    @property
+    def fast_serve_stdio(self) -> bool:
+        """Whether ``serve`` uses the event loop's stdio transport (not the SDK's)."""
+        return self.serve_stdio != "sdk"
+
+    @property
+    def fast_proxy_stdio(self) -> bool:
+        """Whether the proxy uses the event loop's stdio transports (not the SDK's)."""
+        return self.proxy_stdio != "sdk"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **flags: Any) -> Settings:
+        """The settings the flags, then the environment (default ``os.environ``), then the
+        defaults give. ``flags`` are ``Settings`` field names (None: not given), plus
+        ``no_log=True``. Raises ConfigError for a bad value, naming its flag or variable."""
+        known = {f.name for f in fields(cls)} | {"no_log"}
+        unknown = sorted(set(flags) - known)
+        if unknown:
+            raise ConfigError(f"Settings.from_env: unknown setting(s) {', '.join(unknown)}; "
+                              f"known: {', '.join(sorted(known))}")
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for variable in VARIABLES.values():  # the table: flag, then variable, then default
+            if variable.field in _PARSE:
+                values[variable.field] = _read(variable, flags.get(variable.field), env)
+        values["log"], values["log_read"] = _logs(flags.get("log"), bool(flags.get("no_log")),
+                                                  env_value("MCP_HOOKS_LOG", env))
+        values["secrets"] = tuple(flags.get("secrets") or ())
+        store = flags.get("trust_store")
+        values["trust_store"] = Path(store) if store else trust_store_path(env)
+        return cls(**values)
+
+
+def _text(value: object, source: str) -> str | None:
+    return str(value).strip() or None
+
+
+def _trust(value: object, source: str) -> bool:
+    return value if isinstance(value, bool) else _flag(str(value), source)
+
+
+# field -> (parse(value, source), default): how each field with a variable is read
+_PARSE: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
+    "project_dir": (lambda value, source: _folder(value, resolve=True), None),
+    "user_dir": (lambda value, source: _folder(value, resolve=False), None),
+    "on_fault": (lambda value, source: _on_fault(str(value), source), "block"),
+    "stop_block_cap": (_cap, DEFAULT_STOP_BLOCK_CAP),
+    "trust_project_hooks": (_trust, False),
+    "token": (_text, None),
+    "server": (_text, None),
+    "forward_timeout": (lambda value, source: forward_seconds(str(value), source),
+                        DEFAULT_FORWARD_TIMEOUT_S),
+    "bridge_command": (_text, None),
+    "environment": (lambda value, source: str(value), DEFAULT_ENVIRONMENT),
+    "runner": (lambda value, source: str(value), ""),
+    "serve_stdio": (lambda value, source: _stdio(str(value), source), "event-loop"),
+    "proxy_stdio": (lambda value, source: _stdio(str(value), source), "event-loop"),
+    "state": (lambda value, source: _state(str(value), source), "file:"),
+}
+
+
+def _read(variable: Variable, flag: object, env: Mapping[str, str]) -> Any:
+    """One field: the flag given (not None, not empty), else the variable, else the default;
+    a bad value names its flag (or keyword) or its variable."""
+    parse, default = _PARSE[variable.field or ""]
+    if flag is not None and flag != "":
+        return parse(flag, variable.flag.split()[0] if variable.flag else variable.field or "")
+    raw = env_value(variable.name, env)
+    return parse(raw, variable.name) if raw else default
+
+
+def _logs(flag: Path | str | None, no_log: bool, env: str) -> tuple[Path | None, Path]:
+    """The log to write (None: none) and the one ``mcp-hooks log`` reads."""
+    if flag is not None:
+        path = Path(flag).expanduser()
+        return (None if no_log else path), path
+    if env and env.lower() in _LOG_OFF:
+        return None, paths.log_path()
+    path = Path(env).expanduser() if env else paths.log_path()
+    return (None if no_log else path), path
