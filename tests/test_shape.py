@@ -28,23 +28,10 @@ DOORS = frozenset({"hosts", "adapters", "server", "proxy", "cli"})
 
 # Functions over the cap in files other helpers rewrite this session (issue 20): they split
 # their own; remove an entry when its file is done. Key: "path/from/mcp_hooks.py:qualname".
-OWNED_ELSEWHERE: dict[str, str] = {
-    # owned by the bench helper this session (runner/persistent.py's hot path)
-    "runner/persistent.py:PersistentPool.run": "bench helper profiles the persistent path",
-}
+OWNED_ELSEWHERE: dict[str, str] = {}
 # Core functions still over the cap, each with why it is not split yet.
 _TODO = "not split yet: the session's time ran out (issue 20 item 6 is open for it)"
-CORE_EXCEPTIONS: dict[str, str] = {
-    'control/oracles/security.py:_declared': _TODO,
-    'control/oracles/security.py:DependencyChecker._undeclared': _TODO,
-    'control/oracles/quality.py:CompletionVerifier.evaluate': _TODO,
-    'control/evaluation.py:evaluate': _TODO,
-    'control/oracles/commands.py:LintChecker.evaluate': _TODO,
-    'control/oracles/security.py:DependencyChecker.evaluate': _TODO,
-    'control/oracles/__init__.py:module_refusal': _TODO,
-    'runner/tree.py:Reaper.sweep_pass': _TODO,
-    'runner/library.py:run_hook_library': _TODO,
-}
+CORE_EXCEPTIONS: dict[str, str] = {}
 # Door functions over the cap, each with why it stays as it is for now.
 DOOR_EXCEPTIONS: dict[str, str] = {
     'cli/trust.py:_trust': _TODO,

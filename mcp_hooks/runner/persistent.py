@@ -189,25 +189,16 @@ class PersistentPool:
         """
         if self.closed:
             return await self._fallback(hook, stdin, cwd, env, timeout, limits, None)
-        if generation != self._generation:
-            if self._procs:
-                await self._stop_all(graceful=False)
-            self._generation = generation
+        await self._follow(generation)
         home = cwd if root is None else os.fspath(root)
         key = (hook.hook_file, home)
         stamp = _stamp(hook)
         proc = self._procs.get(key)
-        note = None
         if proc is not None and proc.busy:
             return await self._fallback(hook, stdin, cwd, env, timeout, limits,
                                         "its resident process was busy with another event; "
                                         "this event ran one-shot")
-        if proc is not None and (proc.dead or proc.spec is not hook or proc.stamp != stamp):
-            if proc.dead:
-                note = self._failed(key, f"its resident process (pid {proc.pid}) had exited "
-                                    f"between events (status {proc.returncode()})")
-            await self._stop(proc, graceful=False)
-            proc = None
+        proc, note = await self._unless_stale(proc, hook, key, stamp)
         if proc is None:
             waited = self._waiting(key)
             if waited is not None:
@@ -225,6 +216,26 @@ class PersistentPool:
         answer = await proc.ask(with_id(stdin, event_id), event_id, timeout)
         result = await self._result(proc, key, answer, began)
         return _note(result, note) if note else result
+
+    async def _follow(self, generation: object) -> None:
+        """Stop every process when the registry's generation moved (see ``run``)."""
+        if generation != self._generation:
+            if self._procs:
+                await self._stop_all(graceful=False)
+            self._generation = generation
+
+    async def _unless_stale(self, proc: Resident | None, hook: HookSpec, key: _Key,
+                            stamp: object) -> tuple[Resident | None, str | None]:
+        """``proc``, or None after stopping it when it died or its hook changed; with the
+        note of a death between events (it counts as a failure for the backoff)."""
+        if proc is None or not (proc.dead or proc.spec is not hook or proc.stamp != stamp):
+            return proc, None
+        note = None
+        if proc.dead:
+            note = self._failed(key, f"its resident process (pid {proc.pid}) had exited "
+                                f"between events (status {proc.returncode()})")
+        await self._stop(proc, graceful=False)
+        return None, note
 
     def _start(self, hook: HookSpec, key: _Key, stamp: object, cwd: str,
                env: Mapping[str, str], limits: Limits | None) -> Resident | RunResult:
