@@ -62,21 +62,6 @@ DOOR_EXCEPTIONS: dict[str, str] = {
     'hosts/forward.py:mcp_tool_payload': _TODO,
 }
 
-# Files whose in-function imports other helpers rewrite this session: they fix their own.
-IMPORTS_OWNED_ELSEWHERE = frozenset({
-    # owned by the chain helper this session
-    "engine/chain.py", "engine/entries.py", "engine/asynchooks.py", "engine/launch.py",
-    "engine/engine.py", "engine/callables.py", "adapters/agentscope.py",
-    # owned by the state helper this session
-    "state/inbox.py", "control/ladder.py",
-    # owned by the settings helper this session
-    "options.py", "paths.py", "hookkit.py",
-    # owned by the guard helper this session
-    "api.py", "service.py", "lanes.py", "guard.py", "ownstdout.py", "errors.py",
-    "server/app.py", "proxy/app.py", "hosts/bridge.py", "cli/hooks.py",
-    # owned by the bench helper this session
-    "runner/persistent.py", "runner/resident.py",
-})
 _MEASURED = re.compile(r"#.*\b\d+(\.\d+)?\s*ms\b")
 
 
@@ -207,7 +192,6 @@ def _hidden_imports(tree: ast.AST, lines: list[str]) -> Iterator[tuple[int, str]
 
 def test_every_import_inside_a_function_gives_its_measured_reason() -> None:
     found = [f"  {rel}:{line}: {text}" for rel, tree, lines in _files()
-             if rel not in IMPORTS_OWNED_ELSEWHERE
              for line, text in _hidden_imports(tree, lines)]
     assert not found, (
         f"{len(found)} import(s) inside a function without a measured reason: move each to "

@@ -243,6 +243,7 @@ def async_record(
 
 async def _run_hooks(job: dict[str, Any]) -> None:
     """A detached hooks job: its async hooks side by side, each logged when it ends."""
+    # lazy: 1.3 ms of cold fire (python -X importtime)
     import anyio  # lazy: only the detached process runs this (see InProcessLauncher.open)
 
     log = EventLog(job["log"]) if job.get("log") else None
@@ -266,10 +267,10 @@ def run_background(job: dict[str, Any], config: ControlConfig | None = None,
                    ) -> list[Signal]:
     """Run one event's hooks.yaml ``async: true`` entries (``entries.ControlLayer.background``
     made ``job``); log their aid and leave it in the inbox. Never raises."""
-    # lazy: the control layer costs 130 ms of import (-X importtime); an engine imports it
-    # only when a hooks.yaml exists (entries.py)
+    # an engine imports the control layer only when a hooks.yaml exists (entries.py).
+    # lazy: the control layer, 42 ms of cold fire (python -X importtime)
     from mcp_hooks.control.config import load_config
-    from mcp_hooks.control.evaluation import evaluate
+    from mcp_hooks.control.evaluation import evaluate  # lazy: 44 ms of cold fire, as above
 
     project = Path(job["project_dir"]) if job.get("project_dir") else None
     try:
@@ -293,6 +294,7 @@ def main() -> None:
     if job.get("kind") == "entries":
         run_background(job)
         return
+    # lazy: 1.3 ms of cold fire (python -X importtime)
     import anyio  # lazy: see InProcessLauncher.open
 
     anyio.run(_run_hooks, job)
