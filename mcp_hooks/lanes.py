@@ -27,6 +27,7 @@ from mcp_hooks.state.eventlog import EventLog
 
 if TYPE_CHECKING:
     import asyncio
+    import concurrent.futures
     from collections.abc import Coroutine
 
 __all__ = ["Lane", "LoopLauncher", "ReentryError", "Worker"]
@@ -122,12 +123,16 @@ class Worker:
         if threading.current_thread() is self.thread:
             raise ReentryError("Hooks.fire was called from a hook running on its own worker "
                                "thread, which would deadlock; use `await hooks.afire(...)` there")
-        future = asyncio.run_coroutine_threadsafe(step(), self.loop)
+        # The try opens before the chain is handed over: the worker may start the hooks
+        # before this thread runs again, and a Ctrl-C in that gap is the caller's too.
+        future: concurrent.futures.Future[Outcome] | None = None
         try:
+            future = asyncio.run_coroutine_threadsafe(step(), self.loop)
             return future.result()
         except BaseException as exc:
-            if not future.done():  # Ctrl-C while this thread waited: the caller's own
-                future.cancel()  # the chain stops with it, and the interrupt goes on
+            if future is None or not future.done():  # Ctrl-C while this thread waited
+                if future is not None:  # the chain stops with it, and the interrupt goes on
+                    future.cancel()
                 mark_callers_own(exc)
             raise
 

@@ -34,6 +34,8 @@ def run(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProce
 def doctor(env: dict[str, str], project: Path, user_dir: Path,
            *args: str) -> tuple[int, dict[str, Any]]:
     result = run(env, project, "doctor", "--json", "--user-dir", str(user_dir), *args)
+    assert result.stdout.strip(), f"doctor printed no report (exit {result.returncode}): " \
+        f"{result.stderr}"
     return result.returncode, json.loads(result.stdout)
 
 
