@@ -10,9 +10,8 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -27,28 +26,8 @@ from mcp_hooks.paths import state_dir
 from mcp_hooks.spec.outcome import Event
 from mcp_hooks.spec.signals import Signal
 from tests.conftest import MCP_HOOKS
+from tests.helpers.bounded import bounded
 from tests.helpers.control_helpers import make_repo, write
-
-T = TypeVar("T")
-
-
-def bounded(call: Callable[[], T], limit: float = 120.0) -> T:
-    """``call()``, failing the test instead of hanging it (far from the expected time)."""
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as exc:
-            box["error"] = exc
-
-    worker = threading.Thread(target=work, daemon=True)
-    worker.start()
-    worker.join(limit)
-    assert not worker.is_alive(), f"still running after {limit} s: it hung"
-    if "error" in box:
-        raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
 
 
 def evaluate(name: str, repo: Path, config: dict[str, Any] | None = None,

@@ -12,20 +12,19 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.state.files import FileStore
 from mcp_hooks.state.store import AlreadyAnswered, StateStore, UnknownSignal
+from tests.helpers.bounded import bounded
 from tests.state.conftest import Backend
 
 ROOT = Path(__file__).resolve().parents[2]
 HOUR = 3600.0
-T = TypeVar("T")
 
 
 def _signal(signal_id: str, session: str = "s") -> dict[str, Any]:
@@ -267,24 +266,6 @@ def test_16_threads_taking_deliver_each_item_once(backend: Backend) -> None:
 
 
 # -- the file backend: something else where a file belongs, a full disk ------------------
-
-def bounded(call: Callable[[], T], limit: float = 120.0) -> T:
-    """``call()``, failing the test instead of hanging it (far from the expected time)."""
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as exc:
-            box["error"] = exc
-
-    worker = threading.Thread(target=work, daemon=True)
-    worker.start()
-    worker.join(limit)
-    assert not worker.is_alive(), f"still running after {limit} s: it hung"
-    if "error" in box:
-        raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
 
 
 def _plant(path: Path, kind: str) -> None:
