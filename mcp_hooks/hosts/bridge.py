@@ -168,16 +168,21 @@ def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False) -> Out
                         trust_project_hooks=settings.trust_project_hooks)
     event = Event.create(event_type=call.event, **call.fields)
 
-    from mcp_hooks.state.files import FileStore
+    from mcp_hooks.state.url import close_store, store_for
 
     log = options.log_of(settings)
-    store = FileStore(log=log)
+    try:  # StateUnavailable (a store that cannot be reached): a fault, a deny naming it
+        store = store_for(settings.state, log)
+    except BaseException:
+        registry.close()
+        raise
     engine = Engine(registry, settings, log=log, one_shot=True,
                     stop_guard=stop_guard(call, settings.stop_block_cap, store), store=store)
     try:
         return engine.fire_blocking(event, hold_aid=hold_aid)
     finally:
         registry.close()
+        close_store(store)
 
 
 def stop_guard(call: Call, cap: int, store: StateStore) -> StopGuard:
