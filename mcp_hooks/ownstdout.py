@@ -22,6 +22,7 @@ own buffer and only ``sys.stdout`` is pointed at stderr.
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import sys
@@ -45,8 +46,6 @@ def _backed_by_fd1(stream: TextIO) -> bool:
 
 def _private_copy_of_fd1() -> int | None:
     """A private duplicate of fd 1, after pointing fd 1 at stderr; None when impossible."""
-    import fcntl
-
     try:
         private = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
     except OSError:

@@ -147,6 +147,13 @@ def forward_seconds(value: str, source: str) -> float:
     return seconds
 
 
+def _lenient_seconds(value: Any, source: str) -> float:
+    try:
+        return forward_seconds(str(value), source)
+    except ConfigError:
+        return DEFAULT_FORWARD_TIMEOUT_S
+
+
 def _state(value: str, source: str) -> str:
     """A store URL whose scheme ``state.url`` opens. The value is never echoed: a URL may
     carry a password."""
@@ -303,8 +310,9 @@ _PARSE: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
     "trust_project_hooks": (_trust, False),
     "token": (_text, None),
     "server": (_text, None),
-    "forward_timeout": (lambda value, source: forward_seconds(str(value), source),
-                        DEFAULT_FORWARD_TIMEOUT_S),
+    # the forward protocol's rule, shared with the standalone forward script and the Java
+    # client: an invalid deadline is said (by whoever forwards) and the default used
+    "forward_timeout": (_lenient_seconds, DEFAULT_FORWARD_TIMEOUT_S),
     "bridge_command": (_text, None),
     "environment": (lambda value, source: str(value), DEFAULT_ENVIRONMENT),
     "runner": (lambda value, source: str(value), ""),

@@ -336,7 +336,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "a notification's callable: its result and errors are ignored by design",
     ("mcp_hooks.control.evaluation", "_Job.run", "BaseException"):
         "an oracle's exception is kept and reported by the caller as that oracle's fault",
-    ("mcp_hooks.control.evaluation", "evaluate", "Exception"):
+    ("mcp_hooks.control.evaluation", "_stamped", "Exception"):
         "a malformed signal from an oracle is that oracle's fault signal",
     ("mcp_hooks.control.evaluation", "_fault", "Exception"):
         "an oracle's exception whose str() raises too: its fault is still reported",

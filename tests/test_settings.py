@@ -167,7 +167,6 @@ def test_flags_then_environment_then_defaults(tmp_path: Path) -> None:
     ({"environ": {"MCP_HOOKS_STOP_BLOCK_CAP": "lots"}}, "MCP_HOOKS_STOP_BLOCK_CAP='lots'"),
     ({"stop_block_cap": -1}, "--stop-block-cap=-1"),
     ({"environ": {"MCP_HOOKS_TRUST_PROJECT_HOOKS": "maybe"}}, "MCP_HOOKS_TRUST_PROJECT_HOOKS"),
-    ({"environ": {"MCP_HOOKS_FORWARD_TIMEOUT": "-5"}}, "MCP_HOOKS_FORWARD_TIMEOUT='-5'"),
     ({"environ": {"MCP_HOOKS_SERVE_STDIO": "sdkk"}}, "MCP_HOOKS_SERVE_STDIO='sdkk'"),
     ({"environ": {"MCP_HOOKS_STATE": "mongodb://localhost"}}, "MCP_HOOKS_STATE: a 'mongodb'"),
     ({"state": "redis:localhost"}, "--state: not a store URL"),
@@ -180,6 +179,13 @@ def test_a_bad_value_names_its_variable_or_flag(given: dict[str, object], named:
         Settings.from_env(environ, **flags)  # type: ignore[arg-type]
     assert named in str(caught.value)
     assert re.search(r"use |give |supported|known:", str(caught.value)), "the fix is said"
+
+
+def test_an_invalid_forward_deadline_is_the_default_as_the_forward_protocol_says() -> None:
+    # FORWARD-V2: the forwarder says the bad value on stderr (test_forward_impostor) and waits
+    # the default; the standalone forward script and the Java client do the same
+    assert Settings.from_env({"MCP_HOOKS_FORWARD_TIMEOUT": "-5"}).forward_timeout == 5.0
+    assert Settings.from_env({"MCP_HOOKS_FORWARD_TIMEOUT": "0.5"}).forward_timeout == 0.5
 
 
 def test_settings_built_directly_are_checked_too() -> None:

@@ -28,23 +28,10 @@ DOORS = frozenset({"hosts", "adapters", "server", "proxy", "cli"})
 
 # Functions over the cap in files other helpers rewrite this session (issue 20): they split
 # their own; remove an entry when its file is done. Key: "path/from/mcp_hooks.py:qualname".
-OWNED_ELSEWHERE: dict[str, str] = {
-    # owned by the bench helper this session (runner/persistent.py's hot path)
-    "runner/persistent.py:PersistentPool.run": "bench helper profiles the persistent path",
-}
+OWNED_ELSEWHERE: dict[str, str] = {}
 # Core functions still over the cap, each with why it is not split yet.
 _TODO = "not split yet: the session's time ran out (issue 20 item 6 is open for it)"
-CORE_EXCEPTIONS: dict[str, str] = {
-    'control/oracles/security.py:_declared': _TODO,
-    'control/oracles/security.py:DependencyChecker._undeclared': _TODO,
-    'control/oracles/quality.py:CompletionVerifier.evaluate': _TODO,
-    'control/evaluation.py:evaluate': _TODO,
-    'control/oracles/commands.py:LintChecker.evaluate': _TODO,
-    'control/oracles/security.py:DependencyChecker.evaluate': _TODO,
-    'control/oracles/__init__.py:module_refusal': _TODO,
-    'runner/tree.py:Reaper.sweep_pass': _TODO,
-    'runner/library.py:run_hook_library': _TODO,
-}
+CORE_EXCEPTIONS: dict[str, str] = {}
 # Door functions over the cap, each with why it stays as it is for now.
 DOOR_EXCEPTIONS: dict[str, str] = {
     'cli/trust.py:_trust': _TODO,
@@ -75,21 +62,6 @@ DOOR_EXCEPTIONS: dict[str, str] = {
     'hosts/forward.py:mcp_tool_payload': _TODO,
 }
 
-# Files whose in-function imports other helpers rewrite this session: they fix their own.
-IMPORTS_OWNED_ELSEWHERE = frozenset({
-    # owned by the chain helper this session
-    "engine/chain.py", "engine/entries.py", "engine/asynchooks.py", "engine/launch.py",
-    "engine/engine.py", "engine/callables.py", "adapters/agentscope.py",
-    # owned by the state helper this session
-    "state/inbox.py", "control/ladder.py",
-    # owned by the settings helper this session
-    "options.py", "paths.py", "hookkit.py",
-    # owned by the guard helper this session
-    "api.py", "service.py", "lanes.py", "guard.py", "ownstdout.py", "errors.py",
-    "server/app.py", "proxy/app.py", "hosts/bridge.py", "cli/hooks.py",
-    # owned by the bench helper this session
-    "runner/persistent.py", "runner/resident.py",
-})
 _MEASURED = re.compile(r"#.*\b\d+(\.\d+)?\s*ms\b")
 
 
@@ -220,7 +192,6 @@ def _hidden_imports(tree: ast.AST, lines: list[str]) -> Iterator[tuple[int, str]
 
 def test_every_import_inside_a_function_gives_its_measured_reason() -> None:
     found = [f"  {rel}:{line}: {text}" for rel, tree, lines in _files()
-             if rel not in IMPORTS_OWNED_ELSEWHERE
              for line, text in _hidden_imports(tree, lines)]
     assert not found, (
         f"{len(found)} import(s) inside a function without a measured reason: move each to "

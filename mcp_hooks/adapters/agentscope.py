@@ -60,6 +60,8 @@ def _let_agentscope_import() -> None:
     mcp-hooks needs mcp 2.x, which renamed it. A stand-in lets ``import agentscope`` work and
     says, if AgentScope's own HTTP MCP client is ever called, why it cannot run here."""
     try:
+        # here for the ImportError (AgentScope imports the MCP SDK anyway).
+        # lazy: the MCP SDK, 900 ms of cold fire (python -X importtime)
         import mcp.client.streamable_http as streamable_http
     except ImportError:  # no mcp at all: AgentScope's own import error says what is missing
         return

@@ -232,34 +232,46 @@ def evaluate(trigger: str, context: OracleContext | Mapping[str, Any], *,
     for entry in config.for_trigger(trigger, context):
         if entry.async_ != background:
             continue
-        signal = run_oracle(entry, context, secrets)
-        if signal is not None:
-            try:
-                signal = signal.with_context(
-                    source=source_name(entry), hook=trigger,
-                    issue_id=signal.context.issue_id or context.issue_id,
-                    correlation_id=signal.header.correlation_id or correlation_id)
-            except Exception as exc:  # a malformed signal from custom code: its fault
-                signal = _fault(entry, exc).with_context(source=source_name(entry),
-                                                         hook=trigger,
-                                                         correlation_id=correlation_id)
+        signal = _stamped(entry, run_oracle(entry, context, secrets), trigger, context,
+                          correlation_id)
         if background:
             if signal is not None:
                 out.append(convert(signal, "aid"))
             continue
         if entry.escalation and (signal is None or signal.header.type != "oracle_fault"):
-            try:
-                signal = (ladder or Ladder()).apply(context.session_id, trigger, entry.id,
-                                                    signal, entry.escalation)
-            except (OSError, runtime.FileRefused) as exc:  # the state cannot be kept
-                signal = _fault_text(
-                    entry, f"could not update its escalation ladder: {exc}",
-                    "check the state folder ($XDG_STATE_HOME/mcp-hooks) is writable"
-                ).with_context(source=source_name(entry), hook=trigger,
-                               correlation_id=correlation_id)
+            signal = _escalated(entry, signal, trigger, context, ladder, correlation_id)
         if signal is None:
             continue
         out.append(signal)
         if signal.blocks:
             break
     return out
+
+
+def _stamped(entry: Entry, signal: Signal | None, trigger: str, context: OracleContext,
+             correlation_id: str | None) -> Signal | None:
+    """An oracle's signal with its source, hook, issue and correlation filled in."""
+    if signal is None:
+        return None
+    try:
+        return signal.with_context(
+            source=source_name(entry), hook=trigger,
+            issue_id=signal.context.issue_id or context.issue_id,
+            correlation_id=signal.header.correlation_id or correlation_id)
+    except Exception as exc:  # a malformed signal from custom code: its fault
+        return _fault(entry, exc).with_context(source=source_name(entry), hook=trigger,
+                                               correlation_id=correlation_id)
+
+
+def _escalated(entry: Entry, signal: Signal | None, trigger: str, context: OracleContext,
+               ladder: Ladder | None, correlation_id: str | None) -> Signal | None:
+    """The signal after the entry's escalation ladder; a fault when its state is not kept."""
+    try:
+        return (ladder or Ladder()).apply(context.session_id, trigger, entry.id,
+                                          signal, entry.escalation or ())
+    except (OSError, runtime.FileRefused) as exc:  # the state cannot be kept
+        return _fault_text(
+            entry, f"could not update its escalation ladder: {exc}",
+            "check the state folder ($XDG_STATE_HOME/mcp-hooks) is writable"
+        ).with_context(source=source_name(entry), hook=trigger,
+                       correlation_id=correlation_id)

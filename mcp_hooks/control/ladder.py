@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mcp_hooks.paths import ladder_path
 from mcp_hooks.spec.signals import Intensity, Signal
 from mcp_hooks.state.files import FileStore
 from mcp_hooks.state.store import StateStore
@@ -39,8 +40,6 @@ NO_SESSION = "-"
 
 def default_path() -> Path:
     """``paths.ladder_path()``: ``$XDG_STATE_HOME/mcp-hooks/ladder.json``."""
-    from mcp_hooks.paths import ladder_path
-
     return ladder_path()
 
 

@@ -40,9 +40,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from mcp_hooks.engine.engine import Engine
+from mcp_hooks.engine.stopguard import StopGuard
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.hosts import UnknownHostError, get_host
 from mcp_hooks.hosts.base import (
+    FAULT_FIX,
     BridgeInputError,
     Call,
     Host,
@@ -52,8 +55,14 @@ from mcp_hooks.hosts.base import (
     shows_aid,
     unreadable,
 )
-from mcp_hooks.options import CommonOptions
+from mcp_hooks.options import CommonOptions, log_of
+from mcp_hooks.options import on_fault as configured_fault
+from mcp_hooks.options import settings as read_settings
+from mcp_hooks.ownstdout import owned_stdout
+from mcp_hooks.registry.discovery import Registry, find_project_dir
 from mcp_hooks.settings import OnFault
+from mcp_hooks.spec.outcome import Event
+from mcp_hooks.state.url import close_store, store_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -87,7 +96,6 @@ def run_bridge(host_name: str, options: BridgeOptions) -> int:
     except UnknownHostError as exc:
         print(f"mcp-hooks bridge: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    from mcp_hooks.ownstdout import owned_stdout
 
     with owned_stdout() as out:
         reply = answer(host, sys.stdin.buffer.read, options)
@@ -120,9 +128,6 @@ def answer(host: Host, raw: bytes | Callable[[], bytes], options: BridgeOptions)
 def fault_exit(host_name: str, options: BridgeOptions, what: str) -> int:
     """Answer the host with a fault (``what`` broke) when the bridge could not run to its
     answer (the command line's boundary calls this); the exit code."""
-    from mcp_hooks.hosts.base import FAULT_FIX
-    from mcp_hooks.ownstdout import owned_stdout
-
     host = get_host(host_name)
     reply = host.fault_reply(f"{what}; {FAULT_FIX}", host.known_event(options.event, None),
                              fault_mode(options.common), None)
@@ -134,10 +139,8 @@ def fault_exit(host_name: str, options: BridgeOptions, what: str) -> int:
 def fault_mode(common: CommonOptions) -> OnFault:
     """``--on-fault``, else ``MCP_HOOKS_ON_FAULT``; ``block`` when the settings cannot be
     read (a bad value fails closed: ``fire_call`` raises it, and the deny names it)."""
-    from mcp_hooks import options
-
     try:
-        return options.on_fault(common)
+        return configured_fault(common)
     except ConfigError:
         return "block"
 
@@ -155,12 +158,7 @@ def _write(reply: Reply, out: BinaryIO) -> None:
 def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False) -> Outcome:
     """Fire the translated call at a fresh engine over the registry the options describe
     (``hold_aid``: the host's reply cannot show waiting aid, leave it for a later event)."""
-    from mcp_hooks import options
-    from mcp_hooks.engine.engine import Engine
-    from mcp_hooks.registry.discovery import Registry, find_project_dir
-    from mcp_hooks.spec.outcome import Event
-
-    settings = options.settings(args)  # ConfigError for a bad value: a deny naming it
+    settings = read_settings(args)  # ConfigError for a bad value: a deny naming it
     project = settings.project_dir
     if project is None:  # none given: the project of the folder the agent works in
         project = find_project_dir(Path(call.fields.get("work_dir") or os.getcwd()))
@@ -168,9 +166,7 @@ def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False) -> Out
                         trust_project_hooks=settings.trust_project_hooks)
     event = Event.create(event_type=call.event, **call.fields)
 
-    from mcp_hooks.state.url import close_store, store_for
-
-    log = options.log_of(settings)
+    log = log_of(settings)
     try:  # StateUnavailable (a store that cannot be reached): a fault, a deny naming it
         store = store_for(settings.state, log)
     except BaseException:
@@ -187,8 +183,6 @@ def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False) -> Out
 
 def stop_guard(call: Call, cap: int, store: StateStore) -> StopGuard:
     """The loop guard of one bridge run: its count in ``store`` per host and session."""
-    from mcp_hooks.engine.stopguard import StopGuard
-
     host = call.fields.get("payload", {}).get("host", {}).get("name", "host")
     return StopGuard(cap, store, host, new_turn_resets=True)
 

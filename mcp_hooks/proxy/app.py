@@ -48,9 +48,10 @@ from mcp.server.subscriptions import (
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
+from mcp_hooks import __version__
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.proxy.catalog import STATUS_URI, Catalog, NameMemory
-from mcp_hooks.proxy.config import UpstreamSpec
+from mcp_hooks.proxy.config import UpstreamSpec, upstream_secrets
 from mcp_hooks.proxy.fast import FastPath
 from mcp_hooks.proxy.gate import Gate
 from mcp_hooks.proxy.results import strip_stamp
@@ -63,6 +64,8 @@ from mcp_hooks.proxy.upstream import (
     Upstream,
     UpstreamError,
 )
+from mcp_hooks.server import transport
+from mcp_hooks.server.stdio import stdio_transport
 from mcp_hooks.settings import Settings
 from mcp_hooks.state.eventlog import EventLog
 
@@ -177,7 +180,6 @@ class Proxy:
         self._bus = InMemorySubscriptionBus()
         self._up_tg: TaskGroup | None = None
         self._ev_tg: TaskGroup | None = None
-        from mcp_hooks import __version__
 
         self.server = _ProxyServer(
             "mcp-hooks-proxy",
@@ -492,8 +494,6 @@ async def run_proxy(
     Raises:
         AddressInUseError: HTTP/SSE, and the port is taken (before any upstream starts).
     """
-    from mcp_hooks.server import transport
-
     own = transport.bind(serve_options) if sock is None else None
     try:
         await _run(specs, engine, settings, serve_options, log, sock or own)
@@ -510,9 +510,6 @@ async def _run(
     log: EventLog | None,
     sock: socket.socket | None,
 ) -> None:
-    from mcp_hooks.server import transport
-    from mcp_hooks.server.stdio import stdio_transport
-
     stdio = serve_options.transport == "stdio"
     shutdown = anyio.Event()
     async with anyio.create_task_group() as outer:
@@ -563,9 +560,6 @@ def serve_proxy(
         AddressInUseError: HTTP/SSE, and the port is taken (raised before anything starts,
             so alone, not inside an exception group).
     """
-    from mcp_hooks.proxy.config import upstream_secrets
-    from mcp_hooks.server import transport
-
     serve_options.check()
     transport.configure_logging(serve_options.log_level)
     hooks = dataclasses.replace(hooks, secrets=(

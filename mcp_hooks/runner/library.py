@@ -24,6 +24,7 @@ import os
 import resource
 import signal
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from mcp_hooks.runner.core import (
     KILL_GRACE,
@@ -36,6 +37,9 @@ from mcp_hooks.runner.core import (
 )
 from mcp_hooks.runner.spawn import Child
 from mcp_hooks.spec.limits import Limits
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 async def run_hook_library(
@@ -112,9 +116,7 @@ async def run_hook_library(
             if not done:
                 killpg(child.pid, signal.SIGKILL)
         returncode = await waiter
-        for stream in (hook.out, hook.err):
-            if not stream.eof:
-                loop.remove_reader(stream.fd)
+        _stop_reading(loop, hook)
         reading = False
         hook.drain()  # what the child wrote is here; a grandchild cannot hang us
         child.set_returncode(returncode)
@@ -132,12 +134,17 @@ async def run_hook_library(
             hook.reaper.sweep_pass(set())
         stop_writing()
         if reading:
-            for stream in (hook.out, hook.err):
-                if not stream.eof:
-                    loop.remove_reader(stream.fd)
+            _stop_reading(loop, hook)
         hook.close()
     await hook.reaper.sweep_async()
     return hook.result(timed_out)
+
+
+def _stop_reading(loop: asyncio.AbstractEventLoop, hook: Run) -> None:
+    """Take the run's output pipes not at their end yet off the event loop."""
+    for stream in (hook.out, hook.err):
+        if not stream.eof:
+            loop.remove_reader(stream.fd)
 
 
 def _limiter(plan: tuple[tuple[int, int, int], ...]) -> Callable[[], None]:

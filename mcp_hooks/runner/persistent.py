@@ -77,6 +77,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from mcp_hooks.runner.core import KILL_GRACE, OUTPUT_CAP, Run, RunResult
+from mcp_hooks.runner.eventloop import run_hook
 from mcp_hooks.runner.resident import (
     CLOSED,
     ID_FIELD,
@@ -148,8 +149,6 @@ class PersistentPool:
                  backoff: tuple[float, ...] = BACKOFF,
                  idle_timeout: float | None = IDLE_TIMEOUT) -> None:
         if one_shot is None:
-            from mcp_hooks.runner.eventloop import run_hook
-
             one_shot = run_hook
         self._one_shot = one_shot
         self.output_cap = output_cap
@@ -189,25 +188,16 @@ class PersistentPool:
         """
         if self.closed:
             return await self._fallback(hook, stdin, cwd, env, timeout, limits, None)
-        if generation != self._generation:
-            if self._procs:
-                await self._stop_all(graceful=False)
-            self._generation = generation
+        await self._follow(generation)
         home = cwd if root is None else os.fspath(root)
         key = (hook.hook_file, home)
         stamp = _stamp(hook)
         proc = self._procs.get(key)
-        note = None
         if proc is not None and proc.busy:
             return await self._fallback(hook, stdin, cwd, env, timeout, limits,
                                         "its resident process was busy with another event; "
                                         "this event ran one-shot")
-        if proc is not None and (proc.dead or proc.spec is not hook or proc.stamp != stamp):
-            if proc.dead:
-                note = self._failed(key, f"its resident process (pid {proc.pid}) had exited "
-                                    f"between events (status {proc.returncode()})")
-            await self._stop(proc, graceful=False)
-            proc = None
+        proc, note = await self._unless_stale(proc, hook, key, stamp)
         if proc is None:
             waited = self._waiting(key)
             if waited is not None:
@@ -226,9 +216,29 @@ class PersistentPool:
         result = await self._result(proc, key, answer, began)
         return _note(result, note) if note else result
 
+    async def _follow(self, generation: object) -> None:
+        """Stop every process when the registry's generation moved (see ``run``)."""
+        if generation != self._generation:
+            if self._procs:
+                await self._stop_all(graceful=False)
+            self._generation = generation
+
+    async def _unless_stale(self, proc: Resident | None, hook: HookSpec, key: _Key,
+                            stamp: object) -> tuple[Resident | None, str | None]:
+        """``proc``, or None after stopping it when it died or its hook changed; with the
+        note of a death between events (it counts as a failure for the backoff)."""
+        if proc is None or not (proc.dead or proc.spec is not hook or proc.stamp != stamp):
+            return proc, None
+        note = None
+        if proc.dead:
+            note = self._failed(key, f"its resident process (pid {proc.pid}) had exited "
+                                f"between events (status {proc.returncode()})")
+        await self._stop(proc, graceful=False)
+        return None, note
+
     def _start(self, hook: HookSpec, key: _Key, stamp: object, cwd: str,
                env: Mapping[str, str], limits: Limits | None) -> Resident | RunResult:
-        import asyncio
+        import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
 
         penv = dict(env)
         for var in _PER_EVENT_VARS:  # one process serves every session and folder
@@ -260,7 +270,7 @@ class PersistentPool:
                                 "was killed")
             proc.run.terminate()
             deadline = time.monotonic() + self.kill_grace
-            import asyncio
+            import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
 
             while not proc.exited() and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
@@ -367,7 +377,7 @@ class PersistentPool:
         self.closed = True
         await self._stop_all(graceful=True)
         if self._idle_stops:
-            import asyncio
+            import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
 
             await asyncio.gather(*self._idle_stops, return_exceptions=True)
 

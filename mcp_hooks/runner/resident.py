@@ -334,7 +334,7 @@ def without_id(stdin: bytes) -> bytes:
 
 
 async def wait_exit(procs: list[Resident], limit: float) -> None:
-    import asyncio
+    import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
 
     deadline = time.monotonic() + limit
     while any(not p.exited() for p in procs) and time.monotonic() < deadline:

@@ -194,38 +194,54 @@ class Reaper:
         or something in ``killed`` is still dying)."""
         if not self.subreaper and self.children_file is None:
             return False
-        acted = False
         with self.lock:
-            for pid in self._children():
-                if pid in self.leaders or pid in self.doomed:
-                    continue
-                environ = read_proc(f"/proc/{pid}/environ")
-                if environ:
-                    if self._ended_run(environ):
-                        with contextlib.suppress(OSError):
-                            os.kill(pid, signal.SIGKILL)  # our child: its pid is still its own
-                        self.doomed.add(pid)
-                        killed.add(pid)
-                        acted = True
-                    continue
-                fields = _stat_fields(pid)  # no environ: dying, a zombie, or not ours to read
-                if (fields is None or len(fields) <= 6
-                        or int(fields[3]) in (self.sid, pid)):
-                    continue  # someone's direct child, or the embedding program's own
-                if fields[0] == b"Z":
-                    self.doomed.add(pid)  # nobody's direct child: nobody else waits for it
-                elif int(fields[6]) & PF_EXITING:
-                    acted = True  # killed, its environ already gone: look again once it is Z
-            for pid in list(self.doomed):
-                try:
-                    done = os.waitpid(pid, os.WNOHANG)[0]
-                except ChildProcessError:
-                    done = pid
-                if done:
-                    self.doomed.discard(pid)
-                    killed.discard(pid)
-                    acted = True
-        return acted or bool(killed)
+            marked = self._mark(killed)
+            reaped = self._reap(killed)
+        return marked or reaped or bool(killed)
+
+    def _mark(self, killed: set[int]) -> bool:
+        """Kill and doom our children of ended runs, doom the orphaned zombies; True when one
+        was killed or is still exiting."""
+        acted = False
+        for pid in self._children():
+            if pid in self.leaders or pid in self.doomed:
+                continue
+            acted = self._mark_one(pid, killed) or acted
+        return acted
+
+    def _mark_one(self, pid: int, killed: set[int]) -> bool:
+        environ = read_proc(f"/proc/{pid}/environ")
+        if environ:
+            if not self._ended_run(environ):
+                return False
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)  # our child: its pid is still its own
+            self.doomed.add(pid)
+            killed.add(pid)
+            return True
+        fields = _stat_fields(pid)  # no environ: dying, a zombie, or not ours to read
+        if (fields is None or len(fields) <= 6
+                or int(fields[3]) in (self.sid, pid)):
+            return False  # someone's direct child, or the embedding program's own
+        if fields[0] == b"Z":
+            self.doomed.add(pid)  # nobody's direct child: nobody else waits for it
+            return False
+        # killed, its environ already gone: look again once it is Z
+        return bool(int(fields[6]) & PF_EXITING)
+
+    def _reap(self, killed: set[int]) -> bool:
+        """Wait for the doomed that are dead; True when one was reaped."""
+        acted = False
+        for pid in list(self.doomed):
+            try:
+                done = os.waitpid(pid, os.WNOHANG)[0]
+            except ChildProcessError:
+                done = pid
+            if done:
+                self.doomed.discard(pid)
+                killed.discard(pid)
+                acted = True
+        return acted
 
     def sweep(self, limit: float = SWEEP_LIMIT) -> None:
         """Sweep until nothing is left, waiting up to ``limit`` for killed processes."""

@@ -60,6 +60,7 @@ from mcp_hooks import __version__
 from mcp_hooks.api import answered
 from mcp_hooks.errors import InvalidEventError, MCPHooksError
 from mcp_hooks.guard import named, passes_through
+from mcp_hooks.hosts.forward import bridge_routes, register_bridge_tool
 from mcp_hooks.server import prompts
 from mcp_hooks.server.results import (
     HookDocument,
@@ -71,6 +72,7 @@ from mcp_hooks.server.results import (
     simplify_schema,
 )
 from mcp_hooks.server.sdk_compat import default_notification_options, session_connection
+from mcp_hooks.server.transport import bind, serve
 from mcp_hooks.service import BadRequest, HookService, check_hook_name, find_hook, read_hook
 from mcp_hooks.spec import matching
 from mcp_hooks.spec.events import canonical_event, catalogue
@@ -449,9 +451,6 @@ async def serve_hooks(
         AddressInUseError: HTTP/SSE cannot listen: the address is taken (raised before the
             service starts, so alone, not inside an exception group).
     """
-    from mcp_hooks.hosts.forward import bridge_routes, register_bridge_tool
-    from mcp_hooks.server.transport import bind, serve
-
     sock = bind(options)  # AddressInUseError now, before anything else starts
     try:
         async with service:

@@ -19,8 +19,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mcp_hooks.spec.signals import Signal
+from mcp_hooks.paths import aid_inbox_dir
+from mcp_hooks.spec.signals import Signal, from_async_result
 from mcp_hooks.state.files import FileStore
+from mcp_hooks.state.signallog import signal_record
 from mcp_hooks.state.store import StateStore
 
 MAX_WAITING = 50  # aid signals handed over per event, the newest kept
@@ -37,8 +39,6 @@ class AidInbox:
     def __init__(self, root: Path | None = None, store: StateStore | None = None) -> None:
         if store is None:
             if root is None:
-                from mcp_hooks.paths import aid_inbox_dir
-
                 root = aid_inbox_dir()
             store = FileStore(Path(root).parent, log=None, queues=Path(root))
         self.store: StateStore = store
@@ -70,7 +70,6 @@ def deliver_async(event: str, session_id: str | None, hook_name: str, stdout: by
     if store is None:
         store = FileStore(log=log_path)
     AidInbox(store=store).put(session_id, [signal])  # first: once logged, it is waiting
-    from mcp_hooks.state.signallog import signal_record
 
     store.append("signals", signal_record(signal, session_id))
 
@@ -88,8 +87,6 @@ def async_aid(event: str, hook_name: str, stdout: bytes, exit_code: int | None,
     What it says: its answer's ``additional_context`` (or ``systemMessage``), else its plain
     stdout; a run that failed (exit other than 0) carries no advice.
     """
-    from mcp_hooks.spec.signals import from_async_result
-
     if exit_code != 0 or not stdout.strip():
         return None
     text = stdout.decode("utf-8", errors="replace").strip()

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from mcp_hooks.control import BUILTIN, OracleContext, build_oracle
+from mcp_hooks.control.oracles import module_refusal, parse_reference
 from mcp_hooks.control.oracles.base import OracleConfigError
 from mcp_hooks.control.oracles.quality import split_batches
 from mcp_hooks.paths import state_dir
@@ -134,6 +135,88 @@ def test_dependency_checker(tmp_path: Path) -> None:
     broken = run("DependencyChecker", repo, {"manifest_files": ["package.json", "go.mod"]})
     assert broken is not None and "does not parse" in broken.text() and "go.mod is missing" \
         in broken.text()
+
+
+# manifest, its text, what the block names (None: ``import requests`` is declared)
+MANIFESTS = [
+    ("requirements.txt", "-r more.txt\nRequests>=2  # http\n", None),
+    ("requirements.txt", "flask\n", "requests (imported in app.py) is not declared"),
+    ("requirements.txt", "requests\n!!x\n", "line 2: '!!x' is not a requirement"),
+    ("pyproject.toml", '[project]\ndependencies = ["requests>=2"]\n', None),
+    ("pyproject.toml", '[project.optional-dependencies]\nhttp = ["requests"]\n', None),
+    ("pyproject.toml", '[tool.poetry.dependencies]\nRequests = "^2"\n', None),
+    ("pyproject.toml", '[project]\ndependencies = ["flask"]\n', "requests (imported in"),
+    ("pyproject.toml", "[project\n", "pyproject.toml does not parse"),
+    ("package.json", json.dumps({"devDependencies": {"requests": "1"}}), None),
+    ("package.json", json.dumps({"dependencies": {"left-pad": "1"}}), "requests (imported in"),
+    ("package.json", "[]", "package.json does not parse: not a JSON object"),
+]
+
+
+@pytest.mark.parametrize(("manifest", "text", "named"), MANIFESTS)
+def test_dependency_checker_reads_each_kind_of_manifest(tmp_path: Path, manifest: str, text: str,
+                                                        named: str | None) -> None:
+    source = ("app.js", "require('requests');\n") if manifest == "package.json" else (
+        "app.py", "import requests\n")
+    repo = make_repo(tmp_path / "dep", {manifest: text, source[0]: source[1]})
+    result = run("DependencyChecker", repo)
+    if named is None:
+        assert result is None
+    else:
+        assert result is not None and result.blocks and named in result.text()
+
+
+# config, changed files, checklist -> the steps the block asks for (none: it passes)
+COMPLETIONS = [
+    ({}, ["src/a.py"], [], ["add or update tests for the changed code"]),
+    ({}, ["src/a.py", "tests/test_a.py"], [], []),
+    ({"require_tests": False}, ["src/a.py"], [], []),
+    ({"require_docs": True}, ["src/a.py", "tests/test_a.py"], [],
+     ["update the documentation (docs/, README, *.md)"]),
+    ({"require_docs": True}, ["docs/a.md"], [], []),
+    ({"require_docs": True}, ["src/a.py"], [],
+     ["add or update tests for the changed code",
+      "update the documentation (docs/, README, *.md)"]),
+    ({}, ["tests/test_a.py"], [{"text": "a", "done": True}, {"text": "b", "done": False}],
+     ["complete b"]),
+    ({"require_checklist": False}, ["tests/test_a.py"], [{"text": "b", "done": False}], []),
+]
+
+
+@pytest.mark.parametrize(("config", "files", "checklist", "steps"), COMPLETIONS)
+def test_completion_verifier_asks_for_each_missing_step(
+        repo: Path, config: dict[str, Any], files: list[str], checklist: list[dict[str, Any]],
+        steps: list[str]) -> None:
+    issue = {"id": "FEAT-1", "files_changed": files, "checklist": checklist}
+    result = run("CompletionVerifier", repo, config, trigger="before_issue_close", issue=issue)
+    if not steps:
+        assert result is None
+    else:
+        assert result is not None and result.blocks
+        assert result.payload["reason"] == f"the issue is not complete: {'; '.join(steps)}"
+        assert result.payload["resolution_path"] == steps
+
+
+@pytest.mark.parametrize(("oracle", "why"), [
+    ("mcp_hooks.control:Oracle", "mcp-hooks' own modules are not custom oracles"),
+    ("json:JSONDecoder", "'json' is part of Python's standard library"),
+    ("no_such_module_zq:X", "no module 'no_such_module_zq' on the Python path"),
+    ("pytest:Item", "'pytest' is an installed package ("),
+    ("shadow:Check", "'shadow' is a file of the project ("),
+])
+def test_a_module_oracle_is_refused_with_its_reason(repo: Path, oracle: str, why: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    write(repo, "shadow.py", "class Check:\n    pass\n")
+    monkeypatch.syspath_prepend(str(repo))
+    refusal = module_refusal(parse_reference(oracle), repo)
+    assert refusal is not None and refusal.startswith(why)
+
+
+def test_a_module_outside_every_refused_place_is_not_refused(
+        tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, "elsewhere/mine_zq.py", "class Check:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "elsewhere"))
+    assert module_refusal(parse_reference("mine_zq:Check"), repo) is None
 
 
 @pytest.mark.skipif(shutil.which("ruff") is None and not Path(sys.executable).with_name(

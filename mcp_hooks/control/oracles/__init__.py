@@ -50,7 +50,7 @@ import site
 import stat
 import sys
 import types
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -244,17 +244,27 @@ def module_refusal(ref: OracleRef, project_dir: Path | None = None) -> str | Non
     places = list(spec.submodule_search_locations or ()) or [spec.origin or ""]
     installed = _installed_places()
     for place in places:
-        if not place or place in ("built-in", "frozen"):
-            return f"{top!r} is built into Python"
-        try:
-            real = Path(place).resolve()
-        except (OSError, RuntimeError):
-            return f"{top!r} is at {place}, which cannot be resolved"
-        if project_dir is not None and real.is_relative_to(project_dir.resolve()):
-            return (f"{top!r} is a file of the project ({real}), which trust does not cover; "
-                    "put the oracle in .ahp and name it as path/file.py:Class")
-        if any(real.is_relative_to(p) for p in installed):
-            return f"{top!r} is an installed package ({real})"
+        why = _place_refusal(top, place, project_dir, installed)
+        if why is not None:
+            return why
+    return None
+
+
+def _place_refusal(top: str, place: str, project_dir: Path | None,
+                   installed: Iterable[Path]) -> str | None:
+    """Why module ``top`` found at ``place`` is refused (built in, in the project, in an
+    installed package), or None."""
+    if not place or place in ("built-in", "frozen"):
+        return f"{top!r} is built into Python"
+    try:
+        real = Path(place).resolve()
+    except (OSError, RuntimeError):
+        return f"{top!r} is at {place}, which cannot be resolved"
+    if project_dir is not None and real.is_relative_to(project_dir.resolve()):
+        return (f"{top!r} is a file of the project ({real}), which trust does not cover; "
+                "put the oracle in .ahp and name it as path/file.py:Class")
+    if any(real.is_relative_to(p) for p in installed):
+        return f"{top!r} is an installed package ({real})"
     return None
 
 

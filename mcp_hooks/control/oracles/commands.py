@@ -214,35 +214,52 @@ class LintChecker(Oracle):
         return True
 
     def evaluate(self, context: OracleContext) -> Signal | None:
-        timeout = self.timeout
         findings: list[tuple[str, CommandResult]] = []
         fixed: list[dict[str, Any]] = []
         for name, check, fix in self.linters:
-            result = run_command(check, context.work_dir, timeout=timeout)
-            if result.ok:
-                continue
-            if self.config["auto_fix"] and fix is not None and result.returncode is not None:
-                before = _snapshot(context.work_dir)
-                run_command(fix, context.work_dir, timeout=timeout)
-                after = _snapshot(context.work_dir)
-                touched = sorted(n for n in after if before.get(n) != after[n])
-                if touched:
-                    fixed.append({"action": "lint_fix", "linter": name, "files": touched,
-                                  "description": f"{name} fixed {len(touched)} file(s): "
-                                                 f"{', '.join(touched)}"})
-                result = run_command(check, context.work_dir, timeout=timeout)
-                if result.ok:
-                    continue
-            findings.append((name, result))
+            result = self._lint(name, check, fix, context.work_dir, fixed)
+            if result is not None:
+                findings.append((name, result))
         if findings:
-            text = "; ".join(f"{name}: {r.summary(800)}" for name, r in findings)
-            fixes = [f"fix what {name} reports" for name, _ in findings]
-            if fixed:
-                text += " (auto-fixed: " + "; ".join(m["description"] for m in fixed) + ")"
-            if self.config["intensity"] == "block":
-                return Signal.block(f"lint: {text}", resolution_path=fixes, type="lint")
-            return Signal.prompt(f"lint: {text}", suggestions=fixes, type="lint")
+            return self._findings(findings, fixed)
         if fixed:
             files = sorted({f for m in fixed for f in m["files"]})
             return Signal.control(fixed, reversible=True, type="lint_fixed", files=files)
         return None
+
+    def _lint(self, name: str, check: Any, fix: Any, work_dir: Path,
+              fixed: list[dict[str, Any]]) -> CommandResult | None:
+        """One linter's failing result, None when it passes (after its fix, with auto_fix);
+        a fix that changed files is appended to ``fixed``."""
+        timeout = self.timeout
+        result = run_command(check, work_dir, timeout=timeout)
+        if result.ok:
+            return None
+        if self.config["auto_fix"] and fix is not None and result.returncode is not None:
+            change = _apply_fix(name, fix, work_dir, timeout)
+            if change is not None:
+                fixed.append(change)
+            result = run_command(check, work_dir, timeout=timeout)
+        return None if result.ok else result
+
+    def _findings(self, findings: list[tuple[str, CommandResult]],
+                  fixed: list[dict[str, Any]]) -> Signal:
+        text = "; ".join(f"{name}: {r.summary(800)}" for name, r in findings)
+        fixes = [f"fix what {name} reports" for name, _ in findings]
+        if fixed:
+            text += " (auto-fixed: " + "; ".join(m["description"] for m in fixed) + ")"
+        if self.config["intensity"] == "block":
+            return Signal.block(f"lint: {text}", resolution_path=fixes, type="lint")
+        return Signal.prompt(f"lint: {text}", suggestions=fixes, type="lint")
+
+
+def _apply_fix(name: str, fix: Any, work_dir: Path, timeout: float) -> dict[str, Any] | None:
+    """Run a linter's fix command; the control action naming the files it changed, if any."""
+    before = _snapshot(work_dir)
+    run_command(fix, work_dir, timeout=timeout)
+    after = _snapshot(work_dir)
+    touched = sorted(n for n in after if before.get(n) != after[n])
+    if not touched:
+        return None
+    return {"action": "lint_fix", "linter": name, "files": touched,
+            "description": f"{name} fixed {len(touched)} file(s): {', '.join(touched)}"}

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any, ClassVar
 
@@ -265,6 +265,20 @@ _TEST_PATH = re.compile(r"(^|/)(tests?|spec|__tests__)/|(^|/)test_[^/]*$|_test\.
 _DOC_PATH = re.compile(r"(^|/)docs?/|\.(md|rst|txt|adoc)$|(^|/)README", re.IGNORECASE)
 
 
+def _split_changes(files: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
+    """The changed files as (tests, docs, code): a test path wins over a doc path."""
+    tests = [f for f in files if _TEST_PATH.search(f)]
+    docs = [f for f in files if _DOC_PATH.search(f) and f not in tests]
+    code = [f for f in files if f not in tests and f not in docs]
+    return tests, docs, code
+
+
+def _open_items(context: OracleContext) -> list[str]:
+    """A step per checklist item of the issue not done yet (none without an issue)."""
+    checklist = context.issue.checklist if context.issue else None
+    return [f"complete {item.text}" for item in checklist or () if not item.done]
+
+
 class CompletionVerifier(Oracle):
     name = "CompletionVerifier"
     options: ClassVar[Mapping[str, Option]] = {
@@ -275,17 +289,13 @@ class CompletionVerifier(Oracle):
 
     def evaluate(self, context: OracleContext) -> Signal | None:
         files = context.changed_files
-        tests = [f for f in files if _TEST_PATH.search(f)]
-        docs = [f for f in files if _DOC_PATH.search(f) and f not in tests]
-        code = [f for f in files if f not in tests and f not in docs]
-        missing: list[str] = []
-        if self.config["require_tests"] and code and not tests:
-            missing.append("add or update tests for the changed code")
-        if self.config["require_docs"] and code and not docs:
-            missing.append("update the documentation (docs/, README, *.md)")
-        checklist = context.issue.checklist if context.issue else None
-        if self.config["require_checklist"] and checklist:
-            missing += [f"complete {item.text}" for item in checklist if not item.done]
+        tests, docs, code = _split_changes(files)
+        missing = [step for option, present, step in (
+            ("require_tests", tests, "add or update tests for the changed code"),
+            ("require_docs", docs, "update the documentation (docs/, README, *.md)"),
+        ) if self.config[option] and code and not present]
+        if self.config["require_checklist"]:
+            missing += _open_items(context)
         if not missing:
             return None
         return Signal.block(f"the issue is not complete: {'; '.join(missing)}",

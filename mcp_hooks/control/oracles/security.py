@@ -27,7 +27,7 @@ import ast
 import json
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -136,35 +136,42 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _declared(path: Path, text: str) -> set[str]:
-    """The dependency names a manifest declares (normalised); ``path`` tells its kind.
+def _declared_node(text: str) -> set[str]:
+    """The dependency names of a package.json (every kind of dependency)."""
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    return {name for key in ("dependencies", "devDependencies", "peerDependencies",
+                             "optionalDependencies")
+            for name in (data.get(key) or {})}
 
-    Raises:
-        ValueError: the manifest does not parse.
-    """
-    if path.name == "package.json":
-        data = json.loads(text)
-        if not isinstance(data, dict):
-            raise ValueError("not a JSON object")
-        return {name for key in ("dependencies", "devDependencies", "peerDependencies",
-                                 "optionalDependencies")
-                for name in (data.get(key) or {})}
-    if path.suffix == ".toml":
-        if sys.version_info >= (3, 11):
-            import tomllib  # lazy: 12 ms of cold start, only for a pyproject.toml
-        else:  # Python 3.10: tomli, a dependency there (pyproject); lazy: 12 ms as above
-            import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(str(exc)) from None
-        project = data.get("project") or {}
-        specs = list(project.get("dependencies") or [])
-        for extra in (project.get("optional-dependencies") or {}).values():
-            specs += list(extra)
-        poetry = (data.get("tool") or {}).get("poetry") or {}
-        names = {_norm(n) for n in (poetry.get("dependencies") or {})}
-        return names | {_norm(m.group(1)) for s in specs if (m := _REQ_NAME.match(str(s)))}
+
+def _load_toml(text: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib  # lazy: 12 ms of cold start, only for a pyproject.toml
+    else:  # Python 3.10: tomli, a dependency there (pyproject); lazy: 12 ms as above
+        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(str(exc)) from None
+    return data
+
+
+def _declared_pyproject(text: str) -> set[str]:
+    """The names of a pyproject.toml: PEP 621 dependencies and extras, and Poetry's."""
+    data = _load_toml(text)
+    project = data.get("project") or {}
+    specs = list(project.get("dependencies") or [])
+    for extra in (project.get("optional-dependencies") or {}).values():
+        specs += list(extra)
+    poetry = (data.get("tool") or {}).get("poetry") or {}
+    names = {_norm(n) for n in (poetry.get("dependencies") or {})}
+    return names | {_norm(m.group(1)) for s in specs if (m := _REQ_NAME.match(str(s)))}
+
+
+def _declared_requirements(text: str) -> set[str]:
+    """The names of a requirements file; option lines (``-r``, ``-e`` ...) are skipped."""
     names = set()
     for number, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
@@ -175,6 +182,29 @@ def _declared(path: Path, text: str) -> set[str]:
             raise ValueError(f"line {number}: {line!r} is not a requirement")
         names.add(_norm(found.group(1)))
     return names
+
+
+def _manifest_kind(path: Path) -> str:
+    if path.name == "package.json":
+        return "node"
+    return "pyproject" if path.suffix == ".toml" else "requirements"
+
+
+# manifest kind -> its reader (text -> the declared names)
+_DECLARED_BY_KIND: dict[str, Callable[[str], set[str]]] = {
+    "node": _declared_node,
+    "pyproject": _declared_pyproject,
+    "requirements": _declared_requirements,
+}
+
+
+def _declared(path: Path, text: str) -> set[str]:
+    """The dependency names a manifest declares (normalised); ``path`` tells its kind.
+
+    Raises:
+        ValueError: the manifest does not parse.
+    """
+    return _DECLARED_BY_KIND[_manifest_kind(path)](text)
 
 
 def _python_imports(text: str) -> set[str]:
@@ -219,25 +249,11 @@ class DependencyChecker(Oracle):
         python: set[str] = set()
         node: set[str] = set()
         for name in manifests:
-            path = root / name
-            try:
-                data = runtime.read_inside(root, runtime.relative_parts(name, "manifest"),
-                                           MAX_MANIFEST_BYTES, what="manifest")
-            except FileNotFoundError:
-                problems.append(f"{name} is missing")
+            declared = _read_manifest(root, name)
+            if isinstance(declared, str):
+                problems.append(declared)
                 continue
-            except runtime.FileRefused as exc:
-                problems.append(str(exc))
-                continue
-            except OSError as exc:
-                problems.append(f"{name} cannot be read: {exc.strerror or exc}")
-                continue
-            try:
-                declared = _declared(path, data.decode("utf-8"))
-            except (ValueError, UnicodeDecodeError) as exc:
-                problems.append(f"{name} does not parse: {exc}")
-                continue
-            (node if path.name == "package.json" else python).update(declared)
+            (node if Path(name).name == "package.json" else python).update(declared)
         has_py = any(Path(m).name != "package.json" for m in manifests)
         has_js = any(Path(m).name == "package.json" for m in manifests)
         if self.config["check_imports"] and not problems:
@@ -256,33 +272,67 @@ class DependencyChecker(Oracle):
         local |= {Path(f).parent.name for f in files if f.endswith("/__init__.py")}
         missing: dict[str, str] = {}
         for name in files:
-            if not (name.endswith(".py") and has_py) and not (
-                    name.endswith((".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx")) and has_js):
+            is_py = name.endswith(".py")
+            if not ((is_py and has_py) or (name.endswith(_JS_SUFFIXES) and has_js)):
                 continue
-            try:
-                text = runtime.read_inside(root, runtime.relative_parts(name, "source"),
-                                           MAX_SCAN_BYTES, what="source").decode(
-                                               "utf-8", "replace")
-            except (OSError, runtime.FileRefused):
+            text = _read_source(root, name)
+            if text is None:
                 continue
-            if name.endswith(".py"):
-                for mod in _python_imports(text):
-                    dist = _norm(IMPORT_TO_DIST.get(mod, mod))
-                    if (mod in sys.stdlib_module_names or mod in local or dist in python
-                            or mod == "__future__"):
-                        continue
-                    missing.setdefault(mod, name)
-            else:
-                for spec in _JS_IMPORT.findall(text):
-                    if spec.startswith((".", "/", "node:")):
-                        continue
-                    parts = spec.split("/")
-                    pkg = "/".join(parts[:2]) if spec.startswith("@") else parts[0]
-                    if pkg in _NODE_BUILTINS or pkg in node:
-                        continue
-                    missing.setdefault(pkg, name)
+            found = (_missing_python(text, local, python) if is_py
+                     else _missing_node(text, node))
+            for mod in found:
+                missing.setdefault(mod, name)
         return [f"{mod} (imported in {where}) is not declared in a manifest"
                 for mod, where in sorted(missing.items())]
+
+
+_JS_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx")
+
+
+def _read_manifest(root: Path, name: str) -> set[str] | str:
+    """The names manifest ``name`` declares, or the problem (a sentence) reading it."""
+    try:
+        data = runtime.read_inside(root, runtime.relative_parts(name, "manifest"),
+                                   MAX_MANIFEST_BYTES, what="manifest")
+    except FileNotFoundError:
+        return f"{name} is missing"
+    except runtime.FileRefused as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"{name} cannot be read: {exc.strerror or exc}"
+    try:
+        return _declared(root / name, data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        return f"{name} does not parse: {exc}"
+
+
+def _read_source(root: Path, name: str) -> str | None:
+    """A source file's text for the import scan; None when it is not readable inside."""
+    try:
+        return runtime.read_inside(root, runtime.relative_parts(name, "source"),
+                                   MAX_SCAN_BYTES, what="source").decode("utf-8", "replace")
+    except (OSError, runtime.FileRefused):
+        return None
+
+
+def _missing_python(text: str, local: set[str], python: set[str]) -> list[str]:
+    """The third-party modules a Python file imports that no manifest declares, in order."""
+    return sorted(mod for mod in _python_imports(text)
+                  if not (mod in sys.stdlib_module_names or mod in local or mod == "__future__"
+                          or _norm(IMPORT_TO_DIST.get(mod, mod)) in python))
+
+
+def _missing_node(text: str, node: set[str]) -> list[str]:
+    """The npm packages a JavaScript/TypeScript file imports that package.json lacks."""
+    found = []
+    for spec in _JS_IMPORT.findall(text):
+        if spec.startswith((".", "/", "node:")):
+            continue
+        parts = spec.split("/")
+        pkg = "/".join(parts[:2]) if spec.startswith("@") else parts[0]
+        if pkg not in _NODE_BUILTINS and pkg not in node:
+            found.append(pkg)
+    return found
 
 
 class PermissionChecker(Oracle):
