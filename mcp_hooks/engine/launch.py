@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mcp_hooks.errors import ConfigError
 from mcp_hooks.runner import RunResult, run_hook
 from mcp_hooks.runner.hookenv import hook_environment
 from mcp_hooks.spec.hookfile import HookSpec
@@ -44,7 +45,7 @@ from mcp_hooks.state.eventlog import EventLog, now
 from mcp_hooks.state.files import FileStore
 from mcp_hooks.state.inbox import AidInbox, deliver_async
 from mcp_hooks.state.signallog import SignalLog, signal_record
-from mcp_hooks.state.store import StateStore
+from mcp_hooks.state.store import StateStore, StateUnavailable
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -327,11 +328,11 @@ def main() -> None:
     store: StateStore | None = None
     if job.get("state"):  # a shared store, opened again here (the caller has exited)
         # lazy: only a job with a shared store opens one (the backend's own import, 31 ms)
-        from mcp_hooks.state.url import open_store, replica_name
+        from mcp_hooks.state.url import close_store, open_store, replica_name
 
         try:
             store = open_store(job["state"], replica=replica_name())
-        except Exception as exc:  # stderr is /dev/null: the results would land nowhere
+        except (ConfigError, StateUnavailable) as exc:  # unreachable, or its extra missing
             print(f"mcp-hooks: background work cannot reach its state store: {exc}",
                   file=sys.stderr)
             return
@@ -345,8 +346,6 @@ def main() -> None:
         anyio.run(_run_hooks, job, store)
     finally:
         if store is not None:
-            from mcp_hooks.state.url import close_store  # lazy: imported above already
-
             close_store(store)
 
 
