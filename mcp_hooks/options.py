@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -44,6 +44,7 @@ class CommonOptions:
         stop_block_cap: ``--stop-block-cap``.
         on_fault: ``--on-fault``: ``block`` or ``warn``.
         trust_project_hooks: ``--trust-project-hooks``.
+        state: ``--state``: where per-session state lives (a store URL).
     """
 
     user_dir: Path | None = None
@@ -53,6 +54,7 @@ class CommonOptions:
     stop_block_cap: int | None = None
     on_fault: str | None = None
     trust_project_hooks: bool | None = None
+    state: str | None = field(default=None, repr=False)  # a URL may carry a password
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> CommonOptions:
@@ -63,7 +65,8 @@ class CommonOptions:
                    no_log=bool(getattr(args, "no_log", False)),
                    stop_block_cap=getattr(args, "stop_block_cap", None),
                    on_fault=getattr(args, "on_fault", None),
-                   trust_project_hooks=getattr(args, "trust_project_hooks", None))
+                   trust_project_hooks=getattr(args, "trust_project_hooks", None),
+                   state=getattr(args, "state", None))
 
 
 # What the functions below read: typed options, or a parsed command line (its attributes are
@@ -73,13 +76,14 @@ Given: TypeAlias = "CommonOptions | argparse.Namespace | None"
 
 # The shared options that take a value: how `mcp-hooks` finds the command word in a command
 # line whose shared options come first (`mcp-hooks --user-dir X list`).
-VALUE_OPTIONS = ("--user-dir", "--project-dir", "--log", "--stop-block-cap", "--on-fault")
+VALUE_OPTIONS = ("--user-dir", "--project-dir", "--log", "--stop-block-cap", "--on-fault",
+                 "--state")
 
 
 _FLAGS = ("user_dir", "project_dir", "log", "stop_block_cap", "on_fault",
-          "trust_project_hooks")
+          "trust_project_hooks", "state")
 _ALL = frozenset({"user_dir", "project_dir", "log", "no_log", "stop_block_cap", "on_fault",
-                  "trust_project_hooks"})
+                  "trust_project_hooks", "state"})
 _FOLDERS = frozenset({"user_dir", "project_dir"})
 # The shared options each command reads (by dest). A command's --help shows only these; the
 # others are still accepted after it, as before it (they are global: a wrapper may pass the
@@ -87,7 +91,8 @@ _FOLDERS = frozenset({"user_dir", "project_dir"})
 READ_BY: dict[str, frozenset[str]] = {
     "fire": _ALL, "serve": _ALL, "proxy": _ALL, "bridge": _ALL,
     # passed on to every bridge command they write (``install.passed_options``)
-    "install": _ALL - {"trust_project_hooks"}, "init": _ALL - {"trust_project_hooks"},
+    "install": _ALL - {"trust_project_hooks", "state"},
+    "init": _ALL - {"trust_project_hooks", "state"},
     "list": _FOLDERS | {"trust_project_hooks"}, "show": _FOLDERS | {"trust_project_hooks"},
     "doctor": _FOLDERS | {"log", "no_log", "trust_project_hooks"},
     "validate": _FOLDERS, "new": _FOLDERS, "add": _FOLDERS,
@@ -152,6 +157,13 @@ def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) ->
         help=shown("trust_project_hooks", "run every project hook without asking for trust "
                    "first (CI, containers; or MCP_HOOKS_TRUST_PROJECT_HOOKS=1); see "
                    "`mcp-hooks trust`"),
+    )
+    safety.add_argument(
+        "--state", metavar="URL", default=default(None),
+        help=shown("state", "where per-session state lives (stop counts, signals, aid, the "
+                   "ladder): file: (default, the files under $XDG_STATE_HOME/mcp-hooks), "
+                   "redis://[:password@]host[:port][/db] or postgresql://user:password@host/db, "
+                   "shared by every replica (or MCP_HOOKS_STATE)"),
     )
 
 

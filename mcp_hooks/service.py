@@ -49,8 +49,8 @@ from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.hookfile import MAX_HOOK_FILE, NAME_RE, HookSpec, parse_frontmatter
 from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, fault_outcome
 from mcp_hooks.state.eventlog import EventLog
-from mcp_hooks.state.files import FileStore
 from mcp_hooks.state.store import StateStore
+from mcp_hooks.state.url import close_store, store_for
 
 logger = logging.getLogger("mcp_hooks.service")
 
@@ -105,7 +105,9 @@ class HookService:
         self.user_dir = settings.user_dir
         self.roots = [Path(os.path.realpath(r)) for r in roots] or [self.project_dir]
         self.log = EventLog(settings.log) if settings.log is not None else None
-        self.store: StateStore = FileStore(log=self.log)  # one per service: every engine's state
+        # one per service: every engine's state (--state; a shared store is reached now,
+        # StateUnavailable naming it when it cannot be)
+        self.store: StateStore = store_for(settings.state, self.log)
         self.strict = strict
         self.watch_interval = watch_interval
         self._engines: dict[Path, Engine] = {}
@@ -145,6 +147,7 @@ class HookService:
             for engine in self._engines.values():
                 engine.registry.close()
             self._engines.clear()
+            close_store(self.store)
 
     # Engines are entered (and left) by one task of their own: an Engine holds a task group
     # for its async hooks, and a task group must be left by the task that entered it.

@@ -37,7 +37,8 @@ OnFault = Literal["block", "warn"]
 DEFAULT_STOP_BLOCK_CAP = 8  # consecutive before_stop blocks per session, then the stop is let go
 DEFAULT_FORWARD_TIMEOUT_S = 5.0  # seconds a whole forward to a server may take
 DEFAULT_ENVIRONMENT = "development"
-STATE_BACKENDS = ("file:",)  # the next issue adds redis:// and postgresql://
+# where per-session state lives: the embedded files, or a shared store (state/url.py opens it)
+STATE_BACKENDS = ("file:", "redis://", "rediss://", "postgresql://", "postgres://")
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
@@ -89,8 +90,9 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
              "sdk: serve stdio with the MCP SDK's transport"),
     Variable("MCP_HOOKS_PROXY_STDIO", "proxy_stdio", None, "event-loop",
              "sdk: the proxy serves and reaches stdio with the MCP SDK's transports"),
-    Variable("MCP_HOOKS_STATE", "state", None, "file:",
-             "where per-session state lives: file: only, for now"),
+    Variable("MCP_HOOKS_STATE", "state", "--state", "file:",
+             "where per-session state lives: file: (the files under $XDG_STATE_HOME/mcp-hooks), "
+             "redis://, rediss:// or postgresql:// (shared by every replica)"),
     Variable("MCP_HOOKS_PERSISTENT", None, None, "unset",
              "set to 1 by mcp-hooks in a persistent hook's environment (read by hookkit)"),
     Variable("MCP_HOOKS_FORWARD_HTTP", None, None, "unset",
@@ -153,10 +155,17 @@ def _lenient_seconds(value: Any, source: str) -> float:
 
 
 def _state(value: str, source: str) -> str:
-    if value.strip() in STATE_BACKENDS:
-        return value.strip()
-    raise _bad(source, value, "only file: (the files under $XDG_STATE_HOME/mcp-hooks) is "
-               "supported for now")
+    """A store URL whose scheme ``state.url`` opens. The value is never echoed: a URL may
+    carry a password."""
+    url = value.strip()
+    lowered = url.lower()
+    if lowered == "file:" or any(lowered.startswith(s) and len(url) > len(s)
+                                 for s in STATE_BACKENDS[1:]):
+        return "file:" if lowered == "file:" else url
+    said = f"a {lowered.partition(':')[0]!r} URL" if "://" in lowered else "not a store URL"
+    raise ConfigError(f"{source}: {said}; give file: (the files under "
+                      "$XDG_STATE_HOME/mcp-hooks, the default), redis://[:password@]host[:port]"
+                      "[/db] (or rediss:// for TLS) or postgresql://user:password@host[:port]/db")
 
 
 def _stdio(value: str, source: str) -> Literal["event-loop", "sdk"]:
@@ -218,8 +227,10 @@ class Settings:
         runner: the spawn strategy's words (``MCP_HOOKS_RUNNER``), checked by the runner.
         serve_stdio, proxy_stdio: ``event-loop`` or ``sdk`` (``MCP_HOOKS_SERVE_STDIO``,
             ``MCP_HOOKS_PROXY_STDIO``).
-        state: where per-session state lives (``MCP_HOOKS_STATE``): ``file:`` only, for now
-            (the files under ``$XDG_STATE_HOME/mcp-hooks``).
+        state: where per-session state lives (``--state``, ``MCP_HOOKS_STATE``): ``file:``
+            (the files under ``$XDG_STATE_HOME/mcp-hooks``), or a shared store's URL
+            (``redis://``, ``rediss://``, ``postgresql://``; never printed: it may hold a
+            password).
     """
 
     project_dir: Path | None = None
@@ -239,7 +250,7 @@ class Settings:
     runner: str = ""
     serve_stdio: Literal["event-loop", "sdk"] = "event-loop"
     proxy_stdio: Literal["event-loop", "sdk"] = "event-loop"
-    state: str = "file:"
+    state: str = field(default="file:", repr=False)  # a URL may carry a password
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "on_fault", _on_fault(str(self.on_fault), "on_fault"))

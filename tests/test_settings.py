@@ -168,8 +168,8 @@ def test_flags_then_environment_then_defaults(tmp_path: Path) -> None:
     ({"stop_block_cap": -1}, "--stop-block-cap=-1"),
     ({"environ": {"MCP_HOOKS_TRUST_PROJECT_HOOKS": "maybe"}}, "MCP_HOOKS_TRUST_PROJECT_HOOKS"),
     ({"environ": {"MCP_HOOKS_SERVE_STDIO": "sdkk"}}, "MCP_HOOKS_SERVE_STDIO='sdkk'"),
-    ({"environ": {"MCP_HOOKS_STATE": "redis://localhost"}}, "MCP_HOOKS_STATE"),
-    ({"state": "postgresql://db"}, "state='postgresql://db'"),
+    ({"environ": {"MCP_HOOKS_STATE": "mongodb://localhost"}}, "MCP_HOOKS_STATE: a 'mongodb'"),
+    ({"state": "redis:localhost"}, "--state: not a store URL"),
     ({"colour": "red"}, "unknown setting(s) colour"),
 ])
 def test_a_bad_value_names_its_variable_or_flag(given: dict[str, object], named: str) -> None:
@@ -189,8 +189,11 @@ def test_an_invalid_forward_deadline_is_the_default_as_the_forward_protocol_says
 
 
 def test_settings_built_directly_are_checked_too() -> None:
-    with pytest.raises(ConfigError, match="state='redis://x'"):
-        Settings(state="redis://x")
+    with pytest.raises(ConfigError, match="state: a 'ftp' URL") as caught:
+        Settings(state="ftp://admin:hunter2@x")
+    assert "hunter2" not in str(caught.value), "a store URL's password is never echoed"
+    shared = Settings(state=" redis://:hunter2@127.0.0.1:6379/0 ")
+    assert shared.state == "redis://:hunter2@127.0.0.1:6379/0" and "hunter2" not in repr(shared)
     with pytest.raises(ConfigError, match="on_fault='allow'"):
         Settings(on_fault="allow")  # type: ignore[arg-type]
     assert Settings(token="s3cret").secrets == ("s3cret",)

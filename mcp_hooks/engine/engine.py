@@ -69,10 +69,10 @@ from mcp_hooks.spec.events import can_block, canonical_event, is_notification
 from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, fault_outcome
 from mcp_hooks.state.eventlog import EventLog, now
-from mcp_hooks.state.files import FileStore
 from mcp_hooks.state.inbox import AidInbox
 from mcp_hooks.state.signallog import SignalLog, signal_record
 from mcp_hooks.state.store import StateStore
+from mcp_hooks.state.url import close_store, store_for
 
 _THREAD_MATCH = 1 << 16  # characters of tool input past which matching leaves the event loop
 
@@ -141,8 +141,9 @@ class Engine:
         inbox: where aid waits for a session's next event; default the queue of ``store``.
         store: the per-session state (``state.store.StateStore``): stop counts, the
             escalation ladder, waiting aid, the event and signal logs and the answers to
-            signals. Default the file store (``state.files.FileStore``) with ``log`` as its
-            event log (none without); with a store given, its logs are the engine's.
+            signals. Default the one ``settings.state`` names (``state.url.store_for``): the
+            file store (``state.files.FileStore``) with ``log`` as its event log (none
+            without), or a shared one; with a store given, its logs are the engine's.
     """
 
     def __init__(
@@ -167,7 +168,8 @@ class Engine:
         self.registry = registry
         self.log = log = _event_log(settings, log)
         self._logs = log is not None or store is not None
-        self.store: StateStore = store if store is not None else FileStore(log=log)
+        self.store: StateStore = store if store is not None else store_for(settings.state, log)
+        self._owns_store = store is None  # closed with the engine (a shared store's pool)
         self.signal_log = signal_log
         self.one_shot = one_shot
         self.on_fault: OnFault = settings.on_fault
@@ -175,7 +177,8 @@ class Engine:
             settings.stop_block_cap, self.store)
         self._runner: Runner = runner or (_run_blocking if one_shot else run_hook)
         self._pool, self._owns_pool = pool, False
-        self._launcher: Launcher = launcher or make_launcher(log, detached=detach_async or one_shot)
+        self._launcher: Launcher = launcher or make_launcher(
+            log, detached=detach_async or one_shot, store=self.store, state=settings.state)
         # a one-shot engine never suspends: big inputs are matched in place, not in a thread
         self._select = self._select_here if one_shot else self._select_off_loop
         self._blocking = _call_here if one_shot else _call_off_loop  # hooks.yaml's oracles
@@ -204,6 +207,8 @@ class Engine:
         finally:
             if self._owns_pool and self._pool is not None:  # persistent hook processes
                 await self._pool.aclose()  # later runs are one-shot
+            if self._owns_store:
+                close_store(self.store)
 
     # -- firing --------------------------------------------------------------------------
 

@@ -5,7 +5,9 @@ event's original payload, ``AsyncJob``; they cannot block or modify, and their r
 the event log, ``async_record``, and their aid to the inbox) and its hooks.yaml ``async:
 true`` entries (``run_background``). Both go through the same launcher, whose
 strategy the engine picks once, at construction (``make_launcher(log, detached=...)``), never
-tested per event:
+tested per event. With a shared state store (``--state redis://...``), results, aid and signals
+go to that store (the engine's, or in a detached process the one its URL names), so the
+session's next event finds them on any replica:
 
 - ``InProcessLauncher`` (a long-lived engine on an event loop: the MCP server, the proxy):
   async hooks are tasks of the engine's own task group (leaving ``async with engine`` waits
@@ -33,14 +35,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mcp_hooks.errors import ConfigError
 from mcp_hooks.runner import RunResult, run_hook
 from mcp_hooks.runner.hookenv import hook_environment
 from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.limits import Limits
 from mcp_hooks.spec.signals import Signal
 from mcp_hooks.state.eventlog import EventLog, now
+from mcp_hooks.state.files import FileStore
 from mcp_hooks.state.inbox import AidInbox, deliver_async
-from mcp_hooks.state.signallog import SignalLog
+from mcp_hooks.state.signallog import SignalLog, signal_record
+from mcp_hooks.state.store import StateStore, StateUnavailable
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -81,9 +86,20 @@ class Launcher(Protocol):
         process; ``job`` (JSON) is what ``run_background`` needs in another."""
 
 
-def make_launcher(log: EventLog | None, *, detached: bool) -> Launcher:
-    """The launcher of an engine: in its own process, or ``detached`` (a one-shot caller)."""
-    return DetachedLauncher(log) if detached else InProcessLauncher(log)
+def make_launcher(log: EventLog | None, *, detached: bool, store: StateStore | None = None,
+                  state: str = "file:") -> Launcher:
+    """The launcher of an engine: in its own process, or ``detached`` (a one-shot caller).
+    ``store``: the engine's; a shared one (not the file store) gets the results, aid and
+    signals; ``state``: its URL, which a detached process opens again."""
+    if detached:
+        return DetachedLauncher(log, state=state)
+    return InProcessLauncher(log, store=_shared(store))
+
+
+def _shared(store: StateStore | None) -> StateStore | None:
+    """``store`` when it is a shared one; None for the file store (its files are the log's
+    and the inbox's own, written as before ``--state``)."""
+    return None if store is None or isinstance(store, FileStore) else store
 
 
 class InProcessLauncher:
@@ -92,10 +108,12 @@ class InProcessLauncher:
 
     Args:
         log: where each finished hook's record goes; None for no log.
+        store: a shared state store: the records, aid and signals go there instead.
     """
 
-    def __init__(self, log: EventLog | None) -> None:
+    def __init__(self, log: EventLog | None, store: StateStore | None = None) -> None:
         self.log = log
+        self.store = store
         self._tg: TaskGroup | None = None
 
     async def open(self) -> None:
@@ -131,7 +149,8 @@ class InProcessLauncher:
         result = await run_hook(hook.entry, job.stdin, cwd=job.cwd, env=job.env,
                                 timeout=hook.timeout / 1000, limits=hook.limits)
         _finished(self.log, event, session_id,
-                  {"name": hook.name, "scope": hook.scope, "priority": hook.priority}, result)
+                  {"name": hook.name, "scope": hook.scope, "priority": hook.priority}, result,
+                  self.store)
 
 
 class DetachedLauncher:
@@ -142,10 +161,12 @@ class DetachedLauncher:
 
     Args:
         log: the event log the detached process appends to; None for no log.
+        state: the state store's URL; the detached process opens a shared one again.
     """
 
-    def __init__(self, log: EventLog | None) -> None:
+    def __init__(self, log: EventLog | None, state: str = "file:") -> None:
         self.log = log
+        self.state = state if state != "file:" else None
 
     async def open(self) -> None:
         return None
@@ -159,6 +180,7 @@ class DetachedLauncher:
             "event": event,
             "session_id": session_id,
             "log": str(self.log.path) if self.log is not None else None,
+            "state": self.state,
             "jobs": [{
                 "hook": {"name": job.hook.name, "scope": job.hook.scope,
                          "priority": job.hook.priority},
@@ -172,7 +194,8 @@ class DetachedLauncher:
         })
 
     def launch_entries(self, job: dict[str, Any], here: Callable[[], object]) -> None:
-        spawn({**json.loads(json.dumps(job, default=str)), "kind": "entries"})
+        spawn({**json.loads(json.dumps(job, default=str)), "kind": "entries",
+               "state": self.state})
 
 
 def spawn(job: dict[str, Any]) -> None:
@@ -204,12 +227,15 @@ def spawn(job: dict[str, Any]) -> None:
 
 
 def _finished(log: EventLog | None, event: str, session_id: str | None, hook: dict[str, Any],
-              result: RunResult) -> None:
-    """Log one finished async hook and leave its aid for the session's next event."""
-    if log is not None:
+              result: RunResult, store: StateStore | None = None) -> None:
+    """Log one finished async hook and leave its aid for the session's next event (in
+    ``store`` when shared, else the log and the file inbox)."""
+    if store is not None:
+        store.append("events", async_record(event, session_id, hook, result))
+    elif log is not None:
         log.append(async_record(event, session_id, hook, result))
     deliver_async(event, session_id, hook["name"], result.stdout, result.exit_code,
-                  log.path if log is not None else None)
+                  log.path if log is not None else None, store=store)
 
 
 def async_record(
@@ -241,7 +267,7 @@ def async_record(
             "hook": record}
 
 
-async def _run_hooks(job: dict[str, Any]) -> None:
+async def _run_hooks(job: dict[str, Any], store: StateStore | None = None) -> None:
     """A detached hooks job: its async hooks side by side, each logged when it ends."""
     # lazy: 1.3 ms of cold fire (python -X importtime)
     import anyio  # lazy: only the detached process runs this (see InProcessLauncher.open)
@@ -255,7 +281,7 @@ async def _run_hooks(job: dict[str, Any]) -> None:
             env={**base_env, **spec["env"]}, timeout=spec["timeout"],
             limits=Limits(**spec.get("limits", {})),
         )
-        _finished(log, job["event"], job.get("session_id"), spec["hook"], result)
+        _finished(log, job["event"], job.get("session_id"), spec["hook"], result, store)
 
     async with anyio.create_task_group() as tg:
         for spec in job["jobs"]:
@@ -264,9 +290,11 @@ async def _run_hooks(job: dict[str, Any]) -> None:
 
 def run_background(job: dict[str, Any], config: ControlConfig | None = None,
                    ladder: Ladder | None = None, secrets: Collection[str] = (),
-                   ) -> list[Signal]:
+                   store: StateStore | None = None) -> list[Signal]:
     """Run one event's hooks.yaml ``async: true`` entries (``entries.ControlLayer.background``
-    made ``job``); log their aid and leave it in the inbox. Never raises."""
+    made ``job``); log their aid and leave it in the inbox (of ``store``, else of the
+    ladder's store when shared, else the file inbox and the signal log beside the job's
+    log). Never raises."""
     # an engine imports the control layer only when a hooks.yaml exists (entries.py).
     # lazy: the control layer, 42 ms of cold fire (python -X importtime)
     from mcp_hooks.control.config import load_config
@@ -282,6 +310,12 @@ def run_background(job: dict[str, Any], config: ControlConfig | None = None,
     except Exception as exc:  # a background fault is reported, never raised
         print(f"mcp-hooks: background hooks.yaml entries failed: {exc}", file=sys.stderr)
         return []
+    store = store if store is not None else _shared(ladder.store if ladder else None)
+    if store is not None:
+        AidInbox(store=store).put(job.get("session_id"), signals)  # first, as below
+        for signal in signals:
+            store.append("signals", signal_record(signal, job.get("session_id")))
+        return signals
     AidInbox().put(job.get("session_id"), signals)  # first: once logged, it is waiting
     if signals and job.get("log"):
         SignalLog.beside(Path(job["log"])).record(signals, job.get("session_id"))
@@ -291,13 +325,28 @@ def run_background(job: dict[str, Any], config: ControlConfig | None = None,
 def main() -> None:
     """``python -m mcp_hooks.engine.launch``: one background job as JSON on stdin."""
     job = json.loads(sys.stdin.buffer.read())
-    if job.get("kind") == "entries":
-        run_background(job)
-        return
-    # lazy: 1.3 ms of cold fire (python -X importtime)
-    import anyio  # lazy: see InProcessLauncher.open
+    store: StateStore | None = None
+    if job.get("state"):  # a shared store, opened again here (the caller has exited)
+        # lazy: only a job with a shared store opens one (the backend's own import, 31 ms)
+        from mcp_hooks.state.url import close_store, open_store, replica_name
 
-    anyio.run(_run_hooks, job)
+        try:
+            store = open_store(job["state"], replica=replica_name())
+        except (ConfigError, StateUnavailable) as exc:  # unreachable, or its extra missing
+            print(f"mcp-hooks: background work cannot reach its state store: {exc}",
+                  file=sys.stderr)
+            return
+    try:
+        if job.get("kind") == "entries":
+            run_background(job, store=store)
+            return
+        # lazy: 1.3 ms of cold fire (python -X importtime)
+        import anyio  # lazy: see InProcessLauncher.open
+
+        anyio.run(_run_hooks, job, store)
+    finally:
+        if store is not None:
+            close_store(store)
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ from mcp_hooks.ownstdout import owned_stdout
 from mcp_hooks.registry.discovery import Registry, find_project_dir
 from mcp_hooks.settings import OnFault
 from mcp_hooks.spec.outcome import Event
-from mcp_hooks.state.files import FileStore
+from mcp_hooks.state.url import close_store, store_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -167,13 +167,18 @@ def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False) -> Out
     event = Event.create(event_type=call.event, **call.fields)
 
     log = log_of(settings)
-    store = FileStore(log=log)
+    try:  # StateUnavailable (a store that cannot be reached): a fault, a deny naming it
+        store = store_for(settings.state, log)
+    except BaseException:
+        registry.close()
+        raise
     engine = Engine(registry, settings, log=log, one_shot=True,
                     stop_guard=stop_guard(call, settings.stop_block_cap, store), store=store)
     try:
         return engine.fire_blocking(event, hold_aid=hold_aid)
     finally:
         registry.close()
+        close_store(store)
 
 
 def stop_guard(call: Call, cap: int, store: StateStore) -> StopGuard:

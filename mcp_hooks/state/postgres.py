@@ -44,7 +44,7 @@ from mcp_hooks.state.remote import Reporter, Ttls, dumps, require, unreachable
 from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, UnknownSignal
 
 FIX = ("Start it, or point --state (MCP_HOOKS_STATE) at a PostgreSQL that is running and "
-       "that this user may connect to; `mcp-hooks doctor --state URL` checks one")
+       "that this user may connect to")
 CONNECT_TIMEOUT = 10.0  # seconds to wait for a connection, at start and from the pool
 # libpq options the URL may override: a server that stops answering mid-query is given up
 # after 10 s (TCP user timeout, keepalives) and a statement after 10 s, never a hang

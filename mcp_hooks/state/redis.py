@@ -51,8 +51,7 @@ from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, Un
 
 DEFAULT_PREFIX = "mcp-hooks:"
 TIMEOUT = 5.0  # seconds a connect or a command may take before the store counts as lost
-FIX = ("Start it, or point --state (MCP_HOOKS_STATE) at a Redis that is running; "
-       "`mcp-hooks doctor --state URL` checks one")
+FIX = ("Start it, or point --state (MCP_HOOKS_STATE) at a Redis that is running")
 
 _INCREMENT = """
 local n = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)

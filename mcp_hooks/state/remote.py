@@ -72,7 +72,8 @@ def require(module: str, extra: str, needs: str, backend: str) -> ModuleType:
 def unreachable(url: str, error: BaseException, fix: str) -> StateUnavailable:
     """The error for a store that cannot be reached or used: the URL without its password,
     what went wrong (with the password scrubbed from it too), and ``fix``."""
-    what = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    what = str(error).strip().splitlines()[0].rstrip(".") if str(error).strip() else \
+        type(error).__name__
     for password in _passwords(url):
         what = what.replace(password, "***")
     return StateUnavailable(f"state store {redact(url)} cannot be used: {what}. {fix}")

@@ -17,6 +17,9 @@ imported only for their own scheme.
 
 from __future__ import annotations
 
+import os
+import socket
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,4 +62,29 @@ def open_store(url: str, *, replica: str | None = None, log: Any = None,
     return FileStore(root, log=log) if log is not None else FileStore(root)
 
 
-__all__ = ["SCHEMES", "open_store", "scheme"]
+def replica_name() -> str:
+    """This process as a shared store's records name it: ``hostname:pid``."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def store_for(url: str, log: Any) -> StateStore:
+    """The one store of a process (an engine, a server, a bridge run): the file store with
+    ``log`` as its event log (None: none, as before ``--state``) for ``file:``, else the
+    shared store ``url`` names, its records stamped with ``replica_name()``. Raises
+    ``StateUnavailable`` or ``MissingExtraError`` as ``open_store`` does."""
+    if scheme(url) == "file":
+        return FileStore(log=log)
+    return open_store(url, replica=replica_name())
+
+
+def close_store(store: StateStore) -> None:
+    """Let go of a shared store's connections (the file store holds none); never raises."""
+    close = getattr(store, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception as exc:  # leaving: a store that fails to close loses nothing more
+            print(f"mcp-hooks: closing the state store failed: {exc}", file=sys.stderr)
+
+
+__all__ = ["SCHEMES", "close_store", "open_store", "replica_name", "scheme", "store_for"]
