@@ -96,8 +96,9 @@ READ_BY: dict[str, frozenset[str]] = {
     "list": _FOLDERS | {"trust_project_hooks"}, "show": _FOLDERS | {"trust_project_hooks"},
     "doctor": _FOLDERS | {"log", "no_log", "trust_project_hooks"},
     "validate": _FOLDERS, "new": _FOLDERS, "add": _FOLDERS,
-    "uninstall": frozenset({"project_dir"}), "trust": frozenset({"project_dir"}),
-    "log": frozenset({"log"}), "signals": frozenset({"log"}), "respond": frozenset({"log"}),
+    "uninstall": frozenset({"project_dir"}), "trust": frozenset({"project_dir", "state"}),
+    "log": frozenset({"log", "state"}), "signals": frozenset({"log", "state"}),
+    "respond": frozenset({"log", "state"}),
     "events": frozenset(),
 }
 
@@ -211,6 +212,11 @@ def event_log(args: Given) -> EventLog | None:
     """The log to write: ``--no-log`` or ``MCP_HOOKS_LOG=off`` none; else flag, then
     ``MCP_HOOKS_LOG``, then ``paths.log_path()``."""
     return log_of(settings(args))
+
+
+def state_url(args: Given) -> str:
+    """The state store URL: ``--state``, then ``MCP_HOOKS_STATE``, then ``file:``."""
+    return settings(args).state
 
 
 def log_path(args: Given) -> Path:

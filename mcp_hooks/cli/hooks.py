@@ -41,6 +41,7 @@ from mcp_hooks.state.eventlog import EventLog
 
 if TYPE_CHECKING:
     from mcp_hooks.state.eventlog import EventLog
+    from mcp_hooks.state.reader import StoreLog
 
 PROGRESS_AFTER = 1.0  # seconds: on a terminal, an event running longer shows each hook's end
 
@@ -557,15 +558,21 @@ def cmd_log(args: argparse.Namespace) -> int:
     # lazy: 10 ms of cold bridge (python -X importtime)
     from mcp_hooks.cli.report import format_log_record
 
-    log = EventLog(options.log_path(args))
-    return print_log(log, args, (lambda r: json.dumps(r)) if args.json else format_log_record,
-                     "events")
+    # lazy: 3 ms of cold bridge (python -X importtime), only `log` reads a store
+    from mcp_hooks.state.reader import close_log, open_log
+
+    log = open_log(options.state_url(args), options.log_path(args), "events")
+    try:
+        return print_log(log, args, (lambda r: json.dumps(r)) if args.json
+                         else format_log_record, "events")
+    finally:
+        close_log(log)
 
 
-def print_log(log: EventLog, args: argparse.Namespace, show: Callable[[dict[str, Any]], str],
-              what: str) -> int:
+def print_log(log: EventLog | StoreLog, args: argparse.Namespace,
+              show: Callable[[dict[str, Any]], str], what: str) -> int:
     """``log`` and ``signals``: the records of ``--session`` (the last ``-n``), then with
-    ``--follow`` each new one until interrupted."""
+    ``--follow`` each new one until interrupted (a file log or a shared store's)."""
     records = list(log.read(args.session))
     if args.lines:
         records = records[-args.lines:]

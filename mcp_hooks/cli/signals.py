@@ -5,7 +5,9 @@ one line per signal sent and per response, ``--session`` for one session, ``--fo
 printing, ``--json`` for the raw lines (the seed's shape: ``timestamp, hook, intensity,
 source, consumed, action`` and more). ``respond SIGNAL_ID ACTION [--details JSON]`` records an
 answer for a script, as ``respond_to_signal`` does over MCP, and says what it recorded
-(``--json``: the line written). SIGNAL_ID may be any unambiguous start of the id.
+(``--json``: the line written). SIGNAL_ID may be any unambiguous start of the id. With
+``--state URL`` (``MCP_HOOKS_STATE``) a shared store's signal log is read and answered
+(``state/reader.py``): every replica's signals, one answer each.
 
 Exit codes: 0 ok; 64 an action that does not fit the signal's intensity, an unknown action or
 signal, an ambiguous id, a signal already answered, ``--details`` that is not a JSON object, a
@@ -22,11 +24,14 @@ from mcp_hooks import options
 from mcp_hooks.cli.hooks import print_log
 from mcp_hooks.errors import EXIT_OK, UsageError
 from mcp_hooks.spec.signals import ACTIONS
+from mcp_hooks.state.reader import StoreLog, close_log, open_signal_log
 from mcp_hooks.state.signallog import SignalLog
 
 
-def _log(args: argparse.Namespace) -> SignalLog:
-    return SignalLog.beside(options.log_path(args))
+def _log(args: argparse.Namespace) -> SignalLog | StoreLog:
+    """The signal log the options name: beside the event log (``file:``), else the shared
+    store's (``--state``, ``MCP_HOOKS_STATE``)."""
+    return open_signal_log(options.state_url(args), options.log_path(args))
 
 
 def add_signals_parser(sub: Any) -> None:
@@ -74,8 +79,11 @@ def format_signal_line(record: dict[str, Any]) -> str:
 
 
 def signals_command(args: argparse.Namespace) -> int:
-    return print_log(_log(args), args, json.dumps if args.json else format_signal_line,
-                     "signals")
+    log = _log(args)
+    try:
+        return print_log(log, args, json.dumps if args.json else format_signal_line, "signals")
+    finally:
+        close_log(log)
 
 
 def respond_command(args: argparse.Namespace) -> int:
@@ -86,8 +94,11 @@ def respond_command(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(f"--details is not JSON: {exc}") from None
     log = _log(args)
-    signal_id = log.resolve(args.signal_id)
-    line = log.respond(signal_id, args.action, details, session_id=args.session)
+    try:
+        signal_id = log.resolve(args.signal_id)
+        line = log.respond(signal_id, args.action, details, session_id=args.session)
+    finally:
+        close_log(log)
     if args.json:
         print(json.dumps(line, ensure_ascii=False))
     else:

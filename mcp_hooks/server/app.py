@@ -73,12 +73,20 @@ from mcp_hooks.server.results import (
 )
 from mcp_hooks.server.sdk_compat import default_notification_options, session_connection
 from mcp_hooks.server.transport import bind, serve
-from mcp_hooks.service import BadRequest, HookService, check_hook_name, find_hook, read_hook
+from mcp_hooks.service import (
+    BadRequest,
+    HookService,
+    ServiceUnavailable,
+    check_hook_name,
+    find_hook,
+    read_hook,
+)
 from mcp_hooks.spec import matching
 from mcp_hooks.spec.events import canonical_event, catalogue
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome
 from mcp_hooks.spec.vocabulary import MCP_CLIENTS, caller_tool, tool_catalogue
 from mcp_hooks.state.signallog import respond
+from mcp_hooks.state.store import StateUnavailable, UnknownSignal
 
 if TYPE_CHECKING:
     from mcp_hooks.server.transport import ServeOptions
@@ -304,8 +312,18 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
             raise BadRequest("this server keeps no log (--no-log), so it has no signal to "
                              "answer; serve it with a log to answer signals")
         # the look-up reads the store: off the event loop, other clients go on
-        line = await anyio.to_thread.run_sync(
-            lambda: respond(service.store, signal_id, action, details, session_id=session_id))
+        try:
+            line = await anyio.to_thread.run_sync(
+                lambda: respond(service.store, signal_id, action, details,
+                                session_id=session_id))
+        except UnknownSignal:  # its text names the server's log file or store: not for them
+            raise BadRequest(f"no signal {signal_id!r} is known to this server (never sent, "
+                             "expired, or too old to be read); give the header.id of a signal "
+                             "that fire_hook_event returned") from None
+        except StateUnavailable:
+            logger.exception("respond_to_signal: the state store cannot be used")
+            raise ServiceUnavailable("the server cannot reach its state now; nothing was "
+                                     "recorded: answer the signal again later") from None
         return SignalResponse(signal_id=signal_id, consumed_at=line["timestamp"],
                               action=action, intensity=line["intensity"],
                               source=line["source"], hook=line["hook"],

@@ -73,7 +73,14 @@ MIGRATIONS: tuple[str, ...] = (
         expires_at timestamptz NOT NULL);
     CREATE INDEX mcp_hooks_queue_session ON mcp_hooks_queue (session, id);
     """,
+    """
+    CREATE TABLE mcp_hooks_trust (
+        project text NOT NULL, name text NOT NULL, entry json NOT NULL,
+        PRIMARY KEY (project, name));
+    """,
 )
+FOLLOW_LOOKBACK = 1000  # ids below the newest seen that ``follow`` reads again: a row whose
+# transaction committed after a later id's did is still printed (once)
 
 _INCREMENT = """
 INSERT INTO mcp_hooks_counters AS c (namespace, session, key, value, expires_at)
@@ -366,6 +373,92 @@ class PostgresStore:
             if isinstance(item, dict):
                 items.append(item)
         return items
+
+
+    # -- readers: follow, signal ids, trusted digests ----------------------------------------
+
+    def _rows(self, query: str, args: list[Any]) -> list[Any]:
+        try:
+            with self._pool.connection() as conn:
+                return list(conn.execute(query, args).fetchall())
+        except self._errors as exc:
+            raise unreachable(self.url, exc, FIX) from None
+
+    def follow(self, log: LogName, session: str | None = None,
+               poll: float = 0.5) -> Iterator[dict[str, Any]]:
+        """Records appended from now on, oldest first, until the caller stops (``log
+        --follow``). Ids are handed out before their transaction commits, so a window of
+        ``FOLLOW_LOOKBACK`` ids below the newest seen is read again, each row printed once.
+        Raises ``StateUnavailable`` when the store is lost."""
+        where = " AND session_id = %s" if session is not None else ""
+        extra = [session] if session is not None else []
+        newest = int(self._rows("SELECT coalesce(max(id), 0) FROM mcp_hooks_log WHERE log = %s",
+                                [log])[0][0])
+        seen = {int(row[0]) for row in self._rows(
+            f"SELECT id FROM mcp_hooks_log WHERE log = %s AND id > %s{where}",
+            [log, newest - FOLLOW_LOOKBACK, *extra])}
+        while True:
+            rows = self._rows("SELECT id, record::text FROM mcp_hooks_log WHERE log = %s AND "
+                              f"id > %s{where} ORDER BY id LIMIT {2 * FOLLOW_LOOKBACK}",
+                              [log, newest - FOLLOW_LOOKBACK, *extra])
+            for row_id, text in rows:
+                if row_id in seen:
+                    continue
+                seen.add(row_id)
+                record = _record(text)
+                if record is not None:
+                    yield record
+            if rows:
+                newest = max(newest, int(rows[-1][0]))
+            seen = {i for i in seen if i > newest - FOLLOW_LOOKBACK}
+            if len(rows) < 2 * FOLLOW_LOOKBACK:  # else more are waiting: on at once
+                time.sleep(poll)
+
+    def signal_ids(self, prefix: str, limit: int) -> list[str]:
+        """Ids of live signals that start with ``prefix``, sorted, at most ``limit``."""
+        like = "".join("\\" + c if c in "\\%_" else c for c in prefix) + "%"
+        rows = self._rows("SELECT signal_id FROM mcp_hooks_signals WHERE signal_id LIKE %s "
+                          "ESCAPE '\\' AND expires_at > now() ORDER BY signal_id LIMIT %s",
+                          [like, limit])
+        return [str(row[0]) for row in rows]
+
+    def trust_entries(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Every trusted digest: project -> hook name -> entry (``sha256``, ``trusted_at``)."""
+        found: dict[str, dict[str, dict[str, Any]]] = {}
+        for project, name, text in self._rows(
+                "SELECT project, name, entry::text FROM mcp_hooks_trust", []):
+            entry = _record(text)
+            if entry is not None:
+                found.setdefault(str(project), {})[str(name)] = entry
+        return found
+
+    def trust_put(self, project: str, entries: dict[str, dict[str, Any]]) -> None:
+        """Record (or replace) the entries of some hooks of a project, in one transaction."""
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                for name, entry in entries.items():
+                    conn.execute("INSERT INTO mcp_hooks_trust (project, name, entry) VALUES "
+                                 "(%s, %s, %s) ON CONFLICT (project, name) DO UPDATE SET "
+                                 "entry = excluded.entry", (project, name, dumps(entry)))
+        except self._errors as exc:
+            raise unreachable(self.url, exc, "Nothing was trusted: " + FIX) from None
+
+    def trust_drop(self, project: str, names: list[str]) -> None:
+        """Forget the entries of some hooks of a project."""
+        try:
+            with self._pool.connection() as conn:
+                conn.execute("DELETE FROM mcp_hooks_trust WHERE project = %s AND "
+                             "name = ANY(%s)", (project, list(names)))
+        except self._errors as exc:
+            raise unreachable(self.url, exc, "Nothing was revoked: " + FIX) from None
+
+
+def _record(text: str) -> dict[str, Any] | None:
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 __all__ = ["MIGRATIONS", "PostgresStore", "StateUnavailable", "migrate"]

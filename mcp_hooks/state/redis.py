@@ -34,9 +34,10 @@ logged); ``take_all`` is one ``MULTI`` of ``LRANGE`` + ``DEL``.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from mcp_hooks.state.remote import (
     SESSION_STREAM_CAP,
@@ -204,16 +205,7 @@ class RedisStore:
                 page = self._redis.xrange(stream, min=start, max="+", count=1000)
             except self._errors as exc:
                 raise unreachable(self.url, exc, FIX) from None
-            for _, fields in page:
-                raw = fields.get(b"r")
-                if raw is None:
-                    continue
-                try:
-                    record = json.loads(raw)
-                except ValueError:
-                    continue
-                if isinstance(record, dict):
-                    yield record
+            yield from _records(page)
             if len(page) < 1000:
                 return
             start = "(" + page[-1][0].decode()
@@ -287,6 +279,90 @@ class RedisStore:
             if isinstance(item, dict):
                 items.append(item)
         return items
+
+
+    # -- readers: follow, signal ids, trusted digests ----------------------------------------
+
+    def follow(self, log: LogName, session: str | None = None,
+               poll: float = 0.5) -> Iterator[dict[str, Any]]:
+        """Records appended from now on, oldest first, until the caller stops (``log
+        --follow``; stream ids only grow). Raises ``StateUnavailable`` when the store is lost."""
+        stream = self._stream(log, session)
+        try:
+            last = self._redis.xrevrange(stream, count=1)
+            cursor = last[0][0].decode() if last else "0-0"
+            while True:
+                page = self._redis.xrange(stream, min="(" + cursor, max="+", count=1000)
+                yield from _records(page)
+                if page:
+                    cursor = page[-1][0].decode()
+                if len(page) < 1000:
+                    time.sleep(poll)
+        except self._errors as exc:
+            raise unreachable(self.url, exc, FIX) from None
+
+    def signal_ids(self, prefix: str, limit: int) -> list[str]:
+        """Ids of live signals that start with ``prefix``, sorted, at most ``limit``."""
+        head = f"{self.prefix}sig:"
+        found: set[str] = set()
+        try:
+            for name in self._redis.scan_iter(match=_glob(head + _q(prefix)) + "*", count=1000):
+                found.add(unquote(name.decode()[len(head):]))
+                if len(found) >= limit:
+                    break
+        except self._errors as exc:
+            raise unreachable(self.url, exc, FIX) from None
+        return sorted(found)[:limit]
+
+    def trust_entries(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Every trusted digest: project -> hook name -> entry (``sha256``, ``trusted_at``)."""
+        try:
+            raw = self._redis.hgetall(f"{self.prefix}trust")
+        except self._errors as exc:
+            raise unreachable(self.url, exc, FIX) from None
+        found: dict[str, dict[str, dict[str, Any]]] = {}
+        for field, value in raw.items():
+            try:
+                project, name = json.loads(field)
+                entry = json.loads(value)
+            except ValueError:
+                continue
+            if isinstance(project, str) and isinstance(name, str) and isinstance(entry, dict):
+                found.setdefault(project, {})[name] = entry
+        return found
+
+    def trust_put(self, project: str, entries: dict[str, dict[str, Any]]) -> None:
+        """Record (or replace) the entries of some hooks of a project, at once."""
+        if not entries:
+            return
+        try:
+            self._redis.hset(f"{self.prefix}trust", mapping={
+                json.dumps([project, name]): dumps(entry) for name, entry in entries.items()})
+        except self._errors as exc:
+            raise unreachable(self.url, exc, "Nothing was trusted: " + FIX) from None
+
+    def trust_drop(self, project: str, names: list[str]) -> None:
+        """Forget the entries of some hooks of a project."""
+        if not names:
+            return
+        try:
+            self._redis.hdel(f"{self.prefix}trust", *(json.dumps([project, n]) for n in names))
+        except self._errors as exc:
+            raise unreachable(self.url, exc, "Nothing was revoked: " + FIX) from None
+
+
+def _records(page: list[Any]) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a page of stream entries (anything else skipped)."""
+    for _, fields in page:
+        raw = fields.get(b"r")
+        if raw is None:
+            continue
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            yield record
 
 
 __all__ = ["DEFAULT_PREFIX", "RedisStore", "StateUnavailable"]

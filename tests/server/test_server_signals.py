@@ -127,6 +127,7 @@ async def test_wrong_answers_are_tool_errors(client: Client, user_dir: Path) -> 
     text = await tool_error(client, "respond_to_signal",
                             {"signal_id": "no-such-id", "action": "abort"})
     assert "no signal 'no-such-id'" in text
+    assert "/" not in text and "signals.jsonl" not in text  # no server path for a client
     await respond(client, signal_id=signal_id, action="abort")
     text = await tool_error(client, "respond_to_signal",
                             {"signal_id": signal_id, "action": "abort"})

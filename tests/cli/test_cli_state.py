@@ -1,0 +1,181 @@
+"""``log``, ``signals`` and ``respond`` with ``--state URL``: they read a shared store's logs.
+
+Real parts throughout: the Redis and PostgreSQL of ``tests/helpers/servers.py``, records
+written by real ``mcp-hooks fire --state URL`` runs (each its own process: its own replica),
+read back by the installed ``mcp-hooks`` console script.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from mcp_hooks.state.url import open_store
+from tests.conftest import MCP_HOOKS, write_hook
+from tests.helpers.servers import (  # noqa: F401 - fixtures
+    postgres_service,
+    postgres_url,
+    redis_service,
+    redis_url,
+)
+
+LINE_TIMEOUT = 60.0  # seconds a follower may take to print a line (stops a hang only)
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([MCP_HOOKS, *args], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(params=["redis", "postgres"])
+def url(request: pytest.FixtureRequest) -> str:
+    """A fresh shared store (its own key prefix or schema) on each backend."""
+    return str(request.getfixturevalue(f"{request.param}_url"))
+
+
+def password_of(url: str) -> str:
+    return url.split("://", 1)[1].split("@", 1)[0].split(":", 1)[1]
+
+
+@pytest.fixture
+def hooks(user_dir: Path) -> Path:
+    write_hook(user_dir, "no-rm", extra="matcher:\n  tool: Shell\n  pattern: rm\n",
+               script="cat >/dev/null\necho 'rm refused' >&2\nexit 2\n")
+    return user_dir
+
+
+def fire(url: str, hooks: Path, project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run("fire", *args, "--user-dir", str(hooks), "--project-dir", str(project),
+               "--state", url)
+
+
+def test_log_reads_every_process_records_from_the_store(url: str, hooks: Path, project: Path,
+                                                        tmp_path: Path) -> None:
+    file_log = tmp_path / "events.jsonl"
+    denied = fire(url, hooks, project, "before_tool", "--tool", "Shell", "--input",
+                  '{"command": "rm x"}', "--session", "s-7")
+    assert denied.returncode == 2, denied.stderr
+    assert fire(url, hooks, project, "session_start", "--session", "other").returncode == 0
+
+    shown = run("log", "--state", url, "--session", "s-7", "--log", str(file_log))
+    assert shown.returncode == 0, shown.stderr
+    assert "before_tool" in shown.stdout and "DENY" in shown.stdout
+    assert "rm refused" in shown.stdout and "session_start" not in shown.stdout
+    # MCP_HOOKS_STATE says the same as --state; --json prints the records, oldest first
+    raw = run("log", "--json", env={"MCP_HOOKS_STATE": url})
+    assert raw.returncode == 0, raw.stderr
+    records = [json.loads(line) for line in raw.stdout.splitlines()]
+    assert [r["event"] for r in records] == ["before_tool", "session_start"]
+    assert len({r["replica"] for r in records}) == 2  # two fire processes, one log
+    # the default (file:) reads the file, as before: nothing was written there
+    empty = run("log", "--log", str(file_log))
+    assert empty.returncode == 0 and empty.stdout == ""
+    assert f"no events logged yet in {file_log}" in empty.stderr
+    assert password_of(url) not in shown.stderr + raw.stderr
+
+
+def test_log_of_an_empty_store_names_it_without_its_password(url: str) -> None:
+    shown = run("log", "--state", url)
+    assert shown.returncode == 0, shown.stderr
+    assert "no events logged yet in the state store " in shown.stderr
+    assert password_of(url) not in shown.stderr and "***" in shown.stderr
+
+
+def test_log_follow_polls_the_store(url: str, hooks: Path, project: Path) -> None:
+    follower = subprocess.Popen([MCP_HOOKS, "log", "--follow", "--state", url, "--session",
+                                 "f-1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, stdin=subprocess.DEVNULL)
+    lines: queue.Queue[str] = queue.Queue()
+    assert follower.stdout is not None
+    stdout = follower.stdout
+    threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True).start()
+    try:
+        # until the follower prints one: then it is following (no sleep guessing when)
+        for n in range(50):
+            fire(url, hooks, project, "after_agent", "--session", "f-1")
+            try:
+                lines.get(timeout=1.0 + n / 10)
+                break
+            except queue.Empty:
+                continue
+        else:
+            pytest.fail("log --follow printed none of 50 events")
+        fire(url, hooks, project, "before_tool", "--tool", "Shell", "--input",
+             '{"command": "rm y"}', "--session", "other")  # another session: not shown
+        fire(url, hooks, project, "before_tool", "--tool", "Shell", "--input",
+             '{"command": "rm z"}', "--session", "f-1")
+        while True:
+            line = lines.get(timeout=LINE_TIMEOUT)
+            if "after_agent" not in line:  # the loop above may have fired one more
+                break
+        assert "before_tool" in line and "DENY" in line and "session=f-1" in line
+    finally:
+        follower.terminate()
+        _, err = follower.communicate(timeout=30)
+    assert password_of(url) not in err
+
+
+def sent_signal(url: str, hooks: Path, project: Path, session: str) -> str:
+    done = fire(url, hooks, project, "before_tool", "--tool", "Shell", "--input",
+                '{"command": "rm -rf /"}', "--session", session, "--json")
+    assert done.returncode == 2, done.stderr
+    return str(json.loads(done.stdout)["signals"][0]["header"]["id"])
+
+
+def test_signals_and_respond_by_a_unique_prefix(url: str, hooks: Path, project: Path) -> None:
+    signal_id = sent_signal(url, hooks, project, "s-1")
+    listed = run("signals", "--state", url, "--json")
+    assert listed.returncode == 0, listed.stderr
+    sent = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert [(r["kind"], r["signal_id"], r["session_id"]) for r in sent] == [
+        ("signal", signal_id, "s-1")]
+
+    answered = run("respond", signal_id[:8], "abort", "--state", url)
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stdout.startswith(f"answered signal {signal_id} (before_tool, block) "
+                                      "with abort")
+    again = run("respond", signal_id[:8], "retry_after_fix", "--state", url)
+    assert again.returncode == 64
+    assert "already answered: abort" in again.stderr
+    shown = run("signals", "--state", url, "--session", "s-1")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[-1].endswith(f"answered abort ({signal_id})")
+
+
+def test_an_ambiguous_prefix_lists_the_candidates(url: str) -> None:
+    store = open_store(url)
+    try:
+        for n in (1, 2):
+            store.append("signals", {"kind": "signal", "signal_id": f"feed000{n}-aaaa",
+                                     "session_id": "s", "intensity": "block", "hook": "x"})
+    finally:
+        getattr(store, "close")()
+    done = run("respond", "feed", "abort", "--state", url)
+    assert done.returncode == 64
+    assert "signal id 'feed' is ambiguous" in done.stderr
+    assert "feed0001-aaaa, feed0002-aaaa" in done.stderr
+    one = run("respond", "feed0002", "abort", "--state", url)
+    assert one.returncode == 0, one.stderr
+    assert "answered signal feed0002-aaaa" in one.stdout
+
+
+def test_an_unknown_id_names_the_store_never_its_password(url: str) -> None:
+    done = run("respond", "no-such", "abort", "--state", url)
+    assert done.returncode == 64
+    assert "no signal 'no-such' in the state store" in done.stderr
+    assert password_of(url) not in done.stderr
+
+
+def test_a_store_that_cannot_be_reached_exits_1_in_one_line(url: str) -> None:
+    gone = url.split("@", 1)[0] + "@127.0.0.1:1/" + url.split("/", 3)[3]  # port 1: refused
+    for command in (["log"], ["signals"], ["respond", "abc", "abort"]):
+        done = run(*command, "--state", gone)
+        assert done.returncode == 1, (command, done.stderr)
+        assert len(done.stderr.splitlines()) == 1, done.stderr
+        assert "cannot be used" in done.stderr and password_of(url) not in done.stderr
