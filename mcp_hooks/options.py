@@ -25,6 +25,7 @@ from typing import Any, TypeAlias
 
 from mcp_hooks import paths
 from mcp_hooks.registry.discovery import Registry, find_project_dir
+from mcp_hooks.registry.trust import SharedDigests, TrustStore
 from mcp_hooks.settings import DEFAULT_STOP_BLOCK_CAP, OnFault, Settings
 from mcp_hooks.state.eventlog import EventLog
 
@@ -241,9 +242,29 @@ def trust_project_hooks(args: Given = None) -> bool:
 
 
 def registry_of(given: Settings, *, strict: bool = False, watch: bool = True) -> Registry:
-    """The Registry the settings describe (user folder plus the project's)."""
+    """The Registry the settings describe (user folder plus the project's); with a shared
+    ``--state``, project hooks are trusted by the digests kept there (``trust_store_of``)."""
+    shared = None if given.trust_project_hooks else trust_store_of(given)
     return Registry(given.user_dir, project_of(given), strict=strict, watch=watch,
-                    trust_project_hooks=given.trust_project_hooks)
+                    trust_project_hooks=given.trust_project_hooks, trust_store=shared)
+
+
+def trust_store_of(given: Settings, store: object = None) -> TrustStore | None:
+    """The trust store in the shared state store ``--state`` names (``store``: that store,
+    already open; else it is opened now, ``StateUnavailable`` when it cannot be), so trusting
+    once serves every replica; None for ``file:`` (the trust file, as before ``--state``)."""
+    if given.state.strip().lower().startswith("file:"):
+        return None
+    # lazy: 8 ms of cold fire (python -X importtime), only with a shared --state
+    from mcp_hooks.state.remote import redact
+
+    # lazy: 29 ms of cold fire (python -X importtime), only with a shared --state
+    from mcp_hooks.state.url import open_store, replica_name
+
+    shared = store if store is not None else open_store(given.state, replica=replica_name())
+    if not isinstance(shared, SharedDigests):  # a store that keeps no digests: the file
+        return None
+    return TrustStore(shared=shared, where=f"the state store {redact(given.state)}")
 
 
 def registry(args: Given, *, strict: bool = False, watch: bool = True) -> Registry:

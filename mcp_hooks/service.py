@@ -37,6 +37,7 @@ from anyio.abc import TaskGroup
 
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.errors import ConfigError, HookFileError, RunError
+from mcp_hooks.options import trust_store_of
 from mcp_hooks.registry.discovery import (
     InvalidHook,
     Registry,
@@ -171,7 +172,8 @@ class HookService:
 
     def _new_engine(self, project: Path) -> Engine:
         registry = Registry(self.user_dir, project, strict=self.strict,
-                            trust_project_hooks=self.settings.trust_project_hooks)
+                            trust_project_hooks=self.settings.trust_project_hooks,
+                            trust_store=trust_store_of(self.settings, self.store))
         for bad in registry.invalid:
             logger.warning("invalid hook not loaded: %s", bad)
         return Engine(registry, self.settings, log=self.log, pool=self._pools.get(project),

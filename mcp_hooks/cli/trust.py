@@ -275,8 +275,8 @@ def options_from_args(args: argparse.Namespace) -> TrustOptions:
 
 
 def command(args: argparse.Namespace) -> int:
-    """``mcp-hooks trust``."""
-    return run(options_from_args(args))
+    """``mcp-hooks trust`` (``--state URL``: the digests kept in that shared store)."""
+    return run(options_from_args(args), options.trust_store_of(options.settings(args)))
 
 
 def run(opts: TrustOptions, store: TrustStore | None = None) -> int:
@@ -340,7 +340,7 @@ def _trust(store: TrustStore, project: Path, names: list[str] | None, yes: bool)
         print(f"Project hooks in {root}")
     if ahp is not None:
         print(f"Project control layer in {ahp.dir}")
-    print(f"Trust store: {store.path}")
+    print(f"Trust store: {store.where}")
     print()
     for hook in hooks:
         print("\n".join(_describe(hook)))
@@ -392,7 +392,7 @@ def _list(store: TrustStore, project: Path | None) -> int:
         print(f"mcp-hooks trust: {problem}", file=sys.stderr)
     rows = [(p, n, e.get("sha256", "")[:16], str(e.get("trusted_at", "")))
             for p, hooks in sorted(entries.items()) for n, e in sorted(hooks.items())]
-    print(f"Trust store: {store.path}")
+    print(f"Trust store: {store.where}")
     if rows:
         head = ("PROJECT", "HOOK", "SHA256", "TRUSTED AT")
         widths = [max(len(r[i]) for r in [head, *rows]) for i in range(3)]

@@ -17,6 +17,14 @@ store, a corrupt one is an empty store plus ``TrustStore.problem``. Writers lock
 ``.lock`` file, re-read, merge and replace the file atomically, so concurrent ``trust`` runs
 lose nothing; a corrupt file is never overwritten.
 
+Shared (``--state redis://...|postgresql://...``): ``TrustStore(shared=...)`` keeps the same
+entries in a shared state store instead (anything with the ``SharedDigests`` methods; the
+room above both hands the store in, so this module imports no state backend), so trusting
+once on one machine serves every replica on that store. Entries are read again at most every
+``SHARED_REFRESH`` seconds; a store that cannot be read reads as empty plus ``problem``
+(every project hook untrusted: skipped with the reason, never run); ``trust`` and ``revoke``
+write one hook entry each, so concurrent runs lose nothing.
+
 Standard library only, and cheap to import: the host bridges import it on every tool call.
 """
 
@@ -32,7 +40,7 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from mcp_hooks import settings
 from mcp_hooks.errors import RunError
@@ -48,6 +56,7 @@ MAX_ENTRIES = 1000
 MAX_FILE_BYTES = 16 * 1024 * 1024
 UNVERIFIABLE_DIGEST = "0" * 64
 LOCK_TIMEOUT = 10.0
+SHARED_REFRESH = 1.0  # seconds a shared store's entries are used before being read again
 
 Status = Literal["trusted", "untrusted", "changed"]
 
@@ -75,6 +84,23 @@ class TrustStoreError(TrustError):
         self.path = path
         self.reason = reason
         super().__init__(f"{path}: {reason}")
+
+
+@runtime_checkable
+class SharedDigests(Protocol):
+    """Trusted digests kept in a shared state store (``state/redis.py``, ``postgres.py``)."""
+
+    def trust_entries(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Every entry: project -> hook name -> entry; raises a ``RunError`` when lost."""
+        ...
+
+    def trust_put(self, project: str, entries: dict[str, dict[str, Any]]) -> None:
+        """Record (or replace) some hooks' entries of a project."""
+        ...
+
+    def trust_drop(self, project: str, names: list[str]) -> None:
+        """Forget some hooks' entries of a project."""
+        ...
 
 
 def trust_all_from_env() -> bool:
@@ -271,11 +297,15 @@ class TrustStore:
         problem: why the file could not be read (it then reads as empty), or None.
     """
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, *, shared: SharedDigests | None = None,
+                 where: str | None = None) -> None:
         self.path = Path(path) if path is not None else trust_store_path()
+        self.shared = shared
+        self.where = where or str(self.path)  # how messages name the store
         self._data: _Data = _empty()
         self._problem: str | None = None
         self._signature: object = ()  # never a real signature: the first query reads
+        self._fetched: tuple[float, _Data, str | None, object] | None = None  # shared store
 
     # -- reading -------------------------------------------------------------------------
 
@@ -304,9 +334,31 @@ class TrustStore:
             return _empty(), f"{self.path}: not a trust store: {why}; {_HOW_TO_FIX}"
         return data, None
 
+    def _shared_state(self, shared: SharedDigests) -> tuple[_Data, str | None, object]:
+        """A shared store's entries, problem and signature, read at most every
+        ``SHARED_REFRESH`` seconds (one tuple swapped whole: threads see one reading)."""
+        now = time.monotonic()
+        fetched = self._fetched
+        if fetched is not None and now - fetched[0] < SHARED_REFRESH:
+            return fetched[1], fetched[2], fetched[3]
+        try:
+            data: _Data = {"version": STORE_VERSION, "projects": shared.trust_entries()}
+            why = _check_shape(data)
+            problem = None if why is None else f"{self.where}: not a trust store: {why}"
+        except (RunError, OSError) as exc:  # lost: every project hook untrusted, never run
+            problem = f"{self.where}: cannot be read ({exc})"
+        if problem is not None:
+            data = _empty()
+        signature = json.dumps([data, problem], sort_keys=True)
+        self._fetched = (now, data, problem, signature)
+        return data, problem, signature
+
     def signature(self) -> object:
         """The store file's stat, a value that moves whenever the file does: None for no
-        file, ``()`` when it cannot be looked at (then it is read again every time)."""
+        file, ``()`` when it cannot be looked at (then it is read again every time). For a
+        shared store, its entries as last read (at most ``SHARED_REFRESH`` seconds old)."""
+        if self.shared is not None:
+            return self._shared_state(self.shared)[2]
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -316,6 +368,9 @@ class TrustStore:
         return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def _current(self) -> _Data:
+        if self.shared is not None:
+            self._data, self._problem, _ = self._shared_state(self.shared)
+            return self._data
         signature = self.signature()
         if signature != self._signature or signature == ():
             self._data, self._problem = self._read()
@@ -365,6 +420,11 @@ class TrustStore:
             return
         key = self.project_key(project_dir)
         when = _now()
+        if self.shared is not None:
+            self.shared.trust_put(key, {name: {"sha256": digest, "trusted_at": when}
+                                        for name, digest in digests.items()})
+            self._fetched = None  # read as written on the next query
+            return
 
         def change(data: _Data) -> bool:
             hooks = data["projects"].setdefault(key, {})
@@ -386,6 +446,12 @@ class TrustStore:
         key = self.project_key(project_dir)
         wanted = None if names is None else set(names)
         removed: list[str] = []
+        if self.shared is not None:
+            hooks = self.shared.trust_entries().get(key) or {}
+            removed = sorted(hooks) if wanted is None else sorted(wanted & set(hooks))
+            self.shared.trust_drop(key, removed)
+            self._fetched = None
+            return removed
 
         def change(data: _Data) -> bool:
             hooks = data["projects"].get(key)

@@ -1,0 +1,127 @@
+"""Trust in a shared store: ``mcp-hooks trust --state URL`` on one machine serves every replica.
+
+Real processes throughout: ``trust`` run with one home (machine A), a ``serve --state URL``
+replica and a ``fire --state URL`` run with another (machine B), on the Redis or PostgreSQL of
+``tests/helpers/servers.py``; nothing is shared between the machines but the store.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from tests.conftest import MCP_HOOKS, write_hook
+from tests.helpers.background import background
+from tests.helpers.servers import (  # noqa: F401 - fixtures
+    postgres_service,
+    postgres_url,
+    redis_service,
+    redis_url,
+)
+from tests.server.test_server import fire
+
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("untrusted")]
+
+RELOAD_TIMEOUT = 60.0  # seconds a replica may take to see an edited hook (stops a hang only)
+
+
+@pytest.fixture(params=["redis", "postgres"])
+def url(request: pytest.FixtureRequest) -> str:
+    return str(request.getfixturevalue(f"{request.param}_url"))
+
+
+def machine(tmp_path: Path, name: str) -> dict[str, str]:
+    """The environment of a machine of its own: its own state folder (trust file, logs)."""
+    return {**os.environ, "XDG_STATE_HOME": str(tmp_path / f"state-{name}")}
+
+
+def trust(url: str, project: Path, env: dict[str, str], *args: str
+          ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([MCP_HOOKS, "trust", str(project), *args, "--yes", "--state", url],
+                          capture_output=True, text=True, timeout=120, env=env,
+                          stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def hooks(project_hooks: Path) -> Path:
+    write_hook(project_hooks, "gate", extra="priority: 500\n",
+               script="cat >/dev/null\necho 'the gate says no' >&2\nexit 2\n")
+    write_hook(project_hooks, "stranger", extra="priority: 900\n",
+               script="cat >/dev/null\necho 'stranger ran' >&2\nexit 2\n")
+    return project_hooks
+
+
+async def test_trust_once_serves_a_replica_on_another_machine(
+        url: str, hooks: Path, project: Path, user_dir: Path, tmp_path: Path) -> None:
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    done = trust(url, project, a, "--hook", "gate")
+    assert done.returncode == 0, done.stderr
+    assert "Trust store: the state store " in done.stdout and "trusted gate" in done.stdout
+    assert not (tmp_path / "state-a" / "mcp-hooks" / "trust.json").exists()  # in the store
+    listed = trust(url, project, a, "--list")
+    assert listed.returncode == 0, listed.stderr
+    assert "gate      trusted" in listed.stdout and "stranger  untrusted" in listed.stdout
+
+    # a one-shot fire on machine B reads the same digests
+    fired = subprocess.run(
+        [MCP_HOOKS, "fire", "before_tool", "--tool", "Shell", "--input", '{"command": "ls"}',
+         "--project-dir", str(project), "--user-dir", str(user_dir), "--state", url],
+        capture_output=True, text=True, timeout=120, env=b, stdin=subprocess.DEVNULL)
+    assert fired.returncode == 2, fired.stderr
+    assert fired.stdout.startswith("DENIED  before_tool  by gate"), fired.stdout
+
+    with background([MCP_HOOKS, "serve", "--transport", "http", "--port", "0", "--stateless",
+                     "--project-dir", str(project), "--user-dir", str(user_dir),
+                     "--state", url], env=b, capture_stdout=True, timeout=120) as server:
+        async with Client(server.url) as client:
+            outcome = await fire(client, event_type="before_tool", tool_name="Shell",
+                                 tool_input={"command": "ls"})
+            assert outcome["decision"] == "deny" and outcome["blocked_by"] == "gate"
+            assert [h["name"] for h in outcome["hooks"]] == ["gate"]  # stranger: skipped
+            assert any("stranger" in w for w in outcome["warnings"]), outcome["warnings"]
+
+            # tampered after trust: skipped (changed since trusted), never run
+            script = hooks / "gate" / "scripts" / "run"
+            script.write_text("#!/bin/sh\ncat >/dev/null\necho 'tampered' >&2\nexit 2\n")
+            deadline = time.monotonic() + RELOAD_TIMEOUT
+            while True:
+                outcome = await fire(client, event_type="before_tool", tool_name="Shell",
+                                     tool_input={"command": "ls"})
+                if outcome["decision"] == "allow" or time.monotonic() > deadline:
+                    break
+                assert outcome["reason"] == "the gate says no"  # the old one, never tampered
+            assert outcome["decision"] == "allow", outcome
+            assert outcome["hooks"] == []
+            assert any("gate" in w for w in outcome["warnings"]), outcome["warnings"]
+
+            # trusted again on machine A: the replica runs it within a second or so
+            assert trust(url, project, a, "--hook", "gate").returncode == 0
+            deadline = time.monotonic() + RELOAD_TIMEOUT
+            while True:
+                outcome = await fire(client, event_type="before_tool", tool_name="Shell",
+                                     tool_input={"command": "ls"})
+                if outcome["decision"] == "deny" or time.monotonic() > deadline:
+                    break
+            assert outcome["reason"] == "tampered"
+
+
+async def test_a_store_without_digests_trusts_nothing(url: str, hooks: Path, project: Path,
+                                                      user_dir: Path, tmp_path: Path) -> None:
+    """Trusted on this machine's file only: a replica on the shared store does not run it."""
+    done = subprocess.run([MCP_HOOKS, "trust", str(project), "--hook", "gate", "--yes"],
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                          env=machine(tmp_path, "b"))
+    assert done.returncode == 0, done.stderr
+    fired = subprocess.run(
+        [MCP_HOOKS, "fire", "before_tool", "--tool", "Shell", "--input", '{"command": "ls"}',
+         "--project-dir", str(project), "--user-dir", str(user_dir), "--state", url],
+        capture_output=True, text=True, timeout=120, env=machine(tmp_path, "b"),
+        stdin=subprocess.DEVNULL)
+    assert fired.returncode == 0, fired.stderr
+    assert fired.stdout.startswith("ALLOWED  before_tool"), fired.stdout
+    assert "untrusted" in fired.stdout
