@@ -259,6 +259,9 @@ class Settings:
         object.__setattr__(self, "secrets", tuple(s for s in self.secrets if s))
         if self.token and self.token not in self.secrets:
             object.__setattr__(self, "secrets", (*self.secrets, self.token))
+        shared = None if self.state.strip().lower().startswith("file:") else self.state
+        if shared and shared not in self.secrets:  # a store URL may hold its password
+            object.__setattr__(self, "secrets", (*self.secrets, shared))
 
     @property
     def fast_serve_stdio(self) -> bool:

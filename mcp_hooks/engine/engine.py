@@ -57,6 +57,7 @@ from mcp_hooks.engine.chain import Chain
 from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.engine.judge import Verdict, decode, judge
 from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
+from mcp_hooks.engine.sessionlog import session_log
 from mcp_hooks.engine.stopguard import StopGuard
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.registry.discovery import Registry, run_order
@@ -261,6 +262,9 @@ class Engine:
         hooks = await self._select(name, event)
         work_dir = self._work_dir(event)
         payload = self._payload(name, event, work_dir)
+        if name == "session_end" and hooks and event.session_id:  # every replica's records
+            sid = event.session_id
+            payload["session_log"] = await self._blocking(lambda: session_log(self.store, sid))
         notes = self._notes(name, event)
         ticket = self.stop_guard.before(event, payload) if name == "before_stop" else None
         fault = self._fault(name, hooks, payload, work_dir)

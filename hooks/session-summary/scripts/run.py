@@ -21,9 +21,8 @@ def log_path() -> Path:
     return state_dir() / "events.jsonl"
 
 
-@hook
-def main(payload: dict) -> dict | None:
-    session = payload.get("session_id") or "unknown-session"
+def read_log(session: str) -> list:
+    """This machine's event log file, for an engine that passed no session_log."""
     events = []
     try:
         with open(log_path(), encoding="utf-8", errors="replace") as f:
@@ -36,6 +35,20 @@ def main(payload: dict) -> dict | None:
                     events.append(record)
     except OSError:
         pass
+    return events
+
+
+@hook
+def main(payload: dict) -> dict | None:
+    session = payload.get("session_id") or "unknown-session"
+    # the engine hands over the session's records from its state store (every replica's,
+    # with a shared --state: the store's URL never reaches a hook); older engines do not
+    given = payload.get("session_log")
+    records = given.get("records") if isinstance(given, dict) else None
+    if isinstance(records, list):
+        events = [e for e in records if isinstance(e, dict)]
+    else:
+        events = read_log(session)
     tools = Counter(e.get("tool_name") for e in events if e.get("event") == "before_tool")
     denials = [e for e in events if e.get("decision") == "deny"]
     failures = [(e.get("event"), h) for e in events for h in e.get("hooks") or []
