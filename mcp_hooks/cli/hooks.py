@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -150,7 +151,35 @@ def _add_log_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the raw JSON lines")
     p.add_argument("-n", "--lines", type=int, default=20, metavar="N",
                    help="how many of the latest events to print (default 20; 0 = all)")
+    add_since_option(p)
     options.add_common_options(p)
+
+
+_SPAN = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_TIME = re.compile(r"\d{4}-\d\d-\d\d(T\d\d(:\d\d(:\d\d(\.\d{1,3})?)?)?)?", re.ASCII)
+_SINCE_HELP = ("a UTC time (2026-01-15, 2026-01-15T10:30, '2026-01-15 10:30:00') or a span "
+               "back from now (90s, 10m, 2h, 7d)")
+
+
+def since_time(text: str) -> str:
+    """``--since``: the ISO 8601 UTC text records are compared with (``ts``, ``timestamp``)."""
+    given = text.strip()
+    if given[:-1].isdigit() and given[-1:] in _SPAN:
+        back = time.time() - int(given[:-1]) * _SPAN[given[-1]]
+        try:
+            return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(max(back, 0.0)))
+        except (OverflowError, OSError, ValueError):  # further back than time goes
+            return "0000"
+    when = given.replace(" ", "T").removesuffix("Z")
+    if not _TIME.fullmatch(when):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time: give {_SINCE_HELP}")
+    return when
+
+
+def add_since_option(parser: argparse.ArgumentParser) -> None:
+    """``--since`` on ``log`` and ``signals``."""
+    parser.add_argument("--since", type=since_time, metavar="TIME",
+                        help=f"only records from then on: {_SINCE_HELP}")
 
 
 
@@ -573,7 +602,9 @@ def print_log(log: EventLog | StoreLog, args: argparse.Namespace,
               show: Callable[[dict[str, Any]], str], what: str) -> int:
     """``log`` and ``signals``: the records of ``--session`` (the last ``-n``), then with
     ``--follow`` each new one until interrupted (a file log or a shared store's)."""
-    records = list(log.read(args.session))
+    since = getattr(args, "since", None)
+    records = [r for r in log.read(args.session)
+               if since is None or str(r.get("ts") or r.get("timestamp") or "") >= since]
     if args.lines:
         records = records[-args.lines:]
     for record in records:
@@ -585,5 +616,6 @@ def print_log(log: EventLog | StoreLog, args: argparse.Namespace,
         except KeyboardInterrupt:
             return EXIT_OK
     elif not records:
-        print(f"no {what} logged yet in {log.path}", file=sys.stderr)
+        print(f"no {what} logged {f'since {since} ' if since else 'yet '}in {log.path}",
+              file=sys.stderr)
     return EXIT_OK

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_hooks.state.url import open_store
+from mcp_hooks.state.url import close_store, open_store
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.servers import (  # noqa: F401 - fixtures
     postgres_service,
@@ -155,7 +155,7 @@ def test_an_ambiguous_prefix_lists_the_candidates(url: str) -> None:
             store.append("signals", {"kind": "signal", "signal_id": f"feed000{n}-aaaa",
                                      "session_id": "s", "intensity": "block", "hook": "x"})
     finally:
-        getattr(store, "close")()
+        close_store(store)
     done = run("respond", "feed", "abort", "--state", url)
     assert done.returncode == 64
     assert "signal id 'feed' is ambiguous" in done.stderr
@@ -179,3 +179,30 @@ def test_a_store_that_cannot_be_reached_exits_1_in_one_line(url: str) -> None:
         assert done.returncode == 1, (command, done.stderr)
         assert len(done.stderr.splitlines()) == 1, done.stderr
         assert "cannot be used" in done.stderr and password_of(url) not in done.stderr
+
+
+def test_since_filters_by_time_on_the_store_and_in_the_file(url: str, tmp_path: Path) -> None:
+    old = {"ts": "2026-01-15T10:29:59.999Z", "kind": "event", "event": "session_start",
+           "session_id": "s", "decision": "allow"}
+    new = {"ts": "2026-01-15T10:30:00.000Z", "kind": "event", "event": "after_agent",
+           "session_id": "s", "decision": "allow"}
+    store = open_store(url)
+    try:
+        for record in (old, new):
+            store.append("events", record)
+    finally:
+        close_store(store)
+    file_log = tmp_path / "events.jsonl"
+    file_log.write_text("".join(json.dumps(r) + "\n" for r in (old, new)))
+    for where in (["--state", url], ["--log", str(file_log)]):
+        shown = run("log", "--json", "--since", "2026-01-15 10:30", *where)
+        assert shown.returncode == 0, shown.stderr
+        assert [json.loads(line)["event"] for line in shown.stdout.splitlines()] == [
+            "after_agent"]
+        every = run("log", "--json", "--since", "2026-01-15", *where)
+        assert len(every.stdout.splitlines()) == 2
+        none = run("log", "--since", "1s", *where)
+        assert none.returncode == 0 and none.stdout == ""
+        assert "no events logged since " in none.stderr
+    bad = run("log", "--since", "yesterday")
+    assert bad.returncode == 64 and "'yesterday' is not a time" in bad.stderr
