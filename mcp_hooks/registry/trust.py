@@ -22,8 +22,10 @@ entries in a shared state store instead (anything with the ``SharedDigests`` met
 room above both hands the store in, so this module imports no state backend), so trusting
 once on one machine serves every replica on that store. Entries are read again at most every
 ``SHARED_REFRESH`` seconds; a store that cannot be read reads as empty plus ``problem``
-(every project hook untrusted: skipped with the reason, never run); ``trust`` and ``revoke``
-write one hook entry each, so concurrent runs lose nothing.
+(every project hook untrusted: skipped with the reason, never run), or, once it was read,
+as its last reading plus ``problem`` (an outage neither revokes nor grants: the project's
+guards keep running); ``trust`` and ``revoke`` write one hook entry each, so concurrent runs
+lose nothing.
 
 Standard library only, and cheap to import: the host bridges import it on every tool call.
 """
@@ -345,9 +347,13 @@ class TrustStore:
             data: _Data = {"version": STORE_VERSION, "projects": shared.trust_entries()}
             why = _check_shape(data)
             problem = None if why is None else f"{self.where}: not a trust store: {why}"
-        except (RunError, OSError) as exc:  # lost: every project hook untrusted, never run
+        except (RunError, OSError) as exc:
             problem = f"{self.where}: cannot be read ({exc})"
-        if problem is not None:
+            if fetched is not None:  # lost for now: the last reading stands (revokes nothing,
+                # trusts nothing new), so a store outage does not turn the project's guards off
+                self._fetched = (now, fetched[1], problem, fetched[3])
+                return fetched[1], problem, fetched[3]
+        if problem is not None:  # never read: every project hook untrusted, never run
             data = _empty()
         signature = json.dumps([data, problem], sort_keys=True)
         self._fetched = (now, data, problem, signature)

@@ -19,8 +19,10 @@ import pytest
 from mcp_hooks.state.url import close_store, open_store
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.servers import (  # noqa: F401 - fixtures
+    ServerMissing,
     postgres_service,
     postgres_url,
+    redis_server,
     redis_service,
     redis_url,
 )
@@ -163,6 +165,13 @@ def test_an_ambiguous_prefix_lists_the_candidates(url: str) -> None:
     one = run("respond", "feed0002", "abort", "--state", url)
     assert one.returncode == 0, one.stderr
     assert "answered signal feed0002-aaaa" in one.stdout
+    # a pattern is not a prefix: glob and LIKE characters match only themselves
+    for hostile in ("*", "%", "_eed", "feed000?", "[f]eed", "\\", "f" * 10_000):
+        done = run("respond", hostile, "abort", "--state", url)
+        assert done.returncode == 64, (hostile, done.stderr)
+        assert "no signal" in done.stderr, (hostile, done.stderr)
+    empty = run("respond", "", "abort", "--state", url)
+    assert empty.returncode == 64 and "the signal id is empty" in empty.stderr
 
 
 def test_an_unknown_id_names_the_store_never_its_password(url: str) -> None:
@@ -206,3 +215,40 @@ def test_since_filters_by_time_on_the_store_and_in_the_file(url: str, tmp_path: 
         assert "no events logged since " in none.stderr
     bad = run("log", "--since", "yesterday")
     assert bad.returncode == 64 and "'yesterday' is not a time" in bad.stderr
+
+
+def test_a_store_lost_under_log_follow_ends_it_in_one_line(tmp_path: Path) -> None:
+    try:
+        own = redis_server()
+        server = own.__enter__()
+    except ServerMissing as exc:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            raise
+        pytest.skip(str(exc))
+    try:
+        follower = subprocess.Popen([MCP_HOOKS, "log", "--follow", "--state", server.url],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    stdin=subprocess.DEVNULL)
+        assert follower.stdout is not None
+        lines: queue.Queue[str] = queue.Queue()
+        stdout = follower.stdout
+        threading.Thread(target=lambda: lines.put(stdout.readline()), daemon=True).start()
+        store = open_store(server.url)
+        try:  # until it prints one: then it is following, and the store goes under it
+            for n in range(50):
+                store.append("events", {"ts": "t", "event": "after_agent", "session_id": "s"})
+                try:
+                    assert "after_agent" in lines.get(timeout=1.0 + n / 10)
+                    break
+                except queue.Empty:
+                    continue
+            else:
+                pytest.fail("log --follow printed none of 50 records")
+        finally:
+            close_store(store)
+    finally:
+        own.__exit__(None, None, None)  # the server is stopped under the follower
+    _, err = follower.communicate(timeout=120)
+    assert follower.returncode == 1, err
+    assert len(err.splitlines()) == 1 and "cannot be used" in err, err
+    assert server.password not in err

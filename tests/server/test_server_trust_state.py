@@ -15,11 +15,14 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from mcp_hooks.registry.trust import SHARED_REFRESH
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.background import background
 from tests.helpers.servers import (  # noqa: F401 - fixtures
+    ServerMissing,
     postgres_service,
     postgres_url,
+    redis_server,
     redis_service,
     redis_url,
 )
@@ -125,3 +128,35 @@ async def test_a_store_without_digests_trusts_nothing(url: str, hooks: Path, pro
     assert fired.returncode == 0, fired.stderr
     assert fired.stdout.startswith("ALLOWED  before_tool"), fired.stdout
     assert "untrusted" in fired.stdout
+
+
+async def test_a_store_lost_while_serving_neither_revokes_nor_grants(
+        hooks: Path, project: Path, user_dir: Path, tmp_path: Path) -> None:
+    """The replica read the digests before the store went away: the trusted guard keeps
+    running (an outage does not switch the project's guards off), the stranger stays out."""
+    try:
+        own = redis_server()
+        server = own.__enter__()
+    except ServerMissing as exc:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            raise
+        pytest.skip(str(exc))
+    try:
+        assert trust(server.url, project, machine(tmp_path, "a"), "--hook", "gate"
+                     ).returncode == 0
+        with background([MCP_HOOKS, "serve", "--transport", "http", "--port", "0",
+                         "--stateless", "--project-dir", str(project), "--user-dir",
+                         str(user_dir), "--state", server.url], env=machine(tmp_path, "b"),
+                        capture_stdout=False, timeout=120) as replica:
+            async with Client(replica.url) as client:
+                before = await fire(client, event_type="before_tool", tool_name="Shell",
+                                    tool_input={"command": "ls"})
+                assert before["blocked_by"] == "gate"
+                own.__exit__(None, None, None)  # the store is gone
+                time.sleep(SHARED_REFRESH + 0.5)  # past the cached reading: read again
+                after = await fire(client, event_type="before_tool", tool_name="Shell",
+                                   tool_input={"command": "ls"})
+                assert after["decision"] == "deny" and after["blocked_by"] == "gate", after
+                assert [h["name"] for h in after["hooks"]] == ["gate"]
+    finally:
+        own.__exit__(None, None, None)
