@@ -72,9 +72,10 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from mcp_hooks.runner.core import KILL_GRACE, OUTPUT_CAP, Run, RunResult
 from mcp_hooks.runner.eventloop import run_hook
@@ -130,6 +131,50 @@ def _note(result: RunResult, note: str) -> RunResult:
     return result._replace(stderr=result.stderr + text, stderr_size=result.stderr_size + len(text))
 
 
+class _Slot:
+    """The resident processes of one hook and folder (at most ``cap``), and the events waiting
+    for one of them, first come first served."""
+
+    __slots__ = ("cap", "procs", "waiters")
+
+    def __init__(self) -> None:
+        self.cap = 1
+        self.procs: list[Resident] = []
+        self.waiters: deque[asyncio.Future[Resident | None]] = deque()
+
+    def idle(self) -> Resident | None:
+        for proc in self.procs:
+            if not proc.busy and not proc.dead:
+                return proc
+        return None
+
+    def wake_all(self) -> None:
+        """Every waiting event looks again (the slot was emptied, or the pool closed)."""
+        while self.waiters:
+            _settle(self.waiters.popleft(), None)
+
+
+def _settle(waiter: asyncio.Future[Resident | None], value: Resident | None) -> None:
+    if not waiter.done() and not waiter.get_loop().is_closed():
+        waiter.set_result(value)
+
+
+class _Taken(NamedTuple):
+    """What ``_take`` found for an event: ``how`` is ``take`` (``proc``, reserved), ``start``
+    (room for a new process), ``busy`` (processes: 1, busy), ``backoff``, ``expired`` (the
+    hook's timeout passed waiting) or ``closed``; ``note`` what happened on the way."""
+
+    how: str
+    proc: Resident | None = None
+    note: str | None = None
+
+
+def default_processes(shared_state: bool) -> int:
+    """``metadata.processes`` when a hook does not say: 1, or ``min(4, cores)`` for a replica
+    of a server on a shared store (``--state`` not ``file:``), which is meant to be busy."""
+    return min(4, os.cpu_count() or 1) if shared_state else 1
+
+
 class PersistentPool:
     """The resident processes of one engine's persistent hooks (see the module docstring).
 
@@ -156,8 +201,8 @@ class PersistentPool:
         self.close_grace = close_grace
         self.backoff = backoff or (0.0,)
         self.idle_timeout = idle_timeout
-        self._procs: dict[_Key, Resident] = {}
-        self._stopping: set[Resident] = set()  # taken out of ``_procs``, being stopped
+        self._slots: dict[_Key, _Slot] = {}
+        self._stopping: set[Resident] = set()  # taken out of ``_slots``, being stopped
         self._failures: dict[_Key, tuple[int, float]] = {}  # failures in a row, not before
         self._idle_stops: set[asyncio.Task[None]] = set()
         self._ids = itertools.count()  # an event's id: this pool's random prefix, a number
@@ -165,78 +210,202 @@ class PersistentPool:
         self._generation: object = None
         self.closed = False
 
+    def processes(self) -> list[Resident]:
+        """Every resident process the pool keeps now (busy or not)."""
+        return [proc for slot in self._slots.values() for proc in slot.procs]
+
     def pids(self) -> dict[str, int]:
-        """The running processes: hook name (and folder, when two share a name) -> pid."""
-        return {f"{key[0].parent.name}@{key[1]}": proc.pid for key, proc in self._procs.items()
-                if not proc.dead}
+        """The running processes: hook name (and folder, when two share a name; ``#2``, ...
+        for a hook's second and later process) -> pid."""
+        found: dict[str, int] = {}
+        for key, slot in self._slots.items():
+            live = [proc for proc in slot.procs if not proc.dead]
+            for n, proc in enumerate(live, 1):
+                found[f"{key[0].parent.name}@{key[1]}{f'#{n}' if n > 1 else ''}"] = proc.pid
+        return found
 
     async def run(self, hook: HookSpec, stdin: bytes, *, cwd: str, env: Mapping[str, str],
                   timeout: float, limits: Limits | None = None,
                   generation: object = None, root: str | os.PathLike[str] | None = None,
-                  ) -> RunResult:
-        """Run one event through the hook's resident process (started if need be).
+                  processes: int = 1) -> RunResult:
+        """Run one event through one of the hook's resident processes (started if need be).
 
         ``stdin`` is the event's payload, a JSON object (the pool adds the event's id).
         ``cwd`` is the event's working folder (a one-shot run's); ``root`` the project the
-        owner serves: the process runs there and serves every event of the project (None:
-        one process per ``cwd``). ``generation``: the registry's generation; when it moves,
+        owner serves: the processes run there and serve every event of the project (None:
+        one set per ``cwd``). ``generation``: the registry's generation; when it moves,
         every process is stopped (a hook changed or was trusted again) and started afresh
-        when next needed.
+        when next needed. ``processes``: at most this many processes of this hook and
+        folder; with more than 1 an event finding them all busy waits for one (its wait
+        counts into ``timeout``), with 1 it runs one-shot.
 
         Returns:
             The run's result, as ``run_hook`` would give it; never raises for the hook.
         """
         if self.closed:
             return await self._fallback(hook, stdin, cwd, env, timeout, limits, None)
+        began = time.perf_counter()
         await self._follow(generation)
         home = cwd if root is None else os.fspath(root)
         key = (hook.hook_file, home)
         stamp = _stamp(hook)
-        proc = self._procs.get(key)
-        if proc is not None and proc.busy:
-            return await self._fallback(hook, stdin, cwd, env, timeout, limits,
-                                        "its resident process was busy with another event; "
-                                        "this event ran one-shot")
-        proc, note = await self._unless_stale(proc, hook, key, stamp)
-        if proc is None:
-            waited = self._waiting(key)
-            if waited is not None:
-                return await self._fallback(hook, stdin, cwd, env, timeout, limits,
-                                            f"{note + '; ' if note else ''}its resident process "
-                                            f"is restarted in {waited:.1f} s (backoff); this "
-                                            "event ran one-shot")
-            started = self._start(hook, key, stamp, home if os.path.isdir(home) else cwd, env,
-                                  limits)
+        taken = await self._take(hook, key, stamp, max(1, processes), time.monotonic() + timeout)
+        proc = taken.proc
+        if taken.how == "start":
+            started = self._start(hook, key, stamp, taken.note,
+                                  home if os.path.isdir(home) else cwd, env, limits)
             if isinstance(started, RunResult):
                 return started
             proc = started
-        began = time.perf_counter()
+        if proc is None:
+            return await self._not_taken(taken, hook, stdin, cwd, env, timeout, limits)
         event_id = f"{self._id_prefix}{next(self._ids):08x}"
-        answer = await proc.ask(with_id(stdin, event_id), event_id, timeout)
-        result = await self._result(proc, key, answer, began)
-        return _note(result, note) if note else result
+        left = timeout - (time.perf_counter() - began)
+        try:
+            answer = await proc.ask(with_id(stdin, event_id), event_id, max(left, 0.001))
+            result = await self._result(proc, key, answer, began)
+        except BaseException:  # the caller's interruption: it is killed, its place frees
+            self._retire(proc)
+            proc.kill()
+            raise
+        finally:
+            self._hand_on(key)
+        return _note(result, taken.note) if taken.note else result
+
+    async def _not_taken(self, taken: _Taken, hook: HookSpec, stdin: bytes, cwd: str,
+                         env: Mapping[str, str], timeout: float,
+                         limits: Limits | None) -> RunResult:
+        """An event no process took: run one-shot (busy, backoff, closed) or timed out."""
+        note = f"{taken.note}; " if taken.note else ""
+        if taken.how == "expired":
+            return _note(RunResult(exit_code=None, timed_out=True, duration_ms=timeout * 1000,
+                                   stderr=b""),
+                         f"{note}every resident process of it stayed busy with other events "
+                         f"for its whole timeout ({timeout:g} s; metadata.processes caps "
+                         "them); this event did not run")
+        if taken.how == "busy":
+            note += ("its resident process was busy with another event; this event ran "
+                     "one-shot (metadata.processes: 2 or more lets events wait for a process)")
+        elif taken.how == "backoff":
+            note += "this event ran one-shot"
+        return await self._fallback(hook, stdin, cwd, env, timeout, limits, note or None)
+
+    async def _take(self, hook: HookSpec, key: _Key, stamp: object, cap: int,
+                    deadline: float) -> _Taken:
+        """A process for one event (see ``_Taken``): an idle one, room for a new one, else
+        (``cap`` > 1) the first one another event frees, waiting until ``deadline``."""
+        notes: list[str] = []
+        while True:
+            slot = self._slots.setdefault(key, _Slot())
+            slot.cap = cap
+            died = await self._sweep(slot, hook, key, stamp)
+            if died:
+                notes.append(died)
+            note = "; ".join(notes) or None
+            slot = self._slots.setdefault(key, _Slot())  # emptied meanwhile: a new one
+            if self.closed:
+                return _Taken("closed", note=note)
+            proc = slot.idle()
+            if proc is not None:
+                proc.busy = True  # its own from here (``ask`` follows with no await between)
+                return _Taken("take", proc, note)
+            if cap == 1 and slot.procs:
+                return _Taken("busy", note=note)
+            if len(slot.procs) < cap:
+                waited = self._waiting(key)
+                if waited is None:
+                    return _Taken("start", note=note)
+                if not any(not p.dead for p in slot.procs):
+                    return _Taken("backoff", note=f"{note + '; ' if note else ''}its resident "
+                                  f"process is restarted in {waited:.1f} s (backoff)")
+            got = await self._wait(slot, deadline)
+            if got is not None and not got.dead:
+                return _Taken("take", got, note)
+            if got is not None:  # it died after it was handed over: the sweep stops it
+                got.busy = False
+            if time.monotonic() >= deadline:
+                return _Taken("expired", note=note)
+
+    async def _wait(self, slot: _Slot, deadline: float) -> Resident | None:
+        """Wait in line for a process of ``slot``: the one handed over (reserved for this
+        event), or None to look again (room was made, or ``deadline`` came)."""
+        import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
+
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[Resident | None] = loop.create_future()
+        slot.waiters.append(waiter)
+        timer = loop.call_later(max(deadline - time.monotonic(), 0.0), _settle, waiter, None)
+        try:
+            return await waiter
+        except BaseException:  # the caller went: a process handed over goes to the next one
+            if waiter.done() and not waiter.cancelled() and waiter.result() is not None:
+                proc = waiter.result()
+                assert proc is not None
+                proc.busy = False
+                self._hand_on(proc.key)
+            elif waiter in slot.waiters:
+                slot.waiters.remove(waiter)
+            raise
+        finally:
+            timer.cancel()
+
+    def _hand_on(self, key: _Key) -> None:
+        """A process of ``key`` came free or went: the events waiting for one get the idle
+        ones (reserved), and one more looks again when there is room for a new process."""
+        slot = self._slots.get(key)
+        if slot is None:
+            return
+        while slot.waiters:
+            proc = slot.idle()
+            room = proc is None and (len(slot.procs) < slot.cap or self.closed
+                                     or any(p.dead and not p.busy for p in slot.procs))
+            if proc is None and not room:
+                return
+            waiter = slot.waiters.popleft()
+            if waiter.done():
+                continue
+            if proc is not None:
+                proc.busy = True
+            waiter.set_result(proc)
+            if proc is None:
+                return
+
+    def _retire(self, proc: Resident) -> None:
+        """Take ``proc`` out of its slot (its place is free; the caller stops it)."""
+        slot = self._slots.get(proc.key)
+        if slot is not None and proc in slot.procs:
+            slot.procs.remove(proc)
 
     async def _follow(self, generation: object) -> None:
         """Stop every process when the registry's generation moved (see ``run``)."""
         if generation != self._generation:
-            if self._procs:
+            if self._slots:
                 await self._stop_all(graceful=False)
             self._generation = generation
 
-    async def _unless_stale(self, proc: Resident | None, hook: HookSpec, key: _Key,
-                            stamp: object) -> tuple[Resident | None, str | None]:
-        """``proc``, or None after stopping it when it died or its hook changed; with the
-        note of a death between events (it counts as a failure for the backoff)."""
-        if proc is None or not (proc.dead or proc.spec is not hook or proc.stamp != stamp):
-            return proc, None
+    async def _sweep(self, slot: _Slot, hook: HookSpec, key: _Key, stamp: object) -> str | None:
+        """Stop the idle processes of ``slot`` that died or whose hook changed (a busy one
+        whose hook changed is taken out, and stops after its event); the note of a death
+        between events (it counts as a failure for the backoff)."""
         note = None
-        if proc.dead:
-            note = self._failed(key, f"its resident process (pid {proc.pid}) had exited "
-                                f"between events (status {proc.returncode()})")
-        await self._stop(proc, graceful=False)
-        return None, note
+        stale: list[Resident] = []
+        for proc in list(slot.procs):
+            changed = proc.spec is not hook or proc.stamp != stamp
+            if proc.busy:
+                if changed:
+                    slot.procs.remove(proc)
+                continue
+            if proc.dead or changed:
+                slot.procs.remove(proc)
+                stale.append(proc)
+                if proc.dead:
+                    note = self._failed(key, f"its resident process (pid {proc.pid}) had "
+                                        f"exited between events (status {proc.returncode()})")
+        for proc in stale:
+            await self._stop(proc, graceful=False)
+        return note
 
-    def _start(self, hook: HookSpec, key: _Key, stamp: object, cwd: str,
+    def _start(self, hook: HookSpec, key: _Key, stamp: object, note: str | None, cwd: str,
                env: Mapping[str, str], limits: Limits | None) -> Resident | RunResult:
         import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
 
@@ -246,9 +415,12 @@ class PersistentPool:
         penv[PERSISTENT_VAR] = "1"
         run = Run.start(hook.entry, cwd, penv, limits, self.output_cap)
         if isinstance(run, RunResult):
-            return run
+            return _note(run, note) if note else run
         loop = asyncio.get_running_loop()
-        proc = self._procs[key] = Resident(run, hook, stamp, self._generation, key, loop)
+        proc = Resident(run, hook, stamp, self._generation, key, loop)
+        proc.busy = True  # its first event follows with no await between
+        self._slots.setdefault(key, _Slot()).procs.append(proc)
+        proc.on_gone = lambda: self._hand_on(key)
         if self.idle_timeout is not None:
             proc.idle = loop.call_later(self.idle_timeout, self._idle, proc)
         return proc
@@ -258,9 +430,11 @@ class PersistentPool:
         ms = (time.perf_counter() - began) * 1000
         if not isinstance(answer, str):
             self._failures.pop(key, None)
-            if self._procs.get(key) is not proc:  # retired while it answered
+            slot = self._slots.get(key)
+            if slot is None or proc not in slot.procs:  # retired while it answered
                 await self._stop(proc, graceful=False)
             return from_answer(answer, bytes(proc.err), proc.err_size, ms, proc.stray_note())
+        self._retire(proc)  # its place is free before any wait (a waiting event starts anew)
         stderr, size = bytes(proc.err), proc.err_size
         strays = proc.stray_note()
         stderr, size = stderr + strays, size + len(strays)
@@ -320,14 +494,15 @@ class PersistentPool:
     def _idle(self, proc: Resident) -> None:
         """The idle timer of ``proc``: stop it if no event came for ``idle_timeout``."""
         proc.idle = None
-        if self.closed or self._procs.get(proc.key) is not proc or self.idle_timeout is None:
+        slot = self._slots.get(proc.key)
+        if self.closed or slot is None or proc not in slot.procs or self.idle_timeout is None:
             return
         left = proc.last_used + self.idle_timeout - time.monotonic()
         if proc.busy or left > 0:
             proc.idle = proc.loop.call_later(self.idle_timeout if proc.busy else left,
                                              self._idle, proc)
             return
-        del self._procs[proc.key]
+        slot.procs.remove(proc)
         task = proc.loop.create_task(self._stop_many([proc], graceful=True))
         self._idle_stops.add(task)
         task.add_done_callback(self._idle_stops.discard)
@@ -335,8 +510,7 @@ class PersistentPool:
     # -- stopping --------------------------------------------------------------------------
 
     async def _stop(self, proc: Resident, *, graceful: bool) -> None:
-        if self._procs.get(proc.key) is proc:
-            del self._procs[proc.key]
+        self._retire(proc)
         if graceful and not proc.dead:
             proc.close_stdin()
             await wait_exit([proc], self.close_grace)
@@ -347,12 +521,12 @@ class PersistentPool:
         """Stop every process: at once, or (``graceful``) after EOF and ``close_grace``. One
         busy with an event is left to finish it (then stopped, being no longer registered),
         except on close, where its event fails."""
-        procs = [*self._procs.values(), *self._stopping]  # a prune's too: the loop may end
-        self._procs.clear()
+        procs = [*self.processes(), *self._stopping]  # a prune's too: the loop may end
+        self._clear()
         await self._stop_many(procs, graceful=graceful)
 
     async def _stop_many(self, procs: list[Resident], *, graceful: bool) -> None:
-        """``_stop_all`` for processes already taken out of ``_procs``; until they are
+        """``_stop_all`` for processes already taken out of ``_slots``; until they are
         killed they are in ``_stopping`` (a close or ``kill_now`` meanwhile kills them too)."""
         idle = [proc for proc in procs if not proc.busy]
         self._stopping.update(idle)
@@ -370,6 +544,14 @@ class PersistentPool:
                 self._stopping.discard(proc)
         if idle:
             await idle[0].run.reaper.sweep_async()
+
+    def _clear(self) -> None:
+        """Forget every slot; the events waiting in one look again (and find the pool
+        closed, or a new slot)."""
+        slots = list(self._slots.values())
+        self._slots.clear()
+        for slot in slots:
+            slot.wake_all()
 
     async def aclose(self) -> None:
         """Close every process (EOF, ``close_grace``, then kill) and sweep; idempotent. Later
@@ -389,10 +571,11 @@ class PersistentPool:
         if generation == self._generation or self.closed:
             return
         self._generation = generation
-        stale = [proc for proc in self._procs.values()
+        stale = [proc for proc in self.processes()
                  if hooks.get(proc.spec.name) is not proc.spec or proc.stamp != _stamp(proc.spec)]
         for proc in stale:
-            del self._procs[proc.key]
+            self._retire(proc)
+            self._hand_on(proc.key)  # an event waiting for it starts a new one
         if stale:
             await self._stop_many(stale, graceful=True)
 
@@ -401,8 +584,8 @@ class PersistentPool:
         owner whose loop has closed, or that cannot await); idempotent. Later runs are
         one-shot. Call it from the pool's loop thread, or when that loop no longer runs."""
         self.closed = True
-        procs = [*self._procs.values(), *self._stopping]
-        self._procs.clear()
+        procs = [*self.processes(), *self._stopping]
+        self._clear()
         self._stopping.clear()
         for proc in procs:
             if not proc.loop.is_closed():

@@ -22,6 +22,7 @@ from mcp_hooks.spec.hookfile import HookSpec
 
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Callable
     from pathlib import Path
 
 ID_FIELD = "_mcp_hooks_event_id"  # the event's id, in the line sent and in its answer
@@ -45,8 +46,8 @@ class Resident:
     """One resident hook process: its ``core.Run``, line buffer, and the event in flight."""
 
     __slots__ = ("buf", "busy", "dead", "err", "err_size", "expect", "expect_id", "generation",
-                 "idle", "key", "last_used", "loop", "pending", "pidfd", "run", "spec", "stamp",
-                 "stray_count", "strays", "waiter", "writing")
+                 "idle", "key", "last_used", "loop", "on_gone", "pending", "pidfd", "run", "spec",
+                 "stamp", "stray_count", "strays", "waiter", "writing")
 
     def __init__(self, run: Run, spec: HookSpec, stamp: object, generation: object,
                  key: Key, loop: asyncio.AbstractEventLoop) -> None:
@@ -68,6 +69,7 @@ class Resident:
         self.last_used = time.monotonic()
         self.idle: asyncio.TimerHandle | None = None
         self.waiter: asyncio.Future[Answer | str] | None = None
+        self.on_gone: Callable[[], None] | None = None  # told when it exits or closes stdout
         self.pending = memoryview(b"")
         self.writing = -1
         assert run.child is not None
@@ -110,6 +112,7 @@ class Resident:
             self.run.out.eof = True
             self.dead = True
             self._wake(DEAD)
+            self._gone()
             return False
         buf = self.buf
         start = len(buf)
@@ -192,6 +195,11 @@ class Resident:
         while not self.run.out.eof and self._waiting() and self._read_out():
             pass
         self._wake(DEAD)
+        self._gone()
+
+    def _gone(self) -> None:
+        if self.on_gone is not None and not self.busy:  # an event in flight is told by DEAD
+            self.on_gone()
 
     def _feed(self) -> None:
         fd = self.run.in_fd
