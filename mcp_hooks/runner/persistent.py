@@ -1,4 +1,4 @@
-"""Persistent hooks: one long-lived process per hook and project, one event per line.
+"""Persistent hooks: long-lived processes per hook and project, one event per line each.
 
 A hook whose HOOK.md says ``metadata.persistent: true`` is started lazily by a long-lived
 engine (``serve``, ``proxy``, an in-process ``Engine``) and kept while it is used. What a
@@ -6,12 +6,23 @@ caller may rely on:
 
 - **Start**: the same argv (``HookSpec.entry``), clean environment and ``metadata.limits`` as a
   one-shot run, through the same code (``core.Run``: spawned in a session of its own, marked
-  with a run id, limited), plus ``MCP_HOOKS_PERSISTENT=1``. One process per (HOOK.md, project
-  root): its working folder is the project the engine serves (``root``), whatever folder of it
+  with a run id, limited), plus ``MCP_HOOKS_PERSISTENT=1``. Processes per (HOOK.md, project
+  root): their working folder is the project the engine serves (``root``), whatever folder of it
   an event comes from; an owner that names no root gets one per event working folder. The
   process serves every session and every folder of the project, so ``AGENT_HOOKS_SESSION_ID``
   and ``AGENT_HOOKS_WORK_DIR`` are left out of its environment: each event's payload carries
   ``session_id`` and ``work_dir``.
+- **Processes** (``metadata.processes``, 1..32; the owner's default otherwise: 1, or
+  ``default_processes`` for a replica on a shared store): at most that many processes of a
+  hook and root, each sent one event at a time. An event takes an idle process, else starts
+  one while under the cap, else (cap 2 or more) waits in line, first come first served, for
+  the first one another event frees, or for room when one dies or is stopped. The wait
+  counts into the hook's timeout: an event still in line at its timeout is a timed-out run
+  (judged by ``metadata.on_error``; its stderr says why), never one-shot. With a cap of 1 an
+  event finding the process busy runs one-shot, as below. A caller interrupted (cancelled,
+  Ctrl-C) while in line leaves the line; one interrupted with a process handed to it hands it
+  on; one interrupted during its event kills that process, whose place frees. A stray line is
+  the stray of the process that wrote it: it never answers an event of another process.
 - **Protocol** (``docs/hookkit.md``): per event the pool writes the payload a one-shot run gets
   on stdin, with one more field, ``"_mcp_hooks_event_id"`` (``ID_FIELD``: hex digits, new for
   every event: the pool's random prefix and a count; a caller's field of that name is
@@ -38,9 +49,10 @@ caller may rely on:
   in stderr). A failure is judged by ``metadata.on_error`` as a one-shot failure is.
 - **Restarts**: a process that crashed, hung or sent an oversized line is restarted for a
   later event after a backoff (``BACKOFF``: 0, 0.1, 0.5, 2, 5, 10 s; reset by a good answer).
-  During the backoff, and while the process is busy with another event, the hook runs
-  one-shot (the engine's runner, without ``MCP_HOOKS_PERSISTENT``): an event is never denied
-  or skipped for it; the run's stderr says so (unless it denied: its stderr is the reason).
+  During the backoff (when no live process of the hook is left to wait for), and while the
+  process is busy with another event (``processes`` 1), the hook runs one-shot (the engine's
+  runner, without ``MCP_HOOKS_PERSISTENT``): an event is never denied or skipped for it;
+  the run's stderr says so (unless it denied: its stderr is the reason).
 - **Idle**: a process that has answered no event for ``idle_timeout`` seconds (default
   ``IDLE_TIMEOUT``, 10 minutes; None keeps it) is stopped as at close (EOF, ``CLOSE_GRACE``,
   kill the group, sweep); the next event starts a new one.
@@ -63,8 +75,7 @@ caller may rely on:
   callbacks on it.
 
 Known limits: ``metadata.limits.cpu_seconds`` counts over the life of the process, not per
-event (a process that reaches it is killed, and restarted for the next event); only one
-event at a time is sent to a process.
+event (a process that reaches it is killed, and restarted for the next event).
 """
 
 from __future__ import annotations
@@ -72,10 +83,9 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from mcp_hooks.runner.core import KILL_GRACE, OUTPUT_CAP, Run, RunResult
 from mcp_hooks.runner.eventloop import run_hook
@@ -86,7 +96,10 @@ from mcp_hooks.runner.resident import (
     TIMEOUT,
     Answer,
     Resident,
+    Slot,
+    Taken,
     from_answer,
+    settle,
     wait_exit,
     with_id,
 )
@@ -131,44 +144,6 @@ def _note(result: RunResult, note: str) -> RunResult:
     return result._replace(stderr=result.stderr + text, stderr_size=result.stderr_size + len(text))
 
 
-class _Slot:
-    """The resident processes of one hook and folder (at most ``cap``), and the events waiting
-    for one of them, first come first served."""
-
-    __slots__ = ("cap", "procs", "waiters")
-
-    def __init__(self) -> None:
-        self.cap = 1
-        self.procs: list[Resident] = []
-        self.waiters: deque[asyncio.Future[Resident | None]] = deque()
-
-    def idle(self) -> Resident | None:
-        for proc in self.procs:
-            if not proc.busy and not proc.dead:
-                return proc
-        return None
-
-    def wake_all(self) -> None:
-        """Every waiting event looks again (the slot was emptied, or the pool closed)."""
-        while self.waiters:
-            _settle(self.waiters.popleft(), None)
-
-
-def _settle(waiter: asyncio.Future[Resident | None], value: Resident | None) -> None:
-    if not waiter.done() and not waiter.get_loop().is_closed():
-        waiter.set_result(value)
-
-
-class _Taken(NamedTuple):
-    """What ``_take`` found for an event: ``how`` is ``take`` (``proc``, reserved), ``start``
-    (room for a new process), ``busy`` (processes: 1, busy), ``backoff``, ``expired`` (the
-    hook's timeout passed waiting) or ``closed``; ``note`` what happened on the way."""
-
-    how: str
-    proc: Resident | None = None
-    note: str | None = None
-
-
 def default_processes(shared_state: bool) -> int:
     """``metadata.processes`` when a hook does not say: 1, or ``min(4, cores)`` for a replica
     of a server on a shared store (``--state`` not ``file:``), which is meant to be busy."""
@@ -201,7 +176,7 @@ class PersistentPool:
         self.close_grace = close_grace
         self.backoff = backoff or (0.0,)
         self.idle_timeout = idle_timeout
-        self._slots: dict[_Key, _Slot] = {}
+        self._slots: dict[_Key, Slot] = {}
         self._stopping: set[Resident] = set()  # taken out of ``_slots``, being stopped
         self._failures: dict[_Key, tuple[int, float]] = {}  # failures in a row, not before
         self._idle_stops: set[asyncio.Task[None]] = set()
@@ -272,7 +247,7 @@ class PersistentPool:
             self._hand_on(key)
         return _note(result, taken.note) if taken.note else result
 
-    async def _not_taken(self, taken: _Taken, hook: HookSpec, stdin: bytes, cwd: str,
+    async def _not_taken(self, taken: Taken, hook: HookSpec, stdin: bytes, cwd: str,
                          env: Mapping[str, str], timeout: float,
                          limits: Limits | None) -> RunResult:
         """An event no process took: run one-shot (busy, backoff, closed) or timed out."""
@@ -291,42 +266,49 @@ class PersistentPool:
         return await self._fallback(hook, stdin, cwd, env, timeout, limits, note or None)
 
     async def _take(self, hook: HookSpec, key: _Key, stamp: object, cap: int,
-                    deadline: float) -> _Taken:
-        """A process for one event (see ``_Taken``): an idle one, room for a new one, else
+                    deadline: float) -> Taken:
+        """A process for one event (see ``Taken``): an idle one, room for a new one, else
         (``cap`` > 1) the first one another event frees, waiting until ``deadline``."""
         notes: list[str] = []
         while True:
-            slot = self._slots.setdefault(key, _Slot())
-            slot.cap = cap
+            slot = self._slots.setdefault(key, Slot())
             died = await self._sweep(slot, hook, key, stamp)
             if died:
                 notes.append(died)
             note = "; ".join(notes) or None
-            slot = self._slots.setdefault(key, _Slot())  # emptied meanwhile: a new one
-            if self.closed:
-                return _Taken("closed", note=note)
-            proc = slot.idle()
-            if proc is not None:
-                proc.busy = True  # its own from here (``ask`` follows with no await between)
-                return _Taken("take", proc, note)
-            if cap == 1 and slot.procs:
-                return _Taken("busy", note=note)
-            if len(slot.procs) < cap:
-                waited = self._waiting(key)
-                if waited is None:
-                    return _Taken("start", note=note)
-                if not any(not p.dead for p in slot.procs):
-                    return _Taken("backoff", note=f"{note + '; ' if note else ''}its resident "
-                                  f"process is restarted in {waited:.1f} s (backoff)")
+            slot = self._slots.setdefault(key, Slot())  # emptied meanwhile: a new one
+            slot.cap = cap
+            chosen = self._choose(slot, key, cap, note)
+            if chosen is not None:
+                return chosen
             got = await self._wait(slot, deadline)
             if got is not None and not got.dead:
-                return _Taken("take", got, note)
+                return Taken("take", got, note)
             if got is not None:  # it died after it was handed over: the sweep stops it
                 got.busy = False
             if time.monotonic() >= deadline:
-                return _Taken("expired", note=note)
+                return Taken("expired", note=note)
 
-    async def _wait(self, slot: _Slot, deadline: float) -> Resident | None:
+    def _choose(self, slot: Slot, key: _Key, cap: int, note: str | None) -> Taken | None:
+        """``_take``'s step without waiting: what the event gets now, or None to wait."""
+        if self.closed:
+            return Taken("closed", note=note)
+        proc = slot.idle()
+        if proc is not None:
+            proc.busy = True  # its own from here (``ask`` follows with no await between)
+            return Taken("take", proc, note)
+        if cap == 1 and slot.procs:
+            return Taken("busy", note=note)
+        if len(slot.procs) < cap:
+            waited = self._waiting(key)
+            if waited is None:
+                return Taken("start", note=note)
+            if not any(not p.dead for p in slot.procs):
+                return Taken("backoff", note=f"{note + '; ' if note else ''}its resident "
+                              f"process is restarted in {waited:.1f} s (backoff)")
+        return None
+
+    async def _wait(self, slot: Slot, deadline: float) -> Resident | None:
         """Wait in line for a process of ``slot``: the one handed over (reserved for this
         event), or None to look again (room was made, or ``deadline`` came)."""
         import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
@@ -334,7 +316,7 @@ class PersistentPool:
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[Resident | None] = loop.create_future()
         slot.waiters.append(waiter)
-        timer = loop.call_later(max(deadline - time.monotonic(), 0.0), _settle, waiter, None)
+        timer = loop.call_later(max(deadline - time.monotonic(), 0.0), settle, waiter, None)
         try:
             return await waiter
         except BaseException:  # the caller went: a process handed over goes to the next one
@@ -383,7 +365,7 @@ class PersistentPool:
                 await self._stop_all(graceful=False)
             self._generation = generation
 
-    async def _sweep(self, slot: _Slot, hook: HookSpec, key: _Key, stamp: object) -> str | None:
+    async def _sweep(self, slot: Slot, hook: HookSpec, key: _Key, stamp: object) -> str | None:
         """Stop the idle processes of ``slot`` that died or whose hook changed (a busy one
         whose hook changed is taken out, and stops after its event); the note of a death
         between events (it counts as a failure for the backoff)."""
@@ -419,7 +401,7 @@ class PersistentPool:
         loop = asyncio.get_running_loop()
         proc = Resident(run, hook, stamp, self._generation, key, loop)
         proc.busy = True  # its first event follows with no await between
-        self._slots.setdefault(key, _Slot()).procs.append(proc)
+        self._slots.setdefault(key, Slot()).procs.append(proc)
         proc.on_gone = lambda: self._hand_on(key)
         if self.idle_timeout is not None:
             proc.idle = loop.call_later(self.idle_timeout, self._idle, proc)
@@ -607,4 +589,5 @@ __all__ = [
     "LiveHooks",
     "OneShot",
     "PersistentPool",
+    "default_processes",
 ]
