@@ -16,13 +16,15 @@ caller may rely on:
   ``default_processes`` for a replica on a shared store): at most that many processes of a
   hook and root, each sent one event at a time. An event takes an idle process, else starts
   one while under the cap, else (cap 2 or more) waits in line, first come first served, for
-  the first one another event frees, or for room when one dies or is stopped. The wait
-  counts into the hook's timeout: an event still in line at its timeout is a timed-out run
-  (judged by ``metadata.on_error``; its stderr says why), never one-shot. With a cap of 1 an
-  event finding the process busy runs one-shot, as below. A caller interrupted (cancelled,
-  Ctrl-C) while in line leaves the line; one interrupted with a process handed to it hands it
-  on; one interrupted during its event kills that process, whose place frees. A stray line is
-  the stray of the process that wrote it: it never answers an event of another process.
+  the first one another event frees, or for room when one dies or is stopped. The wait is
+  bounded by the hook's timeout: an event still in line then is a timed-out run (judged by
+  ``metadata.on_error``; its stderr says why), never one-shot; an event that got a process
+  has the whole timeout for its answer (a long line never gets a healthy process killed).
+  With a cap of 1 an event finding the process busy runs one-shot, as below. A caller
+  interrupted (cancelled, Ctrl-C) while in line leaves the line; one interrupted with a
+  process handed to it hands it on; one interrupted during its event kills that process,
+  whose place frees. A stray line is the stray of the process that wrote it: it never
+  answers an event of another process.
 - **Protocol** (``docs/hookkit.md``): per event the pool writes the payload a one-shot run gets
   on stdin, with one more field, ``"_mcp_hooks_event_id"`` (``ID_FIELD``: hex digits, new for
   every event: the pool's random prefix and a count; a caller's field of that name is
@@ -211,8 +213,8 @@ class PersistentPool:
         one set per ``cwd``). ``generation``: the registry's generation; when it moves,
         every process is stopped (a hook changed or was trusted again) and started afresh
         when next needed. ``processes``: at most this many processes of this hook and
-        folder; with more than 1 an event finding them all busy waits for one (its wait
-        counts into ``timeout``), with 1 it runs one-shot.
+        folder; with more than 1 an event finding them all busy waits for one (up to
+        ``timeout``; then the answer has its own ``timeout``), with 1 it runs one-shot.
 
         Returns:
             The run's result, as ``run_hook`` would give it; never raises for the hook.
@@ -235,9 +237,8 @@ class PersistentPool:
         if proc is None:
             return await self._not_taken(taken, hook, stdin, cwd, env, timeout, limits)
         event_id = f"{self._id_prefix}{next(self._ids):08x}"
-        left = timeout - (time.perf_counter() - began)
-        try:
-            answer = await proc.ask(with_id(stdin, event_id), event_id, max(left, 0.001))
+        try:  # the whole timeout for its answer: a long line never gets a process killed
+            answer = await proc.ask(with_id(stdin, event_id), event_id, timeout)
             result = await self._result(proc, key, answer, began)
         except BaseException:  # the caller's interruption: it is killed, its place frees
             self._retire(proc)

@@ -28,7 +28,8 @@ from mcp_hooks import Hooks
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.errors import HookFileError
 from mcp_hooks.registry.discovery import Registry
-from mcp_hooks.runner.persistent import default_processes
+from mcp_hooks.runner.core import RunResult
+from mcp_hooks.runner.persistent import PersistentPool, default_processes
 from mcp_hooks.settings import Settings
 from mcp_hooks.spec.hookfile import MAX_PROCESSES, load_hook
 from mcp_hooks.spec.outcome import Event, Outcome
@@ -393,3 +394,36 @@ def test_a_ctrl_c_in_one_of_16_callers_leaks_no_busy_process(user_dir: Path, pro
     assert 99 not in {n for _, _, n, _ in records}, "the interrupted event still ran"
     assert len({pid for _, pid, _, _ in records}) == 3
     one_at_a_time(log)
+
+
+async def test_an_event_waiting_past_its_timeout_times_out_and_kills_no_process(
+        user_dir: Path, project: Path, tmp_path: Path) -> None:
+    spec, _ = load_hook(pool_hook(user_dir, 2), "user")
+    log, release = tmp_path / "events.log", tmp_path / "release"
+    log.touch()
+    pool = PersistentPool()
+    results: dict[int, RunResult] = {}
+
+    async def run(n: int, timeout: float, **gate: Any) -> None:
+        stdin = json.dumps({"tool_name": "Shell", "tool_input": {
+            "n": n, "log": str(log), **gate}}).encode()
+        results[n] = await pool.run(spec, stdin, cwd=str(project), env=dict(os.environ),
+                                    timeout=timeout, processes=2)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for n in (0, 1):
+                tg.start_soon(lambda n=n: run(n, GATE_BOUND, until=str(release)))
+            with anyio.fail_after(GATE_BOUND):
+                while len(lines(log)) < 2:  # both processes hold an event
+                    await anyio.sleep(0.005)
+            held = {p.pid for p in pool.processes()}
+            await run(2, 0.3)
+            release.touch()
+        assert {p.pid for p in pool.processes() if not p.dead} == held
+    finally:
+        await pool.aclose()
+    assert results[2].timed_out and b"stayed busy" in results[2].stderr
+    assert 2 not in {n for _, _, n, _ in lines(log)}  # it never reached the hook
+    for n in (0, 1):
+        assert results[n].exit_code == 0 and f"n={n} ".encode() in results[n].stdout
