@@ -10,6 +10,7 @@ file exists (``until``), or until ``quorum`` events have started (the log has th
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -427,3 +428,54 @@ async def test_an_event_waiting_past_its_timeout_times_out_and_kills_no_process(
     assert 2 not in {n for _, _, n, _ in lines(log)}  # it never reached the hook
     for n in (0, 1):
         assert results[n].exit_code == 0 and f"n={n} ".encode() in results[n].stdout
+
+
+async def test_a_caller_cancelled_as_a_process_is_handed_to_it_hands_it_on(
+        user_dir: Path, project: Path, tmp_path: Path) -> None:
+    """The process freed by event 0 is handed to the first in line (event 2), whose caller
+    is cancelled before it runs again: the process goes on to the next in line (event 3)
+    while event 1 still holds the other one."""
+    spec, _ = load_hook(pool_hook(user_dir, 2), "user")
+    log = tmp_path / "events.log"
+    log.touch()
+    release = [tmp_path / "release0", tmp_path / "release1"]
+    pool = PersistentPool()
+    results: dict[int, RunResult] = {}
+    tasks: dict[int, asyncio.Task[None]] = {}
+
+    async def run(n: int, timeout: float, **gate: Any) -> None:
+        stdin = json.dumps({"tool_name": "Shell", "tool_input": {
+            "n": n, "log": str(log), **gate}}).encode()
+        results[n] = await pool.run(spec, stdin, cwd=str(project), env=dict(os.environ),
+                                    timeout=timeout, processes=2)
+        if n == 0:  # right after the hand-over, before event 2's caller runs again
+            tasks[2].cancel()
+
+    def waiting() -> int:
+        return sum(len(slot.waiters) for slot in pool._slots.values())
+
+    try:
+        with anyio.fail_after(GATE_BOUND):
+            for n in (0, 1):
+                tasks[n] = asyncio.create_task(run(n, GATE_BOUND, until=str(release[n])))
+            while len(lines(log)) < 2:
+                await anyio.sleep(0.005)
+            tasks[2] = asyncio.create_task(run(2, GATE_BOUND))
+            while waiting() < 1:
+                await anyio.sleep(0.005)
+            tasks[3] = asyncio.create_task(run(3, 5))
+            while waiting() < 2:
+                await anyio.sleep(0.005)
+            release[0].touch()
+            await tasks[3]  # served while event 1 still holds the other process
+            assert not release[1].exists()
+            release[1].touch()
+            await tasks[1]
+            outcome = await asyncio.gather(tasks[2], return_exceptions=True)
+            assert isinstance(outcome[0], asyncio.CancelledError)
+        assert not any(p.busy for p in pool.processes()) and waiting() == 0
+    finally:
+        await pool.aclose()
+    assert not results[3].timed_out and b"n=3 " in results[3].stdout, results[3]
+    assert 2 not in results and 2 not in {n for _, _, n, _ in lines(log)}
+    one_at_a_time(log)
