@@ -26,18 +26,19 @@ from typing import Any
 import pytest
 from mcp import Client
 
+# the dev extra installs OpenTelemetry (as the extra otel does): never skipped
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
 from mcp_hooks import Engine, Registry, Settings
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.background import background
 from tests.helpers.servers import free_port
+from tests.proxy.test_proxy import proxied, upstream, wait_for
 from tests.server.test_server import fire
-
-pytest.importorskip("opentelemetry.proto", reason="the extra otel: pip install '.[otel]'")
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: E402
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
 
 BLOCKER = """input=$(cat)
 case "$input" in
@@ -209,6 +210,36 @@ async def test_a_receiver_that_is_down_never_stops_an_event(project: Path,
                 assert denied["decision"] == "deny" and denied["reason"] == "no rm -rf here"
                 assert allowed["decision"] == "allow"
     assert server.proc.returncode == -15, "not stopped by SIGTERM alone (killed)"
+
+
+@pytest.mark.anyio
+async def test_proxy_otel_traces_the_gated_tool_calls(tmp_path: Path, project: Path,
+                                                      user_dir: Path) -> None:
+    """``proxy --otel`` over stdio, a real upstream: a denied call is one ``before_tool``
+    span (the upstream never called), an allowed one a ``before_tool`` and an ``after_tool``
+    span; sent as the proxy ends with its client."""
+    write_hook(user_dir, "no-boom", script="""input=$(cat)
+case "$input" in *boom*) echo 'no boom' >&2; exit 2;; esac
+exit 0
+""")
+    with receiver() as got:
+        env = _env(got.url, OTEL_BSP_SCHEDULE_DELAY="600000")
+        async with proxied(tmp_path, project, user_dir, "--upstream", upstream("up"),
+                           "--otel", env=env) as client:
+            denied = await client.call_tool("echo", {"text": "boom"})
+            allowed = await client.call_tool("echo", {"text": "fine"})
+        assert denied.is_error and "no boom" in str(denied.content)
+        assert not allowed.is_error and "fine" in str(allowed.content)
+        await wait_for(lambda: len([s for s in got.spans if s.name.startswith("event")]) >= 3,
+                       timeout=60)
+        spans = list(got.spans)
+    events = sorted((s.name, s.attributes["mcp_hooks.decision"]) for s in spans
+                    if s.name.startswith("event") and "tool" in s.name)
+    assert events == [("event after_tool", "allow"), ("event before_tool", "allow"),
+                      ("event before_tool", "deny")], [s.name for s in spans]
+    (blocked,) = [s for s in spans if s.attributes.get("mcp_hooks.blocked_by") == "no-boom"]
+    (hook,) = [s for s in spans if s.parent == blocked.span_id]
+    assert hook.name == "hook no-boom" and hook.attributes["mcp_hooks.hook.exit_code"] == 2
 
 
 # serve, with the OpenTelemetry exporter made unimportable (as without the extra)
