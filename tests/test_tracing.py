@@ -242,6 +242,64 @@ exit 0
     assert hook.name == "hook no-boom" and hook.attributes["mcp_hooks.hook.exit_code"] == 2
 
 
+def test_the_otel_observer_in_16_threads_with_hostile_sessions_and_an_error(
+        project: Path, user_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process: 16 threads fire at once through one ``OtelObserver``, some with a session
+    id of 10,000 lone surrogates (which protobuf cannot encode), and one event raises a
+    BaseException: every span arrives once ``close`` returns, each hook under its event."""
+    from mcp_hooks.tracing import MAX_TEXT, observer_for
+
+    write_hook(user_dir, "no-rm", script=BLOCKER)
+    with receiver() as got:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", got.url)
+        monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "600000")
+        monkeypatch.setenv("NETRC", str(project / "no-netrc"))  # requests' (not the real ~)
+        observer = observer_for(Settings(otel="on"))
+        assert observer is not None
+        engine = Engine(Registry(user_dir, project, watch=False), Settings(), one_shot=True,
+                        observer=observer)
+        hostile = "\udcff" * 10_000
+
+        def one(n: int) -> None:
+            engine.fire_blocking(Event(
+                event_type="before_tool", tool_name="Bash",
+                tool_input={"command": "rm -rf /" if n % 2 else "ls"},
+                session_id=hostile if n % 4 == 0 else f"s{n}", work_dir=str(project)))
+
+        threads = [threading.Thread(target=one, args=(n,)) for n in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        broken = Registry(user_dir, project, watch=False)
+
+        def select(*args: Any) -> Any:
+            raise Broken("select broke")
+
+        broken.select = select  # type: ignore[method-assign]
+        with pytest.raises(Broken):
+            Engine(broken, Settings(), one_shot=True, observer=observer).fire_blocking(
+                Event(event_type="after_tool", tool_name="Bash", session_id="s-broken",
+                      work_dir=str(project)))
+        observer.close()
+        observer.close()  # a second close does nothing
+        spans = list(got.spans)
+    events = [s for s in spans if s.name.startswith("event")]
+    hooks = [s for s in spans if s.name.startswith("hook")]
+    assert len(events) == 17 and len(hooks) == 16
+    by_id = {s.span_id: s for s in events}
+    for hook in hooks:
+        event = by_id[hook.parent]
+        assert hook.trace_id == event.trace_id
+        assert hook.attributes["mcp_hooks.hook.exit_code"] == (
+            2 if event.attributes["mcp_hooks.decision"] == "deny" else 0)
+    sessions = [s.attributes["mcp_hooks.session"] for s in events]
+    assert sessions.count("?" * MAX_TEXT) == 4
+    (failed,) = [s for s in events if s.error]
+    assert failed.name == "event after_tool" and "mcp_hooks.decision" not in failed.attributes
+    assert failed.attributes["mcp_hooks.session"] == "s-broken"
+
+
 # serve, with the OpenTelemetry exporter made unimportable (as without the extra)
 WITHOUT_EXTRA = (
     "import sys; sys.modules['opentelemetry.exporter.otlp.proto.http.trace_exporter'] = None\n"
