@@ -159,7 +159,7 @@ def observer_for(settings: Settings) -> OtelObserver | None:
         from opentelemetry.sdk.trace import TracerProvider  # lazy: 13 ms, tracing only
         from opentelemetry.sdk.trace.export import BatchSpanProcessor  # lazy: 1 ms, tracing only
     except ModuleNotFoundError as exc:
-        missing = MissingExtraError("tracing (--otel)", exc, "otel", NEEDS)
+        missing = MissingExtraError("tracing (--otel, MCP_HOOKS_OTEL=1)", exc, "otel", NEEDS)
         if settings.otel == "on":
             raise missing from exc
         print(f"mcp-hooks: OTEL_EXPORTER_OTLP_ENDPOINT is set, but no traces are sent: "
