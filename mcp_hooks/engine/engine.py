@@ -57,13 +57,14 @@ from mcp_hooks.engine.chain import Chain
 from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.engine.judge import Verdict, decode, judge
 from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
+from mcp_hooks.engine.observe import EventObserver, reporting
 from mcp_hooks.engine.sessionlog import session_log
 from mcp_hooks.engine.stopguard import StopGuard
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.registry.discovery import Registry, run_order
 from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
 from mcp_hooks.runner.hookenv import HookEnvs, hook_environment
-from mcp_hooks.runner.persistent import PersistentPool
+from mcp_hooks.runner.persistent import PersistentPool, default_processes
 from mcp_hooks.settings import Settings
 from mcp_hooks.spec import matching
 from mcp_hooks.spec.events import can_block, canonical_event, is_notification
@@ -73,7 +74,7 @@ from mcp_hooks.state.eventlog import EventLog, now
 from mcp_hooks.state.inbox import AidInbox
 from mcp_hooks.state.signallog import SignalLog, signal_record
 from mcp_hooks.state.store import StateStore
-from mcp_hooks.state.url import close_store, store_for
+from mcp_hooks.state.url import close_store, scheme, store_for
 
 _THREAD_MATCH = 1 << 16  # characters of tool input past which matching leaves the event loop
 
@@ -145,6 +146,8 @@ class Engine:
             signals. Default the one ``settings.state`` names (``state.url.store_for``): the
             file store (``state.files.FileStore``) with ``log`` as its event log (none
             without), or a shared one; with a store given, its logs are the engine's.
+        observer: told of each event, its sync hooks and its outcome (``observe.py``;
+            ``tracing.py`` sends them as OpenTelemetry spans); default none.
     """
 
     def __init__(
@@ -163,6 +166,7 @@ class Engine:
         control: ControlLayer | Literal[False] | None = None,
         inbox: AidInbox | None = None,
         store: StateStore | None = None,
+        observer: EventObserver | None = None,
     ) -> None:
         settings = settings if settings is not None else Settings()
         self.settings = settings
@@ -178,6 +182,8 @@ class Engine:
             settings.stop_block_cap, self.store)
         self._runner: Runner = runner or (_run_blocking if one_shot else run_hook)
         self._pool, self._owns_pool = pool, False
+        # metadata.processes when a hook does not say: more for a replica on a shared store
+        self._processes = default_processes(scheme(settings.state) != "file")
         self._launcher: Launcher = launcher or make_launcher(
             log, detached=detach_async or one_shot, store=self.store, state=settings.state)
         # a one-shot engine never suspends: big inputs are matched in place, not in a thread
@@ -191,6 +197,7 @@ class Engine:
                                    ladder=Ladder(store=self.store))
         self.control: ControlLayer | None = control or None
         self._inbox = inbox if inbox is not None else AidInbox(store=self.store)
+        self._observer = observer
 
     async def __aenter__(self) -> Engine:
         await self._launcher.open()
@@ -239,12 +246,19 @@ class Engine:
             BaseException: whatever broke below; the door turns it into its fault answer.
         """
         name = canonical_event(event.event_type)
+        trace = self._observer.event(name, event) if self._observer is not None else None
         try:
-            return await self._fire(name, event, on_hook_done, hold_aid)
+            outcome = await self._fire(name, event, on_hook_done if trace is None
+                                       else reporting(trace, on_hook_done), hold_aid)
         except BaseException as exc:  # recorded, then raised to the door's guard
             if not passes_through(exc):
                 self._note_fault(event, name, exc)
+            if trace is not None:
+                trace.finish(None, exc)
             raise
+        if trace is not None:
+            trace.finish(outcome, None)
+        return outcome
 
     def _note_fault(self, event: Event, name: str, exc: BaseException) -> None:
         """Log an event whose firing raised, as the fault the door answers (never raises:
@@ -403,7 +417,8 @@ class Engine:
             return await self._pool.run(
                 hook, stdin, cwd=work_dir, env=self._envs.get(hook, work_dir, event.session_id),
                 timeout=hook.timeout / 1000, limits=hook.limits,
-                generation=self.registry.generation, root=self.registry.project_dir)
+                generation=self.registry.generation, root=self.registry.project_dir,
+                processes=hook.processes or self._processes)
         return await self._runner(hook.entry, stdin, cwd=work_dir,
                                   env=self._envs.get(hook, work_dir, event.session_id),
                                   timeout=hook.timeout / 1000, limits=hook.limits)
