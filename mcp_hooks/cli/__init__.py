@@ -61,7 +61,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from mcp_hooks import __version__, options
-from mcp_hooks.cli import hooks
+from mcp_hooks.cli import hooks, logs
 from mcp_hooks.errors import (
     EXIT_OK,
     EXIT_USAGE,
@@ -295,7 +295,7 @@ COMMANDS: dict[str, Command] = {
     "events": hooks.cmd_events,
     "validate": hooks.cmd_validate,
     "new": hooks.cmd_new,
-    "log": hooks.cmd_log,
+    "log": logs.cmd_log,
     "serve": _lazy("mcp_hooks.cli.serve", "command"),
     "proxy": _lazy("mcp_hooks.cli.proxy", "command"),
     "bridge": _lazy("mcp_hooks.cli.hosts", "bridge_command"),

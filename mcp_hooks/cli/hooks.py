@@ -1,4 +1,5 @@
-"""The hook commands: ``fire``, ``list``, ``show``, ``events``, ``validate``, ``new``, ``log``.
+"""The hook commands: ``fire``, ``list``, ``show``, ``events``, ``validate``, ``new``
+(``log`` is in ``logs.py``).
 
 Each ``cmd_*`` reads its parsed arguments, calls the core (``Engine``, ``Registry``,
 ``load_hook``, ``EventLog``) and prints for people or, with ``--json``, for programs. Exit
@@ -15,15 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_hooks import options
+from mcp_hooks.cli.logs import add_log_parser
 from mcp_hooks.engine.engine import Engine, HookDone
 from mcp_hooks.errors import (
     EXIT_DENIED,
@@ -38,11 +38,9 @@ from mcp_hooks.registry.discovery import Registry, project_hooks_dir
 from mcp_hooks.spec.events import EVENTS, canonical_event, catalogue
 from mcp_hooks.spec.hookfile import find_hook_file, load_hook, problems_of, warnings_of
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome, fault_outcome
-from mcp_hooks.state.eventlog import EventLog
 
 if TYPE_CHECKING:
-    from mcp_hooks.state.eventlog import EventLog
-    from mcp_hooks.state.reader import StoreLog
+    pass
 
 PROGRESS_AFTER = 1.0  # seconds: on a terminal, an event running longer shows each hook's end
 
@@ -52,7 +50,7 @@ PROGRESS_AFTER = 1.0  # seconds: on a terminal, an event running longer shows ea
 def add_parsers(sub: Any) -> None:
     """Declare the hook commands on the ``mcp-hooks`` subparsers."""
     for add in (_add_list_parser, _add_show_parser, _add_events_parser, _add_fire_parser,
-                _add_validate_parser, _add_new_parser, _add_log_parser):
+                _add_validate_parser, _add_new_parser, add_log_parser):
         add(sub)
 
 
@@ -142,45 +140,6 @@ def _add_new_parser(sub: Any) -> None:
     p.add_argument("--priority", type=int, default=100)
     p.add_argument("--async", dest="is_async", action="store_true", help="run in the background")
     options.add_common_options(p)
-
-
-def _add_log_parser(sub: Any) -> None:
-    p = sub.add_parser("log", help="print the event log")
-    p.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
-    p.add_argument("--session", metavar="ID", help="only this session's events")
-    p.add_argument("--json", action="store_true", help="print the raw JSON lines")
-    p.add_argument("-n", "--lines", type=int, default=20, metavar="N",
-                   help="how many of the latest events to print (default 20; 0 = all)")
-    add_since_option(p)
-    options.add_common_options(p)
-
-
-_SPAN = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_TIME = re.compile(r"\d{4}-\d\d-\d\d(T\d\d(:\d\d(:\d\d(\.\d{1,3})?)?)?)?", re.ASCII)
-_SINCE_HELP = ("a UTC time (2026-01-15, 2026-01-15T10:30, '2026-01-15 10:30:00') or a span "
-               "back from now (90s, 10m, 2h, 7d)")
-
-
-def since_time(text: str) -> str:
-    """``--since``: the ISO 8601 UTC text records are compared with (``ts``, ``timestamp``)."""
-    given = text.strip()
-    if given[:-1].isdigit() and given[-1:] in _SPAN:
-        back = time.time() - int(given[:-1]) * _SPAN[given[-1]]
-        try:
-            return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(max(back, 0.0)))
-        except (OverflowError, OSError, ValueError):  # further back than time goes
-            return "0000"
-    when = given.replace(" ", "T").removesuffix("Z")
-    if not _TIME.fullmatch(when):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a time: give {_SINCE_HELP}")
-    return when
-
-
-def add_since_option(parser: argparse.ArgumentParser) -> None:
-    """``--since`` on ``log`` and ``signals``."""
-    parser.add_argument("--since", type=since_time, metavar="TIME",
-                        help=f"only records from then on: {_SINCE_HELP}")
-
 
 
 # -- commands ----------------------------------------------------------------------------
@@ -581,41 +540,3 @@ def cmd_new(args: argparse.Namespace) -> int:
     from mcp_hooks.cli.scaffold import new_command
 
     return new_command(args)
-
-
-def cmd_log(args: argparse.Namespace) -> int:
-    # lazy: 10 ms of cold bridge (python -X importtime)
-    from mcp_hooks.cli.report import format_log_record
-
-    # lazy: 3 ms of cold bridge (python -X importtime), only `log` reads a store
-    from mcp_hooks.state.reader import close_log, open_log
-
-    log = open_log(options.state_url(args), options.log_path(args), "events")
-    try:
-        return print_log(log, args, (lambda r: json.dumps(r)) if args.json
-                         else format_log_record, "events")
-    finally:
-        close_log(log)
-
-
-def print_log(log: EventLog | StoreLog, args: argparse.Namespace,
-              show: Callable[[dict[str, Any]], str], what: str) -> int:
-    """``log`` and ``signals``: the records of ``--session`` (the last ``-n``), then with
-    ``--follow`` each new one until interrupted (a file log or a shared store's)."""
-    since = getattr(args, "since", None)
-    records = [r for r in log.read(args.session)
-               if since is None or str(r.get("ts") or r.get("timestamp") or "") >= since]
-    if args.lines:
-        records = records[-args.lines:]
-    for record in records:
-        print(show(record))
-    if args.follow:
-        try:
-            for record in log.follow(args.session):
-                print(show(record), flush=True)
-        except KeyboardInterrupt:
-            return EXIT_OK
-    elif not records:
-        print(f"no {what} logged {f'since {since} ' if since else 'yet '}in {log.path}",
-              file=sys.stderr)
-    return EXIT_OK

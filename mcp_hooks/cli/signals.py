@@ -21,7 +21,7 @@ import json
 from typing import Any
 
 from mcp_hooks import options
-from mcp_hooks.cli.hooks import add_since_option, print_log
+from mcp_hooks.cli.logs import add_since_option, print_log
 from mcp_hooks.errors import EXIT_OK, UsageError
 from mcp_hooks.spec.signals import ACTIONS
 from mcp_hooks.state.reader import StoreLog, close_log, open_signal_log

@@ -1,0 +1,104 @@
+"""``mcp-hooks log`` and what it shares with ``signals``: ``print_log`` and ``--since``.
+
+``log`` prints the event log of the configured store: the file (``--log``,
+``MCP_HOOKS_LOG``) for ``file:``, else a shared store's event records (``--state URL``,
+``MCP_HOOKS_STATE``; ``state/reader.py``), by session (``--session``) and time (``--since``),
+the last ``-n``, ``--json`` for the raw records, ``--follow`` to keep printing new ones.
+
+Imported on every run of ``mcp-hooks`` (its parser is part of the command line): the store
+and the formatting are imported only when ``log`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mcp_hooks import options
+from mcp_hooks.errors import EXIT_OK
+
+if TYPE_CHECKING:
+    from mcp_hooks.state.eventlog import EventLog
+    from mcp_hooks.state.reader import StoreLog
+
+
+def add_log_parser(sub: Any) -> None:
+    """Declare ``log`` on the ``mcp-hooks`` subparsers."""
+    p = sub.add_parser("log", help="print the event log")
+    p.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
+    p.add_argument("--session", metavar="ID", help="only this session's events")
+    p.add_argument("--json", action="store_true", help="print the raw JSON lines")
+    p.add_argument("-n", "--lines", type=int, default=20, metavar="N",
+                   help="how many of the latest events to print (default 20; 0 = all)")
+    add_since_option(p)
+    options.add_common_options(p)
+
+
+_SPAN = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_TIME = re.compile(r"\d{4}-\d\d-\d\d(T\d\d(:\d\d(:\d\d(\.\d{1,3})?)?)?)?", re.ASCII)
+_SINCE_HELP = ("a UTC time (2026-01-15, 2026-01-15T10:30, '2026-01-15 10:30:00') or a span "
+               "back from now (90s, 10m, 2h, 7d)")
+
+
+def since_time(text: str) -> str:
+    """``--since``: the ISO 8601 UTC text records are compared with (``ts``, ``timestamp``)."""
+    given = text.strip()
+    if given[:-1].isdigit() and given[-1:] in _SPAN:
+        back = time.time() - int(given[:-1]) * _SPAN[given[-1]]
+        try:
+            return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(max(back, 0.0)))
+        except (OverflowError, OSError, ValueError):  # further back than time goes
+            return "0000"
+    when = given.replace(" ", "T").removesuffix("Z")
+    if not _TIME.fullmatch(when):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time: give {_SINCE_HELP}")
+    return when
+
+
+def add_since_option(parser: argparse.ArgumentParser) -> None:
+    """``--since`` on ``log`` and ``signals``."""
+    parser.add_argument("--since", type=since_time, metavar="TIME",
+                        help=f"only records from then on: {_SINCE_HELP}")
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    # lazy: 10 ms of cold bridge (python -X importtime)
+    from mcp_hooks.cli.report import format_log_record
+
+    # lazy: 3 ms of cold bridge (python -X importtime), only `log` reads a store
+    from mcp_hooks.state.reader import close_log, open_log
+
+    log = open_log(options.state_url(args), options.log_path(args), "events")
+    try:
+        return print_log(log, args, (lambda r: json.dumps(r)) if args.json
+                         else format_log_record, "events")
+    finally:
+        close_log(log)
+
+
+def print_log(log: EventLog | StoreLog, args: argparse.Namespace,
+              show: Callable[[dict[str, Any]], str], what: str) -> int:
+    """``log`` and ``signals``: the records of ``--session`` (the last ``-n``), then with
+    ``--follow`` each new one until interrupted (a file log or a shared store's)."""
+    since = getattr(args, "since", None)
+    records = [r for r in log.read(args.session)
+               if since is None or str(r.get("ts") or r.get("timestamp") or "") >= since]
+    if args.lines:
+        records = records[-args.lines:]
+    for record in records:
+        print(show(record))
+    if args.follow:
+        try:
+            for record in log.follow(args.session):
+                print(show(record), flush=True)
+        except KeyboardInterrupt:
+            return EXIT_OK
+    elif not records:
+        print(f"no {what} logged {f'since {since} ' if since else 'yet '}in {log.path}",
+              file=sys.stderr)
+    return EXIT_OK
