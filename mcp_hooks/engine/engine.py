@@ -168,7 +168,8 @@ class Engine:
         self.registry = registry
         self.log = log = _event_log(settings, log)
         self._logs = log is not None or store is not None
-        self.store: StateStore = store if store is not None else store_for(settings.state, log)
+        self.store: StateStore = store if store is not None else store_for(
+            settings.state, log, settings.replica_id)
         self._owns_store = store is None  # closed with the engine (a shared store's pool)
         self.signal_log = signal_log
         self.one_shot = one_shot
@@ -178,13 +179,14 @@ class Engine:
         self._runner: Runner = runner or (_run_blocking if one_shot else run_hook)
         self._pool, self._owns_pool = pool, False
         self._launcher: Launcher = launcher or make_launcher(
-            log, detached=detach_async or one_shot, store=self.store, state=settings.state)
+            log, detached=detach_async or one_shot, store=self.store, state=settings.state,
+            replica=settings.replica_id)
         # a one-shot engine never suspends: big inputs are matched in place, not in a thread
         self._select = self._select_here if one_shot else self._select_off_loop
         self._blocking = _call_here if one_shot else _call_off_loop  # hooks.yaml's oracles
         self._envs = HookEnvs(hook_environment(os.environ, settings.secrets))
         if control is None:
-            control = ControlLayer(registry.project_dir, watch=not one_shot,
+            control = ControlLayer(registry.project_dir, watch=not one_shot and registry.watching,
                                    secrets=settings.secrets,
                                    trust_project=registry.trust_project_hooks,
                                    ladder=Ladder(store=self.store))
@@ -530,6 +532,8 @@ class Engine:
             "modified_input": outcome.modified_input is not None,
             "hooks": hooks,
             "warnings": outcome.warnings,
+            "hooks_digest": self.control.digest(self.registry.hooks_digest())
+            if self.control is not None else self.registry.hooks_digest(),
         })
 
 
