@@ -230,9 +230,6 @@ def run(opts: ServerOptions) -> int:
         AddressInUseError: HTTP/SSE: the host and port are taken.
     """
     opts.serve.check()
-    warning = unspread(opts.serve, opts.settings.state)
-    if warning is not None:
-        print(warning, file=sys.stderr, flush=True)
 
     configure_logging(opts.serve.log_level)
     roots = [Path(os.path.realpath(r)) for r in opts.roots]
@@ -250,7 +247,10 @@ def run(opts: ServerOptions) -> int:
     # lazy: 30 ms of cold start for `--help` and usage errors
     from mcp_hooks.service import HookService
 
-    service = HookService(opts.settings, roots=roots)
+    service = HookService(opts.settings, roots=roots)  # a store it cannot reach stops it here
+    warning = unspread(opts.serve, opts.settings.state)
+    if warning is not None:
+        print(warning, file=sys.stderr, flush=True)
     try:
         anyio.run(lambda: serve_hooks(service, opts.serve, bridge_tool=opts.bridge_tool))
     except KeyboardInterrupt:
