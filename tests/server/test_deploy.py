@@ -155,7 +155,7 @@ async def test_the_deploy_page_runs_behind_nginx(redis_url: str, tmp_path: Path)
 
         servers[0].proc.terminate()  # web-1 goes away: nginx sends everything to web-2
         servers[0].proc.wait(HANG)
-        for n in range(4):
+        for _ in range(4):
             outcome = await fire(client, event_type="before_tool", session_id="agent-2",
                                  tool_name="Bash", payload={"tool_input": {"command": "ls"}})
             assert outcome["decision"] == "allow" and [h["name"] for h in
