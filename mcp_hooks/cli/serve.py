@@ -114,6 +114,14 @@ def transport_options(
     )
 
 
+def add_otel_argument(parser: argparse.ArgumentParser) -> None:
+    """Declare ``--otel`` (``serve``, ``proxy``: ``tracing.py``)."""
+    parser.add_argument("--otel", action="store_true", default=None,
+                        help="send a span per event and per hook run over OTLP/HTTP to "
+                        "OTEL_EXPORTER_OTLP_ENDPOINT (needs pip install 'mcp-hooks[otel]'; "
+                        "or MCP_HOOKS_OTEL=1)")
+
+
 def add_parser(sub: Any) -> None:
     """Declare ``serve`` on the ``mcp-hooks`` subparsers."""
     p = sub.add_parser(
@@ -129,6 +137,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--bridge-tool", action="store_true",
                    help="also serve bridge_hook, the tool Claude Code mcp_tool hooks call "
                    "(mcp-hooks install claude-code --via mcp)")
+    add_otel_argument(p)
     replica = p.add_argument_group("replicas (docs/deploy.md)")
     replica.add_argument("--replica-id", metavar="NAME",
                          help="the name stamped as `replica` on every record this server "
@@ -168,6 +177,7 @@ def options_from_args(
     """The options the command line (and the environment, read by ``Settings.from_env``)
     give. Raises ConfigError for a bad value, naming its flag or variable."""
     settings = options.settings(args, environ, token=getattr(args, "token", None),
+                                otel=getattr(args, "otel", None),
                                 replica_id=getattr(args, "replica_id", None),
                                 watch=False if getattr(args, "no_watch", False) else None)
     settings = dataclasses.replace(settings, project_dir=options.project_of(settings),
@@ -247,12 +257,20 @@ def run(opts: ServerOptions) -> int:
     # lazy: 30 ms of cold start for `--help` and usage errors
     from mcp_hooks.service import HookService
 
-    service = HookService(opts.settings, roots=roots)  # a store it cannot reach stops it here
-    warning = unspread(opts.serve, opts.settings.state)
-    if warning is not None:
-        print(warning, file=sys.stderr, flush=True)
+    # lazy: 1 ms; OpenTelemetry itself only with --otel (exit 64 without the extra)
+    from mcp_hooks.tracing import close_observer, observer_for
+
+    observer = observer_for(opts.settings)
+    if observer is not None:
+        observer.flush_on_sigterm()
     try:
+        service = HookService(opts.settings, roots=roots, observer=observer)  # store reached
+        warning = unspread(opts.serve, opts.settings.state)
+        if warning is not None:
+            print(warning, file=sys.stderr, flush=True)
         anyio.run(lambda: serve_hooks(service, opts.serve, bridge_tool=opts.bridge_tool))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    finally:
+        close_observer(observer)  # the spans still queued are sent (SIGTERM included)
     return 0
