@@ -1,0 +1,331 @@
+"""Benchmark of scale-out (issue 21, "Figures"): what a shared store adds to an event, what one
+``serve`` replica answers per second, what a second replica on the same cores adds, and the
+CPU an event costs a replica.
+
+- (a) Added latency per event of ``redis://`` and ``postgresql://`` over ``file:`` through
+  ``Engine.fire``: three engines on one asyncio loop, each with the same persistent Python
+  hook on ``before_tool`` (``metadata.persistent: true``) and its store, events interleaved
+  engine by engine; p50 and p99 of each, the shared store's minus file's. Targets: p50 <=
+  0.3 ms, p99 <= 3 ms.
+- (b) Events per second of one ``serve --transport http --stateless --state redis://``
+  replica with that persistent hook: ``--drivers`` client processes (the MCP SDK's streamable
+  HTTP client, one keep-alive connection pool each) with ``--concurrency`` calls in flight
+  each, for ``--seconds``. Target: >= 1,000 events/s.
+- (c) The same load against two replicas (each driver on one of them), on the same 2 cores:
+  the ratio of (c) to (b).
+- (d) CPU seconds per event of a replica: the replica's process and its hook processes
+  (``/proc/<pid>/stat`` utime + stime, children still running included), over the events it
+  answered in (b); from it, the replicas (of 2 cores, at 60 % busy) for 1,000 and 10,000
+  agents at an assumed event rate per agent.
+
+The clients, Redis and the replicas share the machine's cores: the figures are of the whole
+loop on one box, and the load average is printed. Run:
+``.venv/bin/python bench/bench_scale.py [--n N] [--seconds S] [--drivers D] [--concurrency C]``
+(``--no-write`` leaves bench/RESULTS.md alone). Prints the figures and replaces the
+``## Scale-out`` section of bench/RESULTS.md. Needs redis-server and PostgreSQL installed
+(``apt-get install -y redis-server postgresql``) and the dev extras (redis, psycopg).
+``bench_scale.py --drive URL`` is one driver process (spawned by (b) and (c)).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+from results import machine, say, verdict, write_section  # noqa: E402
+
+MCP_HOOKS = str(Path(sys.executable).parent / "mcp-hooks")
+TICKS = os.sysconf("SC_CLK_TCK")
+EVENTS_PER_AGENT_S = 0.5  # an agent's hook events per second (a tool call every ~4 s: 2 each)
+BUSY = 0.6  # the share of a replica's cores a deployment plans to use
+
+LOOP_HOOK = """\
+import json, os, sys
+def answer(event):
+    return {}
+if os.environ.get("MCP_HOOKS_PERSISTENT") == "1":
+    for line in sys.stdin:
+        event = json.loads(line)
+        event_id = event.pop("_mcp_hooks_event_id", None)  # echoed: it answers this event
+        sys.stdout.write(json.dumps({**answer(event), "_mcp_hooks_event_id": event_id}) + "\\n")
+        sys.stdout.flush()
+else:
+    answer(json.load(sys.stdin))
+"""
+ARGS = {"event_type": "before_tool", "tool_name": "Shell", "tool_input": {"command": "ls"}}
+
+
+def hook_folder(root: Path) -> Path:
+    hook = root / "py-guard"
+    (hook / "scripts").mkdir(parents=True, exist_ok=True)
+    (hook / "HOOK.md").write_text(
+        "---\nname: py-guard\ndescription: a Python hook that allows\ntrigger: before_tool\n"
+        "matcher:\n  tool: Shell\nmetadata:\n  persistent: true\n---\n")
+    (hook / "scripts" / "run.py").write_text(LOOP_HOOK)
+    return root
+
+
+def percentile(samples: list[float], p: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+# -- (a) Engine.fire on each store -------------------------------------------------------------
+
+
+async def latency(tmp: Path, urls: dict[str, str], n: int) -> dict[str, list[float]]:
+    from mcp_hooks.engine.engine import Engine
+    from mcp_hooks.registry.discovery import Registry
+    from mcp_hooks.settings import Settings
+    from mcp_hooks.spec.outcome import Event
+    from mcp_hooks.state.eventlog import EventLog
+
+    user = hook_folder(tmp / "user")
+    project = tmp / "project"
+    project.mkdir()
+    event = Event.create(work_dir=str(project), session_id="bench", **ARGS)
+    async with contextlib.AsyncExitStack() as stack:
+        engines: dict[str, Engine] = {}
+        for name, url in urls.items():
+            registry = Registry(user, project)
+            stack.callback(registry.close)
+            log = EventLog(tmp / f"events-{name}.jsonl") if name == "file" else None
+            engines[name] = await stack.enter_async_context(
+                Engine(registry, Settings(state=url), log=log))
+        samples: dict[str, list[float]] = {name: [] for name in engines}
+        names = list(engines)
+        for i in range(n + 50):  # the first 50 warm up: connections, the hook's process
+            for name in names[i % len(names):] + names[:i % len(names)]:
+                t0 = time.perf_counter()
+                outcome = await engines[name].fire(event)
+                elapsed = time.perf_counter() - t0
+                assert outcome.decision == "allow" and outcome.hooks, outcome
+                if i >= 50:
+                    samples[name].append(elapsed)
+        return samples
+
+
+# -- (b), (c), (d): serve replicas under load --------------------------------------------------
+
+
+def start_replica(tmp: Path, n: int, url: str, user: Path, project: Path) -> tuple[
+        subprocess.Popen[str], str]:
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp / f"state-{n}"),
+           "XDG_CONFIG_HOME": str(tmp / "config")}
+    env.pop("MCP_HOOKS_TOKEN", None)
+    proc = subprocess.Popen(
+        [MCP_HOOKS, "serve", "--transport", "http", "--port", "0", "--stateless",
+         "--project-dir", str(project), "--user-dir", str(user), "--no-log", "--state", url],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        found = re.search(r"serving http at (\S+)", line)
+        if found:
+            return proc, found.group(1)
+    raise RuntimeError(f"replica {n} did not start (exit {proc.wait()})")
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` and every process below it (hooks still running)."""
+    total = 0.0
+    for task in [pid, *descendants(pid)]:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{task}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / TICKS
+    return total
+
+
+def descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        with contextlib.suppress(OSError):
+            for child in Path(f"/proc/{parent}/task/{parent}/children").read_text().split():
+                found.append(int(child))
+                todo.append(int(child))
+    return found
+
+
+def load(targets: list[str], drivers: int, concurrency: int, seconds: float,
+         pids: list[int]) -> dict[str, Any]:
+    """``drivers`` driver processes, driver i against ``targets[i % len(targets)]``."""
+    procs = [subprocess.Popen(
+        [sys.executable, __file__, "--drive", targets[i % len(targets)], "--seconds",
+         str(seconds), "--concurrency", str(concurrency)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True) for i in range(drivers)]
+    cpu_before = [cpu_seconds(pid) for pid in pids]
+    outs = [proc.communicate(timeout=seconds + 300)[0] for proc in procs]
+    cpu_after = [cpu_seconds(pid) for pid in pids]
+    results = [json.loads(out.strip().splitlines()[-1]) for out in outs]
+    calls = sum(r["calls"] for r in results)
+    return {
+        "events_s": sum(r["calls"] / r["seconds"] for r in results),
+        "calls": calls, "errors": sum(r["errors"] for r in results),
+        "all_calls": sum(r["all_calls"] for r in results),
+        "cpu_s": sum(after - before for before, after in zip(cpu_before, cpu_after)),
+    }
+
+
+async def drive(url: str, seconds: float, concurrency: int) -> dict[str, Any]:
+    """One driver: ``concurrency`` calls in flight on one client for ``seconds``."""
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    limits = httpx2.Limits(max_connections=concurrency + 4,
+                           max_keepalive_connections=concurrency + 4)
+    counts = {"calls": 0, "errors": 0, "all": 0}
+    async with httpx2.AsyncClient(limits=limits, timeout=httpx2.Timeout(60.0)) as http, \
+            Client(streamable_http_client(url, http_client=http)) as client:
+        args = {**ARGS, "session_id": f"drive-{os.getpid()}"}
+        for _ in range(20):  # warm up
+            await client.call_tool("fire_hook_event", args)
+            counts["all"] += 1
+        deadline = time.perf_counter() + seconds
+
+        async def worker() -> None:
+            while time.perf_counter() < deadline:
+                result = await client.call_tool("fire_hook_event", args)
+                counts["all"] += 1
+                if result.is_error or (result.structured_content or {}).get(
+                        "decision") != "allow":
+                    counts["errors"] += 1
+                else:
+                    counts["calls"] += 1
+
+        t0 = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for _ in range(concurrency):
+                tg.start_soon(worker)
+        wall = time.perf_counter() - t0
+    return {"calls": counts["calls"], "errors": counts["errors"], "all_calls": counts["all"],
+            "seconds": wall}
+
+
+def replicas_run(tmp: Path, redis_url: str, args: argparse.Namespace) -> dict[str, Any]:
+    user = hook_folder(tmp / "serve-user")
+    project = tmp / "serve-project"
+    project.mkdir()
+    with contextlib.ExitStack() as stack:
+        started = []
+        for n in range(2):
+            proc, url = start_replica(tmp, n, redis_url, user, project)
+            stack.callback(_stop, proc)
+            started.append((proc, url))
+        (one, url_one), (_, url_two) = started
+        pids = [proc.pid for proc, _ in started]
+        single = load([url_one], args.drivers, args.concurrency, args.seconds, pids)
+        double = load([url_one, url_two], args.drivers, args.concurrency, args.seconds, pids)
+        return {"one": single, "two": double, "hook_processes": len(descendants(one.pid))}
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+# -- report -------------------------------------------------------------------------------------
+
+
+def report(args: argparse.Namespace, samples: dict[str, list[float]],
+           runs: dict[str, Any]) -> list[str]:
+    ms = 1000.0
+    rows = ["| store | `Engine.fire` p50 | p99 | added over `file:` p50 | p99 |",
+            "|---|---|---|---|---|"]
+    checks = []
+    for name, label in (("file", "`file:`"), ("redis", "Redis"), ("postgres", "PostgreSQL")):
+        p50, p99 = percentile(samples[name], 50) * ms, percentile(samples[name], 99) * ms
+        if name == "file":
+            rows.append(f"| {label} | {p50:.3f} ms | {p99:.2f} ms | | |")
+            continue
+        d50 = p50 - percentile(samples["file"], 50) * ms
+        d99 = p99 - percentile(samples["file"], 99) * ms
+        rows.append(f"| {label} | {p50:.3f} ms | {p99:.2f} ms | {d50:+.3f} ms "
+                    f"(<= 0.3: {verdict(d50 <= 0.3)}) | {d99:+.2f} ms "
+                    f"(<= 3: {verdict(d99 <= 3.0)}) |")
+        checks.append(d50 <= 0.3 and d99 <= 3.0)
+    one, two = runs["one"], runs["two"]
+    per_event = one["cpu_s"] / max(1, one["all_calls"])
+    lines = [
+        f"(a) `Engine.fire` of `before_tool` with one persistent Python hook, {args.n} events "
+        "per store, the three engines interleaved on one loop:", "", *rows, "",
+        f"(b) one replica (`serve --transport http --stateless --state redis://`, the same "
+        f"hook), {args.drivers} driver processes x {args.concurrency} calls in flight, "
+        f"{args.seconds:.0f} s: **{one['events_s']:.0f} events/s** (target >= 1,000: "
+        f"{verdict(one['events_s'] >= 1000)}); {one['errors']} errors.",
+        f"(c) two replicas on the same 2 cores, the drivers split between them: "
+        f"{two['events_s']:.0f} events/s, ratio **{two['events_s'] / one['events_s']:.2f}** "
+        f"(CPU-bound: the drivers, Redis and the replicas share the cores).",
+        f"(d) CPU per event of a replica (its process and its {runs['hook_processes']} hook "
+        f"process(es)): **{per_event * 1000:.2f} ms** ({one['cpu_s']:.1f} s over "
+        f"{one['all_calls']} events in (b)). At {EVENTS_PER_AGENT_S} events/s per agent and "
+        f"replicas of 2 cores {BUSY:.0%} busy: 1,000 agents "
+        f"{replicas_for(1000, per_event)} replica(s), 10,000 agents "
+        f"{replicas_for(10000, per_event)} (plus one to lose).",
+    ]
+    return lines
+
+
+def replicas_for(agents: int, cpu_per_event: float) -> int:
+    need = agents * EVENTS_PER_AGENT_S * cpu_per_event / (2 * BUSY)
+    return max(1, -int(-need // 1))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=2000, help="events per store in (a)")
+    parser.add_argument("--seconds", type=float, default=15.0, help="each load run of (b), (c)")
+    parser.add_argument("--drivers", type=int, default=2, help="client processes")
+    parser.add_argument("--concurrency", type=int, default=16, help="calls in flight each")
+    parser.add_argument("--no-write", action="store_true", help="leave RESULTS.md alone")
+    parser.add_argument("--drive", metavar="URL", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    import anyio
+
+    if args.drive:
+        found = anyio.run(drive, args.drive, args.seconds, args.concurrency)
+        print(json.dumps(found), flush=True)
+        return 0
+    from tests.helpers import servers
+
+    os.environ.setdefault("MCP_HOOKS_TRUST_PROJECT_HOOKS", "1")
+    say(f"machine: {machine()}")
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-scale-")))
+        redis = stack.enter_context(servers.redis_server())
+        pg = stack.enter_context(servers.postgres_server())
+        urls = {"file": "file:", "redis": redis.url, "postgres": pg.url}
+        samples = anyio.run(latency, tmp, urls, args.n)
+        runs = replicas_run(tmp, f"{redis.url}?prefix=serve:", args)
+    lines = report(args, samples, runs)
+    for line in lines:
+        say(line)
+    if not args.no_write:
+        write_section("Scale-out", "\n".join([
+            f"`bench/bench_scale.py --n {args.n} --seconds {args.seconds:.0f} --drivers "
+            f"{args.drivers} --concurrency {args.concurrency}`: `redis-server` and PostgreSQL "
+            "started for the run on loopback (fsync off, as in the tests); everything, the "
+            "client drivers included, on this machine's cores.", "", *lines]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
