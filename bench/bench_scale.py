@@ -159,23 +159,61 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+# what the profile of (b) names: a frame's share of the replica's samples (inclusive)
+PROFILED = {
+    "Engine.fire": "`Engine.fire` (hooks, store, log)",
+    "RedisStore.": "the Redis store's calls, synchronous on the event loop",
+    "_posix_spawn": "spawning a hook process (the one persistent process was busy)",
+    "PersistentPool.": "the persistent hook's pool",
+    "StreamableHTTPASGIApp.__call__": "the SDK's streamable HTTP transport (ASGI)",
+    "EpollSelector.select": "the event loop waiting (idle)",
+}
+
+
+def profile(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes] | None:
+    """py-spy (``pip install py-spy``) recording ``pid`` for ``seconds``; None without it."""
+    spy = Path(sys.executable).parent / "py-spy"
+    if not spy.exists():
+        return None
+    return subprocess.Popen([str(spy), "record", "-p", str(pid), "-d", str(int(seconds)),
+                             "-r", "100", "-f", "raw", "-o", str(out), "--nonblocking"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def shares(raw: Path) -> dict[str, float]:
+    """Each PROFILED frame's inclusive share of the samples in py-spy's raw output."""
+    total, hits = 0, dict.fromkeys(PROFILED, 0)
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        total += int(count)
+        for frame in PROFILED:
+            if frame in stack:
+                hits[frame] += int(count)
+    return {frame: hit / max(1, total) for frame, hit in hits.items()}
+
+
 def load(targets: list[str], drivers: int, concurrency: int, seconds: float,
-         pids: list[int]) -> dict[str, Any]:
+         pids: list[int], spy: Path | None = None) -> dict[str, Any]:
     """``drivers`` driver processes, driver i against ``targets[i % len(targets)]``."""
     procs = [subprocess.Popen(
         [sys.executable, __file__, "--drive", targets[i % len(targets)], "--seconds",
          str(seconds), "--concurrency", str(concurrency)],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True) for i in range(drivers)]
     cpu_before = [cpu_seconds(pid) for pid in pids]
+    spying = profile(pids[0], max(1.0, seconds - 2), spy) if spy else None
     outs = [proc.communicate(timeout=seconds + 300)[0] for proc in procs]
+    if spying is not None:
+        spying.wait(60)
     cpu_after = [cpu_seconds(pid) for pid in pids]
     results = [json.loads(out.strip().splitlines()[-1]) for out in outs]
     calls = sum(r["calls"] for r in results)
     return {
+        "profile": shares(spy) if spy is not None and spy.exists() else {},
         "events_s": sum(r["calls"] / r["seconds"] for r in results),
         "calls": calls, "errors": sum(r["errors"] for r in results),
         "all_calls": sum(r["all_calls"] for r in results),
-        "cpu_s": sum(after - before for before, after in zip(cpu_before, cpu_after)),
+        "cpu_s": sum(cpu_after) - sum(cpu_before),
     }
 
 
@@ -228,7 +266,8 @@ def replicas_run(tmp: Path, redis_url: str, args: argparse.Namespace) -> dict[st
             started.append((proc, url))
         (one, url_one), (_, url_two) = started
         pids = [proc.pid for proc, _ in started]
-        single = load([url_one], args.drivers, args.concurrency, args.seconds, pids)
+        single = load([url_one], args.drivers, args.concurrency, args.seconds, pids,
+                      tmp / "profile.txt")
         double = load([url_one, url_two], args.drivers, args.concurrency, args.seconds, pids)
         return {"one": single, "two": double, "hook_processes": len(descendants(one.pid))}
 
@@ -281,6 +320,13 @@ def report(args: argparse.Namespace, samples: dict[str, list[float]],
         f"{replicas_for(1000, per_event)} replica(s), 10,000 agents "
         f"{replicas_for(10000, per_event)} (plus one to lose).",
     ]
+    if one["profile"]:
+        lines += ["", "What bounds (b): py-spy on the replica during (b), the share of its "
+                  "samples in each (inclusive, so they overlap):", ""]
+        lines += [f"- {PROFILED[frame]}: {share:.0%}" for frame, share in sorted(
+            one["profile"].items(), key=lambda item: -item[1])]
+    else:
+        lines += ["", "(no profile: `pip install py-spy` for what bounds (b))"]
     return lines
 
 
