@@ -11,6 +11,7 @@ CPU an event costs a replica.
   replica with that persistent hook: ``--drivers`` client processes (the MCP SDK's streamable
   HTTP client, one keep-alive connection pool each) with ``--concurrency`` calls in flight
   each, for ``--seconds``. Target: >= 1,000 events/s.
+  The same load against a replica on ``file:`` first, for the ratio.
 - (c) The same load against two replicas (each driver on one of them), on the same 2 cores:
   the ratio of (c) to (b).
 - (d) CPU seconds per event of a replica: the replica's process and its hook processes
@@ -213,6 +214,7 @@ def load(targets: list[str], drivers: int, concurrency: int, seconds: float,
         "events_s": sum(r["calls"] / r["seconds"] for r in results),
         "calls": calls, "errors": sum(r["errors"] for r in results),
         "all_calls": sum(r["all_calls"] for r in results),
+        "driver_cpu_s": sum(r["cpu_s"] for r in results),
         "cpu_s": sum(cpu_after) - sum(cpu_before),
     }
 
@@ -245,13 +247,13 @@ async def drive(url: str, seconds: float, concurrency: int) -> dict[str, Any]:
                 else:
                     counts["calls"] += 1
 
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         async with anyio.create_task_group() as tg:
             for _ in range(concurrency):
                 tg.start_soon(worker)
         wall = time.perf_counter() - t0
     return {"calls": counts["calls"], "errors": counts["errors"], "all_calls": counts["all"],
-            "seconds": wall}
+            "seconds": wall, "cpu_s": time.process_time() - cpu0}
 
 
 def replicas_run(tmp: Path, redis_url: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -260,16 +262,18 @@ def replicas_run(tmp: Path, redis_url: str, args: argparse.Namespace) -> dict[st
     project.mkdir()
     with contextlib.ExitStack() as stack:
         started = []
-        for n in range(2):
-            proc, url = start_replica(tmp, n, redis_url, user, project)
+        for n, url in enumerate((redis_url, redis_url, "file:")):
+            proc, url = start_replica(tmp, n, url, user, project)
             stack.callback(_stop, proc)
             started.append((proc, url))
-        (one, url_one), (_, url_two) = started
-        pids = [proc.pid for proc, _ in started]
+        (one, url_one), (two, url_two), (files, url_files) = started
+        pids = [one.pid, two.pid]
+        on_files = load([url_files], args.drivers, args.concurrency, args.seconds, [files.pid])
         single = load([url_one], args.drivers, args.concurrency, args.seconds, pids,
                       tmp / "profile.txt")
         double = load([url_one, url_two], args.drivers, args.concurrency, args.seconds, pids)
-        return {"one": single, "two": double, "hook_processes": len(descendants(one.pid))}
+        return {"one": single, "two": double, "file": on_files,
+                "hook_processes": len(descendants(one.pid))}
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
@@ -301,15 +305,19 @@ def report(args: argparse.Namespace, samples: dict[str, list[float]],
                     f"(<= 0.3: {verdict(d50 <= 0.3)}) | {d99:+.2f} ms "
                     f"(<= 3: {verdict(d99 <= 3.0)}) |")
         checks.append(d50 <= 0.3 and d99 <= 3.0)
-    one, two = runs["one"], runs["two"]
+    one, two, files = runs["one"], runs["two"], runs["file"]
     per_event = one["cpu_s"] / max(1, one["all_calls"])
+    per_call = one["driver_cpu_s"] / max(1, one["calls"] + one["errors"])  # timed calls
     lines = [
         f"(a) `Engine.fire` of `before_tool` with one persistent Python hook, {args.n} events "
         "per store, the three engines interleaved on one loop:", "", *rows, "",
         f"(b) one replica (`serve --transport http --stateless --state redis://`, the same "
         f"hook), {args.drivers} driver processes x {args.concurrency} calls in flight, "
         f"{args.seconds:.0f} s: **{one['events_s']:.0f} events/s** (target >= 1,000: "
-        f"{verdict(one['events_s'] >= 1000)}); {one['errors']} errors.",
+        f"{verdict(one['events_s'] >= 1000)}); {one['errors']} errors. The same replica on "
+        f"`file:`, just before: {files['events_s']:.0f} events/s (Redis / file: "
+        f"{one['events_s'] / files['events_s']:.2f}). The drivers' own CPU per call: "
+        f"{per_call * 1000:.2f} ms.",
         f"(c) two replicas on the same 2 cores, the drivers split between them: "
         f"{two['events_s']:.0f} events/s, ratio **{two['events_s'] / one['events_s']:.2f}** "
         f"(CPU-bound: the drivers, Redis and the replicas share the cores).",
