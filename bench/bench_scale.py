@@ -328,6 +328,21 @@ def report(args: argparse.Namespace, samples: dict[str, list[float]],
         f"{replicas_for(1000, per_event)} replica(s), 10,000 agents "
         f"{replicas_for(10000, per_event)} (plus one to lose).",
     ]
+    cores = os.cpu_count() or 2
+    lines += [
+        "",
+        f"Reading: the events/s of (b) and (c) are this run's share of a machine shared with "
+        f"other work (see the load average above: over {cores} means processes waited for a "
+        f"core), so the CPU per event is the figure that carries over. From it, on {cores} "
+        f"cores of its own, a replica can answer at most {cores / per_event:.0f} events/s "
+        f"({per_event * 1000:.2f} ms each); with the MCP SDK clients on the same cores "
+        f"({per_call * 1000:.2f} ms a call), {cores / (per_event + per_call):.0f} events/s. "
+        "Both are under 1,000: what a replica spends is in the profile below (the Redis "
+        "client is synchronous, called on the event loop; concurrent events on the one "
+        "persistent process spawn, which issue 21's item 4 addresses). A second replica on "
+        "the same cores cannot add CPU: its ratio in (c) is about 1 at best on a quiet "
+        "machine, below 1 when the cores are already taken.",
+    ]
     if one["profile"]:
         lines += ["", "What bounds (b): py-spy on the replica during (b), the share of its "
                   "samples in each (inclusive, so they overlap):", ""]
