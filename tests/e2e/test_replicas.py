@@ -220,6 +220,7 @@ class Tally:
     failed: list[tuple[str, str, str]] = field(default_factory=list)  # (session, marker, why)
     after_kill: int = 0
     killed: bool = False
+    finished: list[int] = field(default_factory=list)  # agents that ran their calls out
 
 
 async def a_killed_replica_loses_nothing_acknowledged(dep: Deployment) -> None:
@@ -229,7 +230,7 @@ async def a_killed_replica_loses_nothing_acknowledged(dep: Deployment) -> None:
     run = secrets.token_hex(4)
     tally = Tally()
     enough = anyio.Event()
-    before, after = 12, 12  # calls per agent before the kill, at least, and after it
+    before, after = 12, 12  # answered calls per agent before the kill (on average), after it
 
     async def one_agent(n: int) -> None:
         session = f"load-{run}-{n}"
@@ -257,6 +258,7 @@ async def a_killed_replica_loses_nothing_acknowledged(dep: Deployment) -> None:
                 tally.after_kill += 1
             if len(tally.answered) >= AGENTS * before:
                 enough.set()
+        tally.finished.append(n)
 
     async def killer() -> None:
         await enough.wait()
@@ -273,6 +275,7 @@ async def a_killed_replica_loses_nothing_acknowledged(dep: Deployment) -> None:
           f"{len(tally.failed)} failed, {dep.balancer.refused} connections refused by the "
           f"dead replica, per backend {dep.balancer.connections}")
     assert tally.killed and tally.after_kill > 0, tally
+    assert sorted(tally.finished) == list(range(AGENTS)), tally  # none ended silently
     assert dep.balancer.refused > 0, "the balancer never met the dead replica"
     records = {f"load-{run}-{n}": events_of(dep.url, f"load-{run}-{n}") for n in range(AGENTS)}
     lost = [(s, m) for s, m in tally.answered if times_logged(records[s], m) != 1]
