@@ -63,7 +63,7 @@ from mcp_hooks.guard import named, passes_through
 from mcp_hooks.registry.discovery import Registry, run_order
 from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
 from mcp_hooks.runner.hookenv import HookEnvs, hook_environment
-from mcp_hooks.runner.persistent import PersistentPool
+from mcp_hooks.runner.persistent import PersistentPool, default_processes
 from mcp_hooks.settings import Settings
 from mcp_hooks.spec import matching
 from mcp_hooks.spec.events import can_block, canonical_event, is_notification
@@ -73,7 +73,7 @@ from mcp_hooks.state.eventlog import EventLog, now
 from mcp_hooks.state.inbox import AidInbox
 from mcp_hooks.state.signallog import SignalLog, signal_record
 from mcp_hooks.state.store import StateStore
-from mcp_hooks.state.url import close_store, store_for
+from mcp_hooks.state.url import close_store, scheme, store_for
 
 _THREAD_MATCH = 1 << 16  # characters of tool input past which matching leaves the event loop
 
@@ -181,6 +181,8 @@ class Engine:
             settings.stop_block_cap, self.store)
         self._runner: Runner = runner or (_run_blocking if one_shot else run_hook)
         self._pool, self._owns_pool = pool, False
+        # metadata.processes when a hook does not say: more for a replica on a shared store
+        self._processes = default_processes(scheme(settings.state) != "file")
         self._launcher: Launcher = launcher or make_launcher(
             log, detached=detach_async or one_shot, store=self.store, state=settings.state)
         # a one-shot engine never suspends: big inputs are matched in place, not in a thread
@@ -411,7 +413,8 @@ class Engine:
             return await self._pool.run(
                 hook, stdin, cwd=work_dir, env=self._envs.get(hook, work_dir, event.session_id),
                 timeout=hook.timeout / 1000, limits=hook.limits,
-                generation=self.registry.generation, root=self.registry.project_dir)
+                generation=self.registry.generation, root=self.registry.project_dir,
+                processes=hook.processes or self._processes)
         return await self._runner(hook.entry, stdin, cwd=work_dir,
                                   env=self._envs.get(hook, work_dir, event.session_id),
                                   timeout=hook.timeout / 1000, limits=hook.limits)
