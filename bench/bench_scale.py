@@ -164,7 +164,7 @@ def descendants(pid: int) -> list[int]:
 PROFILED = {
     "Engine.fire": "`Engine.fire` (hooks, store, log)",
     "RedisStore.": "the Redis store's calls, synchronous on the event loop",
-    "_posix_spawn": "spawning a hook process (the one persistent process was busy)",
+    "_posix_spawn": "spawning a hook process (every resident process of the hook busy)",
     "PersistentPool.": "the persistent hook's pool",
     "StreamableHTTPASGIApp.__call__": "the SDK's streamable HTTP transport (ASGI)",
     "EpollSelector.select": "the event loop waiting (idle)",
@@ -321,8 +321,9 @@ def report(args: argparse.Namespace, samples: dict[str, list[float]],
         f"(c) two replicas on the same 2 cores, the drivers split between them: "
         f"{two['events_s']:.0f} events/s, ratio **{two['events_s'] / one['events_s']:.2f}** "
         f"(CPU-bound: the drivers, Redis and the replicas share the cores).",
-        f"(d) CPU per event of a replica (its process and its {runs['hook_processes']} hook "
-        f"process(es)): **{per_event * 1000:.2f} ms** ({one['cpu_s']:.1f} s over "
+        f"(d) CPU per event of a replica (its process and the {runs['hook_processes']} "
+        f"processes below it at the end, the hook's resident ones): "
+        f"**{per_event * 1000:.2f} ms** ({one['cpu_s']:.1f} s over "
         f"{one['all_calls']} events in (b)). At {EVENTS_PER_AGENT_S} events/s per agent and "
         f"replicas of 2 cores {BUSY:.0%} busy: 1,000 agents "
         f"{replicas_for(1000, per_event)} replica(s), 10,000 agents "
@@ -338,8 +339,8 @@ def report(args: argparse.Namespace, samples: dict[str, list[float]],
         f"({per_event * 1000:.2f} ms each); with the MCP SDK clients on the same cores "
         f"({per_call * 1000:.2f} ms a call), {cores / (per_event + per_call):.0f} events/s. "
         "Both are under 1,000: what a replica spends is in the profile below (the Redis "
-        "client is synchronous, called on the event loop; concurrent events on the one "
-        "persistent process spawn, which issue 21's item 4 addresses). A second replica on "
+        "client is synchronous, called on the event loop; concurrent events beyond the hook's "
+        "resident processes spawn one each). A second replica on "
         "the same cores cannot add CPU: its ratio in (c) is about 1 at best on a quiet "
         "machine, below 1 when the cores are already taken.",
     ]
