@@ -214,6 +214,23 @@ class PostgresStore:
     def close(self) -> None:
         self._pool.close()
 
+    def about(self) -> dict[str, Any]:
+        """The server and schema as ``doctor --state`` shows them; ``StateUnavailable`` when
+        the server does not answer or its tables are of a newer mcp-hooks."""
+        try:
+            with self._pool.connection() as conn:
+                version = conn.execute("SHOW server_version").fetchone()[0]
+                applied = conn.execute("SELECT coalesce(max(version), 0) FROM "
+                                       "mcp_hooks_migrations").fetchone()[0]
+        except self._errors as exc:
+            raise self._report.lost(exc) from None
+        if int(applied) > len(MIGRATIONS):
+            raise StateUnavailable(
+                f"state store {self._report.url}: its tables are at version {applied}, made by "
+                f"a newer mcp-hooks (this one knows {len(MIGRATIONS)}): upgrade mcp-hooks")
+        return {"server": f"PostgreSQL {version}",
+                "schema": f"version {applied} of {len(MIGRATIONS)}"}
+
     def fault(self) -> str | None:
         """What broke, while the store is lost and a ``SELECT 1`` on a new connection still
         fails; None when it answers (the spool is replayed then). One bounded call, only

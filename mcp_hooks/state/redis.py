@@ -165,6 +165,19 @@ class RedisStore:
     def close(self) -> None:
         self._redis.close()
 
+    def about(self) -> dict[str, Any]:
+        """The server and schema as ``doctor --state`` shows them; ``StateUnavailable`` when
+        the server does not answer, or is older than Redis 5 (no streams)."""
+        try:
+            version = str(self._redis.info("server").get("redis_version", "?"))
+        except self._errors as exc:
+            raise self._report.lost(exc) from None
+        major = version.split(".")[0]
+        if major.isdigit() and int(major) < 5:
+            raise StateUnavailable(f"state store {self._report.url} is Redis {version}; the "
+                                   "event log needs streams (Redis 5 or newer): upgrade it")
+        return {"server": f"Redis {version}", "schema": f"keys under {self.prefix!r}"}
+
     # -- counters ---------------------------------------------------------------------------
 
     def _counter(self, namespace: str, session: str) -> str:
