@@ -3,7 +3,6 @@ and PostgreSQL of ``tests/helpers/servers.py``, and a closed port."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -71,7 +70,8 @@ def test_doctor_reads_the_store_from_the_environment_too(
     assert report["files"]["state_store"]["status"].startswith("serves: ")
 
 
-def test_doctor_without_a_shared_store_checks_none(env: dict[str, str], project: Path,
+def test_doctor_without_a_shared_store_checks_none(env: dict[str, str],  # noqa: F811
+                                                   project: Path,
                                                    user_dir: Path) -> None:
     _, report = doctor({k: v for k, v in env.items() if k != "MCP_HOOKS_STATE"},
                           project, user_dir)
