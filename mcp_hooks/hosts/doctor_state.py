@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar
 from mcp_hooks.errors import ConfigError, MissingExtraError, RunError
 from mcp_hooks.state.remote import redact
 from mcp_hooks.state.spool import ID, Spool, failures, record_id
-from mcp_hooks.state.store import StateStore
+from mcp_hooks.state.store import StateStore, StateUnavailable
 from mcp_hooks.state.url import close_store, open_store, replica_name, scheme
 
 _T = TypeVar("_T")
@@ -36,10 +36,6 @@ class Findings(Protocol):
     def problem(self, what: str, fix: str | None = None, host: str | None = None) -> None: ...
 
     def warn(self, what: str, fix: str | None = None, host: str | None = None) -> None: ...
-
-
-class ProbeFailed(RunError):
-    """One of the doctor's operations came back wrong."""
 
 
 def _timed(work: Callable[[], _T], times: dict[str, float], name: str) -> _T:
@@ -88,20 +84,20 @@ def check_state(report: Findings, url: str) -> dict[str, Any]:
 
 def _round_trip(store: StateStore) -> dict[str, float]:
     """One increment, append and answer-once in a throwaway session; their latency in ms;
-    ``ProbeFailed`` (or the store's own error) when one is wrong."""
+    ``StateUnavailable`` when one is wrong."""
     session = f"mcp-hooks-doctor-{secrets.token_hex(6)}"
     times: dict[str, float] = {}
     before = failures(store)
     counted = _timed(lambda: store.increment("doctor", session, ttl=60), times, "increment")
     if counted != 1 or store.increment("doctor", session, ttl=60) != 2:
-        raise ProbeFailed(f"the state store's counter did not count 1, 2 (got {counted} "
+        raise StateUnavailable(f"the state store's counter did not count 1, 2 (got {counted} "
                           "first): another program may write its keys")
     store.reset("doctor", session)
     record = record_id({"ts": "", "kind": "doctor", "session_id": session})
     _timed(lambda: store.append("events", record), times, "append")
     back = [r for r in store.read("events", session) if r.get(ID) == record[ID]]
     if failures(store) != before or len(back) != 1:
-        raise ProbeFailed(f"the state store did not keep an appended record (read back "
+        raise StateUnavailable(f"the state store did not keep an appended record (read back "
                           f"{len(back)}); it went to the spool")
     signal = record_id({"kind": "signal", "signal_id": session, "session_id": session})
     store.append("signals", signal)
@@ -113,8 +109,8 @@ def _round_trip(store: StateStore) -> dict[str, float]:
     first = _timed(lambda: store.answer_once(session, "acknowledge", build), times,
                    "answer_once")
     if store.answer_once(session, "acknowledge", build) != first:
-        raise ProbeFailed("the state store gave a retried answer-once another answer")
+        raise StateUnavailable("the state store gave a retried answer-once another answer")
     return times
 
 
-__all__ = ["ProbeFailed", "check_state"]
+__all__ = ["check_state"]

@@ -134,7 +134,7 @@ class Spool:
             finally:
                 os.close(fd)
             self.pending = True
-        except Exception as exc:  # the spool is the last resort: report it, lose the record
+        except (OSError, ConfigError, ValueError, TypeError) as exc:  # the last resort: say so
             if not self._told:
                 self._told = True
                 print(f"mcp-hooks: a log record the state store could not take is lost: "
