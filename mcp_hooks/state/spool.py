@@ -20,9 +20,10 @@ NOTHING``), so a record sent twice (a reply lost after the store took it, a repl
 by a kill) is stored once. The spool is replayed, oldest first, on the first store call that
 succeeds after a failure, and by a process that starts with a non-empty spool folder (a
 replica killed before it could replay: its successor on the machine replays for it). Each
-file is replayed under an exclusive ``flock`` (writers take it too) and emptied only once all
-its records were taken; a replay cut short leaves the file whole and the next replay sends
-its records again (stored once). The files are opened as the event log is: non-blocking,
+file is replayed under an exclusive ``flock`` (writers take it too) and removed only once all
+its records were taken (a writer that waited for the lock finds it gone and makes a new one);
+a replay cut short leaves the file whole and the next replay sends its records again (stored
+once). The files are opened as the event log is: non-blocking,
 never through a symlink (``O_NOFOLLOW``), only a regular file; a FIFO, a symlink or a full
 disk is reported once on stderr naming the file, and the record is lost.
 """
@@ -66,10 +67,12 @@ class Health:
     def __init__(self) -> None:
         self.failures = 0
         self.lost: str | None = None
+        self._lock = threading.Lock()
 
     def failed(self, what: str) -> None:
-        self.failures += 1  # a lost increment under a race only delays the answer by one call
-        self.lost = what
+        with self._lock:
+            self.failures += 1
+            self.lost = what
 
     def back(self) -> None:
         self.lost = None
@@ -128,11 +131,7 @@ class Spool:
         try:
             line = encode_record({"log": log, "record": record})
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = _open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
-            try:
-                _write_line(fd, line, True, locked=_lock(fd))
-            finally:
-                os.close(fd)
+            self._write(line)
             self.pending = True
         except (OSError, ConfigError, ValueError, TypeError) as exc:  # the last resort: say so
             if not self._told:
@@ -140,9 +139,24 @@ class Spool:
                 print(f"mcp-hooks: a log record the state store could not take is lost: "
                       f"cannot write the spool {self.path}: {exc}", file=sys.stderr)
 
+    def _write(self, line: bytes) -> None:
+        """Append ``line`` under the file's lock, to the file still at the path (a replay
+        removes a file it emptied while holding the lock: then a new one is made)."""
+        for _ in range(8):
+            fd = _open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+            try:
+                locked = _lock(fd)
+                if locked and not _still_at(fd, self.path):
+                    continue  # replayed and removed while we waited for the lock
+                _write_line(fd, line, True, locked=locked)
+                return
+            finally:
+                os.close(fd)
+        raise OSError(errno.EAGAIN, "the spool was removed under us 8 times in a row")
+
     def replay(self, send: Callable[[LogName, dict[str, Any]], None]) -> None:
         """Send every spooled record (``send`` raises when the store fails: the rest stay
-        for the next replay), oldest file and line first, emptying each file sent whole."""
+        for the next replay), oldest file and line first, removing each file sent whole."""
         if not self._lock.acquire(blocking=False):
             return  # another thread of this process replays now
         try:
@@ -177,7 +191,7 @@ class Spool:
                 entry = _parse(line)
                 if entry is not None:
                     send(*entry)
-            os.ftruncate(fd, 0)  # all taken (a writer waiting on the lock appends after)
+            os.unlink(path)  # all taken: a writer waiting on the lock makes a new file
         finally:
             os.close(fd)
 
@@ -190,6 +204,15 @@ class Spool:
                     total += sum(1 for line in path.read_bytes().splitlines()
                                  if _parse(line) is not None)
         return total
+
+
+def _still_at(fd: int, path: Path) -> bool:
+    try:
+        here = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (here.st_dev, here.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def _parse(line: bytes) -> tuple[LogName, dict[str, Any]] | None:

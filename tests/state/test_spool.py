@@ -155,3 +155,59 @@ def test_a_spool_on_a_full_disk_says_so(tmp_path: Path,
     spool.path.symlink_to("/dev/full")  # refused as a symlink before it is written
     spool.put("events", {"kind": "event", ID: "x"})
     assert str(spool.path) in capfd.readouterr().err
+
+
+def test_sixteen_threads_writing_while_the_store_comes_back_store_each_record_once(
+        tmp_path: Path) -> None:
+    """The store returns while 16 threads write: some records spooled, some replayed while
+    others are spooled still or sent directly; in the end each is in the store once."""
+    state = Path(os.environ["XDG_STATE_HOME"])
+    with restartable("redis") as server:
+        store = open_store(server.url, replica="racing")
+        server.stop()
+        halfway = threading.Barrier(17)
+
+        def write(t: int) -> None:
+            for n in range(40):
+                if n == 20:
+                    halfway.wait(timeout=120)
+                store.append("events", {"kind": "event", "session_id": f"t{t}", "n": n})
+
+        threads = [threading.Thread(target=write, args=(t,)) for t in range(16)]
+        for thread in threads:
+            thread.start()
+        halfway.wait(timeout=120)
+        server.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        store.append("events", {"kind": "event", "session_id": "last"})
+        got = [(r["session_id"], r.get("n")) for r in events(store)]
+        assert len(got) == 641 and len(set(got)) == 641
+        assert spooled(state) == []
+        assert not list((state / "mcp-hooks" / "spool").glob("*/*.jsonl"))  # removed
+
+
+def test_a_replay_interrupted_by_a_base_exception_leaves_the_spool_whole(
+        tmp_path: Path) -> None:
+    state = Path(os.environ["XDG_STATE_HOME"])
+    with restartable("redis") as server:
+        store = open_store(server.url, replica="interrupted")
+        server.stop()
+        for n in range(5):
+            store.append("events", {"kind": "event", "session_id": "s", "n": n})
+        server.start()
+        real = store._send  # type: ignore[attr-defined]
+        calls = []
+
+        def send(log: Any, record: dict[str, Any]) -> None:
+            calls.append(record["n"])
+            if len(calls) == 2:
+                raise KeyboardInterrupt
+            real(log, record)
+
+        with pytest.raises(KeyboardInterrupt):
+            store._spool.replay(send)  # type: ignore[attr-defined]
+        assert len(spooled(state)) == 5 and store._spool.pending  # type: ignore[attr-defined]
+        store.append("events", {"kind": "event", "session_id": "s", "n": 5})
+        assert sorted(r["n"] for r in events(store)) == [0, 1, 2, 3, 4, 5]
+        assert spooled(state) == []
