@@ -89,6 +89,7 @@ from mcp_hooks.spec.events import TOOL_EVENTS, canonical_event
 from mcp_hooks.spec.outcome import EVENT_FIELDS, Event, OnFault, Outcome, fault_outcome
 from mcp_hooks.spec.vocabulary import MCP_CLIENTS, CallerTool, caller_tool
 from mcp_hooks.state.eventlog import EventLog, default_log_path
+from mcp_hooks.state.url import close_store, store_for
 
 if TYPE_CHECKING:
     import asyncio
@@ -181,7 +182,9 @@ class Hooks:
             EventLog(settings.log) if settings.log is not None else None)
         self.on_fault: OnFault = settings.on_fault
         self._options = {"trust_project_hooks": settings.trust_project_hooks, "watch": watch}
-        self._guard = StopGuard(settings.stop_block_cap)
+        # file: counts in memory, as always; a shared store is opened once for every engine
+        self._store = None if settings.state == "file:" else store_for(settings.state, None)
+        self._guard = StopGuard(settings.stop_block_cap, self._store)
         self._table = HookTable()
         self._view = CallableView(self._tables)
         self._lock = threading.Lock()
@@ -194,8 +197,8 @@ class Hooks:
         registry = Registry(self.user_dir, self.project_dir, **self._options)  # type: ignore[arg-type]
         registry.callables = self._view
         log = self.log
-        return Engine(registry, self.settings, log=log,
-                      stop_guard=self._guard, launcher=LoopLauncher(log), pool=pool)
+        return Engine(registry, self.settings, log=log, store=self._store,
+                      stop_guard=self._guard, launcher=LoopLauncher(log, self._store), pool=pool)
 
     def _make_lane(self) -> Lane:
         pool = PersistentPool()
@@ -444,6 +447,8 @@ class Hooks:
             else:  # it cannot be awaited from here: its processes are killed in place
                 lane.drop(loop)
         self._engine.registry.close()
+        if self._store is not None:
+            close_store(self._store)
 
     async def aclose(self) -> None:
         """``close`` from a coroutine: the running loop's engine first, then the rest."""

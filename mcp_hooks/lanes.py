@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     import concurrent.futures
     from collections.abc import Coroutine
 
+    from mcp_hooks.state.store import StateStore
+
 __all__ = ["Lane", "LoopLauncher", "ReentryError", "Worker"]
 
 
@@ -42,8 +44,8 @@ class LoopLauncher(InProcessLauncher):
     """Async hooks as tasks of the running loop: unlike a task group, it needs no ``async
     with`` around the caller's whole life (the library's engines are made on first use)."""
 
-    def __init__(self, log: EventLog | None) -> None:
-        super().__init__(log)
+    def __init__(self, log: EventLog | None, store: StateStore | None = None) -> None:
+        super().__init__(log, store)
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def open(self) -> None:

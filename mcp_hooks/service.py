@@ -36,6 +36,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from mcp_hooks.engine.engine import Engine
+from mcp_hooks.engine.observe import EventObserver
 from mcp_hooks.errors import ConfigError, HookFileError, RunError
 from mcp_hooks.registry.discovery import (
     InvalidHook,
@@ -88,6 +89,8 @@ class HookService:
             ``[project_dir]``. Symlinks are resolved before checking.
         strict: unknown frontmatter keys make a hook invalid.
         watch_interval: seconds between looks for changes on disk (list-changed notices).
+        observer: told of every event each engine fires (``engine/observe.py``; ``serve
+            --otel`` passes ``tracing.OtelObserver``); default none.
     """
 
     def __init__(
@@ -97,6 +100,7 @@ class HookService:
         roots: Sequence[Path] = (),
         strict: bool = False,
         watch_interval: float = WATCH_INTERVAL,
+        observer: EventObserver | None = None,
     ) -> None:
         self.settings = settings
         self.project_dir = Path(os.path.realpath(
@@ -117,6 +121,7 @@ class HookService:
         self._stack: AsyncExitStack | None = None
         self._tg: TaskGroup | None = None
         self._lock = anyio.Lock()
+        self.observer = observer  # every engine's (tracing.py: serve --otel)
 
     async def __aenter__(self) -> HookService:
         self._request_send, self._requests = anyio.create_memory_object_stream[
@@ -175,7 +180,7 @@ class HookService:
         for bad in registry.invalid:
             logger.warning("invalid hook not loaded: %s", bad)
         return Engine(registry, self.settings, log=self.log, pool=self._pools.get(project),
-                      store=self.store)
+                      store=self.store, observer=self.observer)
 
     # -- projects ----------------------------------------------------------------------------
 

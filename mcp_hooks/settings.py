@@ -97,6 +97,9 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
              "set to 1 by mcp-hooks in a persistent hook's environment (read by hookkit)"),
     Variable("MCP_HOOKS_FORWARD_HTTP", None, None, "unset",
              "library: the installed forward.py script speaks HTTP with urllib"),
+    Variable("MCP_HOOKS_OTEL", "otel", "--otel", "0 (auto when OTEL_EXPORTER_OTLP_ENDPOINT is set)",
+             "1: serve and proxy send a span per event and per hook run over OTLP/HTTP "
+             "(extra otel); 0: never"),
 )}
 
 
@@ -178,6 +181,17 @@ def _stdio(value: str, source: str) -> Literal["event-loop", "sdk"]:
                "loop's, the default)")
 
 
+_OTLP_ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+
+
+def _otel(value: object, source: str) -> Literal["off", "on", "auto"]:
+    if value in ("off", "on", "auto"):
+        return value
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return "on" if _flag(str(value), source) else "off"
+
+
 def trust_all_from_env(environ: Mapping[str, str] | None = None) -> bool:
     """Whether ``MCP_HOOKS_TRUST_PROJECT_HOOKS`` says to trust every project hook (``1``,
     ``true``, ``yes``, ``on``, any case); any other value trusts nothing."""
@@ -231,6 +245,10 @@ class Settings:
             (the files under ``$XDG_STATE_HOME/mcp-hooks``), or a shared store's URL
             (``redis://``, ``rediss://``, ``postgresql://``; never printed: it may hold a
             password).
+        otel: traces (``--otel``, ``MCP_HOOKS_OTEL``; ``tracing.py``): ``on`` (the extra
+            must be installed), ``auto`` (``OTEL_EXPORTER_OTLP_ENDPOINT`` or
+            ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set and ``MCP_HOOKS_OTEL`` is not: on if
+            the extra is installed, else a warning) or ``off``.
     """
 
     project_dir: Path | None = None
@@ -251,11 +269,13 @@ class Settings:
     serve_stdio: Literal["event-loop", "sdk"] = "event-loop"
     proxy_stdio: Literal["event-loop", "sdk"] = "event-loop"
     state: str = field(default="file:", repr=False)  # a URL may carry a password
+    otel: Literal["off", "on", "auto"] = "off"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "on_fault", _on_fault(str(self.on_fault), "on_fault"))
         object.__setattr__(self, "stop_block_cap", _cap(self.stop_block_cap, "stop_block_cap"))
         object.__setattr__(self, "state", _state(self.state, "state"))
+        object.__setattr__(self, "otel", _otel(self.otel, "otel"))
         object.__setattr__(self, "secrets", tuple(s for s in self.secrets if s))
         if self.token and self.token not in self.secrets:
             object.__setattr__(self, "secrets", (*self.secrets, self.token))
@@ -288,6 +308,9 @@ class Settings:
         values["log"], values["log_read"] = _logs(flags.get("log"), bool(flags.get("no_log")),
                                                   env_value("MCP_HOOKS_LOG", env))
         values["secrets"] = tuple(flags.get("secrets") or ())
+        if values["otel"] == "off" and not flags.get("otel") and not env_value(
+                "MCP_HOOKS_OTEL", env) and any(env.get(n, "").strip() for n in _OTLP_ENDPOINTS):
+            values["otel"] = "auto"  # the standard OpenTelemetry variable asks for traces
         store = flags.get("trust_store")
         values["trust_store"] = Path(store) if store else trust_store_path(env)
         return cls(**values)
@@ -319,6 +342,7 @@ _PARSE: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
     "serve_stdio": (lambda value, source: _stdio(str(value), source), "event-loop"),
     "proxy_stdio": (lambda value, source: _stdio(str(value), source), "event-loop"),
     "state": (lambda value, source: _state(str(value), source), "file:"),
+    "otel": (_otel, "off"),
 }
 
 

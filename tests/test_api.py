@@ -15,6 +15,7 @@ import mcp_hooks
 from mcp_hooks import Event, Hooks, Outcome
 from mcp_hooks.errors import InvalidEventError, UnknownEventError
 from tests.conftest import write_hook
+from tests.helpers.servers import redis_service, redis_url  # noqa: F401 - fixtures
 
 
 def _comparable(outcome: Outcome) -> dict[str, Any]:
@@ -268,3 +269,25 @@ def test_a_rewrite_the_callers_tool_cannot_take_is_refused(tmp_path: Path) -> No
         outcome = hooks.fire("before_tool", tool_name="Edit", tool_input=edit)
     # Claude Code's Edit takes one edit: running the original would run what a hook replaced
     assert outcome.denied and "takes exactly one edit" in (outcome.reason or "")
+
+
+def test_two_hooks_objects_on_one_shared_store_act_as_one(user_dir: Path, tmp_path: Path,
+                                                          redis_url: str) -> None:  # noqa: F811
+    """Two Hooks (two replicas of an app) with Settings(state=redis://...): the loop guard's
+    cap counts across both, and both log their events into the store."""
+    from mcp_hooks import Settings
+    from mcp_hooks.state.url import open_store
+
+    write_hook(user_dir, "gate", trigger="before_stop", script="echo 'not yet' >&2\nexit 2\n")
+    settings = Settings(user_dir=user_dir, state=redis_url, stop_block_cap=2)
+    with Hooks(settings=settings) as one, Hooks(settings=settings) as two:
+        stops = [(one, two)[n % 2].fire("before_stop", session_id="app-s", work_dir=str(tmp_path))
+                 for n in range(4)]
+    assert [o.continue_working for o in stops] == [True, True, False, True]
+    reader = open_store(redis_url)
+    try:
+        events = [r for r in reader.read("events", "app-s") if r.get("kind") == "event"]
+    finally:
+        reader.close()  # type: ignore[attr-defined]
+    assert len(events) == 4 and len({r["replica"] for r in events}) == 1, events  # one process
+    assert [bool(r.get("blocked_by")) for r in events] == [True, True, False, True], events

@@ -30,7 +30,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_hooks import options
-from mcp_hooks.cli.serve import add_transport_arguments, announce_stdio, transport_options
+from mcp_hooks.cli.serve import (
+    add_otel_argument,
+    add_transport_arguments,
+    announce_stdio,
+    transport_options,
+)
 from mcp_hooks.registry.discovery import Registry
 from mcp_hooks.server.transport import ServeOptions
 from mcp_hooks.settings import Settings
@@ -67,6 +72,7 @@ def add_parser(sub: Any) -> None:
                     help="how long an upstream may take to start "
                     f"(default {DEFAULT_STARTUP_TIMEOUT:g})")
     add_transport_arguments(p, default_port=DEFAULT_PORT)
+    add_otel_argument(p)
     options.add_common_options(p)
 
 
@@ -110,7 +116,8 @@ def options_from_args(
     # lazy: 300 ms of cold start for `--help` and usage errors
     from mcp_hooks.proxy.config import ProxyConfigError, collect_upstreams
 
-    hooks = options.settings(args, environ, token=getattr(args, "token", None))
+    hooks = options.settings(args, environ, token=getattr(args, "token", None),
+                             otel=getattr(args, "otel", None))
     specs = collect_upstreams(args.config, args.upstream or [])
     for option in ("timeout", "startup_timeout"):
         value = getattr(args, option, None)
@@ -154,6 +161,13 @@ def run(opts: ProxyOptions) -> int:
     opts.serve.check()
     registry = Registry(opts.hooks.user_dir, opts.project_dir,
                         trust_project_hooks=opts.hooks.trust_project_hooks)
-    serve_proxy(opts.upstreams, settings=opts.settings, serve_options=opts.serve,
-                registry=registry, hooks=opts.hooks)
+    # lazy: 1 ms; OpenTelemetry itself only with --otel (exit 64 without the extra)
+    from mcp_hooks.tracing import close_observer, observer_for
+
+    observer = observer_for(opts.hooks)
+    try:
+        serve_proxy(opts.upstreams, settings=opts.settings, serve_options=opts.serve,
+                    registry=registry, hooks=opts.hooks, observer=observer)
+    finally:
+        close_observer(observer)  # the spans still queued are sent
     return 0

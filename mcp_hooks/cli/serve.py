@@ -113,6 +113,14 @@ def transport_options(
     )
 
 
+def add_otel_argument(parser: argparse.ArgumentParser) -> None:
+    """Declare ``--otel`` (``serve``, ``proxy``: ``tracing.py``)."""
+    parser.add_argument("--otel", action="store_true", default=None,
+                        help="send a span per event and per hook run over OTLP/HTTP to "
+                        "OTEL_EXPORTER_OTLP_ENDPOINT (needs pip install 'mcp-hooks[otel]'; "
+                        "or MCP_HOOKS_OTEL=1)")
+
+
 def add_parser(sub: Any) -> None:
     """Declare ``serve`` on the ``mcp-hooks`` subparsers."""
     p = sub.add_parser(
@@ -128,6 +136,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--bridge-tool", action="store_true",
                    help="also serve bridge_hook, the tool Claude Code mcp_tool hooks call "
                    "(mcp-hooks install claude-code --via mcp)")
+    add_otel_argument(p)
     options.add_common_options(p)
 
 
@@ -159,7 +168,8 @@ def options_from_args(
 ) -> ServerOptions:
     """The options the command line (and the environment, read by ``Settings.from_env``)
     give. Raises ConfigError for a bad value, naming its flag or variable."""
-    settings = options.settings(args, environ, token=getattr(args, "token", None))
+    settings = options.settings(args, environ, token=getattr(args, "token", None),
+                                otel=getattr(args, "otel", None))
     settings = dataclasses.replace(settings, project_dir=options.project_of(settings))
     return ServerOptions(
         serve=transport_options(args, settings=settings),
@@ -222,9 +232,17 @@ def run(opts: ServerOptions) -> int:
     # lazy: 30 ms of cold start for `--help` and usage errors
     from mcp_hooks.service import HookService
 
-    service = HookService(opts.settings, roots=roots)
+    # lazy: 1 ms; OpenTelemetry itself only with --otel (exit 64 without the extra)
+    from mcp_hooks.tracing import close_observer, observer_for
+
+    observer = observer_for(opts.settings)
+    if observer is not None:
+        observer.flush_on_sigterm()
     try:
+        service = HookService(opts.settings, roots=roots, observer=observer)
         anyio.run(lambda: serve_hooks(service, opts.serve, bridge_tool=opts.bridge_tool))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    finally:
+        close_observer(observer)  # the spans still queued are sent (SIGTERM included)
     return 0

@@ -57,6 +57,7 @@ from mcp_hooks.engine.chain import Chain
 from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.engine.judge import Verdict, decode, judge
 from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
+from mcp_hooks.engine.observe import EventObserver, reporting
 from mcp_hooks.engine.stopguard import StopGuard
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.registry.discovery import Registry, run_order
@@ -145,6 +146,8 @@ class Engine:
             signals. Default the one ``settings.state`` names (``state.url.store_for``): the
             file store (``state.files.FileStore``) with ``log`` as its event log (none
             without), or a shared one; with a store given, its logs are the engine's.
+        observer: told of each event, its sync hooks and its outcome (``observe.py``;
+            ``tracing.py`` sends them as OpenTelemetry spans); default none.
     """
 
     def __init__(
@@ -163,6 +166,7 @@ class Engine:
         control: ControlLayer | Literal[False] | None = None,
         inbox: AidInbox | None = None,
         store: StateStore | None = None,
+        observer: EventObserver | None = None,
     ) -> None:
         settings = settings if settings is not None else Settings()
         self.settings = settings
@@ -191,6 +195,7 @@ class Engine:
                                    ladder=Ladder(store=self.store))
         self.control: ControlLayer | None = control or None
         self._inbox = inbox if inbox is not None else AidInbox(store=self.store)
+        self._observer = observer
 
     async def __aenter__(self) -> Engine:
         await self._launcher.open()
@@ -239,12 +244,19 @@ class Engine:
             BaseException: whatever broke below; the door turns it into its fault answer.
         """
         name = canonical_event(event.event_type)
+        trace = self._observer.event(name, event) if self._observer is not None else None
         try:
-            return await self._fire(name, event, on_hook_done, hold_aid)
+            outcome = await self._fire(name, event, on_hook_done if trace is None
+                                       else reporting(trace, on_hook_done), hold_aid)
         except BaseException as exc:  # recorded, then raised to the door's guard
             if not passes_through(exc):
                 self._note_fault(event, name, exc)
+            if trace is not None:
+                trace.finish(None, exc)
             raise
+        if trace is not None:
+            trace.finish(outcome, None)
+        return outcome
 
     def _note_fault(self, event: Event, name: str, exc: BaseException) -> None:
         """Log an event whose firing raised, as the fault the door answers (never raises:

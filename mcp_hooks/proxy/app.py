@@ -50,6 +50,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_hooks import __version__
 from mcp_hooks.engine.engine import Engine
+from mcp_hooks.engine.observe import EventObserver
 from mcp_hooks.proxy.catalog import STATUS_URI, Catalog, NameMemory
 from mcp_hooks.proxy.config import UpstreamSpec, upstream_secrets
 from mcp_hooks.proxy.fast import FastPath
@@ -549,8 +550,10 @@ def serve_proxy(
     serve_options: ServeOptions,
     registry: Registry,
     hooks: Settings,
+    observer: EventObserver | None = None,
 ) -> None:
-    """``mcp-hooks proxy``: serve the upstreams, gated, until told to stop.
+    """``mcp-hooks proxy``: serve the upstreams, gated, until told to stop. ``observer``:
+    the engine's (``engine/observe.py``; ``--otel``: ``tracing.py``).
 
     Hooks never see the proxy's token nor the upstreams' configured credentials in their
     environment (``config.upstream_secrets``).
@@ -568,7 +571,7 @@ def serve_proxy(
     sock = transport.bind(serve_options)  # AddressInUseError now, before anything starts
 
     async def main() -> None:
-        async with Engine(registry, hooks) as engine:
+        async with Engine(registry, hooks, observer=observer) as engine:
             await run_proxy(specs, engine, settings, serve_options, log=engine.log, sock=sock)
 
     try:

@@ -1,22 +1,24 @@
 """Resource limits on a run's processes (``metadata.limits``, parsed by ``mcp_hooks.spec.limits``).
 
-``posix_spawn`` cannot set rlimits. ``open_files`` (the one limit set by default) is set
-before exec: the engine lowers its own soft RLIMIT_NOFILE around the spawn (``posix_spawn``
-or Popen alike), under a lock, so the child starts with it (fds already open stay valid;
-another thread of the engine that opens a file in that moment, with as many fds open as the
-limit, would get EMFILE). The other limits are not safe to set that way: a ``cpu_seconds``
-below the CPU time the engine has used sends the engine SIGXCPU; an ``address_space_mb``
-below the engine's own size fails glibc's own stack ``mmap`` in ``posix_spawn`` (and other
-threads' allocations); ``processes`` (RLIMIT_NPROC, counted per user) below the user's count
-fails the engine's own fork. An exec wrapper (``prlimit(1)``, ``sh -c 'ulimit ...; exec'``)
-costs 1.8-2.1x a whole ``sh`` hook here. So all limits (``open_files``' hard one too) are set
-with ``prlimit(2)`` on the child as soon as the spawn returns, which is just after its exec:
-normally microseconds, but longer if the engine is preempted, in which the hook runs under
-the engine's limits. CPU time is counted from the start anyway; an allocation or open in that
-moment stands; a process the hook forked in that moment is found (the child's children are
-read right after) and limited too, with its own (a fork still under way in the kernel then
-can be missed). The library path (``MCP_HOOKS_RUNNER=library``) sets every limit in the child
-before its exec instead (``preexec_fn``, the standard library's way, which costs a fork).
+``posix_spawn`` cannot set rlimits. ``open_files`` (the one limit set by default) is set before
+exec: the engine lowers its own soft RLIMIT_NOFILE around the spawn (``posix_spawn`` or Popen
+alike), under a lock, so the child starts with it (fds already open stay valid; another thread
+of the engine that opens a file in that moment, with as many fds open as the limit, would get
+EMFILE). When the engine holds more fds than the limit, the spawn's pipes cannot be handed over
+under it: then ``sh -c 'ulimit -S -n N; exec ...'`` lowers it before the hook's exec (one more
+exec, only in that case). The other limits are not safe to set that way: a ``cpu_seconds`` below
+the CPU time the engine has used sends the engine SIGXCPU; an ``address_space_mb`` below the
+engine's own size fails glibc's own stack ``mmap`` in ``posix_spawn`` (and other threads'
+allocations); ``processes`` (RLIMIT_NPROC, counted per user) below the user's count fails the
+engine's own fork. An exec wrapper (``prlimit(1)``, ``sh -c 'ulimit ...; exec'``) costs 1.8-2.1x
+a whole ``sh`` hook here. So all limits (``open_files``' hard one too) are set with
+``prlimit(2)`` on the child as soon as the spawn returns, which is just after its exec: normally
+microseconds, but longer if the engine is preempted, in which the hook runs under the engine's
+limits. CPU time is counted from the start anyway; an allocation or open in that moment stands;
+a process the hook forked in that moment is found (the child's children are read right after)
+and limited too, with its own (a fork still under way in the kernel then can be missed). The
+library path (``MCP_HOOKS_RUNNER=library``) sets every limit in the child before its exec
+instead (``preexec_fn``, the standard library's way, which costs a fork).
 
 Soft and hard limits are both set (the hook cannot raise them back), except ``cpu_seconds``:
 soft N, hard N+1, so a hook gets SIGXCPU at N seconds and SIGKILL at N+1. What a run can tell

@@ -220,7 +220,7 @@ def _popen(argv: Sequence[str], cwd: str, env: Mapping[str, str], nofile: int | 
                                 start_new_session=True)
 
     # Popen opens one more pipe (its exec-error pipe): it too must fit under a lowered limit,
-    # else the limit is left to prlimit after the spawn, as for posix_spawn
+    # else a shell lowers it before the hook's exec, as for posix_spawn
     lower = nofile is not None and max(in_w, out_r, err_r) + 2 < nofile
     try:
         if nofile is not None and lower:
@@ -233,6 +233,8 @@ def _popen(argv: Sequence[str], cwd: str, env: Mapping[str, str], nofile: int | 
                 argv = under_nofile(argv, nofile)  # the limit is still set before the exec
                 proc = start()
         else:
+            if nofile is not None:  # the pipes are past the limit: a shell sets it before exec
+                argv = under_nofile(argv, nofile)
             proc = start()
     except BaseException:
         for fd in (in_w, out_r, err_r):
@@ -242,7 +244,7 @@ def _popen(argv: Sequence[str], cwd: str, env: Mapping[str, str], nofile: int | 
         for fd in (in_r, out_w, err_w):
             os.close(fd)
     child = Child(proc.pid, in_w, out_r, err_r, popen=proc)
-    child.nofile_set = lower
+    child.nofile_set = nofile is not None
     return child
 
 
@@ -286,9 +288,14 @@ def _posix_spawn(argv: Sequence[str], env: Mapping[str, str], nofile: int | None
     lowered = False
     try:
         # glibc refuses a dup2 file action whose fd is not below the soft limit (EBADF): with
-        # more fds open than the hook may have, the limit is left to prlimit after the spawn
-        if nofile is None or max(in_r, out_w, err_w) >= nofile:
+        # more fds open than the hook may have, a shell lowers the limit before the hook's exec
+        # (prlimit after the spawn would race a hook that opens files at once)
+        if nofile is None:
             pid = os.posix_spawn(argv[0], list(argv), env, file_actions=actions, setsid=True)
+        elif max(in_r, out_w, err_w) >= nofile:
+            lowered = True
+            argl = under_nofile(argv, nofile)
+            pid = os.posix_spawn(argl[0], argl, env, file_actions=actions, setsid=True)
         else:
             lowered = True
             argl = list(argv)

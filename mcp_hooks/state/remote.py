@@ -5,7 +5,9 @@
   the pip command of its extra (the core has no dependency on either client).
 - :func:`unreachable`: the ``StateUnavailable`` for a store that cannot be reached, naming the
   URL (never its password) and the fix.
-- :class:`Ttls`: how long each kind of record lives in a shared store (the defaults below).
+- :class:`Ttls`: how long each kind of record lives in a shared store (the defaults below);
+  :func:`split_ttls` reads them from the URL's ``queue_ttl``, ``signal_ttl``, ``event_ttl``,
+  ``seen_ttl``.
 - :class:`Reporter`: a write that the contract says never raises is reported once on stderr.
 """
 
@@ -20,7 +22,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
-from mcp_hooks.errors import MissingExtraError
+from mcp_hooks.errors import ConfigError, MissingExtraError
 from mcp_hooks.state.spool import Health
 from mcp_hooks.state.store import StateUnavailable
 
@@ -41,6 +43,45 @@ class Ttls:
     signal: float = SIGNAL_TTL
     event: float = EVENT_TTL
     seen: float = SEEN_TTL
+
+
+TTL_PARAMETERS = {"queue_ttl": "queue", "signal_ttl": "signal", "event_ttl": "event",
+                  "seen_ttl": "seen"}
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def split_ttls(url: str) -> tuple[str, Ttls]:
+    """``url`` without its ``queue_ttl``/``signal_ttl``/``event_ttl``/``seen_ttl`` query
+    parameters (the
+    client libraries would refuse them), and the ``Ttls`` they give (defaults for the rest).
+    A value is seconds, or a number with ``s``, ``m``, ``h`` or ``d``; anything else is a
+    ``ConfigError`` naming the parameter."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url, Ttls()
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    ours = [(k, v) for k, v in query if k in TTL_PARAMETERS]
+    if not ours:
+        return url, Ttls()
+    values = {TTL_PARAMETERS[k]: _seconds(k, v, url) for k, v in ours}
+    rest = "&".join(f"{quote(k)}={quote(v, safe='/:')}" for k, v in query
+                    if k not in TTL_PARAMETERS)
+    return urlunsplit(parts._replace(query=rest)), Ttls(**values)
+
+
+def _seconds(name: str, text: str, url: str) -> float:
+    value = text.strip().lower()
+    unit = _UNITS.get(value[-1:], 0.0) if value else 0.0
+    try:
+        number = float(value[:-1] if unit else value)
+    except ValueError:
+        number = -1.0
+    seconds = number * (unit or 1.0)
+    if not 0 < seconds < float("inf"):
+        raise ConfigError(f"state store {redact(url)}: {name}={text!r} is not a duration; give "
+                          f"seconds or a number with s, m, h or d (e.g. {name}=7d)")
+    return seconds
 
 
 def redact(url: str) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.state.files import FileStore
-from mcp_hooks.state.remote import redact
+from mcp_hooks.state.remote import redact, split_ttls
 from mcp_hooks.state.store import StateStore
 
 SCHEMES = {"file": "file", "redis": "redis", "rediss": "redis", "postgresql": "postgres",
@@ -53,12 +53,14 @@ def open_store(url: str, *, replica: str | None = None, log: Any = None,
         # lazy: 31 ms (python -X importtime), and the extra's client may not be installed
         from mcp_hooks.state.redis import RedisStore
 
-        return RedisStore(url.strip(), replica=replica)
+        bare, ttls = split_ttls(url.strip())
+        return RedisStore(bare, replica=replica, ttls=ttls)
     if backend == "postgres":
         # lazy: 31 ms (python -X importtime), and the extra's client may not be installed
         from mcp_hooks.state.postgres import PostgresStore
 
-        return PostgresStore(url.strip(), replica=replica)
+        bare, ttls = split_ttls(url.strip())
+        return PostgresStore(bare, replica=replica, ttls=ttls)
     return FileStore(root, log=log) if log is not None else FileStore(root)
 
 

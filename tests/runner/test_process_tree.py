@@ -328,6 +328,23 @@ async def test_a_limit_below_the_engines_open_fds_still_spawns(tmp_path: Path,
     assert result.spawn_error is None and result.stdout.split() == [b"16"], result
 
 
+@DRIVERS
+@pytest.mark.anyio
+async def test_a_limit_below_the_engines_open_fds_binds_from_the_first_instruction(
+        tmp_path: Path, drive: Runner) -> None:
+    """The same busy engine, and a hook that opens files at once: the limit binds it (set
+    before its exec now; a prlimit after the spawn raced the hook under load)."""
+    held = [os.open("/dev/null", os.O_RDONLY) for _ in range(40)]
+    code = "import os\nfds = [os.open('/dev/null', os.O_RDONLY) for _ in range(100)]"
+    try:
+        result = await drive([sys.executable, "-c", code], cwd="/", env=dict(os.environ),
+                             timeout=60, limits=Limits(open_files=32))
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert result.exit_code == 1 and b"Too many open files" in result.stderr, result
+
+
 
 @DRIVERS
 @pytest.mark.anyio

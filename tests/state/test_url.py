@@ -32,3 +32,26 @@ def test_any_other_url_is_refused_naming_the_schemes(url: str) -> None:
     with pytest.raises(ConfigError, match="give file:, redis://") as refused:
         scheme(url)
     assert "hunter22" not in str(refused.value)
+
+
+def test_ttls_come_from_the_url_and_reach_the_records(redis_url: str, postgres_url: str) -> None:
+    sep = "&" if "?" in redis_url else "?"
+    redis = open_store(f"{redis_url}{sep}event_ttl=2h&queue_ttl=90&signal_ttl=7d", replica="r")
+    postgres = open_store(f"{postgres_url}{'&' if '?' in postgres_url else '?'}event_ttl=1d")
+    try:
+        assert isinstance(redis, RedisStore) and isinstance(postgres, PostgresStore)
+        assert (redis.ttls.event, redis.ttls.queue, redis.ttls.signal) == (7200, 90, 7 * 86400)
+        assert postgres.ttls.event == 86400 and postgres.ttls.queue == 86400  # the default
+        redis.append("events", {"kind": "event", "session_id": "ttl"})
+        stream = redis._stream("events", "ttl")  # the session's stream expires after event_ttl
+        assert 7_000_000 < redis._redis.pttl(stream) <= 7_200_000
+    finally:
+        redis.close()
+        postgres.close()
+
+
+@pytest.mark.parametrize("value", ["soon", "-5", "0", "3w", "", "inf"])
+def test_a_ttl_that_is_not_a_duration_is_refused_naming_it(value: str) -> None:
+    with pytest.raises(ConfigError, match=r"event_ttl=.* is not a duration; give seconds") as bad:
+        open_store(f"redis://:hunter22@127.0.0.1:1/0?event_ttl={value}")
+    assert "hunter22" not in str(bad.value)
