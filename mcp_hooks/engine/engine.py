@@ -72,6 +72,7 @@ from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, fault_outco
 from mcp_hooks.state.eventlog import EventLog, now
 from mcp_hooks.state.inbox import AidInbox
 from mcp_hooks.state.signallog import SignalLog, signal_record
+from mcp_hooks.state.spool import after_event, failures, store_fault
 from mcp_hooks.state.store import StateStore
 from mcp_hooks.state.url import close_store, scheme, store_for
 
@@ -278,6 +279,7 @@ class Engine:
         notes = self._notes(name, event)
         ticket = self.stop_guard.before(event, payload) if name == "before_stop" else None
         fault = self._fault(name, hooks, payload, work_dir)
+        mark = failures(self.store)  # a store call failing from here on fails it closed
         if fault is not None:
             outcome = fault_outcome(name, fault, on_fault=self.on_fault, warnings=notes)
             if outcome.denied or not os.path.isdir(work_dir):  # 4. guard (a fault counts too)
@@ -292,7 +294,7 @@ class Engine:
             await self._run_chain(name, event, hooks, payload, work_dir, chain, on_hook_done)
         if self.control is not None and self.control.wakes(name):
             await self._run_control(name, event, payload, chain)
-        outcome = chain.outcome(name)
+        outcome = after_event(self.store, mark, name, chain.outcome(name), self.on_fault)
         # 4. guard, 5. log
         if ticket is not None:
             outcome = self.stop_guard.after(ticket, outcome)
@@ -423,6 +425,9 @@ class Engine:
                work_dir: str) -> str | None:
         """What stops this event being decided, or None: broken hooks in scope, a payload
         we cannot hand on, a missing folder."""
+        lost = store_fault(self.store) if can_block(name) else None
+        if lost is not None:  # a shared store known lost (spool.py): asked again first
+            return lost
         broken = self.registry.faults_for(name)
         if broken:
             shown = "; ".join(str(i) for i in broken[:5])
