@@ -63,7 +63,7 @@ from mcp_hooks.guard import named, passes_through
 from mcp_hooks.registry.discovery import Registry, run_order
 from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
 from mcp_hooks.runner.hookenv import HookEnvs, hook_environment
-from mcp_hooks.runner.persistent import PersistentPool
+from mcp_hooks.runner.persistent import PersistentPool, default_processes
 from mcp_hooks.settings import Settings
 from mcp_hooks.spec import matching
 from mcp_hooks.spec.events import can_block, canonical_event, is_notification
@@ -72,8 +72,9 @@ from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, fault_outco
 from mcp_hooks.state.eventlog import EventLog, now
 from mcp_hooks.state.inbox import AidInbox
 from mcp_hooks.state.signallog import SignalLog, signal_record
+from mcp_hooks.state.spool import after_event, failures, store_fault
 from mcp_hooks.state.store import StateStore
-from mcp_hooks.state.url import close_store, store_for
+from mcp_hooks.state.url import close_store, scheme, store_for
 
 _THREAD_MATCH = 1 << 16  # characters of tool input past which matching leaves the event loop
 
@@ -182,6 +183,8 @@ class Engine:
             settings.stop_block_cap, self.store)
         self._runner: Runner = runner or (_run_blocking if one_shot else run_hook)
         self._pool, self._owns_pool = pool, False
+        # metadata.processes when a hook does not say: more for a replica on a shared store
+        self._processes = default_processes(scheme(settings.state) != "file")
         self._launcher: Launcher = launcher or make_launcher(
             log, detached=detach_async or one_shot, store=self.store, state=settings.state,
             replica=settings.replica_id)
@@ -278,6 +281,7 @@ class Engine:
         notes = self._notes(name, event)
         ticket = self.stop_guard.before(event, payload) if name == "before_stop" else None
         fault = self._fault(name, hooks, payload, work_dir)
+        mark = failures(self.store)  # a store call failing from here on fails it closed
         if fault is not None:
             outcome = fault_outcome(name, fault, on_fault=self.on_fault, warnings=notes)
             if outcome.denied or not os.path.isdir(work_dir):  # 4. guard (a fault counts too)
@@ -292,7 +296,7 @@ class Engine:
             await self._run_chain(name, event, hooks, payload, work_dir, chain, on_hook_done)
         if self.control is not None and self.control.wakes(name):
             await self._run_control(name, event, payload, chain)
-        outcome = chain.outcome(name)
+        outcome = after_event(self.store, mark, name, chain.outcome(name), self.on_fault)
         # 4. guard, 5. log
         if ticket is not None:
             outcome = self.stop_guard.after(ticket, outcome)
@@ -413,7 +417,8 @@ class Engine:
             return await self._pool.run(
                 hook, stdin, cwd=work_dir, env=self._envs.get(hook, work_dir, event.session_id),
                 timeout=hook.timeout / 1000, limits=hook.limits,
-                generation=self.registry.generation, root=self.registry.project_dir)
+                generation=self.registry.generation, root=self.registry.project_dir,
+                processes=hook.processes or self._processes)
         return await self._runner(hook.entry, stdin, cwd=work_dir,
                                   env=self._envs.get(hook, work_dir, event.session_id),
                                   timeout=hook.timeout / 1000, limits=hook.limits)
@@ -422,6 +427,9 @@ class Engine:
                work_dir: str) -> str | None:
         """What stops this event being decided, or None: broken hooks in scope, a payload
         we cannot hand on, a missing folder."""
+        lost = store_fault(self.store) if can_block(name) else None
+        if lost is not None:  # a shared store known lost (spool.py): asked again first
+            return lost
         broken = self.registry.faults_for(name)
         if broken:
             shown = "; ".join(str(i) for i in broken[:5])

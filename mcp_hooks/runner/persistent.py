@@ -1,4 +1,4 @@
-"""Persistent hooks: one long-lived process per hook and project, one event per line.
+"""Persistent hooks: long-lived processes per hook and project, one event per line each.
 
 A hook whose HOOK.md says ``metadata.persistent: true`` is started lazily by a long-lived
 engine (``serve``, ``proxy``, an in-process ``Engine``) and kept while it is used. What a
@@ -6,12 +6,25 @@ caller may rely on:
 
 - **Start**: the same argv (``HookSpec.entry``), clean environment and ``metadata.limits`` as a
   one-shot run, through the same code (``core.Run``: spawned in a session of its own, marked
-  with a run id, limited), plus ``MCP_HOOKS_PERSISTENT=1``. One process per (HOOK.md, project
-  root): its working folder is the project the engine serves (``root``), whatever folder of it
+  with a run id, limited), plus ``MCP_HOOKS_PERSISTENT=1``. Processes per (HOOK.md, project
+  root): their working folder is the project the engine serves (``root``), whatever folder of it
   an event comes from; an owner that names no root gets one per event working folder. The
   process serves every session and every folder of the project, so ``AGENT_HOOKS_SESSION_ID``
   and ``AGENT_HOOKS_WORK_DIR`` are left out of its environment: each event's payload carries
   ``session_id`` and ``work_dir``.
+- **Processes** (``metadata.processes``, 1..32; the owner's default otherwise: 1, or
+  ``default_processes`` for a replica on a shared store): at most that many processes of a
+  hook and root, each sent one event at a time. An event takes an idle process, else starts
+  one while under the cap, else (cap 2 or more) waits in line, first come first served, for
+  the first one another event frees, or for room when one dies or is stopped. The wait is
+  bounded by the hook's timeout: an event still in line then is a timed-out run (judged by
+  ``metadata.on_error``; its stderr says why), never one-shot; an event that got a process
+  has the whole timeout for its answer (a long line never gets a healthy process killed).
+  With a cap of 1 an event finding the process busy runs one-shot, as below. A caller
+  interrupted (cancelled, Ctrl-C) while in line leaves the line; one interrupted with a
+  process handed to it hands it on; one interrupted during its event kills that process,
+  whose place frees. A stray line is the stray of the process that wrote it: it never
+  answers an event of another process.
 - **Protocol** (``docs/hookkit.md``): per event the pool writes the payload a one-shot run gets
   on stdin, with one more field, ``"_mcp_hooks_event_id"`` (``ID_FIELD``: hex digits, new for
   every event: the pool's random prefix and a count; a caller's field of that name is
@@ -38,9 +51,10 @@ caller may rely on:
   in stderr). A failure is judged by ``metadata.on_error`` as a one-shot failure is.
 - **Restarts**: a process that crashed, hung or sent an oversized line is restarted for a
   later event after a backoff (``BACKOFF``: 0, 0.1, 0.5, 2, 5, 10 s; reset by a good answer).
-  During the backoff, and while the process is busy with another event, the hook runs
-  one-shot (the engine's runner, without ``MCP_HOOKS_PERSISTENT``): an event is never denied
-  or skipped for it; the run's stderr says so (unless it denied: its stderr is the reason).
+  During the backoff (when no live process of the hook is left to wait for), and while the
+  process is busy with another event (``processes`` 1), the hook runs one-shot (the engine's
+  runner, without ``MCP_HOOKS_PERSISTENT``): an event is never denied or skipped for it;
+  the run's stderr says so (unless it denied: its stderr is the reason).
 - **Idle**: a process that has answered no event for ``idle_timeout`` seconds (default
   ``IDLE_TIMEOUT``, 10 minutes; None keeps it) is stopped as at close (EOF, ``CLOSE_GRACE``,
   kill the group, sweep); the next event starts a new one.
@@ -63,8 +77,7 @@ caller may rely on:
   callbacks on it.
 
 Known limits: ``metadata.limits.cpu_seconds`` counts over the life of the process, not per
-event (a process that reaches it is killed, and restarted for the next event); only one
-event at a time is sent to a process.
+event (a process that reaches it is killed, and restarted for the next event).
 """
 
 from __future__ import annotations
@@ -85,7 +98,10 @@ from mcp_hooks.runner.resident import (
     TIMEOUT,
     Answer,
     Resident,
+    Slot,
+    Taken,
     from_answer,
+    settle,
     wait_exit,
     with_id,
 )
@@ -130,6 +146,12 @@ def _note(result: RunResult, note: str) -> RunResult:
     return result._replace(stderr=result.stderr + text, stderr_size=result.stderr_size + len(text))
 
 
+def default_processes(shared_state: bool) -> int:
+    """``metadata.processes`` when a hook does not say: 1, or ``min(4, cores)`` for a replica
+    of a server on a shared store (``--state`` not ``file:``), which is meant to be busy."""
+    return min(4, os.cpu_count() or 1) if shared_state else 1
+
+
 class PersistentPool:
     """The resident processes of one engine's persistent hooks (see the module docstring).
 
@@ -156,8 +178,8 @@ class PersistentPool:
         self.close_grace = close_grace
         self.backoff = backoff or (0.0,)
         self.idle_timeout = idle_timeout
-        self._procs: dict[_Key, Resident] = {}
-        self._stopping: set[Resident] = set()  # taken out of ``_procs``, being stopped
+        self._slots: dict[_Key, Slot] = {}
+        self._stopping: set[Resident] = set()  # taken out of ``_slots``, being stopped
         self._failures: dict[_Key, tuple[int, float]] = {}  # failures in a row, not before
         self._idle_stops: set[asyncio.Task[None]] = set()
         self._ids = itertools.count()  # an event's id: this pool's random prefix, a number
@@ -165,78 +187,208 @@ class PersistentPool:
         self._generation: object = None
         self.closed = False
 
+    def processes(self) -> list[Resident]:
+        """Every resident process the pool keeps now (busy or not)."""
+        return [proc for slot in self._slots.values() for proc in slot.procs]
+
     def pids(self) -> dict[str, int]:
-        """The running processes: hook name (and folder, when two share a name) -> pid."""
-        return {f"{key[0].parent.name}@{key[1]}": proc.pid for key, proc in self._procs.items()
-                if not proc.dead}
+        """The running processes: hook name (and folder, when two share a name; ``#2``, ...
+        for a hook's second and later process) -> pid."""
+        found: dict[str, int] = {}
+        for key, slot in self._slots.items():
+            live = [proc for proc in slot.procs if not proc.dead]
+            for n, proc in enumerate(live, 1):
+                found[f"{key[0].parent.name}@{key[1]}{f'#{n}' if n > 1 else ''}"] = proc.pid
+        return found
 
     async def run(self, hook: HookSpec, stdin: bytes, *, cwd: str, env: Mapping[str, str],
                   timeout: float, limits: Limits | None = None,
                   generation: object = None, root: str | os.PathLike[str] | None = None,
-                  ) -> RunResult:
-        """Run one event through the hook's resident process (started if need be).
+                  processes: int = 1) -> RunResult:
+        """Run one event through one of the hook's resident processes (started if need be).
 
         ``stdin`` is the event's payload, a JSON object (the pool adds the event's id).
         ``cwd`` is the event's working folder (a one-shot run's); ``root`` the project the
-        owner serves: the process runs there and serves every event of the project (None:
-        one process per ``cwd``). ``generation``: the registry's generation; when it moves,
+        owner serves: the processes run there and serve every event of the project (None:
+        one set per ``cwd``). ``generation``: the registry's generation; when it moves,
         every process is stopped (a hook changed or was trusted again) and started afresh
-        when next needed.
+        when next needed. ``processes``: at most this many processes of this hook and
+        folder; with more than 1 an event finding them all busy waits for one (up to
+        ``timeout``; then the answer has its own ``timeout``), with 1 it runs one-shot.
 
         Returns:
             The run's result, as ``run_hook`` would give it; never raises for the hook.
         """
         if self.closed:
             return await self._fallback(hook, stdin, cwd, env, timeout, limits, None)
+        began = time.perf_counter()
         await self._follow(generation)
         home = cwd if root is None else os.fspath(root)
         key = (hook.hook_file, home)
         stamp = _stamp(hook)
-        proc = self._procs.get(key)
-        if proc is not None and proc.busy:
-            return await self._fallback(hook, stdin, cwd, env, timeout, limits,
-                                        "its resident process was busy with another event; "
-                                        "this event ran one-shot")
-        proc, note = await self._unless_stale(proc, hook, key, stamp)
-        if proc is None:
-            waited = self._waiting(key)
-            if waited is not None:
-                return await self._fallback(hook, stdin, cwd, env, timeout, limits,
-                                            f"{note + '; ' if note else ''}its resident process "
-                                            f"is restarted in {waited:.1f} s (backoff); this "
-                                            "event ran one-shot")
-            started = self._start(hook, key, stamp, home if os.path.isdir(home) else cwd, env,
-                                  limits)
+        taken = await self._take(hook, key, stamp, max(1, processes), time.monotonic() + timeout)
+        proc = taken.proc
+        if taken.how == "start":
+            started = self._start(hook, key, stamp, taken.note,
+                                  home if os.path.isdir(home) else cwd, env, limits)
             if isinstance(started, RunResult):
                 return started
             proc = started
-        began = time.perf_counter()
+        if proc is None:
+            return await self._not_taken(taken, hook, stdin, cwd, env, timeout, limits)
         event_id = f"{self._id_prefix}{next(self._ids):08x}"
-        answer = await proc.ask(with_id(stdin, event_id), event_id, timeout)
-        result = await self._result(proc, key, answer, began)
-        return _note(result, note) if note else result
+        try:  # the whole timeout for its answer: a long line never gets a process killed
+            answer = await proc.ask(with_id(stdin, event_id), event_id, timeout)
+            result = await self._result(proc, key, answer, began)
+        except BaseException:  # the caller's interruption: it is killed, its place frees
+            self._retire(proc)
+            proc.kill()
+            raise
+        finally:
+            self._hand_on(key)
+        return _note(result, taken.note) if taken.note else result
+
+    async def _not_taken(self, taken: Taken, hook: HookSpec, stdin: bytes, cwd: str,
+                         env: Mapping[str, str], timeout: float,
+                         limits: Limits | None) -> RunResult:
+        """An event no process took: run one-shot (busy, backoff, closed) or timed out."""
+        note = f"{taken.note}; " if taken.note else ""
+        if taken.how == "expired":
+            return _note(RunResult(exit_code=None, timed_out=True, duration_ms=timeout * 1000,
+                                   stderr=b""),
+                         f"{note}every resident process of it stayed busy with other events "
+                         f"for its whole timeout ({timeout:g} s; metadata.processes caps "
+                         "them); this event did not run")
+        if taken.how == "busy":
+            note += ("its resident process was busy with another event; this event ran "
+                     "one-shot (metadata.processes: 2 or more lets events wait for a process)")
+        elif taken.how == "backoff":
+            note += "this event ran one-shot"
+        return await self._fallback(hook, stdin, cwd, env, timeout, limits, note or None)
+
+    async def _take(self, hook: HookSpec, key: _Key, stamp: object, cap: int,
+                    deadline: float) -> Taken:
+        """A process for one event (see ``Taken``): an idle one, room for a new one, else
+        (``cap`` > 1) the first one another event frees, waiting until ``deadline``."""
+        notes: list[str] = []
+        while True:
+            slot = self._slots.setdefault(key, Slot())
+            died = await self._sweep(slot, hook, key, stamp)
+            if died:
+                notes.append(died)
+            note = "; ".join(notes) or None
+            slot = self._slots.setdefault(key, Slot())  # emptied meanwhile: a new one
+            slot.cap = cap
+            chosen = self._choose(slot, key, cap, note)
+            if chosen is not None:
+                return chosen
+            got = await self._wait(slot, deadline)
+            if got is not None and not got.dead:
+                return Taken("take", got, note)
+            if got is not None:  # it died after it was handed over: the sweep stops it
+                got.busy = False
+            if time.monotonic() >= deadline:
+                return Taken("expired", note=note)
+
+    def _choose(self, slot: Slot, key: _Key, cap: int, note: str | None) -> Taken | None:
+        """``_take``'s step without waiting: what the event gets now, or None to wait."""
+        if self.closed:
+            return Taken("closed", note=note)
+        proc = slot.idle()
+        if proc is not None:
+            proc.busy = True  # its own from here (``ask`` follows with no await between)
+            return Taken("take", proc, note)
+        if cap == 1 and slot.procs:
+            return Taken("busy", note=note)
+        if len(slot.procs) < cap:
+            waited = self._waiting(key)
+            if waited is None:
+                return Taken("start", note=note)
+            if not any(not p.dead for p in slot.procs):
+                return Taken("backoff", note=f"{note + '; ' if note else ''}its resident "
+                              f"process is restarted in {waited:.1f} s (backoff)")
+        return None
+
+    async def _wait(self, slot: Slot, deadline: float) -> Resident | None:
+        """Wait in line for a process of ``slot``: the one handed over (reserved for this
+        event), or None to look again (room was made, or ``deadline`` came)."""
+        import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
+
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[Resident | None] = loop.create_future()
+        slot.waiters.append(waiter)
+        timer = loop.call_later(max(deadline - time.monotonic(), 0.0), settle, waiter, None)
+        try:
+            return await waiter
+        except BaseException:  # the caller went: a process handed over goes to the next one
+            if waiter.done() and not waiter.cancelled() and waiter.result() is not None:
+                proc = waiter.result()
+                assert proc is not None
+                proc.busy = False
+                self._hand_on(proc.key)
+            elif waiter in slot.waiters:
+                slot.waiters.remove(waiter)
+            raise
+        finally:
+            timer.cancel()
+
+    def _hand_on(self, key: _Key) -> None:
+        """A process of ``key`` came free or went: the events waiting for one get the idle
+        ones (reserved), and one more looks again when there is room for a new process."""
+        slot = self._slots.get(key)
+        if slot is None:
+            return
+        while slot.waiters:
+            proc = slot.idle()
+            room = proc is None and (len(slot.procs) < slot.cap or self.closed
+                                     or any(p.dead and not p.busy for p in slot.procs))
+            if proc is None and not room:
+                return
+            waiter = slot.waiters.popleft()
+            if waiter.done():
+                continue
+            if proc is not None:
+                proc.busy = True
+            waiter.set_result(proc)
+            if proc is None:
+                return
+
+    def _retire(self, proc: Resident) -> None:
+        """Take ``proc`` out of its slot (its place is free; the caller stops it)."""
+        slot = self._slots.get(proc.key)
+        if slot is not None and proc in slot.procs:
+            slot.procs.remove(proc)
 
     async def _follow(self, generation: object) -> None:
         """Stop every process when the registry's generation moved (see ``run``)."""
         if generation != self._generation:
-            if self._procs:
+            if self._slots:
                 await self._stop_all(graceful=False)
             self._generation = generation
 
-    async def _unless_stale(self, proc: Resident | None, hook: HookSpec, key: _Key,
-                            stamp: object) -> tuple[Resident | None, str | None]:
-        """``proc``, or None after stopping it when it died or its hook changed; with the
-        note of a death between events (it counts as a failure for the backoff)."""
-        if proc is None or not (proc.dead or proc.spec is not hook or proc.stamp != stamp):
-            return proc, None
+    async def _sweep(self, slot: Slot, hook: HookSpec, key: _Key, stamp: object) -> str | None:
+        """Stop the idle processes of ``slot`` that died or whose hook changed (a busy one
+        whose hook changed is taken out, and stops after its event); the note of a death
+        between events (it counts as a failure for the backoff)."""
         note = None
-        if proc.dead:
-            note = self._failed(key, f"its resident process (pid {proc.pid}) had exited "
-                                f"between events (status {proc.returncode()})")
-        await self._stop(proc, graceful=False)
-        return None, note
+        stale: list[Resident] = []
+        for proc in list(slot.procs):
+            changed = proc.spec is not hook or proc.stamp != stamp
+            if proc.busy:
+                if changed:
+                    slot.procs.remove(proc)
+                continue
+            if proc.dead or changed:
+                slot.procs.remove(proc)
+                stale.append(proc)
+                if proc.dead:
+                    note = self._failed(key, f"its resident process (pid {proc.pid}) had "
+                                        f"exited between events (status {proc.returncode()})")
+        for proc in stale:
+            await self._stop(proc, graceful=False)
+        return note
 
-    def _start(self, hook: HookSpec, key: _Key, stamp: object, cwd: str,
+    def _start(self, hook: HookSpec, key: _Key, stamp: object, note: str | None, cwd: str,
                env: Mapping[str, str], limits: Limits | None) -> Resident | RunResult:
         import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
 
@@ -246,9 +398,12 @@ class PersistentPool:
         penv[PERSISTENT_VAR] = "1"
         run = Run.start(hook.entry, cwd, penv, limits, self.output_cap)
         if isinstance(run, RunResult):
-            return run
+            return _note(run, note) if note else run
         loop = asyncio.get_running_loop()
-        proc = self._procs[key] = Resident(run, hook, stamp, self._generation, key, loop)
+        proc = Resident(run, hook, stamp, self._generation, key, loop)
+        proc.busy = True  # its first event follows with no await between
+        self._slots.setdefault(key, Slot()).procs.append(proc)
+        proc.on_gone = lambda: self._hand_on(key)
         if self.idle_timeout is not None:
             proc.idle = loop.call_later(self.idle_timeout, self._idle, proc)
         return proc
@@ -258,9 +413,11 @@ class PersistentPool:
         ms = (time.perf_counter() - began) * 1000
         if not isinstance(answer, str):
             self._failures.pop(key, None)
-            if self._procs.get(key) is not proc:  # retired while it answered
+            slot = self._slots.get(key)
+            if slot is None or proc not in slot.procs:  # retired while it answered
                 await self._stop(proc, graceful=False)
             return from_answer(answer, bytes(proc.err), proc.err_size, ms, proc.stray_note())
+        self._retire(proc)  # its place is free before any wait (a waiting event starts anew)
         stderr, size = bytes(proc.err), proc.err_size
         strays = proc.stray_note()
         stderr, size = stderr + strays, size + len(strays)
@@ -320,14 +477,15 @@ class PersistentPool:
     def _idle(self, proc: Resident) -> None:
         """The idle timer of ``proc``: stop it if no event came for ``idle_timeout``."""
         proc.idle = None
-        if self.closed or self._procs.get(proc.key) is not proc or self.idle_timeout is None:
+        slot = self._slots.get(proc.key)
+        if self.closed or slot is None or proc not in slot.procs or self.idle_timeout is None:
             return
         left = proc.last_used + self.idle_timeout - time.monotonic()
         if proc.busy or left > 0:
             proc.idle = proc.loop.call_later(self.idle_timeout if proc.busy else left,
                                              self._idle, proc)
             return
-        del self._procs[proc.key]
+        slot.procs.remove(proc)
         task = proc.loop.create_task(self._stop_many([proc], graceful=True))
         self._idle_stops.add(task)
         task.add_done_callback(self._idle_stops.discard)
@@ -335,8 +493,7 @@ class PersistentPool:
     # -- stopping --------------------------------------------------------------------------
 
     async def _stop(self, proc: Resident, *, graceful: bool) -> None:
-        if self._procs.get(proc.key) is proc:
-            del self._procs[proc.key]
+        self._retire(proc)
         if graceful and not proc.dead:
             proc.close_stdin()
             await wait_exit([proc], self.close_grace)
@@ -347,12 +504,12 @@ class PersistentPool:
         """Stop every process: at once, or (``graceful``) after EOF and ``close_grace``. One
         busy with an event is left to finish it (then stopped, being no longer registered),
         except on close, where its event fails."""
-        procs = [*self._procs.values(), *self._stopping]  # a prune's too: the loop may end
-        self._procs.clear()
+        procs = [*self.processes(), *self._stopping]  # a prune's too: the loop may end
+        self._clear()
         await self._stop_many(procs, graceful=graceful)
 
     async def _stop_many(self, procs: list[Resident], *, graceful: bool) -> None:
-        """``_stop_all`` for processes already taken out of ``_procs``; until they are
+        """``_stop_all`` for processes already taken out of ``_slots``; until they are
         killed they are in ``_stopping`` (a close or ``kill_now`` meanwhile kills them too)."""
         idle = [proc for proc in procs if not proc.busy]
         self._stopping.update(idle)
@@ -370,6 +527,14 @@ class PersistentPool:
                 self._stopping.discard(proc)
         if idle:
             await idle[0].run.reaper.sweep_async()
+
+    def _clear(self) -> None:
+        """Forget every slot; the events waiting in one look again (and find the pool
+        closed, or a new slot)."""
+        slots = list(self._slots.values())
+        self._slots.clear()
+        for slot in slots:
+            slot.wake_all()
 
     async def aclose(self) -> None:
         """Close every process (EOF, ``close_grace``, then kill) and sweep; idempotent. Later
@@ -389,10 +554,11 @@ class PersistentPool:
         if generation == self._generation or self.closed:
             return
         self._generation = generation
-        stale = [proc for proc in self._procs.values()
+        stale = [proc for proc in self.processes()
                  if hooks.get(proc.spec.name) is not proc.spec or proc.stamp != _stamp(proc.spec)]
         for proc in stale:
-            del self._procs[proc.key]
+            self._retire(proc)
+            self._hand_on(proc.key)  # an event waiting for it starts a new one
         if stale:
             await self._stop_many(stale, graceful=True)
 
@@ -401,8 +567,8 @@ class PersistentPool:
         owner whose loop has closed, or that cannot await); idempotent. Later runs are
         one-shot. Call it from the pool's loop thread, or when that loop no longer runs."""
         self.closed = True
-        procs = [*self._procs.values(), *self._stopping]
-        self._procs.clear()
+        procs = [*self.processes(), *self._stopping]
+        self._clear()
         self._stopping.clear()
         for proc in procs:
             if not proc.loop.is_closed():
@@ -424,4 +590,5 @@ __all__ = [
     "LiveHooks",
     "OneShot",
     "PersistentPool",
+    "default_processes",
 ]

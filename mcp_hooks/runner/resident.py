@@ -13,7 +13,8 @@ import json
 import os
 import signal
 import time
-from typing import TYPE_CHECKING, Any
+from collections import deque
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mcp_hooks.runner.core import Run, RunResult, killpg
 from mcp_hooks.runner.spawn import has_exited, open_pidfd
@@ -22,6 +23,7 @@ from mcp_hooks.spec.hookfile import HookSpec
 
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Callable
     from pathlib import Path
 
 ID_FIELD = "_mcp_hooks_event_id"  # the event's id, in the line sent and in its answer
@@ -45,8 +47,8 @@ class Resident:
     """One resident hook process: its ``core.Run``, line buffer, and the event in flight."""
 
     __slots__ = ("buf", "busy", "dead", "err", "err_size", "expect", "expect_id", "generation",
-                 "idle", "key", "last_used", "loop", "pending", "pidfd", "run", "spec", "stamp",
-                 "stray_count", "strays", "waiter", "writing")
+                 "idle", "key", "last_used", "loop", "on_gone", "pending", "pidfd", "run", "spec",
+                 "stamp", "stray_count", "strays", "waiter", "writing")
 
     def __init__(self, run: Run, spec: HookSpec, stamp: object, generation: object,
                  key: Key, loop: asyncio.AbstractEventLoop) -> None:
@@ -68,6 +70,7 @@ class Resident:
         self.last_used = time.monotonic()
         self.idle: asyncio.TimerHandle | None = None
         self.waiter: asyncio.Future[Answer | str] | None = None
+        self.on_gone: Callable[[], None] | None = None  # told when it exits or closes stdout
         self.pending = memoryview(b"")
         self.writing = -1
         assert run.child is not None
@@ -110,6 +113,7 @@ class Resident:
             self.run.out.eof = True
             self.dead = True
             self._wake(DEAD)
+            self._gone()
             return False
         buf = self.buf
         start = len(buf)
@@ -192,6 +196,11 @@ class Resident:
         while not self.run.out.eof and self._waiting() and self._read_out():
             pass
         self._wake(DEAD)
+        self._gone()
+
+    def _gone(self) -> None:
+        if self.on_gone is not None and not self.busy:  # an event in flight is told by DEAD
+            self.on_gone()
 
     def _feed(self) -> None:
         fd = self.run.in_fd
@@ -300,6 +309,44 @@ class Resident:
         return child.returncode
 
 
+class Slot:
+    """The resident processes of one hook and folder (at most ``cap``: ``metadata.processes``),
+    and the events waiting for one of them, first come first served (``persistent``)."""
+
+    __slots__ = ("cap", "procs", "waiters")
+
+    def __init__(self) -> None:
+        self.cap = 1
+        self.procs: list[Resident] = []
+        self.waiters: deque[asyncio.Future[Resident | None]] = deque()
+
+    def idle(self) -> Resident | None:
+        for proc in self.procs:
+            if not proc.busy and not proc.dead:
+                return proc
+        return None
+
+    def wake_all(self) -> None:
+        """Every waiting event looks again (the slot was emptied, or the pool closed)."""
+        while self.waiters:
+            settle(self.waiters.popleft(), None)
+
+
+def settle(waiter: asyncio.Future[Resident | None], value: Resident | None) -> None:
+    if not waiter.done() and not waiter.get_loop().is_closed():
+        waiter.set_result(value)
+
+
+class Taken(NamedTuple):
+    """What the pool's ``_take`` found for an event: ``how`` is ``take`` (``proc``, reserved),
+    ``start`` (room for a new process), ``busy`` (processes: 1, busy), ``backoff``, ``expired`` (the
+    hook's timeout passed waiting) or ``closed``; ``note`` what happened on the way."""
+
+    how: str
+    proc: Resident | None = None
+    note: str | None = None
+
+
 def with_id(stdin: bytes, event_id: str) -> bytes:
     """The event line: the payload object with ``ID_FIELD`` as its last member, and ``\\n``."""
     if _ID_KEY in stdin:  # the caller's payload has the field: ours must be the only one
@@ -366,4 +413,4 @@ def from_answer(data: Answer, stderr: bytes, size: int, ms: float, log: bytes) -
 
 
 __all__ = ["CLOSED", "DEAD", "ID_FIELD", "OVERSIZE", "TIMEOUT", "Answer", "Key", "Resident",
-           "from_answer", "wait_exit", "with_id", "without_id"]
+           "Slot", "Taken", "from_answer", "settle", "wait_exit", "with_id", "without_id"]

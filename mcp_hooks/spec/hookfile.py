@@ -224,6 +224,8 @@ class HookSpec:
         limits: resource limits of its processes (``metadata.limits``, ``mcp_hooks.spec.limits``).
         persistent: ``metadata.persistent``: a long-lived engine keeps one process of it and
             sends it one event per line (``mcp_hooks.runner.persistent``); sync hooks only.
+        processes: ``metadata.processes``: at most this many resident processes of a
+            persistent hook (1..32, each one event at a time); None: the engine's default.
     """
 
     name: str
@@ -243,6 +245,7 @@ class HookSpec:
     on_error: Literal["allow", "block"] = "allow"
     limits: Limits = DEFAULT_LIMITS
     persistent: bool = False
+    processes: int | None = None
     _tool_names: frozenset[str] | None = field(default=None, init=False, repr=False,
                                                 compare=False)
     _tool_re: matching.Matcher | None = field(default=None, init=False, repr=False,
@@ -446,8 +449,8 @@ def _load_text(hook_dir: Path, scope: Scope, hook_file: Path, text: str, strict:
     tool, pattern = _matcher_of(hook_file, fm["matcher"], event, problems, warnings)
 
     metadata = fm["metadata"] or {}
-    on_error, limits, persistent = _extensions(hook_file, metadata, fm["async"], problems,
-                                               warnings)
+    on_error, limits, persistent, processes = _extensions(hook_file, metadata, fm["async"],
+                                                          problems, warnings)
     entry: tuple[str, ...] = ()
     try:
         entry = resolve_entry(hook_dir, hook_file, run_is_file)
@@ -474,6 +477,7 @@ def _load_text(hook_dir: Path, scope: Scope, hook_file: Path, text: str, strict:
         on_error=on_error,
         limits=limits,
         persistent=persistent,
+        processes=processes,
     )
     return spec, warnings
 
@@ -524,13 +528,16 @@ def _matcher_of(hook_file: Path, matcher: dict[str, Any] | None, event: str | No
 
 # The keys of metadata mcp-hooks reads; any other key is the author's own. A key this close
 # to one of them (``on_eror``) is most likely a typo that would silently keep the default.
-_EXTENSION_KEYS = ("on_error", "limits", "persistent")
+_EXTENSION_KEYS = ("on_error", "limits", "persistent", "processes")
+MAX_PROCESSES = 32  # metadata.processes: 1..MAX_PROCESSES
 
 
 def _extensions(hook_file: Path, metadata: dict[str, Any], is_async: bool,
                 problems: list[HookFileError],
-                warnings: list[str]) -> tuple[Literal["allow", "block"], Limits, bool]:
-    """Our extensions under ``metadata``: ``on_error``, ``limits`` and ``persistent``."""
+                warnings: list[str],
+                ) -> tuple[Literal["allow", "block"], Limits, bool, int | None]:
+    """Our extensions under ``metadata``: ``on_error``, ``limits``, ``persistent`` and
+    ``processes``."""
     for key in metadata:
         if key not in _EXTENSION_KEYS:
             close = closest(str(key), _EXTENSION_KEYS, cutoff=0.75)
@@ -561,4 +568,24 @@ def _extensions(hook_file: Path, metadata: dict[str, Any], is_async: bool,
         warnings.append(
             f"{hook_file}: metadata.on_error: ignored on an async hook, which cannot block"
         )
-    return on_error, limits, persistent
+    return on_error, limits, persistent, _processes(hook_file, metadata, persistent, problems,
+                                                    warnings)
+
+
+def _processes(hook_file: Path, metadata: dict[str, Any], persistent: bool,
+               problems: list[HookFileError], warnings: list[str]) -> int | None:
+    """``metadata.processes``: an int in 1..MAX_PROCESSES, or None (not given)."""
+    value = metadata.get("processes")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not (
+            1 <= value <= MAX_PROCESSES):
+        problems.append(HookFileError(hook_file, "metadata.processes", f"{value!r}: a whole "
+                                      f"number from 1 to {MAX_PROCESSES} (the most resident "
+                                      "processes of this persistent hook)"))
+        return None
+    if not persistent:
+        warnings.append(f"{hook_file}: metadata.processes: ignored without metadata.persistent: "
+                        "true (a one-shot hook runs a process per event)")
+        return None
+    return value

@@ -417,7 +417,7 @@ async def test_busy_process_runs_a_concurrent_event_one_shot(user_dir: Path,
         await run("warm", "allow", 30)
         async with anyio.create_task_group() as tg:
             tg.start_soon(run, "slow", "hang", 1.0)
-            while not any(proc.busy for proc in pool._procs.values()):
+            while not any(proc.busy for proc in pool.processes()):
                 await anyio.sleep(0.001)  # the slow event is in flight: the next one starts
             tg.start_soon(run, "quick", "allow", 30)
     finally:
