@@ -182,8 +182,8 @@ class Hooks:
             EventLog(settings.log) if settings.log is not None else None)
         self.on_fault: OnFault = settings.on_fault
         self._options = {"trust_project_hooks": settings.trust_project_hooks, "watch": watch}
-        # file: counts in memory, as always; a shared store is opened once for every engine
-        self._store = None if settings.state == "file:" else store_for(settings.state, None)
+        url = settings.state  # file: counts in memory, as always; a shared store: one for all
+        self._store = None if url == "file:" else store_for(url, None, settings.replica_id)
         self._guard = StopGuard(settings.stop_block_cap, self._store)
         self._table = HookTable()
         self._view = CallableView(self._tables)

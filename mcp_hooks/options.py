@@ -95,7 +95,7 @@ READ_BY: dict[str, frozenset[str]] = {
     "install": _ALL - {"trust_project_hooks", "state"},
     "init": _ALL - {"trust_project_hooks", "state"},
     "list": _FOLDERS | {"trust_project_hooks"}, "show": _FOLDERS | {"trust_project_hooks"},
-    "doctor": _FOLDERS | {"log", "no_log", "trust_project_hooks"},
+    "doctor": _FOLDERS | {"log", "no_log", "trust_project_hooks", "state"},
     "validate": _FOLDERS, "new": _FOLDERS, "add": _FOLDERS,
     "uninstall": frozenset({"project_dir"}), "trust": frozenset({"project_dir", "state"}),
     "log": frozenset({"log", "state"}), "signals": frozenset({"log", "state"}),

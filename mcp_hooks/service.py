@@ -112,7 +112,7 @@ class HookService:
         self.log = EventLog(settings.log) if settings.log is not None else None
         # one per service: every engine's state (--state; a shared store is reached now,
         # StateUnavailable naming it when it cannot be)
-        self.store: StateStore = store_for(settings.state, self.log)
+        self.store: StateStore = store_for(settings.state, self.log, settings.replica_id)
         self.strict = strict
         self.watch_interval = watch_interval
         self._engines: dict[Path, Engine] = {}
@@ -177,6 +177,7 @@ class HookService:
 
     def _new_engine(self, project: Path) -> Engine:
         registry = Registry(self.user_dir, project, strict=self.strict,
+                            watch=self.settings.watch,
                             trust_project_hooks=self.settings.trust_project_hooks,
                             trust_store=trust_store_of(self.settings, self.store))
         for bad in registry.invalid:

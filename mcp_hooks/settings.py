@@ -38,6 +38,7 @@ DEFAULT_STOP_BLOCK_CAP = 8  # consecutive before_stop blocks per session, then t
 DEFAULT_FORWARD_TIMEOUT_S = 5.0  # seconds a whole forward to a server may take
 DEFAULT_ENVIRONMENT = "development"
 # where per-session state lives: the embedded files, or a shared store (state/url.py opens it)
+MAX_REPLICA_ID = 128  # characters of --replica-id
 STATE_BACKENDS = ("file:", "redis://", "rediss://", "postgresql://", "postgres://")
 
 _TRUE = ("1", "true", "yes", "on")
@@ -100,6 +101,12 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("MCP_HOOKS_OTEL", "otel", "--otel", "0 (auto when OTEL_EXPORTER_OTLP_ENDPOINT is set)",
              "1: serve and proxy send a span per event and per hook run over OTLP/HTTP "
              "(extra otel); 0: never"),
+    Variable("MCP_HOOKS_REPLICA_ID", "replica_id", "--replica-id", "hostname:pid (serve)",
+             "the name this process stamps on every record it writes (`replica`), up to "
+             f"{MAX_REPLICA_ID} printable characters"),
+    Variable("MCP_HOOKS_WATCH", "watch", "--no-watch", "1",
+             "0: read the hooks folders and hooks.yaml once, never again (a folder shipped "
+             "read-only per deploy)"),
 )}
 
 
@@ -169,6 +176,20 @@ def _state(value: str, source: str) -> str:
     raise ConfigError(f"{source}: {said}; give file: (the files under "
                       "$XDG_STATE_HOME/mcp-hooks, the default), redis://[:password@]host[:port]"
                       "[/db] (or rediss:// for TLS) or postgresql://user:password@host[:port]/db")
+
+
+def _replica(value: object, source: str) -> str | None:
+    """A replica's name as given: printable (no newline, no control character), at most
+    ``MAX_REPLICA_ID`` characters; None (the default) for none given."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if text and text.isprintable() and len(text) <= MAX_REPLICA_ID:
+        return text
+    said = "empty" if not text else (f"{len(text)} characters" if text.isprintable()
+                                     else "not printable")
+    raise ConfigError(f"{source}: the replica name is {said}; give up to {MAX_REPLICA_ID} "
+                      "printable characters, e.g. --replica-id web-1 (default hostname:pid)")
 
 
 def _stdio(value: str, source: str) -> Literal["event-loop", "sdk"]:
@@ -249,6 +270,12 @@ class Settings:
             must be installed), ``auto`` (``OTEL_EXPORTER_OTLP_ENDPOINT`` or
             ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set and ``MCP_HOOKS_OTEL`` is not: on if
             the extra is installed, else a warning) or ``off``.
+        replica_id: the name stamped as ``replica`` on every record this process writes
+            (``--replica-id``, ``MCP_HOOKS_REPLICA_ID``); None: none given (``serve`` then
+            takes ``hostname:pid``, ``state.url.replica_name()``; the shared stores stamp that
+            anyway).
+        watch: follow the hooks folders and hooks.yaml for changes (``--no-watch``,
+            ``MCP_HOOKS_WATCH=0``: read them once, for a folder shipped read-only).
     """
 
     project_dir: Path | None = None
@@ -270,12 +297,15 @@ class Settings:
     proxy_stdio: Literal["event-loop", "sdk"] = "event-loop"
     state: str = field(default="file:", repr=False)  # a URL may carry a password
     otel: Literal["off", "on", "auto"] = "off"
+    replica_id: str | None = None
+    watch: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "on_fault", _on_fault(str(self.on_fault), "on_fault"))
         object.__setattr__(self, "stop_block_cap", _cap(self.stop_block_cap, "stop_block_cap"))
         object.__setattr__(self, "state", _state(self.state, "state"))
         object.__setattr__(self, "otel", _otel(self.otel, "otel"))
+        object.__setattr__(self, "replica_id", _replica(self.replica_id, "replica_id"))
         object.__setattr__(self, "secrets", tuple(s for s in self.secrets if s))
         if self.token and self.token not in self.secrets:
             object.__setattr__(self, "secrets", (*self.secrets, self.token))
@@ -346,6 +376,8 @@ _PARSE: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
     "proxy_stdio": (lambda value, source: _stdio(str(value), source), "event-loop"),
     "state": (lambda value, source: _state(str(value), source), "file:"),
     "otel": (_otel, "off"),
+    "replica_id": (_replica, None),
+    "watch": (_trust, True),
 }
 
 

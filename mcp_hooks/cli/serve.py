@@ -51,6 +51,7 @@ from mcp_hooks.server.transport import (
     configure_logging,
 )
 from mcp_hooks.settings import Settings
+from mcp_hooks.state.url import replica_name
 
 EXIT_INTERRUPTED = 130
 STDIO_ENV = "MCP_HOOKS_SERVE_STDIO"  # "sdk": the SDK's stdio transport (read by settings)
@@ -137,6 +138,13 @@ def add_parser(sub: Any) -> None:
                    help="also serve bridge_hook, the tool Claude Code mcp_tool hooks call "
                    "(mcp-hooks install claude-code --via mcp)")
     add_otel_argument(p)
+    replica = p.add_argument_group("replicas (docs/deploy.md)")
+    replica.add_argument("--replica-id", metavar="NAME",
+                         help="the name stamped as `replica` on every record this server "
+                         "writes (default hostname:pid, or MCP_HOOKS_REPLICA_ID)")
+    replica.add_argument("--no-watch", action="store_true",
+                         help="read the hooks folders and hooks.yaml once at start, never "
+                         "again (a folder shipped read-only per deploy; or MCP_HOOKS_WATCH=0)")
     options.add_common_options(p)
 
 
@@ -169,8 +177,11 @@ def options_from_args(
     """The options the command line (and the environment, read by ``Settings.from_env``)
     give. Raises ConfigError for a bad value, naming its flag or variable."""
     settings = options.settings(args, environ, token=getattr(args, "token", None),
-                                otel=getattr(args, "otel", None))
-    settings = dataclasses.replace(settings, project_dir=options.project_of(settings))
+                                otel=getattr(args, "otel", None),
+                                replica_id=getattr(args, "replica_id", None),
+                                watch=False if getattr(args, "no_watch", False) else None)
+    settings = dataclasses.replace(settings, project_dir=options.project_of(settings),
+                                   replica_id=settings.replica_id or replica_name())
     return ServerOptions(
         serve=transport_options(args, settings=settings),
         settings=settings,
@@ -187,6 +198,20 @@ def waiting_for_client(command: str, argv: Sequence[str]) -> str:
     return (f"mcp-hooks {command}: waiting for an MCP client on stdio (JSON-RPC on stdin), "
             f"not for typing. Let a client start it, e.g. `{line}`, or serve over HTTP with "
             f"--transport http (see docs/server.md). Ctrl-C stops it.")
+
+
+def unspread(serve: ServeOptions, state: str) -> str | None:
+    """The warning for a shared ``--state`` served over a transport whose sessions live in
+    one process (streamable HTTP without ``--stateless``, SSE): a load balancer cannot
+    spread them over replicas. None when there is nothing to say."""
+    if state == "file:" or serve.transport == "stdio" or (
+            serve.transport == "http" and serve.stateless):
+        return None
+    how = ("--transport sse keeps each client's stream" if serve.transport == "sse" else
+           "--transport http without --stateless keeps each MCP session")
+    return (f"mcp-hooks serve: warning: --state is a shared store, but {how} on the replica "
+            "that opened it, so a load balancer cannot spread the clients over replicas; "
+            "serve replicas with --transport http --stateless (docs/deploy.md)")
 
 
 def announce_stdio(command: str, transport: str) -> None:
@@ -239,7 +264,10 @@ def run(opts: ServerOptions) -> int:
     if observer is not None:
         observer.flush_on_sigterm()
     try:
-        service = HookService(opts.settings, roots=roots, observer=observer)
+        service = HookService(opts.settings, roots=roots, observer=observer)  # store reached
+        warning = unspread(opts.serve, opts.settings.state)
+        if warning is not None:
+            print(warning, file=sys.stderr, flush=True)
         anyio.run(lambda: serve_hooks(service, opts.serve, bridge_tool=opts.bridge_tool))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

@@ -265,6 +265,7 @@ class _Merger:
             self.project_dir / ".ahp")
         try:
             raw = read_bounded(file, MAX_HOOKS_YAML, inside=inside)
+            self.config.sources.append(hashlib.sha256(raw).hexdigest())
             data = parse_yaml(file, raw)
         except LayerFileError as exc:
             self.config.problems.append(HooksYamlError(file, None, None, exc.reason))

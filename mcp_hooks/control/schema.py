@@ -189,6 +189,8 @@ class ControlConfig:
         overrides: project or local entries that change an entry of the user's layer (the
             trust review shows them: trusting the project lets them apply).
         files: the hooks.yaml files read, lowest layer first.
+        sources: the SHA-256 of each file's bytes as read, in ``files``' order (the event
+            log's ``hooks_digest`` covers them).
         trust: ``trusted``, ``untrusted`` or ``changed`` for the project layers (or None).
         snapshot: what trust covers of the project's ``.ahp``, when it was looked at.
     """
@@ -199,6 +201,7 @@ class ControlConfig:
     notes: list[LayerNote] = field(default_factory=list)
     overrides: list[LayerNote] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
     trust: str | None = None
     snapshot: AhpSnapshot | None = None
 

@@ -73,6 +73,7 @@ from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, fault_outco
 from mcp_hooks.state.eventlog import EventLog, now
 from mcp_hooks.state.inbox import AidInbox
 from mcp_hooks.state.signallog import SignalLog, signal_record
+from mcp_hooks.state.spool import after_event, failures, store_fault
 from mcp_hooks.state.store import StateStore
 from mcp_hooks.state.url import close_store, scheme, store_for
 
@@ -173,7 +174,8 @@ class Engine:
         self.registry = registry
         self.log = log = _event_log(settings, log)
         self._logs = log is not None or store is not None
-        self.store: StateStore = store if store is not None else store_for(settings.state, log)
+        self.store: StateStore = store if store is not None else store_for(
+            settings.state, log, settings.replica_id)
         self._owns_store = store is None  # closed with the engine (a shared store's pool)
         self.signal_log = signal_log
         self.one_shot = one_shot
@@ -185,13 +187,14 @@ class Engine:
         # metadata.processes when a hook does not say: more for a replica on a shared store
         self._processes = default_processes(scheme(settings.state) != "file")
         self._launcher: Launcher = launcher or make_launcher(
-            log, detached=detach_async or one_shot, store=self.store, state=settings.state)
+            log, detached=detach_async or one_shot, store=self.store, state=settings.state,
+            replica=settings.replica_id)
         # a one-shot engine never suspends: big inputs are matched in place, not in a thread
         self._select = self._select_here if one_shot else self._select_off_loop
         self._blocking = _call_here if one_shot else _call_off_loop  # hooks.yaml's oracles
         self._envs = HookEnvs(hook_environment(os.environ, settings.secrets))
         if control is None:
-            control = ControlLayer(registry.project_dir, watch=not one_shot,
+            control = ControlLayer(registry.project_dir, watch=not one_shot and registry.watching,
                                    secrets=settings.secrets,
                                    trust_project=registry.trust_project_hooks,
                                    ladder=Ladder(store=self.store))
@@ -276,12 +279,12 @@ class Engine:
         hooks = await self._select(name, event)
         work_dir = self._work_dir(event)
         payload = self._payload(name, event, work_dir)
-        if name == "session_end" and hooks and event.session_id:  # every replica's records
-            sid = event.session_id
-            payload["session_log"] = await self._blocking(lambda: session_log(self.store, sid))
+        if name == "session_end" and hooks:  # every replica's records (sessionlog.py)
+            payload["session_log"] = await self._blocking(lambda: session_log(self.store, event))
         notes = self._notes(name, event)
         ticket = self.stop_guard.before(event, payload) if name == "before_stop" else None
         fault = self._fault(name, hooks, payload, work_dir)
+        mark = failures(self.store)  # a store call failing from here on fails it closed
         if fault is not None:
             outcome = fault_outcome(name, fault, on_fault=self.on_fault, warnings=notes)
             if outcome.denied or not os.path.isdir(work_dir):  # 4. guard (a fault counts too)
@@ -296,7 +299,7 @@ class Engine:
             await self._run_chain(name, event, hooks, payload, work_dir, chain, on_hook_done)
         if self.control is not None and self.control.wakes(name):
             await self._run_control(name, event, payload, chain)
-        outcome = chain.outcome(name)
+        outcome = after_event(self.store, mark, name, chain.outcome(name), self.on_fault)
         # 4. guard, 5. log
         if ticket is not None:
             outcome = self.stop_guard.after(ticket, outcome)
@@ -427,6 +430,9 @@ class Engine:
                work_dir: str) -> str | None:
         """What stops this event being decided, or None: broken hooks in scope, a payload
         we cannot hand on, a missing folder."""
+        lost = store_fault(self.store) if can_block(name) else None
+        if lost is not None:  # a shared store known lost (spool.py): asked again first
+            return lost
         broken = self.registry.faults_for(name)
         if broken:
             shown = "; ".join(str(i) for i in broken[:5])
@@ -461,12 +467,8 @@ class Engine:
         return os.getcwd()
 
     def _payload(self, name: str, event: Event, work_dir: str) -> dict[str, Any]:
-        payload: dict[str, Any] = {
-            "event_type": name,
-            "timestamp": now(),
-            "session_id": event.session_id,
-            "work_dir": work_dir,
-        }
+        payload: dict[str, Any] = {"event_type": name, "timestamp": now(),
+                                   "session_id": event.session_id, "work_dir": work_dir}
         if event.tool_name is not None or name in ("before_tool", "after_tool",
                                                    "after_tool_failure"):
             payload["tool_name"] = event.tool_name
@@ -549,6 +551,8 @@ class Engine:
             "modified_input": outcome.modified_input is not None,
             "hooks": hooks,
             "warnings": outcome.warnings,
+            "hooks_digest": self.control.digest(self.registry.hooks_digest())
+            if self.control is not None else self.registry.hooks_digest(),
         })
 
 

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_hooks.engine.judge import Verdict
 from mcp_hooks.engine.launch import Launcher, run_background
 from mcp_hooks.paths import ahp_user_file
+from mcp_hooks.registry.trust import set_digest
 from mcp_hooks.settings import trust_store_path
 from mcp_hooks.spec.signals import Signal
 
@@ -112,6 +113,19 @@ class ControlLayer:
         self._load_timeout = load_timeout
         self._trust_project = trust_project
         self._lock = threading.RLock()
+        self._digested: tuple[str, ControlConfig | None, str] = ("", None, "")
+
+    def digest(self, hooks: str) -> str:
+        """``hooks`` (the hook folders' ``Registry.hooks_digest``) with the hooks.yaml files
+        as last read folded in (``trust.set_digest``); ``hooks`` alone when none was read.
+        Made once per load: the event log's ``hooks_digest``."""
+        config, cached = self._config, self._digested
+        if config is None or not config.sources:
+            return hooks
+        if cached[0] != hooks or cached[1] is not config:
+            cached = (hooks, config, set_digest([("hooks", "", hooks)], *config.sources))
+            self._digested = cached
+        return cached[2]
 
     # -- the configuration -----------------------------------------------------------------
 

@@ -87,13 +87,13 @@ class Launcher(Protocol):
 
 
 def make_launcher(log: EventLog | None, *, detached: bool, store: StateStore | None = None,
-                  state: str = "file:") -> Launcher:
+                  state: str = "file:", replica: str | None = None) -> Launcher:
     """The launcher of an engine: in its own process, or ``detached`` (a one-shot caller).
     ``store``: the engine's; a shared one (not the file store) gets the results, aid and
     signals; ``state``: its URL, which a detached process opens again."""
     if detached:
-        return DetachedLauncher(log, state=state)
-    return InProcessLauncher(log, store=_shared(store))
+        return DetachedLauncher(log, state=state, replica=replica)
+    return InProcessLauncher(log, store=_shared(store), replica=replica)
 
 
 def _shared(store: StateStore | None) -> StateStore | None:
@@ -109,11 +109,14 @@ class InProcessLauncher:
     Args:
         log: where each finished hook's record goes; None for no log.
         store: a shared state store: the records, aid and signals go there instead.
+        replica: stamped as ``replica`` on every record (``--replica-id``); None: none.
     """
 
-    def __init__(self, log: EventLog | None, store: StateStore | None = None) -> None:
+    def __init__(self, log: EventLog | None, store: StateStore | None = None,
+                 replica: str | None = None) -> None:
         self.log = log
         self.store = store
+        self.replica = replica
         self._tg: TaskGroup | None = None
 
     async def open(self) -> None:
@@ -142,6 +145,7 @@ class InProcessLauncher:
             self._tg.start_soon(self._run, event, session_id, job)
 
     def launch_entries(self, job: dict[str, Any], here: Callable[[], object]) -> None:
+        job["replica"] = self.replica  # run_background stamps the signals it logs
         threading.Thread(target=here, name="mcp-hooks-aid", daemon=True).start()
 
     async def _run(self, event: str, session_id: str | None, job: AsyncJob) -> None:
@@ -150,7 +154,7 @@ class InProcessLauncher:
                                 timeout=hook.timeout / 1000, limits=hook.limits)
         _finished(self.log, event, session_id,
                   {"name": hook.name, "scope": hook.scope, "priority": hook.priority}, result,
-                  self.store)
+                  self.store, self.replica)
 
 
 class DetachedLauncher:
@@ -162,11 +166,14 @@ class DetachedLauncher:
     Args:
         log: the event log the detached process appends to; None for no log.
         state: the state store's URL; the detached process opens a shared one again.
+        replica: stamped as ``replica`` on every record the detached process writes.
     """
 
-    def __init__(self, log: EventLog | None, state: str = "file:") -> None:
+    def __init__(self, log: EventLog | None, state: str = "file:",
+                 replica: str | None = None) -> None:
         self.log = log
         self.state = state if state != "file:" else None
+        self.replica = replica
 
     async def open(self) -> None:
         return None
@@ -181,6 +188,7 @@ class DetachedLauncher:
             "session_id": session_id,
             "log": str(self.log.path) if self.log is not None else None,
             "state": self.state,
+            "replica": self.replica,
             "jobs": [{
                 "hook": {"name": job.hook.name, "scope": job.hook.scope,
                          "priority": job.hook.priority},
@@ -195,7 +203,7 @@ class DetachedLauncher:
 
     def launch_entries(self, job: dict[str, Any], here: Callable[[], object]) -> None:
         spawn({**json.loads(json.dumps(job, default=str)), "kind": "entries",
-               "state": self.state})
+               "state": self.state, "replica": self.replica})
 
 
 def spawn(job: dict[str, Any]) -> None:
@@ -227,15 +235,19 @@ def spawn(job: dict[str, Any]) -> None:
 
 
 def _finished(log: EventLog | None, event: str, session_id: str | None, hook: dict[str, Any],
-              result: RunResult, store: StateStore | None = None) -> None:
+              result: RunResult, store: StateStore | None = None,
+              replica: str | None = None) -> None:
     """Log one finished async hook and leave its aid for the session's next event (in
-    ``store`` when shared, else the log and the file inbox)."""
+    ``store`` when shared, else the log and the file inbox); ``replica``: its stamp."""
+    record = async_record(event, session_id, hook, result)
+    if replica is not None:
+        record["replica"] = replica
     if store is not None:
-        store.append("events", async_record(event, session_id, hook, result))
+        store.append("events", record)
     elif log is not None:
-        log.append(async_record(event, session_id, hook, result))
+        log.append(record)
     deliver_async(event, session_id, hook["name"], result.stdout, result.exit_code,
-                  log.path if log is not None else None, store=store)
+                  log.path if log is not None else None, store=store, replica=replica)
 
 
 def async_record(
@@ -281,7 +293,8 @@ async def _run_hooks(job: dict[str, Any], store: StateStore | None = None) -> No
             env={**base_env, **spec["env"]}, timeout=spec["timeout"],
             limits=Limits(**spec.get("limits", {})),
         )
-        _finished(log, job["event"], job.get("session_id"), spec["hook"], result, store)
+        _finished(log, job["event"], job.get("session_id"), spec["hook"], result, store,
+                  job.get("replica"))
 
     async with anyio.create_task_group() as tg:
         for spec in job["jobs"]:
@@ -318,7 +331,8 @@ def run_background(job: dict[str, Any], config: ControlConfig | None = None,
         return signals
     AidInbox().put(job.get("session_id"), signals)  # first: once logged, it is waiting
     if signals and job.get("log"):
-        SignalLog.beside(Path(job["log"])).record(signals, job.get("session_id"))
+        SignalLog.beside(Path(job["log"])).record(signals, job.get("session_id"),
+                                                  replica=job.get("replica"))
     return signals
 
 
@@ -331,7 +345,7 @@ def main() -> None:
         from mcp_hooks.state.url import close_store, open_store, replica_name
 
         try:
-            store = open_store(job["state"], replica=replica_name())
+            store = open_store(job["state"], replica=job.get("replica") or replica_name())
         except (ConfigError, StateUnavailable) as exc:  # unreachable, or its extra missing
             print(f"mcp-hooks: background work cannot reach its state store: {exc}",
                   file=sys.stderr)

@@ -23,6 +23,7 @@ from collections import deque
 from typing import Any
 
 from mcp_hooks.errors import MCPHooksError
+from mcp_hooks.spec.outcome import Event
 from mcp_hooks.state.store import StateStore
 
 MAX_RECORDS = 2000  # the newest records a session_end hook is handed
@@ -47,13 +48,16 @@ def _slim(record: dict[str, Any]) -> dict[str, Any]:
     return slim
 
 
-def session_log(store: StateStore, session_id: str) -> dict[str, Any]:
-    """The session's records from ``store`` as ``session_end`` hooks get them; never
-    raises for a store that cannot be read (``error`` says so)."""
+def session_log(store: StateStore, event: Event) -> dict[str, Any]:
+    """The event's session's records from ``store`` as ``session_end`` hooks get them (none
+    for an event without a session); never raises for a store that cannot be read (``error``
+    says so)."""
     kept: deque[dict[str, Any]] = deque(maxlen=MAX_RECORDS)
     seen = 0
+    if not event.session_id:
+        return {"records": [], "omitted": 0}
     try:
-        for record in store.read("events", session_id):
+        for record in store.read("events", event.session_id):
             seen += 1
             kept.append(record)
     except MCPHooksError:  # ConfigError, StateUnavailable: the event goes on without it

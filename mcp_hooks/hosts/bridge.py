@@ -168,7 +168,7 @@ def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False) -> Out
 
     log = log_of(settings)
     try:  # StateUnavailable (a store that cannot be reached): a fault, a deny naming it
-        store = store_for(settings.state, log)
+        store = store_for(settings.state, log, settings.replica_id)
     except BaseException:
         registry.close()
         raise

@@ -46,6 +46,7 @@ from mcp_hooks.hosts.configfile import (
     toml_reader,
 )
 from mcp_hooks.hosts.doctor_server import check_forward_script, check_server
+from mcp_hooks.hosts.doctor_state import check_state
 from mcp_hooks.hosts.forward import FORWARD_PATH
 from mcp_hooks.hosts.forward_script import read_token
 from mcp_hooks.options import CommonOptions
@@ -170,6 +171,9 @@ def run_doctor(given: DoctorOptions) -> int:
                     "configs)", "mcp-hooks install <host> (" + ", ".join(HOSTS) + ")")
     check_hooks(report, given.common)
     check_files(report, given.common)
+    state = options.settings(given.common).state
+    if state and not state.startswith("file:"):  # a shared store (doctor_state.py)
+        report.files["state_store"] = check_state(report, state)
     if given.json:
         print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
     else:

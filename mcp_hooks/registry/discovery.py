@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from mcp_hooks import paths
 from mcp_hooks.errors import HookFileError, UnknownEventError
-from mcp_hooks.registry.trust import TrustStore, hook_digest, trust_all_from_env
+from mcp_hooks.registry.trust import TrustStore, hook_digest, set_digest, trust_all_from_env
 from mcp_hooks.settings import trust_store_path as store_path
 from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.hookfile import HOOK_FILES, HookSpec, Scope, load_hook
@@ -221,6 +221,8 @@ class Registry:
         self.untrusted: list[UntrustedHook] = []
         self.replaced: dict[str, HookSpec] = {}  # name -> the user hook a project hook replaces
         self.generation = 0
+        self._scans = 0  # scans published; hooks_digest is computed once per scan
+        self._digest: tuple[int, str] | None = None
         self._roots: list[tuple[Scope, Path]] = [("user", self.user_dir)]
         if self.project_dir is not None:
             self._roots.append(("project", project_hooks_dir(self.project_dir)))
@@ -293,6 +295,22 @@ class Registry:
             else:
                 candidates = sorted((*literal, *index.generic), key=lambda h: index.rank[h.name])
         return [h for h in candidates if not h.has_matcher or h.matches(tool_name, tool_input)]
+
+    @property
+    def watching(self) -> bool:
+        """Whether changes on disk are followed (False: the folders were read once)."""
+        return self._watcher is not None
+
+    def hooks_digest(self) -> str:
+        """``trust.set_digest`` of the hooks that decide, made once per scan (a project
+        hook's folder digest is trust's, already made)."""
+        scans, cached = self._scans, self._digest
+        if cached is None or cached[0] != scans:
+            known = {d: v[1] for d, v in self._deep.items()}
+            cached = (scans, set_digest((h.scope, h.name, known.get(h.dir) or hook_digest(h.dir))
+                                        for h in self._hooks))
+            self._digest = cached
+        return cached[1]
 
     # -- reloading ------------------------------------------------------------------------
 
@@ -448,6 +466,7 @@ class Registry:
         self.replaced = found.replaced
         self._deep = found.deep
         self._index = _build_index(hooks)
+        self._scans += 1  # after the hooks: a reader that sees the count sees them
         if changed:
             self.generation += 1
         return changed

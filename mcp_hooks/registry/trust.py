@@ -248,6 +248,18 @@ def hook_digest(hook_dir: Path) -> str:
     return digest_report(hook_dir)[0]
 
 
+def set_digest(hooks: Iterable[tuple[str, str, str]], *more: str) -> str:
+    """A short (16 hex) digest of a set of hooks: each one's scope, name and
+    ``hook_digest``, in any order, and ``more`` (the hooks.yaml files' digests), in order.
+    The same files give the same digest on every machine (no path, no time in it)."""
+    h = hashlib.sha256(b"mcp-hooks hook set v1\n")
+    for scope, name, digest in sorted(hooks):
+        h.update(_frame(scope.encode(), name.encode(), digest.encode()))
+    for part in more:
+        h.update(_frame(b"yaml", part.encode()))
+    return h.hexdigest()[:16]
+
+
 def is_digest(text: object) -> bool:
     return isinstance(text, str) and len(text) == 64 and _DIGEST_CHARS.issuperset(text)
 

@@ -145,11 +145,15 @@ class FileStore:
         queues: the aid folder; default ``root/aid``.
         counters: the folder of the other counters; default ``root/stop``.
         signals: the signal log; default ``signals.jsonl`` beside the event log.
+        replica: stamped as ``replica`` on every record appended and every answer stored
+            (``--replica-id``); None: none.
     """
 
     def __init__(self, root: Path | None = None, *, log: Any = _USE_DEFAULT,
                  ladder: Path | None = None, queues: Path | None = None,
-                 counters: Path | None = None, signals: Path | None = None) -> None:
+                 counters: Path | None = None, signals: Path | None = None,
+                 replica: str | None = None) -> None:
+        self.replica = replica
         self.root = Path(root) if root is not None else paths.state_dir()
         if log is _USE_DEFAULT:
             log = self.root / "events.jsonl"
@@ -302,10 +306,15 @@ class FileStore:
     def _log(self, log: LogName) -> EventLog | None:
         return self.events if log == "events" else self.signals
 
+    def _stamp(self, record: dict[str, Any]) -> dict[str, Any]:
+        if self.replica is not None and "replica" not in record:
+            record = {**record, "replica": self.replica}
+        return record
+
     def append(self, log: LogName, record: dict[str, Any]) -> None:
         target = self._log(log)
         if target is not None:
-            target.append(record)
+            target.append(self._stamp(record))
 
     def read(self, log: LogName, session: str | None = None) -> Iterator[dict[str, Any]]:
         target = self._log(log)
@@ -345,7 +354,7 @@ class FileStore:
                 raise AlreadyAnswered(f"signal {signal_id} was already answered: "
                                       f"{answered.get('action')} at "
                                       f"{answered.get('timestamp')}", answered)
-            record = build(sent)
+            record = self._stamp(build(sent))
             _write_line(fd, encode_record(record), readable, locked)
             return record
         finally:

@@ -61,14 +61,15 @@ class AidInbox:
 
 def deliver_async(event: str, session_id: str | None, hook_name: str, stdout: bytes,
                   exit_code: int | None, log_path: Path | None,
-                  store: StateStore | None = None) -> None:
+                  store: StateStore | None = None, replica: str | None = None) -> None:
     """An async hook finished: its advice, if any, to the inbox and the signal log (of
-    ``store``; default the file store with the log at ``log_path``, none without)."""
+    ``store``; default the file store with the log at ``log_path``, none without, its
+    records stamped ``replica``)."""
     signal = async_aid(event, hook_name, stdout, exit_code)
     if signal is None:
         return
     if store is None:
-        store = FileStore(log=log_path)
+        store = FileStore(log=log_path, replica=replica)
     AidInbox(store=store).put(session_id, [signal])  # first: once logged, it is waiting
 
     store.append("signals", signal_record(signal, session_id))

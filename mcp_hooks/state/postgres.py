@@ -41,16 +41,18 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from mcp_hooks.state.remote import Reporter, Ttls, dumps, require, unreachable
+from mcp_hooks.state.spool import ID, Spool, record_id
 from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, UnknownSignal
 
 FIX = ("Start it, or point --state (MCP_HOOKS_STATE) at a PostgreSQL that is running and "
        "that this user may connect to")
-CONNECT_TIMEOUT = 10.0  # seconds to wait for a connection, at start and from the pool
-# libpq options the URL may override: a server that stops answering mid-query is given up
-# after 10 s (TCP user timeout, keepalives) and a statement after 10 s, never a hang
-DEFAULTS = {"connect_timeout": "10", "tcp_user_timeout": "10000", "keepalives_idle": "5",
+CONNECT_TIMEOUT = 10.0  # seconds to wait for a free connection of the pool
+# libpq options the URL may override: a connect is given up after 2 s, a server that stops
+# answering mid-query after 2 s (TCP user timeout, keepalives) and a statement after 5 s,
+# never a hang
+DEFAULTS = {"connect_timeout": "2", "tcp_user_timeout": "2000", "keepalives_idle": "5",
             "keepalives_interval": "2", "keepalives_count": "3",
-            "options": "-c statement_timeout=10000"}
+            "options": "-c statement_timeout=5000"}
 POOL_SIZE = 8  # connections per store object at most (one per thread using it at once)
 PURGE_EVERY = 300.0  # seconds between two purges of expired rows, per process
 
@@ -73,6 +75,12 @@ MIGRATIONS: tuple[str, ...] = (
         expires_at timestamptz NOT NULL);
     CREATE INDEX mcp_hooks_queue_session ON mcp_hooks_queue (session, id);
     """,
+    # 2: each log record's own id (spool.py), so a record sent twice is stored once
+    """
+    ALTER TABLE mcp_hooks_log ADD COLUMN record_id text;
+    CREATE UNIQUE INDEX mcp_hooks_log_record ON mcp_hooks_log (record_id);
+    """,
+    # 3: the trusted digests of project hooks (``trust --state``), one row per hook
     """
     CREATE TABLE mcp_hooks_trust (
         project text NOT NULL, name text NOT NULL, entry json NOT NULL,
@@ -91,14 +99,15 @@ ON CONFLICT (namespace, session, key) DO UPDATE SET
 RETURNING value
 """
 
-_APPEND = ("INSERT INTO mcp_hooks_log (log, session_id, replica, record) "
-           "VALUES (%s, %s, %s, %s)")
+_APPEND = ("INSERT INTO mcp_hooks_log (log, session_id, replica, record, record_id) "
+           "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (record_id) DO NOTHING")
 # a sent signal: its row (the first sent with an id is kept) and the log's, one statement
 _APPEND_SIGNAL = """
 WITH sig AS (
     INSERT INTO mcp_hooks_signals (signal_id, sent, expires_at)
     VALUES (%s, %s, now() + make_interval(secs => %s)) ON CONFLICT DO NOTHING)
-INSERT INTO mcp_hooks_log (log, session_id, replica, record) VALUES (%s, %s, %s, %s)
+INSERT INTO mcp_hooks_log (log, session_id, replica, record, record_id)
+VALUES (%s, %s, %s, %s, %s) ON CONFLICT (record_id) DO NOTHING
 """
 # the answer stored only where none is, and logged only then: one statement, one answer
 _ANSWER = """
@@ -170,6 +179,12 @@ class _Pool:
         finally:
             self._slots.release()
 
+    def drop_idle(self) -> None:
+        """Close the idle connections (the store was lost: they are dead)."""
+        with self._lock:
+            idle, self._idle[:] = list(self._idle), []
+        _close_all(idle)
+
     def close(self) -> None:
         self._finalizer()
 
@@ -184,7 +199,9 @@ class PostgresStore:
         self.replica = replica
         self.ttls = ttls or Ttls()
         self._errors: tuple[type[BaseException], ...] = (psycopg.Error, OSError)
-        self._report = Reporter(url)
+        self._report = Reporter(url, FIX)
+        self.health = self._report.health
+        self._spool = Spool(url, replica)
         self._purged = 0.0
         self._purge_lock = threading.Lock()
         try:
@@ -204,6 +221,48 @@ class PostgresStore:
 
     def close(self) -> None:
         self._pool.close()
+
+    def about(self) -> dict[str, Any]:
+        """The server and schema as ``doctor --state`` shows them; ``StateUnavailable`` when
+        the server does not answer or its tables are of a newer mcp-hooks."""
+        try:
+            with self._pool.connection() as conn:
+                version = conn.execute("SHOW server_version").fetchone()[0]
+                applied = conn.execute("SELECT coalesce(max(version), 0) FROM "
+                                       "mcp_hooks_migrations").fetchone()[0]
+        except self._errors as exc:
+            raise self._report.lost(exc) from None
+        if int(applied) > len(MIGRATIONS):
+            raise StateUnavailable(
+                f"state store {self._report.url}: its tables are at version {applied}, made by "
+                f"a newer mcp-hooks (this one knows {len(MIGRATIONS)}): upgrade mcp-hooks")
+        return {"server": f"PostgreSQL {version}",
+                "schema": f"version {applied} of {len(MIGRATIONS)}"}
+
+    def fault(self) -> str | None:
+        """What broke, while the store is lost and a ``SELECT 1`` on a new connection still
+        fails; None when it answers (the spool is replayed then). One bounded call, only
+        while lost."""
+        if self.health.lost is None:
+            return None
+        self._pool.drop_idle()  # connections from before the loss are dead
+        try:
+            with self._pool.connection() as conn:
+                conn.execute("SELECT 1")
+        except self._errors as exc:
+            self._report("a SELECT 1", exc)
+            return self.health.lost
+        self._back()
+        return None
+
+    def _back(self) -> None:
+        """The store answers again: forget the loss, replay the spool."""
+        self._report.back()
+        if self._spool.pending:
+            try:
+                self._spool.replay(self._send)
+            except self._errors as exc:
+                self._report("replaying the spool", exc)
 
     def _purge(self, conn: Any) -> None:
         """Delete expired rows, at most once every ``PURGE_EVERY`` seconds."""
@@ -261,7 +320,19 @@ class PostgresStore:
     # -- logs -------------------------------------------------------------------------------
 
     def append(self, log: LogName, record: dict[str, Any]) -> None:
-        record = self._stamp(record)
+        record = record_id(self._stamp(record))
+        try:
+            self._send(log, record)
+        except self._errors as exc:
+            self._report(f"appending to the {log} log", exc)
+            self._spool.put(log, record)  # replayed once the store answers again
+            return
+        if self.health.lost is not None or self._spool.pending:
+            self._back()
+
+    def _send(self, log: LogName, record: dict[str, Any]) -> None:
+        """Add one record (``record_id`` set) unless one with its id is stored; raises the
+        client's errors."""
         text = dumps(record)
         session = record.get("session_id")
         session = session if isinstance(session, str) else None
@@ -269,15 +340,13 @@ class PostgresStore:
         signal_id = record.get("signal_id")
         sent = (log == "signals" and record.get("kind") == "signal"
                 and isinstance(signal_id, str))
-        row = (log, session, replica if isinstance(replica, str) else None, text)
-        try:
-            with self._pool.connection() as conn:
-                if sent:  # the log's row and the signal's row in one statement: both or none
-                    conn.execute(_APPEND_SIGNAL, (signal_id, text, self.ttls.signal, *row))
-                else:
-                    conn.execute(_APPEND, row)
-        except self._errors as exc:
-            self._report(f"appending to the {log} log", exc)
+        row = (log, session, replica if isinstance(replica, str) else None, text,
+               str(record[ID]))
+        with self._pool.connection() as conn:
+            if sent:  # the log's row and the signal's row in one statement: both or none
+                conn.execute(_APPEND_SIGNAL, (signal_id, text, self.ttls.signal, *row))
+            else:
+                conn.execute(_APPEND, row)
 
     def read(self, log: LogName, session: str | None = None) -> Iterator[dict[str, Any]]:
         after = 0
@@ -290,7 +359,7 @@ class PostgresStore:
                 with self._pool.connection() as conn:
                     rows = conn.execute(query + " ORDER BY id LIMIT 1000", args).fetchall()
             except self._errors as exc:
-                raise unreachable(self.url, exc, FIX) from None
+                raise self._report.lost(exc) from None
             for _, text in rows:
                 try:
                     record = json.loads(text)
@@ -322,7 +391,7 @@ class PostgresStore:
                     answer = self._stamp(build(json.loads(row[0])))
                     stored_text = self._store_answer(conn, signal_id, answer)
         except self._errors as exc:
-            raise unreachable(self.url, exc, later) from None
+            raise self._report.lost(exc, later) from None
         stored: dict[str, Any] = json.loads(stored_text)
         if stored.get("action") == action:
             return stored
@@ -382,7 +451,7 @@ class PostgresStore:
             with self._pool.connection() as conn:
                 return list(conn.execute(query, args).fetchall())
         except self._errors as exc:
-            raise unreachable(self.url, exc, FIX) from None
+            raise self._report.lost(exc) from None
 
     def follow(self, log: LogName, session: str | None = None,
                poll: float = 0.5) -> Iterator[dict[str, Any]]:
@@ -441,7 +510,7 @@ class PostgresStore:
                                  "(%s, %s, %s) ON CONFLICT (project, name) DO UPDATE SET "
                                  "entry = excluded.entry", (project, name, dumps(entry)))
         except self._errors as exc:
-            raise unreachable(self.url, exc, "Nothing was trusted: " + FIX) from None
+            raise self._report.lost(exc, "Nothing was trusted: " + FIX) from None
 
     def trust_drop(self, project: str, names: list[str]) -> None:
         """Forget the entries of some hooks of a project."""
@@ -450,7 +519,7 @@ class PostgresStore:
                 conn.execute("DELETE FROM mcp_hooks_trust WHERE project = %s AND "
                              "name = ANY(%s)", (project, list(names)))
         except self._errors as exc:
-            raise unreachable(self.url, exc, "Nothing was revoked: " + FIX) from None
+            raise self._report.lost(exc, "Nothing was revoked: " + FIX) from None
 
 
 def _record(text: str) -> dict[str, Any] | None:

@@ -48,10 +48,11 @@ from mcp_hooks.state.remote import (
     require,
     unreachable,
 )
+from mcp_hooks.state.spool import ID, Spool, record_id
 from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, UnknownSignal
 
 DEFAULT_PREFIX = "mcp-hooks:"
-TIMEOUT = 5.0  # seconds a connect or a command may take before the store counts as lost
+TIMEOUT = 2.0  # seconds a connect or a command may take before the store counts as lost
 FIX = ("Start it, or point --state (MCP_HOOKS_STATE) at a Redis that is running")
 
 _INCREMENT = """
@@ -59,6 +60,20 @@ local n = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
 local ms = tonumber(ARGV[2])
 if redis.call('PTTL', KEYS[1]) < ms then redis.call('PEXPIRE', KEYS[1], ms) end
 return n
+"""
+
+# KEYS: the record's seen-key, log stream, session stream (or ""), signal key (or "");
+# ARGV: record JSON, caps, session stream ttl ms, signal ttl ms, seen ttl ms. A record whose
+# id was seen is not added again (a replay, a retry after a lost reply): 0; else 1
+_APPEND = """
+if not redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[6]) then return 0 end
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'r', ARGV[1])
+if KEYS[3] ~= '' then
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'r', ARGV[1])
+  redis.call('PEXPIRE', KEYS[3], ARGV[4])
+end
+if KEYS[4] ~= '' then redis.call('SET', KEYS[4], ARGV[1], 'NX', 'PX', ARGV[5]) end
+return 1
 """
 
 # KEYS: answer, log stream, session stream (or ""); ARGV: answer JSON, ttl ms, caps
@@ -111,9 +126,34 @@ class RedisStore:
         self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
         self._increment = self._redis.register_script(_INCREMENT)
         self._answer = self._redis.register_script(_ANSWER)
-        self._report = Reporter(url)
+        self._append = self._redis.register_script(_APPEND)
+        self._report = Reporter(url, FIX)
+        self.health = self._report.health
+        self._spool = Spool(url, replica)
         if check:
             self.check()
+
+    def fault(self) -> str | None:
+        """What broke, while the store is lost and a PING still fails; None when it answers
+        (the spool is replayed then). One bounded call, only while lost."""
+        if self.health.lost is None:
+            return None
+        try:
+            self._redis.ping()
+        except self._errors as exc:
+            self._report("a PING", exc)
+            return self.health.lost
+        self._back()
+        return None
+
+    def _back(self) -> None:
+        """The store answers again: forget the loss, replay the spool."""
+        self._report.back()
+        if self._spool.pending:
+            try:
+                self._spool.replay(self._send)
+            except self._errors as exc:
+                self._report("replaying the spool", exc)
 
     def check(self) -> None:
         """Raise ``StateUnavailable`` (the URL, never its password, and the fix) unless the
@@ -121,10 +161,23 @@ class RedisStore:
         try:
             self._redis.ping()
         except self._errors as exc:
-            raise unreachable(self.url, exc, FIX) from None
+            raise self._report.lost(exc) from None
 
     def close(self) -> None:
         self._redis.close()
+
+    def about(self) -> dict[str, Any]:
+        """The server and schema as ``doctor --state`` shows them; ``StateUnavailable`` when
+        the server does not answer, or is older than Redis 5 (no streams)."""
+        try:
+            version = str(self._redis.info("server").get("redis_version", "?"))
+        except self._errors as exc:
+            raise self._report.lost(exc) from None
+        major = version.split(".")[0]
+        if major.isdigit() and int(major) < 5:
+            raise StateUnavailable(f"state store {self._report.url} is Redis {version}; the "
+                                   "event log needs streams (Redis 5 or newer): upgrade it")
+        return {"server": f"Redis {version}", "schema": f"keys under {self.prefix!r}"}
 
     # -- counters ---------------------------------------------------------------------------
 
@@ -178,24 +231,28 @@ class RedisStore:
         return record
 
     def append(self, log: LogName, record: dict[str, Any]) -> None:
-        record = self._stamp(record)
-        text = dumps(record)
-        session = record.get("session_id")
+        record = record_id(self._stamp(record))
         try:
-            with self._redis.pipeline(transaction=True) as pipe:
-                pipe.xadd(self._stream(log), {"r": text}, maxlen=STREAM_CAP, approximate=True)
-                if isinstance(session, str):
-                    pipe.xadd(self._stream(log, session), {"r": text},
-                              maxlen=SESSION_STREAM_CAP, approximate=True)
-                    pipe.pexpire(self._stream(log, session), _ms(self.ttls.event))
-                signal_id = record.get("signal_id")
-                if log == "signals" and record.get("kind") == "signal" \
-                        and isinstance(signal_id, str):
-                    pipe.set(f"{self.prefix}sig:{_q(signal_id)}", text, nx=True,
-                             px=_ms(self.ttls.signal))
-                pipe.execute()
+            self._send(log, record)
         except self._errors as exc:
             self._report(f"appending to the {log} log", exc)
+            self._spool.put(log, record)  # replayed once the store answers again
+            return
+        if self.health.lost is not None or self._spool.pending:
+            self._back()
+
+    def _send(self, log: LogName, record: dict[str, Any]) -> None:
+        """Add one record (``record_id`` set) unless its id was seen; raises the client's
+        errors."""
+        text = dumps(record)
+        session = record.get("session_id")
+        signal_id = record.get("signal_id")
+        sent = log == "signals" and record.get("kind") == "signal" and isinstance(signal_id, str)
+        self._append(keys=[f"{self.prefix}seen:{_q(str(record[ID]))}", self._stream(log),
+                           self._stream(log, session) if isinstance(session, str) else "",
+                           f"{self.prefix}sig:{_q(str(signal_id))}" if sent else ""],
+                     args=[text, STREAM_CAP, SESSION_STREAM_CAP, _ms(self.ttls.event),
+                           _ms(self.ttls.signal), _ms(self.ttls.seen)])
 
     def read(self, log: LogName, session: str | None = None) -> Iterator[dict[str, Any]]:
         stream = self._stream(log, session)
@@ -204,7 +261,7 @@ class RedisStore:
             try:
                 page = self._redis.xrange(stream, min=start, max="+", count=1000)
             except self._errors as exc:
-                raise unreachable(self.url, exc, FIX) from None
+                raise self._report.lost(exc) from None
             yield from _records(page)
             if len(page) < 1000:
                 return
@@ -219,8 +276,8 @@ class RedisStore:
             sent_raw, stored_raw = self._redis.mget(
                 [f"{self.prefix}sig:{_q(signal_id)}", answer_key])
         except self._errors as exc:
-            raise unreachable(self.url, exc, "Nothing was stored: answer again once the store "
-                              "is back") from None
+            raise self._report.lost(exc, "Nothing was stored: answer again once the store "
+                                    "is back") from None
         if sent_raw is None:
             raise UnknownSignal(f"no signal {signal_id!r} in the state store "
                                 f"{self._report.url} (or it is older than "
@@ -236,8 +293,8 @@ class RedisStore:
                     args=[dumps(answer), _ms(self.ttls.signal), STREAM_CAP, SESSION_STREAM_CAP,
                           _ms(self.ttls.event)])
             except self._errors as exc:
-                raise unreachable(self.url, exc, "Nothing was stored: answer again once the "
-                                  "store is back") from None
+                raise self._report.lost(exc, "Nothing was stored: answer again once the "
+                                        "store is back") from None
             if first:
                 return json.loads(stored_raw)  # type: ignore[no-any-return]
         stored: dict[str, Any] = json.loads(stored_raw)
@@ -299,7 +356,7 @@ class RedisStore:
                 if len(page) < 1000:
                     time.sleep(poll)
         except self._errors as exc:
-            raise unreachable(self.url, exc, FIX) from None
+            raise self._report.lost(exc) from None
 
     def signal_ids(self, prefix: str, limit: int) -> list[str]:
         """Ids of live signals that start with ``prefix``, sorted, at most ``limit``."""
@@ -311,7 +368,7 @@ class RedisStore:
                 if len(found) >= limit:
                     break
         except self._errors as exc:
-            raise unreachable(self.url, exc, FIX) from None
+            raise self._report.lost(exc) from None
         return sorted(found)[:limit]
 
     def trust_entries(self) -> dict[str, dict[str, dict[str, Any]]]:
@@ -319,7 +376,7 @@ class RedisStore:
         try:
             raw = self._redis.hgetall(f"{self.prefix}trust")
         except self._errors as exc:
-            raise unreachable(self.url, exc, FIX) from None
+            raise self._report.lost(exc) from None
         found: dict[str, dict[str, dict[str, Any]]] = {}
         for field, value in raw.items():
             try:
@@ -339,7 +396,7 @@ class RedisStore:
             self._redis.hset(f"{self.prefix}trust", mapping={
                 json.dumps([project, name]): dumps(entry) for name, entry in entries.items()})
         except self._errors as exc:
-            raise unreachable(self.url, exc, "Nothing was trusted: " + FIX) from None
+            raise self._report.lost(exc, "Nothing was trusted: " + FIX) from None
 
     def trust_drop(self, project: str, names: list[str]) -> None:
         """Forget the entries of some hooks of a project."""
@@ -348,7 +405,7 @@ class RedisStore:
         try:
             self._redis.hdel(f"{self.prefix}trust", *(json.dumps([project, n]) for n in names))
         except self._errors as exc:
-            raise unreachable(self.url, exc, "Nothing was revoked: " + FIX) from None
+            raise self._report.lost(exc, "Nothing was revoked: " + FIX) from None
 
 
 def _records(page: list[Any]) -> Iterator[dict[str, Any]]:

@@ -6,7 +6,8 @@
 - :func:`unreachable`: the ``StateUnavailable`` for a store that cannot be reached, naming the
   URL (never its password) and the fix.
 - :class:`Ttls`: how long each kind of record lives in a shared store (the defaults below);
-  :func:`split_ttls` reads them from the URL's ``queue_ttl``, ``signal_ttl``, ``event_ttl``.
+  :func:`split_ttls` reads them from the URL's ``queue_ttl``, ``signal_ttl``, ``event_ttl``,
+  ``seen_ttl``.
 - :class:`Reporter`: a write that the contract says never raises is reported once on stderr.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from mcp_hooks.errors import ConfigError, MissingExtraError
+from mcp_hooks.state.spool import Health
 from mcp_hooks.state.store import StateUnavailable
 
 COUNTER_TTL = 3600.0  # seconds; callers pass their own with every increment
@@ -30,6 +32,7 @@ SIGNAL_TTL = 30 * 86400.0  # a signal (and its answer) can be answered for 30 da
 EVENT_TTL = 30 * 86400.0  # PostgreSQL: log rows older than this are purged
 STREAM_CAP = 1_000_000  # Redis: the most recent records kept per log (approximate, XADD ~)
 SESSION_STREAM_CAP = 10_000  # Redis: the most recent records kept per log and session
+SEEN_TTL = 86400.0  # Redis: how long a record's id is remembered (a replay within it is kept once)
 
 
 @dataclass(frozen=True)
@@ -39,14 +42,17 @@ class Ttls:
     queue: float = QUEUE_TTL
     signal: float = SIGNAL_TTL
     event: float = EVENT_TTL
+    seen: float = SEEN_TTL
 
 
-TTL_PARAMETERS = {"queue_ttl": "queue", "signal_ttl": "signal", "event_ttl": "event"}
+TTL_PARAMETERS = {"queue_ttl": "queue", "signal_ttl": "signal", "event_ttl": "event",
+                  "seen_ttl": "seen"}
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def split_ttls(url: str) -> tuple[str, Ttls]:
-    """``url`` without its ``queue_ttl``/``signal_ttl``/``event_ttl`` query parameters (the
+    """``url`` without its ``queue_ttl``/``signal_ttl``/``event_ttl``/``seen_ttl`` query
+    parameters (the
     client libraries would refuse them), and the ``Ttls`` they give (defaults for the rest).
     A value is seconds, or a number with ``s``, ``m``, ``h`` or ``d``; anything else is a
     ``ConfigError`` naming the parameter."""
@@ -132,18 +138,36 @@ def dumps(record: dict[str, Any]) -> str:
 
 
 class Reporter:
-    """Reports a failed never-raising write on stderr, once per store object."""
+    """Reports a failed never-raising write on stderr, once per loss of the store, and keeps
+    what broke in the store's ``Health`` (``spool.py``)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, fix: str = "", health: Health | None = None) -> None:
         self.url = redact(url)
+        self._raw = url
+        self._fix = fix
+        self.health = health if health is not None else Health()
         self._lock = threading.Lock()
         self._told = False
 
+    def lost(self, error: BaseException, fix: str | None = None) -> StateUnavailable:
+        """Record a failed call in the health; the ``StateUnavailable`` to raise for it."""
+        exc = unreachable(self._raw, error, self._fix if fix is None else fix)
+        self.health.failed(str(exc) if fix is None else
+                           str(unreachable(self._raw, error, self._fix)))
+        return exc
+
+    def back(self) -> None:
+        """The store answered again: the next loss is reported again."""
+        self.health.back()
+        with self._lock:
+            self._told = False
+
     def __call__(self, what: str, error: BaseException) -> None:
+        self.lost(error)
         with self._lock:
             if self._told:
                 return
             self._told = True
         line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         print(f"mcp-hooks: state store {self.url}: {what} failed ({line}); further failures "
-              f"of this store are not reported", file=sys.stderr)
+              f"are not reported until it answers again", file=sys.stderr)

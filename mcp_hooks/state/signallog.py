@@ -71,10 +71,14 @@ class SignalLog(EventLog):
         path = event_log.path if isinstance(event_log, EventLog) else Path(event_log)
         return cls(path.with_name(SIGNAL_LOG_NAME))
 
-    def record(self, signals: list[Signal], session_id: str | None = None) -> None:
-        """Append one line per signal; never raises."""
+    def record(self, signals: list[Signal], session_id: str | None = None, *,
+               replica: str | None = None) -> None:
+        """Append one line per signal (stamped ``replica`` when given); never raises."""
         for signal in signals:
-            self.append(signal_record(signal, session_id))
+            record = signal_record(signal, session_id)
+            if replica is not None:
+                record["replica"] = replica
+            self.append(record)
 
     def find(self, signal_id: str) -> dict[str, Any] | None:
         """The line of the signal sent with this id, or None."""

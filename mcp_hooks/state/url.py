@@ -47,7 +47,7 @@ def open_store(url: str, *, replica: str | None = None, log: Any = None,
                root: Path | None = None) -> StateStore:
     """The store ``url`` names. ``log`` and ``root`` are the file store's (its event log and
     state folder, None for its defaults; ignored by the shared stores), ``replica`` the
-    shared stores' stamp on every record they write."""
+    stamp on every record it writes (every backend; the file store's None: none)."""
     backend = scheme(url)
     if backend == "redis":
         # lazy: 31 ms (python -X importtime), and the extra's client may not be installed
@@ -61,7 +61,9 @@ def open_store(url: str, *, replica: str | None = None, log: Any = None,
 
         bare, ttls = split_ttls(url.strip())
         return PostgresStore(bare, replica=replica, ttls=ttls)
-    return FileStore(root, log=log) if log is not None else FileStore(root)
+    if log is not None:
+        return FileStore(root, log=log, replica=replica)
+    return FileStore(root, replica=replica)
 
 
 def replica_name() -> str:
@@ -69,14 +71,15 @@ def replica_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def store_for(url: str, log: Any) -> StateStore:
+def store_for(url: str, log: Any, replica: str | None = None) -> StateStore:
     """The one store of a process (an engine, a server, a bridge run): the file store with
     ``log`` as its event log (None: none, as before ``--state``) for ``file:``, else the
-    shared store ``url`` names, its records stamped with ``replica_name()``. Raises
+    shared store ``url`` names. Its records are stamped ``replica`` (``--replica-id``);
+    None: a shared store's with ``replica_name()``, the file store's not at all. Raises
     ``StateUnavailable`` or ``MissingExtraError`` as ``open_store`` does."""
     if scheme(url) == "file":
-        return FileStore(log=log)
-    return open_store(url, replica=replica_name())
+        return FileStore(log=log, replica=replica)
+    return open_store(url, replica=replica or replica_name())
 
 
 def close_store(store: StateStore) -> None:

@@ -6,7 +6,10 @@ import json
 from pathlib import Path
 
 from mcp_hooks.engine.sessionlog import MAX_RECORDS, TEXT_CAP, session_log
+from mcp_hooks.spec.outcome import Event
 from mcp_hooks.state.files import FileStore
+
+END = Event.create(event_type="session_end", session_id="s")
 
 
 def test_the_newest_records_of_the_session_cut_to_what_a_summary_needs(tmp_path: Path) -> None:
@@ -19,7 +22,7 @@ def test_the_newest_records_of_the_session_cut_to_what_a_summary_needs(tmp_path:
                                 "hooks": [{"name": "h", "status": "deny", "exit_code": 2,
                                            "stdout": "big output", "message": "no"}]})
     store.append("events", {"ts": "other", "event": "before_tool", "session_id": "other"})
-    given = session_log(store, "s")
+    given = session_log(store, END)
     records = given["records"]
     assert len(records) == MAX_RECORDS and given["omitted"] == 5
     assert records[0]["ts"] == "t00005" and records[-1]["ts"] == f"t{MAX_RECORDS + 4:05d}"
@@ -32,11 +35,18 @@ def test_the_newest_records_of_the_session_cut_to_what_a_summary_needs(tmp_path:
 def test_a_log_that_cannot_be_read_gives_none_and_says_so(tmp_path: Path) -> None:
     folder = tmp_path / "a-folder"
     folder.mkdir()
-    given = session_log(FileStore(tmp_path / "state", log=folder), "s")
+    given = session_log(FileStore(tmp_path / "state", log=folder), END)
     assert given == {"records": [], "omitted": 0, "error": "the event log could not be read"}
     assert str(tmp_path) not in json.dumps(given)
 
 
 def test_no_log_no_records(tmp_path: Path) -> None:
-    assert session_log(FileStore(tmp_path / "state", log=None), "s") == {
+    assert session_log(FileStore(tmp_path / "state", log=None), END) == {
+        "records": [], "omitted": 0}
+
+
+def test_an_event_without_a_session_gets_none(tmp_path: Path) -> None:
+    store = FileStore(tmp_path / "state")
+    store.append("events", {"event": "before_tool", "session_id": None})
+    assert session_log(store, Event.create(event_type="session_end")) == {
         "records": [], "omitted": 0}

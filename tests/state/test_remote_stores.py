@@ -51,7 +51,7 @@ def test_a_redis_that_accepts_but_never_answers_is_given_up_not_waited_on() -> N
         silent.listen()
         port = silent.getsockname()[1]
         with pytest.raises(StateUnavailable, match="Timeout") as failed:
-            RedisStore(f"redis://:{SECRET}@127.0.0.1:{port}/0")  # TIMEOUT (5 s), not forever
+            RedisStore(f"redis://:{SECRET}@127.0.0.1:{port}/0")  # TIMEOUT (2 s), not forever
     assert SECRET not in str(failed.value)
 
 
@@ -59,7 +59,7 @@ def test_postgres_keeps_the_urls_options_and_adds_a_statement_timeout(
         postgres_url: str) -> None:
     store = PostgresStore(postgres_url)
     with store._pool.connection() as conn:
-        assert conn.execute("SHOW statement_timeout").fetchone()[0] == "10s"
+        assert conn.execute("SHOW statement_timeout").fetchone()[0] == "5s"
         assert conn.execute("SELECT current_schema()").fetchone()[0] \
             == postgres_url.rsplit("%3D", 1)[1]
     store.close()

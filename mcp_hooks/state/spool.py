@@ -1,0 +1,261 @@
+"""A shared store's health, and the local spool of the log records it could not take.
+
+Health (:class:`Health`). A shared store (``redis.py``, ``postgres.py``) counts every call
+that failed and keeps what broke (``lost``: the store's URL without its password, what went
+wrong and the fix) until a call succeeds again. The engine reads it around each event
+(:func:`store_fault`, :func:`failures`, :func:`after_event`): an event that can block is
+answered as a fault (a deny naming the store under ``on_fault: block``, else an allow with the
+warning) when the store is known lost before it, or when a store call failed while it ran.
+While it is lost, each such event first asks the store again (one bounded call: a PING, a
+``SELECT 1``), so the first event after the store is back is served as usual: no restart.
+Events that cannot block are never held back; their records go to the spool.
+
+The spool (:class:`Spool`). A log record the store cannot take is appended to a local file
+instead: ``<state dir>/spool/<store>/<replica>.jsonl`` (``<store>`` a digest of the URL, so a
+spool is only ever replayed into the store it was meant for; ``<replica>`` the process's
+replica name, %-quoted). Each line is ``{"log": ..., "record": ...}``; every record carries a
+unique ``record_id`` (given at the first attempt) and the backends' append is idempotent on it
+(Redis: a seen-key set in the same Lua script; PostgreSQL: a unique column, ``ON CONFLICT DO
+NOTHING``), so a record sent twice (a reply lost after the store took it, a replay cut short
+by a kill) is stored once. The spool is replayed, oldest first, on the first store call that
+succeeds after a failure, and by a process that starts with a non-empty spool folder (a
+replica killed before it could replay: its successor on the machine replays for it). Each
+file is replayed under an exclusive ``flock`` (writers take it too) and removed only once all
+its records were taken (a writer that waited for the lock finds it gone and makes a new one);
+a replay cut short leaves the file whole and the next replay sends its records again (stored
+once). The files are opened as the event log is: non-blocking,
+never through a symlink (``O_NOFOLLOW``), only a regular file; a FIFO, a symlink or a full
+disk is reported once on stderr naming the file, and the record is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import sys
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from mcp_hooks import paths
+from mcp_hooks.errors import ConfigError
+from mcp_hooks.spec.events import can_block
+from mcp_hooks.spec.outcome import Outcome, fault_outcome
+from mcp_hooks.state.eventlog import _check_kind, _lock, _write_line, encode_record
+from mcp_hooks.state.store import LogName, StateStore
+
+ID = "record_id"  # the field every record sent to a shared store carries
+
+
+def record_id(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with a unique ``record_id`` (its own kept when it has one)."""
+    if isinstance(record.get(ID), str):
+        return record
+    return {**record, ID: uuid.uuid4().hex}
+
+
+class Health:
+    """A shared store's failures: how many, and what broke last (None once a call worked)."""
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.lost: str | None = None
+        self._lock = threading.Lock()
+
+    def failed(self, what: str) -> None:
+        with self._lock:
+            self.failures += 1
+            self.lost = what
+
+    def back(self) -> None:
+        self.lost = None
+
+
+def _flags() -> int:
+    return (os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0))
+
+
+def _open(path: Path, flags: int) -> int:
+    """``path`` opened with ``flags``: a regular file, never through a symlink, else a
+    ``ConfigError`` naming it."""
+    try:
+        fd = os.open(path, flags | _flags(), 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _spool_error(path, "a symlink") from None
+        if exc.errno in (errno.ENXIO, errno.EOPNOTSUPP):
+            raise _spool_error(path, "a FIFO or socket") from None
+        if isinstance(exc, IsADirectoryError):
+            raise _spool_error(path, "a folder") from None
+        raise
+    try:
+        _check_kind(fd, path, "spool", devices=False)
+    except ConfigError as exc:
+        raise _spool_error(path, str(exc).split(" is ", 1)[-1].split(",")[0]) from None
+    return fd
+
+
+def _spool_error(path: Path, kind: str) -> ConfigError:
+    return ConfigError(f"the state store's spool {path} is {kind}, not a regular file; move "
+                       "it away (mcp-hooks makes a fresh one)")
+
+
+class Spool:
+    """The log records a shared store could not take, waiting in local files."""
+
+    def __init__(self, url: str, replica: str | None, root: Path | None = None) -> None:
+        digest = hashlib.sha256(url.encode()).hexdigest()[:16]
+        self.folder = (root if root is not None else paths.state_dir()) / "spool" / digest
+        self.path = self.folder / f"{quote(replica or f'pid-{os.getpid()}', safe='')}.jsonl"
+        self._lock = threading.Lock()
+        self._told = False
+        self.pending = self._waiting()  # a spool left by an earlier process: replay it
+
+    def _waiting(self) -> bool:
+        try:
+            return any(p.suffix == ".jsonl" and p.stat().st_size > 0
+                       for p in self.folder.iterdir())
+        except OSError:
+            return False
+
+    def put(self, log: LogName, record: dict[str, Any]) -> None:
+        """Keep ``record`` for a later replay; never raises (a record that cannot be kept is
+        reported once on stderr, naming the file, and lost)."""
+        try:
+            line = encode_record({"log": log, "record": record})
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._write(line)
+            self.pending = True
+        except (OSError, ConfigError, ValueError, TypeError) as exc:  # the last resort: say so
+            if not self._told:
+                self._told = True
+                print(f"mcp-hooks: a log record the state store could not take is lost: "
+                      f"cannot write the spool {self.path}: {exc}", file=sys.stderr)
+
+    def _write(self, line: bytes) -> None:
+        """Append ``line`` under the file's lock, to the file still at the path (a replay
+        removes a file it emptied while holding the lock: then a new one is made)."""
+        for _ in range(8):
+            fd = _open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+            try:
+                locked = _lock(fd)
+                if locked and not _still_at(fd, self.path):
+                    continue  # replayed and removed while we waited for the lock
+                _write_line(fd, line, True, locked=locked)
+                return
+            finally:
+                os.close(fd)
+        raise OSError(errno.EAGAIN, "the spool was removed under us 8 times in a row")
+
+    def replay(self, send: Callable[[LogName, dict[str, Any]], None]) -> None:
+        """Send every spooled record (``send`` raises when the store fails: the rest stay
+        for the next replay), oldest file and line first, removing each file sent whole."""
+        if not self._lock.acquire(blocking=False):
+            return  # another thread of this process replays now
+        try:
+            self.pending = False
+            try:
+                files = sorted(p for p in self.folder.iterdir() if p.suffix == ".jsonl")
+            except FileNotFoundError:
+                return
+            for path in files:
+                self._replay_file(path, send)
+        except BaseException:
+            self.pending = True
+            raise
+        finally:
+            self._lock.release()
+
+    def _replay_file(self, path: Path, send: Callable[[LogName, dict[str, Any]], None]) -> None:
+        try:
+            fd = _open(path, os.O_RDWR)
+        except FileNotFoundError:
+            return
+        except ConfigError as exc:
+            if not self._told:
+                self._told = True
+                print(f"mcp-hooks: not replaying: {exc}", file=sys.stderr)
+            return
+        try:
+            _lock(fd)
+            size = os.fstat(fd).st_size
+            data = os.pread(fd, size, 0) if size else b""
+            for line in data.splitlines():
+                entry = _parse(line)
+                if entry is not None:
+                    send(*entry)
+            os.unlink(path)  # all taken: a writer waiting on the lock makes a new file
+        finally:
+            os.close(fd)
+
+    def count(self) -> int:
+        """How many records wait in this store's spool folder (every replica's file)."""
+        total = 0
+        with contextlib.suppress(OSError):
+            for path in self.folder.iterdir():
+                if path.suffix == ".jsonl" and not path.is_symlink():
+                    total += sum(1 for line in path.read_bytes().splitlines()
+                                 if _parse(line) is not None)
+        return total
+
+
+def _still_at(fd: int, path: Path) -> bool:
+    try:
+        here = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (here.st_dev, here.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def _parse(line: bytes) -> tuple[LogName, dict[str, Any]] | None:
+    try:
+        entry = json.loads(line)
+    except ValueError:  # a line a killed writer cut short: its record was never acknowledged
+        return None
+    if not isinstance(entry, dict):
+        return None
+    log, record = entry.get("log"), entry.get("record")
+    if log not in ("events", "signals") or not isinstance(record, dict):
+        return None
+    return log, record
+
+
+# -- what the engine asks of any store (the file store has no health: always fine) ---------
+
+def store_fault(store: StateStore) -> str | None:
+    """What broke, when ``store`` is a shared store known lost and still unreachable (it is
+    asked again first: one bounded call); None when it is fine or has no health."""
+    fault = getattr(store, "fault", None)
+    return fault() if callable(fault) else None
+
+
+def failures(store: StateStore) -> int:
+    """How many calls of ``store`` failed so far (0 for a store without health)."""
+    health = getattr(store, "health", None)
+    return health.failures if isinstance(health, Health) else 0
+
+
+def after_event(store: StateStore, mark: int, name: str, outcome: Outcome,
+                on_fault: str) -> Outcome:
+    """``outcome``, or the fault answer when a call of ``store`` failed since ``mark``
+    (``failures`` before the event) and ``name`` can block: a deny naming the store under
+    ``on_fault: block``; under ``warn`` the outcome with the warning added."""
+    health = getattr(store, "health", None)
+    if not isinstance(health, Health) or health.failures == mark or not can_block(name):
+        return outcome
+    what = health.lost or "a call of the state store failed while this event ran"
+    if on_fault == "warn":
+        return replace(outcome, warnings=[*outcome.warnings,
+                                          f"fault: {what}; the hooks decided (on-fault: warn)"])
+    return fault_outcome(name, what, on_fault=on_fault, warnings=list(outcome.warnings))
+
+
+__all__ = ["ID", "Health", "Spool", "after_event", "failures", "record_id", "store_fault"]

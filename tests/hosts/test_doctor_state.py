@@ -1,0 +1,78 @@
+"""``mcp-hooks doctor --state URL`` through the real console script, against the real Redis
+and PostgreSQL of ``tests/helpers/servers.py``, and a closed port."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcp_hooks.state.url import open_store
+from tests.helpers.servers import (  # noqa: F401 - fixtures
+    free_port,
+    postgres_service,
+    postgres_url,
+    redis_service,
+    redis_url,
+)
+from tests.hosts.test_doctor import doctor, env, run  # noqa: F401 - env is a fixture
+
+PASSWORD = "not-for-the-report"
+
+
+@pytest.mark.parametrize("kind", ["redis", "postgres"])
+def test_doctor_round_trips_a_shared_store_and_says_how_fast(
+        kind: str, request: pytest.FixtureRequest, env: dict[str, str],  # noqa: F811
+        project: Path, user_dir: Path) -> None:
+    url = request.getfixturevalue(f"{kind}_url")
+    code, report = doctor(env, project, user_dir, "--state", url)
+    assert code == 0, report["problems"]
+    state = report["files"]["state_store"]
+    password = url.split("@")[0].rsplit(":", 1)[-1]
+    assert password not in str(report)
+    assert "***@127.0.0.1" in state["path"]
+    assert state["status"].startswith("serves: ")
+    assert state["server"].startswith("Redis " if kind == "redis" else "PostgreSQL ")
+    assert set(state["latency_ms"]) == {"increment", "append", "answer_once"}
+    assert all(v > 0 for v in state["latency_ms"].values())
+    assert state["replica"].endswith(tuple("0123456789")) and ":" in state["replica"]
+    assert state["spooled"] == 0
+    # the probe's record is in the store's log, under the doctor's own session
+    probes = [r for r in open_store(url).read("events") if r.get("kind") == "doctor"]
+    assert len(probes) == 1 and probes[0]["session_id"].startswith("mcp-hooks-doctor-")
+    # and the text report has one line for it
+    text = run(env, project, "doctor", "--user-dir", str(user_dir), "--state", url)
+    line = next(x for x in text.stdout.splitlines() if x.startswith("state store: "))
+    assert "answer_once" in line and "replica " in line and password not in text.stdout
+
+
+@pytest.mark.parametrize("url", [
+    f"redis://:{PASSWORD}@127.0.0.1:{{port}}/0",
+    f"postgresql://hooks:{PASSWORD}@127.0.0.1:{{port}}/hooks",
+])
+def test_doctor_names_a_store_it_cannot_reach_and_exits_1(
+        url: str, env: dict[str, str], project: Path, user_dir: Path) -> None:  # noqa: F811
+    given = url.format(port=free_port())  # the kernel's pick, closed again: nothing there
+    code, report = doctor(env, project, user_dir, "--state", given)
+    assert code == 1
+    assert report["files"]["state_store"]["status"] == "NOT reachable"
+    (problem,) = [p for p in report["problems"] if "state store" in p["what"]]
+    assert given.replace(PASSWORD, "***") in problem["what"]
+    assert "Start it, or point --state (MCP_HOOKS_STATE)" in problem["what"]
+    assert PASSWORD not in str(report)
+
+
+def test_doctor_reads_the_store_from_the_environment_too(
+        redis_url: str, env: dict[str, str], project: Path,  # noqa: F811
+        user_dir: Path) -> None:
+    code, report = doctor({**env, "MCP_HOOKS_STATE": redis_url}, project, user_dir)
+    assert code == 0, report["problems"]
+    assert report["files"]["state_store"]["status"].startswith("serves: ")
+
+
+def test_doctor_without_a_shared_store_checks_none(env: dict[str, str],  # noqa: F811
+                                                   project: Path,
+                                                   user_dir: Path) -> None:
+    _, report = doctor({k: v for k, v in env.items() if k != "MCP_HOOKS_STATE"},
+                          project, user_dir)
+    assert "state_store" not in report["files"]

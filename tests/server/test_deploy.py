@@ -1,0 +1,177 @@
+"""docs/deploy.md, run: its two ``serve`` replicas on a real Redis behind a real nginx started
+from its config block, and events fired through nginx.
+
+nginx is Debian's (``nginx`` or ``nginx-light``; ``.ci/run`` installs it): started as
+``nginx -p DIR -c nginx.conf`` with ``daemon off;``, its pid file, logs and temporary folders
+inside the test's folder, on free loopback ports; missing, the test skips saying why, or
+fails under ``CI=true`` (as the Redis and PostgreSQL of ``tests/helpers/servers.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shlex
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from mcp_hooks.state.url import close_store, open_store
+from tests.conftest import MCP_HOOKS, write_hook
+from tests.helpers.servers import _missing, free_port
+from tests.server.test_server import fire
+from tests.server.test_server_replica import serving
+
+pytestmark = pytest.mark.anyio
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "deploy.md"
+HANG = 120.0  # seconds: only to stop a hang
+INSTALL = "apt-get install -y nginx-light"
+DOC_PORTS = ("8000", "8001", "8002")  # nginx, web-1, web-2 in the page
+DOC_STATE = "redis://:$REDIS_PASSWORD@127.0.0.1:6379/0"
+
+
+def block(lang: str, marker: str) -> str:
+    """The page's fenced ``lang`` block that contains ``marker``."""
+    found = [m.group(1) for m in re.finditer(rf"^```{lang}\n(.*?)^```$",
+                                             DOC.read_text(encoding="utf-8"), re.S | re.M)
+             if marker in m.group(1)]
+    assert len(found) == 1, f"docs/deploy.md: one ```{lang} block with {marker!r}"
+    return found[0]
+
+
+def nginx_binary() -> str:
+    found = shutil.which("nginx") or next(
+        (p for p in ("/usr/sbin/nginx", "/usr/bin/nginx") if os.access(p, os.X_OK)), None)
+    if found is None:
+        _missing(f"nginx is not installed ({INSTALL})")
+    assert found is not None
+    return found
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextmanager
+def nginx(site: str, folder: Path, port: int) -> Iterator[None]:
+    """nginx serving ``site`` (the page's conf.d file) until the block ends, listening on
+    ``port`` when the block starts."""
+    binary = nginx_binary()
+    folder.mkdir()
+    user = "user root;\n" if os.geteuid() == 0 else ""  # workers may enter the test's folder
+    temps = "".join(f"    {kind}_temp_path {folder}/{kind};\n"
+                    for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    (folder / "nginx.conf").write_text(
+        f"{user}daemon off;\nworker_processes 1;\npid {folder}/nginx.pid;\n"
+        f"error_log {folder}/error.log info;\nevents {{ worker_connections 256; }}\n"
+        f"http {{\n    access_log {folder}/access.log;\n{temps}{site}\n}}\n")
+    proc = subprocess.Popen([binary, "-p", str(folder), "-c", str(folder / "nginx.conf")],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + HANG
+        while not listening(port):
+            assert proc.poll() is None and time.monotonic() < deadline, (
+                f"nginx did not start: {proc.communicate()[0] if proc.poll() is not None else ''}"
+                f"{(folder / 'error.log').read_text() if (folder / 'error.log').exists() else ''}")
+            time.sleep(0.05)
+        yield
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def replica_argvs(state: str, srv: Path, ports: dict[str, int]) -> list[list[str]]:
+    """The page's ``serve`` lines as argv, with its ports, store and folder replaced."""
+    text = block("sh", "mcp-hooks serve").replace("\\\n", " ")
+    argvs = []
+    for line in text.splitlines():
+        if not line.startswith("mcp-hooks serve"):
+            continue
+        line = line.replace(DOC_STATE, state).replace("/srv/mcp-hooks", str(srv))
+        for port in DOC_PORTS:
+            line = line.replace(f" {port} ", f" {ports[port]} ")
+        argv = shlex.split(line)
+        assert argv[-1] == "&"  # each runs in the background
+        argvs.append([MCP_HOOKS, *argv[1:-1]])
+    return argvs
+
+
+async def test_the_deploy_page_runs_behind_nginx(redis_url: str, tmp_path: Path) -> None:
+    """Two replicas as the page starts them, nginx as the page configures it: events fired
+    through nginx reach both replicas in turn, the shared loop guard holds across them, the
+    records say which replica answered with which hooks; one replica stopped, nginx sends
+    everything to the other."""
+    sh = block("sh", "mcp-hooks serve")
+    assert 'export MCP_HOOKS_TOKEN="$(cat /etc/mcp-hooks/token)"' in sh
+    token = secrets.token_hex(16)
+    srv = tmp_path / "srv"
+    hooks = srv / "hooks"
+    write_hook(hooks, "never-done", trigger="before_stop",
+               script="cat >/dev/null\necho 'not done yet' >&2\nexit 2\n")
+    write_hook(hooks, "no-rm", script="cat >/dev/null\nexit 0\n")
+    ports = {port: free_port() for port in DOC_PORTS}
+    site = block("nginx", "upstream mcp_hooks")
+    for port in DOC_PORTS:
+        site = re.sub(rf"\b{port}\b", str(ports[port]), site)
+    env = {**os.environ, "MCP_HOOKS_TOKEN": token}
+    argvs = replica_argvs(redis_url, srv, ports)
+    assert [a[a.index("--replica-id") + 1] for a in argvs] == ["web-1", "web-2"]
+
+    async with AsyncExitStack() as stack:
+        servers = [stack.enter_context(serving(argv, env))[0] for argv in argvs]
+        stack.enter_context(nginx(site, tmp_path / "nginx", ports["8000"]))
+        http = await stack.enter_async_context(httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {token}"}, timeout=HANG))
+        client = await stack.enter_async_context(Client(
+            streamable_http_client(f"http://127.0.0.1:{ports['8000']}/mcp", http_client=http),
+            mode="legacy"))
+
+        blocked = []
+        for _ in range(9):  # the cap is 8 across both replicas, not 8 each
+            outcome = await fire(client, event_type="before_stop", session_id="agent-1",
+                                 payload={"stop_reason": "done"})
+            blocked.append(outcome["continue_working"])
+        assert blocked == [True] * 8 + [False]
+
+        servers[0].proc.terminate()  # web-1 goes away: nginx sends everything to web-2
+        servers[0].proc.wait(HANG)
+        for _ in range(4):
+            outcome = await fire(client, event_type="before_tool", session_id="agent-2",
+                                 tool_name="Bash", payload={"tool_input": {"command": "ls"}})
+            assert outcome["decision"] == "allow" and [h["name"] for h in
+                                                       outcome["hooks"]] == ["no-rm"]
+
+    store = open_store(redis_url)
+    try:
+        events = [r for r in store.read("events") if r.get("kind") == "event"]
+    finally:
+        close_store(store)
+    stops = [e["replica"] for e in events if e["session_id"] == "agent-1"]
+    assert sorted(set(stops)) == ["web-1", "web-2"], stops  # round robin reached both
+    assert [e["replica"] for e in events if e["session_id"] == "agent-2"] == ["web-2"] * 4
+    assert len({e["hooks_digest"] for e in events}) == 1
+
+
+def test_ci_installs_nginx() -> None:
+    run = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text()
+    assert re.search(r"apt-get install -y [^\n]*\bnginx", run)
