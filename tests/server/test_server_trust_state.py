@@ -133,7 +133,9 @@ async def test_a_store_without_digests_trusts_nothing(url: str, hooks: Path, pro
 async def test_a_store_lost_while_serving_neither_revokes_nor_grants(
         hooks: Path, project: Path, user_dir: Path, tmp_path: Path) -> None:
     """The replica read the digests before the store went away: the trusted guard keeps
-    running (an outage does not switch the project's guards off), the stranger stays out."""
+    running (an outage does not switch the project's guards off), the stranger stays out.
+    Under ``--on-fault warn`` (under ``block`` mcp-hooks itself denies while the store is
+    lost), where the hooks still run."""
     try:
         own = redis_server()
         server = own.__enter__()
@@ -145,8 +147,9 @@ async def test_a_store_lost_while_serving_neither_revokes_nor_grants(
         assert trust(server.url, project, machine(tmp_path, "a"), "--hook", "gate"
                      ).returncode == 0
         with background([MCP_HOOKS, "serve", "--transport", "http", "--port", "0",
-                         "--stateless", "--project-dir", str(project), "--user-dir",
-                         str(user_dir), "--state", server.url], env=machine(tmp_path, "b"),
+                         "--stateless", "--on-fault", "warn", "--project-dir", str(project),
+                         "--user-dir", str(user_dir), "--state", server.url],
+                        env=machine(tmp_path, "b"),
                         capture_stdout=False, timeout=120) as replica:
             async with Client(replica.url) as client:
                 before = await fire(client, event_type="before_tool", tool_name="Shell",
