@@ -24,6 +24,8 @@ table                    what, and how long it lives
                          ... WHERE answer IS NULL RETURNING``); ``Ttls.signal``
 ``mcp_hooks_queue``      the sessions' waiting aid; ``take_all`` is one ``DELETE ...
                          RETURNING``; ``Ttls.queue``
+``mcp_hooks_trust``      the trusted digests of project hooks (``trust --state``), a row per
+                         project and hook; kept until revoked
 =======================  ================================================================
 
 Expired rows are purged by the store itself, at most once every ``PURGE_EVERY`` seconds per

@@ -23,6 +23,9 @@ key                             type         what, and how long it lives
 ``<p>sig:<id>``                 string       a signal as sent (JSON); ``Ttls.signal``
 ``<p>ans:<id>``                 string       its one answer (``SET NX``); ``Ttls.signal``
 ``<p>q:<session>``              list         the session's waiting aid; ``Ttls.queue``
+``<p>trust``                    hash         the trusted digests of project hooks (``trust
+                                             --state``): a field per ``[project, hook]``
+                                             (JSON); kept until revoked
 ==============================  ===========  ==============================================
 
 Atomicity: an increment is one Lua script (``HINCRBY`` and the expiry together); an append is
