@@ -48,15 +48,14 @@ Contract (what a caller may rely on):
   running loop (one engine per loop, made on first use); ``fire`` on the ``Hooks``' own worker
   thread and loop, started on first need. Persistent hook processes and async hooks live there
   as long as the ``Hooks``: ``close()``/``aclose()`` (or ``with``/``async with``) stop them.
-  The engine of a loop that has closed (``asyncio.run`` twice) is dropped when the next
-  loop's is made, and its persistent processes are killed then (or by ``close()``). A hook
-  removed, changed or no longer trusted has its process stopped at the next event, fast
-  path or not (the running loop's engine and the worker's; another loop's at its own next
-  event).
+  A closed loop's engine (``asyncio.run`` twice) is dropped, its processes killed, when the
+  next loop's is made (or by ``close()``). A hook removed, changed or no longer trusted has
+  its process stopped at the next event, fast path or not (the running loop's engine and the
+  worker's; another loop's at its own next event).
 - **fire inside a running event loop** works: the calling thread waits for the worker thread
-  (the loop is blocked while hooks run, so in a coroutine prefer ``afire``). ``fire`` from
-  a hook running on the worker thread itself raises ``ReentryError`` (it would deadlock), and
-  so do ``close``/``aclose`` called from inside one of this object's hooks.
+  (the loop is blocked while hooks run: in a coroutine prefer ``afire``). ``fire`` from a hook
+  on the worker thread raises ``ReentryError`` (it would deadlock), as ``close``/``aclose`` do
+  from inside one of this object's hooks.
 - **Callables** (``callables.py`` says what each gets and returns): ``hooks.on(event)`` or a
   shortcut (``before_tool``, ``after_tool``, ``before_model``, ``after_model``,
   ``before_stop``) registers one for this ``Hooks`` object (instance level); the class methods
@@ -83,12 +82,14 @@ from mcp_hooks.errors import ConfigError, InvalidEventError, UnknownEventError
 from mcp_hooks.guard import callers_own, named, passes_through
 from mcp_hooks.lanes import Lane, LoopLauncher, ReentryError, Worker
 from mcp_hooks.registry.discovery import Registry, find_project_dir
+from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.settings import Settings, trust_all_from_env
 from mcp_hooks.spec.events import TOOL_EVENTS, canonical_event
 from mcp_hooks.spec.outcome import EVENT_FIELDS, Event, OnFault, Outcome, fault_outcome
 from mcp_hooks.spec.vocabulary import MCP_CLIENTS, CallerTool, caller_tool
 from mcp_hooks.state.eventlog import EventLog, default_log_path
+from mcp_hooks.state.remote import redact
 from mcp_hooks.state.url import close_store, store_for
 
 if TYPE_CHECKING:
@@ -101,8 +102,7 @@ _ALLOW: dict[str, Outcome] = {}  # the fast path's shared answers, by canonical 
 _RENAMES: frozenset[str] = frozenset(
     n for n, t in MCP_CLIENTS.tools.items() if t.canonical != n or t.keys or t.edits)
 # the tool events whose hooks match on the tool's name: fired without one, none can match
-NAMED_TOOL_EVENTS: frozenset[str] = frozenset({"before_tool", "after_tool",
-                                               "after_tool_failure"})
+NAMED_TOOL_EVENTS = frozenset({"before_tool", "after_tool", "after_tool_failure"})
 # the Hooks objects whose chain runs in this context (a hook calling close() is refused)
 _FIRING: ContextVar[tuple[Hooks, ...]] = ContextVar("mcp_hooks_firing", default=())
 
@@ -181,9 +181,10 @@ class Hooks:
         self.log = log if isinstance(log, EventLog) else (
             EventLog(settings.log) if settings.log is not None else None)
         self.on_fault: OnFault = settings.on_fault
-        self._options = {"trust_project_hooks": settings.trust_project_hooks, "watch": watch}
         url = settings.state  # file: counts in memory, as always; a shared store: one for all
         self._store = None if url == "file:" else store_for(url, None, settings.replica_id)
+        self._options = {"trust_project_hooks": settings.trust_project_hooks, "watch": watch,
+                         "trust_store": TrustStore.over(self._store, redact(url))}
         self._guard = StopGuard(settings.stop_block_cap, self._store)
         self._table = HookTable()
         self._view = CallableView(self._tables)
@@ -196,9 +197,8 @@ class Hooks:
     def _make_engine(self, pool: PersistentPool | None = None) -> Engine:
         registry = Registry(self.user_dir, self.project_dir, **self._options)  # type: ignore[arg-type]
         registry.callables = self._view
-        log = self.log
-        return Engine(registry, self.settings, log=log, store=self._store,
-                      stop_guard=self._guard, launcher=LoopLauncher(log, self._store), pool=pool)
+        return Engine(registry, self.settings, log=self.log, store=self._store, pool=pool,
+                      stop_guard=self._guard, launcher=LoopLauncher(self.log, self._store))
 
     def _make_lane(self) -> Lane:
         pool = PersistentPool()

@@ -25,7 +25,7 @@ from typing import Any, TypeAlias
 
 from mcp_hooks import paths
 from mcp_hooks.registry.discovery import Registry, find_project_dir
-from mcp_hooks.registry.trust import SharedDigests, TrustStore
+from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.settings import DEFAULT_STOP_BLOCK_CAP, OnFault, Settings
 from mcp_hooks.state.eventlog import EventLog
 
@@ -262,9 +262,7 @@ def trust_store_of(given: Settings, store: object = None) -> TrustStore | None:
     from mcp_hooks.state.url import open_store, replica_name
 
     shared = store if store is not None else open_store(given.state, replica=replica_name())
-    if not isinstance(shared, SharedDigests):  # a store that keeps no digests: the file
-        return None
-    return TrustStore(shared=shared, where=f"the state store {redact(given.state)}")
+    return TrustStore.over(shared, redact(given.state))
 
 
 def registry(args: Given, *, strict: bool = False, watch: bool = True) -> Registry:

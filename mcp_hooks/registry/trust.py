@@ -311,6 +311,13 @@ class TrustStore:
         problem: why the file could not be read (it then reads as empty), or None.
     """
 
+    @classmethod
+    def over(cls, store: object, where: str) -> TrustStore | None:
+        """The trust store kept in a shared state ``store`` (named ``where`` in messages);
+        None for a store that keeps no digests (the file store: the trust file, as before)."""
+        return cls(shared=store, where=f"the state store {where}") \
+            if isinstance(store, SharedDigests) else None
+
     def __init__(self, path: Path | None = None, *, shared: SharedDigests | None = None,
                  where: str | None = None) -> None:
         self.path = Path(path) if path is not None else trust_store_path()

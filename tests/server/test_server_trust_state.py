@@ -163,3 +163,19 @@ async def test_a_store_lost_while_serving_neither_revokes_nor_grants(
                 assert [h["name"] for h in after["hooks"]] == ["gate"]
     finally:
         own.__exit__(None, None, None)
+
+
+def test_the_python_api_on_a_shared_store_trusts_by_its_digests(
+        url: str, hooks: Path, project: Path, user_dir: Path, tmp_path: Path) -> None:
+    """``Hooks(settings=Settings(state=URL))`` (an app's own replicas) reads the same digests:
+    the gate trusted on machine A runs here, the stranger stays skipped."""
+    from mcp_hooks import Hooks, Settings
+
+    done = trust(url, project, machine(tmp_path, "a"), "--hook", "gate")
+    assert done.returncode == 0, done.stderr
+    settings = Settings(project_dir=project, user_dir=user_dir, state=url)
+    with Hooks(settings=settings) as app:
+        outcome = app.fire("before_tool", tool_name="Shell", tool_input={"command": "ls"},
+                           work_dir=str(project))
+    assert outcome.decision == "deny" and outcome.blocked_by == "gate", outcome
+    assert any("stranger" in w and "not trusted" in w for w in outcome.warnings), outcome
