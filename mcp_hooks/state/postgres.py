@@ -42,8 +42,15 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mcp_hooks.state.remote import Reporter, Ttls, dumps, require, unreachable
-from mcp_hooks.state.spool import ID, Spool, record_id
+from mcp_hooks.state.remote import (
+    Reporter,
+    SpoolingLog,
+    Ttls,
+    dumps,
+    require,
+    unreachable,
+)
+from mcp_hooks.state.spool import ID, Spool
 from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, UnknownSignal
 
 FIX = ("Start it, or point --state (MCP_HOOKS_STATE) at a PostgreSQL that is running and "
@@ -191,7 +198,7 @@ class _Pool:
         self._finalizer()
 
 
-class PostgresStore:
+class PostgresStore(SpoolingLog):
     """A ``StateStore`` in PostgreSQL (see the module docstring for the tables)."""
 
     def __init__(self, url: str, *, replica: str | None = None, ttls: Ttls | None = None,
@@ -241,30 +248,12 @@ class PostgresStore:
         return {"server": f"PostgreSQL {version}",
                 "schema": f"version {applied} of {len(MIGRATIONS)}"}
 
-    def fault(self) -> str | None:
-        """What broke, while the store is lost and a ``SELECT 1`` on a new connection still
-        fails; None when it answers (the spool is replayed then). One bounded call, only
-        while lost."""
-        if self.health.lost is None:
-            return None
-        self._pool.drop_idle()  # connections from before the loss are dead
-        try:
-            with self._pool.connection() as conn:
-                conn.execute("SELECT 1")
-        except self._errors as exc:
-            self._report("a SELECT 1", exc)
-            return self.health.lost
-        self._back()
-        return None
+    _probe_name = "a SELECT 1"
 
-    def _back(self) -> None:
-        """The store answers again: forget the loss, replay the spool."""
-        self._report.back()
-        if self._spool.pending:
-            try:
-                self._spool.replay(self._send)
-            except self._errors as exc:
-                self._report("replaying the spool", exc)
+    def _probe(self) -> None:
+        self._pool.drop_idle()  # connections from before the loss are dead
+        with self._pool.connection() as conn:
+            conn.execute("SELECT 1")
 
     def _purge(self, conn: Any) -> None:
         """Delete expired rows, at most once every ``PURGE_EVERY`` seconds."""
@@ -278,11 +267,6 @@ class PostgresStore:
         conn.execute("DELETE FROM mcp_hooks_signals WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_log WHERE at < now() - make_interval(secs => %s)",
                      (self.ttls.event,))
-
-    def _stamp(self, record: dict[str, Any]) -> dict[str, Any]:
-        if self.replica is not None and "replica" not in record:
-            record = {**record, "replica": self.replica}
-        return record
 
     # -- counters ---------------------------------------------------------------------------
 
@@ -320,17 +304,6 @@ class PostgresStore:
             self._report("a counter's reset", exc)
 
     # -- logs -------------------------------------------------------------------------------
-
-    def append(self, log: LogName, record: dict[str, Any]) -> None:
-        record = record_id(self._stamp(record))
-        try:
-            self._send(log, record)
-        except self._errors as exc:
-            self._report(f"appending to the {log} log", exc)
-            self._spool.put(log, record)  # replayed once the store answers again
-            return
-        if self.health.lost is not None or self._spool.pending:
-            self._back()
 
     def _send(self, log: LogName, record: dict[str, Any]) -> None:
         """Add one record (``record_id`` set) unless one with its id is stored; raises the

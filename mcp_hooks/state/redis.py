@@ -46,12 +46,13 @@ from mcp_hooks.state.remote import (
     SESSION_STREAM_CAP,
     STREAM_CAP,
     Reporter,
+    SpoolingLog,
     Ttls,
     dumps,
     require,
     unreachable,
 )
-from mcp_hooks.state.spool import ID, Spool, record_id
+from mcp_hooks.state.spool import ID, Spool
 from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, UnknownSignal
 
 DEFAULT_PREFIX = "mcp-hooks:"
@@ -106,7 +107,7 @@ def _ms(seconds: float) -> int:
     return max(1, int(seconds * 1000))
 
 
-class RedisStore:
+class RedisStore(SpoolingLog):
     """A ``StateStore`` in Redis (see the module docstring for the keys)."""
 
     def __init__(self, url: str, *, replica: str | None = None, ttls: Ttls | None = None,
@@ -136,27 +137,10 @@ class RedisStore:
         if check:
             self.check()
 
-    def fault(self) -> str | None:
-        """What broke, while the store is lost and a PING still fails; None when it answers
-        (the spool is replayed then). One bounded call, only while lost."""
-        if self.health.lost is None:
-            return None
-        try:
-            self._redis.ping()
-        except self._errors as exc:
-            self._report("a PING", exc)
-            return self.health.lost
-        self._back()
-        return None
+    _probe_name = "a PING"
 
-    def _back(self) -> None:
-        """The store answers again: forget the loss, replay the spool."""
-        self._report.back()
-        if self._spool.pending:
-            try:
-                self._spool.replay(self._send)
-            except self._errors as exc:
-                self._report("replaying the spool", exc)
+    def _probe(self) -> None:
+        self._redis.ping()
 
     def check(self) -> None:
         """Raise ``StateUnavailable`` (the URL, never its password, and the fix) unless the
@@ -227,22 +211,6 @@ class RedisStore:
     def _stream(self, log: str, session: str | None = None) -> str:
         base = f"{self.prefix}log:{log}"
         return base if session is None else f"{base}:s:{_q(session)}"
-
-    def _stamp(self, record: dict[str, Any]) -> dict[str, Any]:
-        if self.replica is not None and "replica" not in record:
-            record = {**record, "replica": self.replica}
-        return record
-
-    def append(self, log: LogName, record: dict[str, Any]) -> None:
-        record = record_id(self._stamp(record))
-        try:
-            self._send(log, record)
-        except self._errors as exc:
-            self._report(f"appending to the {log} log", exc)
-            self._spool.put(log, record)  # replayed once the store answers again
-            return
-        if self.health.lost is not None or self._spool.pending:
-            self._back()
 
     def _send(self, log: LogName, record: dict[str, Any]) -> None:
         """Add one record (``record_id`` set) unless its id was seen; raises the client's

@@ -9,6 +9,8 @@
   :func:`split_ttls` reads them from the URL's ``queue_ttl``, ``signal_ttl``, ``event_ttl``,
   ``seen_ttl``.
 - :class:`Reporter`: a write that the contract says never raises is reported once on stderr.
+- :class:`SpoolingLog`: the log half both backends share: stamp a record, send it, spool it
+  when the store cannot take it, and replay the spool when the store answers again.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from mcp_hooks.errors import ConfigError, MissingExtraError
-from mcp_hooks.state.spool import Health
-from mcp_hooks.state.store import StateUnavailable
+from mcp_hooks.state.spool import Health, Spool, record_id
+from mcp_hooks.state.store import LogName, StateUnavailable
 
 COUNTER_TTL = 3600.0  # seconds; callers pass their own with every increment
 QUEUE_TTL = 86400.0  # aid not taken within a day is dropped
@@ -171,3 +173,60 @@ class Reporter:
         line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         print(f"mcp-hooks: state store {self.url}: {what} failed ({line}); further failures "
               f"are not reported until it answers again", file=sys.stderr)
+
+
+class SpoolingLog:
+    """What both shared stores do with a log record around their own ``_send`` (add one
+    record unless its id is stored) and ``_probe`` (one bounded call that raises the
+    client's errors while the store is lost)."""
+
+    replica: str | None
+    health: Health
+    _spool: Spool
+    _report: Reporter
+    _errors: tuple[type[BaseException], ...]
+    _probe_name = "a check"
+
+    def _send(self, log: LogName, record: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _probe(self) -> None:
+        raise NotImplementedError
+
+    def fault(self) -> str | None:
+        """What broke, while the store is lost and ``_probe`` still fails; None when it
+        answers (the spool is replayed then). One bounded call, only while lost."""
+        if self.health.lost is None:
+            return None
+        try:
+            self._probe()
+        except self._errors as exc:
+            self._report(self._probe_name, exc)
+            return self.health.lost
+        self._back()
+        return None
+
+    def _back(self) -> None:
+        """The store answers again: forget the loss, replay the spool."""
+        self._report.back()
+        if self._spool.pending:
+            try:
+                self._spool.replay(self._send)
+            except self._errors as exc:
+                self._report("replaying the spool", exc)
+
+    def _stamp(self, record: dict[str, Any]) -> dict[str, Any]:
+        if self.replica is not None and "replica" not in record:
+            record = {**record, "replica": self.replica}
+        return record
+
+    def append(self, log: LogName, record: dict[str, Any]) -> None:
+        record = record_id(self._stamp(record))
+        try:
+            self._send(log, record)
+        except self._errors as exc:
+            self._report(f"appending to the {log} log", exc)
+            self._spool.put(log, record)  # replayed once the store answers again
+            return
+        if self.health.lost is not None or self._spool.pending:
+            self._back()
