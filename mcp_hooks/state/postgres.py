@@ -278,7 +278,7 @@ class PostgresStore(SpoolingLog):
             return int(row[0])
         except self._errors as exc:
             self._report("a counter's increment", exc)
-            return self.count(namespace, session, key, ttl=ttl) + 1
+            return self.local().increment(namespace, session, key, ttl=ttl)
 
     def count(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         try:
@@ -288,7 +288,7 @@ class PostgresStore(SpoolingLog):
                     "AND key = %s AND expires_at > now()", (namespace, session, key)).fetchone()
         except self._errors as exc:
             self._report("reading a counter", exc)
-            return 0
+            return self.local().count(namespace, session, key, ttl=ttl)
         return int(row[0]) if row else 0
 
     def reset(self, namespace: str, session: str | None = None, key: str | None = None) -> None:
@@ -302,6 +302,7 @@ class PostgresStore(SpoolingLog):
                 conn.execute(f"DELETE FROM mcp_hooks_counters WHERE {where}", args)
         except self._errors as exc:
             self._report("a counter's reset", exc)
+            self.local().reset(namespace, session, key)
 
     # -- logs -------------------------------------------------------------------------------
 

@@ -177,14 +177,14 @@ class RedisStore(SpoolingLog):
                                        args=[key, _ms(ttl)]))
         except self._errors as exc:
             self._report("a counter's increment", exc)
-            return self.count(namespace, session, key, ttl=ttl) + 1
+            return self.local().increment(namespace, session, key, ttl=ttl)
 
     def count(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         try:
             value = self._redis.hget(self._counter(namespace, session), key)
         except self._errors as exc:
             self._report("reading a counter", exc)
-            return 0
+            return self.local().count(namespace, session, key, ttl=ttl)
         return int(value) if value is not None else 0
 
     def reset(self, namespace: str, session: str | None = None, key: str | None = None) -> None:
@@ -205,6 +205,7 @@ class RedisStore(SpoolingLog):
                     self._redis.delete(*batch)
         except self._errors as exc:
             self._report("a counter's reset", exc)
+            self.local().reset(namespace, session, key)
 
     # -- logs -------------------------------------------------------------------------------
 

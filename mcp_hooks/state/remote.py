@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from mcp_hooks.errors import ConfigError, MissingExtraError
+from mcp_hooks.state.memory import MemoryStore
 from mcp_hooks.state.spool import Health, Spool, record_id
 from mcp_hooks.state.store import LogName, StateUnavailable
 
@@ -175,6 +176,9 @@ class Reporter:
               f"are not reported until it answers again", file=sys.stderr)
 
 
+_LOCAL_LOCK = threading.Lock()
+
+
 class SpoolingLog:
     """What both shared stores do with a log record around their own ``_send`` (add one
     record unless its id is stored) and ``_probe`` (one bounded call that raises the
@@ -186,6 +190,16 @@ class SpoolingLog:
     _report: Reporter
     _errors: tuple[type[BaseException], ...]
     _probe_name = "a check"
+    _local: MemoryStore | None = None
+
+    def local(self) -> MemoryStore:
+        """The counters this process keeps while the store is lost: a count the store cannot
+        keep still grows here, so the loop guard lets a stop through at its cap (per
+        replica) instead of denying it forever."""
+        with _LOCAL_LOCK:
+            if self._local is None:
+                self._local = MemoryStore()
+            return self._local
 
     def _send(self, log: LogName, record: dict[str, Any]) -> None:
         raise NotImplementedError

@@ -24,6 +24,7 @@ door, key ``""``; the ladder namespace ``"ladder"``, key ``"<trigger>/<entry>"``
 
   Counters never raise: a store that cannot be read counts 0, one that cannot be written
   loses the increment (``increment`` then returns what it could read plus one, at least 1).
+  A shared store that is lost counts in this process's memory meanwhile (``remote.py``).
   A lost count only weakens the loop guard's cap and the ladder's climb; the hooks still
   decide every event, so the engine still guards.
 

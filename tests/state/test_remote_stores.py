@@ -120,7 +120,10 @@ def test_a_store_lost_mid_use_counts_from_zero_loses_writes_quietly_and_refuses_
         assert store.increment("stop", "s", ttl=HOUR) == 1
         store.append("signals", {"kind": "signal", "signal_id": "x", "session_id": "s"})
     # the server is gone: the never-raising operations degrade as the contract says
-    assert store.increment("stop", "s", ttl=HOUR) == 1  # what it could read (0) plus one
+    assert store.increment("stop", "s", ttl=HOUR) == 1  # counted from 0 in memory meanwhile
+    assert store.count("stop", "s", ttl=HOUR) == 1
+    assert store.increment("stop", "s", ttl=HOUR) == 2  # so the loop guard still reaches its cap
+    store.reset("stop", "s")
     assert store.count("stop", "s", ttl=HOUR) == 0
     store.append("events", {"kind": "event", "session_id": "s"})
     store.put("s", [{"n": 1}])
