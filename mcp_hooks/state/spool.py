@@ -185,6 +185,8 @@ class Spool:
             return
         try:
             _lock(fd)
+            if not _still_at(fd, path):
+                return  # replayed and removed while we waited: the path may be a newer file
             size = os.fstat(fd).st_size
             data = os.pread(fd, size, 0) if size else b""
             for line in data.splitlines():

@@ -211,3 +211,36 @@ def test_a_replay_interrupted_by_a_base_exception_leaves_the_spool_whole(
         store.append("events", {"kind": "event", "session_id": "s", "n": 5})
         assert sorted(r["n"] for r in events(store)) == [0, 1, 2, 3, 4, 5]
         assert spooled(state) == []
+
+
+def test_a_replay_that_waited_for_the_lock_never_removes_a_newer_spool(tmp_path: Path) -> None:
+    """Two replicas replay one spool folder: the one that waited for a file's lock while the
+    other replayed and removed it must not remove the new file its writer made since."""
+    import fcntl
+    import time
+
+    url = "redis://127.0.0.1:1/0"
+    writer = Spool(url, "a", root=tmp_path)
+    other = Spool(url, "b", root=tmp_path)
+    writer.put("events", {"kind": "event", ID: "old"})
+    old = writer.path
+    holder = os.open(old, os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # "replica a" is replaying its file
+    sent: list[str] = []
+    waiting = threading.Thread(target=other.replay,
+                               args=(lambda log, record: sent.append(record[ID]),))
+    waiting.start()
+    for _ in range(10_000):  # until "replica b" has the file open, waiting for its lock
+        if sum(os.path.realpath(f"/proc/self/fd/{fd}") == str(old)
+               for fd in os.listdir("/proc/self/fd")) >= 2:
+            break
+        time.sleep(0.01)
+    os.unlink(old)  # "replica a" sent it all and removed it
+    writer.put("events", {"kind": "event", ID: "new"})  # the store is lost again: a new file
+    fcntl.flock(holder, fcntl.LOCK_UN)
+    os.close(holder)
+    waiting.join(timeout=60)
+    assert not waiting.is_alive()
+    kept = [json.loads(line)["record"][ID] for line in old.read_text().splitlines()] \
+        if old.exists() else []
+    assert "new" in kept + sent, "a record spooled after the replay was removed unsent"
