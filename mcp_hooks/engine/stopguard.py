@@ -24,8 +24,9 @@ host bridges, where every event is a new process, count in the file store and se
 ``new_turn_resets``: a host that says a stop is not a continuation (``stop_hook_active:
 false``, which the host itself sets) starts the count over. The server keeps counting
 through such a flag: there the flag may come from the model, which must not be able to turn
-the guard off. A store that cannot be read counts 0 and one that cannot be written loses
-the block (``store.py``): the hooks still decide every stop.
+the guard off. A file store that cannot be read counts 0 and one that cannot be written
+loses the block (``store.py``): the hooks still decide every stop. A shared store that is
+lost counts in the process's memory meanwhile, so the cap still lets a stop through.
 """
 
 from __future__ import annotations
