@@ -285,7 +285,8 @@ async def _run_hooks(job: dict[str, Any], store: StateStore | None = None) -> No
     import anyio  # lazy: only the detached process runs this (see InProcessLauncher.open)
 
     log = EventLog(job["log"]) if job.get("log") else None
-    base_env = hook_environment(os.environ)  # the secrets stay out here too
+    # the secrets stay out here too; the store's URL (it may hold the password) by its value
+    base_env = hook_environment(os.environ, [job.get("state") or ""])
 
     async def one(spec: dict[str, Any]) -> None:
         result = await run_hook(
@@ -352,7 +353,7 @@ def main() -> None:
             return
     try:
         if job.get("kind") == "entries":
-            run_background(job, store=store)
+            run_background(job, store=store, secrets=[job.get("state") or ""])
             return
         # lazy: 1.3 ms of cold fire (python -X importtime)
         import anyio  # lazy: see InProcessLauncher.open
