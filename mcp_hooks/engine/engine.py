@@ -197,6 +197,7 @@ class Engine:
             control = ControlLayer(registry.project_dir, watch=not one_shot and registry.watching,
                                    secrets=settings.secrets,
                                    trust_project=registry.trust_project_hooks,
+                                   trust_store=registry.shared_trust,
                                    ladder=Ladder(store=self.store))
         self.control: ControlLayer | None = control or None
         self._inbox = inbox if inbox is not None else AidInbox(store=self.store)

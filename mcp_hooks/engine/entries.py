@@ -58,6 +58,7 @@ from mcp_hooks.spec.signals import Signal
 if TYPE_CHECKING:
     from mcp_hooks.control.config import ControlConfig, Entry
     from mcp_hooks.control.ladder import Ladder
+    from mcp_hooks.registry.trust import TrustStore
     from mcp_hooks.registry.watch import ChangeWatcher
 
 LOAD_TIMEOUT = 10.0  # seconds reading the hooks.yaml layers may take
@@ -98,7 +99,8 @@ class ControlLayer:
     def __init__(self, project_dir: Path | None, *, user_file: Path | None = None,
                  ladder: Ladder | None = None, watch: bool = True,
                  secrets: Collection[str] = (), load_timeout: float = LOAD_TIMEOUT,
-                 trust_project: bool | None = None) -> None:
+                 trust_project: bool | None = None,
+                 trust_store: TrustStore | None = None) -> None:
         self.project_dir = Path(project_dir) if project_dir is not None else None
         self.user_file = Path(user_file) if user_file is not None else ahp_user_file()
         self._ladder = ladder
@@ -112,6 +114,7 @@ class ControlLayer:
         self._secrets = tuple(secrets)
         self._load_timeout = load_timeout
         self._trust_project = trust_project
+        self._trust_store = trust_store  # a shared store's digests (--state); None: the file
         self._lock = threading.RLock()
         self._digested: tuple[str, ControlConfig | None, str] = ("", None, "")
 
@@ -163,6 +166,8 @@ class ControlLayer:
             except (OSError, ValueError):
                 continue
             out.append((str(name), st.st_mtime_ns, st.st_size))
+        if self._trust_store is not None:  # a shared store's digests move without a file
+            out.append(("<shared trust>", hash(str(self._trust_store.signature())), 0))
         return tuple(out)
 
     def config(self) -> ControlConfig | None:
@@ -210,7 +215,8 @@ class ControlLayer:
         def work() -> None:
             try:
                 box["config"] = load_config(self.project_dir, user_file=self.user_file,
-                                            trust_project=self._trust_project)
+                                            trust_project=self._trust_project,
+                                            trust_store=self._trust_store)
             except BaseException as exc:  # reported below, never raised in the thread
                 box["error"] = exc
 
@@ -235,6 +241,8 @@ class ControlLayer:
         """The trust store's (mtime, size) while a project layer is read, else None."""
         if self._config is None or self._config.trust is None:
             return None
+        if self._trust_store is not None:
+            return (hash(str(self._trust_store.signature())), 0)
         try:
             st = os.stat(trust_store_path())
         except OSError:

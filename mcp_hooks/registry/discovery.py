@@ -473,6 +473,12 @@ class Registry:
 
     # -- trust ----------------------------------------------------------------------------
 
+    @property
+    def shared_trust(self) -> TrustStore | None:
+        """The trust store kept in a shared state store (``--state``), else None (the file)."""
+        store = self._trust_store
+        return store if store is not None and store.shared is not None else None
+
     def _store(self) -> TrustStore:
         if self._trust_store is None:
             self._trust_store = TrustStore(store_path())
