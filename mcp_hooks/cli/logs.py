@@ -33,7 +33,7 @@ def add_log_parser(sub: Any) -> None:
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
     p.add_argument("--session", metavar="ID", help="only this session's events")
     p.add_argument("--json", action="store_true", help="print the raw JSON lines")
-    p.add_argument("-n", "--lines", type=int, default=20, metavar="N",
+    p.add_argument("-n", "--lines", type=line_count, default=20, metavar="N",
                    help="how many of the latest events to print (default 20; 0 = all)")
     add_since_option(p)
     options.add_common_options(p)
@@ -58,6 +58,17 @@ def since_time(text: str) -> str:
     if not _TIME.fullmatch(when):
         raise argparse.ArgumentTypeError(f"{text!r} is not a time: give {_SINCE_HELP}")
     return when
+
+
+def line_count(text: str) -> int:
+    """``-n``: a whole number, 0 or more (0: all)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count of lines; give 0 (all) or more")
+    return value
 
 
 def add_since_option(parser: argparse.ArgumentParser) -> None:

@@ -21,7 +21,7 @@ import json
 from typing import Any
 
 from mcp_hooks import options
-from mcp_hooks.cli.logs import add_since_option, print_log
+from mcp_hooks.cli.logs import add_since_option, line_count, print_log
 from mcp_hooks.errors import EXIT_OK, UsageError
 from mcp_hooks.spec.signals import ACTIONS
 from mcp_hooks.state.reader import StoreLog, close_log, open_signal_log
@@ -43,7 +43,7 @@ def add_signals_parser(sub: Any) -> None:
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
     p.add_argument("--session", metavar="ID", help="only this session's signals")
     p.add_argument("--json", action="store_true", help="print the raw JSON lines")
-    p.add_argument("-n", "--lines", type=int, default=20, metavar="N",
+    p.add_argument("-n", "--lines", type=line_count, default=20, metavar="N",
                    help="print the last N lines (0: all; default 20)")
     add_since_option(p)
     options.add_common_options(p)

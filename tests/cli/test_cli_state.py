@@ -252,3 +252,11 @@ def test_a_store_lost_under_log_follow_ends_it_in_one_line(tmp_path: Path) -> No
     assert follower.returncode == 1, err
     assert len(err.splitlines()) == 1 and "cannot be used" in err, err
     assert server.password not in err
+
+
+@pytest.mark.parametrize("command", ["log", "signals"])
+@pytest.mark.parametrize("count", ["-3", "many"])
+def test_a_line_count_that_is_not_one_is_a_usage_error(command: str, count: str) -> None:
+    done = run(command, "-n", count)
+    assert done.returncode == 64 and done.stdout == "", done
+    assert f"{count!r} is not a count of lines; give 0 (all) or more" in done.stderr
