@@ -18,11 +18,10 @@ import pytest
 
 from mcp_hooks.state.url import close_store, open_store
 from tests.conftest import MCP_HOOKS, write_hook
+from tests.helpers.restartable import restartable
 from tests.helpers.servers import (  # noqa: F401 - fixtures
-    ServerMissing,
     postgres_service,
     postgres_url,
-    redis_server,
     redis_service,
     redis_url,
 )
@@ -218,14 +217,8 @@ def test_since_filters_by_time_on_the_store_and_in_the_file(url: str, tmp_path: 
 
 
 def test_a_store_lost_under_log_follow_ends_it_in_one_line(tmp_path: Path) -> None:
-    try:
-        own = redis_server()
-        server = own.__enter__()
-    except ServerMissing as exc:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            raise
-        pytest.skip(str(exc))
-    try:
+    with restartable("redis") as own:
+        server = own.server
         follower = subprocess.Popen([MCP_HOOKS, "log", "--follow", "--state", server.url],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                     stdin=subprocess.DEVNULL)
@@ -246,8 +239,7 @@ def test_a_store_lost_under_log_follow_ends_it_in_one_line(tmp_path: Path) -> No
                 pytest.fail("log --follow printed none of 50 records")
         finally:
             close_store(store)
-    finally:
-        own.__exit__(None, None, None)  # the server is stopped under the follower
+        own.stop()  # the server is stopped under the follower
     _, err = follower.communicate(timeout=120)
     assert follower.returncode == 1, err
     assert len(err.splitlines()) == 1 and "cannot be used" in err, err

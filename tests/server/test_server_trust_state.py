@@ -18,11 +18,10 @@ from mcp import Client
 from mcp_hooks.registry.trust import SHARED_REFRESH
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.background import background
+from tests.helpers.restartable import restartable
 from tests.helpers.servers import (  # noqa: F401 - fixtures
-    ServerMissing,
     postgres_service,
     postgres_url,
-    redis_server,
     redis_service,
     redis_url,
 )
@@ -136,14 +135,7 @@ async def test_a_store_lost_while_serving_neither_revokes_nor_grants(
     running (an outage does not switch the project's guards off), the stranger stays out.
     Under ``--on-fault warn`` (under ``block`` mcp-hooks itself denies while the store is
     lost), where the hooks still run."""
-    try:
-        own = redis_server()
-        server = own.__enter__()
-    except ServerMissing as exc:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            raise
-        pytest.skip(str(exc))
-    try:
+    with restartable("redis") as server:
         assert trust(server.url, project, machine(tmp_path, "a"), "--hook", "gate"
                      ).returncode == 0
         with background([MCP_HOOKS, "serve", "--transport", "http", "--port", "0",
@@ -155,14 +147,12 @@ async def test_a_store_lost_while_serving_neither_revokes_nor_grants(
                 before = await fire(client, event_type="before_tool", tool_name="Shell",
                                     tool_input={"command": "ls"})
                 assert before["blocked_by"] == "gate"
-                own.__exit__(None, None, None)  # the store is gone
+                server.stop()  # the store is gone
                 time.sleep(SHARED_REFRESH + 0.5)  # past the cached reading: read again
                 after = await fire(client, event_type="before_tool", tool_name="Shell",
                                    tool_input={"command": "ls"})
                 assert after["decision"] == "deny" and after["blocked_by"] == "gate", after
                 assert [h["name"] for h in after["hooks"]] == ["gate"]
-    finally:
-        own.__exit__(None, None, None)
 
 
 def test_the_python_api_on_a_shared_store_trusts_by_its_digests(
