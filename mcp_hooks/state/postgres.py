@@ -43,14 +43,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from mcp_hooks.state.remote import (
-    Reporter,
     SpoolingLog,
     Ttls,
     dumps,
     require,
     unreachable,
 )
-from mcp_hooks.state.spool import ID, Spool
+from mcp_hooks.state.spool import ID
 from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, UnknownSignal
 
 FIX = ("Start it, or point --state (MCP_HOOKS_STATE) at a PostgreSQL that is running and "
@@ -204,13 +203,8 @@ class PostgresStore(SpoolingLog):
     def __init__(self, url: str, *, replica: str | None = None, ttls: Ttls | None = None,
                  pool_size: int = POOL_SIZE) -> None:
         psycopg = require("psycopg", "postgres", "psycopg 3", "the PostgreSQL state store")
-        self.url = url
-        self.replica = replica
-        self.ttls = ttls or Ttls()
+        self._begin(url, replica, ttls, FIX)
         self._errors: tuple[type[BaseException], ...] = (psycopg.Error, OSError)
-        self._report = Reporter(url, FIX)
-        self.health = self._report.health
-        self._spool = Spool(url, replica)
         self._purged = 0.0
         self._purge_lock = threading.Lock()
         try:

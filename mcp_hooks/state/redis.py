@@ -45,14 +45,13 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsp
 from mcp_hooks.state.remote import (
     SESSION_STREAM_CAP,
     STREAM_CAP,
-    Reporter,
     SpoolingLog,
     Ttls,
     dumps,
     require,
     unreachable,
 )
-from mcp_hooks.state.spool import ID, Spool
+from mcp_hooks.state.spool import ID
 from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, UnknownSignal
 
 DEFAULT_PREFIX = "mcp-hooks:"
@@ -113,9 +112,7 @@ class RedisStore(SpoolingLog):
     def __init__(self, url: str, *, replica: str | None = None, ttls: Ttls | None = None,
                  check: bool = True) -> None:
         redis = require("redis", "redis", "the redis client", "the Redis state store")
-        self.url = url
-        self.replica = replica
-        self.ttls = ttls or Ttls()
+        self._begin(url, replica, ttls, FIX)
         parts = urlsplit(url)
         query = parse_qsl(parts.query, keep_blank_values=True)
         self.prefix = next((v for k, v in query if k == "prefix"), DEFAULT_PREFIX)
@@ -131,9 +128,6 @@ class RedisStore(SpoolingLog):
         self._increment = self._redis.register_script(_INCREMENT)
         self._answer = self._redis.register_script(_ANSWER)
         self._append = self._redis.register_script(_APPEND)
-        self._report = Reporter(url, FIX)
-        self.health = self._report.health
-        self._spool = Spool(url, replica)
         if check:
             self.check()
 

@@ -176,30 +176,37 @@ class Reporter:
               f"are not reported until it answers again", file=sys.stderr)
 
 
-_LOCAL_LOCK = threading.Lock()
-
-
 class SpoolingLog:
     """What both shared stores do with a log record around their own ``_send`` (add one
     record unless its id is stored) and ``_probe`` (one bounded call that raises the
     client's errors while the store is lost)."""
 
+    url: str
     replica: str | None
+    ttls: Ttls
     health: Health
     _spool: Spool
     _report: Reporter
+    _local: MemoryStore
     _errors: tuple[type[BaseException], ...]
     _probe_name = "a check"
-    _local: MemoryStore | None = None
+
+    def _begin(self, url: str, replica: str | None, ttls: Ttls | None, fix: str) -> None:
+        """What a backend's constructor sets first: its URL, replica stamp and TTLs, the
+        reporter and health of its losses, its spool, its counters for while it is lost."""
+        self.url = url
+        self.replica = replica
+        self.ttls = ttls or Ttls()
+        self._report = Reporter(url, fix)
+        self.health = self._report.health
+        self._spool = Spool(url, replica)
+        self._local = MemoryStore()
 
     def local(self) -> MemoryStore:
         """The counters this process keeps while the store is lost: a count the store cannot
         keep still grows here, so the loop guard lets a stop through at its cap (per
         replica) instead of denying it forever."""
-        with _LOCAL_LOCK:
-            if self._local is None:
-                self._local = MemoryStore()
-            return self._local
+        return self._local
 
     def _send(self, log: LogName, record: dict[str, Any]) -> None:
         raise NotImplementedError
