@@ -45,42 +45,21 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from results import machine, say, verdict, write_section  # noqa: E402
+from bench_persistent import hook_folder as persistent_hook  # noqa: E402
+from results import machine, percentile, say, verdict, write_section  # noqa: E402
 
 MCP_HOOKS = str(Path(sys.executable).parent / "mcp-hooks")
 TICKS = os.sysconf("SC_CLK_TCK")
 EVENTS_PER_AGENT_S = 0.5  # an agent's hook events per second (a tool call every ~4 s: 2 each)
 BUSY = 0.6  # the share of a replica's cores a deployment plans to use
 
-LOOP_HOOK = """\
-import json, os, sys
-def answer(event):
-    return {}
-if os.environ.get("MCP_HOOKS_PERSISTENT") == "1":
-    for line in sys.stdin:
-        event = json.loads(line)
-        event_id = event.pop("_mcp_hooks_event_id", None)  # echoed: it answers this event
-        sys.stdout.write(json.dumps({**answer(event), "_mcp_hooks_event_id": event_id}) + "\\n")
-        sys.stdout.flush()
-else:
-    answer(json.load(sys.stdin))
-"""
 ARGS = {"event_type": "before_tool", "tool_name": "Shell", "tool_input": {"command": "ls"}}
 
 
 def hook_folder(root: Path) -> Path:
-    hook = root / "py-guard"
-    (hook / "scripts").mkdir(parents=True, exist_ok=True)
-    (hook / "HOOK.md").write_text(
-        "---\nname: py-guard\ndescription: a Python hook that allows\ntrigger: before_tool\n"
-        "matcher:\n  tool: Shell\nmetadata:\n  persistent: true\n---\n")
-    (hook / "scripts" / "run.py").write_text(LOOP_HOOK)
+    """``root`` holding bench_persistent's persistent Python hook (it allows)."""
+    persistent_hook(root, persistent=True)
     return root
-
-
-def percentile(samples: list[float], p: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 # -- (a) Engine.fire on each store -------------------------------------------------------------

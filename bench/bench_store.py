@@ -34,7 +34,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from results import machine, say, verdict, write_section  # noqa: E402
+from results import machine, percentile, say, verdict, write_section  # noqa: E402
 
 from mcp_hooks.state.files import FileStore  # noqa: E402
 from mcp_hooks.state.postgres import PostgresStore  # noqa: E402
@@ -45,11 +45,6 @@ OPS = ("increment", "count", "append", "put+take_all", "answer_once", "event")
 RECORD = {"kind": "event", "event": "before_tool", "decision": "allow", "tool": "Shell",
           "hooks": [{"name": "guard", "status": "ok", "exit_code": 0, "ms": 1.2}],
           "blocked_by": None, "reason": "", "pad": "x" * 120}
-
-
-def percentile(samples: list[float], p: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 def _ops(store: Any, counter: itertools.count[int]) -> dict[str, Callable[[], Any]]:

@@ -26,6 +26,12 @@ def median_us(samples: list[float]) -> float:
     return statistics.median(samples) * 1e6
 
 
+def percentile(samples: list[float], p: float) -> float:
+    """The ``p``-th percentile of ``samples`` (nearest rank), in their own unit."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
 def machine() -> str:
     cpu = "unknown CPU"
     try:
