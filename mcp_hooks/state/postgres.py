@@ -205,6 +205,7 @@ class PostgresStore(SpoolingLog):
         psycopg = require("psycopg", "postgres", "psycopg 3", "the PostgreSQL state store")
         self._begin(url, replica, ttls, FIX)
         self._errors: tuple[type[BaseException], ...] = (psycopg.Error, OSError)
+        self._refused = (psycopg.DataError,)  # a NUL in a text column, an invalid escape
         self._purged = 0.0
         self._purge_lock = threading.Lock()
         try:

@@ -189,6 +189,7 @@ class SpoolingLog:
     _report: Reporter
     _local: MemoryStore
     _errors: tuple[type[BaseException], ...]
+    _refused: tuple[type[BaseException], ...] = ()  # the store refuses the record as data
     _probe_name = "a check"
 
     def _begin(self, url: str, replica: str | None, ttls: Ttls | None, fix: str) -> None:
@@ -232,7 +233,7 @@ class SpoolingLog:
         self._report.back()
         if self._spool.pending:
             try:
-                self._spool.replay(self._send)
+                self._spool.replay(self._send, self._refused)
             except self._errors as exc:
                 self._report("replaying the spool", exc)
 
@@ -245,6 +246,9 @@ class SpoolingLog:
         record = record_id(self._stamp(record))
         try:
             self._send(log, record)
+        except self._refused as exc:  # the store answered: it will never take this one
+            self._spool.set_aside(log, record, exc)
+            return
         except self._errors as exc:
             self._report(f"appending to the {log} log", exc)
             self._spool.put(log, record)  # replayed once the store answers again

@@ -26,6 +26,13 @@ a replay cut short leaves the file whole and the next replay sends its records a
 once). The files are opened as the event log is: non-blocking,
 never through a symlink (``O_NOFOLLOW``), only a regular file; a FIFO, a symlink or a full
 disk is reported once on stderr naming the file, and the record is lost.
+
+A record the store refuses as data (PostgreSQL's text columns take no NUL byte; a backend
+names such errors in its ``_refused``) is not a lost store: it is never spooled or replayed
+again, but set aside, whole, in ``<replica>.refused`` beside the spool (a line ``{"log",
+"record", "error"}``, never read back) and reported once on stderr naming that file; the
+records behind it are sent as usual. A spool that held one before this rule is replayed
+past it.
 """
 
 from __future__ import annotations
@@ -114,8 +121,10 @@ class Spool:
         digest = hashlib.sha256(url.encode()).hexdigest()[:16]
         self.folder = (root if root is not None else paths.state_dir()) / "spool" / digest
         self.path = self.folder / f"{quote(replica or f'pid-{os.getpid()}', safe='')}.jsonl"
+        self.refused = self.path.with_suffix(".refused")
         self._lock = threading.Lock()
         self._told = False
+        self._told_refused = False
         self.pending = self._waiting()  # a spool left by an earlier process: replay it
 
     def _waiting(self) -> bool:
@@ -139,14 +148,33 @@ class Spool:
                 print(f"mcp-hooks: a log record the state store could not take is lost: "
                       f"cannot write the spool {self.path}: {exc}", file=sys.stderr)
 
-    def _write(self, line: bytes) -> None:
+    def set_aside(self, log: LogName, record: dict[str, Any], error: BaseException) -> None:
+        """Keep ``record``, which the store refused as data, in the ``.refused`` file (never
+        replayed); reported once on stderr. Never raises."""
+        what = str(error).strip().splitlines()[0] if str(error).strip() else \
+            type(error).__name__
+        try:
+            line = encode_record({"log": log, "record": record, "error": what})
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._write(line, self.refused)
+            kept = f"kept aside in {self.refused}"
+        except (OSError, ConfigError, ValueError, TypeError) as exc:
+            kept = f"and it is lost: cannot write {self.refused}: {exc}"
+        if not self._told_refused:
+            self._told_refused = True
+            print(f"mcp-hooks: the state store refused a {log} record as data ({what}); "
+                  f"{kept}; the records after it are sent (further refusals are not "
+                  f"reported)", file=sys.stderr)
+
+    def _write(self, line: bytes, path: Path | None = None) -> None:
         """Append ``line`` under the file's lock, to the file still at the path (a replay
         removes a file it emptied while holding the lock: then a new one is made)."""
+        path = self.path if path is None else path
         for _ in range(8):
-            fd = _open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+            fd = _open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
             try:
                 locked = _lock(fd)
-                if locked and not _still_at(fd, self.path):
+                if locked and not _still_at(fd, path):
                     continue  # replayed and removed while we waited for the lock
                 _write_line(fd, line, True, locked=locked)
                 return
@@ -154,9 +182,12 @@ class Spool:
                 os.close(fd)
         raise OSError(errno.EAGAIN, "the spool was removed under us 8 times in a row")
 
-    def replay(self, send: Callable[[LogName, dict[str, Any]], None]) -> None:
+    def replay(self, send: Callable[[LogName, dict[str, Any]], None],
+               refused: tuple[type[BaseException], ...] = ()) -> None:
         """Send every spooled record (``send`` raises when the store fails: the rest stay
-        for the next replay), oldest file and line first, removing each file sent whole."""
+        for the next replay), oldest file and line first, removing each file sent whole. A
+        record ``send`` refuses with one of ``refused`` (the store will never take it) is
+        set aside and the replay goes on."""
         if not self._lock.acquire(blocking=False):
             return  # another thread of this process replays now
         try:
@@ -166,14 +197,15 @@ class Spool:
             except FileNotFoundError:
                 return
             for path in files:
-                self._replay_file(path, send)
+                self._replay_file(path, send, refused)
         except BaseException:
             self.pending = True
             raise
         finally:
             self._lock.release()
 
-    def _replay_file(self, path: Path, send: Callable[[LogName, dict[str, Any]], None]) -> None:
+    def _replay_file(self, path: Path, send: Callable[[LogName, dict[str, Any]], None],
+                     refused: tuple[type[BaseException], ...]) -> None:
         try:
             fd = _open(path, os.O_RDWR)
         except FileNotFoundError:
@@ -191,8 +223,12 @@ class Spool:
             data = os.pread(fd, size, 0) if size else b""
             for line in data.splitlines():
                 entry = _parse(line)
-                if entry is not None:
+                if entry is None:
+                    continue
+                try:
                     send(*entry)
+                except refused as exc:
+                    self.set_aside(*entry, exc)
             os.unlink(path)  # all taken: a writer waiting on the lock makes a new file
         finally:
             os.close(fd)

@@ -244,3 +244,37 @@ def test_a_replay_that_waited_for_the_lock_never_removes_a_newer_spool(tmp_path:
     kept = [json.loads(line)["record"][ID] for line in old.read_text().splitlines()] \
         if old.exists() else []
     assert "new" in kept + sent, "a record spooled after the replay was removed unsent"
+
+
+def test_a_record_postgres_refuses_as_data_is_set_aside_and_the_rest_replayed(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """A NUL in a session id: PostgreSQL's text column refuses the record. Spooled during an
+    outage, it once stayed at the head of the spool and every later replay failed on it; now
+    it is set aside in ``.refused`` with one report, and everything behind it arrives."""
+    state = Path(os.environ["XDG_STATE_HOME"])
+    with restartable("postgres") as server:
+        store = open_store(server.url, replica="replica-a")
+        server.stop()
+        for n in range(5):
+            session = "s\x00nul" if n == 1 else "s"
+            store.append("events", {"kind": "event", "session_id": session, "n": n})
+        assert len(spooled(state)) == 5
+        server.start()
+        store.append("events", {"kind": "event", "session_id": "s", "n": 5})
+        assert sorted(r["n"] for r in events(store)) == [0, 2, 3, 4, 5]
+        assert spooled(state) == []
+        aside = [json.loads(line) for path in (state / "mcp-hooks" / "spool").glob("*/*.refused")
+                 for line in path.read_text().splitlines()]
+        assert [(a["log"], a["record"]["n"], a["record"]["session_id"]) for a in aside] == [
+            ("events", 1, "s\x00nul")]
+        assert "NUL" in aside[0]["error"]
+        # a refused record while the store is up: set aside at once, the store not lost
+        store.append("events", {"kind": "event", "session_id": "t\x00", "n": 6})
+        assert store.health.lost is None and spooled(state) == []
+        store.append("events", {"kind": "event", "session_id": "s", "n": 7})
+        assert sorted(r["n"] for r in events(store)) == [0, 2, 3, 4, 5, 7]
+        err = capfd.readouterr().err
+        assert err.count("refused a events record as data") == 1 and ".refused" in err
+        # a later process finds nothing stuck
+        again = open_store(server.url, replica="next")
+        assert again._spool.pending is False  # type: ignore[attr-defined]
