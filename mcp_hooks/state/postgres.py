@@ -47,6 +47,7 @@ from mcp_hooks.state.remote import (
     Ttls,
     dumps,
     require,
+    signal_record,
     unreachable,
 )
 from mcp_hooks.state.spool import ID
@@ -359,11 +360,12 @@ class PostgresStore(SpoolingLog):
                         "lists the signals sent and their ids")
                 stored_text = row[1]
                 if stored_text is None:
-                    answer = self._stamp(build(json.loads(row[0])))
+                    sent = signal_record(row[0], signal_id, self._report.url, "sent")
+                    answer = self._stamp(build(sent))
                     stored_text = self._store_answer(conn, signal_id, answer)
         except self._errors as exc:
             raise self._report.lost(exc, later) from None
-        stored: dict[str, Any] = json.loads(stored_text)
+        stored = signal_record(stored_text, signal_id, self._report.url, "answer")
         if stored.get("action") == action:
             return stored
         raise AlreadyAnswered(f"signal {signal_id} was already answered: "

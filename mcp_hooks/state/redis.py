@@ -49,6 +49,7 @@ from mcp_hooks.state.remote import (
     Ttls,
     dumps,
     require,
+    signal_record,
     unreachable,
 )
 from mcp_hooks.state.spool import ID
@@ -250,7 +251,8 @@ class RedisStore(SpoolingLog):
                                 f"{self.ttls.signal / 86400:g} days); `mcp-hooks signals` lists "
                                 "the signals sent and their ids")
         if stored_raw is None:
-            answer = self._stamp(build(json.loads(sent_raw)))
+            sent = signal_record(sent_raw, signal_id, self._report.url, "sent")
+            answer = self._stamp(build(sent))
             session = answer.get("session_id")
             try:
                 first, stored_raw = self._answer(
@@ -262,8 +264,8 @@ class RedisStore(SpoolingLog):
                 raise self._report.lost(exc, "Nothing was stored: answer again once the "
                                         "store is back") from None
             if first:
-                return json.loads(stored_raw)  # type: ignore[no-any-return]
-        stored: dict[str, Any] = json.loads(stored_raw)
+                return signal_record(stored_raw, signal_id, self._report.url, "answer")
+        stored = signal_record(stored_raw, signal_id, self._report.url, "answer")
         if stored.get("action") == action:
             return stored
         raise AlreadyAnswered(f"signal {signal_id} was already answered: "

@@ -8,6 +8,7 @@
 - :class:`Ttls`: how long each kind of record lives in a shared store (the defaults below);
   :func:`split_ttls` reads them from the URL's ``queue_ttl``, ``signal_ttl``, ``event_ttl``,
   ``seen_ttl``.
+- :func:`signal_record`: a signal's record read back, or an error naming a malformed one.
 - :class:`Reporter`: a write that the contract says never raises is reported once on stderr.
 - :class:`SpoolingLog`: the log half both backends share: stamp a record, send it, spool it
   when the store cannot take it, and replay the spool when the store answers again.
@@ -51,6 +52,9 @@ class Ttls:
 TTL_PARAMETERS = {"queue_ttl": "queue", "signal_ttl": "signal", "event_ttl": "event",
                   "seen_ttl": "seen"}
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+# the longest TTL taken: ten years (Redis keeps expiries in ms in 64 bits, PostgreSQL's
+# intervals end near 178 million years; a longer "forever" would overflow one of them)
+MAX_TTL = 3650 * 86400.0
 
 
 def split_ttls(url: str) -> tuple[str, Ttls]:
@@ -84,6 +88,9 @@ def _seconds(name: str, text: str, url: str) -> float:
     if not 0 < seconds < float("inf"):
         raise ConfigError(f"state store {redact(url)}: {name}={text!r} is not a duration; give "
                           f"seconds or a number with s, m, h or d (e.g. {name}=7d)")
+    if seconds < 1 or seconds > MAX_TTL:
+        raise ConfigError(f"state store {redact(url)}: {name}={text!r} is out of range; give "
+                          f"a duration from 1s to {MAX_TTL / 86400:g}d (e.g. {name}=7d)")
     return seconds
 
 
@@ -101,11 +108,8 @@ def redact(url: str) -> str:
     if parts.password is None:
         return urlunsplit(parts)
     user = parts.username or ""
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    port = f":{parts.port}" if parts.port is not None else ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
+    host = parts.netloc.rpartition("@")[2]  # host and port as given (a bad port is shown)
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 def require(module: str, extra: str, needs: str, backend: str) -> ModuleType:
@@ -133,6 +137,21 @@ def _passwords(url: str) -> list[str]:
         return []
     found = [v for k, v in parse_qsl(parts.query) if k == "password" and v]
     return [*found, parts.password] if parts.password else found
+
+
+def signal_record(text: Any, signal_id: str, url: str, what: str) -> dict[str, Any]:
+    """A signal's ``sent`` or ``answer`` record read back from a shared store: its JSON
+    object, or a ``ConfigError`` naming the store, the signal and the fix when what the store
+    holds is not one (written there by hand or by another program)."""
+    try:
+        record = json.loads(text)
+    except (TypeError, ValueError):
+        record = None
+    if isinstance(record, dict):
+        return record
+    raise ConfigError(f"state store {url}: the {what} record of signal {signal_id!r} is not a "
+                      "JSON object (written by something other than mcp-hooks?); nothing "
+                      "was answered: delete the signal from the store, or raise it again")
 
 
 def dumps(record: dict[str, Any]) -> str:

@@ -59,6 +59,7 @@ from mcp_hooks.state.eventlog import _check_kind, _lock, _write_line, encode_rec
 from mcp_hooks.state.store import LogName, StateStore
 
 ID = "record_id"  # the field every record sent to a shared store carries
+NAME_MAX = 200  # characters of a spool file's name before its suffix (the usual limit: 255)
 
 
 def record_id(record: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +121,7 @@ class Spool:
     def __init__(self, url: str, replica: str | None, root: Path | None = None) -> None:
         digest = hashlib.sha256(url.encode()).hexdigest()[:16]
         self.folder = (root if root is not None else paths.state_dir()) / "spool" / digest
-        self.path = self.folder / f"{quote(replica or f'pid-{os.getpid()}', safe='')}.jsonl"
+        self.path = self.folder / f"{file_name(replica or f'pid-{os.getpid()}')}.jsonl"
         self.refused = self.path.with_suffix(".refused")
         self._lock = threading.Lock()
         self._told = False
@@ -242,6 +243,16 @@ class Spool:
                     total += sum(1 for line in path.read_bytes().splitlines()
                                  if _parse(line) is not None)
         return total
+
+
+def file_name(replica: str) -> str:
+    """A replica's name as a file name: %-quoted, and, where that is longer than a file
+    name may be (128 characters of UTF-8 quote to 1,152), its start and a digest of it."""
+    name = quote(replica, safe="")
+    if len(name) <= NAME_MAX:
+        return name
+    digest = hashlib.sha256(replica.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{name[:NAME_MAX - 17].rstrip('%0123456789ABCDEF') or 'replica'}-{digest}"
 
 
 def _still_at(fd: int, path: Path) -> bool:

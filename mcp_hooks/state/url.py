@@ -22,6 +22,7 @@ import socket
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.state.files import FileStore
@@ -43,12 +44,31 @@ def scheme(url: str) -> str:
     return SCHEMES[name]
 
 
+def check_port(url: str) -> None:
+    """A ``ConfigError`` naming the URL (without its password) when its port is not a number
+    from 1 to 65535 (the client libraries' own errors blame the server or say nothing).
+    libpq's several hosts (``host1:5432,host2:5433``) are libpq's to check."""
+    if "," in urlsplit(url.strip()).netloc:
+        return
+    try:
+        port = urlsplit(url.strip()).port
+    except ValueError:
+        port = 0
+    if port == 0:
+        given = urlsplit(url.strip()).netloc.rpartition("@")[2].rpartition(":")[2]
+        raise ConfigError(f"state store {redact(url)}: the port {given!r} is not a number "
+                          "from 1 to 65535; fix the URL (e.g. redis://host:6379/0, "
+                          "postgresql://user@host:5432/db)")
+
+
 def open_store(url: str, *, replica: str | None = None, log: Any = None,
                root: Path | None = None) -> StateStore:
     """The store ``url`` names. ``log`` and ``root`` are the file store's (its event log and
     state folder, None for its defaults; ignored by the shared stores), ``replica`` the
     stamp on every record it writes (every backend; the file store's None: none)."""
     backend = scheme(url)
+    if backend != "file":
+        check_port(url)
     if backend == "redis":
         # lazy: 31 ms (python -X importtime), and the extra's client may not be installed
         from mcp_hooks.state.redis import RedisStore
@@ -92,4 +112,5 @@ def close_store(store: StateStore) -> None:
             print(f"mcp-hooks: closing the state store failed: {exc}", file=sys.stderr)
 
 
-__all__ = ["SCHEMES", "close_store", "open_store", "replica_name", "scheme", "store_for"]
+__all__ = ["SCHEMES", "check_port", "close_store", "open_store", "replica_name", "scheme",
+           "store_for"]

@@ -13,9 +13,11 @@ import queue
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from mcp_hooks.state.redis import RedisStore
 from mcp_hooks.state.url import close_store, open_store
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.restartable import restartable
@@ -252,3 +254,35 @@ def test_a_line_count_that_is_not_one_is_a_usage_error(command: str, count: str)
     done = run(command, "-n", count)
     assert done.returncode == 64 and done.stdout == "", done
     assert f"{count!r} is not a count of lines; give 0 (all) or more" in done.stderr
+
+
+def _corrupt(store: Any, signal_id: str, part: str, text: str) -> None:
+    """Write ``text`` over the signal's ``sent`` or ``answer`` record, as another program could."""
+    if isinstance(store, RedisStore):
+        key = "sig" if part == "sent" else "ans"
+        store._redis.set(f"{store.prefix}{key}:{signal_id}", text)
+        return
+    with store._pool.connection() as conn:
+        conn.execute(f"UPDATE mcp_hooks_signals SET {part} = %s::json WHERE signal_id = %s",
+                     (text, signal_id))
+
+
+@pytest.mark.parametrize(("part", "text"), [("sent", '"a string"'), ("sent", "[1, 2]"),
+                                            ("answer", "[]"), ("answer", "17")])
+def test_respond_to_a_malformed_record_names_it_and_answers_nothing(
+        url: str, part: str, text: str) -> None:
+    """A signal's record in the store that is not a JSON object made respond traceback."""
+    store = open_store(url)
+    try:
+        store.append("signals", {"kind": "signal", "signal_id": "bad00001", "session_id": "s",
+                                 "intensity": "block", "hook": "x"})
+        _corrupt(store, "bad00001", part, text)
+        if isinstance(store, RedisStore) and part == "sent":
+            store._redis.set(f"{store.prefix}sig:bad00001", "not json {")
+    finally:
+        close_store(store)
+    done = run("respond", "bad00001", "abort", "--state", url)
+    assert done.returncode == 64, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"the {part} record of signal 'bad00001' is not a JSON object" in done.stderr
+    assert password_of(url) not in done.stderr

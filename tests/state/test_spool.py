@@ -278,3 +278,25 @@ def test_a_record_postgres_refuses_as_data_is_set_aside_and_the_rest_replayed(
         # a later process finds nothing stuck
         again = open_store(server.url, replica="next")
         assert again._spool.pending is False  # type: ignore[attr-defined]
+
+
+def test_a_long_utf8_replica_name_still_spools_and_replays(tmp_path: Path) -> None:
+    """128 characters of UTF-8 (the longest --replica-id) %-quote to 1,152: over a file
+    name's 255, so every record of an outage was lost. The name is shortened with a digest."""
+    state = Path(os.environ["XDG_STATE_HOME"])
+    replica = "é" * 64 + "漢" * 64
+    with restartable("redis") as server:
+        store = open_store(server.url, replica=replica)
+        server.stop()
+        for n in range(3):
+            store.append("events", {"kind": "event", "session_id": "s", "n": n})
+        assert [r["n"] for r in spooled(state)] == [0, 1, 2]
+        names = [p.name for p in (state / "mcp-hooks" / "spool").glob("*/*.jsonl")]
+        assert len(names) == 1 and len(names[0]) <= 255
+        other = Spool(server.url, replica[:-1] + "x")  # another long name: another file
+        assert other.path.name != names[0]
+        server.start()
+        store.append("events", {"kind": "event", "session_id": "s", "n": 3})
+        got = events(store)
+        assert sorted(r["n"] for r in got) == [0, 1, 2, 3]
+        assert {r["replica"] for r in got} == {replica} and spooled(state) == []

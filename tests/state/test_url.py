@@ -3,6 +3,7 @@ with the schemes named and no password shown."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,8 @@ from mcp_hooks.errors import ConfigError
 from mcp_hooks.state.files import FileStore
 from mcp_hooks.state.postgres import PostgresStore
 from mcp_hooks.state.redis import RedisStore
-from mcp_hooks.state.url import open_store, scheme
+from mcp_hooks.state.remote import redact
+from mcp_hooks.state.url import check_port, open_store, scheme
 
 
 def test_each_scheme_opens_its_backend(redis_url: str, postgres_url: str,
@@ -55,3 +57,37 @@ def test_a_ttl_that_is_not_a_duration_is_refused_naming_it(value: str) -> None:
     with pytest.raises(ConfigError, match=r"event_ttl=.* is not a duration; give seconds") as bad:
         open_store(f"redis://:hunter22@127.0.0.1:1/0?event_ttl={value}")
     assert "hunter22" not in str(bad.value)
+
+
+@pytest.mark.parametrize("query", ["event_ttl=1e308", "seen_ttl=1e300", "signal_ttl=3651d",
+                                   "queue_ttl=0.5"])
+def test_a_ttl_out_of_range_is_a_usage_error_at_start(query: str) -> None:
+    """1e308 seconds passed as a duration, then overflowed the store's milliseconds (Redis)
+    or interval (PostgreSQL) on the first write: a crash, or a log silently dropped."""
+    name = query.split("=")[0]
+    with pytest.raises(ConfigError, match=rf"{name}=.* is out of range; give a duration from "
+                                          r"1s to 3650d"):
+        open_store(f"redis://:hunter22@127.0.0.1:1/0?{query}")
+    run = subprocess.run(["mcp-hooks", "log", "--state",
+                          f"postgresql://u:hunter22@127.0.0.1:1/db?{query}"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 64 and f"{name}=" in run.stderr and "Traceback" not in run.stderr
+    assert "hunter22" not in run.stderr
+
+
+@pytest.mark.parametrize("url", ["redis://:hunter22@127.0.0.1:abc/0",
+                                 "postgresql://u:hunter22@127.0.0.1:99999/db",
+                                 "rediss://:hunter22@[::1]:0/0"])
+def test_a_port_that_is_not_a_port_is_a_usage_error_naming_it(url: str) -> None:
+    """A non-numeric port made the redactor raise ValueError: a traceback with the password."""
+    assert "hunter22" not in redact(url) and "***" in redact(url)
+    run = subprocess.run(["mcp-hooks", "log", "--state", url], capture_output=True, text=True,
+                         timeout=120)
+    port = url.rsplit(":", 1)[1].split("/")[0]
+    assert run.returncode == 64, run.stderr
+    assert f"the port {port!r} is not a number from 1 to 65535; fix the URL" in run.stderr
+    assert "hunter22" not in run.stderr and "Traceback" not in run.stderr
+
+
+def test_libpq_several_hosts_are_left_to_libpq() -> None:
+    check_port("postgresql://u@host1:5432,host2:5433/db")  # no error: libpq's syntax
