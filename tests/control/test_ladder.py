@@ -5,6 +5,8 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
+import pytest
+
 from mcp_hooks.control.ladder import Ladder, convert
 from mcp_hooks.spec.signals import Signal
 
@@ -85,3 +87,21 @@ def test_concurrent_processes_lose_no_step(tmp_path: Path) -> None:
         p.join(timeout=120)
     assert [p.exitcode for p in procs] == [0, 0, 0]
     assert Ladder(path).count("s", "t", "e") == 60
+
+
+def test_a_folder_where_ladder_json_belongs_is_named_and_the_ladder_still_climbs(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """A folder at ladder.json kept the ladder at its first step forever, silently, and left
+    a temporary file behind per violation."""
+    path = tmp_path / "ladder.json"
+    path.mkdir()
+    ladder = Ladder(path)
+    seen = [ladder.apply("s", "t", "e", split()) for _ in range(4)]
+    assert [s.intensity for s in seen if s] == ["prompt", "control", "block", "block"]
+    assert ladder.count("s", "t", "e") == 4
+    assert ladder.apply("s", "t", "e", None) is None and ladder.count("s", "t", "e") == 0
+    assert ladder.apply("s", "t", "e", warning()).intensity == "prompt"  # type: ignore[union-attr]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ladder.json", "ladder.json.lock"]
+    err = capfd.readouterr().err
+    assert err.count("escalation ladder's counts cannot be written") == 1
+    assert f"{path} (a folder)" in err and "move it away" in err

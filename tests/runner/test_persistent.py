@@ -60,6 +60,8 @@ HOOK_PY = textwrap.dedent('''\
             return json.dumps({"exit_code": 2, "reason": "said in the answer"})
         if do == "odd":
             return json.dumps({"exit_code": "two"})
+        if do == "lone":  # a lone surrogate in the rewrite: escaped by json.dumps
+            return json.dumps({"modified_input": {"command": "rm -f ./\\udc80"}})
         if do == "rewrite":
             return json.dumps({"modified_input": {"do": "allow", "note": "rewritten"},
                                "additional_context": f"pid={pid}"})
@@ -373,12 +375,14 @@ async def test_one_shot_engine_runs_it_one_shot_with_the_same_decisions(
     persistent_hook(user_dir)
     one_shot = Engine(Registry(user_dir, project, watch=False), one_shot=True)
     async with Engine(Registry(user_dir, project)) as resident:
-        for do in ("allow", "deny", "reason", "rewrite"):
+        for do in ("allow", "deny", "reason", "rewrite", "lone"):
             a = one_shot.fire_blocking(event(project, do))
             b = await resident.fire(event(project, do))
             assert (a.decision, a.modified_input) == (b.decision, b.modified_input), do
             if do == "reason":
                 assert a.reason == b.reason == "said in the answer"
+            if do == "lone":  # kept, never a "?" (a shell glob) in the rewritten command
+                assert b.modified_input == {"command": "rm -f ./\udc80"}
         pids = {pid_of(one_shot.fire_blocking(event(project))) for _ in range(2)}
         assert len(pids) == 2  # a process per event
         assert one_shot._pool is None
