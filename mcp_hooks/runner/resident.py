@@ -373,11 +373,17 @@ def without_id(stdin: bytes) -> bytes:
     except (ValueError, RecursionError):
         return stdin
     if isinstance(data, dict) and data.pop(ID_FIELD, None) is not None:
-        try:
-            return json.dumps(data, ensure_ascii=False).encode()
-        except UnicodeEncodeError:  # a lone surrogate: escaped, it round-trips
-            return json.dumps(data).encode()
+        return json_bytes(data)
     return stdin
+
+
+def json_bytes(data: Any) -> bytes:
+    """``data`` as JSON in UTF-8; with ``\\u`` escapes where it holds a lone surrogate (a
+    ``?`` in its place, as ``"replace"`` would put, is a shell glob in a rewritten command)."""
+    try:
+        return json.dumps(data, ensure_ascii=False).encode()
+    except UnicodeEncodeError:  # a lone surrogate: escaped, it round-trips
+        return json.dumps(data).encode()
 
 
 async def wait_exit(procs: list[Resident], limit: float) -> None:
@@ -407,7 +413,7 @@ def from_answer(data: Answer, stderr: bytes, size: int, ms: float, log: bytes) -
         denies = True
     if log and (code != 2 or denies):  # else judge reads stderr as the reason: left alone
         stderr, size = stderr + log, size + len(log)
-    stdout = json.dumps(data, ensure_ascii=False).encode("utf-8", "replace") if data else b""
+    stdout = json_bytes(data) if data else b""
     return RunResult(exit_code=code, stdout=stdout, stderr=stderr, stdout_size=len(stdout),
                      stderr_size=size, duration_ms=ms)
 

@@ -10,7 +10,10 @@ Under ``root`` (default ``paths.state_dir()``, ``$XDG_STATE_HOME/mcp-hooks``):
   {"counts": {key: n}, "at": unix time}}}`` (``control/ladder.py``). An update locks the
   sibling ``ladder.json.lock`` (at most ``LOCK_TIMEOUT`` seconds), re-reads, changes and
   atomically replaces the file. Anything an update would not write counts as empty (that
-  part or the whole); the age is the session's ``at``.
+  part or the whole); the age is the session's ``at``. A ladder.json that cannot be
+  replaced (a folder there, a full disk) is reported once on stderr naming it, its temporary
+  file removed, and the counts kept in this process's memory meanwhile (the ladder still
+  climbs).
 - ``aid/<digest of the session>.jsonl``: a session's queue, one JSON object a line,
   appended under ``flock``; ``take_all`` claims the whole file by renaming it first, so one
   caller gets each item.
@@ -38,6 +41,7 @@ import math
 import os
 import re
 import stat
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -55,6 +59,7 @@ from mcp_hooks.state.eventlog import (
     _write_line,
     encode_record,
 )
+from mcp_hooks.state.memory import MemoryStore
 from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, UnknownSignal
 
 try:
@@ -169,6 +174,8 @@ class FileStore:
         self.queues = Path(queues) if queues is not None else self.root / "aid"
         self.counters = Path(counters) if counters is not None else self.root / "stop"
         self._empty: dict[str, int] = {}  # session -> queue folder mtime when it had nothing
+        self._ladder_memory = MemoryStore()  # the ladder's counts while ladder.json fails
+        self._told_ladder = False
 
     # -- counters --------------------------------------------------------------------------
 
@@ -181,9 +188,10 @@ class FileStore:
     def count(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         if namespace == LADDER:
             entry = self._read_ladder()["sessions"].get(session) or {}
+            kept = self._ladder_memory.count(namespace, session, key, ttl=ttl)
             if time.time() - entry.get("at", 0.0) > ttl:
-                return 0
-            return int(entry.get("counts", {}).get(key, 0))
+                return kept
+            return max(kept, int(entry.get("counts", {}).get(key, 0)))
         try:
             fd = _open_regular(self.counter_path(namespace, session, key), os.O_RDONLY)
         except OSError:
@@ -206,7 +214,8 @@ class FileStore:
     def increment(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         if namespace == LADDER:
             return self._ladder_update(lambda data: _bump(data, session, key, ttl), ttl) or \
-                self.count(namespace, session, key, ttl=ttl) + 1
+                max(self.count(namespace, session, key, ttl=ttl) + 1,
+                    self._ladder_memory.increment(namespace, session, key, ttl=ttl))
         path = self.counter_path(namespace, session, key)
         try:
             fd = self._open_counter(path)
@@ -238,6 +247,7 @@ class FileStore:
 
     def reset(self, namespace: str, session: str | None = None, key: str | None = None) -> None:
         if namespace == LADDER:
+            self._ladder_memory.reset(namespace, session, key)
             self._ladder_update(lambda data: _forget(data, session, key), None)
             return
         if session is not None and key is not None:
@@ -277,8 +287,10 @@ class FileStore:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             lock = path.with_name(path.name + ".lock")
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | _FLAGS, 0o600)
-        except OSError:
+        except OSError as exc:
+            self._ladder_failed(exc)
             return 0
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
             _flock(fd, lock)
             data = self._read_ladder()
@@ -286,7 +298,6 @@ class FileStore:
             now = time.time()
             keep = ttl if ttl is not None else 30 * 24 * 3600.0
             data["sessions"] = {s: v for s, v in data["sessions"].items() if now - v["at"] < keep}
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _FLAGS, 0o600)
             try:
                 view = memoryview(json.dumps(data, sort_keys=True).encode())
@@ -296,10 +307,23 @@ class FileStore:
                 os.close(out)
             os.replace(tmp, path)
             return result
-        except (OSError, TimeoutError):
+        except (OSError, TimeoutError) as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)  # never one left behind per failed update
+            self._ladder_failed(exc)
             return 0
         finally:
             os.close(fd)  # closing releases the lock
+
+    def _ladder_failed(self, exc: BaseException) -> None:
+        """Say once that ladder.json cannot be updated (its counts are kept in memory)."""
+        if self._told_ladder:
+            return
+        self._told_ladder = True
+        kind = " (a folder)" if self.ladder_path.is_dir() else ""
+        print(f"mcp-hooks: the escalation ladder's counts cannot be written to "
+              f"{self.ladder_path}{kind}: {exc}; move it away (mcp-hooks makes a fresh "
+              "one); until then this process counts in memory", file=sys.stderr)
 
     # -- logs ------------------------------------------------------------------------------
 
