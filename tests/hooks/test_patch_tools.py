@@ -11,6 +11,7 @@ write.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -69,6 +70,51 @@ def test_opencode_patch_tools_are_refused(guards: Path, project: Path, tool: str
     answer = opencode(guards, project, tool, {"patchText": envelope(*body)})
     assert answer.get("decision") == "deny", answer
     assert answer["reason"].startswith(guard), answer
+
+
+DRIVER = """
+import { McpHooks } from "./plugin.mjs";
+const hooks = await McpHooks({ directory: process.argv[2] });
+for (const tool of ["apply_patch", "patch"]) {
+  const args = { patchText: process.argv[3] };
+  try {
+    const input = { tool, sessionID: "ses_1", callID: "call_" + tool };
+    await hooks["tool.execute.before"](input, { args });
+    console.log(tool + " ALLOWED");
+  } catch (error) {
+    console.log(tool + " REFUSED " + error.message);
+  }
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run OpenCode's plugin")
+def test_opencode_plugin_under_node_refuses_a_patch_into_the_hooks(
+    project: Path, tmp_path: Path
+) -> None:
+    """What ``install opencode`` writes, run by node as OpenCode runs it: the plugin's
+    ``tool.execute.before`` throws, so the patch tool never runs."""
+    user_hooks = Path(os.environ["XDG_CONFIG_HOME"]) / "agents" / "hooks"
+    for name in ("protect-hooks", "protect-secrets"):
+        shutil.copytree(LIBRARY / name, user_hooks / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "home").mkdir()
+    env = {**os.environ, "HOME": str(tmp_path / "home"),
+           "PATH": f"{Path(MCP_HOOKS).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run([MCP_HOOKS, "install", "opencode", "--scope", "project"], env=env,
+                          cwd=project, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    driver = tmp_path / "driver"
+    driver.mkdir()
+    shutil.copy(project / ".opencode" / "plugins" / "mcp-hooks.js", driver / "plugin.mjs")
+    (driver / "run.mjs").write_text(DRIVER)
+    patch = envelope("*** Add File: .agents/hooks/evil/HOOK.md", "+---")
+    ran = subprocess.run(["node", str(driver / "run.mjs"), str(project), patch], env=env,
+                         cwd=project, capture_output=True, text=True, timeout=120, check=False)
+    assert ran.returncode == 0, ran.stderr
+    for tool in ("apply_patch", "patch"):
+        assert f"{tool} REFUSED {HOOKS_PREFIX}" in ran.stdout, ran.stdout + ran.stderr
+    assert not (project / ".agents" / "hooks" / "evil").exists()
 
 
 @pytest.mark.parametrize("tool", ["apply_patch", "patch"])
