@@ -141,6 +141,9 @@ CD_FORMS = [
     # subshells and pipelines: a cd there moves nothing after it (bash), or does (zsh's last)
     "cd / && (cd /tmp/x) && rm -rf *", "cd / && cd /tmp/x | true && rm -rf *",
     "cd / ; cd /tmp/x & rm -rf *", "true | cd / ; rm -rf *", "cd / && echo | cd /tmp/x; rm -rf *",
+    # a cd that may fail: what follows without && runs where the command was
+    "cd / ; cd no-such-dir ; rm -rf *", "cd /\ncd /tmp/x\nrm -rf *", "cd / && cd /tmp/x || rm -rf *",
+    "d=$'/'; cd $d && rm -rf *",
 ]
 
 LOOK_ALIKES = [

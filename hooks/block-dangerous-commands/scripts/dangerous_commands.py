@@ -205,7 +205,7 @@ class Scan:
             if separates(tok):
                 bare = tok.replace("(", "").replace(")", "")
                 out = self.run_simple(words, stdin, redirects, feed, depth,
-                                      bare in ("|", "|&", "&"), piped)
+                                      bare in ("|", "|&", "&"), piped or bare != "&&")
                 piped = bare in ("|", "|&")
                 feed = out if piped else None
                 words, redirects, stdin = [], [], None
@@ -228,11 +228,12 @@ class Scan:
 
     def run_simple(self, words: list[str], stdin: str | None, redirects: list[str],
                    feed: tuple[str, str] | None, depth: int, alone: bool,
-                   last: bool) -> tuple[str, str] | None:
+                   unsure: bool) -> tuple[str, str] | None:
         """``simple``. ``alone``: it runs in a subshell (``a | b``'s ``a``, ``a &``), so where
-        its cd leads is forgotten after it. ``last``: it ends a pipeline, a subshell in bash
-        but not in zsh, so the folder after it is either."""
-        before = self.folders.copy() if (alone or last) and words else None
+        its cd leads is forgotten after it. ``unsure``: what follows runs whether its cd
+        worked or not (``;``, a newline, ``||``), or it ends a pipeline (a subshell in bash,
+        not in zsh): the folder after it is either."""
+        before = self.folders.copy() if (alone or unsure) and words else None
         out = self.simple(words, stdin, redirects, feed, depth)
         if before is not None and alone:
             self.folders = before

@@ -24,7 +24,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from shell_lexer import HOME, protected
+from shell_lexer import HOME, ansi_c, protected
 
 MAX_STACK = 64  # pushd entries followed
 MAX_VARS = 256  # variables remembered, each at most MAX_VALUE characters
@@ -241,7 +241,8 @@ class Folders:
             if folder is not None and protected(posixpath.join(folder, word), here=False):
                 if not why and len(candidates) > 1:
                     why = (f"{protected(folder, here=False) or folder}, one of the folders "
-                           "the command may be in by then (CDPATH, a pipeline's cd)")
+                           "the command may be in by then (a cd that fails or is not chained "
+                           "with &&, CDPATH, a pipeline)")
                 return f"{word} in {why or protected(folder, here=False) or folder}"
         return None
 
@@ -253,7 +254,7 @@ class Folders:
         m = _ASSIGNED.fullmatch(word)
         if m is None or m.group(2):
             return None
-        name, plus, value = m.group(1), m.group(3), m.group(4)
+        name, plus, value = m.group(1), m.group(3), ansi_c(m.group(4))
         if "$" in value:
             expanded = self.expand(value, self.vars)
             value = expanded if isinstance(expanded, str) and "$" not in expanded else None

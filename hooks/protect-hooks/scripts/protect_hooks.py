@@ -976,7 +976,7 @@ def _patch_writes(guard, tool_input, bases):
 
 def _host_file_tool(tool):
     """A host's own file, patch or shell tool, by its whole name (the engine's vocabulary)."""
-    # imported only when a declared reader would let a write through: ~30 ms of a cold start
+    # imported only when a declared reader would let a write through: ~40 ms of a cold start
     # (python -X importtime), never paid on an ordinary event
     from mcp_hooks.spec.vocabulary import writing_tool_names
 
