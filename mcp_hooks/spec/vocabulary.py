@@ -278,12 +278,15 @@ CLINE = vocabulary(
     tool("spawn_agent", "Agent", ("task", "prompt")),
 )
 
-# OpenCode: lowercase ids, camelCase keys.
+# OpenCode: lowercase ids, camelCase keys. ``apply_patch`` (and the older ``patch``) carry the
+# patch in ``patchText``.
 OPENCODE = vocabulary(
     tool("bash", "Shell", ("workdir", "cwd")),
     tool("read", "ReadFile", ("filePath", "path")),
     tool("write", "WriteFile", ("filePath", "path")),
     tool("edit", "EditFile", ("filePath", "path"), edits="opencode-edit"),
+    tool("apply_patch", "ApplyPatch", ("patchText", "patch")),
+    tool("patch", "ApplyPatch", ("patchText", "patch")),
     tool("glob", "Glob"),
     tool("grep", "Grep", ("include", "glob")),
     tool("list", "ListDir"),
@@ -340,6 +343,19 @@ HOST_TABLES: dict[str, Vocabulary] = {
 # behind the proxy they are that server's tools, and hooks name them so.
 MCP_SERVER_TOOLS: frozenset[str] = frozenset({"read_file", "write_file", "list_directory"})
 MCP_CLIENTS: Vocabulary = union(*HOST_TABLES.values(), leave_out=MCP_SERVER_TOOLS)
+
+
+# The canonical tools that write files or run commands.
+WRITING_TOOLS: frozenset[str] = frozenset({"Shell", "WriteFile", "EditFile", "ApplyPatch"})
+
+
+def writing_tool_names() -> frozenset[str]:
+    """``WRITING_TOOLS`` and every name a host's table gives one of them (``Bash``, ``Write``,
+    ``apply_patch``, ``editor``, ...): the tools a guard reads for what they write whatever
+    it is told about them (protect-hooks' declared readers)."""
+    return WRITING_TOOLS | {name for table in HOST_TABLES.values()
+                            for name, tool in table.tools.items()
+                            if tool.canonical in WRITING_TOOLS}
 
 
 def also_named(names: frozenset[str]) -> frozenset[str]:

@@ -192,6 +192,9 @@ async def test_session_summary_writes_the_audit_trail(project: Path, tmp_path: P
     assert "duration: 42 s" in text and "Shell: 2" in text
     assert "block-dangerous-commands" in text
     assert "2 tool calls checked, 1 denied" in outcome.additional_context[0]
+    # a note, not a question: the lowest intensity, nothing asks to be answered
+    assert [(s.intensity, s.source) for s in outcome.signals] == [("aid", "session-summary")]
+    assert outcome.signals[0].payload["context_info"] == outcome.additional_context[0]
 
 
 @pytest.mark.parametrize(("tool", "tool_input"), [

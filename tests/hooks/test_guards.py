@@ -117,6 +117,35 @@ DANGEROUS = [
     "eval " * 12 + "cd / && rm -rf *",
 ]
 
+# Where the shell goes, in every ordinary form: each lands in / (or somewhere the command does
+# not show, read as / and ~: fail closed), then deletes everything there.
+CD_FORMS = [
+    # cd - : OLDPWD, known from an earlier cd, set by the command, or not known at all
+    "cd / && cd /tmp/x && cd - && rm -rf *", "cd - && rm -rf *", "cd ~- && rm -rf *",
+    "OLDPWD=/ cd - && rm -rf *", "OLDPWD=/; cd -; rm -rf *", "export OLDPWD=/; cd - && rm -rf *",
+    "cd \"$OLDPWD\" && rm -rf *", "cd /tmp && unset OLDPWD; cd -; rm -rf *",
+    # pushd ... popd, and the stack the command did not build
+    "cd / && pushd /tmp/x && popd && rm -rf *", "pushd /; pushd /tmp/x; popd; rm -rf *",
+    "cd / && pushd /tmp && pushd && rm -rf *", "popd && rm -rf *", "pushd +1 && rm -rf *",
+    # CDPATH, for one command or the rest of it
+    "CDPATH=/ cd usr && rm -rf *", "export CDPATH=/; cd usr && rm -rf *",
+    "CDPATH=/tmp:/ ; cd etc; find . -delete", "declare -x CDPATH=:/; cd usr && rm -rf ./*",
+    # a command run somewhere else
+    "env -C / rm -rf *", "env --chdir=/ rm -rf *", "env --chdir / rm -rf *", "env -iC/ rm -rf *",
+    "sudo -D / rm -rf *", "sudo --chdir=/ rm -rf *", "sudo -i rm -rf *", "su - -c 'rm -rf *'",
+    # home folders by user, and the quoted spellings of /
+    "cd ~root && rm -rf *", "cd ~bin && rm -rf *", "cd ~someone && rm -rf ./*",
+    "cd $'/' && rm -rf *", "cd $\"/\" && rm -rf *", "rm -rf $'/'",
+    # a variable the command set itself
+    "d=/; cd $d && rm -rf *", "d=/usr; cd \"${d}\" && rm -rf *",
+    # subshells and pipelines: a cd there moves nothing after it (bash), or does (zsh's last)
+    "cd / && (cd /tmp/x) && rm -rf *", "cd / && cd /tmp/x | true && rm -rf *",
+    "cd / ; cd /tmp/x & rm -rf *", "true | cd / ; rm -rf *", "cd / && echo | cd /tmp/x; rm -rf *",
+    # a cd that may fail: what follows without && runs where the command was
+    "cd / ; cd no-such-dir ; rm -rf *", "cd /\ncd /tmp/x\nrm -rf *", "cd / && cd /tmp/x || rm -rf *",
+    "d=$'/'; cd $d && rm -rf *",
+]
+
 LOOK_ALIKES = [
     "ls", "echo \"rm -rf /\"", "rm -rf ./build", "grep -r \"rm -rf /\" .",
     "git commit -m \"rm -rf / is blocked\"", "python3 -c 'print(\"rm -rf /\")'",
@@ -137,18 +166,42 @@ LOOK_ALIKES = [
     "cd $HOME/proj && rm -rf ./*", "cd / && rm -rf tmp/x", "cd / && rm -f *", "cd / && ls",
     "cd / && rm -rf *.log", "sh -c 'cd /' && rm -rf *", "cd / && cd /tmp/x && rm -rf *",
     "cd / && cd tmp/x && rm -rf *", "cd \"$BUILD_DIR\" && rm -rf *", "cd ~ && find proj -delete",
+    # ordinary moves that stay in the project or a folder of its own
+    "cd build && rm -rf *", "pushd src; popd; ls", "pushd build && rm -rf * && popd",
+    "cd build && cd - && rm -rf dist", "cd /tmp/a && cd /tmp/b && cd - && rm -rf *",
+    "CDPATH=/tmp cd build && rm -rf *", "env -C build rm -rf *", "sudo -D /tmp/x rm -rf *",
+    "cd - && ls", "cd ~root && ls", "cd - && rm -rf build", "d=/tmp/x; cd $d && rm -rf *",
+    "cd $'/tmp/x' && rm -rf *", "sudo -u bob rm -rf build", "echo $? && rm -rf build",
+    "(cd /) && rm -rf *", "cd / | cat; rm -rf *", "cd build && rm -rf * | tee log",
     # how agents commit: the message in a heredoc inside $(...), quotes and all
     "git commit -m \"$(cat <<'EOF'\nGuard: it's now blocking \"rm -rf /\" variants\n\n"
     "Co-Authored-By: an agent\nEOF\n)\"",
 ]
 
 
-@pytest.mark.parametrize("command", DANGEROUS)
+@pytest.fixture(autouse=True)
+def no_cdpath(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook reads CDPATH from its environment: none unless a test sets one."""
+    monkeypatch.delenv("CDPATH", raising=False)
+
+
+@pytest.mark.parametrize("command", DANGEROUS + CD_FORMS)
 async def test_block_dangerous_commands_denies(alone: dict[str, Path], project: Path,
                                                command: str) -> None:
     outcome = await fire(alone["block-dangerous-commands"], project, {"command": command})
     assert outcome.denied and outcome.blocked_by == "block-dangerous-commands", outcome
     assert (outcome.reason or "").startswith("Dangerous command blocked:")
+
+
+async def test_a_cdpath_from_the_environment_is_followed(
+    alone: dict[str, Path], project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CDPATH", "/")
+    user_dir = alone["block-dangerous-commands"]
+    outcome = await fire(user_dir, project, {"command": "cd usr && rm -rf *"})
+    assert outcome.denied, outcome
+    assert "* in /usr, one of the folders the command may be in" in (outcome.reason or "")
+    assert not (await fire(user_dir, project, {"command": "cd build && rm -rf *"})).denied
 
 
 @pytest.mark.parametrize("command", LOOK_ALIKES)

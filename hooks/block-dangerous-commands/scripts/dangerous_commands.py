@@ -5,11 +5,12 @@ or None; run.py serves it with ``mcp_hooks.hookkit`` (one-shot: exit 2 with the 
 stderr; persistent: one answer per event line). The command is read the way a shell reads
 it: quotes, ``;``/``&&``/``||``/``|`` chains, newlines, ``$(...)``/backticks, heredocs and
 here-strings, nested ``sh -c``/``eval``, wrapper prefixes (``sudo``, ``env``, ``timeout``,
-``xargs``, ...) and a file a heredoc writes and the same command then runs. A ``cd``/``pushd``
-to a folder the command names is followed (``Scan.cwd``), so a relative target of a later
-delete is read where it lands: ``cd / && rm -rf *`` deletes ``/*``; a nested shell starts in
-its parent's folder and its own ``cd`` does not leak out; a ``cd`` to a variable forgets the
-folder (it is not known). Interpreter
+``xargs``, ...) and a file a heredoc writes and the same command then runs. Where ``cd``,
+``pushd``/``popd``, ``cd -``, CDPATH, ``env -C``/``sudo -D`` lead is followed
+(``folders.Folders``), so a relative target of a later delete is read where it lands:
+``cd / && rm -rf *`` deletes ``/*``, and where that place cannot be known (``cd -`` before any
+``cd``, ``cd ~user``, ``popd`` past what was pushed) a delete of everything there is refused.
+A nested shell starts in its parent's folder and its own ``cd`` does not leak out. Interpreter
 one-liners (python, node, perl, ruby, php) are searched for their recursive-delete calls,
 disk writes and shell-outs, whose strings are read as commands in turn.
 
@@ -26,10 +27,11 @@ Python 3.10+, standard library only (this folder is copied alone; run.py adds ho
 from __future__ import annotations
 
 import fnmatch
-import posixpath
+import os
 import re
 import shlex
 
+from folders import SETTERS, Folders
 from program_calls import (
     COMMAND_QUOTES,
     DELETE_CALLS,
@@ -45,11 +47,11 @@ from shell_lexer import (
     DISK,
     GLOB,
     HARMLESS_DEV,
-    HOME,
     ansi_c,
     is_operator,
     prescan,
     protected,
+    read_option,
     separates,
     tokens,
     unescape,
@@ -99,8 +101,10 @@ SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "tcsh", "cs
 LANGS = {"python": "python", "pypy": "python", "node": "node", "nodejs": "node", "deno": "node",
          "bun": "node", "perl": "perl", "ruby": "ruby", "jruby": "ruby", "php": "php"}
 WRAPPERS = {  # prefix -> its options that take a value
-    "sudo": {"-u", "-g", "-C", "-h", "-p", "-U", "-r", "-t", "-T", "-D", "--user", "--group"},
-    "doas": {"-u", "-C"}, "env": {"-u", "--unset", "-C", "--chdir"}, "nohup": set(),
+    "sudo": {"-u", "-g", "-C", "-h", "-p", "-U", "-r", "-t", "-T", "-D", "--user", "--group",
+             "--chdir"},
+    "doas": {"-u", "-C"}, "env": {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"},
+    "nohup": set(),
     "nice": {"-n", "--adjustment"}, "ionice": {"-c", "-n", "-p"}, "time": {"-f", "-o"},
     "command": set(), "builtin": set(), "exec": {"-a"}, "stdbuf": {"-i", "-o", "-e"},
     "setsid": set(), "chronic": set(), "unbuffer": set(), "caffeinate": set(), "busybox": set(),
@@ -115,6 +119,7 @@ PASS_THROUGH = {"cat", "tee", "sort", "uniq", "head", "tail"}
 KNOWN = sorted({"rm", "find", "chmod", "chown", "chgrp", "rsync", "mv", "dd", "shred", "mkfs",
                 "wipefs", "fdisk", "sfdisk", "parted", "gdisk", "eval", "xargs", *SHELLS, *LANGS})
 ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^]]*\])?\+?=")
+CHDIR = {("env", "-C"), ("env", "--chdir"), ("sudo", "-D"), ("sudo", "--chdir")}
 
 
 def rule_hit(text: str) -> str | None:
@@ -137,7 +142,7 @@ class Scan:
         self.strings = 0
         self.parsed = 0  # characters split by shlex so far
         self.written: dict[str, str] = {}  # file -> what this command wrote into it
-        self.cwd: str | None = None  # the folder a cd of this command moved to, when evident
+        self.folders = Folders(os.environ.get("CDPATH"))  # where its cd's lead, when evident
 
     def deny(self, why: str) -> None:
         if self.reason is None:
@@ -156,12 +161,14 @@ class Scan:
         its cd moves the rest of the command too."""
         if self.reason or not text or not self.budget():
             return
-        outer = self.cwd  # a nested shell starts where its parent is; its cd stays inside
+        outer = self.folders  # a nested shell starts where its parent is; its cd stays inside
+        if not same:
+            self.folders = outer.nested()
         try:
             self.read_shell(text, depth)
         finally:
             if not same:
-                self.cwd = outer
+                self.folders = outer
 
     def read_shell(self, text: str, depth: int) -> None:
         if depth > MAX_DEPTH or len(text) > MAX_PRESCAN:
@@ -186,6 +193,8 @@ class Scan:
         redirects: list[str] = []
         stdin: str | None = None
         feed: tuple[str, str] | None = None
+        piped = False  # the command ends a pipeline (a subshell in bash, not in zsh)
+        outside: list[Folders] = []  # where each open ( ... ) subshell started
         i = 0
         while i < len(toks):
             tok = toks[i]
@@ -194,9 +203,13 @@ class Scan:
                 i += 1
                 continue
             if separates(tok):
-                out = self.simple(words, stdin, redirects, feed, depth)
-                feed = out if tok in ("|", "|&") else None
+                bare = tok.replace("(", "").replace(")", "")
+                out = self.run_simple(words, stdin, redirects, feed, depth,
+                                      bare in ("|", "|&", "&"), piped or bare != "&&")
+                piped = bare in ("|", "|&")
+                feed = out if piped else None
                 words, redirects, stdin = [], [], None
+                self.subshells(tok, outside)
             if "<" in tok or ">" in tok:
                 if words and words[-1].isdigit():
                     words.pop()  # 2> : a descriptor, not an argument
@@ -211,7 +224,31 @@ class Scan:
                 elif not tok.endswith("&") or not (target.isdigit() or target == "-"):
                     redirects.append(target)
             i += 1
-        self.simple(words, stdin, redirects, feed, depth)
+        self.run_simple(words, stdin, redirects, feed, depth, False, piped)
+
+    def run_simple(self, words: list[str], stdin: str | None, redirects: list[str],
+                   feed: tuple[str, str] | None, depth: int, alone: bool,
+                   unsure: bool) -> tuple[str, str] | None:
+        """``simple``. ``alone``: it runs in a subshell (``a | b``'s ``a``, ``a &``), so where
+        its cd leads is forgotten after it. ``unsure``: what follows runs whether its cd
+        worked or not (``;``, a newline, ``||``), or it ends a pipeline (a subshell in bash,
+        not in zsh): the folder after it is either."""
+        before = self.folders.copy() if (alone or unsure) and words else None
+        out = self.simple(words, stdin, redirects, feed, depth)
+        if before is not None and alone:
+            self.folders = before
+        elif before is not None:
+            self.folders.either(before)
+        return out
+
+    def subshells(self, tok: str, outside: list[Folders]) -> None:
+        """``(`` opens a subshell (a copy of where the command is), ``)`` returns from it."""
+        for c in tok:
+            if c == "(":
+                outside.append(self.folders)
+                self.folders = self.folders.copy()
+            elif c == ")" and outside:
+                self.folders = outside.pop()
 
     def simple(self, words: list[str], stdin: str | None, redirects: list[str],
                feed: tuple[str, str] | None, depth: int) -> tuple[str, str] | None:
@@ -221,31 +258,27 @@ class Scan:
         for target in redirects:
             if DISK.match(target):
                 self.deny("writing straight to a disk device destroys its data")
-        i, fed = 0, None
+        i, fed, assigns, chdir = 0, None, [], None
         while i < len(words):
             word, name = words[i], base(words[i])
             if ASSIGN.match(word):
+                assigns.append(word)
                 i += 1
             elif name in WRAPPERS:
                 i += 1
                 if name == "xargs":  # its arguments come from stdin
                     fed = ("text", stdin) if stdin is not None else feed or ("text", "")
-                while i < len(words) and words[i].startswith("-") and words[i] != "-":
-                    option = words[i]
-                    i += 1
-                    if option == "-S" and name == "env" and i < len(words):
-                        self.shell(words[i], depth + 1)
-                    if option in WRAPPERS[name]:
-                        i += 1
-                    elif option == "--":
-                        break
+                i, moved = self.options(name, words, i, depth)
+                chdir = moved or chdir
             elif name == "timeout":
                 i += 1
                 while i < len(words) and words[i].startswith("-"):
                     i += 2 if words[i] in ("-s", "-k", "--signal", "--kill-after") else 1
                 i += 1  # the duration
             elif name in ("su", "flock", "script") and "-c" in words[i + 1:-1]:
-                self.shell(words[words.index("-c", i + 1) + 1], depth + 1)
+                login = name == "su" and any(w in ("-", "-l", "--login") for w in words[i + 1:])
+                with self.folders.inside("~root" if login else chdir):  # su -: root's home
+                    self.shell(words[words.index("-c", i + 1) + 1], depth + 1)
                 return None
             elif name == "flock":  # flock [options] FILE COMMAND...
                 i += 1
@@ -267,12 +300,39 @@ class Scan:
             else:
                 break
         if i >= len(words):
+            for word in assigns:  # NAME=value alone sets a shell variable
+                self.folders.assign(word)
             return None
-        verb, args = base(words[i]), [ansi_c(w) for w in words[i + 1:]]
+        env = self.folders.command_env(assigns) if assigns else None
+        with self.folders.inside(chdir, env):  # env -C DIR, sudo -D DIR: this command alone
+            return self.command(words[i], words[i + 1:], stdin, redirects, feed, fed, env, depth)
+
+    def options(self, name: str, words: list[str], i: int, depth: int) -> tuple[int, str | None]:
+        """A wrapper's options from ``words[i]`` on: (where its command starts, the folder it
+        runs it in when an option says so: ``env -C``, ``sudo -D``, ``sudo -i``)."""
+        chdir = None
+        while i < len(words) and words[i].startswith("-") and words[i] != "-":
+            option = words[i]
+            if option == "--":
+                return i + 1, chdir
+            flag, value, letters, i = read_option(words, i, WRAPPERS[name])
+            if name == "env" and flag in ("-S", "--split-string") and value is not None:
+                self.shell(value, depth + 1)
+            if (name, flag) in CHDIR and value is not None:
+                chdir = value
+            if name == "sudo" and (option == "--login" or "i" in letters):
+                chdir = "~root"  # a login shell starts in the target user's home
+        return i, chdir
+
+    def command(self, word: str, rest: list[str], stdin: str | None, redirects: list[str],
+                feed: tuple[str, str] | None, fed: tuple[str, str] | None,
+                env: dict[str, str | None] | None, depth: int) -> tuple[str, str] | None:
+        """A simple command's verb ``word`` and its arguments, prefixes read."""
+        verb, args = base(word), [ansi_c(w) for w in rest]
         text = stdin if stdin is not None else feed[1] if feed and feed[0] == "text" else None
-        self.verb(verb, args, depth, fed)
-        if verb in SHELLS or verb in ("eval", "source", ".") or words[i] in self.written:
-            self.run_shell(verb, args, words[i], text, feed, depth)
+        self.verb(verb, args, depth, fed, env)
+        if verb in SHELLS or verb in ("eval", "source", ".") or word in self.written:
+            self.run_shell(verb, args, word, text, feed, depth)
         elif LANGS.get(re.sub(r"[\d.]+$", "", verb)):
             self.interpreter(LANGS[re.sub(r"[\d.]+$", "", verb)], args, text, feed, depth)
         out = self.output(verb, args, stdin, feed)
@@ -345,34 +405,14 @@ class Scan:
 
     # -- folders ---------------------------------------------------------------------------
 
-    def cd(self, verb: str, args: list[str]) -> None:
-        """Follow ``cd``/``pushd`` to a folder the command names (``cd`` alone goes home)."""
-        operands = [a for a in args if not a.startswith("-") or a == "-"]
-        if verb == "popd" or operands[:1] == ["-"] or (verb == "pushd" and not operands):
-            return  # back to a folder this scan may not know: keep the last one
-        target = operands[0] if operands else "~"
-        if target.startswith(("+", "-")):
-            return  # pushd +N rotates the stack
-        if HOME.match(target) or target.startswith("/"):
-            self.cwd = target
-        elif "$" in target:
-            self.cwd = None  # a variable: where it goes is not known
-        elif self.cwd is not None:
-            self.cwd = posixpath.join(self.cwd, target)
-
     def where(self, word: str, here: bool = False) -> str | None:
-        """The protected folder ``word`` names (see ``protected``), read in the folder a cd
-        of this command moved to when it is relative: ``*`` after ``cd /`` is ``/*``."""
-        hit = protected(word, here)
-        if hit or self.cwd is None or not word or word.startswith("/") or HOME.match(word):
-            return hit
-        if protected(posixpath.join(self.cwd, word), here=False):
-            return f"{word} in {protected(self.cwd, here=False) or self.cwd}"
-        return None
+        """The protected folder ``word`` names, read where this command's cd's lead."""
+        return self.folders.where(word, here)
 
     # -- verbs -----------------------------------------------------------------------------
 
-    def verb(self, verb: str, args: list[str], depth: int, fed: tuple[str, str] | None) -> None:
+    def verb(self, verb: str, args: list[str], depth: int, fed: tuple[str, str] | None,
+             env: dict[str, str | None] | None = None) -> None:
         if verb in ("rm", "unlink") and fed is not None:  # xargs rm
             if fed[0] == "list":
                 self.deny(f"xargs {verb} on a listing of {fed[1]} would destroy the system or "
@@ -382,7 +422,9 @@ class Scan:
         if verb == "rm":
             self.rm(args)
         elif verb in ("cd", "pushd", "popd"):
-            self.cd(verb, args)
+            self.folders.chdir(verb, args, env)
+        elif verb in SETTERS or verb == "unset":
+            self.folders.setter(verb, args)
         elif verb == "find":
             self.find(args, depth)
         elif verb in ("chmod", "chown", "chgrp"):
@@ -558,7 +600,7 @@ class Scan:
             words = segment.split()
             for k, word in enumerate(words):
                 if base(word) in ("cd", "pushd", "popd"):  # wherever it stands, as verbs are
-                    self.cd(base(word), words[k + 1:k + 3])
+                    self.folders.chdir(base(word), words[k + 1:k + 3])
                 elif base(word) in KNOWN and base(word) not in SHELLS and base(word) not in LANGS:
                     rest = words[k + 1:]  # its head and tail: a -delete or / may come last
                     if len(rest) > 2 * MAX_WORDS:

@@ -21,6 +21,7 @@ SYSTEM_DIRS = ("bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "li
                "Users", "System", "Library", "Applications", "Volumes", "private")
 HOME = re.compile(r"^(?:~|\$HOME\b|\$\{HOME(?:[:%#?=+-][^}]*)?\})")
 GLOB = re.compile(r"[*?\[]")
+EXPANSION = re.compile(r"\$(?:[A-Za-z_0-9{(@*#?$!-]|$)")  # $NAME, ${...}, $(...), $1, $?, a lone $
 EVERYTHING = r"[.\[\]!^]*[*?][.*?\[\]!^]*"  # *, .*, .[!.]*, ?* ...
 DISK = re.compile(r"/dev/(?:sd[a-z]|nvme\d|hd[a-z]|vd[a-z]|xvd[a-z]|mmcblk\d|disk\d|mapper/)")
 HARMLESS_DEV = re.compile(r"/dev/(?:null|zero|stdout|stderr|stdin|tty|fd/\d+|full|u?random)$")
@@ -28,13 +29,17 @@ HEREDOC = r"<<(-?)[ \t]*((?:'[^'\n]*'|\"[^\"\n]*\"|[^\s;&|<>()])+)"  # compiled 
 
 
 def ansi_c(word: str) -> str:
-    """The value of a $'...' word (shlex leaves its escapes alone)."""
-    if word.startswith("$") and "\\" in word:
+    """The value of a $'...' (or $"...") word: shlex drops the quotes and leaves the ``$`` and
+    the escapes, so ``$'/'`` reaches us as ``$/``. A ``$`` that cannot start an expansion is
+    such a quote's."""
+    if not word.startswith("$"):
+        return word
+    if "\\" in word:
         try:
             return word[1:].encode("latin-1", "backslashreplace").decode("unicode_escape")
         except (UnicodeError, ValueError):
             return word
-    return word
+    return word if EXPANSION.match(word) else word[1:]
 
 
 def braces(word: str, limit: int = 64) -> list[str]:
@@ -98,6 +103,30 @@ def _protected(word: str, here: bool) -> str | None:
                             any(fnmatch.fnmatchcase(d, parts[0]) for d in SYSTEM_DIRS)):
         return path
     return None
+
+
+def read_option(words: list[str], i: int,
+                takes: set[str]) -> tuple[str, str | None, str, int]:
+    """The option at ``words[i]`` of a program whose options ``takes`` take a value: (the
+    option, its value or None, the short flags before it in a cluster, where the next word
+    is). ``--opt=v``, ``--opt v``, ``-o v``, ``-ov`` and clusters (``-iu root``, ``-iC/``)."""
+    option = words[i]
+    i += 1
+    if option.startswith("--"):
+        flag, eq, glued = option.partition("=")
+        if eq:
+            return flag, glued, "", i
+        if flag in takes and i < len(words):
+            return flag, words[i], "", i + 1
+        return flag, None, "", i
+    for j, letter in enumerate(option[1:], 1):
+        if "-" + letter in takes:
+            if option[j + 1:]:
+                return "-" + letter, option[j + 1:], option[1:j], i
+            if i < len(words):
+                return "-" + letter, words[i], option[1:j], i + 1
+            return "-" + letter, None, option[1:j], i
+    return option, None, option[1:], i
 
 
 def tokens(text: str) -> list[str] | None:

@@ -2,14 +2,23 @@
 
 ``check(event)`` reads one before_tool event and returns the reason to deny it, or None;
 run.py serves it with ``mcp_hooks.hookkit`` (one-shot: exit 2 with the reason on stderr;
-persistent: one answer per event line). Standard library only. See ../HOOK.md for what is
-protected and what this cannot see.
+persistent: one answer per event line). Standard library and ``mcp_hooks.spec.patchtext``
+(the patch reader protect-secrets shares). See ../HOOK.md for what is protected and what
+this cannot see.
 """
 
 import fnmatch
 import os
 import re
 import shlex
+
+from mcp_hooks.spec.patchtext import (
+    TooManyValues,
+    applies_patch,
+    is_patch_tool,
+    patch_paths,
+    patch_strings,
+)
 
 MAX_SHELL = 100_000  # longer commands get the conservative scan, not shlex
 MAX_DEPTH = 8  # nested sh -c / $(...) / eval levels before the conservative scan
@@ -316,10 +325,6 @@ WRITE_VERBS = {
     "unzip", "vi", "vim", "nvim", "nano", "emacs", "ed", "ex", "sponge", "mcp-hooks", "find",
     "apply_patch", "python", "python3", "node", "gio", "rename", "xargs", "cpio", "7z", "bsdtar",
 }
-PATCH_PATHS = re.compile(
-    r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$"
-    r"|^(?:\+\+\+|---) (?:[ab]/)?([^\t\n]+?)(?:\t.*)?$|^diff --git a/(\S+) b/(\S+)"
-    r"|^rename (?:from|to) (.+?)\s*$", re.M)
 SUBST = re.compile(r"[$<>]\(")
 
 
@@ -371,11 +376,9 @@ class Shell:
         text = text.replace("\\\n", "")
         for inner in _substitutions(text):
             self.run(inner, depth + 1)
-        if "*** Begin Patch" in text or re.search(r"\b(?:apply_patch|patch|git\s+apply)\b", text):
-            for m in PATCH_PATHS.finditer(text):
-                path = next(g for g in m.groups() if g)
-                if path != "/dev/null":
-                    self.hit(path, "a patch that writes")
+        if applies_patch(text):
+            for path in patch_paths(text):
+                self.hit(path, "a patch that writes")
         tokens = _tokens(text)
         if tokens is None:  # unbalanced quotes: read it the careful way
             self.conservative(text)
@@ -923,17 +926,10 @@ def check_tool(guard, payload):
             return shell.found
     if editor and isinstance(tool_input, dict) and tool_input.get("command") == "view":
         return None
-    if last == "apply_patch" or lower == "applypatch":
-        text = tool_input if isinstance(tool_input, str) else ""
-        if isinstance(tool_input, dict):
-            text = "\n".join(v for k in ("patch", "input", "command")
-                             for v in [tool_input.get(k)] if isinstance(v, str))
-        for m in PATCH_PATHS.finditer(text):
-            path = next(g for g in m.groups() if g)
-            if path != "/dev/null":
-                label = guard.why(path, bases)
-                if label:
-                    return ("a patch that writes", path, label)
+    if is_patch_tool(lower):  # every string of its input: hosts name the key differently
+        found = _patch_writes(guard, tool_input, bases)
+        if found is not None:
+            return found
     if lower in READ_TOOLS or last in READ_TOOLS or (READ_NAME.match(last)
                                                       and not WRITE_WORD.search(last)):
         return None
@@ -958,11 +954,33 @@ def check_tool(guard, payload):
     if found is not None:
         hook_md, readers, problem = declared_readers()
         if lower in readers or last in readers:
-            return None
+            if not (editor or is_patch_tool(lower) or _host_file_tool(tool)):
+                return None
+            found = (*found[:3], f"{name} is a file tool, read for what it writes whatever "
+                                 f"{hook_md} declares (metadata.readers). {ASK_THE_USER}")
         if problem:
             what, path, label, *advice = found
             found = (what, path, f"{label}; and {problem}", *advice)
     return found
+
+
+def _patch_writes(guard, tool_input, bases):
+    """(what, path, label) of the first protected file a patch tool's input names."""
+    for text in patch_strings(tool_input):
+        for path in patch_paths(text):
+            label = guard.why(path, bases)
+            if label:
+                return ("a patch that writes", path, label)
+    return None
+
+
+def _host_file_tool(tool):
+    """A host's own file, patch or shell tool, by its whole name (the engine's vocabulary)."""
+    # imported only when a declared reader would let a write through: ~40 ms of a cold start
+    # (python -X importtime), never paid on an ordinary event
+    from mcp_hooks.spec.vocabulary import writing_tool_names
+
+    return tool.lower() in {n.lower() for n in writing_tool_names()}
 
 
 def _named_paths(guard, tool_input, bases, whole, what):
@@ -1142,7 +1160,7 @@ def check(payload):
     guard = Guard(os.path.normpath(work_dir))
     try:
         found = check_tool(guard, payload)
-    except TooBig:
+    except (TooBig, TooManyValues):
         tool = payload.get("tool_name") or payload.get("tool")
         return (f"{PREFIX} refused this {tool if isinstance(tool, str) else ''} call: it names "
                 f"more paths than the {MAX_LOOKUPS} this guard checks per call, so it cannot "

@@ -8,8 +8,11 @@ too: redirections and ``tee`` into a secret file, the target of ``cp``/``mv``/``
 ``ln``/``dd of=``/``sed -i``/``truncate``/``curl -o``/``wget -O`` wherever the verb stands
 (quotes and line continuations dropped, so ``".e"nv`` is ``.env``), an interpreter one-liner
 or heredoc (python, node, perl, ruby, php) that writes and names a secret file in a string,
-and secret content anywhere in the command. Linear work; commands past MAX_COMMAND characters
-are read up to it. Python 3.10+, standard library and hookkit.
+and secret content anywhere in the command. A patch (a patch tool's every string, or a
+command that applies one) is read for the files its headers name and the lines it adds
+(``mcp_hooks.spec.patchtext``, shared with protect-hooks). Linear work; commands past
+MAX_COMMAND characters are read up to it. Python 3.10+, standard library, hookkit and
+patchtext.
 """
 
 from __future__ import annotations
@@ -18,6 +21,14 @@ import os
 import re
 
 from mcp_hooks.hookkit import deny, hook
+from mcp_hooks.spec.patchtext import (
+    TooManyValues,
+    added_text,
+    applies_patch,
+    is_patch_tool,
+    patch_paths,
+    patch_strings,
+)
 
 MAX_COMMAND = 1_000_000
 
@@ -109,6 +120,8 @@ def shell_targets(command: str) -> list[str]:
                 targets += [a[2:] for a in args if a.startswith(how) and len(a) > 2]
     if INTERPRETER.search(command) and re.search(WRITE_API, command):
         targets += [m.group(1) or m.group(2) for m in re.finditer(LITERAL, command)]
+    if applies_patch(command):
+        targets += patch_paths(command)
     return targets
 
 
@@ -121,9 +134,31 @@ def content_of(tool_input: dict[str, object]) -> str:
     return "\n".join(p for p in parts if isinstance(p, str))
 
 
+def patch_refusal(tool_input: object) -> dict | None:
+    """A patch tool's call: every string of its input read as a patch."""
+    try:
+        texts = patch_strings(tool_input)
+    except TooManyValues as exc:
+        return deny(f"Secret files protected: {exc}, too many to check; split the patch.")
+    for text in texts:
+        for path in patch_paths(text):
+            why = secret_path(path)
+            if why:
+                return deny(f"Secret file protected: {why}; the patch would write it. Ask the "
+                            "user to change secrets by hand, or patch an example file such as "
+                            ".env.example.")
+        what = carries(added_text(text))
+        if what:
+            return deny(f"Secret protected: the patch adds {what}. Do not write secrets into "
+                        "files; read them from the environment.")
+    return None
+
+
 @hook
 def main(payload: dict) -> dict | None:
     tool_input = payload.get("tool_input") or {}
+    if is_patch_tool(payload.get("tool_name")):
+        return patch_refusal(tool_input)
     command = tool_input.get("command") or tool_input.get("cmd")
     if isinstance(command, list) and all(isinstance(c, str) for c in command):
         import shlex  # only for a list command: its import is not free

@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from mcp_hooks.hookkit import context, hook
+from mcp_hooks.hookkit import hook
 
 
 def state_dir() -> Path:
@@ -72,5 +72,9 @@ def main(payload: dict) -> dict | None:
     out = state_dir() / "sessions" / f"{safe}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines), encoding="utf-8")
-    return context(f"Session summary written to {out}: {sum(tools.values())} tool calls "
-                   f"checked, {len(denials)} denied, {len(failures)} failed hooks.")
+    # a note for the record, never a question: an aid signal (the lowest intensity), whose
+    # text still reaches the host as context; a plain additional_context would be a prompt
+    return {"intensity": "aid", "type": "session_summary",
+            "context_info": f"Session summary written to {out}: {sum(tools.values())} tool "
+                            f"calls checked, {len(denials)} denied, {len(failures)} failed "
+                            "hooks."}
