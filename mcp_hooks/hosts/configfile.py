@@ -44,6 +44,7 @@ from mcp_hooks.errors import ConfigError, RunError
 from mcp_hooks.hosts import ALIASES, HOSTS
 from mcp_hooks.hosts.base import Host
 from mcp_hooks.hosts.forward import FORWARD_PATH, TOOL_NAME
+from mcp_hooks.hosts.jsontext import render
 
 TOML_BEGIN = "# >>> mcp-hooks: managed block, written by `mcp-hooks install kimi-cli`"
 TOML_END = "# <<< mcp-hooks"
@@ -304,7 +305,7 @@ def edit_json(where: Target, text: str, events: Sequence[str], make: MakeHandler
             del data["hooks"]
         if not data or data == {"version": 1}:
             return ""  # nothing left but what we wrote: remove the file
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return render(text, data)  # what did not change keeps its bytes (jsontext)
 
 
 # -- TOML (Kimi CLI) ----------------------------------------------------------------------

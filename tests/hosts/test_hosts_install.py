@@ -190,7 +190,7 @@ def test_a_file_only_we_wrote_is_removed_by_uninstall(env: dict[str, str],
 def test_dry_run_prints_the_diff_and_writes_nothing(env: dict[str, str], project: Path) -> None:
     path = project / ".gemini" / "settings.json"
     path.parent.mkdir()
-    path.write_text('{"security": {"auth": {"selectedType": "gemini-api-key"}}}\n')
+    path.write_text('{\n  "security": {\n    "auth": {"selectedType": "gemini-api-key"}\n  }\n}\n')
     before = path.read_text()
     output = ok(run(env, project, "install", "gemini-cli", "--dry-run"))
     assert output.startswith(f"--- {path}")
