@@ -35,10 +35,10 @@ from mcp_hooks.hosts.doctor_server import Findings
 _BRIDGE_LINE = re.compile(r"^BRIDGE = (\[.*\])$", re.MULTILINE)
 
 
-def _reinstall(host: Host, scope: str) -> str:
-    return (f"mcp-hooks install {host.name} --scope {scope} (from an mcp-hooks installed for "
-            "good: it rewrites the entries with a command that never imports from the "
-            "current folder)")
+def _reinstall(host: Host, scope: str, via: str = "") -> str:
+    return (f"mcp-hooks install {host.name}{via} --scope {scope} (from an mcp-hooks installed "
+            "for good: it rewrites the entries, and the forward script, with a command that "
+            "never imports from the current folder)")
 
 
 def forward_words(words: list[str]) -> tuple[int, str] | None:
@@ -88,7 +88,8 @@ def check_cwd_imports(report: Findings, host: Host, scope: str, file: Path,
                      f"back to `{bridge}`, which")
         if why:
             report.problem(f"{where} would load code from the project folder the host runs "
-                           f"it in: {why}", _reinstall(host, scope), host.name)
+                           f"it in: {why}", _reinstall(
+                               host, scope, " --via server" if fallback else ""), host.name)
             return
 
 

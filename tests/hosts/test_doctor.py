@@ -279,3 +279,24 @@ def test_a_pythonpath_read_as_the_current_folder_is_a_problem(
     assert code == 1
     (problem,) = [p for p in report["problems"] if "PYTHONPATH" in p["what"]]
     assert "''" in problem["what"] and "remove the empty" in problem["fix"]
+
+
+def test_a_forward_script_falling_back_to_python_dash_m_is_a_problem(
+        env: dict[str, str], project: Path, user_dir: Path) -> None:
+    """A ``--via server`` entry runs our forward script, which runs the bridge itself when no
+    server answers: that fallback must not import from the project folder either."""
+    env = {**env, "MCP_HOOKS_TOKEN": TOKEN}
+    installed(env, project, "claude-code", "--scope", "user", "--via", "server", "--url",
+              "http://127.0.0.1:9", "--event", "PreToolUse")
+    script = Path(env["XDG_CONFIG_HOME"]) / "mcp-hooks" / "mcp-hooks-forward.py"
+    text = script.read_text()
+    assert f"BRIDGE = {[MCP_HOOKS]!r}\n" in text
+    code, report = doctor(env, project, user_dir)
+    assert code == 0, report["problems"]  # the server is down: a warning only
+    script.write_text(text.replace(f"BRIDGE = {[MCP_HOOKS]!r}\n",
+                                   f"BRIDGE = {[sys.executable, '-m', 'mcp_hooks.cli']!r}\n"))
+    code, report = doctor(env, project, user_dir)
+    assert code == 1
+    (problem,) = [p for p in report["problems"] if "project folder" in p["what"]]
+    assert str(script) in problem["what"] and "falls back to" in problem["what"]
+    assert "mcp-hooks install claude-code --via server --scope user" in problem["fix"]
