@@ -214,14 +214,18 @@ def test_a_bridge_command_that_imports_from_the_folder_is_refused(tmp_path: Path
     assert not (tmp_path / "home" / ".claude" / "settings.json").exists()
 
 
-def test_background_work_ignores_the_clone(tmp_path: Path, clone: Path) -> None:
-    """An async hook's detached launcher starts in the folder the bridge runs in: the clone."""
+@pytest.mark.parametrize("start", ["script", "python -I"])
+def test_background_work_ignores_the_clone(tmp_path: Path, clone: Path, start: str) -> None:
+    """An async hook's detached launcher starts in the folder the bridge runs in: the clone
+    (from the ``mcp-hooks`` script: ``-P``; from an isolated bridge: ``-I``)."""
     env = host_env(tmp_path)
     ran = tmp_path / "async-ran"
     write_hook(Path(env["MCP_HOOKS_USER_DIR"]), "later", extra="async: true\n",
                script=f"touch {ran}\n")
     host = get_host("claude-code")
-    done = subprocess.run([MCP_HOOKS, "bridge", "claude-code", "--event", "PreToolUse"],
+    prefix = [MCP_HOOKS] if start == "script" else [
+        str(stable_python(tmp_path / "stable", pth=True)), "-I", "-m", "mcp_hooks.cli"]
+    done = subprocess.run([*prefix, "bridge", "claude-code", "--event", "PreToolUse"],
                           input=json.dumps(host.shell_call("ls", "cwd-test", clone)),
                           cwd=clone, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
