@@ -206,16 +206,31 @@ class DetachedLauncher:
                "state": self.state, "replica": self.replica})
 
 
+def child_argv() -> list[str]:
+    """This interpreter on ``_MODULE``, never importing from the current folder: the caller
+    runs in the host's project folder, where ``python -m`` alone would put a cloned
+    repository's own ``mcp_hooks/`` first. ``-I`` if this process runs isolated (its
+    environment then imports us so too), else ``-P`` (3.11+), else (3.10) ``-c`` dropping the
+    current folder's entry before importing the module."""
+    if sys.flags.isolated:
+        return [sys.executable, "-I", "-m", _MODULE]
+    if sys.version_info >= (3, 11):
+        return [sys.executable, "-P", "-m", _MODULE]
+    return [sys.executable, "-c", "import sys\nif sys.path and sys.path[0] == '':\n"
+            f"    del sys.path[0]\nimport runpy\nrunpy.run_module({_MODULE!r}, "
+            "run_name='__main__')"]
+
+
 def spawn(job: dict[str, Any]) -> None:
-    """Start ``python -m mcp_hooks.engine.launch`` detached with ``job`` as JSON on stdin;
-    never waits for it, never raises."""
+    """Start ``python -P -m mcp_hooks.engine.launch`` (``child_argv``) detached with ``job``
+    as JSON on stdin; never waits for it, never raises."""
     try:
         read_fd, write_fd = os.pipe()
         devnull = os.open(os.devnull, os.O_RDWR)
         try:
             os.posix_spawn(
                 sys.executable,
-                [sys.executable, "-m", _MODULE],
+                child_argv(),
                 os.environ,
                 file_actions=[
                     (os.POSIX_SPAWN_DUP2, read_fd, 0),

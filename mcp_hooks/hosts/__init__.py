@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from mcp_hooks.errors import ConfigError, did_you_mean
+from mcp_hooks.errors import ConfigError
 
 if TYPE_CHECKING:
     from mcp_hooks.hosts.base import Host
@@ -54,9 +54,37 @@ class UnknownHostError(ConfigError, ValueError):
 
     def __init__(self, name: str) -> None:
         self.name = name
-        hint = did_you_mean(name, [*HOSTS, *ALIASES])
+        hint = close_host(name)
         super().__init__(f"unknown host {name!r}{f' ({hint})' if hint else ''}; "
                          f"use one of: {', '.join(HOSTS)}")
+
+
+def _plain(name: str) -> str:
+    return name.lower().translate({ord(c): None for c in "-_. "})
+
+
+def _slips(one: str, other: str) -> int:
+    """Typing slips between two words: letters missing, extra or changed, two neighbours
+    swapped (optimal string alignment distance)."""
+    previous: list[int] = []
+    row = list(range(len(other) + 1))
+    for i, a in enumerate(one, 1):
+        before, previous, row = previous, row, [i] + [0] * len(other)
+        for j, b in enumerate(other, 1):
+            row[j] = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (a != b))
+            if i > 1 and j > 1 and a == other[j - 2] and one[i - 2] == b:
+                row[j] = min(row[j], before[j - 2] + 1)
+    return row[-1]
+
+
+def close_host(name: str) -> str:
+    """``did you mean 'x'?`` for the host one typing slip from ``name`` (two for names over
+    six letters; ``-``, ``_`` and case ignored), else ``""``: a merely similar word is no
+    host (``vscode`` is not ``codex``)."""
+    plain = _plain(name)
+    found = sorted((_slips(plain, _plain(c)), ALIASES.get(c, c)) for c in (*HOSTS, *ALIASES))
+    slips, host = found[0]
+    return f"did you mean {host!r}?" if slips <= (1 if len(plain) <= 6 else 2) else ""
 
 
 def host_name(name: str) -> str:
@@ -79,4 +107,4 @@ def get_host(name: str) -> Host:
     return host
 
 
-__all__ = ["ALIASES", "HOSTS", "UnknownHostError", "get_host", "host_name"]
+__all__ = ["ALIASES", "HOSTS", "UnknownHostError", "close_host", "get_host", "host_name"]

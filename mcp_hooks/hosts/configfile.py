@@ -5,7 +5,10 @@ replacing our entries with the same ones changes nothing; our entries are recogn
 shape whatever command starts them (``... bridge <host> --event ...``, our forward script,
 the older ``mcp-hooks bridge`` forms), URL (``/hooks/bridge/``) or MCP tool
 (``bridge_hook``); the previous file is copied to ``paths.backups_dir()`` before a change and
-the new one replaces it atomically. Five formats (``Host.config_format``):
+the new one replaces it atomically; a JSON file is edited in place (``jsontext``: what did not
+change keeps its bytes). ``cwd_import_reason`` says whether a command would load code from the
+folder a host runs it in (``install`` refuses to write one, ``doctor`` reports one). Five
+formats (``Host.config_format``):
 
 - ``grouped``: ``{"hooks": {event: [{"hooks": [handler, ...]}, ...]}}`` (Claude Code, Codex,
   Gemini CLI); a group left empty by an uninstall is dropped, as is an event left empty;
@@ -31,6 +34,7 @@ import importlib
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 import time
@@ -44,6 +48,7 @@ from mcp_hooks.errors import ConfigError, RunError
 from mcp_hooks.hosts import ALIASES, HOSTS
 from mcp_hooks.hosts.base import Host
 from mcp_hooks.hosts.forward import FORWARD_PATH, TOOL_NAME
+from mcp_hooks.hosts.jsontext import render
 
 TOML_BEGIN = "# >>> mcp-hooks: managed block, written by `mcp-hooks install kimi-cli`"
 TOML_END = "# <<< mcp-hooks"
@@ -152,6 +157,79 @@ def edit_all(where: Target, events: Sequence[str], make: MakeHandler | None,
 
 def _commands(make: MakeHandler, events: Sequence[str], host: Host) -> dict[str, str]:
     return {event: host.entry_command(make(event)) or "" for event in events}
+
+
+# -- commands that never import from the host's folder ----------------------------------
+
+# An interpreter by its name: python, python3, python3.12, pypy3, python.exe ...
+_PYTHON = re.compile(r"^(?:python|pypy)[\d.]*(?:\.exe)?$")
+_ARG_FLAGS = frozenset("WXQ")  # interpreter options that take the next word (or their rest)
+_LONG_ARG_FLAGS = frozenset({"--check-hash-based-pycs"})
+SAFE_FLAGS = ("-I", "-P")  # isolated mode; -P (3.11+): no script or current folder on sys.path
+
+
+def cwd_import_reason(command: str) -> str | None:
+    """Why ``command`` (a shell line as a host runs it, in the project folder) would load
+    code found in that folder: a ``python -m``/``-c`` without ``-I``/``-P`` (the current
+    folder comes first on ``sys.path``: a cloned repository's own ``mcp_hooks/`` would run),
+    a script or program named by a relative path. None: it would not (a program found on
+    PATH, an absolute script, ``-I``/``-P``, ``PYTHONSAFEPATH`` set before it)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None  # not a command line at all: the caller reports that
+    safe_env = False
+    for at, word in enumerate(words):
+        name, _, value = word.partition("=")
+        if _ and re.fullmatch(r"[A-Za-z_]\w*", name):
+            safe_env = safe_env or (name == "PYTHONSAFEPATH" and bool(value))
+            continue
+        if "/" in word and not os.path.isabs(word):
+            return (f"it starts {word!r}, a relative path, which the host looks up in the "
+                    "folder it runs the command in (the project)")
+        if _PYTHON.match(os.path.basename(word)):
+            return None if safe_env else _python_reason(words[at + 1:])
+        if word != "env" and not word.startswith("-"):
+            return None  # a program found on PATH (or by its absolute path)
+    return None
+
+
+def _python_reason(words: list[str]) -> str | None:
+    """Why an interpreter run with these words would import from the current folder."""
+    at = 0
+    while at < len(words):
+        word = words[at]
+        at += 1
+        if word == "-" or not word.startswith("-"):
+            if word != "-" and os.path.isabs(word):
+                return None  # an absolute script: its own folder goes first on sys.path
+            return (f"Python runs the script {word!r} from the folder the host runs it in "
+                    "(the project)")
+        if word.startswith("--"):
+            at += word in _LONG_ARG_FLAGS
+            continue
+        mode, takes_next = _short_flags(word[1:])
+        if mode in ("I", "P"):
+            return None
+        if mode:
+            what = "-c" if mode == "c" else "-m " + (
+                word[word.index("m") + 1:] or (words[at:at + 1] or [""])[0])
+            return (f"`python {what}` without -I or -P puts the folder the host runs it in "
+                    "(the project) first on sys.path, so a cloned repository's own "
+                    "mcp_hooks/ would run instead of mcp-hooks, before any trust check")
+        at += takes_next
+    return "Python reads its program from stdin, with the current folder on sys.path"
+
+
+def _short_flags(flags: str) -> tuple[str, bool]:
+    """One word of short interpreter options (without its ``-``): the first of ``I``, ``P``,
+    ``m``, ``c`` in it (else ``""``), and whether an option in it takes the next word."""
+    for index, flag in enumerate(flags):
+        if flag in "IPmc":
+            return flag, False
+        if flag in _ARG_FLAGS:
+            return "", index == len(flags) - 1
+    return "", False
 
 
 # -- generated files: a folder of executables, one module --------------------------------
@@ -304,7 +382,7 @@ def edit_json(where: Target, text: str, events: Sequence[str], make: MakeHandler
             del data["hooks"]
         if not data or data == {"version": 1}:
             return ""  # nothing left but what we wrote: remove the file
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return render(text, data)  # what did not change keeps its bytes (jsontext)
 
 
 # -- TOML (Kimi CLI) ----------------------------------------------------------------------
@@ -415,5 +493,6 @@ def replace(path: Path, old: str, new: str, backup: Path, mode: int | None = Non
     return saved
 
 
-__all__ = ["OURS", "Generated", "InstallError", "InstallOptionError", "Target", "backup_path",
-           "edit", "edit_all", "generated", "is_ours", "our_files", "replace", "target"]
+__all__ = ["OURS", "SAFE_FLAGS", "Generated", "InstallError", "InstallOptionError", "Target",
+           "backup_path", "cwd_import_reason", "edit", "edit_all", "generated", "is_ours",
+           "our_files", "replace", "target"]

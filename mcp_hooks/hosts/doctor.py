@@ -10,7 +10,10 @@ project hooks, shadowed ones; whether the event log and the trust store can be w
 for ``--via server`` / ``--via http`` entries, whether the server answers and proves it holds
 the token (a forward protocol v2 request, which never sends the token, answered with a
 signature over it, for a payload that runs no hook), and whether the forward script on disk
-is one that keeps the token to itself.
+is one that keeps the token to itself. And what the host runs beyond the probe
+(``doctor_commands``): no written command may load code from the project folder, nor the
+environment put that folder on PATH or PYTHONPATH; a file install generates whole (OpenCode's
+plugin, Cline's scripts) must be byte for byte what this mcp-hooks writes.
 
 Exit 1 when anything is broken, each problem printed with its fix; 0 otherwise. Warnings
 (a host wired without its tool gate, a server that is down while the local bridge still
@@ -44,6 +47,12 @@ from mcp_hooks.hosts.configfile import (
     our_files,
     target,
     toml_reader,
+)
+from mcp_hooks.hosts.doctor_commands import (
+    check_cwd_imports,
+    check_environment,
+    check_generated,
+    forward_words,
 )
 from mcp_hooks.hosts.doctor_server import check_forward_script, check_server
 from mcp_hooks.hosts.doctor_state import check_state
@@ -166,7 +175,9 @@ def run_doctor(given: DoctorOptions) -> int:
         _write_probe(probe_root)
         for name in names:
             check_host(report, get_host(name), project, probe_root)
-    if not report.wirings:
+    if report.wirings:
+        check_environment(report)
+    else:
         report.warn("no agent host is wired to mcp-hooks (looked in the project and user "
                     "configs)", "mcp-hooks install <host> (" + ", ".join(HOSTS) + ")")
     check_hooks(report, given.common)
@@ -293,6 +304,9 @@ def check_host(report: Report, host: Host, project: Path, probe_root: Path) -> N
         wiring = Wiring(host.name, scope, where.path, entries)
         report.wirings.append(wiring)
         _check_commands(report, wiring, host)
+        check_cwd_imports(report, host, scope, where.path,
+                          {e.event: e.command for e in entries if e.command})
+        check_generated(report, host, scope, where, text)
         gate = host.gate_event
         gate_entries = [e for e in entries if e.event == gate]
         if not gate_entries:
@@ -310,9 +324,10 @@ def check_host(report: Report, host: Host, project: Path, probe_root: Path) -> N
                     "if that does not help, run the command by hand to see its error", host.name)
         if entry.kind == "server" and entry.command:
             words = shlex.split(entry.command)
-            url = words[2] if len(words) > 2 else ""
-            if len(words) > 1:
-                check_forward_script(report, host, Path(words[1]), scope)
+            found = forward_words(words)
+            url = found[1] if found else ""
+            if found:
+                check_forward_script(report, host, Path(words[found[0]]), scope)
             wiring.server = check_server(report, host, url, read_token(), gate,
                                          fallback=True)
         elif entry.kind == "http" and entry.url:
@@ -337,8 +352,9 @@ def _check_commands(report: Report, wiring: Wiring, host: Host) -> None:
                            f"mcp-hooks install {host.name} --scope {wiring.scope}", host.name)
             continue
         needed = words[:1]
-        if entry.kind == "server" and len(words) > 1:
-            needed.append(words[1])  # the forward script itself
+        script = forward_words(words) if entry.kind == "server" else None
+        if script:
+            needed.append(words[script[0]])  # the forward script itself
         for index, word in enumerate(needed):
             if word in wiring.resolves:
                 continue
@@ -380,8 +396,9 @@ def probe(host: Host, entry: Entry, event: str, root: Path) -> dict[str, Any]:
     """Run the written command as the host would, against the probe hook only."""
     assert entry.command is not None
     words = shlex.split(entry.command)
-    if entry.kind == "server" and len(words) > 2:
-        words[2] = UNREACHABLE  # the server is checked apart; this checks the fallback
+    found = forward_words(words) if entry.kind == "server" else None
+    if found and found[0] + 1 < len(words):
+        words[found[0] + 1] = UNREACHABLE  # the server is checked apart; this the fallback
     user, work = root / "user", root / "project"
     words += ["--user-dir", str(user), "--project-dir", str(work), "--no-log"]
     env = {**os.environ, "MCP_HOOKS_USER_DIR": str(user), "MCP_HOOKS_PROJECT_DIR": str(work),

@@ -25,18 +25,22 @@ OpenCode's plugin are files we generate whole, and only ours are ever replaced o
 
 The command written must keep working (``bridge_prefix``): never a path inside a throwaway
 environment (uv's cache or an ``archive-v0``/``.tmp`` folder, a ``pipx run`` cache, anything
-under the temp dir). User scope gets an ``mcp-hooks`` found outside such places (this one or
-the one on PATH), else ``<python> -m mcp_hooks.cli`` of a stable interpreter, else (once the
-package is on PyPI: ``ON_PYPI``) ``uvx mcp-hooks==<version>``, else install refuses and says
-how to install mcp-hooks for good. Project scope (a file teams commit) gets plain
-``mcp-hooks``, found on PATH by the host. ``--bridge-command`` (or
-``MCP_HOOKS_BRIDGE_COMMAND``) overrides both.
+under the temp dir), and never one that loads code from the folder the host runs it in (the
+project: a clone's own ``mcp_hooks/`` must not answer for us). User scope gets an
+``mcp-hooks`` found outside such places (this one, the one on PATH, the one beside this
+Python), else ``<python> -I -m mcp_hooks.cli`` of a stable interpreter (``-P`` when only that
+imports this package: ``python_prefix``), else (once the package is on PyPI: ``ON_PYPI``)
+``uvx mcp-hooks==<version>``, else install refuses and says how to install mcp-hooks for
+good. Project scope (a file teams commit) gets plain ``mcp-hooks``, found on PATH by the
+host. ``--bridge-command`` (or ``MCP_HOOKS_BRIDGE_COMMAND``) overrides both, unless it would
+load from the project folder (``configfile.cwd_import_reason``): refused.
 
 ``--via`` chooses what the host runs:
 
 - ``command`` (default): ``mcp-hooks bridge <host> --event <Event>``, a new process per
   hook call;
-- ``server``: a small Python script (standard library only, ``forward_script``) that POSTs the
+- ``server``: a small Python script (standard library only, ``forward_script``, run with
+  ``-I``) that POSTs the
   payload to a running ``mcp-hooks serve --transport http`` signed with the server's token
   (read from a 0600 file; the token itself is never sent), accepts the answer only if it is
   signed over that very request (forward protocol v2, docs/safety.md "Forward path"), and
@@ -63,6 +67,7 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -76,10 +81,12 @@ from mcp_hooks.hosts import UnknownHostError, get_host
 from mcp_hooks.hosts.base import Host
 from mcp_hooks.hosts.claude_code import ClaudeCode
 from mcp_hooks.hosts.configfile import (
+    SAFE_FLAGS,
     InstallError,
     InstallOptionError,
     Target,
     backup_path,
+    cwd_import_reason,
     edit_all,
     replace,
     target,
@@ -189,43 +196,107 @@ def _release_version() -> str | None:
 
 
 def stable_prefix() -> list[str]:
-    """An argv that starts ``mcp-hooks`` and keeps working after this process has gone.
+    """An argv that starts ``mcp-hooks`` and keeps working after this process has gone, and
+    never loads code from the folder the host runs it in (``python_prefix``).
 
     Raises:
-        InstallError: only throwaway copies were found; says how to install for good.
+        InstallError: only throwaway copies were found, or this Python imports mcp-hooks only
+            from the current folder; says how to install for good.
     """
     seen: list[str] = []
-    argv0 = sys.argv[0] if sys.argv else ""
-    candidates = []
-    if os.path.basename(argv0) in ("mcp-hooks", "mcp-hooks.exe") and os.path.isfile(argv0):
-        candidates.append(argv0)
-    found = shutil.which("mcp-hooks")
-    if found:
-        candidates.append(found)
-    for candidate in candidates:
+    for candidate in _scripts():
         why = throwaway_reason(candidate)
         if why is None:
             return [os.path.abspath(candidate)]
         seen.append(why)
     package = Path(__file__).resolve().parent.parent
     why = throwaway_reason(sys.executable) or throwaway_reason(package)
-    if why is None:
-        return [sys.executable, "-m", "mcp_hooks.cli"]
-    seen.append(why)
+    prefix = python_prefix(sys.executable) if why is None else None
+    if prefix is not None:
+        return prefix
+    seen.append(why or f"{sys.executable} imports mcp-hooks ({package}) only from the current "
+                "folder, not with -I or -P from any other")
     uvx = shutil.which("uvx")
     version = _release_version()
     if uvx and version and throwaway_reason(uvx) is None:
         return [os.path.abspath(uvx), f"mcp-hooks=={version}"]
     raise InstallError(
-        "refusing to write a command that would stop working: this mcp-hooks runs from a "
-        f"throwaway environment ({'; '.join(dict.fromkeys(seen))}). To fix: "
+        "refusing to write a command that would stop working, or work only in one folder: "
+        f"this mcp-hooks runs from a throwaway environment, or imports only from the current "
+        f"folder ({'; '.join(dict.fromkeys(seen))}). To fix: "
         + INSTALL_FOR_GOOD + ".")
 
 
+def _scripts() -> list[str]:
+    """The ``mcp-hooks`` scripts to write, best first: the one running, the one on PATH, the
+    one beside this Python (its environment's own)."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    found = []
+    if os.path.basename(argv0) in ("mcp-hooks", "mcp-hooks.exe") and os.path.isfile(argv0):
+        found.append(argv0)
+    on_path = shutil.which("mcp-hooks")
+    if on_path:
+        found.append(on_path)
+    beside = Path(sys.executable).parent / "mcp-hooks"
+    if os.access(beside, os.X_OK) and beside.is_file():
+        found.append(str(beside))
+    return found
+
+
+# What python_prefix runs to see where a flag's import of mcp_hooks comes from.
+_WHERE = "import mcp_hooks, sys; sys.stdout.write(mcp_hooks.__file__)"
+
+
+def python_prefix(python: str) -> list[str] | None:
+    """``<python> <flag> -m mcp_hooks.cli`` with the first flag of ``SAFE_FLAGS`` under which
+    ``python``, started in an empty folder, imports this very package; None when neither does.
+
+    ``-m`` alone puts the current folder first on ``sys.path``, and hosts run our command in
+    the project: a cloned repository shipping ``mcp_hooks/__init__.py`` would run in our
+    place. ``-I`` (isolated: no current or script folder, no ``PYTHON*`` variables, no user
+    site-packages) is preferred; ``-P`` (Python 3.11+: only the folders left out) serves a
+    package found through ``PYTHONPATH`` or the user site. Run once per install (~30 ms each).
+    """
+    here = Path(__file__).resolve().parent.parent / "__init__.py"
+    with tempfile.TemporaryDirectory(prefix="mcp-hooks-install-") as empty:
+        for flag in SAFE_FLAGS:
+            try:
+                done = subprocess.run([python, flag, "-c", _WHERE], cwd=empty, timeout=60,
+                                      capture_output=True, text=True, env=_without_cwd_paths())
+            except (OSError, subprocess.TimeoutExpired):
+                continue
+            if done.returncode == 0 and done.stdout and Path(done.stdout).resolve() == here:
+                return [python, flag, "-m", "mcp_hooks.cli"]
+    return None
+
+
+def _without_cwd_paths() -> dict[str, str]:
+    """This environment, with the empty and relative ``PYTHONPATH`` entries (which Python
+    reads as the current folder) left out, so a check never passes through them."""
+    env = dict(os.environ)
+    if "PYTHONPATH" in env:
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in env["PYTHONPATH"].split(os.pathsep) if os.path.isabs(p))
+    return env
+
+
 def explicit_prefix(options: InstallOptions) -> list[str] | None:
-    """``--bridge-command`` (or ``$MCP_HOOKS_BRIDGE_COMMAND``), split; None when not given."""
+    """``--bridge-command`` (or ``$MCP_HOOKS_BRIDGE_COMMAND``), split; None when not given.
+
+    Raises:
+        InstallOptionError: it would load code from the folder the host runs it in.
+    """
     given = options.bridge_command or env_value(BRIDGE_COMMAND_ENV)
-    return shlex.split(given) if given else None
+    if not given:
+        return None
+    why = cwd_import_reason(given)
+    if why:
+        raise InstallOptionError(
+            f"--bridge-command {given!r} (or ${BRIDGE_COMMAND_ENV}) would run code from the "
+            f"project folder: {why}. Hosts run it there, so a cloned repository could stand in "
+            "for mcp-hooks. Pass an absolute path, or start Python with -I (or -P on 3.11+): "
+            "e.g. `python3 -I -m mcp_hooks.cli`")
+    return shlex.split(given)
 
 
 def bridge_prefix(options: InstallOptions, scope: str = "user") -> list[str]:
@@ -339,7 +410,8 @@ def handler_maker(options: InstallOptions, host: Host, scope: str,
         bridge = explicit_prefix(options) or stable_prefix()  # the fallback: absolute, stable
         python = forward_python(bridge)
         script = write_forward_files(token, bridge, dry_run=options.dry_run)
-        argv = [python, str(script), _url(options), host.name]
+        # -I: the script needs the standard library only, never a module of the project
+        argv = [python, "-I", str(script), _url(options), host.name]
 
         def line(event: str) -> str:
             return shlex.join([*argv, event, *passed_options(options)])

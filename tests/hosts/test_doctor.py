@@ -227,3 +227,76 @@ def test_the_new_hosts_are_probed_through_what_install_wrote(
     assert code == 1
     problems = " ".join(p["what"] for p in report["problems"])
     assert "/gone/mcp-hooks" in problems and "did not deny the probe" in problems, problems
+
+
+def test_an_old_python_dash_m_command_is_a_problem(env: dict[str, str], project: Path,
+                                                   user_dir: Path) -> None:
+    """What install wrote before: ``<python> -m mcp_hooks.cli bridge ...``. Its probe passes
+    (doctor runs it in a folder of its own), but hosts run it in the project, where a cloned
+    repository's ``mcp_hooks/`` comes first: a problem naming the file and the fix."""
+    settings = Path(env["HOME"]) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    old = f"{sys.executable} -m mcp_hooks.cli bridge claude-code --event PreToolUse"
+    settings.write_text(json.dumps({"hooks": {"PreToolUse": [
+        {"hooks": [{"type": "command", "command": old}]}]}}, indent=2) + "\n")
+    code, report = doctor(env, project, user_dir)
+    assert code == 1
+    (problem,) = [p for p in report["problems"] if "project folder" in p["what"]]
+    assert str(settings) in problem["what"] and "without -I or -P" in problem["what"]
+    assert "mcp-hooks install claude-code --scope user" in problem["fix"]
+    assert report["hosts"][0]["probe"]["ok"] is True  # the probe alone would not see it
+    installed(env, project, "claude-code", "--scope", "user")  # the fix, as printed
+    code, report = doctor(env, project, user_dir)
+    assert code == 0, report["problems"]
+
+
+def test_a_forged_opencode_plugin_is_a_problem(env: dict[str, str], project: Path,
+                                               user_dir: Path) -> None:
+    """The probe runs the commands a plugin names, not the plugin: one that names ours but
+    lets every call through must be found by comparing it with what install writes."""
+    installed(env, project, "opencode", "--scope", "project")
+    plugin = project / ".opencode" / "plugins" / "mcp-hooks.js"
+    written = plugin.read_text()
+    assert doctor(env, project, user_dir, "--host", "opencode")[0] == 0
+    deny = 'if (answer.decision === "deny") throw'
+    assert deny in written
+    plugin.write_text(written.replace(deny, "if (false) throw"))  # our marker, our commands
+    code, report = doctor(env, project, user_dir, "--host", "opencode")
+    assert code == 1
+    assert report["hosts"][0]["probe"]["ok"] is True  # the commands still deny
+    (problem,) = [p for p in report["problems"] if str(plugin) in p["what"]]
+    assert "forged, edited, or written by another version" in problem["what"]
+    assert "mcp-hooks install opencode --scope project" in problem["fix"]
+    installed(env, project, "opencode", "--scope", "project")  # the fix rewrites it
+    assert plugin.read_text() == written
+    assert doctor(env, project, user_dir, "--host", "opencode")[0] == 0
+
+
+def test_a_pythonpath_read_as_the_current_folder_is_a_problem(
+        env: dict[str, str], project: Path, user_dir: Path) -> None:
+    installed(env, project, "cursor")
+    code, report = doctor({**env, "PYTHONPATH": f"{os.pathsep}/opt/lib"}, project, user_dir)
+    assert code == 1
+    (problem,) = [p for p in report["problems"] if "PYTHONPATH" in p["what"]]
+    assert "''" in problem["what"] and "remove the empty" in problem["fix"]
+
+
+def test_a_forward_script_falling_back_to_python_dash_m_is_a_problem(
+        env: dict[str, str], project: Path, user_dir: Path) -> None:
+    """A ``--via server`` entry runs our forward script, which runs the bridge itself when no
+    server answers: that fallback must not import from the project folder either."""
+    env = {**env, "MCP_HOOKS_TOKEN": TOKEN}
+    installed(env, project, "claude-code", "--scope", "user", "--via", "server", "--url",
+              "http://127.0.0.1:9", "--event", "PreToolUse")
+    script = Path(env["XDG_CONFIG_HOME"]) / "mcp-hooks" / "mcp-hooks-forward.py"
+    text = script.read_text()
+    assert f"BRIDGE = {[MCP_HOOKS]!r}\n" in text
+    code, report = doctor(env, project, user_dir)
+    assert code == 0, report["problems"]  # the server is down: a warning only
+    script.write_text(text.replace(f"BRIDGE = {[MCP_HOOKS]!r}\n",
+                                   f"BRIDGE = {[sys.executable, '-m', 'mcp_hooks.cli']!r}\n"))
+    code, report = doctor(env, project, user_dir)
+    assert code == 1
+    (problem,) = [p for p in report["problems"] if "project folder" in p["what"]]
+    assert str(script) in problem["what"] and "falls back to" in problem["what"]
+    assert "mcp-hooks install claude-code --via server --scope user" in problem["fix"]

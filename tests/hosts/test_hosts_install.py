@@ -190,7 +190,7 @@ def test_a_file_only_we_wrote_is_removed_by_uninstall(env: dict[str, str],
 def test_dry_run_prints_the_diff_and_writes_nothing(env: dict[str, str], project: Path) -> None:
     path = project / ".gemini" / "settings.json"
     path.parent.mkdir()
-    path.write_text('{"security": {"auth": {"selectedType": "gemini-api-key"}}}\n')
+    path.write_text('{\n  "security": {\n    "auth": {"selectedType": "gemini-api-key"}\n  }\n}\n')
     before = path.read_text()
     output = ok(run(env, project, "install", "gemini-cli", "--dry-run"))
     assert output.startswith(f"--- {path}")
@@ -306,7 +306,7 @@ def test_via_server_falls_back_to_the_bridge_when_no_server_answers(
     command = json.loads(text)["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     folder = Path(env["XDG_CONFIG_HOME"]) / "mcp-hooks"
     script, header = folder / "mcp-hooks-forward.py", folder / "forward.header"
-    assert command.startswith(f"{sys.executable} {script} http://127.0.0.1:9 codex PreToolUse")
+    assert command.startswith(f"{sys.executable} -I {script} http://127.0.0.1:9 codex PreToolUse")
     assert stat.S_IMODE(header.stat().st_mode) == 0o600
     assert header.read_text() == "Authorization: Bearer s3cret\n"
     assert "s3cret" not in text and "s3cret" not in script.read_text()
