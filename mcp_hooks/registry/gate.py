@@ -112,7 +112,8 @@ def deep_signature(hook_dir: Path, folders: list[str]) -> tuple[tuple[Any, ...],
             settled = settled and max(st.st_mtime_ns, st.st_ctime_ns) < recent
             if stat.S_ISDIR(st.st_mode):
                 stack.append(entry.path)
-    return tuple(sorted(found, key=lambda item: item[0])), settled
+    # a folder left unlooked-at (past the bound): never settled, its digest never reused
+    return tuple(sorted(found, key=lambda item: item[0])), settled and not stack
 
 
 def digest_of(hook_dir: Path, known: Known | None, folders: list[str]) -> Known:

@@ -185,3 +185,11 @@ def test_a_password_in_state_on_the_command_line_is_said(
     assert password and password not in given.stderr
     from_env = run(argv, {**env, "MCP_HOOKS_STATE": redis_url})
     assert "--state carries" not in from_env.stderr, from_env.stderr
+
+
+def test_a_short_trust_key_is_refused_naming_it(project: Path, tmp_path: Path) -> None:
+    done = run(["list"], {**machine(tmp_path, "file:"), "MCP_HOOKS_TRUST_KEY": "short",
+                          "MCP_HOOKS_PROJECT_DIR": str(project)})
+    assert done.returncode == 64, done.stderr
+    assert "MCP_HOOKS_TRUST_KEY='***'" in done.stderr and "at least 16" in done.stderr
+    assert "short" not in done.stderr
