@@ -25,6 +25,8 @@ from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.servers import (  # noqa: F401 - fixtures
     Server,
     ServerMissing,
+    postgres_service,
+    postgres_url,
     redis_server,
     redis_service,
     redis_url,
@@ -193,3 +195,30 @@ def test_a_short_trust_key_is_refused_naming_it(project: Path, tmp_path: Path) -
     assert done.returncode == 64, done.stderr
     assert "MCP_HOOKS_TRUST_KEY='***'" in done.stderr and "at least 16" in done.stderr
     assert "short" not in done.stderr
+
+
+def test_postgres_trust_records_are_signed_and_checked_too(
+        postgres_url: str, project: Path, project_hooks: Path, user_dir: Path,  # noqa: F811
+        tmp_path: Path) -> None:
+    """The same on PostgreSQL: `trust` signs, `fire` on the store runs the signed hook, and
+    a row inserted by hand (no signature) does not make its hook run."""
+    import psycopg
+
+    write_hook(project_hooks, "gate", extra="priority: 100\n",
+               script="cat >/dev/null\necho 'the gate says no' >&2\nexit 2\n")
+    write_hook(project_hooks, "stranger", extra="priority: 900\n",
+               script="cat >/dev/null\necho 'stranger ran' >&2\nexit 2\n")
+    env = machine(tmp_path, postgres_url, MCP_HOOKS_TRUST_KEY=KEY)
+    assert run(["trust", str(project), "--hook", "gate", "--yes"], env).returncode == 0
+    entry = {"sha256": hook_digest(project_hooks / "stranger"), "trusted_at": "2026-01-01"}
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO mcp_hooks_trust (project, name, entry) VALUES (%s, %s, %s)",
+                     (str(project.resolve()), "stranger", json.dumps(entry)))
+        (signed,) = conn.execute("SELECT entry::text FROM mcp_hooks_trust WHERE name = 'gate'"
+                                 ).fetchone() or ("{}",)
+    assert json.loads(signed).get("sig")
+    fired = run(["fire", "before_tool", "--tool", "Shell", "--input", '{"command": "ls"}',
+                 "--project-dir", str(project), "--user-dir", str(user_dir)], env)
+    assert fired.returncode == 2 and fired.stdout.startswith("DENIED  before_tool  by gate"), (
+        fired.stdout, fired.stderr)
+    assert "trust record of 'stranger'" in fired.stderr and "stranger ran" not in fired.stdout
