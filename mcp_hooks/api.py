@@ -25,10 +25,9 @@ Contract (what a caller may rely on):
   event that can block, ``on_fault``), and raise ``UnknownEventError``/``InvalidEventError``
   for a bad event. Whatever a hook, an oracle or a callable raises (``SystemExit``,
   ``KeyboardInterrupt``, ``GeneratorExit``, a ``CancelledError`` of its own, any
-  ``BaseException``) is a deny naming it, and the next call works as before; only the
-  caller's own interruption goes on: a cancellation of the task awaiting ``afire``
-  (``guard.passes_through``), a Ctrl-C while ``fire`` waits for the worker thread (its chain
-  is cancelled).
+  ``BaseException``) is a deny naming it, and the next call works as before; only the caller's
+  own interruption goes on: a cancellation of the task awaiting ``afire``
+  (``guard.passes_through``), a Ctrl-C while ``fire`` waits for the worker thread (cancelled).
 - **Threads and loops.** ``fire`` may be called from many threads at once and ``afire`` from
   many event loops at once (each loop gets its own engine, made under a lock); the hooks on
   disk are watched by one watcher per engine, asked under a lock (``watch``, ``discovery``).
@@ -183,8 +182,9 @@ class Hooks:
         self.on_fault: OnFault = settings.on_fault
         url = settings.state  # file: counts in memory, as always; a shared store: one for all
         self._store = None if url == "file:" else store_for(url, None, settings.replica_id)
+        trust = TrustStore.over(self._store, redact(url), settings.trust_key)  # its key signs
         self._options = {"trust_project_hooks": settings.trust_project_hooks, "watch": watch,
-                         "trust_store": TrustStore.over(self._store, redact(url))}
+                         "trust_store": trust}
         self._guard = StopGuard(settings.stop_block_cap, self._store)
         self._table = HookTable()
         self._view = CallableView(self._tables)

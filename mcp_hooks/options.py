@@ -165,7 +165,8 @@ def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) ->
         help=shown("state", "where per-session state lives (stop counts, signals, aid, the "
                    "ladder): file: (default, the files under $XDG_STATE_HOME/mcp-hooks), "
                    "redis://[:password@]host[:port][/db] or postgresql://user:password@host/db, "
-                   "shared by every replica (or MCP_HOOKS_STATE)"),
+                   "shared by every replica (or MCP_HOOKS_STATE, where a password belongs: "
+                   "the command line is public)"),
     )
 
 
@@ -252,7 +253,8 @@ def registry_of(given: Settings, *, strict: bool = False, watch: bool = True) ->
 def trust_store_of(given: Settings, store: object = None) -> TrustStore | None:
     """The trust store in the shared state store ``--state`` names (``store``: that store,
     already open; else it is opened now, ``StateUnavailable`` when it cannot be), so trusting
-    once serves every replica; None for ``file:`` (the trust file, as before ``--state``)."""
+    once serves every replica, its records signed with ``trust_key`` (``MCP_HOOKS_TRUST_KEY``);
+    None for ``file:`` (the trust file, as before ``--state``)."""
     if given.state.strip().lower().startswith("file:"):
         return None
     # lazy: 8 ms of cold fire (python -X importtime), only with a shared --state
@@ -262,7 +264,7 @@ def trust_store_of(given: Settings, store: object = None) -> TrustStore | None:
     from mcp_hooks.state.url import open_store, replica_name
 
     shared = store if store is not None else open_store(given.state, replica=replica_name())
-    return TrustStore.over(shared, redact(given.state))
+    return TrustStore.over(shared, redact(given.state), given.trust_key)
 
 
 def registry(args: Given, *, strict: bool = False, watch: bool = True) -> Registry:

@@ -39,6 +39,7 @@ DEFAULT_FORWARD_TIMEOUT_S = 5.0  # seconds a whole forward to a server may take
 DEFAULT_ENVIRONMENT = "development"
 # where per-session state lives: the embedded files, or a shared store (state/url.py opens it)
 MAX_REPLICA_ID = 128  # characters of --replica-id
+MIN_TRUST_KEY = 16  # characters of MCP_HOOKS_TRUST_KEY
 STATE_BACKENDS = ("file:", "redis://", "rediss://", "postgresql://", "postgres://")
 
 _TRUE = ("1", "true", "yes", "on")
@@ -105,9 +106,20 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
              "the name this process stamps on every record it writes (`replica`), up to "
              f"{MAX_REPLICA_ID} printable characters"),
     Variable("MCP_HOOKS_WATCH", "watch", "--no-watch", "1",
-             "0: read the hooks folders and hooks.yaml once, never again (a folder shipped "
-             "read-only per deploy)"),
+             "0: list the hooks folders once at start, never again (a folder shipped "
+             "read-only per deploy); what runs is still checked against its trust"),
+    Variable("MCP_HOOKS_TRUST_KEY", "trust_key", None, "none",
+             "the key that signs and checks the trust records of a shared --state store, "
+             f"at least {MIN_TRUST_KEY} characters (the same wherever the store is used)"),
 )}
+
+
+def _trust_key(value: object, source: str) -> str | None:
+    key = str(value).strip()
+    if key and len(key) < MIN_TRUST_KEY:
+        raise _bad(source, "***", f"a trust key needs at least {MIN_TRUST_KEY} characters; "
+                   "make one with `openssl rand -hex 32`")
+    return key or None
 
 
 def env_value(name: str, environ: Mapping[str, str] | None = None) -> str:
@@ -275,7 +287,9 @@ class Settings:
             takes ``hostname:pid``, ``state.url.replica_name()``; the shared stores stamp that
             anyway).
         watch: follow the hooks folders and hooks.yaml for changes (``--no-watch``,
-            ``MCP_HOOKS_WATCH=0``: read them once, for a folder shipped read-only).
+            ``MCP_HOOKS_WATCH=0``: list them once, for a folder shipped read-only).
+        trust_key: the key that signs and checks trust records in a shared store
+            (``MCP_HOOKS_TRUST_KEY``; ``registry/trust.py``); None: records are unsigned.
     """
 
     project_dir: Path | None = None
@@ -299,6 +313,7 @@ class Settings:
     otel: Literal["off", "on", "auto"] = "off"
     replica_id: str | None = None
     watch: bool = True
+    trust_key: str | None = field(default=None, repr=False)  # never printed
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "on_fault", _on_fault(str(self.on_fault), "on_fault"))
@@ -307,8 +322,10 @@ class Settings:
         object.__setattr__(self, "otel", _otel(self.otel, "otel"))
         object.__setattr__(self, "replica_id", _replica(self.replica_id, "replica_id"))
         object.__setattr__(self, "secrets", tuple(s for s in self.secrets if s))
-        if self.token and self.token not in self.secrets:
-            object.__setattr__(self, "secrets", (*self.secrets, self.token))
+        object.__setattr__(self, "trust_key", _trust_key(self.trust_key or "", "trust_key"))
+        for secret in (self.token, self.trust_key):
+            if secret and secret not in self.secrets:
+                object.__setattr__(self, "secrets", (*self.secrets, secret))
         shared = None if self.state.strip().lower().startswith("file:") else self.state
         if shared and shared not in self.secrets:  # a store URL may hold its password
             object.__setattr__(self, "secrets", (*self.secrets, shared))
@@ -378,6 +395,7 @@ _PARSE: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
     "otel": (_otel, "off"),
     "replica_id": (_replica, None),
     "watch": (_trust, True),
+    "trust_key": (_trust_key, None),
 }
 
 

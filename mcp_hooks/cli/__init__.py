@@ -376,6 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     gate = GATES.get(args.command)
+    _warn_state_argv(args)
     try:
         if _owns_stdout(args):
             with owned_stdout():
@@ -406,6 +407,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             return gate(args, f"mcp-hooks {args.command} failed: {named(error)}")
         print(f"mcp-hooks {args.command}: {error}", file=sys.stderr)
         return exit_code(error)
+
+
+def _warn_state_argv(args: argparse.Namespace) -> None:
+    """Every command that takes ``--state``: a password in it is said on stderr (argv is
+    public: ``ps``, ``/proc/PID/cmdline``); ``MCP_HOOKS_STATE`` is the fix."""
+    if not getattr(args, "state", None):
+        return
+    # lazy: 1 ms of cold start (python -X importtime), only when --state is given
+    from mcp_hooks.state.exposure import argv_warning
+
+    warning = argv_warning(args.command, args.state)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
 
 
 _INTERRUPTED = "interrupted (SIGINT, KeyboardInterrupt) before it could decide"

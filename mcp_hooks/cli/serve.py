@@ -41,6 +41,7 @@ import anyio
 
 from mcp_hooks import options
 from mcp_hooks.errors import UsageError
+from mcp_hooks.registry.signing import unsigned_warning
 from mcp_hooks.server.transport import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -51,7 +52,9 @@ from mcp_hooks.server.transport import (
     configure_logging,
 )
 from mcp_hooks.settings import Settings
-from mcp_hooks.state.url import replica_name
+from mcp_hooks.state.exposure import open_warnings
+from mcp_hooks.state.remote import redact
+from mcp_hooks.state.url import replica_name, scheme
 
 EXIT_INTERRUPTED = 130
 STDIO_ENV = "MCP_HOOKS_SERVE_STDIO"  # "sdk": the SDK's stdio transport (read by settings)
@@ -143,8 +146,9 @@ def add_parser(sub: Any) -> None:
                          help="the name stamped as `replica` on every record this server "
                          "writes (default hostname:pid, or MCP_HOOKS_REPLICA_ID)")
     replica.add_argument("--no-watch", action="store_true",
-                         help="read the hooks folders and hooks.yaml once at start, never "
-                         "again (a folder shipped read-only per deploy; or MCP_HOOKS_WATCH=0)")
+                         help="list the hooks folders once at start, never again (a folder "
+                         "shipped read-only per deploy; or MCP_HOOKS_WATCH=0); a project hook "
+                         "is still checked against its trust before each run")
     options.add_common_options(p)
 
 
@@ -214,6 +218,18 @@ def unspread(serve: ServeOptions, state: str) -> str | None:
             "serve replicas with --transport http --stateless (docs/deploy.md)")
 
 
+def store_warnings(settings: Settings) -> list[str]:
+    """What ``serve`` says at start about a shared store: one anyone who can reach may write
+    (no password; a Redis that needs none), trust records left unsigned (no
+    ``MCP_HOOKS_TRUST_KEY``). Each one line naming its fix; none for ``file:``."""
+    if scheme(settings.state) == "file":
+        return []
+    found = open_warnings(settings.state)
+    if settings.trust_key is None and not settings.trust_project_hooks:
+        found.append(unsigned_warning(f"the state store {redact(settings.state)}"))
+    return [f"mcp-hooks serve: warning: {line}" for line in found]
+
+
 def announce_stdio(command: str, transport: str) -> None:
     """Print :func:`waiting_for_client` when serving stdio with stdin on a terminal."""
     if transport == "stdio" and sys.stdin.isatty():
@@ -265,9 +281,10 @@ def run(opts: ServerOptions) -> int:
         observer.flush_on_sigterm()
     try:
         service = HookService(opts.settings, roots=roots, observer=observer)  # store reached
-        warning = unspread(opts.serve, opts.settings.state)
-        if warning is not None:
-            print(warning, file=sys.stderr, flush=True)
+        for warning in [unspread(opts.serve, opts.settings.state),
+                        *store_warnings(opts.settings)]:
+            if warning is not None:
+                print(warning, file=sys.stderr, flush=True)
         anyio.run(lambda: serve_hooks(service, opts.serve, bridge_tool=opts.bridge_tool))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

@@ -43,6 +43,7 @@ from mcp_hooks.control.config import TRUST_NAME, load_config, needs_trust
 from mcp_hooks.control.files import AhpFile, ahp_snapshot
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, HookFileError, UsageError
 from mcp_hooks.registry.discovery import project_hooks_dir
+from mcp_hooks.registry.signing import unsigned_warning
 from mcp_hooks.registry.trust import UNVERIFIABLE_DIGEST, Status, TrustStore, digest_report
 from mcp_hooks.spec.hookfile import HookSpec, load_hook
 
@@ -275,8 +276,14 @@ def options_from_args(args: argparse.Namespace) -> TrustOptions:
 
 
 def command(args: argparse.Namespace) -> int:
-    """``mcp-hooks trust`` (``--state URL``: the digests kept in that shared store)."""
-    return run(options_from_args(args), options.trust_store_of(options.settings(args)))
+    """``mcp-hooks trust`` (``--state URL``: the digests kept in that shared store; records
+    written there unsigned, without ``MCP_HOOKS_TRUST_KEY``, are said on stderr)."""
+    given = options.settings(args)
+    store = options.trust_store_of(given)
+    if store is not None and store.signatures is None and not args.list:
+        print(f"mcp-hooks trust: warning: {unsigned_warning(store.where)}", file=sys.stderr,
+              flush=True)
+    return run(options_from_args(args), store)
 
 
 def run(opts: TrustOptions, store: TrustStore | None = None) -> int:

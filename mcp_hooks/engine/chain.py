@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from mcp_hooks.engine.judge import Verdict
 from mcp_hooks.runner import RunResult
+from mcp_hooks.spec.events import is_notification
 from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome, cap_text
 from mcp_hooks.spec.signals import INTENSITIES, Signal, from_hook_run, new_id
@@ -143,3 +144,8 @@ class Chain:
             signals=sorted(self.signals, key=lambda s: INTENSITIES.index(s.intensity)),
         )
 
+
+def sync_links(name: str, hooks: list[HookSpec]) -> list[HookSpec]:
+    """The hooks of an event's chain that run in turn (none for a notification: every hook
+    of one is started beside the caller, ``Engine._start_async``)."""
+    return [] if is_notification(name) else [h for h in hooks if not h.is_async]

@@ -46,14 +46,13 @@ import contextlib
 import functools
 import json
 import os
-import shlex
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 from mcp_hooks.control.ladder import Ladder
 from mcp_hooks.engine.callables import CallableHook, notify
-from mcp_hooks.engine.chain import Chain
+from mcp_hooks.engine.chain import Chain, sync_links
 from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.engine.judge import Verdict, decode, judge
 from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
@@ -377,11 +376,13 @@ class Engine:
                          on_hook_done: HookDone | None) -> None:
         """The HOOK.md links (scripts and callables) by run order, until one blocks."""
         stdin = _Stdin(payload)
-        todo = [] if is_notification(name) else [h for h in hooks if not h.is_async]
+        todo = sync_links(name, hooks)
         position = 0
         while position < len(todo) and not chain.stopped:  # the first block stops the rest
             hook = todo[position]
             position += 1
+            if not self.registry.recheck(hook, chain.warnings):  # changed since selected
+                continue
             if isinstance(hook, CallableHook):  # in process: no stdin, its verdict built directly
                 result, verdict = await hook.call(name, payload)
             else:
@@ -452,13 +453,7 @@ class Engine:
 
     def _notes(self, name: str, event: Event) -> list[str]:
         """The warnings every outcome of this event carries: hooks held back by trust."""
-        held = self.registry.untrusted_for(name, event.tool_name, event.tool_input)
-        if not held:
-            return []
-        which = ", ".join(f"{u.name} ({u.status})" for u in held)
-        project = held[0].project_dir
-        return [f"project hook(s) not trusted, so not run: {which}. Read them, then trust "
-                f"them with: mcp-hooks trust {shlex.quote(str(project))}"]
+        return self.registry.held_notes(name, event.tool_name, event.tool_input)
 
     def _work_dir(self, event: Event) -> str:
         if event.work_dir is not None:

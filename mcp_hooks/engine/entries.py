@@ -108,7 +108,7 @@ class ControlLayer:
         self._watcher: ChangeWatcher | None = None
         self._config: ControlConfig | None = None
         self._loaded = False
-        self._seen: tuple[tuple[str, int, int], ...] = ()
+        self._seen: tuple[tuple[str, int, int, int], ...] = ()
         self._trust_seen: tuple[int, int] | None = None
         self._woken: tuple[ControlConfig | None, frozenset[str | None] | None] = (None, None)
         self._secrets = tuple(secrets)
@@ -153,7 +153,7 @@ class ControlLayer:
         watched = {d if d.is_dir() else d.parent for d in dirs}
         return sorted(d for d in watched if d.is_dir()), []
 
-    def _signature(self) -> tuple[tuple[str, int, int], ...]:
+    def _signature(self) -> tuple[tuple[str, int, int, int], ...]:
         """What the configuration and its trust rest on, by ``stat``: the layers, the trust
         store, and every file and folder under the project's ``.ahp``."""
         names = [*self._files(), trust_store_path()]
@@ -165,9 +165,9 @@ class ControlLayer:
                 st = name.stat()
             except (OSError, ValueError):
                 continue
-            out.append((str(name), st.st_mtime_ns, st.st_size))
+            out.append((str(name), st.st_mtime_ns, st.st_ctime_ns, st.st_size))
         if self._trust_store is not None:  # a shared store's digests move without a file
-            out.append(("<shared trust>", hash(str(self._trust_store.signature())), 0))
+            out.append(("<shared trust>", hash(str(self._trust_store.signature())), 0, 0))
         return tuple(out)
 
     def config(self) -> ControlConfig | None:
@@ -176,12 +176,13 @@ class ControlLayer:
         A long-lived layer asks its watcher first (one non-blocking ``read``), and, while a
         project layer is read, the trust store's ``stat``; only when one of them moved does it
         compare the whole ``stat`` signature, and it reads the files again only if that moved.
-        All of it under the layer's lock: the watcher and the signatures are shared by the
-        threads that decide events.
+        An unwatched layer (``--no-watch``, a one-shot caller) compares the signature on every
+        call: what runs is checked, watched or not. All of it under the layer's lock: the
+        watcher and the signatures are shared by the threads that decide events.
         """
         with self._lock:
-            if self._loaded and (self._watcher is None or not (
-                    self._watcher.changed() or self._trust_moved())):
+            if self._loaded and self._watcher is not None and not (
+                    self._watcher.changed() or self._trust_moved()):
                 return self._config
             if self._watch and self._watcher is None:
                 # for a long-lived engine with a hooks.yaml only.
@@ -191,7 +192,7 @@ class ControlLayer:
                 self._watcher = ChangeWatcher()
             if self._watcher is not None:
                 self._watcher.watch(*self._watched())
-            signature = self._signature() if self._watch else ()
+            signature = self._signature()  # unwatched (--no-watch) too: what runs is checked
             if self._loaded and signature == self._seen:
                 return self._config
             if any(f.is_file() for f in self._files()):

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 from mcp_hooks.errors import ConfigError, MissingExtraError, RunError
+from mcp_hooks.state.exposure import open_warnings
 from mcp_hooks.state.remote import redact
 from mcp_hooks.state.spool import ID, Spool, failures, record_id
 from mcp_hooks.state.store import StateStore, StateUnavailable
@@ -53,6 +54,8 @@ def check_state(report: Findings, url: str) -> dict[str, Any]:
     if scheme(url) == "file":
         info["status"] = "the embedded file store (one machine)"
         return info
+    for line in open_warnings(url):  # a store anyone may write decides with the gate
+        report.warn(line)
     waiting = Spool(url, replica_name()).count()
     info["spooled"] = waiting
     try:

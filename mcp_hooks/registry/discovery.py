@@ -27,16 +27,24 @@ from __future__ import annotations
 
 import errno
 import os
-import shlex
 import stat
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_hooks import paths
 from mcp_hooks.errors import HookFileError, UnknownEventError
+from mcp_hooks.registry.gate import (
+    Known,
+    TrustStatus,
+    deep_signature,
+    digest_of,
+    held_note,
+    project_of,
+)
+from mcp_hooks.registry.gate import UntrustedHook as UntrustedHook  # its old home, still public
 from mcp_hooks.registry.trust import TrustStore, hook_digest, set_digest, trust_all_from_env
 from mcp_hooks.settings import trust_store_path as store_path
 from mcp_hooks.spec.events import canonical_event
@@ -70,11 +78,6 @@ def default_user_dir() -> Path:
 
 def project_hooks_dir(project_dir: Path) -> Path:
     return project_dir / ".agents" / "hooks"
-
-
-def _project_of(hook_dir: Path) -> Path:
-    """The project of a project hook folder (``project_hooks_dir`` read backwards)."""
-    return hook_dir.parent.parent.parent
 
 
 def find_project_dir(start: Path, stop: Path | None = None) -> Path:
@@ -121,32 +124,6 @@ class InvalidHook:
         }
 
 
-TrustStatus = Literal["trusted", "untrusted", "changed"]
-
-
-@dataclass(frozen=True)
-class UntrustedHook:
-    """A valid project hook that does not run: never trusted, or changed since it was."""
-
-    spec: HookSpec
-    status: TrustStatus
-    digest: str
-    project_dir: Path
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def fix(self) -> str:
-        """The command that trusts it (after the user has read it)."""
-        return f"mcp-hooks trust {shlex.quote(str(self.project_dir))} --hook {self.name}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "trust": self.status, "dir": str(self.spec.dir),
-                "event": self.spec.event, "sha256": self.digest, "fix": self.fix}
-
-
 @dataclass
 class _EventIndex:
     """Hooks of one canonical event, in run order, with tool-name lookups for literal matchers."""
@@ -185,7 +162,7 @@ class _Scan:
     seen: set[Path] = field(default_factory=set)
     untrusted: list[UntrustedHook] = field(default_factory=list)
     replaced: dict[str, HookSpec] = field(default_factory=dict)
-    deep: dict[Path, tuple[tuple[Any, ...], str]] = field(default_factory=dict)
+    deep: dict[Path, Known] = field(default_factory=dict)
 
 
 class Registry:
@@ -217,7 +194,8 @@ class Registry:
         self.trust_project_hooks = trust_project_hooks
         self._trust_store = trust_store
         self._trust_seen: object = None  # the trust store's signature when last read
-        self._deep: dict[Path, tuple[tuple[Any, ...], str]] = {}  # project hook -> digest
+        self._deep: dict[Path, Known] = {}  # project hook folder -> its digest (gate.py)
+        self._listed: list[tuple[Scope, Path, str | None]] = []  # the folders last listed
         self.untrusted: list[UntrustedHook] = []
         self.replaced: dict[str, HookSpec] = {}  # name -> the user hook a project hook replaces
         self.generation = 0
@@ -266,11 +244,15 @@ class Registry:
         self, event: str, tool_name: str | None = None, tool_input: Any = None
     ) -> list[HookSpec]:
         """The hooks a canonical event wakes, in run order, matchers applied (with the
-        ``callables`` among them, when set)."""
+        ``callables`` among them, when set). A project hook is among them only while it
+        still hashes to its trusted digest (``recheck``)."""
+        selected = self._select(event, tool_name, tool_input)
+        if self._deep and not self.trust_project_hooks:
+            selected = [h for h in selected if self.recheck(h)]
         if self.callables is not None and self.callables.wakes(event):
-            return sorted([*self._select(event, tool_name, tool_input),
-                           *self.callables.select(event, tool_name, tool_input)], key=run_order)
-        return self._select(event, tool_name, tool_input)
+            return sorted([*selected, *self.callables.select(event, tool_name, tool_input)],
+                          key=run_order)
+        return selected
 
     def wakes(self, event: str) -> bool:
         """Whether a canonical event has anything here: a hook (or callable), a hook that
@@ -306,7 +288,7 @@ class Registry:
         hook's folder digest is trust's, already made)."""
         scans, cached = self._scans, self._digest
         if cached is None or cached[0] != scans:
-            known = {d: v[1] for d, v in self._deep.items()}
+            known = {d: v.digest for d, v in self._deep.items()}
             cached = (scans, set_digest((h.scope, h.name, known.get(h.dir) or hook_digest(h.dir))
                                         for h in self._hooks))
             self._digest = cached
@@ -317,14 +299,35 @@ class Registry:
     def refresh(self) -> bool:
         """Pick up changes on disk; True if the set of hooks or invalid hooks changed.
 
-        With project hooks, also re-checks what trust rests on: the trust store, and every
-        file of each project hook folder (a script edited after it was trusted stops it).
+        With project hooks, also re-checks what trust rests on, without a watcher
+        (``--no-watch``) too: the trust store, and every file of each project hook folder (a
+        script edited after it was trusted stops it). Without a watcher the folders listed
+        at start are the ones checked (a hook added later is not picked up).
         """
-        if self._watcher is None:
-            return False
         with self._lock:
-            if self._watcher.changed() or (self._deep and self._trust_moved()):
+            if self._watcher is not None and self._watcher.changed():
                 return self._scan()
+            if self._deep and self._trust_moved():
+                return self._scan(self._listed if self._watcher is None else None)
+        return False
+
+    def recheck(self, hook: HookSpec, notes: list[str] | None = None) -> bool:
+        """Whether a hook may run now, asked just before it runs: a project hook only while
+        its folder still hashes to the digest the store trusts (one ``stat`` per file; hashed
+        again when one moved, ``gate.digest_of``). When not, the hook folders are checked
+        again (it is listed in ``untrusted`` from now on) and ``notes`` gets the warning."""
+        if type(hook) is not HookSpec or hook.scope != "project" or self.trust_project_hooks:
+            return True
+        with self._lock:
+            known = digest_of(hook.dir, self._deep.get(hook.dir), [])
+            self._deep[hook.dir] = known
+            if self._store().status(project_of(hook.dir), hook.name, known.digest) == "trusted":
+                return True
+            self._scan(self._listed if self._watcher is None else None)
+        held = [u for u in self.untrusted if u.spec.dir == hook.dir]
+        if notes is not None:
+            notes.append(held_note(held or [UntrustedHook(hook, "changed", known.digest,
+                                                          project_of(hook.dir))]))
         return False
 
     def rescan(self) -> bool:
@@ -403,9 +406,13 @@ class Registry:
         self._cache[hook_dir] = (key, loaded)
         return loaded
 
-    def _scan(self) -> bool:
+    def _scan(self, listed: list[tuple[Scope, Path, str | None]] | None = None) -> bool:
+        """Read the hook folders (``listed``: these, as listed before; else listed now)."""
         found = _Scan()
-        for scope, hook_dir, problem in self._hook_dirs():
+        if self._trust_store is not None:  # before any digest is read: a change during the
+            self._trust_seen = self._trust_store.signature()  # scan is seen by the next one
+        self._listed = list(self._hook_dirs()) if listed is None else listed
+        for scope, hook_dir, problem in self._listed:
             self._take(found, scope, hook_dir, problem)
         for stale in set(self._cache) - found.seen:
             del self._cache[stale]
@@ -449,7 +456,7 @@ class Registry:
             return _out_of_scope(loaded) if status == "untrusted" else loaded
         if status != "trusted":
             found.untrusted.append(UntrustedHook(loaded[0], status, digest,
-                                                 _project_of(hook_dir)))
+                                                 project_of(hook_dir)))
             return None
         return loaded
 
@@ -482,29 +489,34 @@ class Registry:
     def _store(self) -> TrustStore:
         if self._trust_store is None:
             self._trust_store = TrustStore(store_path())
-        self._trust_seen = self._trust_store.signature()
+            self._trust_seen = self._trust_store.signature()
         return self._trust_store
 
-    def _trust_of(self, store: TrustStore, hook_dir: Path,
-                  deep: dict[Path, tuple[tuple[Any, ...], str]],
+    def _trust_of(self, store: TrustStore, hook_dir: Path, deep: dict[Path, Known],
                   watched: list[str]) -> tuple[TrustStatus, str]:
         """A project hook's trust, hashing its folder only when a file in it moved. Every
         folder below it is watched, so an edit anywhere in it is seen by the next event."""
-        signature = _deep_signature(hook_dir, watched)
-        known = self._deep.get(hook_dir)
-        digest = known[1] if known is not None and known[0] == signature else hook_digest(hook_dir)
-        deep[hook_dir] = (signature, digest)
-        status: TrustStatus = store.status(_project_of(hook_dir), hook_dir.name, digest)
-        return status, digest
+        known = digest_of(hook_dir, self._deep.get(hook_dir), watched)
+        deep[hook_dir] = known
+        status: TrustStatus = store.status(project_of(hook_dir), hook_dir.name, known.digest)
+        return status, known.digest
 
     def _trust_moved(self) -> bool:
-        """Whether the trust store changed since the scan (one stat; the hook folders
-        themselves are watched), or, without a live watcher, any project hook file did."""
+        """Whether the trust store changed since the scan (shared: read at most every
+        ``trust.SHARED_REFRESH`` seconds; the file: one stat), or, without a live watcher,
+        any project hook file did (or changed too recently to be sure: ``gate.py``)."""
         if self._trust_store is not None and self._trust_store.signature() != self._trust_seen:
             return True
         if self._watcher is not None and self._watcher.live:
             return False
-        return any(_deep_signature(d, []) != known[0] for d, known in self._deep.items())
+        return any(not known.settled or deep_signature(d, [])[0] != known.signature
+                   for d, known in self._deep.items())
+
+    def held_notes(self, event: str, tool_name: str | None = None,
+                   tool_input: Any = None) -> list[str]:
+        """The warning an event carries for the project hooks trust held back, if any."""
+        held = self.untrusted_for(event, tool_name, tool_input)
+        return [held_note(held)] if held else []
 
     def untrusted_for(self, event: str, tool_name: str | None = None,
                       tool_input: Any = None) -> list[UntrustedHook]:
@@ -537,35 +549,6 @@ def _out_of_scope(invalid: InvalidHook) -> InvalidHook:
     return InvalidHook(invalid.name, invalid.scope, invalid.file, invalid.field,
                        invalid.reason + " (an untrusted project hook: it would not run anyway)",
                        invalid.event, in_scope=False)
-
-
-_DEEP_LIMIT = 1000  # entries of one hook folder looked at; past that, the digest decides
-
-
-def _deep_signature(hook_dir: Path, folders: list[str]) -> tuple[Any, ...]:
-    """The stat of every entry under a hook folder (not following links), bounded; each
-    folder below it is appended to ``folders`` (to be watched)."""
-    found: list[Any] = []
-    stack = [str(hook_dir)]
-    while stack and len(found) < _DEEP_LIMIT:
-        folder = stack.pop()
-        if folder != str(hook_dir):
-            folders.append(folder)
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            found.append((folder, None))
-            continue
-        for entry in entries:
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                found.append((entry.path, None))
-                continue
-            found.append((entry.path, st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode))
-            if stat.S_ISDIR(st.st_mode):
-                stack.append(entry.path)
-    return tuple(sorted(found, key=lambda item: item[0]))
 
 
 def _build_index(hooks: list[HookSpec]) -> dict[str, _EventIndex]:

@@ -25,7 +25,8 @@ once on one machine serves every replica on that store. Entries are read again a
 (every project hook untrusted: skipped with the reason, never run), or, once it was read,
 as its last reading plus ``problem`` (an outage neither revokes nor grants: the project's
 guards keep running); ``trust`` and ``revoke`` write one hook entry each, so concurrent runs
-lose nothing.
+lose nothing. With a trust key (``key``, ``MCP_HOOKS_TRUST_KEY``) every entry written is
+signed and an entry read counts only when its signature matches (``signing.py``).
 
 Standard library only, and cheap to import: the host bridges import it on every tool call.
 """
@@ -46,6 +47,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from mcp_hooks import settings
 from mcp_hooks.errors import RunError
+from mcp_hooks.registry.signing import Signatures
 from mcp_hooks.settings import trust_store_path
 
 TRUST_ALL_ENV = "MCP_HOOKS_TRUST_PROJECT_HOOKS"
@@ -312,17 +314,20 @@ class TrustStore:
     """
 
     @classmethod
-    def over(cls, store: object, where: str) -> TrustStore | None:
-        """The trust store kept in a shared state ``store`` (named ``where`` in messages);
-        None for a store that keeps no digests (the file store: the trust file, as before)."""
-        return cls(shared=store, where=f"the state store {where}") \
+    def over(cls, store: object, where: str, key: str | None = None) -> TrustStore | None:
+        """The trust store kept in a shared state ``store`` (named ``where`` in messages),
+        its records signed and checked with ``key`` (None: unsigned); None for a store that
+        keeps no digests (the file store: the trust file, as before)."""
+        return cls(shared=store, where=f"the state store {where}", key=key) \
             if isinstance(store, SharedDigests) else None
 
     def __init__(self, path: Path | None = None, *, shared: SharedDigests | None = None,
-                 where: str | None = None) -> None:
+                 where: str | None = None, key: str | None = None) -> None:
         self.path = Path(path) if path is not None else trust_store_path()
         self.shared = shared
         self.where = where or str(self.path)  # how messages name the store
+        # a shared store's records count only when signed with the key (signing.py)
+        self.signatures = Signatures(key, self.where) if key and shared is not None else None
         self._data: _Data = _empty()
         self._problem: str | None = None
         self._signature: object = ()  # never a real signature: the first query reads
@@ -364,6 +369,8 @@ class TrustStore:
             return fetched[1], fetched[2], fetched[3]
         try:
             data: _Data = {"version": STORE_VERSION, "projects": shared.trust_entries()}
+            if self.signatures is not None:  # an unsigned or forged record counts as none
+                data["projects"] = self.signatures.check(data["projects"])
             why = _check_shape(data)
             problem = None if why is None else f"{self.where}: not a trust store: {why}"
         except (RunError, OSError) as exc:
@@ -446,7 +453,10 @@ class TrustStore:
         key = self.project_key(project_dir)
         when = _now()
         if self.shared is not None:
-            self.shared.trust_put(key, {name: {"sha256": digest, "trusted_at": when}
+            sign = self.signatures.sign if self.signatures is not None else (
+                lambda project, name, entry: entry)
+            self.shared.trust_put(key, {name: sign(key, name, {"sha256": digest,
+                                                               "trusted_at": when})
                                         for name, digest in digests.items()})
             self._fetched = None  # read as written on the next query
             return

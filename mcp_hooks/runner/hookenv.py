@@ -1,11 +1,11 @@
 """The environment a hook runs with: the caller's, less our secrets, plus ``AGENT_HOOKS_*``.
 
 Every hook starts from ``hook_environment``: the caller's ordinary variables, without the
-server's secrets (``MCP_HOOKS_TOKEN``, ``MCP_HOOKS_STATE`` and any variable whose value is a
-configured token, header secret or shared store URL) and without any ``AGENT_HOOKS_*`` the
-caller had, plus ``PYTHONDONTWRITEBYTECODE=1``. ``HookEnvs`` adds the variables the spec
-gives each hook and keeps each result (one per hook, work folder and session): the runners
-never edit it.
+server's secrets (``MCP_HOOKS_TOKEN``, ``MCP_HOOKS_STATE``, ``MCP_HOOKS_TRUST_KEY`` and any
+variable whose value is a configured token, trust key, header secret or shared store URL) and
+without any ``AGENT_HOOKS_*`` the caller had, plus ``PYTHONDONTWRITEBYTECODE=1``.
+``HookEnvs`` adds the variables the spec gives each hook and keeps each result (one per hook,
+work folder and session): the runners never edit it.
 
 An event's own values (the work folder, the session) can be any size; past 4 KiB, or holding
 what ``exec`` cannot pass, they reach the hook on stdin only, so no event can make a spawn
@@ -19,9 +19,9 @@ from typing import Any
 
 from mcp_hooks.spec.hookfile import HookSpec
 
-# Never handed to a hook: the server's own secret and the state store's URL (it may hold the
-# store's password), and any value equal to a configured one.
-SECRET_VARS = frozenset({"MCP_HOOKS_TOKEN", "MCP_HOOKS_STATE"})
+# Never handed to a hook: the server's own secret, the state store's URL (it may hold the
+# store's password), the trust key, and any value equal to a configured one.
+SECRET_VARS = frozenset({"MCP_HOOKS_TOKEN", "MCP_HOOKS_STATE", "MCP_HOOKS_TRUST_KEY"})
 ENV_VALUE_CAP = 4096  # longer event values reach the hook on stdin only, never in its env
 _ENV_CACHE = 256  # hook environments kept (one per hook, work_dir and session)
 

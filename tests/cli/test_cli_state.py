@@ -185,7 +185,7 @@ def test_an_unknown_id_names_the_store_never_its_password(url: str) -> None:
 def test_a_store_that_cannot_be_reached_exits_1_in_one_line(url: str) -> None:
     gone = url.split("@", 1)[0] + "@127.0.0.1:1/" + url.split("/", 3)[3]  # port 1: refused
     for command in (["log"], ["signals"], ["respond", "abc", "abort"]):
-        done = run(*command, "--state", gone)
+        done = run(*command, env={"MCP_HOOKS_STATE": gone})  # a password stays off argv
         assert done.returncode == 1, (command, done.stderr)
         assert len(done.stderr.splitlines()) == 1, done.stderr
         assert "cannot be used" in done.stderr and password_of(url) not in done.stderr
@@ -221,9 +221,10 @@ def test_since_filters_by_time_on_the_store_and_in_the_file(url: str, tmp_path: 
 def test_a_store_lost_under_log_follow_ends_it_in_one_line(tmp_path: Path) -> None:
     with restartable("redis") as own:
         server = own.server
-        follower = subprocess.Popen([MCP_HOOKS, "log", "--follow", "--state", server.url],
+        follower = subprocess.Popen([MCP_HOOKS, "log", "--follow"],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    stdin=subprocess.DEVNULL)
+                                    stdin=subprocess.DEVNULL,
+                                    env={**os.environ, "MCP_HOOKS_STATE": server.url})
         assert follower.stdout is not None
         lines: queue.Queue[str] = queue.Queue()
         stdout = follower.stdout

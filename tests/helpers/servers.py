@@ -85,15 +85,16 @@ def _wait_for_line(proc: subprocess.Popen[bytes], log: Path, ready: str) -> bool
 
 
 @contextlib.contextmanager
-def redis_server() -> Iterator[Server]:
-    """A ``redis-server`` on a free loopback port, with a password and no persistence."""
+def redis_server(*, password: bool = True) -> Iterator[Server]:
+    """A ``redis-server`` on a free loopback port, with a password (``password=False``: none,
+    open to anyone who reaches it, as a careless deploy leaves it) and no persistence."""
     binary = shutil.which("redis-server") or next(
         (p for p in ("/usr/bin/redis-server", "/usr/sbin/redis-server") if os.access(p, os.X_OK)),
         None)
     if binary is None:
         raise ServerMissing(f"redis-server is not installed ({INSTALL})")
     folder = Path(tempfile.mkdtemp(prefix="mcp-hooks-redis-"))
-    password = secrets.token_hex(12)
+    secret = secrets.token_hex(12) if password else ""
     try:
         for attempt in range(ATTEMPTS):
             port = free_port()
@@ -101,12 +102,13 @@ def redis_server() -> Iterator[Server]:
             proc = subprocess.Popen(
                 [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                  "--appendonly", "no", "--dir", str(folder), "--logfile", str(log),
-                 "--requirepass", password, "--daemonize", "no"],
+                 *(["--requirepass", secret] if secret else []), "--daemonize", "no"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 if _wait_for_line(proc, log, "Ready to accept connections"):
-                    yield Server(f"redis://:{password}@127.0.0.1:{port}/0", "127.0.0.1", port,
-                                 password, log)
+                    auth = f":{secret}@" if secret else ""
+                    yield Server(f"redis://{auth}127.0.0.1:{port}/0", "127.0.0.1", port,
+                                 secret, log)
                     return
             finally:
                 if proc.poll() is None:

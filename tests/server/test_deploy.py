@@ -123,6 +123,8 @@ async def test_the_deploy_page_runs_behind_nginx(redis_url: str, tmp_path: Path)
     everything to the other."""
     sh = block("sh", "mcp-hooks serve")
     assert 'export MCP_HOOKS_TOKEN="$(cat /etc/mcp-hooks/token)"' in sh
+    assert 'export MCP_HOOKS_STATE="redis://:$(cat /etc/mcp-hooks/redis-password)@' in sh
+    assert "--state " not in sh  # a password on a command line is public (ps)
     token = secrets.token_hex(16)
     srv = tmp_path / "srv"
     hooks = srv / "hooks"
@@ -133,7 +135,8 @@ async def test_the_deploy_page_runs_behind_nginx(redis_url: str, tmp_path: Path)
     site = block("nginx", "upstream mcp_hooks")
     for port in DOC_PORTS:
         site = re.sub(rf"\b{port}\b", str(ports[port]), site)
-    env = {**os.environ, "MCP_HOOKS_TOKEN": token}
+    env = {**os.environ, "MCP_HOOKS_TOKEN": token, "MCP_HOOKS_STATE": redis_url,
+           "MCP_HOOKS_TRUST_KEY": secrets.token_hex(16)}
     argvs = replica_argvs(redis_url, srv, ports)
     assert [a[a.index("--replica-id") + 1] for a in argvs] == ["web-1", "web-2"]
 

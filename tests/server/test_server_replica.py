@@ -269,10 +269,10 @@ def test_a_shared_store_over_stateful_http_warns_at_start(
                "without --stateless keeps each MCP session on the replica that opened it, so "
                "a load balancer cannot spread the clients over replicas; serve replicas with "
                "--transport http --stateless (docs/deploy.md)\n")
-    with serving(serve_argv(project, user_dir, "--no-log", "--state", redis_url)) as (_, said):
+    env = {**os.environ, "MCP_HOOKS_STATE": redis_url, "MCP_HOOKS_TRUST_KEY": "k" * 32}
+    with serving(serve_argv(project, user_dir, "--no-log"), env) as (_, said):
         assert said.count(warning) == 1, said
-    with serving(serve_argv(project, user_dir, "--no-log", "--stateless", "--state",
-                            redis_url)) as (_, said):
+    with serving(serve_argv(project, user_dir, "--no-log", "--stateless"), env) as (_, said):
         assert not any("warning" in line for line in said), said
     with serving(serve_argv(project, user_dir, "--no-log")) as (_, said):  # file: one machine
         assert not any("warning" in line for line in said), said

@@ -40,8 +40,9 @@ def test_serve_exits_1_naming_a_store_it_cannot_reach(url: str, project: Path,
     given = url.format(port=free_port())  # the kernel's pick, closed again: nothing there
     done = subprocess.run(
         [MCP_HOOKS, "serve", "--transport", "http", "--port", "0", "--project-dir",
-         str(project), "--user-dir", str(user_dir), "--no-log", "--state", given],
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+         str(project), "--user-dir", str(user_dir), "--no-log"],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "MCP_HOOKS_STATE": given})  # a password stays off argv
     assert done.returncode == 1, done.stderr
     assert done.stdout == ""
     lines = done.stderr.splitlines()
