@@ -98,8 +98,9 @@ def _add_fire_parser(sub: Any) -> None:
     server.add_argument(
         "--server", metavar="URL",
         help="send the event to this running `mcp-hooks serve --transport http --token ...` "
-        "(or MCP_HOOKS_SERVER), where persistent hooks stay resident; whatever goes wrong "
-        "there, the event runs here instead, with a note on stderr")
+        "(or MCP_HOOKS_SERVER), where persistent hooks stay resident; no answer there, "
+        "the event runs here instead, with a note on stderr; an error status (a proxy's "
+        "404, a 401) denies it, naming the URL and status")
     server.add_argument("--no-server", action="store_true",
                         help="run the hooks in this process even if MCP_HOOKS_SERVER is set")
     p.add_argument("--token", metavar="TOKEN",
@@ -295,8 +296,9 @@ def _faulted(warning: str) -> bool:
 def _fire_on_server(args: argparse.Namespace, fields: dict[str, Any]) -> Outcome | None:
     """The outcome of a configured server (``--server``/``MCP_HOOKS_SERVER``), or None: no
     server is configured, or it did not answer for sure (then why, on stderr), and the event
-    runs here. The work dir sent is the project's when none was given, so the server answers
-    for the project this command would load (and only if it loads the same hooks folders)."""
+    runs here. An error status from the server's address is the fault outcome naming it.
+    The work dir sent is the project's when none was given, so the server answers for the
+    project this command would load (and only if it loads the same hooks folders)."""
     # lazy: 34 ms of cold bridge (python -X importtime)
     from mcp_hooks.hosts.fire_client import configured, forward_fire
 
@@ -308,6 +310,10 @@ def _fire_on_server(args: argparse.Namespace, fields: dict[str, Any]) -> Outcome
     fields = fields | {"work_dir": fields["work_dir"] or str(project)}
     answer = forward_fire(server, fields, user_dir=options.user_hooks_dir(args),
                           project_dir=project)
+    if answer.refused:  # the server's path is broken: deny (fault), never decide here quietly
+        print(f"mcp-hooks fire: refused by the server's address: {answer.why}", file=sys.stderr)
+        return fault_outcome(canonical_event(fields["event_type"]), answer.why,
+                             on_fault=options.on_fault(args))
     if answer.outcome is None:
         print(f"mcp-hooks fire: not answered by the server: {answer.why}; the hooks run "
               "here instead", file=sys.stderr)
