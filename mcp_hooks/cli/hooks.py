@@ -244,7 +244,7 @@ def _fire(args: argparse.Namespace) -> int:
     skipped = [w for w in outcome.warnings if _untrusted(w) or (args.json and _faulted(w))]
     for warning in skipped:
         print(f"mcp-hooks fire: {warning}", file=sys.stderr)
-    why, notes = ("", []) if fault is not None or args.json else _why_none(
+    why, notes = (NOT_RUN, []) if fault is not None else ("", []) if args.json else _why_none(
         registry, event_type, args, outcome)
     answerable = served is not None or options.event_log(args) is not None
     return _answer(args, outcome, why, notes, answerable=answerable, skipped=skipped)
@@ -277,8 +277,13 @@ def fire_fault(args: argparse.Namespace, what: str) -> int:
         event = canonical_event(args.event)
     except Exception:  # an unknown event is one that can block
         event = str(args.event)
-    return _answer(args, fault_outcome(event, what, on_fault=options.on_fault(args)),
+    return _answer(args, fault_outcome(event, what, on_fault=options.on_fault(args)), NOT_RUN,
                    answerable=options.event_log(args) is not None)
+
+
+# said instead of "no hook matched" when a fault stopped the hooks before they ran (a store
+# that cannot be used, input too deep to read): hooks may well match, and did not run
+NOT_RUN = "no hook ran: mcp-hooks could not run this event's hooks; the warning says why"
 
 
 def _untrusted(warning: str) -> bool:
