@@ -443,14 +443,7 @@ def check_hooks(report: Report, given: CommonOptions) -> None:
         for hook in invalid:
             report.problem(f"invalid hook {hook.name!r}: {hook}",
                            f"fix {hook.file}, then check it with `mcp-hooks validate`")
-        state = shared_state(given)
-        for hook in untrusted:
-            status = getattr(hook, "status", "untrusted")
-            fix = getattr(hook, "fix", None) or "review it, then trust it (mcp-hooks trust)"
-            if state is not None:  # trusted in the store the replicas read, not trust.json
-                fix = fix.replace("mcp-hooks trust ", f"mcp-hooks trust --state {state} ", 1)
-            report.problem(f"project hook {getattr(hook, 'name', hook)!r} is {status} and does "
-                           "not run", f"read it, then: {fix}")
+        _untrusted_problems(report, untrusted, given)
         for name in sorted(replaced):
             project_copy = registry.get(name)
             if project_copy is not None and _identical(project_copy.dir, replaced[name].dir):
@@ -466,6 +459,19 @@ def check_hooks(report: Report, given: CommonOptions) -> None:
         close = getattr(registry, "close", None)
         if close is not None:
             close()
+
+
+def _untrusted_problems(report: Report, untrusted: list[Any], given: CommonOptions) -> None:
+    """A problem per untrusted project hook, its fix the `trust` command that reaches the
+    trust the replicas read: with ``--state`` when the store is shared."""
+    state = shared_state(given)
+    for hook in untrusted:
+        status = getattr(hook, "status", "untrusted")
+        fix = getattr(hook, "fix", None) or "review it, then trust it (mcp-hooks trust)"
+        if state is not None:  # trusted in the store the replicas read, not trust.json
+            fix = fix.replace("mcp-hooks trust ", f"mcp-hooks trust --state {state} ", 1)
+        report.problem(f"project hook {getattr(hook, 'name', hook)!r} is {status} and does "
+                       "not run", f"read it, then: {fix}")
 
 
 def _identical(one: Path, other: Path) -> bool:
