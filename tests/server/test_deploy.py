@@ -33,6 +33,7 @@ from mcp_hooks.state.url import close_store, open_store
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.java_client import compiled, java_fire
 from tests.helpers.servers import _missing, free_port
+from tests.hosts.test_hosts_served import _install_forward, payload
 from tests.server.test_server import fire
 from tests.server.test_server_replica import serving
 
@@ -43,6 +44,7 @@ HANG = 120.0  # seconds: only to stop a hang
 INSTALL = "apt-get install -y nginx-light"
 DOC_PORTS = ("8000", "8001", "8002")  # nginx, web-1, web-2 in the page
 DOC_STATE = "redis://:$REDIS_PASSWORD@127.0.0.1:6379/0"
+HOST_SESSION = "3f1c9a52-7b8e-4d21-9f0a-2c6e8b1d4a77"  # tests/fixtures' Claude Code payloads
 
 
 def block(lang: str, marker: str) -> str:
@@ -202,6 +204,12 @@ async def test_the_deploy_page_runs_behind_nginx(redis_url: str, tmp_path: Path)
             "event_type": "before_tool", "session_id": "agent-4", "tool_name": "Bash",
             "tool_input": {"command": "ls"}}, user_dir=hooks, project_dir=srv)
         assert allowed["forward_failure"] is None and not allowed["denied"], allowed
+        # a host wired with `install --via server` (/hooks/bridge/claude-code)
+        command = _install_forward(base, srv, tmp_path / "settings.json", token=token)
+        hooked = subprocess.run(["sh", "-c", command], capture_output=True, text=True,
+                                input=payload("claude-code", "PreToolUse.bash", srv),
+                                env={**env, "MCP_HOOKS_LOG": "off"}, timeout=HANG)
+        assert hooked.returncode == 0 and "mcp-hooks forward" not in hooked.stderr, hooked
 
         servers[0].proc.terminate()  # web-1 goes away: nginx sends everything to web-2
         servers[0].proc.wait(HANG)
@@ -221,6 +229,7 @@ async def test_the_deploy_page_runs_behind_nginx(redis_url: str, tmp_path: Path)
     assert [e["replica"] for e in events if e["session_id"] == "agent-2"] == ["web-2"] * 4
     for session in ("agent-3", "agent-4"):  # decided by the replicas, not on the client
         assert len([e for e in events if e["session_id"] == session]) == 2, session
+    assert len([e for e in events if e["session_id"] == HOST_SESSION]) == 1  # the host's
     assert len({e["hooks_digest"] for e in events}) == 1
 
 
