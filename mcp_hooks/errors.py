@@ -78,6 +78,29 @@ EXIT_DENIED = 2  # a hook (or our fail-closed rule) denied the event
 EXIT_USAGE = 64  # EX_USAGE: the caller's arguments or files are wrong
 
 
+# Whether mcp-hooks can be installed from PyPI by name. Until it is published, every message
+# that says how to install it (``install_command``: MissingExtraError, install, doctor) gives
+# the form that works today, from a checkout or a built wheel; README.md's "Install" is the
+# one doc paragraph that says the same, and every other doc links to it.
+ON_PYPI = False
+
+
+def install_command(extra: str = "", *, tool: bool = False) -> str:
+    """How to install mcp-hooks (with ``extra``), as a message gives it: into the current
+    Python with pip, or (``tool``) for good as a command with uv or pipx."""
+    if ON_PYPI:
+        if tool:
+            return "uv tool install mcp-hooks (or pipx install mcp-hooks)"
+        return f"pip install 'mcp-hooks[{extra}]'" if extra else "pip install mcp-hooks"
+    if tool:
+        return ("uv tool install . (or pipx install .) in a checkout of mcp-hooks; it is not "
+                "on PyPI yet")
+    spec = f"[{extra}]" if extra else ""
+    return (f"pip install '.{spec}' in a checkout of mcp-hooks, or pip install "
+            f"'./dist/mcp_hooks-<version>-py3-none-any.whl{spec}' from a wheel built there (it "
+            "is not on PyPI yet)")
+
+
 class MCPHooksError(Exception):
     """Base class of every error raised by mcp-hooks."""
 
@@ -107,11 +130,10 @@ class MissingExtraError(ConfigError, ModuleNotFoundError):
     def __init__(self, module: str, missing: ModuleNotFoundError, extra: str,
                  needs: str) -> None:
         self.extra = extra
-        install = f"pip install 'mcp-hooks[{extra}]'" if extra else "its framework"
+        install = install_command(extra) if extra else "install its framework"
         super().__init__(
             f"{module} needs {needs}, which is not installed here (no module named "
-            f"{missing.name!r}): {install} (from a checkout of mcp-hooks: pip install "
-            f"'.[{extra}]')", name=missing.name)
+            f"{missing.name!r}): {install}", name=missing.name)
 
 
 class UsageError(ConfigError):

@@ -19,8 +19,8 @@ exit), ``.status`` (``allow``, ``deny``, ``error``, ``timeout``), ``.duration_ms
 reply: they are counted, not traced.
 
 This module imports OpenTelemetry only in :func:`observer_for`, when tracing is on; without the
-extra, ``on`` is a ``MissingExtraError`` (exit 64) naming ``pip install 'mcp-hooks[otel]'``,
-``auto`` a warning on stderr and no traces.
+extra, ``on`` is a ``MissingExtraError`` (exit 64) naming the pip command of the ``otel``
+extra (``errors.install_command``), ``auto`` a warning on stderr and no traces.
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def observer_for(settings: Settings) -> OtelObserver | None:
 
     Raises:
         MissingExtraError: ``on`` (``--otel``, ``MCP_HOOKS_OTEL=1``) and the extra ``otel``
-            is not installed (exit 64, naming ``pip install 'mcp-hooks[otel]'``).
+            is not installed (exit 64, naming the pip command of the ``otel`` extra).
     """
     if settings.otel == "off":
         return None

@@ -65,6 +65,7 @@ from typing import Any
 import pytest
 
 from mcp_hooks.control.config import load_config as load_hooks_yaml
+from mcp_hooks.errors import ON_PYPI, install_command
 from mcp_hooks.proxy.config import load_config as load_proxy_config
 from mcp_hooks.proxy.config import parse_upstream
 from mcp_hooks.spec.events import canonical_event
@@ -675,3 +676,20 @@ def test_every_module_has_a_row_in_development_md() -> None:
     gone = [n for n in named if n.endswith(".py") and not (package / n).exists()
             and not any((folder / n).exists() for folder in folders)]
     assert not gone, f"docs/development.md: rows for modules that are gone: {gone}"
+
+
+# Install commands that name the package on PyPI: they fail until it is published
+# (errors.ON_PYPI); a paragraph may give one only saying so (README.md's "Install").
+_PYPI_FORMS = re.compile(r"pip\s+install\s+'?mcp-hooks\b|pipx\s+install\s+mcp-hooks\b|"
+                         r"uv\s+tool\s+install\s+mcp-hooks\b|uvx\s+mcp-hooks(?!==)\b")
+
+
+def test_no_page_gives_an_install_command_that_fails() -> None:
+    if ON_PYPI:
+        return
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    wrong = [f"{page.name}: {' '.join(para.split())[:160]}"
+             for page in pages for para in page.read_text(encoding="utf-8").split("\n\n")
+             if _PYPI_FORMS.search(para) and "PyPI" not in para]
+    assert wrong == [], "give the checkout/wheel form (README.md#install):\n" + "\n".join(wrong)
+    assert "in a checkout" in install_command("redis") and "PyPI" in install_command("redis")

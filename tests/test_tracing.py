@@ -314,7 +314,7 @@ def test_otel_without_the_extra_is_exit_64_naming_the_pip_command(project: Path,
         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
         env=_env("http://127.0.0.1:9"))
     assert done.returncode == 64, done.stderr
-    assert "pip install 'mcp-hooks[otel]'" in done.stderr
+    assert "pip install '.[otel]' in a checkout of mcp-hooks" in done.stderr
     assert "--otel" in done.stderr
     assert done.stdout == ""
 
@@ -330,7 +330,7 @@ def test_the_standard_endpoint_alone_without_the_extra_warns_and_serves(
         said = server.url
         line = server.lines.get(timeout=120)
         assert "serving http at" in line, line
-    assert "pip install 'mcp-hooks[otel]'" in said
+    assert "pip install '.[otel]' in a checkout of mcp-hooks" in said
 
 
 @pytest.mark.parametrize(("environ", "flag", "expected"), [

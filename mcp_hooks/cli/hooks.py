@@ -98,8 +98,9 @@ def _add_fire_parser(sub: Any) -> None:
     server.add_argument(
         "--server", metavar="URL",
         help="send the event to this running `mcp-hooks serve --transport http --token ...` "
-        "(or MCP_HOOKS_SERVER), where persistent hooks stay resident; whatever goes wrong "
-        "there, the event runs here instead, with a note on stderr")
+        "(or MCP_HOOKS_SERVER), where persistent hooks stay resident; no answer there, "
+        "the event runs here instead, with a note on stderr; an error status (a proxy's "
+        "404, a 401) denies it, naming the URL and status")
     server.add_argument("--no-server", action="store_true",
                         help="run the hooks in this process even if MCP_HOOKS_SERVER is set")
     p.add_argument("--token", metavar="TOKEN",
@@ -243,7 +244,7 @@ def _fire(args: argparse.Namespace) -> int:
     skipped = [w for w in outcome.warnings if _untrusted(w) or (args.json and _faulted(w))]
     for warning in skipped:
         print(f"mcp-hooks fire: {warning}", file=sys.stderr)
-    why, notes = ("", []) if fault is not None or args.json else _why_none(
+    why, notes = (NOT_RUN, []) if fault is not None else ("", []) if args.json else _why_none(
         registry, event_type, args, outcome)
     answerable = served is not None or options.event_log(args) is not None
     return _answer(args, outcome, why, notes, answerable=answerable, skipped=skipped)
@@ -276,8 +277,13 @@ def fire_fault(args: argparse.Namespace, what: str) -> int:
         event = canonical_event(args.event)
     except Exception:  # an unknown event is one that can block
         event = str(args.event)
-    return _answer(args, fault_outcome(event, what, on_fault=options.on_fault(args)),
+    return _answer(args, fault_outcome(event, what, on_fault=options.on_fault(args)), NOT_RUN,
                    answerable=options.event_log(args) is not None)
+
+
+# said instead of "no hook matched" when a fault stopped the hooks before they ran (a store
+# that cannot be used, input too deep to read): hooks may well match, and did not run
+NOT_RUN = "no hook ran: mcp-hooks could not run this event's hooks; the warning says why"
 
 
 def _untrusted(warning: str) -> bool:
@@ -295,8 +301,9 @@ def _faulted(warning: str) -> bool:
 def _fire_on_server(args: argparse.Namespace, fields: dict[str, Any]) -> Outcome | None:
     """The outcome of a configured server (``--server``/``MCP_HOOKS_SERVER``), or None: no
     server is configured, or it did not answer for sure (then why, on stderr), and the event
-    runs here. The work dir sent is the project's when none was given, so the server answers
-    for the project this command would load (and only if it loads the same hooks folders)."""
+    runs here. An error status from the server's address is the fault outcome naming it.
+    The work dir sent is the project's when none was given, so the server answers for the
+    project this command would load (and only if it loads the same hooks folders)."""
     # lazy: 34 ms of cold bridge (python -X importtime)
     from mcp_hooks.hosts.fire_client import configured, forward_fire
 
@@ -308,6 +315,10 @@ def _fire_on_server(args: argparse.Namespace, fields: dict[str, Any]) -> Outcome
     fields = fields | {"work_dir": fields["work_dir"] or str(project)}
     answer = forward_fire(server, fields, user_dir=options.user_hooks_dir(args),
                           project_dir=project)
+    if answer.refused:  # the server's path is broken: deny (fault), never decide here quietly
+        print(f"mcp-hooks fire: refused by the server's address: {answer.why}", file=sys.stderr)
+        return fault_outcome(canonical_event(fields["event_type"]), answer.why,
+                             on_fault=options.on_fault(args))
     if answer.outcome is None:
         print(f"mcp-hooks fire: not answered by the server: {answer.why}; the hooks run "
               "here instead", file=sys.stderr)

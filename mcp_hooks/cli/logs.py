@@ -4,6 +4,9 @@
 ``MCP_HOOKS_LOG``) for ``file:``, else a shared store's event records (``--state URL``,
 ``MCP_HOOKS_STATE``; ``state/reader.py``), by session (``--session``) and time (``--since``),
 the last ``-n``, ``--json`` for the raw records, ``--follow`` to keep printing new ones.
+Records are printed in time order (``ts``), so records a replica's spool replayed late stand
+where they happened; each text line names the replica that wrote it (a shared store's) and
+the outcome's warnings (the loop guard's override among them).
 
 Imported on every run of ``mcp-hooks`` (its parser is part of the command line): the store
 and the formatting are imported only when ``log`` runs.
@@ -92,13 +95,28 @@ def cmd_log(args: argparse.Namespace) -> int:
         close_log(log)
 
 
+Select = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+
+
+def when(record: dict[str, Any]) -> str:
+    """A record's time as the logs write it (``ts`` in the event log, ``timestamp`` in the
+    signal log): ISO 8601 UTC text, which sorts as time does."""
+    return str(record.get("ts") or record.get("timestamp") or "")
+
+
 def print_log(log: EventLog | StoreLog, args: argparse.Namespace,
-              show: Callable[[dict[str, Any]], str], what: str) -> int:
-    """``log`` and ``signals``: the records of ``--session`` (the last ``-n``), then with
-    ``--follow`` each new one until interrupted (a file log or a shared store's)."""
+              show: Callable[[dict[str, Any]], str], what: str,
+              select: Select | None = None) -> int:
+    """``log`` and ``signals``: the records of ``--session`` in time order (a shared store's
+    spool replays records late: they are put back where they happened), the last ``-n``,
+    then with ``--follow`` each new one until interrupted (a file log or a shared store's).
+    ``select``: keeps some of the records read (``signals --open``); each followed record is
+    kept when ``select([record])`` keeps it."""
     since = getattr(args, "since", None)
-    records = [r for r in log.read(args.session)
-               if since is None or str(r.get("ts") or r.get("timestamp") or "") >= since]
+    records = sorted((r for r in log.read(args.session) if since is None or when(r) >= since),
+                     key=when)  # stable: records of the same time keep the log's order
+    if select is not None:
+        records = select(records)
     if args.lines:
         records = records[-args.lines:]
     for record in records:
@@ -106,7 +124,8 @@ def print_log(log: EventLog | StoreLog, args: argparse.Namespace,
     if args.follow:
         try:
             for record in log.follow(args.session):
-                print(show(record), flush=True)
+                if select is None or select([record]):
+                    print(show(record), flush=True)
         except KeyboardInterrupt:
             return EXIT_OK
     elif not records:

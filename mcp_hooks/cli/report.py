@@ -165,9 +165,13 @@ def format_log_record(record: dict[str, Any]) -> str:
         line += f" tool={record['tool_name']}"
     if record.get("session_id"):
         line += f" session={record['session_id']}"
+    if record.get("replica"):
+        line += f" replica={record['replica']}"
     line += f"  [{hooks or 'no hooks'}]"
     if record.get("reason"):
         line += f"  reason: {clip(str(record['reason']), 100)}"
+    for warning in record.get("warnings") or []:  # the loop guard's override among them
+        line += f"  warning: {clip(' '.join(str(warning).split()), 160)}"
     return line
 
 

@@ -121,8 +121,8 @@ def add_otel_argument(parser: argparse.ArgumentParser) -> None:
     """Declare ``--otel`` (``serve``, ``proxy``: ``tracing.py``)."""
     parser.add_argument("--otel", action="store_true", default=None,
                         help="send a span per event and per hook run over OTLP/HTTP to "
-                        "OTEL_EXPORTER_OTLP_ENDPOINT (needs pip install 'mcp-hooks[otel]'; "
-                        "or MCP_HOOKS_OTEL=1)")
+                        "OTEL_EXPORTER_OTLP_ENDPOINT (needs the otel extra: pip install "
+                        "'.[otel]' in a checkout; or MCP_HOOKS_OTEL=1)")
 
 
 def add_parser(sub: Any) -> None:

@@ -1,9 +1,10 @@
 """``mcp-hooks signals`` and ``mcp-hooks respond``: read the signal log, answer a signal.
 
 ``signals`` prints the signal log (``signallog.py``, beside the event log ``--log`` names):
-one line per signal sent and per response, ``--session`` for one session, ``--follow`` to keep
-printing, ``--json`` for the raw lines (the seed's shape: ``timestamp, hook, intensity,
-source, consumed, action`` and more). ``respond SIGNAL_ID ACTION [--details JSON]`` records an
+one line per signal sent and per response, in time order, ``--session`` for one session,
+``--open`` for the signals no response answers yet, ``--follow`` to keep printing,
+``--json`` for the raw lines (the seed's shape: ``timestamp, hook, intensity, source,
+consumed, action`` and more). ``respond SIGNAL_ID ACTION [--details JSON]`` records an
 answer for a script, as ``respond_to_signal`` does over MCP, and says what it recorded
 (``--json``: the line written). SIGNAL_ID may be any unambiguous start of the id. With
 ``--state URL`` (``MCP_HOOKS_STATE``) a shared store's signal log is read and answered
@@ -43,10 +44,20 @@ def add_signals_parser(sub: Any) -> None:
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
     p.add_argument("--session", metavar="ID", help="only this session's signals")
     p.add_argument("--json", action="store_true", help="print the raw JSON lines")
+    p.add_argument("--open", action="store_true",
+                   help="only signals not answered yet (no response; responses left out)")
     p.add_argument("-n", "--lines", type=line_count, default=20, metavar="N",
                    help="print the last N lines (0: all; default 20)")
     add_since_option(p)
     options.add_common_options(p)
+
+
+def unanswered(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``signals --open``: the signals among ``records`` that no response among them
+    answers."""
+    answered = {r.get("signal_id") for r in records if r.get("kind") == "response"}
+    return [r for r in records
+            if r.get("kind") == "signal" and r.get("signal_id") not in answered]
 
 
 def add_respond_parser(sub: Any) -> None:
@@ -82,7 +93,9 @@ def format_signal_line(record: dict[str, Any]) -> str:
 def signals_command(args: argparse.Namespace) -> int:
     log = _log(args)
     try:
-        return print_log(log, args, json.dumps if args.json else format_signal_line, "signals")
+        return print_log(log, args, json.dumps if args.json else format_signal_line,
+                         "unanswered signals" if args.open else "signals",
+                         unanswered if args.open else None)
     finally:
         close_log(log)
 

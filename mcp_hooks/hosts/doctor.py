@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hooks import options
-from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK
+from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, MissingExtraError
 from mcp_hooks.hosts import HOSTS, get_host, host_name
 from mcp_hooks.hosts.base import Host
 from mcp_hooks.hosts.configfile import (
@@ -61,12 +61,15 @@ from mcp_hooks.hosts.forward_script import read_token
 from mcp_hooks.options import CommonOptions
 from mcp_hooks.registry.trust import UNVERIFIABLE_DIGEST, TrustStore, hook_digest
 from mcp_hooks.settings import env_value, trust_store_path
+from mcp_hooks.state.remote import redact
+from mcp_hooks.state.store import StateUnavailable
 
 EXIT_BROKEN = EXIT_FAILURE
 PROBE_HOOK = "mcp-hooks-doctor-probe"
 PROBE_MARKER = "echo mcp-hooks-doctor-probe-7f3a"
 PROBE_REASON = "mcp-hooks doctor probe: denied as expected"
 PROBE_SESSION = "mcp-hooks-doctor"
+STATE_ENV = "MCP_HOOKS_STATE"  # settings.VARIABLES: --state
 PROBE_TIMEOUT_S = 60.0
 UNREACHABLE = "http://127.0.0.1:9"  # no server: a forward script's local fallback answers
 
@@ -433,6 +436,10 @@ def probe(host: Host, entry: Entry, event: str, root: Path) -> dict[str, Any]:
 def check_hooks(report: Report, given: CommonOptions) -> None:
     try:
         registry = options.registry(given, watch=False)
+    except (StateUnavailable, MissingExtraError):  # the trust store is the shared store
+        report.notes.append(Finding("the hooks' trust is not checked: it is kept in the state "
+                                    "store, which cannot be used (its problem is below)"))
+        return
     except Exception as exc:
         report.problem(f"the hook folders cannot be read: {type(exc).__name__}: {exc}",
                        "fix the folder permissions, then mcp-hooks validate")
@@ -453,11 +460,7 @@ def check_hooks(report: Report, given: CommonOptions) -> None:
         for hook in invalid:
             report.problem(f"invalid hook {hook.name!r}: {hook}",
                            f"fix {hook.file}, then check it with `mcp-hooks validate`")
-        for hook in untrusted:
-            status = getattr(hook, "status", "untrusted")
-            fix = getattr(hook, "fix", None) or "review it, then trust it (mcp-hooks trust)"
-            report.problem(f"project hook {getattr(hook, 'name', hook)!r} is {status} and does "
-                           "not run", f"read it, then: {fix}")
+        _untrusted_problems(report, untrusted, given)
         for name in sorted(replaced):
             project_copy = registry.get(name)
             if project_copy is not None and _identical(project_copy.dir, replaced[name].dir):
@@ -473,6 +476,19 @@ def check_hooks(report: Report, given: CommonOptions) -> None:
         close = getattr(registry, "close", None)
         if close is not None:
             close()
+
+
+def _untrusted_problems(report: Report, untrusted: list[Any], given: CommonOptions) -> None:
+    """A problem per untrusted project hook, its fix the `trust` command that reaches the
+    trust the replicas read: with ``--state`` when the store is shared."""
+    state = shared_state(given)
+    for hook in untrusted:
+        status = getattr(hook, "status", "untrusted")
+        fix = getattr(hook, "fix", None) or "review it, then trust it (mcp-hooks trust)"
+        if state is not None:  # trusted in the store the replicas read, not trust.json
+            fix = fix.replace("mcp-hooks trust ", f"mcp-hooks trust --state {state} ", 1)
+        report.problem(f"project hook {getattr(hook, 'name', hook)!r} is {status} and does "
+                       "not run", f"read it, then: {fix}")
 
 
 def _identical(one: Path, other: Path) -> bool:
@@ -506,6 +522,18 @@ def _trust_store() -> tuple[Path, str | None]:
         return path, f"{path}: {exc}"
 
 
+def shared_state(given: CommonOptions) -> str | None:
+    """The ``--state`` argument that names the shared store as the user gave it, shell-quoted,
+    for a command to print: ``"$MCP_HOOKS_STATE"`` when it came from there, else the URL
+    without its password (``***``: put it back); None for ``file:``."""
+    state = options.settings(given).state
+    if state.strip().lower().startswith("file:"):
+        return None
+    if env_value(STATE_ENV) == state:
+        return f'"${STATE_ENV}"'
+    return shlex.quote(redact(state))
+
+
 def check_files(report: Report, given: CommonOptions) -> None:
     log = options.event_log(given)
     if log is None:
@@ -519,6 +547,10 @@ def check_files(report: Report, given: CommonOptions) -> None:
             report.problem(f"the event log {path} cannot be written: hook runs go unrecorded",
                            f"fix the permissions of {path} (or its folder), or point --log / "
                            "MCP_HOOKS_LOG elsewhere")
+    if shared_state(given) is not None:  # trust is kept in the shared store (check_state)
+        report.files["trust_store"] = {"path": redact(options.settings(given).state),
+                                       "status": "the state store's trust (below)"}
+        return
     store, problem = _trust_store()
     ok = _writable(store)
     report.files["trust_store"] = {"path": str(store),

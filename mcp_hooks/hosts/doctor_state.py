@@ -10,8 +10,10 @@ replica name, and how many log records wait in this machine's spool for the stor
 that cannot be reached, or an operation that fails or comes back wrong, is a problem naming
 the URL (never its password) and the fix: ``doctor`` exits 1.
 
-The probe leaves its records in the store (the events log gets one ``kind: "doctor"``
-record, the signals log one signal and its answer), under the doctor's own session id.
+The counter is removed again; the probe's log records (one ``kind: "doctor"`` event, one
+signal and its answer) stay under the doctor's own session id
+(``reader.PROBE_SESSION_PREFIX``), which every reader skips: ``log``, ``log --follow`` and
+``signals`` never show them, as no agent's event.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, Protocol, TypeVar
 
 from mcp_hooks.errors import ConfigError, MissingExtraError, RunError
 from mcp_hooks.state.exposure import open_warnings
+from mcp_hooks.state.reader import PROBE_SESSION_PREFIX
 from mcp_hooks.state.remote import redact
 from mcp_hooks.state.spool import ID, Spool, failures, record_id
 from mcp_hooks.state.store import StateStore, StateUnavailable
@@ -88,7 +91,7 @@ def check_state(report: Findings, url: str) -> dict[str, Any]:
 def _round_trip(store: StateStore) -> dict[str, float]:
     """One increment, append and answer-once in a throwaway session; their latency in ms;
     ``StateUnavailable`` when one is wrong."""
-    session = f"mcp-hooks-doctor-{secrets.token_hex(6)}"
+    session = f"{PROBE_SESSION_PREFIX}{secrets.token_hex(6)}"
     times: dict[str, float] = {}
     before = failures(store)
     counted = _timed(lambda: store.increment("doctor", session, ttl=60), times, "increment")

@@ -6,10 +6,15 @@ there instead, where the engine, and every resident hook process, stay warm. The
 signed as forward protocol v2 (``forward_auth``): it proves the client holds the token without
 sending it, so whatever listens on the port learns nothing it could reuse; the answer counts
 only when it is signed over that very request, so only the server holding the token can
-answer it. Anything else (no token, no server, a refusal, an unsigned or forged answer, a
-signed ``4xx``, no answer within ``MCP_HOOKS_FORWARD_TIMEOUT`` seconds, default 5, for the
-whole exchange) is ``Forwarded(None, why)``: the caller runs the event itself and says why on
-stderr, so the answer is never lost and never forged.
+answer it. Anything else (no token, no server, a refused connection, an unsigned or
+forged ``200``, a signed ``422``, no answer within ``MCP_HOOKS_FORWARD_TIMEOUT`` seconds,
+default 5, for the whole exchange) is ``Forwarded(None, why)``: the caller runs the event
+itself and says why on stderr, so the answer is never lost and never forged. But an error
+status from the server's address (unsigned and not 200, or signed and neither 200 nor 422:
+a proxy's 404 for a path it does not route, a 401 for a wrong token, a 5xx) is
+``Forwarded(None, why, refused=True)``: the policy server is configured and its path is
+broken, so the caller denies the event naming the URL, the status and the fix, instead of
+deciding quietly on this machine.
 
 A plain ``http://`` URL is spoken to over a socket by hand (one POST, ``Connection:
 close``); ``https://`` goes through ``http.client``, with a watchdog that cuts the connection
@@ -57,10 +62,28 @@ class Server:
 
 
 class Forwarded(NamedTuple):
-    """The server's verified outcome, or None and why the caller must run the event itself."""
+    """The server's verified outcome, or None and why the caller must run the event itself;
+    ``refused``: the server's address answered with an error status (a proxy's 404, a 401
+    for a wrong token, a 5xx): the caller denies, naming ``why``, instead."""
 
     outcome: Outcome | None
     why: str = ""
+    refused: bool = False
+
+
+UNSIGNED = "no signature"  # answer_problem's word for an answer without one
+_FIXES = {404: f"nothing answers {FIRE_PATH} there: route /hooks/ to the server (a proxy "
+               "that forwards only /mcp answers 404: docs/deploy.md), and serve it with --token",
+          401: "the server refused the request's signature: give fire the server's token "
+               f"(--token, {TOKEN_ENV})"}
+
+
+def refused(url: str, status: int, body: bytes) -> str:
+    """Why an error status from the server's address is a deny: the URL, the status, what
+    it said, and the fix."""
+    fix = _FIXES.get(status, "fix the server, or the --server URL (MCP_HOOKS_SERVER), or run "
+                             "the hooks here with --no-server")
+    return f"the policy server {url}{FIRE_PATH} answered HTTP {status}{_said(body)}; {fix}"
 
 
 def configured(url: str | None, token: str | None, *, no_server: bool = False) -> Server | None:
@@ -126,11 +149,13 @@ def forward_fire(server: Server, fields: dict[str, Any], *, user_dir: Path,
                              f"({FORWARD_TIMEOUT_ENV})")
         return Forwarded(None, f"no answer from {server.url} ({type(exc).__name__}: {exc})")
     problem = answer_problem(server.token, signed, status, answer_headers, body)
-    if problem:
+    if problem and (status == 200 or problem != UNSIGNED):
         return Forwarded(None, f"{server.url} answered {status} with {problem}, so it is not "
                          f"believed{_said(body)}")
-    if status != 200:
+    if status == 422 and not problem:  # the server's own "run it yourself"
         return Forwarded(None, f"{server.url} answered {status}{_said(body)}")
+    if status != 200:
+        return Forwarded(None, refused(server.url, status, body), refused=True)
     try:
         return Forwarded(Outcome.from_json(body))
     except ConfigError as exc:

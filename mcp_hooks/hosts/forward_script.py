@@ -5,11 +5,15 @@ payload to a running ``mcp-hooks serve --transport http`` as a forward protocol 
 (``forward_auth``): a fresh nonce, its clock and an HMAC-SHA256 over the request keyed by the
 token, never the token itself. It prints the answer if and only if it is signed over that
 request with the token, so only the real server can answer it; anything else (no server,
-another program on the port, a wrong token, an error, no answer within
-``MCP_HOOKS_FORWARD_TIMEOUT`` seconds, default 5) runs the bridge locally instead, with one
-line on stderr saying why. One script serves every host installed that way:
-``paths.config_dir()/mcp-hooks-forward.py``, with the token in a 0600 header file beside it.
-``uninstall`` removes the host entries that call it, not these files.
+an unproven answer, no answer within ``MCP_HOOKS_FORWARD_TIMEOUT`` seconds, default 5) runs
+the bridge locally instead, with one line on stderr saying why. An error status from the URL
+(unsigned and not 200, or signed and neither 200 nor 422: a proxy's 404 for a path it does
+not route, a 401 for a wrong token, a 5xx) blocks the call instead (exit 2, or 1 under
+``MCP_HOOKS_ON_FAULT=warn``), naming the URL and the status: the configured policy server's
+path is broken, and the hook must not be decided quietly on this machine. One script
+serves every host installed that way: ``paths.config_dir()/mcp-hooks-forward.py``, with the
+token in a 0600 header file beside it. ``uninstall`` removes the host entries that call it,
+not these files.
 """
 
 from __future__ import annotations
@@ -59,9 +63,10 @@ FORWARD_SCRIPT_TEXT = '''\
 # The token is never sent (it stays in its 0600 file): the request carries a nonce, the time,
 # MAC = HMAC-SHA256(token, "mcp-hooks/2 request" + method, path, nonce, time, folder headers,
 # sha256(body)); the answer must carry HMAC-SHA256(token, "mcp-hooks/2 answer" + nonce, MAC,
-# status, sha256(answer)). Anything else (no server, another program on the port, a wrong
-# token, an error, no answer within {timeout_env} seconds, default {timeout:g}) runs
-# the bridge locally instead, with one line on stderr: same answer, one start slower.
+# status, sha256(answer)). Anything else (no server, an unproven answer, no answer within
+# {timeout_env} seconds, default {timeout:g}) runs the bridge locally instead, with one
+# line on stderr: same answer, one start slower. An error status from the URL (a proxy's
+# 404, a 401 for a wrong token, a 5xx) blocks the call (exit 2), naming the URL and status.
 # Written by `mcp-hooks install --via server` (shared by every host installed that way;
 # `mcp-hooks uninstall` removes the host entries that call it, not this file).
 # Usage: python mcp-hooks-forward.py URL HOST EVENT [bridge options...]
@@ -79,6 +84,9 @@ DEFAULT_TIMEOUT = {timeout!r}
 
 
 UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+FIXES = {{404: ": nothing answers there: route /hooks/ to the server (docs/deploy.md) and "
+              "serve it with --token",
+         401: ": the server refused the request's signature (not its token)"}}
 
 
 def pct(text):
@@ -298,13 +306,22 @@ def forward(url, host, event, payload):
             return None, "no answer from " + url + " within " + str(seconds) + " s"
         return None, "no answer from " + url + " (" + type(exc).__name__ + ": " + str(exc) + ")"
     signature = fields.get("{signature_header}".lower()) or ""
-    if not same(signature, answer_signature(token, nonce, mac, status, body)):
+    signed = same(signature, answer_signature(token, nonce, mac, status, body))
+    if status != 200 and (signed and status != 422 or not signature):
+        raise Refused(url + " answered POST " + path.partition("?")[0] + " with HTTP "
+                      + str(status) + ("" if signed else " (unsigned)") + FIXES.get(status, ""))
+    if not signed:
         return None, ("the answer from " + url + " (HTTP " + str(status) + ") did not prove it "
                       "came from the mcp-hooks server (" + ("a wrong" if signature else "no")
                       + " signature)")
     if status != 200:
-        return None, ""  # signed: the server asks the local bridge to answer (an exit code)
+        return None, ""  # signed 422: the server asks the local bridge to answer (an exit code)
     return body, ""
+
+
+class Refused(Exception):
+    \"\"\"The server's address answered with an error status: the path to the server is
+    broken (a proxy's 404, a 401 for a wrong token, a 5xx), so the call is blocked.\"\"\"
 
 
 def main():
@@ -312,6 +329,11 @@ def main():
     payload = sys.stdin.buffer.read()
     try:
         body, why = forward(url, host, event, payload)
+    except Refused as exc:
+        sys.stderr.write("mcp-hooks forward: the policy server " + str(exc).replace("\\n", " ")
+                         + "; blocked. Fix the server, or its URL and token: mcp-hooks install "
+                         + host + " --via server --url URL --token TOKEN\\n")
+        return 1 if os.environ.get("MCP_HOOKS_ON_FAULT", "").strip().lower() == "warn" else 2
     except Exception as exc:
         body, why = None, type(exc).__name__ + ": " + str(exc)
     if body is not None:

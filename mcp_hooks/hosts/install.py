@@ -76,7 +76,15 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hooks import __version__
-from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, MCPHooksError, exit_code
+from mcp_hooks.errors import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    ON_PYPI,
+    MCPHooksError,
+    exit_code,
+    install_command,
+)
 from mcp_hooks.hosts import UnknownHostError, get_host
 from mcp_hooks.hosts.base import Host
 from mcp_hooks.hosts.claude_code import ClaudeCode
@@ -104,8 +112,7 @@ PROJECT_DIR_ENV = "MCP_HOOKS_PROJECT_DIR"
 DEFAULT_URL = "http://127.0.0.1:8765"
 VIAS = ("command", "server", "http", "mcp")
 # How to put mcp-hooks on PATH for good: from a checkout today; the PyPI name once published.
-HOW_TO_INSTALL = ("`uv tool install .` or `pipx install .` in a checkout of mcp-hooks; "
-                  "`uv tool install mcp-hooks` or `pipx install mcp-hooks` once it is on PyPI")
+HOW_TO_INSTALL = install_command(tool=True)
 INSTALL_FOR_GOOD = (f"install mcp-hooks for good ({HOW_TO_INSTALL}) and run install again from "
                     "it, or pass --bridge-command")
 
@@ -185,8 +192,8 @@ def throwaway_reason(path: str | os.PathLike[str]) -> str | None:
 
 
 # Whether ``mcp-hooks==<version>`` can be fetched from PyPI, for the ``uvx`` form: not until
-# the package is published (a uvx command written before then fails at every hook call).
-ON_PYPI = False
+# the package is published (a uvx command written before then fails at every hook call):
+# errors.ON_PYPI, the one switch.
 
 
 def _release_version() -> str | None:

@@ -66,6 +66,7 @@ from mcp_hooks.proxy.upstream import (
     UpstreamError,
 )
 from mcp_hooks.server import transport
+from mcp_hooks.server.health import health_routes
 from mcp_hooks.server.stdio import stdio_transport
 from mcp_hooks.settings import Settings
 from mcp_hooks.state.eventlog import EventLog
@@ -537,7 +538,8 @@ async def _run(
                             event_loop=settings.fast_stdio) as (read, write):
                         await server.run(read, write, server.create_initialization_options())
                 else:
-                    await transport.serve(server, serve_options, shutdown=shutdown, sock=sock)
+                    await transport.serve(server, serve_options, shutdown=shutdown, sock=sock,
+                                          routes=health_routes())  # /healthz, /readyz
             if proxy.shutdown_reason is None and stdio:
                 proxy.shutdown_reason = "client_disconnected"
         outer.cancel_scope.cancel()

@@ -39,7 +39,7 @@ import json
 import logging
 import weakref
 from collections.abc import Sequence
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
@@ -62,6 +62,7 @@ from mcp_hooks.errors import InvalidEventError, MCPHooksError
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.hosts.forward import bridge_routes, register_bridge_tool
 from mcp_hooks.server import prompts
+from mcp_hooks.server.health import health_routes, store_ready
 from mcp_hooks.server.results import (
     HookDocument,
     HookListing,
@@ -453,6 +454,21 @@ class _Progress:
 # -- serving ---------------------------------------------------------------------------------
 
 
+async def _ready(service: HookService) -> bool:
+    """Whether ``service`` can decide now (``GET /readyz``): its default project's hooks are
+    loaded (loaded now if not yet) and its store answers; why not goes to the log."""
+    try:
+        await service.engine_for(None)
+    except Exception as exc:
+        logger.warning("not ready: the hooks cannot be loaded: %s", exc)
+        return False
+    fault = await anyio.to_thread.run_sync(store_ready, service.store)
+    if fault is not None:
+        logger.warning("not ready: the state store does not answer: %s", fault)
+        return False
+    return True
+
+
 async def serve_hooks(
     service: HookService, options: ServeOptions, *, bridge_tool: bool = False
 ) -> None:
@@ -478,6 +494,7 @@ async def serve_hooks(
             # POST /hooks/bridge/<host>: host hook calls forwarded by `install --via server`;
             # mounted only when a token is set (bridge_routes returns [] otherwise)
             routes = bridge_routes(service.engine_for, options.token, service.on_fault)
+            routes += health_routes(partial(_ready, service))  # GET /healthz, /readyz
             await serve(server, options, routes=routes, sock=sock)
     finally:
         if sock is not None:

@@ -57,6 +57,7 @@ import anyio
 
 from mcp_hooks.errors import AddressInUseError, ConfigError
 from mcp_hooks.server.addresses import also_reachable
+from mcp_hooks.server.health import is_probe
 
 if TYPE_CHECKING:
     import anyio
@@ -213,6 +214,8 @@ class BearerTokenMiddleware:
     - Lifespan events pass through, and so do forward protocol v2 requests to ``/hooks/``
       (``SELF_AUTHENTICATED_HEADER``): the forwarding endpoints check their MAC themselves,
       and a client that must not send its token to whoever holds the port never does.
+    - The load balancer's probes pass through: ``GET``/``HEAD`` of ``/healthz`` and
+      ``/readyz`` (``health.is_probe``), which answer one status word and nothing else.
     """
 
     def __init__(self, app: ASGIApp, token: str) -> None:
@@ -232,7 +235,8 @@ class BearerTokenMiddleware:
                 status_code=404,
             )(scope, receive, send)
             return
-        problem = None if _self_authenticated(scope) else self._problem(scope)
+        problem = None if _self_authenticated(scope) or is_probe(
+            scope.get("method", ""), scope.get("path", "")) else self._problem(scope)
         if problem is None:
             await self.app(scope, receive, send)
             return

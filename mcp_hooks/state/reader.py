@@ -7,7 +7,9 @@ every replica's records are read as one log. A ``StoreLog`` offers what the file
 the CLI: ``read`` (oldest first, by session), ``follow`` (polls the store), ``resolve`` (a
 unique start of a signal id, an ambiguous one listing the candidates) and ``respond`` (the
 store's answer-once, any replica's signal). Its ``path`` names the store without its
-password. A store that cannot be reached raises ``StateUnavailable`` naming it and the fix.
+password. The records of ``doctor --state``'s probe sessions (``PROBE_SESSION_PREFIX``) are
+skipped by ``read`` and ``follow`` unless that session is asked for. A store that cannot be
+reached raises ``StateUnavailable`` naming it and the fix.
 """
 
 from __future__ import annotations
@@ -25,6 +27,21 @@ from mcp_hooks.state.url import close_store, open_store, replica_name, scheme
 
 POLL = 0.5  # seconds between two reads of a shared store by ``follow``
 SHOWN = 10  # candidates an ambiguous signal id lists
+# ``doctor --state`` probes a store in a session of its own named so: its records are no
+# event of any agent, and every reader here skips them (unless that session is asked for)
+PROBE_SESSION_PREFIX = "mcp-hooks-doctor-"
+
+
+def is_probe(record: dict[str, Any]) -> bool:
+    """Whether a log record is one of ``doctor --state``'s probe records."""
+    session = record.get("session_id")
+    return isinstance(session, str) and session.startswith(PROBE_SESSION_PREFIX)
+
+
+def _real(records: Iterator[dict[str, Any]], session_id: str | None
+          ) -> Iterator[dict[str, Any]]:
+    """``records`` without the doctor's probes (all of them when a session is named)."""
+    return records if session_id is not None else (r for r in records if not is_probe(r))
 
 
 class StoreLog:
@@ -36,8 +53,9 @@ class StoreLog:
         self.path = f"the state store {redact(url)}"  # how messages name it
 
     def read(self, session_id: str | None = None) -> Iterator[dict[str, Any]]:
-        """The log's records, oldest first (``session_id``: that session's only)."""
-        return self.store.read(self.log, session_id)
+        """The log's records, oldest first (``session_id``: that session's only), without
+        ``doctor --state``'s probe records."""
+        return _real(self.store.read(self.log, session_id), session_id)
 
     def follow(self, session_id: str | None = None,
                poll: float = POLL) -> Iterator[dict[str, Any]]:
@@ -46,7 +64,7 @@ class StoreLog:
         if not callable(follow):
             raise ConfigError(f"{self.path} cannot be followed; read it without --follow")
         records: Iterator[dict[str, Any]] = follow(self.log, session_id, poll)
-        return records
+        return _real(records, session_id)
 
     def resolve(self, prefix: str) -> str:
         """The id of the one signal whose id starts with ``prefix``.

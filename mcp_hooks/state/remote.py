@@ -247,6 +247,16 @@ class SpoolingLog:
         self._back()
         return None
 
+    def probe(self) -> str | None:
+        """None when the store answers one bounded call now, else what broke (its URL
+        without the password); records nothing, in the store or in its health (readiness,
+        ``doctor --state``)."""
+        try:
+            self._probe()
+        except self._errors as exc:
+            return f"{self._report.url}: {type(exc).__name__}: {exc}"
+        return None
+
     def _back(self) -> None:
         """The store answers again: forget the loss, replay the spool."""
         self._report.back()

@@ -15,6 +15,7 @@ import httpx2
 import pytest
 import yaml
 
+from mcp_hooks.errors import install_command
 from tests.conftest import BIN, MCP_HOOKS, write_hook
 from tests.hosts.test_hosts_served import served
 
@@ -654,7 +655,8 @@ def test_an_adapter_without_its_framework_names_the_extra(module: str, extra: st
     kind, message = done.stdout.splitlines()
     assert kind == f"MissingExtraError True {framework}"
     assert message.startswith(f"mcp_hooks.adapters.{module} needs ")
-    assert f"pip install 'mcp-hooks[{extra}]'" in message
+    assert install_command(extra) in message  # the form that works today (not on PyPI)
+    assert f"pip install '.[{extra}]' in a checkout of mcp-hooks" in message
 
 
 def test_serve_on_fault_warn_as_a_flag_reaches_the_bridge_endpoint(user_dir: Path,

@@ -22,6 +22,7 @@ from mcp_hooks.state.url import close_store, open_store
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.restartable import restartable
 from tests.helpers.servers import (  # noqa: F401 - fixtures
+    free_port,
     postgres_service,
     postgres_url,
     redis_service,
@@ -287,3 +288,56 @@ def test_respond_to_a_malformed_record_names_it_and_answers_nothing(
     assert "Traceback" not in done.stderr
     assert f"the {part} record of signal 'bad00001' is not a JSON object" in done.stderr
     assert password_of(url) not in done.stderr
+
+
+def test_log_text_names_the_replica_sorts_by_time_and_says_the_loop_guard(
+        url: str, user_dir: Path, project: Path) -> None:
+    """Records a replica's spool replayed late stand where they happened; each line names
+    the replica; the loop guard's override is said (docs/events.md)."""
+    write_hook(user_dir, "never-done", trigger="before_stop",
+               script="cat >/dev/null\necho 'not done yet' >&2\nexit 2\n")
+    for _ in range(2):  # the cap is 1: the second stop is let through, saying so
+        fire(url, user_dir, project, "before_stop", "--session", "loop", "--stop-block-cap",
+             "1", "--payload", '{"stop_reason": "done"}')
+    store = open_store(url, replica="web-2")
+    try:  # as a spool replays: the newer record first, the older one after it
+        for ts, event in (("2026-01-15T10:30:01.000Z", "after_agent"),
+                          ("2026-01-15T10:30:00.000Z", "session_start")):
+            store.append("events", {"ts": ts, "kind": "event", "event": event,
+                                    "session_id": "late", "decision": "allow"})
+    finally:
+        close_store(store)
+    late = run("log", "--state", url, "--session", "late")
+    assert late.returncode == 0, late.stderr
+    lines = late.stdout.splitlines()
+    assert ["session_start" in lines[0], "after_agent" in lines[1]] == [True, True], lines
+    assert all("replica=web-2" in line for line in lines), lines
+    guarded = run("log", "--state", url, "--session", "loop").stdout.splitlines()
+    assert len(guarded) == 2 and "replica=" in guarded[1], guarded
+    assert "warning: loop guard: the stop was allowed after 1 consecutive blocks" in guarded[1]
+    assert "not done yet" in guarded[1]
+
+
+def test_signals_open_lists_what_no_response_answers(url: str, hooks: Path,
+                                                      project: Path) -> None:
+    first = sent_signal(url, hooks, project, "s-1")
+    second = sent_signal(url, hooks, project, "s-2")
+    assert run("respond", first, "abort", "--state", url).returncode == 0
+    listed = run("signals", "--state", url, "--open", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [json.loads(line)["signal_id"] for line in listed.stdout.splitlines()] == [second]
+    assert run("respond", second, "abort", "--state", url).returncode == 0
+    none = run("signals", "--state", url, "--open")
+    assert none.returncode == 0 and none.stdout == ""
+    assert "no unanswered signals logged yet" in none.stderr
+
+
+def test_fire_with_the_store_down_says_the_hooks_did_not_run(user_dir: Path,
+                                                           project: Path) -> None:
+    write_hook(user_dir, "bye", trigger="session_end", script="cat >/dev/null\nexit 0\n")
+    down = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    done = fire(down, user_dir, project, "session_end", "--session", "s")
+    assert done.returncode == 0, done.stderr  # session_end cannot block
+    assert "no hook matched" not in done.stdout
+    assert "no hook ran: mcp-hooks could not run this event's hooks" in done.stdout
+    assert "cannot be used" in done.stdout

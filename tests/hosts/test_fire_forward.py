@@ -1,7 +1,9 @@
 """``mcp-hooks fire --server``: the event answered by a real ``mcp-hooks serve --transport
 http --token`` (``POST /hooks/fire``), where a persistent hook stays resident; and every way
-that can go wrong (a wrong token, another program on the port, no server, a folder the server
-does not serve) answered by the local one-shot run instead, with one line on stderr.
+that can go wrong (another program on the port, no server, a folder the server does not
+serve) answered by the local one-shot run instead, with one line on stderr; an error status
+from the server's address (a wrong token's 401, a 404 where nothing serves /hooks/fire) a deny
+naming the URL and the status, not a quiet local decision.
 
 The hook here speaks the persistent protocol by hand and says in every answer which process
 answered and in which mode, so a test can tell the server's answer from the local one.
@@ -176,9 +178,21 @@ def assert_local_deny(done: subprocess.CompletedProcess[str], why: str) -> None:
     assert len(notes) == 1 and why in notes[0], done.stderr
 
 
-def test_a_wrong_token_runs_the_hooks_here(server: str, project: Path, user_dir: Path) -> None:
-    done = fire(project, user_dir, DENY, "--server", server, "--token", "not-the-token")
-    assert_local_deny(done, "answered 401")
+def assert_refused(done: subprocess.CompletedProcess[str], said: str) -> None:
+    """Denied by mcp-hooks itself (not by the hook, here or there), naming the URL and the
+    status, with one line on stderr saying the same."""
+    assert done.returncode == 2, done.stderr
+    assert "resident" not in done.stdout and "one-shot" not in done.stdout, done.stdout
+    assert said in done.stdout.replace("\n", " "), done.stdout
+    notes = [line for line in done.stderr.splitlines()
+             if line.startswith("mcp-hooks fire: refused by the server's address")]
+    assert len(notes) == 1 and said in notes[0] and NOTE not in done.stderr, done.stderr
+
+
+def test_a_wrong_token_is_refused_naming_the_url_and_status(server: str, project: Path,
+                                                           user_dir: Path) -> None:
+    done = fire(project, user_dir, ALLOW, "--server", server, "--token", "not-the-token")
+    assert_refused(done, f"{server}/hooks/fire answered HTTP 401")
 
 
 def test_no_token_at_all_runs_the_hooks_here(server: str, project: Path,
@@ -271,8 +285,12 @@ def test_the_endpoint_is_absent_without_a_token(hooks: None, project: Path, user
     with served(project, user_dir, tmp_path / "log.jsonl", "--host", "127.0.0.1") as url:
         status, _, _ = post(url, b"{}")
         assert status == 404
-        done = fire(project, user_dir, DENY, "--server", url, "--token", TOKEN)
-    assert_local_deny(done, "answered 404")
+        done = fire(project, user_dir, ALLOW, "--server", url, "--token", TOKEN)
+        warned = fire(project, user_dir, ALLOW, "--server", url, "--token", TOKEN,
+                      "--on-fault", "warn")
+    assert_refused(done, f"{url}/hooks/fire answered HTTP 404")
+    assert "route /hooks/ to the server" in done.stdout.replace("\n", " ")
+    assert warned.returncode == 0 and "answered HTTP 404" in warned.stdout, warned.stdout
 
 
 def test_the_bundled_guards_decide_the_same_resident_in_serve_and_one_shot_from_fire(

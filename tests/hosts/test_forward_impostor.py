@@ -306,16 +306,18 @@ def test_a_relay_cannot_swap_the_request(server: str, project: Path, user_dir: P
     harmless = json.dumps({"event_type": "before_tool", "tool_name": "Shell",
                            "tool_input": json.loads(ALLOW), "work_dir": str(project)}).encode()
     with listener(relayed(server, harmless)) as port:
-        done = fire(project, user_dir, port.url, DENY)
+        done = fire(project, user_dir, port.url, ALLOW)
     assert_no_secret(port.got)
-    assert_fire_denied_here(done, "answered 401 with no signature")
+    assert done.returncode == 2 and "DENIED" in done.stdout, done.stdout + done.stderr
+    assert f"{port.url}/hooks/fire answered HTTP 401" in done.stderr  # refused, not run here
     assert "not this server's MAC" in done.stderr
     harmless_host = (FIXTURES / "claude-code" / "PreToolUse.bash.json").read_text().replace(
         "$PROJECT", str(project)).encode()
     with listener(relayed(server, harmless_host)) as port:
         done = host_call(forward_command(port.url, project, tmp_path), project)
     assert_no_secret(port.got)
-    assert_host_denied_here(done, "(HTTP 401) did not prove it came from the mcp-hooks server")
+    assert done.returncode == 2 and done.stdout == "", done.stderr  # blocked, saying why
+    assert "with HTTP 401 (unsigned)" in done.stderr
     assert served_events(tmp_path) == []  # the server fired nothing for the relay
 
 

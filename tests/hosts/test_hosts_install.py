@@ -385,7 +385,8 @@ def test_install_from_a_throwaway_environment_refuses(env: dict[str, str],
     result = _as_uvx(env, tmp_path, "install", "codex", "--scope", "user")
     assert result.returncode == 1, result.stdout
     assert "archive-v0" in result.stderr
-    assert "uv tool install mcp-hooks" in result.stderr and "pipx install" in result.stderr
+    assert "uv tool install . (or pipx install .) in a checkout" in result.stderr
+    assert "uv tool install mcp-hooks" not in result.stderr  # not on PyPI: it would fail
     assert not (tmp_path / "codex-home" / "hooks.json").exists()
 
 

@@ -163,22 +163,37 @@ def test_the_server_signs_its_answers_with_the_token(hooks: None, project: Path,
                              headers={"Authorization": f"Bearer {TOKEN}"})
         assert bearer.status_code == 200 and SIGNATURE_HEADER not in bearer.headers
         assert bearer.content == response.content
-        # a forward script holding a wrong token gets 401 and answers locally
+        # a forward script holding a wrong token gets 401: blocked, saying so (exit 2), not
+        # decided quietly by the local bridge
         command = _install_forward(base, project, tmp_path / "settings.json", token="wrong")
         result = subprocess.run(["sh", "-c", command], capture_output=True, text=True,
                                 input=body.decode(), env={**os.environ, "MCP_HOOKS_LOG": "off"},
                                 timeout=60)
-        assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
-        assert "(HTTP 401) did not prove it came from the mcp-hooks server" in result.stderr
+        assert result.returncode == 2 and result.stdout == "", result.stderr
+        assert (f"the policy server {base} answered POST /hooks/bridge/claude-code with HTTP "
+                "401 (unsigned)") in result.stderr
     served_events = [json.loads(line)
                      for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert len([e for e in served_events if e.get("kind") == "event"]) == 2  # ours only
 
 
-def test_no_token_no_forwarding_endpoint(project: Path, user_dir: Path, tmp_path: Path) -> None:
+def test_no_token_no_forwarding_endpoint(hooks: None, project: Path, user_dir: Path,
+                                        tmp_path: Path) -> None:
+    """No endpoint, 404 (as behind a proxy that does not route /hooks/): the forward script
+    blocks the call naming the URL and the status, under --on-fault warn lets it through
+    (exit 1) saying the same; the local bridge does not decide it quietly."""
     with served(project, user_dir, tmp_path / "events.jsonl") as base:
         response = httpx2.post(f"{base}/hooks/bridge/claude-code", json={}, timeout=30)
         assert response.status_code == 404
+        command = _install_forward(base, project, tmp_path / "settings.json")
+        for on_fault, code in (("block", 2), ("warn", 1)):
+            result = subprocess.run(
+                ["sh", "-c", command], capture_output=True, text=True,
+                input=payload("claude-code", "PreToolUse.bash", project), timeout=60,
+                env={**os.environ, "MCP_HOOKS_LOG": "off", "MCP_HOOKS_ON_FAULT": on_fault})
+            assert result.returncode == code and result.stdout == "", result.stderr
+            assert (f"the policy server {base} answered POST /hooks/bridge/claude-code with "
+                    "HTTP 404 (unsigned): nothing answers there: route /hooks/") in result.stderr
 
 
 async def test_bridge_hook_tool_over_http(hooks: None, project: Path, user_dir: Path,

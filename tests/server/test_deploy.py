@@ -1,5 +1,7 @@
 """docs/deploy.md, run: its two ``serve`` replicas on a real Redis behind a real nginx started
-from its config block, and events fired through nginx.
+from its config block, and events fired through nginx: over MCP (``/mcp``), over the forward
+path (``/hooks/fire``) by ``mcp-hooks fire --server`` and by the Java adapter's client
+(``tests/helpers/java_client.py``), and the page's health probes, without the token.
 
 nginx is Debian's (``nginx`` or ``nginx-light``; ``.ci/run`` installs it): started as
 ``nginx -p DIR -c nginx.conf`` with ``daemon off;``, its pid file, logs and temporary folders
@@ -9,6 +11,7 @@ fails under ``CI=true`` (as the Redis and PostgreSQL of ``tests/helpers/servers.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -28,7 +31,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_hooks.state.url import close_store, open_store
 from tests.conftest import MCP_HOOKS, write_hook
+from tests.helpers.java_client import compiled, java_fire
 from tests.helpers.servers import _missing, free_port
+from tests.hosts.test_hosts_served import _install_forward, payload
 from tests.server.test_server import fire
 from tests.server.test_server_replica import serving
 
@@ -39,6 +44,7 @@ HANG = 120.0  # seconds: only to stop a hang
 INSTALL = "apt-get install -y nginx-light"
 DOC_PORTS = ("8000", "8001", "8002")  # nginx, web-1, web-2 in the page
 DOC_STATE = "redis://:$REDIS_PASSWORD@127.0.0.1:6379/0"
+HOST_SESSION = "3f1c9a52-7b8e-4d21-9f0a-2c6e8b1d4a77"  # tests/fixtures' Claude Code payloads
 
 
 def block(lang: str, marker: str) -> str:
@@ -116,6 +122,25 @@ def replica_argvs(state: str, srv: Path, ports: dict[str, int]) -> list[list[str
     return argvs
 
 
+def probes(ports: dict[str, int]) -> list[tuple[str, str]]:
+    """The page's ``curl`` probe lines as (URL, the word the comment says), its ports
+    replaced."""
+    found = re.findall(r"^curl -fsS (http://\S+)\s+# (\w+)$", block("sh", "curl -fsS"), re.M)
+    assert found, "docs/deploy.md: the probe block"
+    return [(re.sub(r":(\d+)/", lambda m: f":{ports[m.group(1)]}/", url), word)
+            for url, word in found]
+
+
+def fire_cli(url: str, token: str, srv: Path, event: str, session: str,
+             *options: str) -> subprocess.CompletedProcess[str]:
+    """``mcp-hooks fire EVENT --server URL`` as a person on an agent's machine runs it, with
+    the deploy's hooks folders (the server answers only for the folders it loads)."""
+    return subprocess.run(
+        [MCP_HOOKS, "fire", event, "--server", url, "--token", token, "--user-dir",
+         str(srv / "hooks"), "--project-dir", str(srv), "--session", session, "--no-log",
+         "--json", *options], capture_output=True, text=True, timeout=HANG, cwd=srv)
+
+
 async def test_the_deploy_page_runs_behind_nginx(redis_url: str, tmp_path: Path) -> None:
     """Two replicas as the page starts them, nginx as the page configures it: events fired
     through nginx reach both replicas in turn, the shared loop guard holds across them, the
@@ -139,15 +164,17 @@ async def test_the_deploy_page_runs_behind_nginx(redis_url: str, tmp_path: Path)
            "MCP_HOOKS_TRUST_KEY": secrets.token_hex(16)}
     argvs = replica_argvs(redis_url, srv, ports)
     assert [a[a.index("--replica-id") + 1] for a in argvs] == ["web-1", "web-2"]
+    classes = compiled(tmp_path / "java")  # the Java adapter's forward client
 
     async with AsyncExitStack() as stack:
         servers = [stack.enter_context(serving(argv, env))[0] for argv in argvs]
         stack.enter_context(nginx(site, tmp_path / "nginx", ports["8000"]))
         http = await stack.enter_async_context(httpx2.AsyncClient(
             headers={"Authorization": f"Bearer {token}"}, timeout=HANG))
+        base = f"http://127.0.0.1:{ports['8000']}"
         client = await stack.enter_async_context(Client(
-            streamable_http_client(f"http://127.0.0.1:{ports['8000']}/mcp", http_client=http),
-            mode="legacy"))
+            streamable_http_client(f"{base}/mcp", http_client=http), mode="legacy"))
+        bare = await stack.enter_async_context(httpx2.AsyncClient(timeout=HANG))
 
         blocked = []
         for _ in range(9):  # the cap is 8 across both replicas, not 8 each
@@ -155,6 +182,37 @@ async def test_the_deploy_page_runs_behind_nginx(redis_url: str, tmp_path: Path)
                                  payload={"stop_reason": "done"})
             blocked.append(outcome["continue_working"])
         assert blocked == [True] * 8 + [False]
+
+        # the probes, without the token: each replica, and through nginx
+        for url, word in [*probes(ports), (f"{base}/readyz", "ready"),
+                          (f"{base}/healthz", "ok")]:
+            answer = await bare.get(url)
+            assert (answer.status_code, answer.text) == (200, f"{word}\n"), url
+
+        # the forward path through nginx: `fire --server` and the Java adapter's client
+        done = fire_cli(base, token, srv, "before_stop", "agent-3",
+                        "--payload", '{"stop_reason": "done"}')
+        assert done.returncode == 2 and "not answered" not in done.stderr, done.stderr
+        assert json.loads(done.stdout)["reason"].startswith("not done yet")
+        done = fire_cli(base, token, srv, "before_tool", "agent-3", "--tool", "Bash",
+                        "--input", '{"command": "ls"}')
+        assert done.returncode == 0 and "not answered" not in done.stderr, done.stderr
+        denied = java_fire(classes, base, token, {"event_type": "before_stop",
+                                                  "session_id": "agent-4",
+                                                  "payload": {"stop_reason": "done"}},
+                           user_dir=hooks, project_dir=srv)
+        assert denied["forward_failure"] is None, denied
+        assert denied["denied"] and denied["reason"].startswith("not done yet"), denied
+        allowed = java_fire(classes, base, token, {
+            "event_type": "before_tool", "session_id": "agent-4", "tool_name": "Bash",
+            "tool_input": {"command": "ls"}}, user_dir=hooks, project_dir=srv)
+        assert allowed["forward_failure"] is None and not allowed["denied"], allowed
+        # a host wired with `install --via server` (/hooks/bridge/claude-code)
+        command = _install_forward(base, srv, tmp_path / "settings.json", token=token)
+        hooked = subprocess.run(["sh", "-c", command], capture_output=True, text=True,
+                                input=payload("claude-code", "PreToolUse.bash", srv),
+                                env={**env, "MCP_HOOKS_LOG": "off"}, timeout=HANG)
+        assert hooked.returncode == 0 and "mcp-hooks forward" not in hooked.stderr, hooked
 
         servers[0].proc.terminate()  # web-1 goes away: nginx sends everything to web-2
         servers[0].proc.wait(HANG)
@@ -172,6 +230,9 @@ async def test_the_deploy_page_runs_behind_nginx(redis_url: str, tmp_path: Path)
     stops = [e["replica"] for e in events if e["session_id"] == "agent-1"]
     assert sorted(set(stops)) == ["web-1", "web-2"], stops  # round robin reached both
     assert [e["replica"] for e in events if e["session_id"] == "agent-2"] == ["web-2"] * 4
+    for session in ("agent-3", "agent-4"):  # decided by the replicas, not on the client
+        assert len([e for e in events if e["session_id"] == session]) == 2, session
+    assert len([e for e in events if e["session_id"] == HOST_SESSION]) == 1  # the host's
     assert len({e["hooks_digest"] for e in events}) == 1
 
 
