@@ -4,10 +4,17 @@ Every replica pointed at one Redis shares every per-session record (the contract
 ``store.py``). Needs the ``redis`` extra (``pip install 'mcp-hooks[redis]'``: the ``redis``
 client, imported here only). ``rediss://`` speaks TLS; ``?prefix=`` (default ``mcp-hooks:``)
 starts every key, so several deployments can share one Redis; the client's own URL options
-pass through (``socket_timeout`` and ``socket_connect_timeout`` default to ``TIMEOUT``: a
-server that stops answering costs an event at most that, never a hang).
+pass through. ``?timeout=`` (seconds, or a number with ``s``/``m``/``h``; default ``TIMEOUT``)
+bounds a connect and each read of a reply (``socket_timeout`` and ``socket_connect_timeout``,
+which the URL may also give): a server that stops answering costs a call at most that, and
+then the store counts as lost; never a hang. A call is tried again once, at once, only when
+its connection was closed under it (a restarted server: the pooled connection is stale),
+never after a timeout (redis-py's own default would try ten times, with backoff).
 
-Keys (``<p>`` the prefix; namespaces, sessions and ids are %-quoted, so none holds a ``:``):
+Keys (``<p>`` the prefix; namespaces, sessions and ids are %-quoted, so none holds a ``:``;
+a lone surrogate, which a session id taken from JSON may carry, is quoted as the bytes
+``surrogatepass`` gives it, never a ``UnicodeEncodeError``: ids stay distinct and readable
+back; a counter's key, a hash field, is those bytes too):
 
 ==============================  ===========  ==============================================
 key                             type         what, and how long it lives
@@ -49,6 +56,7 @@ from mcp_hooks.state.remote import (
     Ttls,
     dumps,
     require,
+    split_timeout,
     unreachable,
 )
 from mcp_hooks.state.spool import ID
@@ -93,8 +101,14 @@ return {0, redis.call('GET', KEYS[1])}
 """
 
 
+def _b(text: str) -> bytes:
+    """``text`` as UTF-8, a lone surrogate kept (``surrogatepass``): distinct texts, distinct
+    bytes."""
+    return text.encode("utf-8", "surrogatepass")
+
+
 def _q(part: str) -> str:
-    return quote(part, safe="")
+    return quote(_b(part), safe="")
 
 
 def _glob(text: str) -> str:
@@ -113,6 +127,7 @@ class RedisStore(SpoolingLog):
                  check: bool = True) -> None:
         redis = require("redis", "redis", "the redis client", "the Redis state store")
         self._begin(url, replica, ttls, FIX)
+        url, timeout = split_timeout(url)
         parts = urlsplit(url)
         query = parse_qsl(parts.query, keep_blank_values=True)
         self.prefix = next((v for k, v in query if k == "prefix"), DEFAULT_PREFIX)
@@ -120,7 +135,9 @@ class RedisStore(SpoolingLog):
         try:
             self._redis: Any = redis.Redis.from_url(  # the URL's own options win
                 urlunsplit(parts._replace(query=rest)), health_check_interval=30,
-                socket_timeout=TIMEOUT, socket_connect_timeout=TIMEOUT)
+                socket_timeout=timeout or TIMEOUT, socket_connect_timeout=timeout or TIMEOUT,
+                retry=redis.retry.Retry(redis.backoff.NoBackoff(), 1,
+                                        supported_errors=(redis.ConnectionError,)))
         except ValueError as exc:  # a URL the client cannot take
             raise unreachable(url, exc, "Fix the URL: redis://[:password@]host[:port][/db]"
                               ) from None
@@ -168,14 +185,14 @@ class RedisStore(SpoolingLog):
     def increment(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         try:
             return int(self._increment(keys=[self._counter(namespace, session)],
-                                       args=[key, _ms(ttl)]))
+                                       args=[_b(key), _ms(ttl)]))
         except self._errors as exc:
             self._report("a counter's increment", exc)
             return self.local().increment(namespace, session, key, ttl=ttl)
 
     def count(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         try:
-            value = self._redis.hget(self._counter(namespace, session), key)
+            value = self._redis.hget(self._counter(namespace, session), _b(key))
         except self._errors as exc:
             self._report("reading a counter", exc)
             return self.local().count(namespace, session, key, ttl=ttl)
@@ -184,7 +201,7 @@ class RedisStore(SpoolingLog):
     def reset(self, namespace: str, session: str | None = None, key: str | None = None) -> None:
         try:
             if session is not None and key is not None:
-                self._redis.hdel(self._counter(namespace, session), key)
+                self._redis.hdel(self._counter(namespace, session), _b(key))
             elif session is not None:
                 self._redis.delete(self._counter(namespace, session))
             else:
@@ -330,7 +347,7 @@ class RedisStore(SpoolingLog):
         found: set[str] = set()
         try:
             for name in self._redis.scan_iter(match=_glob(head + _q(prefix)) + "*", count=1000):
-                found.add(unquote(name.decode()[len(head):]))
+                found.add(unquote(name.decode()[len(head):], errors="surrogatepass"))
                 if len(found) >= limit:
                     break
         except self._errors as exc:

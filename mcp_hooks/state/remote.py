@@ -7,7 +7,8 @@
   URL (never its password) and the fix.
 - :class:`Ttls`: how long each kind of record lives in a shared store (the defaults below);
   :func:`split_ttls` reads them from the URL's ``queue_ttl``, ``signal_ttl``, ``event_ttl``,
-  ``seen_ttl``.
+  ``seen_ttl``; :func:`split_timeout` the URL's ``timeout`` (the most a connect or a call may
+  take before the store counts as lost; each backend has its default).
 - :class:`Reporter`: a write that the contract says never raises is reported once on stderr.
 - :class:`SpoolingLog`: the log half both backends share: stamp a record, send it, spool it
   when the store cannot take it, and replay the spool when the store answers again.
@@ -73,6 +74,21 @@ def split_ttls(url: str) -> tuple[str, Ttls]:
     return urlunsplit(parts._replace(query=rest)), Ttls(**values)
 
 
+def split_timeout(url: str) -> tuple[str, float | None]:
+    """``url`` without its ``timeout`` query parameter, and its value in seconds (None when
+    not given); a value as ``split_ttls`` reads one."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url, None
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    given = [v for k, v in query if k == "timeout"]
+    if not given:
+        return url, None
+    rest = "&".join(f"{quote(k)}={quote(v, safe='/:')}" for k, v in query if k != "timeout")
+    return urlunsplit(parts._replace(query=rest)), _seconds("timeout", given[-1], url)
+
+
 def _seconds(name: str, text: str, url: str) -> float:
     value = text.strip().lower()
     unit = _UNITS.get(value[-1:], 0.0) if value else 0.0
@@ -116,11 +132,31 @@ def require(module: str, extra: str, needs: str, backend: str) -> ModuleType:
         raise MissingExtraError(backend, exc, extra, needs) from exc
 
 
+AUTH_FIX = ("The server refused these credentials: give the right user and password in "
+            "--state (MCP_HOOKS_STATE)")
+_AUTH_SAID = ("authentication failed", "invalid username-password pair", "wrongpass",
+              "noauth", "authentication required", "invalid password", "no password supplied")
+
+
+def refused_credentials(error: BaseException) -> bool:
+    """Whether ``error`` says the server refused the user or password (Redis's
+    ``AuthenticationError``, PostgreSQL's SQLSTATE class 28, or what they print for it)."""
+    if type(error).__name__ == "AuthenticationError":
+        return True
+    if str(getattr(error, "sqlstate", None) or "").startswith("28"):
+        return True
+    text = str(error).lower()
+    return any(said in text for said in _AUTH_SAID)
+
+
 def unreachable(url: str, error: BaseException, fix: str) -> StateUnavailable:
     """The error for a store that cannot be reached or used: the URL without its password,
-    what went wrong (with the password scrubbed from it too), and ``fix``."""
+    what went wrong (with the password scrubbed from it too), and ``fix`` (its "Start it"
+    advice replaced by ``AUTH_FIX`` when the server refused the credentials)."""
     what = str(error).strip().splitlines()[0].rstrip(".") if str(error).strip() else \
         type(error).__name__
+    if refused_credentials(error):
+        fix = fix.split("Start it")[0] + AUTH_FIX
     for password in _passwords(url):
         what = what.replace(password, "***")
     return StateUnavailable(f"state store {redact(url)} cannot be used: {what}. {fix}")
