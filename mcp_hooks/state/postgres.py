@@ -57,6 +57,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote, unquote
 
+from mcp_hooks.state.files import MAX_COUNT
 from mcp_hooks.state.pgpool import DEADLINE, Pool, bounded
 from mcp_hooks.state.remote import (
     SpoolingLog,
@@ -65,6 +66,7 @@ from mcp_hooks.state.remote import (
     require,
     split_timeout,
     unreachable,
+    valid_count,
 )
 from mcp_hooks.state.spool import ID
 from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, UnknownSignal
@@ -115,13 +117,18 @@ MARK = "\ufffd%"  # starts a text column's value that is an id's quoted bytes (`
 FOLLOW_LOOKBACK = 1000  # ids below the newest seen that ``follow`` reads again: a row whose
 # transaction committed after a later id's did is still printed (once)
 
-_INCREMENT = """
+# a value that is not a count from 1 to MAX_COUNT (negative, huge) starts over at 1 (the
+# caller reports it: the second column is the value it replaced, else NULL)
+_INCREMENT = f"""
+WITH old AS (SELECT value FROM mcp_hooks_counters
+             WHERE namespace = %(ns)s AND session = %(s)s AND key = %(k)s)
 INSERT INTO mcp_hooks_counters AS c (namespace, session, key, value, expires_at)
-VALUES (%s, %s, %s, 1, now() + make_interval(secs => %s))
+VALUES (%(ns)s, %(s)s, %(k)s, 1, now() + make_interval(secs => %(ttl)s))
 ON CONFLICT (namespace, session, key) DO UPDATE SET
-    value = CASE WHEN c.expires_at <= now() THEN 1 ELSE c.value + 1 END,
+    value = CASE WHEN c.expires_at <= now() OR c.value NOT BETWEEN 1 AND {MAX_COUNT} THEN 1
+                 ELSE least(c.value, {MAX_COUNT - 1}) + 1 END,
     expires_at = EXCLUDED.expires_at
-RETURNING value
+RETURNING value, (SELECT value FROM old WHERE value NOT BETWEEN 1 AND {MAX_COUNT})
 """
 
 _APPEND = ("INSERT INTO mcp_hooks_log (log, session_id, replica, record, record_id) "
@@ -263,13 +270,15 @@ class PostgresStore(SpoolingLog):
     def increment(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         try:
             with self._pool.connection() as conn:
-                row = conn.execute(_INCREMENT, (_t(namespace), _t(session), _t(key), ttl)
-                                   ).fetchone()
+                row = conn.execute(_INCREMENT, {"ns": _t(namespace), "s": _t(session),
+                                                "k": _t(key), "ttl": ttl}).fetchone()
                 self._purge(conn)
-            return int(row[0])
         except self._errors as exc:
             self._report("a counter's increment", exc)
             return self.local().increment(namespace, session, key, ttl=ttl)
+        if row[1] is not None:
+            self.malformed(namespace, session, key, row[1])
+        return int(row[0])
 
     def count(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         try:
@@ -281,7 +290,12 @@ class PostgresStore(SpoolingLog):
         except self._errors as exc:
             self._report("reading a counter", exc)
             return self.local().count(namespace, session, key, ttl=ttl)
-        return int(row[0]) if row else 0
+        if not row:
+            return 0
+        counted = valid_count(row[0])
+        if counted is None:
+            self.malformed(namespace, session, key, row[0])
+        return counted or 0
 
     def reset(self, namespace: str, session: str | None = None, key: str | None = None) -> None:
         where, args = "namespace = %s", [_t(namespace)]

@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
+from mcp_hooks.state.files import MAX_COUNT
 from mcp_hooks.state.remote import (
     SESSION_STREAM_CAP,
     STREAM_CAP,
@@ -58,6 +59,7 @@ from mcp_hooks.state.remote import (
     require,
     split_timeout,
     unreachable,
+    valid_count,
 )
 from mcp_hooks.state.spool import ID
 from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, UnknownSignal
@@ -66,11 +68,24 @@ DEFAULT_PREFIX = "mcp-hooks:"
 TIMEOUT = 2.0  # seconds a connect or a command may take before the store counts as lost
 FIX = ("Start it, or point --state (MCP_HOOKS_STATE) at a Redis that is running")
 
+# KEYS: the session's counter hash; ARGV: the key, ttl ms, MAX_COUNT. A value that is not a
+# count from 1 to MAX_COUNT starts over (reported by the caller: the second result is 1)
 _INCREMENT = """
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+local bad = 0
+if v then
+  local n = string.match(v, '^%d+$') and #v < 16 and tonumber(v) or nil
+  if not n or n < 1 or n > tonumber(ARGV[3]) then
+    redis.call('HDEL', KEYS[1], ARGV[1])
+    bad = 1
+  elseif n >= tonumber(ARGV[3]) then
+    redis.call('HSET', KEYS[1], ARGV[1], n - 1)
+  end
+end
 local n = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
 local ms = tonumber(ARGV[2])
 if redis.call('PTTL', KEYS[1]) < ms then redis.call('PEXPIRE', KEYS[1], ms) end
-return n
+return {n, bad, v or ''}
 """
 
 # KEYS: the record's seen-key, log stream, session stream (or ""), signal key (or "");
@@ -184,11 +199,14 @@ class RedisStore(SpoolingLog):
 
     def increment(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         try:
-            return int(self._increment(keys=[self._counter(namespace, session)],
-                                       args=[_b(key), _ms(ttl)]))
+            value, bad, was = self._increment(keys=[self._counter(namespace, session)],
+                                              args=[_b(key), _ms(ttl), MAX_COUNT])
         except self._errors as exc:
             self._report("a counter's increment", exc)
             return self.local().increment(namespace, session, key, ttl=ttl)
+        if bad:
+            self.malformed(namespace, session, key, was)
+        return int(value)
 
     def count(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         try:
@@ -196,7 +214,12 @@ class RedisStore(SpoolingLog):
         except self._errors as exc:
             self._report("reading a counter", exc)
             return self.local().count(namespace, session, key, ttl=ttl)
-        return int(value) if value is not None else 0
+        if value is None:
+            return 0
+        counted = valid_count(value)
+        if counted is None:
+            self.malformed(namespace, session, key, value)
+        return counted or 0
 
     def reset(self, namespace: str, session: str | None = None, key: str | None = None) -> None:
         try:

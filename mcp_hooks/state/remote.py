@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from mcp_hooks.errors import ConfigError, MissingExtraError
+from mcp_hooks.state.files import MAX_COUNT
 from mcp_hooks.state.memory import MemoryStore
 from mcp_hooks.state.spool import Health, Spool, record_id
 from mcp_hooks.state.store import LogName, StateUnavailable
@@ -247,6 +248,19 @@ class SpoolingLog:
     def _send(self, log: LogName, record: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def malformed(self, namespace: str, session: str, key: str, value: object) -> None:
+        """A count in the store that is not one (``store.py``): reported on stderr, the
+        first time for this store object only."""
+        with self._report._lock:
+            if getattr(self, "_told_malformed", False):
+                return
+            self._told_malformed = True
+        print(f"mcp-hooks: state store {self._report.url}: the count {namespace}/{session!a}"
+              f"/{key!a} is {str(value)[:40]!a}, not a whole number from 1 to {MAX_COUNT}; "
+              "it counts 0 and starts over at 1 (further ones are not reported)",
+              file=sys.stderr)
+
+
     def _probe(self) -> None:
         raise NotImplementedError
 
@@ -287,3 +301,15 @@ class SpoolingLog:
             return
         if self.health.lost is not None or self._spool.pending:
             self._back()
+
+
+def valid_count(value: object) -> int | None:
+    """``value`` (a stored count: bytes, text or a number) as a count from 1 to
+    ``MAX_COUNT``; None when it is not one."""
+    if isinstance(value, bytes):
+        value = value.decode("ascii", "replace")
+    if isinstance(value, str):
+        value = int(value) if value.isascii() and value.isdigit() and len(value) < 16 else None
+    if type(value) is int and 0 < value <= MAX_COUNT:
+        return value
+    return None

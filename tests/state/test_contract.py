@@ -265,6 +265,27 @@ def test_16_threads_taking_deliver_each_item_once(backend: Backend) -> None:
     assert sorted(item["n"] for item in taken) == list(range(200))
 
 
+# -- a count that is not one --------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["-7", "9223372036854775807", "seven"])
+def test_a_malformed_count_counts_0_starts_over_and_is_reported_once(
+        backend: Backend, value: str, capfd: pytest.CaptureFixture[str]) -> None:
+    if backend.name == "postgres" and not value.lstrip("-").isdigit():
+        pytest.skip("PostgreSQL's count column holds integers only")
+    store = backend.store
+    for session in ("a", "b"):
+        store.increment("engine", session, ttl=HOUR)
+        backend.corrupt("engine", session, value)
+    assert store.count("engine", "a", ttl=HOUR) == 0  # never raises
+    assert store.increment("engine", "a", ttl=HOUR) == 1  # starts over
+    assert store.increment("engine", "a", ttl=HOUR) == 2
+    assert store.increment("engine", "b", ttl=HOUR) == 1
+    assert getattr(getattr(store, "health", None), "lost", None) is None  # not a lost store
+    err = capfd.readouterr().err
+    if backend.name in ("redis", "postgres"):
+        assert err.count("not a whole number from 1 to") == 1, err
+
+
 # -- ids as JSON gives them: lone surrogates ---------------------------------------------
 
 LONE = ["s\udcff", "s\ud800x", "s\udcfe"]  # JSON allows "\udcff"; UTF-8 does not
