@@ -24,6 +24,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 
 class Deadline:
@@ -71,7 +72,7 @@ class _Watchdog:
                 at, _, first = self._heap[0]
                 left = at - time.monotonic()
                 if left > 0:
-                    self._lock.wait(left)
+                    self._lock.wait(min(left, 3600.0))  # a wait past that overflows
                     continue
                 heapq.heappop(self._heap)
                 first.done = first.passed = True
@@ -94,6 +95,13 @@ def within(seconds: float, expire: Callable[[], None]) -> Iterator[Deadline]:
         _WATCHDOG.end(deadline)
 
 
+def cut_connection(conn: Any) -> None:
+    """``cut`` the socket of a client library's connection (``fileno()``), unless it was
+    closed already (its descriptor may be another socket's by now)."""
+    if not conn.closed:
+        cut(conn.fileno())
+
+
 def cut(fileno: int) -> None:
     """Shut down both directions of the socket behind ``fileno`` (a client library's own
     descriptor, left open for it to close): a read waiting on it returns at once."""
@@ -108,4 +116,4 @@ def cut(fileno: int) -> None:
         sock.close()
 
 
-__all__ = ["Deadline", "cut", "within"]
+__all__ = ["Deadline", "cut", "cut_connection", "within"]

@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
-from mcp_hooks.state.deadline import cut, within
+from mcp_hooks.state.deadline import cut_connection, within
 
 CONNECT_TIMEOUT = 10.0  # seconds to wait for a free connection of the pool
 DEADLINE = 6.0  # seconds a call may take (client side) before the store counts as lost
@@ -50,7 +50,7 @@ def bounded(conn: Any, seconds: float) -> Iterator[Any]:
     """Use ``conn`` for at most ``seconds`` (``deadline.py``): past that its socket is shut
     down, and ``TimeoutError`` (an ``OSError``: the store is lost) is raised in place of what
     the cut gave."""
-    with within(seconds, functools.partial(cut, conn.fileno())) as deadline:
+    with within(seconds, functools.partial(cut_connection, conn)) as deadline:
         try:
             yield conn
         except Exception as exc:

@@ -269,6 +269,7 @@ class PostgresStore(SpoolingLog):
 
     def increment(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         try:
+            self._hold()
             with self._pool.connection() as conn:
                 row = conn.execute(_INCREMENT, {"ns": _t(namespace), "s": _t(session),
                                                 "k": _t(key), "ttl": ttl}).fetchone()
@@ -282,6 +283,7 @@ class PostgresStore(SpoolingLog):
 
     def count(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         try:
+            self._hold()
             with self._pool.connection() as conn:
                 row = conn.execute(
                     "SELECT value FROM mcp_hooks_counters WHERE namespace = %s AND session = %s "
@@ -304,6 +306,7 @@ class PostgresStore(SpoolingLog):
             if key is not None:
                 where, args = where + " AND key = %s", [*args, _t(key)]
         try:
+            self._hold()
             with self._pool.connection() as conn:
                 conn.execute(f"DELETE FROM mcp_hooks_counters WHERE {where}", args)
         except self._errors as exc:
@@ -394,6 +397,7 @@ class PostgresStore(SpoolingLog):
         if not items:
             return
         try:
+            self._hold()
             with self._pool.connection() as conn:
                 conn.execute(_PUT, (_t(session), self.ttls.queue,
                                     [dumps(item) for item in items]))
@@ -402,6 +406,7 @@ class PostgresStore(SpoolingLog):
 
     def take_all(self, session: str) -> list[dict[str, Any]]:
         try:
+            self._hold()
             with self._pool.connection() as conn:
                 rows = conn.execute("DELETE FROM mcp_hooks_queue WHERE session = %s RETURNING "
                                     "id, item::text, expires_at > now()", (_t(session),)

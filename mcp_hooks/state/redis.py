@@ -199,6 +199,7 @@ class RedisStore(SpoolingLog):
 
     def increment(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         try:
+            self._hold()
             value, bad, was = self._increment(keys=[self._counter(namespace, session)],
                                               args=[_b(key), _ms(ttl), MAX_COUNT])
         except self._errors as exc:
@@ -210,6 +211,7 @@ class RedisStore(SpoolingLog):
 
     def count(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         try:
+            self._hold()
             value = self._redis.hget(self._counter(namespace, session), _b(key))
         except self._errors as exc:
             self._report("reading a counter", exc)
@@ -223,6 +225,7 @@ class RedisStore(SpoolingLog):
 
     def reset(self, namespace: str, session: str | None = None, key: str | None = None) -> None:
         try:
+            self._hold()
             if session is not None and key is not None:
                 self._redis.hdel(self._counter(namespace, session), _b(key))
             elif session is not None:
@@ -316,6 +319,7 @@ class RedisStore(SpoolingLog):
             return
         key = f"{self.prefix}q:{_q(session)}"
         try:
+            self._hold()
             with self._redis.pipeline(transaction=True) as pipe:
                 pipe.rpush(key, *(dumps(item) for item in items))
                 pipe.pexpire(key, _ms(self.ttls.queue))
@@ -326,6 +330,7 @@ class RedisStore(SpoolingLog):
     def take_all(self, session: str) -> list[dict[str, Any]]:
         key = f"{self.prefix}q:{_q(session)}"
         try:
+            self._hold()
             with self._redis.pipeline(transaction=True) as pipe:
                 pipe.lrange(key, 0, -1)
                 pipe.delete(key)

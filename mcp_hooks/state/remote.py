@@ -10,6 +10,10 @@
   ``seen_ttl``; :func:`split_timeout` the URL's ``timeout`` (the most a connect or a call may
   take before the store counts as lost; each backend has its default).
 - :class:`Reporter`: a write that the contract says never raises is reported once on stderr.
+- ``HOLD``: for that long after a call timed out (a store that accepts and never answers),
+  the never-raising calls of a lost store take their fallback at once (``Held``) instead of
+  each waiting out a deadline: an event costs one deadline, not one per call. The check of
+  a lost store before an event that can block (``fault``) always asks the store.
 - :class:`SpoolingLog`: the log half both backends share: stamp a record, send it, spool it
   when the store cannot take it, and replay the spool when the store answers again.
 """
@@ -20,6 +24,7 @@ import importlib
 import json
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -37,6 +42,8 @@ SIGNAL_TTL = 30 * 86400.0  # a signal (and its answer) can be answered for 30 da
 EVENT_TTL = 30 * 86400.0  # PostgreSQL: log rows older than this are purged
 STREAM_CAP = 1_000_000  # Redis: the most recent records kept per log (approximate, XADD ~)
 SESSION_STREAM_CAP = 10_000  # Redis: the most recent records kept per log and session
+HOLD = 5.0  # seconds after a timeout that the never-raising calls of a lost store are not sent
+MAX_TIMEOUT = 3600.0  # the most ``?timeout=`` may give, in seconds
 SEEN_TTL = 86400.0  # Redis: how long a record's id is remembered (a replay within it is kept once)
 
 
@@ -87,7 +94,12 @@ def split_timeout(url: str) -> tuple[str, float | None]:
     if not given:
         return url, None
     rest = "&".join(f"{quote(k)}={quote(v, safe='/:')}" for k, v in query if k != "timeout")
-    return urlunsplit(parts._replace(query=rest)), _seconds("timeout", given[-1], url)
+    seconds = _seconds("timeout", given[-1], url)
+    if seconds > MAX_TIMEOUT:
+        raise ConfigError(f"state store {redact(url)}: timeout={given[-1]!r} is over "
+                          f"{MAX_TIMEOUT / 60:g} minutes; a store that slow counts as lost "
+                          "long before: give seconds (e.g. timeout=5s)")
+    return urlunsplit(parts._replace(query=rest)), seconds
 
 
 def _seconds(name: str, text: str, url: str) -> float:
@@ -177,6 +189,15 @@ def dumps(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str)
 
 
+class Held(OSError):
+    """A call not sent: its store timed out less than ``HOLD`` seconds ago."""
+
+
+def _timed_out(error: BaseException) -> bool:
+    """A deadline passed (ours, a client's socket or connect timeout), not a refusal."""
+    return isinstance(error, TimeoutError) or "Timeout" in type(error).__name__
+
+
 class Reporter:
     """Reports a failed never-raising write on stderr, once per loss of the store, and keeps
     what broke in the store's ``Health`` (``spool.py``)."""
@@ -188,9 +209,15 @@ class Reporter:
         self.health = health if health is not None else Health()
         self._lock = threading.Lock()
         self._told = False
+        self.timed_out_at = float("-inf")  # monotonic time of the last call that timed out
 
     def lost(self, error: BaseException, fix: str | None = None) -> StateUnavailable:
         """Record a failed call in the health; the ``StateUnavailable`` to raise for it."""
+        if isinstance(error, Held) and self.health.lost is not None:  # what broke stands
+            self.health.failed(self.health.lost)
+            return StateUnavailable(self.health.lost)
+        if _timed_out(error):
+            self.timed_out_at = time.monotonic()
         exc = unreachable(self._raw, error, self._fix if fix is None else fix)
         self.health.failed(str(exc) if fix is None else
                            str(unreachable(self._raw, error, self._fix)))
@@ -199,6 +226,7 @@ class Reporter:
     def back(self) -> None:
         """The store answered again: the next loss is reported again."""
         self.health.back()
+        self.timed_out_at = float("-inf")
         with self._lock:
             self._told = False
 
@@ -248,6 +276,13 @@ class SpoolingLog:
     def _send(self, log: LogName, record: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def _hold(self) -> None:
+        """Raise ``Held`` while the store is lost and a call timed out less than ``HOLD``
+        seconds ago (a never-raising call then takes its fallback at once)."""
+        if (self.health.lost is not None
+                and time.monotonic() - self._report.timed_out_at < HOLD):
+            raise Held(f"not sent: the store timed out less than {HOLD:g} s ago")
+
     def malformed(self, namespace: str, session: str, key: str, value: object) -> None:
         """A count in the store that is not one (``store.py``): reported on stderr, the
         first time for this store object only."""
@@ -294,6 +329,7 @@ class SpoolingLog:
     def append(self, log: LogName, record: dict[str, Any]) -> None:
         record = record_id(self._stamp(record))
         try:
+            self._hold()
             self._send(log, record)
         except self._errors as exc:
             self._report(f"appending to the {log} log", exc)

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from mcp_hooks.errors import ConfigError
 from mcp_hooks.state.postgres import PostgresStore
 from mcp_hooks.state.redis import RedisStore
 from tests.helpers.bounded import bounded
@@ -49,8 +50,8 @@ def test_a_store_that_never_answers_is_lost_after_its_deadline_then_served_again
     assert "a counter's increment failed" in capfd.readouterr().err
 
     proxy.restore()  # the dark connection was dropped: the next call connects again
-    assert bounded(lambda: store.increment("stop", "s", ttl=HOUR)) == 2
-    assert store.fault() is None
+    assert bounded(store.fault) is None  # what an event that can block asks first
+    assert store.increment("stop", "s", ttl=HOUR) == 2  # the store's count: 1 reached it
     assert store.count("stop", "s", ttl=HOUR) == 2
 
 
@@ -61,3 +62,14 @@ def test_a_store_that_is_slow_but_answers_is_served(behind: tuple[Any, Proxy]) -
     store.append("events", {"kind": "event", "session_id": "s"})
     assert [r["kind"] for r in store.read("events", "s")] == ["event"]
     assert store.health.lost is None
+
+
+@pytest.mark.parametrize("factory", [RedisStore, PostgresStore])
+@pytest.mark.parametrize(("given", "said"), [("abc", "is not a duration"),
+                                             ("2h", "over 60 minutes")])
+def test_a_timeout_that_is_not_one_is_a_usage_error_naming_it(
+        factory: Any, given: str, said: str) -> None:
+    scheme = "redis" if factory is RedisStore else "postgresql"
+    with pytest.raises(ConfigError, match=said) as failed:
+        factory(f"{scheme}://u:pw@127.0.0.1:1/db?timeout={given}")
+    assert f"timeout={given!r}" in str(failed.value) and ":pw@" not in str(failed.value)
