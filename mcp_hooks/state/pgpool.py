@@ -39,10 +39,11 @@ def _stale(conn: Any) -> bool:
     """An idle connection with something to read: the server closed it (a restart, an idle
     timeout) or it broke; a live idle connection has nothing to say."""
     try:
-        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+        poller = select.poll()  # not select(): a descriptor past 1023 is fine
+        poller.register(conn.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
     except (OSError, ValueError):
         return True
-    return bool(readable)
 
 
 @contextlib.contextmanager
