@@ -1,4 +1,5 @@
-"""Where an engine runs blocking work: a hooks.yaml oracle, and every call of its state store.
+"""Where an engine runs blocking work: a hooks.yaml oracle, and every call of its state store
+(around each event in ``Engine._fire``, and an async hook's record and aid in ``launch.py``).
 
 A long-lived engine (``serve``, the proxy, ``Hooks``' worker loop) runs it in a worker thread
 (``call_off_loop``), so a slow oracle or a slow store never holds another client's event;
