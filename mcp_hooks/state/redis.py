@@ -7,9 +7,9 @@ starts every key, so several deployments can share one Redis; the client's own U
 pass through. ``?timeout=`` (seconds, or a number with ``s``/``m``/``h``; default ``TIMEOUT``)
 bounds a connect and each read of a reply (``socket_timeout`` and ``socket_connect_timeout``,
 which the URL may also give): a server that stops answering costs a call at most that, and
-then the store counts as lost; never a hang. A call is tried again once, at once, only when
-its connection was closed under it (a restarted server: the pooled connection is stale),
-never after a timeout (redis-py's own default would try ten times, with backoff).
+then the store counts as lost; never a hang. A call is never sent twice (a timeout is not
+retried); a pooled connection the server closed (a restart) is noticed by the client when
+it is taken, and replaced.
 
 Keys (``<p>`` the prefix; namespaces, sessions and ids are %-quoted, so none holds a ``:``;
 a lone surrogate, which a session id taken from JSON may carry, is quoted as the bytes
@@ -150,9 +150,7 @@ class RedisStore(SpoolingLog):
         try:
             self._redis: Any = redis.Redis.from_url(  # the URL's own options win
                 urlunsplit(parts._replace(query=rest)), health_check_interval=30,
-                socket_timeout=timeout or TIMEOUT, socket_connect_timeout=timeout or TIMEOUT,
-                retry=redis.retry.Retry(redis.backoff.NoBackoff(), 1,
-                                        supported_errors=(redis.ConnectionError,)))
+                socket_timeout=timeout or TIMEOUT, socket_connect_timeout=timeout or TIMEOUT)
         except ValueError as exc:  # a URL the client cannot take
             raise unreachable(url, exc, "Fix the URL: redis://[:password@]host[:port][/db]"
                               ) from None
