@@ -48,7 +48,7 @@ import json
 import os
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from mcp_hooks.control.ladder import Ladder
 from mcp_hooks.engine.callables import CallableHook, notify
@@ -57,8 +57,9 @@ from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.engine.judge import Verdict, decode, judge
 from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
 from mcp_hooks.engine.observe import EventObserver, reporting
+from mcp_hooks.engine.offloop import call_here, call_off_loop
 from mcp_hooks.engine.sessionlog import session_log
-from mcp_hooks.engine.stopguard import StopGuard
+from mcp_hooks.engine.stopguard import StopGuard, before_event
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.registry.discovery import Registry, run_order
 from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
@@ -72,13 +73,12 @@ from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, fault_outco
 from mcp_hooks.state.eventlog import EventLog, now
 from mcp_hooks.state.inbox import AidInbox
 from mcp_hooks.state.signallog import SignalLog, signal_record
-from mcp_hooks.state.spool import after_event, failures, store_fault
+from mcp_hooks.state.spool import after_event, failures
 from mcp_hooks.state.store import StateStore
 from mcp_hooks.state.url import close_store, scheme, store_for
 
 _THREAD_MATCH = 1 << 16  # characters of tool input past which matching leaves the event loop
 
-_T = TypeVar("_T")
 HookDone = Callable[[HookRun], Awaitable[None]]
 Runner = Callable[..., Awaitable[RunResult]]
 
@@ -190,7 +190,7 @@ class Engine:
             replica=settings.replica_id)
         # a one-shot engine never suspends: big inputs are matched in place, not in a thread
         self._select = self._select_here if one_shot else self._select_off_loop
-        self._blocking = _call_here if one_shot else _call_off_loop  # hooks.yaml's oracles
+        self._blocking = call_here if one_shot else call_off_loop  # oracles, store calls
         self._envs = HookEnvs(hook_environment(os.environ, settings.secrets))
         if control is None:
             control = ControlLayer(registry.project_dir, watch=not one_shot and registry.watching,
@@ -272,7 +272,7 @@ class Engine:
 
     async def _fire(self, name: str, event: Event, on_hook_done: HookDone | None,
                     hold_aid: bool = False) -> Outcome:
-        # 1. select
+        # 1. select (each store call off the event loop: a slow store holds no other event)
         self.registry.refresh()
         if self._pool is not None:  # stop processes of hooks gone since (runner.persistent)
             await self._pool.prune(self.registry)
@@ -282,28 +282,28 @@ class Engine:
         if name == "session_end" and hooks:  # every replica's records (sessionlog.py)
             payload["session_log"] = await self._blocking(lambda: session_log(self.store, event))
         notes = self._notes(name, event)
-        ticket = self.stop_guard.before(event, payload) if name == "before_stop" else None
-        fault = self._fault(name, hooks, payload, work_dir)
+        ticket, lost = await self._blocking(functools.partial(
+            before_event, self.stop_guard, self.store, name, event, payload))
+        fault = self._fault(name, hooks, payload, work_dir, lost)
         mark = failures(self.store)  # a store call failing from here on fails it closed
         if fault is not None:
             outcome = fault_outcome(name, fault, on_fault=self.on_fault, warnings=notes)
             if outcome.denied or not os.path.isdir(work_dir):  # 4. guard (a fault counts too)
-                outcome = self.stop_guard.after(ticket, outcome) if ticket else outcome
-                return self._logged(event, name, work_dir, outcome, {})
+                return await self._blocking(lambda: self._logged(
+                    event, name, work_dir, self.stop_guard.after(ticket, outcome), {}))
             notes = outcome.warnings  # warn: the valid hooks (and hooks.yaml) run, warned
         # 2. start async hooks, 3. run, judge, apply: the HOOK.md links, then hooks.yaml's
         chain = Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes)
         if not hold_aid:
-            chain.deliver(self._inbox.take(event.session_id))
+            chain.deliver(await self._blocking(lambda: self._inbox.take(event.session_id)))
         if hooks:
             await self._run_chain(name, event, hooks, payload, work_dir, chain, on_hook_done)
         if self.control is not None and self.control.wakes(name):
             await self._run_control(name, event, payload, chain)
         outcome = after_event(self.store, mark, name, chain.outcome(name), self.on_fault)
-        # 4. guard, 5. log
-        if ticket is not None:
-            outcome = self.stop_guard.after(ticket, outcome)
-        return self._logged(event, name, work_dir, outcome, chain.outputs, chain.delivered)
+        return await self._blocking(lambda: self._logged(  # 4. guard, 5. log
+            event, name, work_dir, self.stop_guard.after(ticket, outcome), chain.outputs,
+            chain.delivered))
 
     async def _run_control(self, name: str, event: Event, payload: dict[str, Any],
                            chain: Chain) -> None:
@@ -429,10 +429,10 @@ class Engine:
                                   timeout=hook.timeout / 1000, limits=hook.limits)
 
     def _fault(self, name: str, hooks: list[HookSpec], payload: dict[str, Any],
-               work_dir: str) -> str | None:
-        """What stops this event being decided, or None: broken hooks in scope, a payload
-        we cannot hand on, a missing folder."""
-        lost = store_fault(self.store) if can_block(name) else None
+               work_dir: str, lost: str | None) -> str | None:
+        """What stops this event being decided, or None: a shared store known lost
+        (``before_event``), broken hooks in scope, a payload we cannot hand on, a missing
+        folder."""
         if lost is not None:  # a shared store known lost (spool.py): asked again first
             return lost
         broken = self.registry.faults_for(name)
@@ -550,18 +550,6 @@ class Engine:
             "hooks_digest": self.control.digest(self.registry.hooks_digest())
             if self.control is not None else self.registry.hooks_digest(),
         })
-
-
-async def _call_here(work: Callable[[], _T]) -> _T:
-    """A one-shot engine never suspends: blocking work (an oracle) runs in place."""
-    return work()
-
-
-async def _call_off_loop(work: Callable[[], _T]) -> _T:
-    """An oracle may run a test suite: never on the event loop of a long-lived engine."""
-    import anyio  # lazy: 2.2 ms of a one-shot `fire`, which never calls this (-X importtime)
-
-    return await anyio.to_thread.run_sync(work)
 
 
 class _Stdin:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import sys
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mcp_hooks.engine.offloop import call_off_loop
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.runner import RunResult, run_hook
 from mcp_hooks.runner.hookenv import hook_environment
@@ -152,9 +154,10 @@ class InProcessLauncher:
         hook = job.hook
         result = await run_hook(hook.entry, job.stdin, cwd=job.cwd, env=job.env,
                                 timeout=hook.timeout / 1000, limits=hook.limits)
-        _finished(self.log, event, session_id,
-                  {"name": hook.name, "scope": hook.scope, "priority": hook.priority}, result,
-                  self.store, self.replica)
+        await call_off_loop(functools.partial(  # the store's calls: off the event loop
+            _finished, self.log, event, session_id,
+            {"name": hook.name, "scope": hook.scope, "priority": hook.priority}, result,
+            self.store, self.replica))
 
 
 class DetachedLauncher:

@@ -35,9 +35,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mcp_hooks.settings import DEFAULT_STOP_BLOCK_CAP as DEFAULT_STOP_BLOCK_CAP  # re-exported
+from mcp_hooks.spec.events import can_block
 from mcp_hooks.spec.outcome import Event, Outcome
 from mcp_hooks.spec.signals import Signal
 from mcp_hooks.state.memory import MemoryStore
+from mcp_hooks.state.spool import store_fault
 from mcp_hooks.state.store import StateStore
 
 STOP_STATE_TTL = 3600.0  # seconds; the count of an interrupted loop is forgotten
@@ -86,9 +88,11 @@ class StopGuard:
         payload["stop_hook_active"] = count > 0 or bool(flag)
         return StopTicket(session, count)
 
-    def after(self, ticket: StopTicket, outcome: Outcome) -> Outcome:
+    def after(self, ticket: StopTicket | None, outcome: Outcome) -> Outcome:
         """Count this stop's outcome; at the cap, the blocked stop becomes an allow (and its
-        block signals prompts, ``demote_blocks``)."""
+        block signals prompts, ``demote_blocks``). No ticket (not a stop): ``outcome``."""
+        if ticket is None:
+            return outcome
         session, count = ticket.session, ticket.count
         if outcome.continue_working and not (self.cap and count >= self.cap):
             if session is not None:
@@ -115,6 +119,15 @@ class StopGuard:
         count = (self.store.count(self.namespace, session, ttl=STOP_STATE_TTL)
                  if session is not None else 0)
         return self.after(StopTicket(session, count), outcome)
+
+
+def before_event(guard: StopGuard, store: StateStore, name: str, event: Event,
+                 payload: dict[str, Any]) -> tuple[StopTicket | None, str | None]:
+    """What the engine asks the store before an event (off the event loop, ``Engine._fire``):
+    a ``before_stop``'s ticket (its count told to the hooks in ``payload``), and what broke
+    when the event can block and a shared store is known lost (``spool.store_fault``)."""
+    ticket = guard.before(event, payload) if name == "before_stop" else None
+    return ticket, store_fault(store) if can_block(name) else None
 
 
 def demote_blocks(outcome: Outcome) -> Outcome:

@@ -2,11 +2,22 @@
 
 Every replica pointed at one database shares every per-session record (the contract is in
 ``store.py``). Needs the ``postgres`` extra (``pip install 'mcp-hooks[postgres]'``: ``psycopg``
-3, imported here only). Connections are kept by a small pool of this module's own
-(:class:`_Pool`: no threads of its own; ``psycopg-pool``'s workers could not be collected
+3, imported here only). Connections are kept by a small pool of our own
+(``pgpool.Pool``: no threads of its own; ``psycopg-pool``'s workers could not be collected
 with a store dropped without ``close()``: its ``__del__`` joined the thread it ran on). Any
 libpq URL option passes through (``?sslmode=require``; ``?options=-csearch_path%3Dname`` puts
 the tables in another schema).
+
+Deadlines: a connect is given up after ``connect_timeout`` (2 s) and each call (one pooled
+connection's use: a statement or a few) after ``DEADLINE`` (6 s, above the server's own
+``statement_timeout`` of 5 s, so a live server that is only slow says so first), enforced by
+the client (``deadline.py``): a server, or a path, that accepts a query and never answers
+costs a call that much, its connection is shut down and dropped, and the store counts as
+lost (``spool.py``); the next call connects again. ``?timeout=`` in the URL sets both (the
+most a connect or a call may take). A pooled connection the server closed while it was idle
+(a restarted server: "terminating connection due to administrator command") is noticed when
+it is taken from the pool (it has something to read) and replaced by a new one, so a restart
+between two events fails none of them.
 
 The schema is created on first use: the ``mcp_hooks_migrations`` table records each migration
 applied (one row per version); a process that finds it behind applies what is missing under
@@ -28,34 +39,41 @@ table                    what, and how long it lives
                          project and hook; kept until revoked
 =======================  ================================================================
 
+Text columns hold ids as given when they are UTF-8; an id with a lone surrogate (a session id
+taken from JSON may carry one, and PostgreSQL text cannot) is stored as ``MARK`` and its
+%-quoted ``surrogatepass`` bytes (:func:`_t`): distinct ids stay distinct, read back whole,
+never a ``UnicodeEncodeError`` (an id that starts with ``MARK`` itself is quoted so too).
+
 Expired rows are purged by the store itself, at most once every ``PURGE_EVERY`` seconds per
 process, on a write.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import quote, unquote
 
+from mcp_hooks.state.files import MAX_COUNT
+from mcp_hooks.state.pgpool import DEADLINE, Pool, bounded
 from mcp_hooks.state.remote import (
     SpoolingLog,
     Ttls,
     dumps,
     require,
     signal_record,
+    split_timeout,
     unreachable,
+    valid_count,
 )
 from mcp_hooks.state.spool import ID
 from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, UnknownSignal
 
 FIX = ("Start it, or point --state (MCP_HOOKS_STATE) at a PostgreSQL that is running and "
        "that this user may connect to")
-CONNECT_TIMEOUT = 10.0  # seconds to wait for a free connection of the pool
 # libpq options the URL may override: a connect is given up after 2 s, a server that stops
 # answering mid-query after 2 s (TCP user timeout, keepalives) and a statement after 5 s,
 # never a hang
@@ -96,16 +114,22 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (project, name));
     """,
 )
+MARK = "\ufffd%"  # starts a text column's value that is an id's quoted bytes (``_t``)
 FOLLOW_LOOKBACK = 1000  # ids below the newest seen that ``follow`` reads again: a row whose
 # transaction committed after a later id's did is still printed (once)
 
-_INCREMENT = """
+# a value that is not a count from 1 to MAX_COUNT (negative, huge) starts over at 1 (the
+# caller reports it: the second column is the value it replaced, else NULL)
+_INCREMENT = f"""
+WITH old AS (SELECT value FROM mcp_hooks_counters
+             WHERE namespace = %(ns)s AND session = %(s)s AND key = %(k)s)
 INSERT INTO mcp_hooks_counters AS c (namespace, session, key, value, expires_at)
-VALUES (%s, %s, %s, 1, now() + make_interval(secs => %s))
+VALUES (%(ns)s, %(s)s, %(k)s, 1, now() + make_interval(secs => %(ttl)s))
 ON CONFLICT (namespace, session, key) DO UPDATE SET
-    value = CASE WHEN c.expires_at <= now() THEN 1 ELSE c.value + 1 END,
+    value = CASE WHEN c.expires_at <= now() OR c.value NOT BETWEEN 1 AND {MAX_COUNT} THEN 1
+                 ELSE least(c.value, {MAX_COUNT - 1}) + 1 END,
     expires_at = EXCLUDED.expires_at
-RETURNING value
+RETURNING value, (SELECT value FROM old WHERE value NOT BETWEEN 1 AND {MAX_COUNT})
 """
 
 _APPEND = ("INSERT INTO mcp_hooks_log (log, session_id, replica, record, record_id) "
@@ -135,6 +159,30 @@ FROM unnest(%s::text[]) WITH ORDINALITY AS t(item, n) ORDER BY n
 """
 
 
+def _t(text: str) -> str:
+    """``text`` as a text column keeps it: itself when it is UTF-8 and does not start with
+    ``MARK``; else ``MARK`` and its %-quoted ``surrogatepass`` bytes (lossless)."""
+    if not text.startswith(MARK):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            pass
+        else:
+            return text
+    return MARK + quote(text.encode("utf-8", "surrogatepass"), safe="")
+
+
+def _t_or_none(value: Any) -> str | None:
+    """A record's field as ``_t`` keeps it; None for anything but a string."""
+    return _t(value) if isinstance(value, str) else None
+
+
+def _untext(value: Any) -> str:
+    """What ``_t`` was given."""
+    text = str(value)
+    return unquote(text[len(MARK):], errors="surrogatepass") if text.startswith(MARK) else text
+
+
 def migrate(conn: Any) -> None:
     """Create or bring up to date the tables, once, however many processes race."""
     with conn.transaction():
@@ -149,55 +197,6 @@ def migrate(conn: Any) -> None:
             conn.execute("INSERT INTO mcp_hooks_migrations (version) VALUES (%s)", (version,))
 
 
-def _close_all(idle: list[Any]) -> None:
-    while idle:
-        with contextlib.suppress(Exception):
-            idle.pop().close()
-
-
-class _Pool:
-    """At most ``size`` autocommit connections, made on demand; a connection that failed is
-    dropped, not reused. Closed by ``close()`` or when the pool is collected."""
-
-    def __init__(self, psycopg: Any, url: str, size: int) -> None:
-        self._psycopg = psycopg
-        self._url = url
-        self._idle: list[Any] = []
-        self._lock = threading.Lock()
-        self._slots = threading.BoundedSemaphore(size)
-        self._finalizer = weakref.finalize(self, _close_all, self._idle)
-
-    @contextlib.contextmanager
-    def connection(self) -> Iterator[Any]:
-        if not self._slots.acquire(timeout=CONNECT_TIMEOUT):
-            raise OSError(f"no connection of the {len(self._idle)} free within "
-                          f"{CONNECT_TIMEOUT:g} s")
-        try:
-            with self._lock:
-                conn = self._idle.pop() if self._idle else None
-            if conn is None or conn.closed:
-                conn = self._psycopg.connect(self._url, autocommit=True)
-            try:
-                yield conn
-            finally:
-                if conn.closed or conn.broken or conn.info.transaction_status != 0:
-                    conn.close()  # IDLE is 0: anything else is not handed out again
-                else:
-                    with self._lock:
-                        self._idle.append(conn)
-        finally:
-            self._slots.release()
-
-    def drop_idle(self) -> None:
-        """Close the idle connections (the store was lost: they are dead)."""
-        with self._lock:
-            idle, self._idle[:] = list(self._idle), []
-        _close_all(idle)
-
-    def close(self) -> None:
-        self._finalizer()
-
-
 class PostgresStore(SpoolingLog):
     """A ``StateStore`` in PostgreSQL (see the module docstring for the tables)."""
 
@@ -209,20 +208,24 @@ class PostgresStore(SpoolingLog):
         self._refused = (psycopg.DataError,)  # a NUL in a text column, an invalid escape
         self._purged = 0.0
         self._purge_lock = threading.Lock()
+        bare, timeout = split_timeout(url)
+        defaults = dict(DEFAULTS) if timeout is None else {
+            **DEFAULTS, "connect_timeout": str(max(1, round(timeout)))}
         try:
-            given = psycopg.conninfo.conninfo_to_dict(url)
-            extra = {k: v for k, v in DEFAULTS.items() if k not in given}
+            given = psycopg.conninfo.conninfo_to_dict(bare)
+            extra = {k: v for k, v in defaults.items() if k not in given}
             if "options" in given and "statement_timeout" not in given["options"]:
                 extra["options"] = f"{given['options']} {DEFAULTS['options']}"
-            self._conninfo = psycopg.conninfo.make_conninfo(url, **extra)
-            with psycopg.connect(self._conninfo, autocommit=True) as conn:
+            self._conninfo = psycopg.conninfo.make_conninfo(bare, **extra)
+            with psycopg.connect(self._conninfo, autocommit=True) as conn, \
+                    bounded(conn, timeout or DEADLINE):
                 migrate(conn)
         except (psycopg.Error, OSError) as exc:
             raise unreachable(url, exc, FIX) from None
         except Exception as exc:  # a URL libpq cannot parse (ProgrammingError is an Error)
             raise unreachable(url, exc, "Fix the URL: postgresql://user:password@host[:port]/db"
                               ) from None
-        self._pool = _Pool(psycopg, self._conninfo, max(1, pool_size))
+        self._pool = Pool(psycopg, self._conninfo, max(1, pool_size), timeout or DEADLINE)
 
     def close(self) -> None:
         self._pool.close()
@@ -268,32 +271,44 @@ class PostgresStore(SpoolingLog):
 
     def increment(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         try:
+            self._hold()
             with self._pool.connection() as conn:
-                row = conn.execute(_INCREMENT, (namespace, session, key, ttl)).fetchone()
+                row = conn.execute(_INCREMENT, {"ns": _t(namespace), "s": _t(session),
+                                                "k": _t(key), "ttl": ttl}).fetchone()
                 self._purge(conn)
-            return int(row[0])
         except self._errors as exc:
             self._report("a counter's increment", exc)
             return self.local().increment(namespace, session, key, ttl=ttl)
+        if row[1] is not None:
+            self.malformed(namespace, session, key, row[1])
+        return int(row[0])
 
     def count(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         try:
+            self._hold()
             with self._pool.connection() as conn:
                 row = conn.execute(
                     "SELECT value FROM mcp_hooks_counters WHERE namespace = %s AND session = %s "
-                    "AND key = %s AND expires_at > now()", (namespace, session, key)).fetchone()
+                    "AND key = %s AND expires_at > now()", (_t(namespace), _t(session), _t(key))
+                ).fetchone()
         except self._errors as exc:
             self._report("reading a counter", exc)
             return self.local().count(namespace, session, key, ttl=ttl)
-        return int(row[0]) if row else 0
+        if not row:
+            return 0
+        counted = valid_count(row[0])
+        if counted is None:
+            self.malformed(namespace, session, key, row[0])
+        return counted or 0
 
     def reset(self, namespace: str, session: str | None = None, key: str | None = None) -> None:
-        where, args = "namespace = %s", [namespace]
+        where, args = "namespace = %s", [_t(namespace)]
         if session is not None:
-            where, args = where + " AND session = %s", [*args, session]
+            where, args = where + " AND session = %s", [*args, _t(session)]
             if key is not None:
-                where, args = where + " AND key = %s", [*args, key]
+                where, args = where + " AND key = %s", [*args, _t(key)]
         try:
+            self._hold()
             with self._pool.connection() as conn:
                 conn.execute(f"DELETE FROM mcp_hooks_counters WHERE {where}", args)
         except self._errors as exc:
@@ -306,17 +321,14 @@ class PostgresStore(SpoolingLog):
         """Add one record (``record_id`` set) unless one with its id is stored; raises the
         client's errors."""
         text = dumps(record)
-        session = record.get("session_id")
-        session = session if isinstance(session, str) else None
-        replica = record.get("replica")
         signal_id = record.get("signal_id")
         sent = (log == "signals" and record.get("kind") == "signal"
                 and isinstance(signal_id, str))
-        row = (log, session, replica if isinstance(replica, str) else None, text,
-               str(record[ID]))
+        row = (log, _t_or_none(record.get("session_id")), _t_or_none(record.get("replica")),
+               text, _t(str(record[ID])))
         with self._pool.connection() as conn:
             if sent:  # the log's row and the signal's row in one statement: both or none
-                conn.execute(_APPEND_SIGNAL, (signal_id, text, self.ttls.signal, *row))
+                conn.execute(_APPEND_SIGNAL, (_t(str(signal_id)), text, self.ttls.signal, *row))
             else:
                 conn.execute(_APPEND, row)
 
@@ -326,7 +338,7 @@ class PostgresStore(SpoolingLog):
             query = "SELECT id, record::text FROM mcp_hooks_log WHERE log = %s AND id > %s"
             args: list[Any] = [log, after]
             if session is not None:
-                query, args = query + " AND session_id = %s", [*args, session]
+                query, args = query + " AND session_id = %s", [*args, _t(session)]
             try:
                 with self._pool.connection() as conn:
                     rows = conn.execute(query + " ORDER BY id LIMIT 1000", args).fetchall()
@@ -352,7 +364,7 @@ class PostgresStore(SpoolingLog):
             with self._pool.connection() as conn:
                 row = conn.execute("SELECT sent::text, answer::text FROM mcp_hooks_signals "
                                    "WHERE signal_id = %s AND expires_at > now()",
-                                   (signal_id,)).fetchone()
+                                   (_t(signal_id),)).fetchone()
                 if row is None:
                     raise UnknownSignal(
                         f"no signal {signal_id!r} in the state store {self._report.url} (or it "
@@ -374,15 +386,12 @@ class PostgresStore(SpoolingLog):
     def _store_answer(self, conn: Any, signal_id: str, answer: dict[str, Any]) -> str:
         """Store ``answer`` unless another is stored first; the stored one's JSON text."""
         text = dumps(answer)
-        session = answer.get("session_id")
-        replica = answer.get("replica")
-        won = conn.execute(_ANSWER, (text, signal_id, session if isinstance(session, str)
-                                     else None, replica if isinstance(replica, str) else None,
-                                     text)).fetchone()
+        won = conn.execute(_ANSWER, (text, _t(signal_id), _t_or_none(answer.get("session_id")),
+                                     _t_or_none(answer.get("replica")), text)).fetchone()
         if won:
             return text
         row = conn.execute("SELECT answer::text FROM mcp_hooks_signals WHERE signal_id = %s",
-                           (signal_id,)).fetchone()
+                           (_t(signal_id),)).fetchone()
         return str(row[0])
 
     # -- queues -----------------------------------------------------------------------------
@@ -391,16 +400,20 @@ class PostgresStore(SpoolingLog):
         if not items:
             return
         try:
+            self._hold()
             with self._pool.connection() as conn:
-                conn.execute(_PUT, (session, self.ttls.queue, [dumps(item) for item in items]))
+                conn.execute(_PUT, (_t(session), self.ttls.queue,
+                                    [dumps(item) for item in items]))
         except self._errors as exc:
             self._report("queueing aid", exc)
 
     def take_all(self, session: str) -> list[dict[str, Any]]:
         try:
+            self._hold()
             with self._pool.connection() as conn:
                 rows = conn.execute("DELETE FROM mcp_hooks_queue WHERE session = %s RETURNING "
-                                    "id, item::text, expires_at > now()", (session,)).fetchall()
+                                    "id, item::text, expires_at > now()", (_t(session),)
+                                    ).fetchall()
         except self._errors as exc:
             self._report("taking queued aid", exc)
             return []
@@ -433,7 +446,7 @@ class PostgresStore(SpoolingLog):
         ``FOLLOW_LOOKBACK`` ids below the newest seen is read again, each row printed once.
         Raises ``StateUnavailable`` when the store is lost."""
         where = " AND session_id = %s" if session is not None else ""
-        extra = [session] if session is not None else []
+        extra = [_t(session)] if session is not None else []
         newest = int(self._rows("SELECT coalesce(max(id), 0) FROM mcp_hooks_log WHERE log = %s",
                                 [log])[0][0])
         seen = {int(row[0]) for row in self._rows(
@@ -458,11 +471,11 @@ class PostgresStore(SpoolingLog):
 
     def signal_ids(self, prefix: str, limit: int) -> list[str]:
         """Ids of live signals that start with ``prefix``, sorted, at most ``limit``."""
-        like = "".join("\\" + c if c in "\\%_" else c for c in prefix) + "%"
+        like = "".join("\\" + c if c in "\\%_" else c for c in _t(prefix)) + "%"
         rows = self._rows("SELECT signal_id FROM mcp_hooks_signals WHERE signal_id LIKE %s "
                           "ESCAPE '\\' AND expires_at > now() ORDER BY signal_id LIMIT %s",
                           [like, limit])
-        return [str(row[0]) for row in rows]
+        return [_untext(row[0]) for row in rows]
 
     def trust_entries(self) -> dict[str, dict[str, dict[str, Any]]]:
         """Every trusted digest: project -> hook name -> entry (``sha256``, ``trusted_at``)."""
@@ -471,7 +484,7 @@ class PostgresStore(SpoolingLog):
                 "SELECT project, name, entry::text FROM mcp_hooks_trust", []):
             entry = _record(text)
             if entry is not None:
-                found.setdefault(str(project), {})[str(name)] = entry
+                found.setdefault(_untext(project), {})[_untext(name)] = entry
         return found
 
     def trust_put(self, project: str, entries: dict[str, dict[str, Any]]) -> None:
@@ -481,7 +494,8 @@ class PostgresStore(SpoolingLog):
                 for name, entry in entries.items():
                     conn.execute("INSERT INTO mcp_hooks_trust (project, name, entry) VALUES "
                                  "(%s, %s, %s) ON CONFLICT (project, name) DO UPDATE SET "
-                                 "entry = excluded.entry", (project, name, dumps(entry)))
+                                 "entry = excluded.entry", (_t(project), _t(name),
+                                                            dumps(entry)))
         except self._errors as exc:
             raise self._report.lost(exc, "Nothing was trusted: " + FIX) from None
 
@@ -490,7 +504,7 @@ class PostgresStore(SpoolingLog):
         try:
             with self._pool.connection() as conn:
                 conn.execute("DELETE FROM mcp_hooks_trust WHERE project = %s AND "
-                             "name = ANY(%s)", (project, list(names)))
+                             "name = ANY(%s)", (_t(project), [_t(n) for n in names]))
         except self._errors as exc:
             raise self._report.lost(exc, "Nothing was revoked: " + FIX) from None
 

@@ -4,10 +4,17 @@ Every replica pointed at one Redis shares every per-session record (the contract
 ``store.py``). Needs the ``redis`` extra (``pip install 'mcp-hooks[redis]'``: the ``redis``
 client, imported here only). ``rediss://`` speaks TLS; ``?prefix=`` (default ``mcp-hooks:``)
 starts every key, so several deployments can share one Redis; the client's own URL options
-pass through (``socket_timeout`` and ``socket_connect_timeout`` default to ``TIMEOUT``: a
-server that stops answering costs an event at most that, never a hang).
+pass through. ``?timeout=`` (seconds, or a number with ``s``/``m``/``h``; default ``TIMEOUT``)
+bounds a connect and each read of a reply (``socket_timeout`` and ``socket_connect_timeout``,
+which the URL may also give): a server that stops answering costs a call at most that, and
+then the store counts as lost; never a hang. A call is never sent twice (a timeout is not
+retried); a pooled connection the server closed (a restart) is noticed by the client when
+it is taken, and replaced.
 
-Keys (``<p>`` the prefix; namespaces, sessions and ids are %-quoted, so none holds a ``:``):
+Keys (``<p>`` the prefix; namespaces, sessions and ids are %-quoted, so none holds a ``:``;
+a lone surrogate, which a session id taken from JSON may carry, is quoted as the bytes
+``surrogatepass`` gives it, never a ``UnicodeEncodeError``: ids stay distinct and readable
+back; a counter's key, a hash field, is those bytes too):
 
 ==============================  ===========  ==============================================
 key                             type         what, and how long it lives
@@ -42,6 +49,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
+from mcp_hooks.state.files import MAX_COUNT
 from mcp_hooks.state.remote import (
     SESSION_STREAM_CAP,
     STREAM_CAP,
@@ -50,7 +58,9 @@ from mcp_hooks.state.remote import (
     dumps,
     require,
     signal_record,
+    split_timeout,
     unreachable,
+    valid_count,
 )
 from mcp_hooks.state.spool import ID
 from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, UnknownSignal
@@ -59,11 +69,24 @@ DEFAULT_PREFIX = "mcp-hooks:"
 TIMEOUT = 2.0  # seconds a connect or a command may take before the store counts as lost
 FIX = ("Start it, or point --state (MCP_HOOKS_STATE) at a Redis that is running")
 
+# KEYS: the session's counter hash; ARGV: the key, ttl ms, MAX_COUNT. A value that is not a
+# count from 1 to MAX_COUNT starts over (reported by the caller: the second result is 1)
 _INCREMENT = """
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+local bad = 0
+if v then
+  local n = string.match(v, '^%d+$') and #v < 16 and tonumber(v) or nil
+  if not n or n < 1 or n > tonumber(ARGV[3]) then
+    redis.call('HDEL', KEYS[1], ARGV[1])
+    bad = 1
+  elseif n >= tonumber(ARGV[3]) then
+    redis.call('HSET', KEYS[1], ARGV[1], n - 1)
+  end
+end
 local n = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
 local ms = tonumber(ARGV[2])
 if redis.call('PTTL', KEYS[1]) < ms then redis.call('PEXPIRE', KEYS[1], ms) end
-return n
+return {n, bad, v or ''}
 """
 
 # KEYS: the record's seen-key, log stream, session stream (or ""), signal key (or "");
@@ -94,8 +117,14 @@ return {0, redis.call('GET', KEYS[1])}
 """
 
 
+def _b(text: str) -> bytes:
+    """``text`` as UTF-8, a lone surrogate kept (``surrogatepass``): distinct texts, distinct
+    bytes."""
+    return text.encode("utf-8", "surrogatepass")
+
+
 def _q(part: str) -> str:
-    return quote(part, safe="")
+    return quote(_b(part), safe="")
 
 
 def _glob(text: str) -> str:
@@ -114,6 +143,7 @@ class RedisStore(SpoolingLog):
                  check: bool = True) -> None:
         redis = require("redis", "redis", "the redis client", "the Redis state store")
         self._begin(url, replica, ttls, FIX)
+        url, timeout = split_timeout(url)
         parts = urlsplit(url)
         query = parse_qsl(parts.query, keep_blank_values=True)
         self.prefix = next((v for k, v in query if k == "prefix"), DEFAULT_PREFIX)
@@ -121,7 +151,7 @@ class RedisStore(SpoolingLog):
         try:
             self._redis: Any = redis.Redis.from_url(  # the URL's own options win
                 urlunsplit(parts._replace(query=rest)), health_check_interval=30,
-                socket_timeout=TIMEOUT, socket_connect_timeout=TIMEOUT)
+                socket_timeout=timeout or TIMEOUT, socket_connect_timeout=timeout or TIMEOUT)
         except ValueError as exc:  # a URL the client cannot take
             raise unreachable(url, exc, "Fix the URL: redis://[:password@]host[:port][/db]"
                               ) from None
@@ -168,24 +198,35 @@ class RedisStore(SpoolingLog):
 
     def increment(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         try:
-            return int(self._increment(keys=[self._counter(namespace, session)],
-                                       args=[key, _ms(ttl)]))
+            self._hold()
+            value, bad, was = self._increment(keys=[self._counter(namespace, session)],
+                                              args=[_b(key), _ms(ttl), MAX_COUNT])
         except self._errors as exc:
             self._report("a counter's increment", exc)
             return self.local().increment(namespace, session, key, ttl=ttl)
+        if bad:
+            self.malformed(namespace, session, key, was)
+        return int(value)
 
     def count(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         try:
-            value = self._redis.hget(self._counter(namespace, session), key)
+            self._hold()
+            value = self._redis.hget(self._counter(namespace, session), _b(key))
         except self._errors as exc:
             self._report("reading a counter", exc)
             return self.local().count(namespace, session, key, ttl=ttl)
-        return int(value) if value is not None else 0
+        if value is None:
+            return 0
+        counted = valid_count(value)
+        if counted is None:
+            self.malformed(namespace, session, key, value)
+        return counted or 0
 
     def reset(self, namespace: str, session: str | None = None, key: str | None = None) -> None:
         try:
+            self._hold()
             if session is not None and key is not None:
-                self._redis.hdel(self._counter(namespace, session), key)
+                self._redis.hdel(self._counter(namespace, session), _b(key))
             elif session is not None:
                 self._redis.delete(self._counter(namespace, session))
             else:
@@ -278,6 +319,7 @@ class RedisStore(SpoolingLog):
             return
         key = f"{self.prefix}q:{_q(session)}"
         try:
+            self._hold()
             with self._redis.pipeline(transaction=True) as pipe:
                 pipe.rpush(key, *(dumps(item) for item in items))
                 pipe.pexpire(key, _ms(self.ttls.queue))
@@ -288,6 +330,7 @@ class RedisStore(SpoolingLog):
     def take_all(self, session: str) -> list[dict[str, Any]]:
         key = f"{self.prefix}q:{_q(session)}"
         try:
+            self._hold()
             with self._redis.pipeline(transaction=True) as pipe:
                 pipe.lrange(key, 0, -1)
                 pipe.delete(key)
@@ -332,7 +375,7 @@ class RedisStore(SpoolingLog):
         found: set[str] = set()
         try:
             for name in self._redis.scan_iter(match=_glob(head + _q(prefix)) + "*", count=1000):
-                found.add(unquote(name.decode()[len(head):]))
+                found.add(unquote(name.decode()[len(head):], errors="surrogatepass"))
                 if len(found) >= limit:
                     break
         except self._errors as exc:

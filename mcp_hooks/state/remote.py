@@ -7,9 +7,14 @@
   URL (never its password) and the fix.
 - :class:`Ttls`: how long each kind of record lives in a shared store (the defaults below);
   :func:`split_ttls` reads them from the URL's ``queue_ttl``, ``signal_ttl``, ``event_ttl``,
-  ``seen_ttl``.
+  ``seen_ttl``; :func:`split_timeout` the URL's ``timeout`` (the most a connect or a call may
+  take before the store counts as lost; each backend has its default).
 - :func:`signal_record`: a signal's record read back, or an error naming a malformed one.
 - :class:`Reporter`: a write that the contract says never raises is reported once on stderr.
+- ``HOLD``: for that long after a call timed out (a store that accepts and never answers),
+  the never-raising calls of a lost store take their fallback at once (``Held``) instead of
+  each waiting out a deadline: an event costs one deadline, not one per call. The check of
+  a lost store before an event that can block (``fault``) always asks the store.
 - :class:`SpoolingLog`: the log half both backends share: stamp a record, send it, spool it
   when the store cannot take it, and replay the spool when the store answers again.
 """
@@ -20,12 +25,14 @@ import importlib
 import json
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from mcp_hooks.errors import ConfigError, MissingExtraError
+from mcp_hooks.state.files import MAX_COUNT
 from mcp_hooks.state.memory import MemoryStore
 from mcp_hooks.state.spool import Health, Spool, record_id
 from mcp_hooks.state.store import LogName, StateUnavailable
@@ -36,6 +43,8 @@ SIGNAL_TTL = 30 * 86400.0  # a signal (and its answer) can be answered for 30 da
 EVENT_TTL = 30 * 86400.0  # PostgreSQL: log rows older than this are purged
 STREAM_CAP = 1_000_000  # Redis: the most recent records kept per log (approximate, XADD ~)
 SESSION_STREAM_CAP = 10_000  # Redis: the most recent records kept per log and session
+HOLD = 5.0  # seconds after a timeout that the never-raising calls of a lost store are not sent
+MAX_TIMEOUT = 3600.0  # the most ``?timeout=`` may give, in seconds
 SEEN_TTL = 86400.0  # Redis: how long a record's id is remembered (a replay within it is kept once)
 
 
@@ -75,6 +84,26 @@ def split_ttls(url: str) -> tuple[str, Ttls]:
     rest = "&".join(f"{quote(k)}={quote(v, safe='/:')}" for k, v in query
                     if k not in TTL_PARAMETERS)
     return urlunsplit(parts._replace(query=rest)), Ttls(**values)
+
+
+def split_timeout(url: str) -> tuple[str, float | None]:
+    """``url`` without its ``timeout`` query parameter, and its value in seconds (None when
+    not given); a value as ``split_ttls`` reads one."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url, None
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    given = [v for k, v in query if k == "timeout"]
+    if not given:
+        return url, None
+    rest = "&".join(f"{quote(k)}={quote(v, safe='/:')}" for k, v in query if k != "timeout")
+    seconds = _seconds("timeout", given[-1], url)
+    if seconds > MAX_TIMEOUT:
+        raise ConfigError(f"state store {redact(url)}: timeout={given[-1]!r} is over "
+                          f"{MAX_TIMEOUT / 60:g} minutes; a store that slow counts as lost "
+                          "long before: give seconds (e.g. timeout=5s)")
+    return urlunsplit(parts._replace(query=rest)), seconds
 
 
 def _seconds(name: str, text: str, url: str) -> float:
@@ -120,11 +149,31 @@ def require(module: str, extra: str, needs: str, backend: str) -> ModuleType:
         raise MissingExtraError(backend, exc, extra, needs) from exc
 
 
+AUTH_FIX = ("The server refused these credentials: give the right user and password in "
+            "--state (MCP_HOOKS_STATE)")
+_AUTH_SAID = ("authentication failed", "invalid username-password pair", "wrongpass",
+              "noauth", "authentication required", "invalid password", "no password supplied")
+
+
+def refused_credentials(error: BaseException) -> bool:
+    """Whether ``error`` says the server refused the user or password (Redis's
+    ``AuthenticationError``, PostgreSQL's SQLSTATE class 28, or what they print for it)."""
+    if type(error).__name__ == "AuthenticationError":
+        return True
+    if str(getattr(error, "sqlstate", None) or "").startswith("28"):
+        return True
+    text = str(error).lower()
+    return any(said in text for said in _AUTH_SAID)
+
+
 def unreachable(url: str, error: BaseException, fix: str) -> StateUnavailable:
     """The error for a store that cannot be reached or used: the URL without its password,
-    what went wrong (with the password scrubbed from it too), and ``fix``."""
+    what went wrong (with the password scrubbed from it too), and ``fix`` (its "Start it"
+    advice replaced by ``AUTH_FIX`` when the server refused the credentials)."""
     what = str(error).strip().splitlines()[0].rstrip(".") if str(error).strip() else \
         type(error).__name__
+    if refused_credentials(error):
+        fix = fix.split("Start it")[0] + AUTH_FIX
     for password in _passwords(url):
         what = what.replace(password, "***")
     return StateUnavailable(f"state store {redact(url)} cannot be used: {what}. {fix}")
@@ -159,6 +208,15 @@ def dumps(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str)
 
 
+class Held(OSError):
+    """A call not sent: its store timed out less than ``HOLD`` seconds ago."""
+
+
+def _timed_out(error: BaseException) -> bool:
+    """A deadline passed (ours, a client's socket or connect timeout), not a refusal."""
+    return isinstance(error, TimeoutError) or "Timeout" in type(error).__name__
+
+
 class Reporter:
     """Reports a failed never-raising write on stderr, once per loss of the store, and keeps
     what broke in the store's ``Health`` (``spool.py``)."""
@@ -170,9 +228,15 @@ class Reporter:
         self.health = health if health is not None else Health()
         self._lock = threading.Lock()
         self._told = False
+        self.timed_out_at = float("-inf")  # monotonic time of the last call that timed out
 
     def lost(self, error: BaseException, fix: str | None = None) -> StateUnavailable:
         """Record a failed call in the health; the ``StateUnavailable`` to raise for it."""
+        if isinstance(error, Held) and self.health.lost is not None:  # what broke stands
+            self.health.failed(self.health.lost)
+            return StateUnavailable(self.health.lost)
+        if _timed_out(error):
+            self.timed_out_at = time.monotonic()
         exc = unreachable(self._raw, error, self._fix if fix is None else fix)
         self.health.failed(str(exc) if fix is None else
                            str(unreachable(self._raw, error, self._fix)))
@@ -181,6 +245,7 @@ class Reporter:
     def back(self) -> None:
         """The store answered again: the next loss is reported again."""
         self.health.back()
+        self.timed_out_at = float("-inf")
         with self._lock:
             self._told = False
 
@@ -231,6 +296,26 @@ class SpoolingLog:
     def _send(self, log: LogName, record: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def _hold(self) -> None:
+        """Raise ``Held`` while the store is lost and a call timed out less than ``HOLD``
+        seconds ago (a never-raising call then takes its fallback at once)."""
+        if (self.health.lost is not None
+                and time.monotonic() - self._report.timed_out_at < HOLD):
+            raise Held(f"not sent: the store timed out less than {HOLD:g} s ago")
+
+    def malformed(self, namespace: str, session: str, key: str, value: object) -> None:
+        """A count in the store that is not one (``store.py``): reported on stderr, the
+        first time for this store object only."""
+        with self._report._lock:
+            if getattr(self, "_told_malformed", False):
+                return
+            self._told_malformed = True
+        print(f"mcp-hooks: state store {self._report.url}: the count {namespace}/{session!a}"
+              f"/{key!a} is {str(value)[:40]!a}, not a whole number from 1 to {MAX_COUNT}; "
+              "it counts 0 and starts over at 1 (further ones are not reported)",
+              file=sys.stderr)
+
+
     def _probe(self) -> None:
         raise NotImplementedError
 
@@ -274,6 +359,7 @@ class SpoolingLog:
     def append(self, log: LogName, record: dict[str, Any]) -> None:
         record = record_id(self._stamp(record))
         try:
+            self._hold()
             self._send(log, record)
         except self._refused as exc:  # the store answered: it will never take this one
             self._spool.set_aside(log, record, exc)
@@ -284,3 +370,15 @@ class SpoolingLog:
             return
         if self.health.lost is not None or self._spool.pending:
             self._back()
+
+
+def valid_count(value: object) -> int | None:
+    """``value`` (a stored count: bytes, text or a number) as a count from 1 to
+    ``MAX_COUNT``; None when it is not one."""
+    if isinstance(value, bytes):
+        value = value.decode("ascii", "replace")
+    if isinstance(value, str):
+        value = int(value) if value.isascii() and value.isdigit() and len(value) < 16 else None
+    if type(value) is int and 0 < value <= MAX_COUNT:
+        return value
+    return None

@@ -25,6 +25,11 @@ door, key ``""``; the ladder namespace ``"ladder"``, key ``"<trigger>/<entry>"``
   Counters never raise: a store that cannot be read counts 0, one that cannot be written
   loses the increment (``increment`` then returns what it could read plus one, at least 1).
   A shared store that is lost counts in this process's memory meanwhile (``remote.py``).
+  A count the store holds that is not a whole number from 1 to ``files.MAX_COUNT`` (text,
+  a negative or huge number: written by something other than an increment) counts 0, and
+  the next increment starts it over at 1; a shared store reports the first such count on
+  stderr (``remote.SpoolingLog.malformed``), and it is not a lost store: no event is denied
+  for it.
   A lost count only weakens the loop guard's cap and the ladder's climb; the hooks still
   decide every event, so the engine still guards.
 

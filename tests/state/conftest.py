@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,6 +82,23 @@ class Backend:
         """Skip a test of several processes on a backend that is one process's state."""
         if self.name in ONE_PROCESS:
             pytest.skip(f"the {self.name} store is one process's state by design")
+
+    def corrupt(self, namespace: str, session: str, value: str) -> None:
+        """Write ``value`` where the store keeps the count (``namespace``, ``session``, key
+        ``""``), as something other than an increment would; PostgreSQL's column holds
+        integers only: ``value`` is one there. The memory store cannot be written from
+        outside: skipped."""
+        store: Any = self.store
+        if self.name == "file":
+            store.counter_path(namespace, session).write_text(value)
+        elif self.name == "redis":
+            store._redis.hset(store._counter(namespace, session), b"", value)
+        elif self.name == "postgres":
+            with store._pool.connection() as conn:
+                conn.execute("UPDATE mcp_hooks_counters SET value = %s WHERE namespace = %s "
+                             "AND session = %s", (int(value), namespace, session))
+        else:
+            pytest.skip(f"the {self.name} store cannot be written but through its methods")
 
     def another(self) -> StateStore:
         """A second store object over the same state (another engine, another process)."""

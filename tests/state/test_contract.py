@@ -265,6 +265,51 @@ def test_16_threads_taking_deliver_each_item_once(backend: Backend) -> None:
     assert sorted(item["n"] for item in taken) == list(range(200))
 
 
+# -- a count that is not one --------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["-7", "9223372036854775807", "seven"])
+def test_a_malformed_count_counts_0_starts_over_and_is_reported_once(
+        backend: Backend, value: str, capfd: pytest.CaptureFixture[str]) -> None:
+    if backend.name == "postgres" and not value.lstrip("-").isdigit():
+        pytest.skip("PostgreSQL's count column holds integers only")
+    store = backend.store
+    for session in ("a", "b"):
+        store.increment("engine", session, ttl=HOUR)
+        backend.corrupt("engine", session, value)
+    assert store.count("engine", "a", ttl=HOUR) == 0  # never raises
+    assert store.increment("engine", "a", ttl=HOUR) == 1  # starts over
+    assert store.increment("engine", "a", ttl=HOUR) == 2
+    assert store.increment("engine", "b", ttl=HOUR) == 1
+    assert getattr(getattr(store, "health", None), "lost", None) is None  # not a lost store
+    err = capfd.readouterr().err
+    if backend.name in ("redis", "postgres"):
+        assert err.count("not a whole number from 1 to") == 1, err
+
+
+# -- ids as JSON gives them: lone surrogates ---------------------------------------------
+
+LONE = ["s\udcff", "s\ud800x", "s\udcfe"]  # JSON allows "\udcff"; UTF-8 does not
+
+
+def test_a_session_id_with_a_lone_surrogate_is_counted_logged_and_queued_apart(
+        store: StateStore) -> None:
+    for n, session in enumerate(LONE, 1):
+        for _ in range(n):
+            assert store.increment("engine", session, ttl=HOUR) >= 1
+        store.append("events", {"kind": "event", "session_id": session, "n": n})
+        store.put(session, [{"n": n}])
+    assert store.count("engine", "s", ttl=HOUR) == 0
+    for n, session in enumerate(LONE, 1):
+        assert store.count("engine", session, ttl=HOUR) == n
+        assert [r["n"] for r in store.read("events", session)] == [n]
+        assert store.take_all(session) == [{"n": n}]
+    store.reset("engine", LONE[0])
+    assert store.count("engine", LONE[0], ttl=HOUR) == 0
+    assert store.count("engine", LONE[1], ttl=HOUR) == 2
+    assert store.increment("ladder", LONE[2], "t/\udcff", ttl=HOUR) == 1
+    assert store.count("ladder", LONE[2], "t/\udcff", ttl=HOUR) == 1
+
+
 # -- the file backend: something else where a file belongs, a full disk ------------------
 
 

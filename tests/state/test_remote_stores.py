@@ -87,6 +87,8 @@ def test_a_wrong_postgres_password_is_named_without_either_password(
     with pytest.raises(StateUnavailable, match="password authentication failed") as failed:
         PostgresStore(wrong)
     assert SECRET not in str(failed.value) and postgres_service.password not in str(failed.value)
+    assert "refused these credentials" in str(failed.value)
+    assert "Start it" not in str(failed.value)  # it runs: starting it is not the fix
 
 
 def test_a_wrong_redis_password_is_refused_without_either_password(
@@ -96,6 +98,8 @@ def test_a_wrong_redis_password_is_refused_without_either_password(
         RedisStore(redis_url.replace(redis_service.password, SECRET))
     assert SECRET not in str(failed.value) and redis_service.password not in str(failed.value)
     assert "redis://:***@127.0.0.1" in str(failed.value)
+    assert "refused these credentials" in str(failed.value)
+    assert "Start it" not in str(failed.value)
 
 
 @pytest.mark.parametrize(("module", "factory", "url"), [

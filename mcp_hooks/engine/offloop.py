@@ -1,0 +1,47 @@
+"""Where an engine runs blocking work: a hooks.yaml oracle, and every call of its state store
+(around each event in ``Engine._fire``, and an async hook's record and aid in ``launch.py``).
+
+A long-lived engine (``serve``, the proxy, ``Hooks``' worker loop) runs it in a worker thread
+(``call_off_loop``), so a slow oracle or a slow store never holds another client's event;
+a one-shot engine (``fire``, the host bridges), which never suspends, runs it in place
+(``call_here``); and so does a long-lived engine whose chain is driven with no event loop at
+all (``Hooks.fire``'s inline chain of sync callables, ``engine.run_unsuspended``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TypeVar
+
+_T = TypeVar("_T")
+
+
+async def call_here(work: Callable[[], _T]) -> _T:
+    """A one-shot engine never suspends: blocking work runs in place."""
+    return work()
+
+
+async def call_off_loop(work: Callable[[], _T]) -> _T:
+    """``work`` in a worker thread of the running event loop; in place when none runs."""
+    if not _on_a_loop():
+        return work()
+    import anyio  # lazy: 2.2 ms of a one-shot `fire`, which never calls this (-X importtime)
+
+    return await anyio.to_thread.run_sync(work)
+
+
+def _on_a_loop() -> bool:
+    """Whether an event loop (asyncio's, or trio's as sniffio tells) runs this thread now."""
+    sniffio = sys.modules.get("sniffio")
+    if sniffio is not None:
+        try:
+            sniffio.current_async_library()
+        except sniffio.AsyncLibraryNotFoundError:
+            return False
+        return True
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and asyncio._get_running_loop() is not None
+
+
+__all__ = ["call_here", "call_off_loop"]
