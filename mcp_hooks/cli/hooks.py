@@ -379,8 +379,11 @@ def _what_spoke(outcome: Outcome) -> str:
     said: list[str] = []
     for signal in outcome.signals:
         a = "an" if signal.intensity == "aid" else "a"
+        kind = signal.header.type
         said.append(f"{signal.source}'s async result arrived ({signal.intensity})"
-                    if signal.header.type == "async_result"
+                    if kind == "async_result"
+                    else "hooks.yaml has problems, let through with the warning below"
+                    if kind == "config_error"
                     else f"hooks.yaml: {signal.source} sent {a} {signal.intensity}")
     return "; ".join(dict.fromkeys(said)) or "context was added"
 
