@@ -284,7 +284,7 @@ class Engine:
             payload["session_log"] = await self._blocking(lambda: session_log(self.store, event))
         notes = self._notes(name, event)
         ticket = self.stop_guard.before(event, payload) if name == "before_stop" else None
-        fault = self._fault(name, hooks, payload, work_dir)
+        fault = self._fault(name, event, hooks, payload, work_dir)
         mark = failures(self.store)  # a store call failing from here on fails it closed
         if fault is not None:
             outcome = fault_outcome(name, fault, on_fault=self.on_fault, warnings=notes)
@@ -427,14 +427,14 @@ class Engine:
                                   env=self._envs.get(hook, work_dir, event.session_id),
                                   timeout=hook.timeout / 1000, limits=hook.limits)
 
-    def _fault(self, name: str, hooks: list[HookSpec], payload: dict[str, Any],
+    def _fault(self, name: str, event: Event, hooks: list[HookSpec], payload: dict[str, Any],
                work_dir: str) -> str | None:
-        """What stops this event being decided, or None: broken hooks in scope, a payload
-        we cannot hand on, a missing folder."""
+        """What stops this event being decided, or None: broken hooks in scope (whose
+        declared matcher admits the call), a payload we cannot hand on, a missing folder."""
         lost = store_fault(self.store) if can_block(name) else None
         if lost is not None:  # a shared store known lost (spool.py): asked again first
             return lost
-        broken = self.registry.faults_for(name)
+        broken = self.registry.faults_for(name, (event.tool_name, event.tool_input))
         if broken:
             shown = "; ".join(str(i) for i in broken[:5])
             more = f" (and {len(broken) - 5} more)" if len(broken) > 5 else ""

@@ -119,3 +119,49 @@ def test_fire_in_an_untrusted_clone_with_a_broken_hooks_yaml_allows(
     outcome = json.loads(done.stdout)
     assert outcome["decision"] == "allow"
     assert any("not trusted and has problems" in w for w in outcome["warnings"])
+
+
+# -- item: a hook whose script does not load counts only on the calls its matcher admits ------
+
+def write_scriptless(root: Path, name: str, matcher: str) -> Path:
+    """A HOOK.md that parses, with a matcher, and no entry script at all."""
+    return write(root, f"{name}/HOOK.md", f"---\nname: {name}\ndescription: guards git\n"
+                 f"trigger: before_tool\n{matcher}---\n\n# {name}\n")
+
+
+@pytest.mark.parametrize("matcher", ["matcher:\n  tool: Shell\n  pattern: '^git push'\n",
+                                     "matcher:\n  tool: WriteFile\n"])
+def test_a_scriptless_hook_denies_only_what_its_matcher_admits(
+        repo: Path, tmp_path: Path, matcher: str) -> None:
+    write_scriptless(tmp_path / "user-hooks", "git-guard", matcher)
+    engine = engine_for(repo, tmp_path)
+    unrelated = fire(engine, shell(repo, "ls"))
+    assert not unrelated.denied, unrelated.reason
+    assert not unrelated.warnings, unrelated.warnings
+    guarded = (shell(repo, "git push origin main") if "Shell" in matcher else
+               Event("before_tool", session_id="s", work_dir=str(repo), tool_name="WriteFile",
+                     tool_input={"path": "a.txt", "content": "x"}))
+    outcome = fire(engine, guarded)
+    assert outcome.denied and outcome.blocked_by == "mcp-hooks", outcome
+    assert "git-guard" in (outcome.reason or "") and "no entry script" in (outcome.reason or "")
+
+
+def test_a_broken_hook_whose_matcher_cannot_be_read_still_counts_on_every_call(
+        repo: Path, tmp_path: Path) -> None:
+    write_scriptless(tmp_path / "user-hooks", "git-guard", "matcher:\n  tool: '('\n")
+    outcome = fire(engine_for(repo, tmp_path), shell(repo, "ls"))
+    assert outcome.denied and "git-guard" in (outcome.reason or "")
+
+
+def test_fire_lets_an_unmatched_call_past_a_scriptless_hook(repo: Path, tmp_path: Path) -> None:
+    write_scriptless(repo / "no-user-hooks", "git-guard",
+                     "matcher:\n  tool: Shell\n  pattern: '^git push'\n")
+    done = run_fire(repo)  # {"command": "ls"}
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("ALLOWED  before_tool"), done.stdout
+    pushed = subprocess.run(
+        [MCP_HOOKS, "fire", "before_tool", "--tool", "Bash", "--input",
+         '{"command": "git push"}', "--project-dir", str(repo), "--user-dir",
+         str(repo / "no-user-hooks")], cwd=repo, capture_output=True, text=True, timeout=60)
+    assert pushed.returncode == 2, pushed.stdout + pushed.stderr
+    assert "git-guard" in pushed.stdout and "no entry script" in pushed.stdout
