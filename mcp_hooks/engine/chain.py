@@ -7,11 +7,14 @@ A hook run's verdict (``Chain.apply``) is also turned into signals (``signals.fr
 a deny is a block, a rewrite a control, context or a hook's warning a prompt, or the signal the
 hook printed itself); an entry's verdict carries its oracle's signal (``Chain.entries``).
 ``Chain.stopped`` is the one rule "the first block stops the rest". Delivered aid joins too;
-``Chain.outcome`` is the one ``Outcome``.
+``Chain.outcome`` is the one ``Outcome``. ``Chain.left`` is what remains of the chain deadline
+(``budget`` seconds from the event's start for all its links together).
 """
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Any, Literal
 
 from mcp_hooks.engine.judge import Verdict
@@ -25,14 +28,16 @@ from mcp_hooks.state.inbox import aid_context
 class Chain:
     """What the sync hooks of one event have decided so far (step 3's accumulator)."""
 
-    __slots__ = ("_correlation", "blocked_by", "contexts", "decision", "delivered", "files",
-                 "input_changed", "issue_id", "name", "output_changed", "outputs", "reason", "runs",
-                 "signals",
-                 "tool_input", "tool_output", "warnings")
+    __slots__ = ("_correlation", "blocked_by", "budget", "contexts", "deadline", "decision",
+                 "delivered", "files", "input_changed", "issue_id", "name", "output_changed",
+                 "outputs", "reason", "runs", "signals", "tool_input", "tool_output", "warnings")
 
     def __init__(self, name: str, event: Event, runs: list[HookRun],
-                 warnings: list[str]) -> None:
+                 warnings: list[str], budget: float = math.inf,
+                 start: float | None = None) -> None:
         self.name = name
+        self.budget = budget  # seconds the links may take together (the chain deadline)
+        self.deadline = (time.monotonic() if start is None else start) + budget
         self.signals: list[Signal] = []
         self.delivered: frozenset[str] = frozenset()  # aid handed over, logged when made
         self._correlation: str | None = None
@@ -50,6 +55,10 @@ class Chain:
         self.decision: Literal["allow", "deny"] = "allow"
         self.reason: str | None = None
         self.blocked_by: str | None = None
+
+    def left(self) -> float:
+        """Seconds left before the chain deadline (0 or less: none)."""
+        return self.deadline - time.monotonic()
 
     @property
     def stopped(self) -> bool:

@@ -44,9 +44,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 import shlex
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
 from typing import Any, Literal, TypeVar
@@ -55,9 +55,10 @@ from mcp_hooks.control.ladder import Ladder
 from mcp_hooks.engine.callables import CallableHook, notify
 from mcp_hooks.engine.chain import Chain
 from mcp_hooks.engine.entries import ControlLayer
-from mcp_hooks.engine.judge import Verdict, decode, judge
+from mcp_hooks.engine.judge import Verdict, decode, judge, out_of_time
 from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
 from mcp_hooks.engine.observe import EventObserver, reporting
+from mcp_hooks.engine.payload import Stdin, event_payload, stdin_for
 from mcp_hooks.engine.sessionlog import session_log
 from mcp_hooks.engine.stopguard import StopGuard
 from mcp_hooks.guard import named, passes_through
@@ -78,20 +79,11 @@ from mcp_hooks.state.store import StateStore
 from mcp_hooks.state.url import close_store, scheme, store_for
 
 _THREAD_MATCH = 1 << 16  # characters of tool input past which matching leaves the event loop
+_NOT_RUN = RunResult(None)  # a link the chain deadline left no time to run
 
 _T = TypeVar("_T")
 HookDone = Callable[[HookRun], Awaitable[None]]
 Runner = Callable[..., Awaitable[RunResult]]
-
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
-
-
-def _encode(payload: dict[str, Any]) -> bytes:
-    try:
-        return _ENCODER.encode(payload).encode()
-    except UnicodeEncodeError:  # a lone surrogate (JSON allows "\udcff"; UTF-8 does not)
-        return json.dumps(payload, default=str).encode()  # ASCII, escaped: it round-trips
-
 
 async def _run_blocking(argv: tuple[str, ...], stdin: bytes, **options: Any) -> RunResult:
     """The blocking runner behind the async interface: it never suspends, so a one-shot
@@ -273,13 +265,14 @@ class Engine:
 
     async def _fire(self, name: str, event: Event, on_hook_done: HookDone | None,
                     hold_aid: bool = False) -> Outcome:
-        # 1. select
+        # 1. select (the chain deadline counts from here)
+        start = time.monotonic()
         self.registry.refresh()
         if self._pool is not None:  # stop processes of hooks gone since (runner.persistent)
             await self._pool.prune(self.registry)
         hooks = await self._select(name, event)
         work_dir = self._work_dir(event)
-        payload = self._payload(name, event, work_dir)
+        payload = event_payload(name, event, work_dir)
         if name == "session_end" and hooks:  # every replica's records (sessionlog.py)
             payload["session_log"] = await self._blocking(lambda: session_log(self.store, event))
         notes = self._notes(name, event)
@@ -293,7 +286,8 @@ class Engine:
                 return self._logged(event, name, work_dir, outcome, {})
             notes = outcome.warnings  # warn: the valid hooks (and hooks.yaml) run, warned
         # 2. start async hooks, 3. run, judge, apply: the HOOK.md links, then hooks.yaml's
-        chain = Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes)
+        chain = Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes,
+                      self.settings.chain_timeout, start)
         if not hold_aid:
             chain.deliver(self._inbox.take(event.session_id))
         if hooks:
@@ -317,7 +311,8 @@ class Engine:
                 payload["tool_input"] = chain.tool_input
             decide = functools.partial(
                 self.control.decide, name, payload, can_block=can_block(name),
-                fail_closed=self.on_fault == "block", correlation_id=chain.correlation)
+                fail_closed=self.on_fault == "block", correlation_id=chain.correlation,
+                deadline=chain.deadline)
             chain.entries(await self._blocking(decide))
         self.control.background(name, payload, session_id=event.session_id,
                                 log_path=self.log.path if self.log is not None else None,
@@ -361,7 +356,7 @@ class Engine:
         started = [hook for hook in hooks if hook.is_async or every]
         if not started:
             return []
-        jobs = [AsyncJob(hook, self._stdin(hook, payload), work_dir,
+        jobs = [AsyncJob(hook, stdin_for(hook, payload), work_dir,
                          self._envs.get(hook, work_dir, event.session_id))
                 for hook in started if not isinstance(hook, CallableHook)]
         if jobs:
@@ -376,17 +371,14 @@ class Engine:
                          payload: dict[str, Any], work_dir: str, chain: Chain,
                          on_hook_done: HookDone | None) -> None:
         """The HOOK.md links (scripts and callables) by run order, until one blocks."""
-        stdin = _Stdin(payload)
+        stdin = Stdin(payload)
         todo = [] if is_notification(name) else [h for h in hooks if not h.is_async]
         position = 0
         while position < len(todo) and not chain.stopped:  # the first block stops the rest
             hook = todo[position]
             position += 1
-            if isinstance(hook, CallableHook):  # in process: no stdin, its verdict built directly
-                result, verdict = await hook.call(name, payload)
-            else:
-                result = await self._run_one(hook, stdin.bytes_for(hook), work_dir, event)
-                verdict = judge(hook, name, result, self.on_fault, self.registry.replaced)
+            result, verdict = await self._link(name, event, hook, payload, stdin, work_dir,
+                                               chain)
             run = chain.apply(hook, result, verdict)
             if verdict.modified_input is not None:
                 self._carry_input(name, verdict, payload, chain, stdin)
@@ -400,9 +392,25 @@ class Engine:
             if on_hook_done is not None:
                 await on_hook_done(run)
 
+    async def _link(self, name: str, event: Event, hook: HookSpec, payload: dict[str, Any],
+                    stdin: Stdin, work_dir: str, chain: Chain) -> tuple[RunResult, Verdict]:
+        """One HOOK.md link's run and verdict, within what is left of the chain deadline: a
+        script's timeout is cut to it; past it, the link is its failure (``out_of_time``)."""
+        left = chain.left()
+        if left <= 0:
+            return _NOT_RUN, out_of_time(hook, chain.budget, ran=False)
+        if isinstance(hook, CallableHook):  # in process: no stdin, its verdict built directly
+            return await hook.call(name, payload)
+        timeout = hook.timeout / 1000
+        result = await self._run_one(hook, stdin.bytes_for(hook), work_dir, event,
+                                     min(timeout, left))
+        if result.timed_out and left < timeout:  # the deadline, not its own timeout, hit
+            return result, out_of_time(hook, chain.budget, ran=True)
+        return result, judge(hook, name, result, self.on_fault, self.registry.replaced)
+
     @staticmethod
     def _carry_input(name: str, verdict: Verdict, payload: dict[str, Any], chain: Chain,
-                     stdin: _Stdin) -> None:
+                     stdin: Stdin) -> None:
         """A rewritten input, into the payload the next links get."""
         if "tool_input" in payload:
             payload["tool_input"] = chain.tool_input
@@ -412,7 +420,7 @@ class Engine:
             stdin.changed()
 
     async def _run_one(self, hook: HookSpec, stdin: bytes, work_dir: str,
-                       event: Event) -> RunResult:
+                       event: Event, timeout: float) -> RunResult:
         """Run one sync hook: the one place that chooses how (a process per event today;
         a persistent process or an in-process callable are chosen here too)."""
         if hook.persistent and not self.one_shot:  # its resident process (runner.persistent)
@@ -420,12 +428,12 @@ class Engine:
                 self._pool, self._owns_pool = PersistentPool(one_shot=self._runner), True
             return await self._pool.run(
                 hook, stdin, cwd=work_dir, env=self._envs.get(hook, work_dir, event.session_id),
-                timeout=hook.timeout / 1000, limits=hook.limits,
+                timeout=timeout, limits=hook.limits,
                 generation=self.registry.generation, root=self.registry.project_dir,
                 processes=hook.processes or self._processes)
         return await self._runner(hook.entry, stdin, cwd=work_dir,
                                   env=self._envs.get(hook, work_dir, event.session_id),
-                                  timeout=hook.timeout / 1000, limits=hook.limits)
+                                  timeout=timeout, limits=hook.limits)
 
     def _fault(self, name: str, event: Event, hooks: list[HookSpec], payload: dict[str, Any],
                work_dir: str) -> str | None:
@@ -466,28 +474,6 @@ class Engine:
         if self.registry.project_dir is not None:
             return str(self.registry.project_dir)
         return os.getcwd()
-
-    def _payload(self, name: str, event: Event, work_dir: str) -> dict[str, Any]:
-        payload: dict[str, Any] = {"event_type": name, "timestamp": now(),
-                                   "session_id": event.session_id, "work_dir": work_dir}
-        if event.tool_name is not None or name in ("before_tool", "after_tool",
-                                                   "after_tool_failure"):
-            payload["tool_name"] = event.tool_name
-            payload["tool_input"] = event.tool_input
-            payload["tool_use_id"] = event.tool_use_id
-        if name == "after_tool" or event.tool_output is not None:
-            payload["tool_output"] = event.tool_output
-        if name == "after_tool_failure" or event.error is not None:
-            payload["error"] = event.error
-        for key, value in event.payload.items():
-            payload.setdefault(key, value)
-        payload["context"] = event.context
-        return payload
-
-    @staticmethod
-    def _stdin(hook: HookSpec, payload: dict[str, Any]) -> bytes:
-        payload["event_type"] = hook.trigger  # as the hook's own trigger spells it
-        return _encode(payload)
 
     def fire_blocking(self, event: Event, *, on_hook_done: HookDone | None = None,
                       hold_aid: bool = False) -> Outcome:
@@ -567,24 +553,6 @@ async def _call_off_loop(work: Callable[[], _T]) -> _T:
     import anyio  # lazy: 2.2 ms of a one-shot `fire`, which never calls this (-X importtime)
 
     return await anyio.to_thread.run_sync(work)
-
-
-class _Stdin:
-    """The event's payload as a script hook's stdin, encoded again only when the trigger
-    spelling asked for (``Engine._stdin``) or the payload changed."""
-
-    __slots__ = ("_bytes", "_for", "_payload")
-
-    def __init__(self, payload: dict[str, Any]) -> None:
-        self._payload, self._bytes, self._for = payload, b"", ""
-
-    def bytes_for(self, hook: HookSpec) -> bytes:
-        if self._for != hook.trigger:
-            self._bytes, self._for = Engine._stdin(hook, self._payload), hook.trigger
-        return self._bytes
-
-    def changed(self) -> None:
-        self._for = ""
 
 
 def run_unsuspended(step: Coroutine[Any, Any, Outcome]) -> Outcome | None:

@@ -280,10 +280,12 @@ class ControlLayer:
     # -- one event ---------------------------------------------------------------------------
 
     def decide(self, trigger: str, payload: Mapping[str, Any], *, can_block: bool,
-               fail_closed: bool, correlation_id: str | None = None) -> list[Verdict]:
+               fail_closed: bool, correlation_id: str | None = None,
+               deadline: float | None = None) -> list[Verdict]:
         """Run ``trigger``'s sync entries on ``payload`` (the payload hooks get, as the
         HOOK.md chain left it): one ``Verdict`` per note and signal, in order, for the chain
-        to apply (``Chain.entries``; see the module doc)."""
+        to apply (``Chain.entries``; see the module doc). ``deadline``: the event's chain
+        deadline (``time.monotonic()``), which the oracles share with the HOOK.md links."""
         # lazy: 44 ms of cold fire (python -X importtime), as in ``_load``
         from mcp_hooks.control.evaluation import evaluate  # lazy: as in ``_load``
 
@@ -301,7 +303,7 @@ class ControlLayer:
             notes.append(_skipped_note(skipped, self.project_dir))
         signals = evaluate(trigger, payload, config=config, ladder=self.ladder,
                            project_dir=self.project_dir, correlation_id=correlation_id,
-                           secrets=self._secrets)
+                           secrets=self._secrets, deadline=deadline)
         rewrites = trigger == "before_tool"
         verdicts = [_verdict(s, can_block=can_block, fail_closed=fail_closed, rewrites=rewrites)
                     for s in signals]
