@@ -3,7 +3,8 @@
 ``log`` prints the event log of the configured store: the file (``--log``,
 ``MCP_HOOKS_LOG``) for ``file:``, else a shared store's event records (``--state URL``,
 ``MCP_HOOKS_STATE``; ``state/reader.py``), by session (``--session``) and time (``--since``),
-the last ``-n``, ``--json`` for the raw records, ``--follow`` to keep printing new ones.
+the last ``-n``, ``--json`` for the raw records, ``--follow`` to keep printing new ones,
+``--fail-open`` for only the events a failing hook let through (``fail_open`` in the record).
 
 Imported on every run of ``mcp-hooks`` (its parser is part of the command line): the store
 and the formatting are imported only when ``log`` runs.
@@ -16,7 +17,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from mcp_hooks import options
@@ -33,6 +34,9 @@ def add_log_parser(sub: Any) -> None:
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
     p.add_argument("--session", metavar="ID", help="only this session's events")
     p.add_argument("--json", action="store_true", help="print the raw JSON lines")
+    p.add_argument("--fail-open", action="store_true",
+                   help="only the events a failing hook let through (on_error: allow, or a "
+                   "fault of ours under on_fault warn): their records' fail_open field")
     p.add_argument("-n", "--lines", type=line_count, default=20, metavar="N",
                    help="how many of the latest events to print (default 20; 0 = all)")
     add_since_option(p)
@@ -92,6 +96,14 @@ def cmd_log(args: argparse.Namespace) -> int:
         close_log(log)
 
 
+def only_fail_open(args: argparse.Namespace, records: Iterable[dict[str, Any]],
+                   ) -> Iterable[dict[str, Any]]:
+    """``--fail-open``: only the events a failure let through (their ``fail_open`` field)."""
+    if not getattr(args, "fail_open", False):
+        return records
+    return (r for r in records if r.get("fail_open"))
+
+
 def print_log(log: EventLog | StoreLog, args: argparse.Namespace,
               show: Callable[[dict[str, Any]], str], what: str) -> int:
     """``log`` and ``signals``: the records of ``--session`` (the last ``-n``), then with
@@ -99,13 +111,14 @@ def print_log(log: EventLog | StoreLog, args: argparse.Namespace,
     since = getattr(args, "since", None)
     records = [r for r in log.read(args.session)
                if since is None or str(r.get("ts") or r.get("timestamp") or "") >= since]
+    records = list(only_fail_open(args, records))
     if args.lines:
         records = records[-args.lines:]
     for record in records:
         print(show(record))
     if args.follow:
         try:
-            for record in log.follow(args.session):
+            for record in only_fail_open(args, log.follow(args.session)):
                 print(show(record), flush=True)
         except KeyboardInterrupt:
             return EXIT_OK

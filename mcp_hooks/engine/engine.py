@@ -60,7 +60,7 @@ from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
 from mcp_hooks.engine.observe import EventObserver, reporting
 from mcp_hooks.engine.payload import Stdin, event_payload, stdin_for
 from mcp_hooks.engine.sessionlog import session_log
-from mcp_hooks.engine.stopguard import StopGuard
+from mcp_hooks.engine.stopguard import StopGuard, StopTicket
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.registry.discovery import Registry, run_order
 from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
@@ -70,7 +70,7 @@ from mcp_hooks.settings import Settings
 from mcp_hooks.spec import matching
 from mcp_hooks.spec.events import can_block, canonical_event, is_notification
 from mcp_hooks.spec.hookfile import HookSpec
-from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, fault_outcome
+from mcp_hooks.spec.outcome import FAULT_SOURCE, Event, HookRun, OnFault, Outcome, fault_outcome
 from mcp_hooks.state.eventlog import EventLog, now
 from mcp_hooks.state.inbox import AidInbox
 from mcp_hooks.state.signallog import SignalLog, signal_record
@@ -282,12 +282,13 @@ class Engine:
         if fault is not None:
             outcome = fault_outcome(name, fault, on_fault=self.on_fault, warnings=notes)
             if outcome.denied or not os.path.isdir(work_dir):  # 4. guard (a fault counts too)
-                outcome = self.stop_guard.after(ticket, outcome) if ticket else outcome
-                return self._logged(event, name, work_dir, outcome, {})
+                return self._fault_only(event, name, work_dir, outcome, ticket)
             notes = outcome.warnings  # warn: the valid hooks (and hooks.yaml) run, warned
         # 2. start async hooks, 3. run, judge, apply: the HOOK.md links, then hooks.yaml's
         chain = Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes,
                       self.settings.chain_timeout, start)
+        if fault is not None:  # on_fault: warn let the fault through
+            chain.failed.append(FAULT_SOURCE)
         if not hold_aid:
             chain.deliver(self._inbox.take(event.session_id))
         if hooks:
@@ -298,7 +299,17 @@ class Engine:
         # 4. guard, 5. log
         if ticket is not None:
             outcome = self.stop_guard.after(ticket, outcome)
-        return self._logged(event, name, work_dir, outcome, chain.outputs, chain.delivered)
+        return self._logged(event, name, work_dir, outcome, chain.outputs, chain.delivered,
+                            fail_open=[] if outcome.denied else chain.fail_open())
+
+    def _fault_only(self, event: Event, name: str, work_dir: str, outcome: Outcome,
+                    ticket: StopTicket | None) -> Outcome:
+        """A fault's outcome with no hook run: denied, or let through (``warn``) where no
+        hook can run (no ``work_dir``): then logged as a fail-open pass of ours."""
+        outcome = self.stop_guard.after(ticket, outcome) if ticket else outcome
+        passed = not outcome.denied and can_block(name)
+        return self._logged(event, name, work_dir, outcome, {},
+                            fail_open=[FAULT_SOURCE] if passed else [])
 
     async def _run_control(self, name: str, event: Event, payload: dict[str, Any],
                            chain: Chain) -> None:
@@ -498,9 +509,11 @@ class Engine:
 
     def _logged(self, event: Event, name: str, work_dir: str, outcome: Outcome,
                 outputs: dict[str, RunResult], delivered: frozenset[str] = frozenset(),
-                ) -> Outcome:
+                fail_open: list[str] | None = None) -> Outcome:
+        """Log the event (``fail_open``: the links whose failure let it through, its record's
+        ``fail_open`` field, ``mcp-hooks log --fail-open``) and its signals."""
         if self._logs:
-            self._log_event(event, name, work_dir, outcome, outputs)
+            self._log_event(event, name, work_dir, outcome, outputs, fail_open or [])
         sent = [s for s in outcome.signals if s.id not in delivered]
         if self.signal_log is not None and sent:
             self.signal_log.record(sent, event.session_id)
@@ -511,7 +524,7 @@ class Engine:
 
     def _log_event(
         self, event: Event, name: str, work_dir: str, outcome: Outcome,
-        outputs: dict[str, RunResult],
+        outputs: dict[str, RunResult], fail_open: list[str],
     ) -> None:
         hooks = []
         for run in outcome.hooks:
@@ -523,7 +536,7 @@ class Engine:
                 if result.stderr:
                     record["stderr"] = decode(result.stderr)
             hooks.append(record)
-        self.store.append("events", {
+        entry: dict[str, Any] = {
             "ts": now(),
             "kind": "event",
             "event": name,
@@ -540,7 +553,10 @@ class Engine:
             "warnings": outcome.warnings,
             "hooks_digest": self.control.digest(self.registry.hooks_digest())
             if self.control is not None else self.registry.hooks_digest(),
-        })
+        }
+        if fail_open:  # an allow a failure gave: countable (Envoy's failure_mode_allowed)
+            entry["fail_open"] = fail_open
+        self.store.append("events", entry)
 
 
 async def _call_here(work: Callable[[], _T]) -> _T:

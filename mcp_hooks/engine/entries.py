@@ -350,7 +350,7 @@ def _verdict(signal: Signal, *, can_block: bool, fail_closed: bool, rewrites: bo
     text = f"[{signal.source}] {signal.text()}"
     fault = signal.header.type in _FAULTS
     denies = (signal.blocks and not fault) or (fault and fail_closed)
-    verdict = Verdict("deny" if denies and can_block else "allow")
+    verdict = Verdict("deny" if denies and can_block else "error" if fault else "allow")
     verdict.signal = signal
     if denies and can_block:
         verdict.deny, verdict.blocked_by = True, signal.source
