@@ -15,7 +15,10 @@ Running an event (``Engine.fire``):
    sees ``tool_input`` (and, after a tool, ``tool_output``) as modified by the hooks before
    it. ``judge.judge`` turns each run into a verdict (exit 0 allows, exit 2 denies, anything
    else fails open unless the hook fails closed), and the chain's accumulator applies it.
-   The first deny ends the chain (``Chain.stopped``, the one place of that rule).
+   The first deny ends the chain (``Chain.stopped``, the one place of that rule). The
+   links share one deadline (``Settings.chain_timeout`` from the event's start, ``Chain.left``):
+   each script's timeout (and each oracle's, 3b) is cut to what is left, and a link left with
+   none is its failure under its ``on_error`` (``judge.out_of_time``), never run.
    Each run's verdict is also turned into signals (``signals.from_hook_run``: a deny is a
    block, a rewrite a control, context or a hook's warning a prompt, or the signal the hook
    printed itself), one ``correlation_id`` per event, with the issue's id and changed files
@@ -30,7 +33,9 @@ Running an event (``Engine.fire``):
 4. **Guard**: ``before_stop`` denied -> ``continue_working``; the ``StopGuard``
    (``stopguard.py``) counts consecutive blocks per session (a fault's deny too) and lets
    the stop through at its cap, saying so (its block signals become prompts then).
-5. **Log** the event (``eventlog.py``) and its signals (``signallog.py``, beside it).
+5. **Log** the event (``eventlog.py``) and its signals (``signallog.py``, beside it); an event
+   a failure let through (``Chain.fail_open``: a fail-open hook that failed, a fault under
+   ``on_fault: warn``) names who failed in its record's ``fail_open``.
 
 What varies between callers is chosen once, at construction, never tested per hook: the
 runner (``runner.run_hook`` on an event loop, or the blocking ``run_hook_blocking`` for a
