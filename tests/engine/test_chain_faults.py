@@ -165,3 +165,12 @@ def test_fire_lets_an_unmatched_call_past_a_scriptless_hook(repo: Path, tmp_path
          str(repo / "no-user-hooks")], cwd=repo, capture_output=True, text=True, timeout=60)
     assert pushed.returncode == 2, pushed.stdout + pushed.stderr
     assert "git-guard" in pushed.stdout and "no entry script" in pushed.stdout
+
+
+def test_list_shows_the_calls_a_scriptless_hook_guards(repo: Path) -> None:
+    write_scriptless(repo / "no-user-hooks", "git-guard",
+                     "matcher:\n  tool: Shell\n  pattern: '^git push'\n")
+    done = subprocess.run([MCP_HOOKS, "list", "--user-dir", str(repo / "no-user-hooks"),
+                           "--project-dir", str(repo)], capture_output=True, text=True,
+                          timeout=60)
+    assert "[before_tool matching tool Shell, pattern ^git push]" in done.stdout, done.stdout
