@@ -38,6 +38,10 @@ Contract (what a caller may rely on):
   (``modified_input``) comes back in the caller's keys (one its tool cannot take is a deny,
   ``on_fault``). A tool event (``before_tool``, ``after_tool``, ``after_tool_failure``)
   fired without ``tool_name`` carries a warning: no hook with a tool matcher can match it.
+- **Nothing skipped in silence.** Each warning of an outcome ``fire``/``afire`` return (a
+  project hook held back for want of trust, a hook that failed) is logged once per session,
+  at WARNING, under the ``mcp_hooks`` logger (``Told``; the adapters, which fire unguarded,
+  log under their framework's logger instead).
 - **Fast path.** An event that nothing would act on (no HOOK.md hook, callable, hook that
   failed to load, untrusted project hook or hooks.yaml entry: ``Engine.wakes``) is answered
   with one shared allow ``Outcome`` per event (do not change its lists), is not logged, and
@@ -66,10 +70,10 @@ Contract (what a caller may rely on):
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
 from collections.abc import Callable, Collection, Iterable
 from contextvars import ContextVar
-from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -86,7 +90,7 @@ from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.settings import Settings, trust_all_from_env
 from mcp_hooks.spec.events import TOOL_EVENTS, canonical_event
 from mcp_hooks.spec.outcome import EVENT_FIELDS, Event, OnFault, Outcome, fault_outcome
-from mcp_hooks.spec.vocabulary import MCP_CLIENTS, CallerTool, caller_tool
+from mcp_hooks.spec.vocabulary import answered, read_tool_call, tool_name_of
 from mcp_hooks.state.eventlog import EventLog, default_log_path
 from mcp_hooks.state.remote import redact
 from mcp_hooks.state.url import close_store, store_for
@@ -97,11 +101,7 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 _ALLOW: dict[str, Outcome] = {}  # the fast path's shared answers, by canonical event
-# the names MCP_CLIENTS reads as another name or other keys (Shell itself renames nothing)
-_RENAMES: frozenset[str] = frozenset(
-    n for n, t in MCP_CLIENTS.tools.items() if t.canonical != n or t.keys or t.edits)
-# the tool events whose hooks match on the tool's name: fired without one, none can match
-NAMED_TOOL_EVENTS = frozenset({"before_tool", "after_tool", "after_tool_failure"})
+_TOLD_CAP = 4096  # (session, warning) pairs remembered; past it, the memory starts afresh
 # the Hooks objects whose chain runs in this context (a hook calling close() is refused)
 _FIRING: ContextVar[tuple[Hooks, ...]] = ContextVar("mcp_hooks_firing", default=())
 
@@ -123,6 +123,36 @@ def _settings(project_dir: str | Path | None, user_dir: str | Path | None,
                              else trust_project_hooks),
         stop_block_cap=DEFAULT_STOP_BLOCK_CAP if stop_block_cap is None else stop_block_cap,
         secrets=tuple(secrets or ()))
+
+
+class Told:
+    """Nothing is skipped in silence: each warning of an outcome (a project hook held back
+    for want of trust, a hook that failed, a tool event with no tool name) is logged once per
+    session, at WARNING, through ``logger``: ``Hooks.fire``/``afire`` under ``mcp_hooks``,
+    an adapter under its framework's (``adapters/_firing.py``)."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self.logger = logger
+        self._told: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()  # fire may be called from many threads at once
+
+    def tell(self, outcome: Outcome, session_id: Any) -> Outcome:
+        """Log each warning of ``outcome`` not yet logged for this session; the outcome."""
+        for warning in outcome.warnings:
+            key = (str(session_id), warning)
+            with self._lock:
+                if key in self._told:
+                    continue
+                if len(self._told) >= _TOLD_CAP:
+                    self._told.clear()
+                self._told.add(key)
+            self.logger.warning("mcp-hooks (%s): %s", outcome.event_type, warning)
+        return outcome
+
+
+def _session_of(event: str | Event, fields: dict[str, Any]) -> str | None:
+    session = event.session_id if isinstance(event, Event) else fields.get("session_id")
+    return session if isinstance(session, str) else None
 
 
 def _allow(name: str) -> Outcome:
@@ -193,6 +223,7 @@ class Hooks:
         self._seen = self._engine.registry.generation  # the hooks as the lanes last pruned
         self._worker: Worker | None = None
         self._lanes: dict[asyncio.AbstractEventLoop, Lane] = {}
+        self._told = Told(logging.getLogger("mcp_hooks"))  # each warning once per session
 
     def _make_engine(self, pool: PersistentPool | None = None) -> Engine:
         registry = Registry(self.user_dir, self.project_dir, **self._options)  # type: ignore[arg-type]
@@ -217,13 +248,14 @@ class Hooks:
         """Fire an event and wait for its ``Outcome`` (see the module docstring)."""
         name = canonical_event(event.event_type if isinstance(event, Event) else event)
         try:
-            return self._fire_unguarded(name, event, fields)
+            outcome = self._fire_unguarded(name, event, fields)
         except _MISTAKES:  # the caller's: a field of the wrong shape, a call that deadlocks
             raise
         except BaseException as exc:  # the door's one guard: a deny, whatever was raised
             if callers_own(exc):  # Ctrl-C while it waited for the worker (``Worker.run``)
                 raise
-            return self._fault(name, exc, event, fields)
+            outcome = self._fault(name, exc, event, fields)
+        return self._told.tell(outcome, _session_of(event, fields))
 
     def _fire_unguarded(self, name: str, event: str | Event, fields: dict[str, Any]) -> Outcome:
         """``fire`` without its guard: raises whatever broke below. For a door with a guard
@@ -232,7 +264,7 @@ class Hooks:
             return self._fire(name, event, fields)
         event, fields, call = read_tool_call(event, fields)
         return answered(name, self._fire(name, event, fields), call, self.on_fault,
-                        _tool_name(event, fields))
+                        tool_name_of(event, fields))
 
     def _fire(self, name: str, event: str | Event, fields: dict[str, Any]) -> Outcome:
         engine = self._engine
@@ -256,13 +288,14 @@ class Hooks:
         """``fire`` for a coroutine: hooks run on the running event loop."""
         name = canonical_event(event.event_type if isinstance(event, Event) else event)
         try:
-            return await self._afire_unguarded(name, event, fields)
+            outcome = await self._afire_unguarded(name, event, fields)
         except _MISTAKES:
             raise
         except BaseException as exc:  # the door's one guard, as in ``fire``
             if passes_through(exc):  # the caller's own cancellation still cancels
                 raise
-            return self._fault(name, exc, event, fields)
+            outcome = self._fault(name, exc, event, fields)
+        return self._told.tell(outcome, _session_of(event, fields))
 
     async def _afire_unguarded(self, name: str, event: str | Event,
                                fields: dict[str, Any]) -> Outcome:
@@ -271,7 +304,7 @@ class Hooks:
             return await self._afire(name, event, fields)
         event, fields, call = read_tool_call(event, fields)
         return answered(name, await self._afire(name, event, fields), call,
-                        self.on_fault, _tool_name(event, fields))
+                        self.on_fault, tool_name_of(event, fields))
 
     async def _afire(self, name: str, event: str | Event, fields: dict[str, Any]) -> Outcome:
         engine = self._engine
@@ -313,8 +346,7 @@ class Hooks:
     def _fault(self, name: str, exc: BaseException, event: str | Event,
                fields: dict[str, Any]) -> Outcome:
         """The door's fail-closed answer, counted by the loop guard (``StopGuard.settle``)."""
-        session = event.session_id if isinstance(event, Event) else fields.get("session_id")
-        return self._guard.settle(session if isinstance(session, str) else None, fault_outcome(
+        return self._guard.settle(_session_of(event, fields), fault_outcome(
             name, f"Hooks could not fire {name}: {named(exc)}", on_fault=self.on_fault))
 
     @property
@@ -501,53 +533,6 @@ def _remove(table: HookTable, hook: CallableHook | Callable[..., Any]) -> None:
         raise ValueError(f"{hook!r} is not registered here")
     for h in found:
         table.remove(h)
-
-
-def read_tool_call(event: str | Event, fields: dict[str, Any]) -> tuple[
-        str | Event, dict[str, Any], CallerTool | None]:
-    """The event's tool call as hooks see it: a name of ``vocabulary.MCP_CLIENTS`` (``Bash``)
-    renamed to the canonical one (``Shell``) with its input keys, the caller's own under
-    ``payload["host"]``; and the ``CallerTool`` that maps a rewrite back (None: nothing was
-    renamed). A field of the wrong shape is left as sent, for ``Event`` to name."""
-    source = ({"tool_name": event.tool_name, "tool_input": event.tool_input,
-               "payload": event.payload} if isinstance(event, Event) else fields)
-    name = source.get("tool_name")
-    if not isinstance(name, str) or name not in _RENAMES:  # Shell, and names no host uses
-        return event, fields, None
-    sent, payload = source.get("tool_input"), source.get("payload")
-    if not (sent is None or isinstance(sent, dict)) or not (
-            payload is None or isinstance(payload, dict)):
-        return event, fields, None
-    call = caller_tool(MCP_CLIENTS, name, sent or {})
-    if call.host is None:
-        return event, fields, None
-    mapped: dict[str, Any] = {"tool_name": call.tool_name,
-                              "tool_input": call.tool_input if sent is not None else None,
-                              "payload": call.payload(payload)}
-    if isinstance(event, Event):
-        return replace(event, **mapped), fields, call
-    return event, {**fields, **mapped}, call
-
-
-def _tool_name(event: str | Event, fields: dict[str, Any]) -> Any:
-    return event.tool_name if isinstance(event, Event) else fields.get("tool_name")
-
-
-def no_tool_name(event: str, fix: str = "pass tool_name=") -> str:
-    """The warning of a tool event fired without a tool name."""
-    return (f"{event} was fired without a tool name, so no hook with a tool matcher "
-            f"(`tool: Shell`) could match it: {fix}")
-
-
-def answered(name: str, outcome: Outcome, call: CallerTool | None, on_fault: OnFault,
-             tool_name: Any) -> Outcome:
-    """``outcome`` for the caller: a rewrite in its tool's keys (``CallerTool.answer``), and
-    the warning of a tool event fired without a tool name."""
-    if call is not None:
-        return call.answer(outcome, on_fault)
-    if name in NAMED_TOOL_EVENTS and not tool_name:
-        return replace(outcome, warnings=[*outcome.warnings, no_tool_name(name)])
-    return outcome
 
 
 _MISTAKES = (UnknownEventError, InvalidEventError, ReentryError)  # raised, not answered

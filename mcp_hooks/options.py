@@ -46,6 +46,7 @@ class CommonOptions:
         on_fault: ``--on-fault``: ``block`` or ``warn``.
         trust_project_hooks: ``--trust-project-hooks``.
         state: ``--state``: where per-session state lives (a store URL).
+        chain_timeout: ``--chain-timeout``: seconds the hooks of one event may take together.
     """
 
     user_dir: Path | None = None
@@ -56,6 +57,7 @@ class CommonOptions:
     on_fault: str | None = None
     trust_project_hooks: bool | None = None
     state: str | None = field(default=None, repr=False)  # a URL may carry a password
+    chain_timeout: float | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> CommonOptions:
@@ -67,7 +69,8 @@ class CommonOptions:
                    stop_block_cap=getattr(args, "stop_block_cap", None),
                    on_fault=getattr(args, "on_fault", None),
                    trust_project_hooks=getattr(args, "trust_project_hooks", None),
-                   state=getattr(args, "state", None))
+                   state=getattr(args, "state", None),
+                   chain_timeout=getattr(args, "chain_timeout", None))
 
 
 # What the functions below read: typed options, or a parsed command line (its attributes are
@@ -78,13 +81,13 @@ Given: TypeAlias = "CommonOptions | argparse.Namespace | None"
 # The shared options that take a value: how `mcp-hooks` finds the command word in a command
 # line whose shared options come first (`mcp-hooks --user-dir X list`).
 VALUE_OPTIONS = ("--user-dir", "--project-dir", "--log", "--stop-block-cap", "--on-fault",
-                 "--state")
+                 "--state", "--chain-timeout")
 
 
 _FLAGS = ("user_dir", "project_dir", "log", "stop_block_cap", "on_fault",
-          "trust_project_hooks", "state")
+          "trust_project_hooks", "state", "chain_timeout")
 _ALL = frozenset({"user_dir", "project_dir", "log", "no_log", "stop_block_cap", "on_fault",
-                  "trust_project_hooks", "state"})
+                  "trust_project_hooks", "state", "chain_timeout"})
 _FOLDERS = frozenset({"user_dir", "project_dir"})
 # The shared options each command reads (by dest). A command's --help shows only these; the
 # others are still accepted after it, as before it (they are global: a wrapper may pass the
@@ -92,8 +95,8 @@ _FOLDERS = frozenset({"user_dir", "project_dir"})
 READ_BY: dict[str, frozenset[str]] = {
     "fire": _ALL, "serve": _ALL, "proxy": _ALL, "bridge": _ALL,
     # passed on to every bridge command they write (``install.passed_options``)
-    "install": _ALL - {"trust_project_hooks", "state"},
-    "init": _ALL - {"trust_project_hooks", "state"},
+    "install": _ALL - {"trust_project_hooks", "state", "chain_timeout"},
+    "init": _ALL - {"trust_project_hooks", "state", "chain_timeout"},
     "list": _FOLDERS | {"trust_project_hooks"}, "show": _FOLDERS | {"trust_project_hooks"},
     "doctor": _FOLDERS | {"log", "no_log", "trust_project_hooks", "state"},
     "validate": _FOLDERS, "new": _FOLDERS, "add": _FOLDERS,
@@ -153,6 +156,13 @@ def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) ->
         help=shown("on_fault", "when mcp-hooks itself cannot reach a decision (a broken hook, "
                    "an unreadable payload): block denies the event, saying what broke "
                    f"(default); warn lets it through with a warning (or {ON_FAULT_ENV})"),
+    )
+    safety.add_argument(
+        "--chain-timeout", type=float, metavar="SECONDS", default=default(None),
+        help=shown("chain_timeout", "seconds the hooks of one event may take together; past "
+                   "it the hooks left fail under their on_error, and each hook's own timeout is "
+                   "cut to what is left (default 600; a host bridge stays below its host's hook "
+                   "timeout; or MCP_HOOKS_CHAIN_TIMEOUT)"),
     )
     safety.add_argument(
         "--trust-project-hooks", action="store_true", default=default(None),

@@ -36,6 +36,9 @@ OnFault = Literal["block", "warn"]
 
 DEFAULT_STOP_BLOCK_CAP = 8  # consecutive before_stop blocks per session, then the stop is let go
 DEFAULT_FORWARD_TIMEOUT_S = 5.0  # seconds a whole forward to a server may take
+# seconds the sync hooks of one event may take together (the longest one hook may run, so a
+# chain never outlasts what a single hook could); a host bridge takes less: below its host's
+DEFAULT_CHAIN_TIMEOUT_S = 600.0
 DEFAULT_ENVIRONMENT = "development"
 # where per-session state lives: the embedded files, or a shared store (state/url.py opens it)
 MAX_REPLICA_ID = 128  # characters of --replica-id
@@ -79,6 +82,10 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
              "the server's bearer token (serve, install --via server, fire --server)"),
     Variable("MCP_HOOKS_SERVER", "server", "--server", "none",
              "the server `fire` forwards events to"),
+    Variable("MCP_HOOKS_CHAIN_TIMEOUT", "chain_timeout", "--chain-timeout",
+             f"{DEFAULT_CHAIN_TIMEOUT_S:g}",
+             "seconds the hooks of one event may take together; a hook's own timeout is cut "
+             "to what is left (a host bridge: at most its host's deadline, docs/bridges.md)"),
     Variable("MCP_HOOKS_FORWARD_TIMEOUT", "forward_timeout", None,
              f"{DEFAULT_FORWARD_TIMEOUT_S:g}", "seconds a whole forward to the server may take"),
     Variable("MCP_HOOKS_BRIDGE_COMMAND", "bridge_command", "--bridge-command",
@@ -167,6 +174,12 @@ def forward_seconds(value: str, source: str) -> float:
     if not (0 < seconds < math.inf):
         raise _bad(source, value, "give a positive number of seconds")
     return seconds
+
+
+def _seconds(value: Any, source: str) -> float:
+    if isinstance(value, bool):
+        raise _bad(source, value, "give a positive number of seconds")
+    return forward_seconds(str(value), source)
 
 
 def _lenient_seconds(value: Any, source: str) -> float:
@@ -268,6 +281,9 @@ class Settings:
         token: the server's bearer token (``--token``, ``MCP_HOOKS_TOKEN``).
         server: the server ``fire`` forwards to (``--server``, ``MCP_HOOKS_SERVER``).
         forward_timeout: seconds a whole forward may take (``MCP_HOOKS_FORWARD_TIMEOUT``).
+        chain_timeout: seconds the sync hooks of one event may take together
+            (``--chain-timeout``, ``MCP_HOOKS_CHAIN_TIMEOUT``); past it, the hooks left fail
+            under their ``on_error``, and each hook's own timeout is cut to what is left.
         bridge_command: how a host starts mcp-hooks (``--bridge-command``,
             ``MCP_HOOKS_BRIDGE_COMMAND``); None: the running one.
         environment: the deployment environment (``MCP_HOOKS_ENVIRONMENT``).
@@ -304,6 +320,7 @@ class Settings:
     token: str | None = field(default=None, repr=False)
     server: str | None = None
     forward_timeout: float = DEFAULT_FORWARD_TIMEOUT_S
+    chain_timeout: float = DEFAULT_CHAIN_TIMEOUT_S
     bridge_command: str | None = None
     environment: str = DEFAULT_ENVIRONMENT
     runner: str = ""
@@ -319,6 +336,7 @@ class Settings:
         object.__setattr__(self, "on_fault", _on_fault(str(self.on_fault), "on_fault"))
         object.__setattr__(self, "stop_block_cap", _cap(self.stop_block_cap, "stop_block_cap"))
         object.__setattr__(self, "state", _state(self.state, "state"))
+        object.__setattr__(self, "chain_timeout", _seconds(self.chain_timeout, "chain_timeout"))
         object.__setattr__(self, "otel", _otel(self.otel, "otel"))
         object.__setattr__(self, "replica_id", _replica(self.replica_id, "replica_id"))
         object.__setattr__(self, "secrets", tuple(s for s in self.secrets if s))
@@ -387,6 +405,7 @@ _PARSE: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
     # client: an invalid deadline is said (by whoever forwards) and the default used
     "forward_timeout": (_lenient_seconds, DEFAULT_FORWARD_TIMEOUT_S),
     "bridge_command": (_text, None),
+    "chain_timeout": (_seconds, DEFAULT_CHAIN_TIMEOUT_S),
     "environment": (lambda value, source: str(value), DEFAULT_ENVIRONMENT),
     "runner": (lambda value, source: str(value), ""),
     "serve_stdio": (lambda value, source: _stdio(str(value), source), "event-loop"),

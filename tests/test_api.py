@@ -291,3 +291,25 @@ def test_two_hooks_objects_on_one_shared_store_act_as_one(user_dir: Path, tmp_pa
         reader.close()  # type: ignore[attr-defined]
     assert len(events) == 4 and len({r["replica"] for r in events}) == 1, events  # one process
     assert [bool(r.get("blocked_by")) for r in events] == [True, True, False, True], events
+
+
+def test_a_guard_skipped_for_want_of_trust_is_logged_once_per_session(
+        project: Path, project_hooks: Path, untrusted: None,
+        caplog: pytest.LogCaptureFixture) -> None:
+    write_hook(project_hooks, "no-push", script="echo 'no push' >&2\nexit 2\n")
+    caplog.set_level("WARNING", logger="mcp_hooks")
+    with Hooks(project) as hooks:
+        first = hooks.fire("before_tool", tool_name="Shell", tool_input={"command": "ls"},
+                           session_id="s1")
+        hooks.fire("before_tool", tool_name="Shell", tool_input={"command": "ls"},
+                   session_id="s1")
+
+        async def other_session() -> Outcome:
+            return await hooks.afire("before_tool", tool_name="Shell",
+                                     tool_input={"command": "ls"}, session_id="s2")
+
+        asyncio.run(other_session())
+    assert not first.denied and any("no-push" in w for w in first.warnings)
+    told = [r for r in caplog.records if r.name == "mcp_hooks" and "no-push" in r.getMessage()]
+    assert len(told) == 2, [r.getMessage() for r in caplog.records]  # s1 once, s2 once
+    assert all(r.levelname == "WARNING" and "mcp-hooks trust" in r.getMessage() for r in told)

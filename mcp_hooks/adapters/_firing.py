@@ -32,7 +32,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from mcp_hooks.api import Hooks
+from mcp_hooks.api import Hooks, Told
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
 from mcp_hooks.guard import callers_own, named, passes_through
 from mcp_hooks.spec.events import canonical_event
@@ -46,7 +46,6 @@ LOGGERS: dict[str, str] = {
     "agentscope": "as.mcp_hooks",  # AgentScope 1.0.x and 2.x log through "as"
     "agentscope2": "as.mcp_hooks",
 }
-_TOLD_CAP = 4096  # (session, warning) pairs remembered; past it, the memory starts afresh
 
 
 class Firing:
@@ -94,7 +93,7 @@ class Firing:
         self.framework = framework
         self.session_id = session_id or f"{framework}-{uuid.uuid4().hex[:12]}"
         self.logger = logging.getLogger(LOGGERS.get(framework, f"{framework}.mcp_hooks"))
-        self._told: set[tuple[str, str]] = set()
+        self._told = Told(self.logger)
 
     async def fire(self, event_type: str, **fields: Any) -> Outcome:
         """Fire one event from a coroutine; a fault of ours is ``fault_outcome``."""
@@ -122,15 +121,7 @@ class Firing:
 
     def tell(self, outcome: Outcome, session_id: Any) -> Outcome:
         """Log each warning of ``outcome`` not yet logged for this session; the outcome."""
-        for warning in outcome.warnings:
-            key = (str(session_id), warning)
-            if key in self._told:
-                continue
-            if len(self._told) >= _TOLD_CAP:
-                self._told.clear()
-            self._told.add(key)
-            self.logger.warning("mcp-hooks (%s): %s", outcome.event_type, warning)
-        return outcome
+        return self._told.tell(outcome, session_id)
 
     def _fault(self, event_type: str, exc: BaseException, session_id: Any) -> Outcome:
         """A fault of the adapter's own, counted by the ``Hooks``' one loop guard (a stop

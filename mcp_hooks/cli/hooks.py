@@ -38,6 +38,7 @@ from mcp_hooks.registry.discovery import Registry, project_hooks_dir
 from mcp_hooks.spec.events import EVENTS, canonical_event, catalogue
 from mcp_hooks.spec.hookfile import find_hook_file, load_hook, problems_of, warnings_of
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome, fault_outcome
+from mcp_hooks.spec.vocabulary import NAMED_TOOL_EVENTS, answered, read_tool_call
 
 if TYPE_CHECKING:
     pass
@@ -189,9 +190,6 @@ def cmd_fire(args: argparse.Namespace) -> int:
 
 
 def _fire(args: argparse.Namespace) -> int:
-    # lazy: 15 ms of cold bridge (python -X importtime)
-    from mcp_hooks.api import NAMED_TOOL_EVENTS, answered, read_tool_call
-
     event_type = canonical_event(args.event)
     if args.input == "-" and args.payload == "-":
         raise UsageError("only one of --input and --payload can read stdin")
@@ -390,8 +388,11 @@ def _what_spoke(outcome: Outcome) -> str:
     said: list[str] = []
     for signal in outcome.signals:
         a = "an" if signal.intensity == "aid" else "a"
+        kind = signal.header.type
         said.append(f"{signal.source}'s async result arrived ({signal.intensity})"
-                    if signal.header.type == "async_result"
+                    if kind == "async_result"
+                    else "hooks.yaml has problems, let through with the warning below"
+                    if kind == "config_error"
                     else f"hooks.yaml: {signal.source} sent {a} {signal.intensity}")
     return "; ".join(dict.fromkeys(said)) or "context was added"
 

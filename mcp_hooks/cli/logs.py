@@ -3,7 +3,8 @@
 ``log`` prints the event log of the configured store: the file (``--log``,
 ``MCP_HOOKS_LOG``) for ``file:``, else a shared store's event records (``--state URL``,
 ``MCP_HOOKS_STATE``; ``state/reader.py``), by session (``--session``) and time (``--since``),
-the last ``-n``, ``--json`` for the raw records, ``--follow`` to keep printing new ones.
+the last ``-n``, ``--json`` for the raw records, ``--follow`` to keep printing new ones,
+``--fail-open`` for only the events a failing hook let through (``fail_open`` in the record).
 Records are printed in time order (``ts``), so records a replica's spool replayed late stand
 where they happened; each text line names the replica that wrote it (a shared store's) and
 the outcome's warnings (the loop guard's override among them).
@@ -19,7 +20,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from mcp_hooks import options
@@ -36,6 +37,9 @@ def add_log_parser(sub: Any) -> None:
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
     p.add_argument("--session", metavar="ID", help="only this session's events")
     p.add_argument("--json", action="store_true", help="print the raw JSON lines")
+    p.add_argument("--fail-open", action="store_true",
+                   help="only the events a failing hook let through (on_error: allow, or a "
+                   "fault of ours under on_fault warn): their records' fail_open field")
     p.add_argument("-n", "--lines", type=line_count, default=20, metavar="N",
                    help="how many of the latest events to print (default 20; 0 = all)")
     add_since_option(p)
@@ -104,6 +108,14 @@ def when(record: dict[str, Any]) -> str:
     return str(record.get("ts") or record.get("timestamp") or "")
 
 
+def only_fail_open(args: argparse.Namespace, records: Iterable[dict[str, Any]],
+                   ) -> Iterable[dict[str, Any]]:
+    """``--fail-open``: only the events a failure let through (their ``fail_open`` field)."""
+    if not getattr(args, "fail_open", False):
+        return records
+    return (r for r in records if r.get("fail_open"))
+
+
 def print_log(log: EventLog | StoreLog, args: argparse.Namespace,
               show: Callable[[dict[str, Any]], str], what: str,
               select: Select | None = None) -> int:
@@ -117,13 +129,14 @@ def print_log(log: EventLog | StoreLog, args: argparse.Namespace,
                      key=when)  # stable: records of the same time keep the log's order
     if select is not None:
         records = select(records)
+    records = list(only_fail_open(args, records))
     if args.lines:
         records = records[-args.lines:]
     for record in records:
         print(show(record))
     if args.follow:
         try:
-            for record in log.follow(args.session):
+            for record in only_fail_open(args, log.follow(args.session)):
                 if select is None or select([record]):
                     print(show(record), flush=True)
         except KeyboardInterrupt:

@@ -140,6 +140,10 @@ def format_hooks(registry: Registry, hooks: list[HookSpec]) -> str:
                   "events it could handle until fixed (--on-fault warn lets them through):"]
         for invalid in registry.invalid:
             wakes = "any event" if invalid.event is None else invalid.event
+            if invalid.matcher is not None and invalid.matcher.given:  # only the calls it admits
+                said = [f"{k} {v}" for k, v in (("tool", invalid.matcher.tool),
+                                                 ("pattern", invalid.matcher.pattern)) if v]
+                wakes += f" matching {', '.join(said)}"
             held = "" if invalid.in_scope else ", untrusted: blocks nothing"
             lines.append(f"  {invalid}  [{wakes}{held}]")
     if registry.warnings:

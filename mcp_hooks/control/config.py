@@ -230,7 +230,7 @@ class _Merger:
 
     # -- the facts about a layer -----------------------------------------------------------
 
-    def trusted(self, layer: Layer, file: Path, data: bytes) -> bool:
+    def trusted(self, layer: Layer, file: Path, data: bytes | None) -> bool:
         config = self.config
         if layer == "user":
             return True
@@ -244,7 +244,8 @@ class _Merger:
                 self.project_dir, TRUST_NAME, config.snapshot.digest)
         if config.trust != "trusted":
             return False
-        if hashlib.sha256(data).hexdigest() != config.snapshot.sha_of(file):
+        if data is not None and (hashlib.sha256(data).hexdigest()
+                                 != config.snapshot.sha_of(file)):
             config.trust = "changed"  # edited between the digest and this read
             return False
         return True
@@ -263,19 +264,32 @@ class _Merger:
         self.config.files.append(file)
         inside = None if layer == "user" or self.project_dir is None else (
             self.project_dir / ".ahp")
+        first = len(self.config.problems)
+        raw: bytes | None = None
         try:
             raw = read_bounded(file, MAX_HOOKS_YAML, inside=inside)
             self.config.sources.append(hashlib.sha256(raw).hexdigest())
             data = parse_yaml(file, raw)
         except LayerFileError as exc:
             self.config.problems.append(HooksYamlError(file, None, None, exc.reason))
-            return
         except HooksYamlError as exc:
             self.config.problems.append(exc)
-            return
-        trusted = self.trusted(layer, file, raw)
-        for trigger, written, position, entry in entries_of(file, data, self.config.problems):
-            self.add(rank, layer, file, trusted, (trigger, written, position), entry)
+        else:
+            trusted = self.trusted(layer, file, raw)
+            for trigger, written, position, entry in entries_of(file, data,
+                                                                self.config.problems):
+                self.add(rank, layer, file, trusted, (trigger, written, position), entry)
+        if len(self.config.problems) > first and self.stranger(layer, file, raw):
+            for problem in self.config.problems[first:]:
+                problem.untrusted = True  # skipped with a warning, never a deny
+
+    def stranger(self, layer: Layer, file: Path, raw: bytes | None) -> bool:
+        """Whether a layer is a never-trusted project's: its problems are skipped with a
+        warning, never a deny (a stranger's file cannot deny every event, as a broken HOOK.md
+        of a never-trusted project cannot); one changed since it was trusted fails closed."""
+        if layer == "user" or (layer == "local" and self.local_is_own(file)):
+            return False
+        return not self.trusted(layer, file, raw) and self.config.trust == "untrusted"
 
     def add(self, rank: int, layer: Layer, file: Path, trusted: bool,
             where: tuple[str, str, int], raw: dict[str, Any]) -> None:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import queue
 import re
 import threading
+import time
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
@@ -167,11 +168,13 @@ class _Pool:
 _pool = _Pool()
 
 
-def run_oracle(entry: Entry, context: OracleContext,
-               secrets: Collection[str] = ()) -> Signal | None:
-    """Ask one entry's oracle, within its deadline (see the module docstring): its signal,
-    None, or its fault signal; never raises."""
-    timeout = float(getattr(entry.oracle, "timeout", EVALUATION_TIMEOUT))
+def run_oracle(entry: Entry, context: OracleContext, secrets: Collection[str] = (),
+               cap: float | None = None) -> Signal | None:
+    """Ask one entry's oracle, within its deadline (see the module docstring; ``cap``: at
+    most that many seconds, what is left of the event's chain deadline): its signal, None, or
+    its fault signal; never raises."""
+    own = float(getattr(entry.oracle, "timeout", EVALUATION_TIMEOUT))
+    timeout = own if cap is None else min(own, cap)
     if _pool.busy() >= MAX_ABANDONED:
         return _fault_text(entry, f"was not started: {MAX_ABANDONED} oracles are still "
                            "running past their timeout", "restart the server once the slow "
@@ -184,8 +187,9 @@ def run_oracle(entry: Entry, context: OracleContext,
     worker.jobs.put(job)
     if not job.wait(timeout):
         _pool.lose(worker)
-        return _fault_text(entry, f"timed out: no answer within {timeout:g} s (its "
-                           "config.timeout); it was abandoned",
+        why = "its config.timeout" if timeout == own else "the event's chain deadline"
+        return _fault_text(entry, f"timed out: no answer within {timeout:g} s ({why}); it "
+                           "was abandoned",
                            f"make it faster, or raise config.timeout (at most "
                            f"{runtime.MAX_TIMEOUT:g} s)")
     _pool.give(worker)
@@ -209,7 +213,8 @@ def config_signals(config: ControlConfig, trigger: str, *,
 def evaluate(trigger: str, context: OracleContext | Mapping[str, Any], *,
              config: ControlConfig | None = None, project_dir: Path | None = None,
              ladder: Ladder | None = None, background: bool = False,
-             correlation_id: str | None = None, secrets: Collection[str] = ()) -> list[Signal]:
+             correlation_id: str | None = None, secrets: Collection[str] = (),
+             deadline: float | None = None) -> list[Signal]:
     """The signals of ``trigger``'s hooks.yaml entries for one event (see the module doc).
 
     Args:
@@ -219,6 +224,8 @@ def evaluate(trigger: str, context: OracleContext | Mapping[str, Any], *,
             ``escalation``.
         secrets: values no oracle's command may see in its environment (beside
             ``MCP_HOOKS_TOKEN``, always left out).
+        deadline: the event's chain deadline (``time.monotonic()``): each oracle gets at most
+            what is left of it; one with none left is not started, a fault of its own.
     """
     trigger = canonical_trigger(trigger)
     if not isinstance(context, OracleContext):
@@ -232,7 +239,7 @@ def evaluate(trigger: str, context: OracleContext | Mapping[str, Any], *,
     for entry in config.for_trigger(trigger, context):
         if entry.async_ != background:
             continue
-        signal = _stamped(entry, run_oracle(entry, context, secrets), trigger, context,
+        signal = _stamped(entry, _ask(entry, context, secrets, deadline), trigger, context,
                           correlation_id)
         if background:
             if signal is not None:
@@ -246,6 +253,19 @@ def evaluate(trigger: str, context: OracleContext | Mapping[str, Any], *,
         if signal.blocks:
             break
     return out
+
+
+def _ask(entry: Entry, context: OracleContext, secrets: Collection[str],
+         deadline: float | None) -> Signal | None:
+    """``run_oracle`` within what is left of the chain deadline (none left: a fault)."""
+    if deadline is None:
+        return run_oracle(entry, context, secrets)
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return _fault_text(entry, "was not started: the links before it used up the event's "
+                           "chain deadline", "raise --chain-timeout (MCP_HOOKS_CHAIN_TIMEOUT) "
+                           "or make the hooks faster")
+    return run_oracle(entry, context, secrets, left)
 
 
 def _stamped(entry: Entry, signal: Signal | None, trigger: str, context: OracleContext,

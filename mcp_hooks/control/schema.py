@@ -57,12 +57,15 @@ class HooksYamlError(ConfigError):
         key: the key at fault (``config.max_files``, ``when.tool``), or None.
         reason: what is wrong and how to fix it.
         trigger: the canonical trigger it could have woken, or None (any).
+        untrusted: it is in a layer of a never-trusted project: a warning on its triggers,
+            never a deny (``ControlConfig.skipped_for``).
     """
 
     def __init__(self, file: Path, entry: str | None, key: str | None, reason: str,
                  trigger: str | None = None) -> None:
         self.file, self.entry, self.key, self.reason = file, entry, key, reason
         self.trigger = trigger
+        self.untrusted = False
         where = ": ".join(str(p) for p in (file, entry, key) if p)
         super().__init__(f"{where}: {reason}")
 
@@ -181,7 +184,8 @@ class ControlConfig:
 
     Attributes:
         entries: every effective entry (disabled ones included), in run order per trigger.
-        problems: what could not be read; ``problems_for(trigger)`` fails those closed.
+        problems: what could not be read; ``problems_for(trigger)`` fails those closed, but
+            a never-trusted project's (``skipped_for``), which are warnings.
         untrusted: project entries that would run commands (or custom code, or write
             files) without the project's trust: held back.
         notes: entries not applied as written (an untrusted layer's change of a trusted
@@ -212,7 +216,12 @@ class ControlConfig:
         return sorted(chosen, key=Entry.sort_key)
 
     def problems_for(self, trigger: str) -> list[HooksYamlError]:
-        return [p for p in self.problems if p.trigger in (None, trigger)]
+        """The problems that fail ``trigger`` closed (a never-trusted project's are not)."""
+        return [p for p in self.problems if p.trigger in (None, trigger) and not p.untrusted]
+
+    def skipped_for(self, trigger: str) -> list[HooksYamlError]:
+        """A never-trusted project's problems that could concern ``trigger``: warnings."""
+        return [p for p in self.problems if p.trigger in (None, trigger) and p.untrusted]
 
     def untrusted_for(self, trigger: str) -> list[Entry]:
         return [e for e in self.untrusted if e.trigger == trigger]

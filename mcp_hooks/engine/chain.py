@@ -7,16 +7,19 @@ A hook run's verdict (``Chain.apply``) is also turned into signals (``signals.fr
 a deny is a block, a rewrite a control, context or a hook's warning a prompt, or the signal the
 hook printed itself); an entry's verdict carries its oracle's signal (``Chain.entries``).
 ``Chain.stopped`` is the one rule "the first block stops the rest". Delivered aid joins too;
-``Chain.outcome`` is the one ``Outcome``.
+``Chain.outcome`` is the one ``Outcome``. ``Chain.left`` is what remains of the chain deadline
+(``budget`` seconds from the event's start for all its links together).
 """
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Any, Literal
 
 from mcp_hooks.engine.judge import Verdict
 from mcp_hooks.runner import RunResult
-from mcp_hooks.spec.events import is_notification
+from mcp_hooks.spec.events import can_block, is_notification
 from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome, cap_text
 from mcp_hooks.spec.signals import INTENSITIES, Signal, from_hook_run, new_id
@@ -26,14 +29,18 @@ from mcp_hooks.state.inbox import aid_context
 class Chain:
     """What the sync hooks of one event have decided so far (step 3's accumulator)."""
 
-    __slots__ = ("_correlation", "blocked_by", "contexts", "decision", "delivered", "files",
-                 "input_changed", "issue_id", "name", "output_changed", "outputs", "reason", "runs",
-                 "signals",
-                 "tool_input", "tool_output", "warnings")
+    __slots__ = ("_correlation", "blocked_by", "budget", "contexts", "deadline", "decision",
+                 "delivered", "failed", "files", "input_changed", "issue_id", "name",
+                 "output_changed", "outputs", "reason", "runs", "signals", "tool_input",
+                 "tool_output", "warnings")
 
     def __init__(self, name: str, event: Event, runs: list[HookRun],
-                 warnings: list[str]) -> None:
+                 warnings: list[str], budget: float = math.inf,
+                 start: float | None = None) -> None:
         self.name = name
+        self.budget = budget  # seconds the links may take together (the chain deadline)
+        self.deadline = (time.monotonic() if start is None else start) + budget
+        self.failed: list[str] = []  # links that failed and were let through (fail open)
         self.signals: list[Signal] = []
         self.delivered: frozenset[str] = frozenset()  # aid handed over, logged when made
         self._correlation: str | None = None
@@ -52,6 +59,10 @@ class Chain:
         self.reason: str | None = None
         self.blocked_by: str | None = None
 
+    def left(self) -> float:
+        """Seconds left before the chain deadline (0 or less: none)."""
+        return self.deadline - time.monotonic()
+
     @property
     def stopped(self) -> bool:
         """Whether a link of the chain has blocked: the first block stops the rest (scripts,
@@ -66,6 +77,8 @@ class Chain:
                       status=verdict.status, exit_code=result.exit_code,
                       duration_ms=round(result.duration_ms, 3), message=verdict.message)
         self.runs.append(run)
+        if verdict.status in ("error", "timeout") and not verdict.deny:
+            self.failed.append(hook.name)
         if (verdict.deny or verdict.context or verdict.signal is not None
                 or verdict.modified_input is not None or verdict.modified_output is not None):
             self._signal(hook, verdict)
@@ -78,6 +91,8 @@ class Chain:
         for verdict in verdicts:
             if verdict.signal is not None:
                 self.signals.append(verdict.signal)
+                if verdict.status == "error" and not verdict.deny:  # a fault let through
+                    self.failed.append(verdict.signal.source)
             if not self.stopped:
                 self._take(verdict, verdict.blocked_by or "hooks.yaml")
 
@@ -112,6 +127,13 @@ class Chain:
                 or self.issue_id, files=printed.context.files or self.files)
             derived = [printed, *(s for s in derived if not (printed.blocks and s.blocks))]
         self.signals.extend(derived)
+
+    def fail_open(self) -> list[str]:
+        """The links whose failure let this event through (``on_error: allow``, or a fault
+        under ``on_fault: warn``): none unless it was allowed and could have been denied."""
+        if self.decision != "allow" or not can_block(self.name):
+            return []
+        return list(dict.fromkeys(self.failed))
 
     @property
     def correlation(self) -> str:

@@ -15,7 +15,10 @@ Running an event (``Engine.fire``):
    sees ``tool_input`` (and, after a tool, ``tool_output``) as modified by the hooks before
    it. ``judge.judge`` turns each run into a verdict (exit 0 allows, exit 2 denies, anything
    else fails open unless the hook fails closed), and the chain's accumulator applies it.
-   The first deny ends the chain (``Chain.stopped``, the one place of that rule).
+   The first deny ends the chain (``Chain.stopped``, the one place of that rule). The
+   links share one deadline (``Settings.chain_timeout`` from the event's start, ``Chain.left``):
+   each script's timeout (and each oracle's, 3b) is cut to what is left, and a link left with
+   none is its failure under its ``on_error`` (``judge.out_of_time``), never run.
    Each run's verdict is also turned into signals (``signals.from_hook_run``: a deny is a
    block, a rewrite a control, context or a hook's warning a prompt, or the signal the hook
    printed itself), one ``correlation_id`` per event, with the issue's id and changed files
@@ -30,7 +33,9 @@ Running an event (``Engine.fire``):
 4. **Guard**: ``before_stop`` denied -> ``continue_working``; the ``StopGuard``
    (``stopguard.py``) counts consecutive blocks per session (a fault's deny too) and lets
    the stop through at its cap, saying so (its block signals become prompts then).
-5. **Log** the event (``eventlog.py``) and its signals (``signallog.py``, beside it).
+5. **Log** the event (``eventlog.py``) and its signals (``signallog.py``, beside it); an event
+   a failure let through (``Chain.fail_open``: a fail-open hook that failed, a fault under
+   ``on_fault: warn``) names who failed in its record's ``fail_open``.
 
 What varies between callers is chosen once, at construction, never tested per hook: the
 runner (``runner.run_hook`` on an event loop, or the blocking ``run_hook_blocking`` for a
@@ -44,8 +49,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
 from typing import Any, Literal
@@ -54,12 +59,13 @@ from mcp_hooks.control.ladder import Ladder
 from mcp_hooks.engine.callables import CallableHook, notify
 from mcp_hooks.engine.chain import Chain, sync_links
 from mcp_hooks.engine.entries import ControlLayer
-from mcp_hooks.engine.judge import Verdict, decode, judge
+from mcp_hooks.engine.judge import Verdict, decode, judge, out_of_time
 from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
 from mcp_hooks.engine.observe import EventObserver, reporting
 from mcp_hooks.engine.offloop import call_here, call_off_loop
+from mcp_hooks.engine.payload import Stdin, event_payload, stdin_for
 from mcp_hooks.engine.sessionlog import session_log
-from mcp_hooks.engine.stopguard import StopGuard, before_event
+from mcp_hooks.engine.stopguard import StopGuard, StopTicket, before_event
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.registry.discovery import Registry, run_order
 from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
@@ -69,7 +75,7 @@ from mcp_hooks.settings import Settings
 from mcp_hooks.spec import matching
 from mcp_hooks.spec.events import can_block, canonical_event, is_notification
 from mcp_hooks.spec.hookfile import HookSpec
-from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, fault_outcome
+from mcp_hooks.spec.outcome import FAULT_SOURCE, Event, HookRun, OnFault, Outcome, fault_outcome
 from mcp_hooks.state.eventlog import EventLog, now
 from mcp_hooks.state.inbox import AidInbox
 from mcp_hooks.state.signallog import SignalLog, signal_record
@@ -78,19 +84,10 @@ from mcp_hooks.state.store import StateStore
 from mcp_hooks.state.url import close_store, scheme, store_for
 
 _THREAD_MATCH = 1 << 16  # characters of tool input past which matching leaves the event loop
+_NOT_RUN = RunResult(None)  # a link the chain deadline left no time to run
 
 HookDone = Callable[[HookRun], Awaitable[None]]
 Runner = Callable[..., Awaitable[RunResult]]
-
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
-
-
-def _encode(payload: dict[str, Any]) -> bytes:
-    try:
-        return _ENCODER.encode(payload).encode()
-    except UnicodeEncodeError:  # a lone surrogate (JSON allows "\udcff"; UTF-8 does not)
-        return json.dumps(payload, default=str).encode()  # ASCII, escaped: it round-trips
-
 
 async def _run_blocking(argv: tuple[str, ...], stdin: bytes, **options: Any) -> RunResult:
     """The blocking runner behind the async interface: it never suspends, so a one-shot
@@ -272,28 +269,33 @@ class Engine:
 
     async def _fire(self, name: str, event: Event, on_hook_done: HookDone | None,
                     hold_aid: bool = False) -> Outcome:
-        # 1. select (each store call off the event loop: a slow store holds no other event)
+        # 1. select (each store call off the event loop: a slow store holds no other event;
+        # the chain deadline counts from here)
+        start = time.monotonic()
         self.registry.refresh()
         if self._pool is not None:  # stop processes of hooks gone since (runner.persistent)
             await self._pool.prune(self.registry)
         hooks = await self._select(name, event)
         work_dir = self._work_dir(event)
-        payload = self._payload(name, event, work_dir)
+        payload = event_payload(name, event, work_dir)
         if name == "session_end" and hooks:  # every replica's records (sessionlog.py)
             payload["session_log"] = await self._blocking(lambda: session_log(self.store, event))
         notes = self._notes(name, event)
         ticket, lost = await self._blocking(functools.partial(
             before_event, self.stop_guard, self.store, name, event, payload))
-        fault = self._fault(name, hooks, payload, work_dir, lost)
+        fault = self._fault(name, event, hooks, payload, work_dir, lost)
         mark = failures(self.store)  # a store call failing from here on fails it closed
         if fault is not None:
             outcome = fault_outcome(name, fault, on_fault=self.on_fault, warnings=notes)
             if outcome.denied or not os.path.isdir(work_dir):  # 4. guard (a fault counts too)
-                return await self._blocking(lambda: self._logged(
-                    event, name, work_dir, self.stop_guard.after(ticket, outcome), {}))
+                return await self._blocking(lambda: self._fault_only(
+                    event, name, work_dir, outcome, ticket))
             notes = outcome.warnings  # warn: the valid hooks (and hooks.yaml) run, warned
         # 2. start async hooks, 3. run, judge, apply: the HOOK.md links, then hooks.yaml's
-        chain = Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes)
+        chain = Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes,
+                      self.settings.chain_timeout, start)
+        if fault is not None:  # on_fault: warn let the fault through
+            chain.failed.append(FAULT_SOURCE)
         if not hold_aid:
             chain.deliver(await self._blocking(lambda: self._inbox.take(event.session_id)))
         if hooks:
@@ -301,9 +303,25 @@ class Engine:
         if self.control is not None and self.control.wakes(name):
             await self._run_control(name, event, payload, chain)
         outcome = after_event(self.store, mark, name, chain.outcome(name), self.on_fault)
-        return await self._blocking(lambda: self._logged(  # 4. guard, 5. log
-            event, name, work_dir, self.stop_guard.after(ticket, outcome), chain.outputs,
-            chain.delivered))
+        return await self._blocking(lambda: self._finish(  # 4. guard, 5. log
+            event, name, work_dir, outcome, ticket, chain))
+
+    def _finish(self, event: Event, name: str, work_dir: str, outcome: Outcome,
+                ticket: StopTicket | None, chain: Chain) -> Outcome:
+        """Steps 4 and 5 (store calls: run off the event loop): the loop guard counts the
+        stop, the event is logged with the links whose failure let it through."""
+        outcome = self.stop_guard.after(ticket, outcome)
+        return self._logged(event, name, work_dir, outcome, chain.outputs, chain.delivered,
+                            fail_open=[] if outcome.denied else chain.fail_open())
+
+    def _fault_only(self, event: Event, name: str, work_dir: str, outcome: Outcome,
+                    ticket: StopTicket | None) -> Outcome:
+        """A fault's outcome with no hook run: denied, or let through (``warn``) where no
+        hook can run (no ``work_dir``): then logged as a fail-open pass of ours."""
+        outcome = self.stop_guard.after(ticket, outcome)
+        passed = not outcome.denied and can_block(name)
+        return self._logged(event, name, work_dir, outcome, {},
+                            fail_open=[FAULT_SOURCE] if passed else [])
 
     async def _run_control(self, name: str, event: Event, payload: dict[str, Any],
                            chain: Chain) -> None:
@@ -316,7 +334,8 @@ class Engine:
                 payload["tool_input"] = chain.tool_input
             decide = functools.partial(
                 self.control.decide, name, payload, can_block=can_block(name),
-                fail_closed=self.on_fault == "block", correlation_id=chain.correlation)
+                fail_closed=self.on_fault == "block", correlation_id=chain.correlation,
+                deadline=chain.deadline)
             chain.entries(await self._blocking(decide))
         self.control.background(name, payload, session_id=event.session_id,
                                 log_path=self.log.path if self.log is not None else None,
@@ -360,7 +379,7 @@ class Engine:
         started = [hook for hook in hooks if hook.is_async or every]
         if not started:
             return []
-        jobs = [AsyncJob(hook, self._stdin(hook, payload), work_dir,
+        jobs = [AsyncJob(hook, stdin_for(hook, payload), work_dir,
                          self._envs.get(hook, work_dir, event.session_id))
                 for hook in started if not isinstance(hook, CallableHook)]
         if jobs:
@@ -375,7 +394,7 @@ class Engine:
                          payload: dict[str, Any], work_dir: str, chain: Chain,
                          on_hook_done: HookDone | None) -> None:
         """The HOOK.md links (scripts and callables) by run order, until one blocks."""
-        stdin = _Stdin(payload)
+        stdin = Stdin(payload)
         todo = sync_links(name, hooks)
         position = 0
         while position < len(todo) and not chain.stopped:  # the first block stops the rest
@@ -383,11 +402,8 @@ class Engine:
             position += 1
             if not self.registry.recheck(hook, chain.warnings):  # changed since selected
                 continue
-            if isinstance(hook, CallableHook):  # in process: no stdin, its verdict built directly
-                result, verdict = await hook.call(name, payload)
-            else:
-                result = await self._run_one(hook, stdin.bytes_for(hook), work_dir, event)
-                verdict = judge(hook, name, result, self.on_fault, self.registry.replaced)
+            result, verdict = await self._link(name, event, hook, payload, stdin, work_dir,
+                                               chain)
             run = chain.apply(hook, result, verdict)
             if verdict.modified_input is not None:
                 self._carry_input(name, verdict, payload, chain, stdin)
@@ -401,9 +417,25 @@ class Engine:
             if on_hook_done is not None:
                 await on_hook_done(run)
 
+    async def _link(self, name: str, event: Event, hook: HookSpec, payload: dict[str, Any],
+                    stdin: Stdin, work_dir: str, chain: Chain) -> tuple[RunResult, Verdict]:
+        """One HOOK.md link's run and verdict, within what is left of the chain deadline: a
+        script's timeout is cut to it; past it, the link is its failure (``out_of_time``)."""
+        left = chain.left()
+        if left <= 0:
+            return _NOT_RUN, out_of_time(hook, chain.budget, ran=False)
+        if isinstance(hook, CallableHook):  # in process: no stdin, its verdict built directly
+            return await hook.call(name, payload)
+        timeout = hook.timeout / 1000
+        result = await self._run_one(hook, stdin.bytes_for(hook), work_dir, event,
+                                     min(timeout, left))
+        if result.timed_out and left < timeout:  # the deadline, not its own timeout, hit
+            return result, out_of_time(hook, chain.budget, ran=True)
+        return result, judge(hook, name, result, self.on_fault, self.registry.replaced)
+
     @staticmethod
     def _carry_input(name: str, verdict: Verdict, payload: dict[str, Any], chain: Chain,
-                     stdin: _Stdin) -> None:
+                     stdin: Stdin) -> None:
         """A rewritten input, into the payload the next links get."""
         if "tool_input" in payload:
             payload["tool_input"] = chain.tool_input
@@ -413,7 +445,7 @@ class Engine:
             stdin.changed()
 
     async def _run_one(self, hook: HookSpec, stdin: bytes, work_dir: str,
-                       event: Event) -> RunResult:
+                       event: Event, timeout: float) -> RunResult:
         """Run one sync hook: the one place that chooses how (a process per event today;
         a persistent process or an in-process callable are chosen here too)."""
         if hook.persistent and not self.one_shot:  # its resident process (runner.persistent)
@@ -421,21 +453,21 @@ class Engine:
                 self._pool, self._owns_pool = PersistentPool(one_shot=self._runner), True
             return await self._pool.run(
                 hook, stdin, cwd=work_dir, env=self._envs.get(hook, work_dir, event.session_id),
-                timeout=hook.timeout / 1000, limits=hook.limits,
+                timeout=timeout, limits=hook.limits,
                 generation=self.registry.generation, root=self.registry.project_dir,
                 processes=hook.processes or self._processes)
         return await self._runner(hook.entry, stdin, cwd=work_dir,
                                   env=self._envs.get(hook, work_dir, event.session_id),
-                                  timeout=hook.timeout / 1000, limits=hook.limits)
+                                  timeout=timeout, limits=hook.limits)
 
-    def _fault(self, name: str, hooks: list[HookSpec], payload: dict[str, Any],
+    def _fault(self, name: str, event: Event, hooks: list[HookSpec], payload: dict[str, Any],
                work_dir: str, lost: str | None) -> str | None:
         """What stops this event being decided, or None: a shared store known lost
-        (``before_event``), broken hooks in scope, a payload we cannot hand on, a missing
-        folder."""
+        (``before_event``), broken hooks in scope (whose declared matcher admits the call), a
+        payload we cannot hand on, a missing folder."""
         if lost is not None:  # a shared store known lost (spool.py): asked again first
             return lost
-        broken = self.registry.faults_for(name)
+        broken = self.registry.faults_for(name, (event.tool_name, event.tool_input))
         if broken:
             shown = "; ".join(str(i) for i in broken[:5])
             more = f" (and {len(broken) - 5} more)" if len(broken) > 5 else ""
@@ -462,28 +494,6 @@ class Engine:
             return str(self.registry.project_dir)
         return os.getcwd()
 
-    def _payload(self, name: str, event: Event, work_dir: str) -> dict[str, Any]:
-        payload: dict[str, Any] = {"event_type": name, "timestamp": now(),
-                                   "session_id": event.session_id, "work_dir": work_dir}
-        if event.tool_name is not None or name in ("before_tool", "after_tool",
-                                                   "after_tool_failure"):
-            payload["tool_name"] = event.tool_name
-            payload["tool_input"] = event.tool_input
-            payload["tool_use_id"] = event.tool_use_id
-        if name == "after_tool" or event.tool_output is not None:
-            payload["tool_output"] = event.tool_output
-        if name == "after_tool_failure" or event.error is not None:
-            payload["error"] = event.error
-        for key, value in event.payload.items():
-            payload.setdefault(key, value)
-        payload["context"] = event.context
-        return payload
-
-    @staticmethod
-    def _stdin(hook: HookSpec, payload: dict[str, Any]) -> bytes:
-        payload["event_type"] = hook.trigger  # as the hook's own trigger spells it
-        return _encode(payload)
-
     def fire_blocking(self, event: Event, *, on_hook_done: HookDone | None = None,
                       hold_aid: bool = False) -> Outcome:
         """``fire`` for a one-shot process, with no event loop at all.
@@ -507,9 +517,11 @@ class Engine:
 
     def _logged(self, event: Event, name: str, work_dir: str, outcome: Outcome,
                 outputs: dict[str, RunResult], delivered: frozenset[str] = frozenset(),
-                ) -> Outcome:
+                fail_open: list[str] | None = None) -> Outcome:
+        """Log the event (``fail_open``: the links whose failure let it through, its record's
+        ``fail_open`` field, ``mcp-hooks log --fail-open``) and its signals."""
         if self._logs:
-            self._log_event(event, name, work_dir, outcome, outputs)
+            self._log_event(event, name, work_dir, outcome, outputs, fail_open or [])
         sent = [s for s in outcome.signals if s.id not in delivered]
         if self.signal_log is not None and sent:
             self.signal_log.record(sent, event.session_id)
@@ -520,7 +532,7 @@ class Engine:
 
     def _log_event(
         self, event: Event, name: str, work_dir: str, outcome: Outcome,
-        outputs: dict[str, RunResult],
+        outputs: dict[str, RunResult], fail_open: list[str],
     ) -> None:
         hooks = []
         for run in outcome.hooks:
@@ -532,7 +544,7 @@ class Engine:
                 if result.stderr:
                     record["stderr"] = decode(result.stderr)
             hooks.append(record)
-        self.store.append("events", {
+        entry: dict[str, Any] = {
             "ts": now(),
             "kind": "event",
             "event": name,
@@ -549,25 +561,12 @@ class Engine:
             "warnings": outcome.warnings,
             "hooks_digest": self.control.digest(self.registry.hooks_digest())
             if self.control is not None else self.registry.hooks_digest(),
-        })
+        }
+        if fail_open:  # an allow a failure gave: countable (Envoy's failure_mode_allowed)
+            entry["fail_open"] = fail_open
+        self.store.append("events", entry)
 
 
-class _Stdin:
-    """The event's payload as a script hook's stdin, encoded again only when the trigger
-    spelling asked for (``Engine._stdin``) or the payload changed."""
-
-    __slots__ = ("_bytes", "_for", "_payload")
-
-    def __init__(self, payload: dict[str, Any]) -> None:
-        self._payload, self._bytes, self._for = payload, b"", ""
-
-    def bytes_for(self, hook: HookSpec) -> bytes:
-        if self._for != hook.trigger:
-            self._bytes, self._for = Engine._stdin(hook, self._payload), hook.trigger
-        return self._bytes
-
-    def changed(self) -> None:
-        self._for = ""
 
 
 def run_unsuspended(step: Coroutine[Any, Any, Outcome]) -> Outcome | None:

@@ -25,7 +25,9 @@ How a signal acts on the event (``_verdict``, in one place):
 - **prompt**: the message (and suggestions) in ``additional_context``; the event goes on.
   A prompt of type ``oracle_fault`` (an oracle that raised) and the block signals of a broken
   hooks.yaml (``config_error``) are faults of the control layer: under ``on_fault: block`` a
-  deny saying what broke, under ``warn`` a warning (as a broken HOOK.md hook is).
+  deny saying what broke, under ``warn`` (or on an event that cannot block) a warning, its
+  block signal turned into a prompt (as a broken HOOK.md hook is). A never-trusted project's
+  problems (``ControlConfig.skipped_for``) are only a warning, in every mode.
 - **control**: a modification of ``field: tool_input`` with a ``to`` object rewrites the tool
   input (``modified_input``) on ``before_tool``; any other adjustment (a batch split, lint
   fixes already applied) is described in ``additional_context``.
@@ -56,7 +58,7 @@ from mcp_hooks.settings import trust_store_path
 from mcp_hooks.spec.signals import Signal
 
 if TYPE_CHECKING:
-    from mcp_hooks.control.config import ControlConfig, Entry
+    from mcp_hooks.control.config import ControlConfig, Entry, HooksYamlError
     from mcp_hooks.control.ladder import Ladder
     from mcp_hooks.registry.trust import TrustStore
     from mcp_hooks.registry.watch import ChangeWatcher
@@ -279,26 +281,39 @@ class ControlLayer:
     # -- one event ---------------------------------------------------------------------------
 
     def decide(self, trigger: str, payload: Mapping[str, Any], *, can_block: bool,
-               fail_closed: bool, correlation_id: str | None = None) -> list[Verdict]:
+               fail_closed: bool, correlation_id: str | None = None,
+               deadline: float | None = None) -> list[Verdict]:
         """Run ``trigger``'s sync entries on ``payload`` (the payload hooks get, as the
         HOOK.md chain left it): one ``Verdict`` per note and signal, in order, for the chain
-        to apply (``Chain.entries``; see the module doc)."""
+        to apply (``Chain.entries``; see the module doc). ``deadline``: the event's chain
+        deadline (``time.monotonic()``), which the oracles share with the HOOK.md links."""
         # lazy: 44 ms of cold fire (python -X importtime), as in ``_load``
         from mcp_hooks.control.evaluation import evaluate  # lazy: as in ``_load``
 
         config = self.config()
         if config is None:
             return []
+        # lazy: 35 ms of cold fire (python -X importtime); evaluation above imports it anyway
+        from mcp_hooks.control.ladder import convert
+
         held = config.untrusted_for(trigger)
         notes = [_untrusted_note(held, self.project_dir)] if held else []
         notes += [str(note) for note in config.notes_for(trigger)]
+        skipped = config.skipped_for(trigger)
+        if skipped:
+            notes.append(_skipped_note(skipped, self.project_dir))
         signals = evaluate(trigger, payload, config=config, ladder=self.ladder,
                            project_dir=self.project_dir, correlation_id=correlation_id,
-                           secrets=self._secrets)
+                           secrets=self._secrets, deadline=deadline)
         rewrites = trigger == "before_tool"
-        return [*map(_warning, notes),
-                *(_verdict(s, can_block=can_block, fail_closed=fail_closed, rewrites=rewrites)
-                  for s in signals)]
+        verdicts = [_verdict(s, can_block=can_block, fail_closed=fail_closed, rewrites=rewrites)
+                    for s in signals]
+        for verdict in verdicts:  # a fault let through is a warning: its signal a prompt
+            signal = verdict.signal
+            if signal is not None and signal.blocks and not verdict.deny and (
+                    signal.header.type in _FAULTS):
+                verdict.signal = convert(signal, "prompt")
+        return [*map(_warning, notes), *verdicts]
 
     def background(self, trigger: str, payload: Mapping[str, Any], *, session_id: str | None,
                    log_path: Path | None, correlation_id: str | None,
@@ -316,6 +331,15 @@ class ControlLayer:
                                                        self._secrets))
 
 
+def _skipped_note(problems: list[HooksYamlError], project_dir: Path | None) -> str:
+    where = shlex.quote(str(project_dir)) if project_dir is not None else "PROJECT"
+    shown = "; ".join(str(p) for p in problems[:3])
+    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+    return (f"the project's hooks.yaml is not trusted and has problems, so they were skipped "
+            f"(no deny): {shown}{more}. Fix them (`mcp-hooks validate`), read .ahp/, then "
+            f"trust it with: mcp-hooks trust {where}")
+
+
 def _warning(note: str) -> Verdict:
     verdict = Verdict("allow")
     verdict.warning = note
@@ -327,7 +351,7 @@ def _verdict(signal: Signal, *, can_block: bool, fail_closed: bool, rewrites: bo
     text = f"[{signal.source}] {signal.text()}"
     fault = signal.header.type in _FAULTS
     denies = (signal.blocks and not fault) or (fault and fail_closed)
-    verdict = Verdict("deny" if denies and can_block else "allow")
+    verdict = Verdict("deny" if denies and can_block else "error" if fault else "allow")
     verdict.signal = signal
     if denies and can_block:
         verdict.deny, verdict.blocked_by = True, signal.source

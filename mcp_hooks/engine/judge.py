@@ -10,7 +10,8 @@ The rules of the decision protocol, in one place:
 - exit 2 denies with stderr as the reason, unless stdout is a JSON answer whose ``decision``
   is deny: then that answer is read as on exit 0 (its reason; stderr is the hook's log);
 - any other exit, a timeout or unreadable stdout fails open with a warning, unless the hook
-  sets ``metadata.on_error: block``;
+  sets ``metadata.on_error: block``; so does a hook the event's chain deadline cut short or
+  left no time to run (``out_of_time``);
 - a ``decision`` other than allow/deny/block allows with a warning (``approve`` silently),
   and denies for a hook that fails closed;
 - ``decision: warn`` (or ``warning``) allows with a non-blocking warning (``notice``: a
@@ -162,6 +163,18 @@ def _answers_deny(stdout: bytes) -> bool:
         return False
     word = data.get("decision") if isinstance(data, dict) else None
     return isinstance(word, str) and word.strip().lower() in _DENY_WORDS
+
+
+def out_of_time(hook: HookSpec, budget: float, *, ran: bool) -> Verdict:
+    """A hook the event's chain deadline (``budget`` seconds for its hooks together) cut
+    short (``ran``: it was killed at the deadline) or left no time to run: its failure, under
+    its ``on_error`` (a fail-closed hook denies, a fail-open one is skipped with a warning)."""
+    what = (f"stopped at the chain deadline ({budget:g} s for the hooks of this event "
+            "together) and killed" if ran else
+            f"not run: the hooks before it used up the chain deadline ({budget:g} s for the "
+            "hooks of this event together)")
+    return _failure(hook, "timeout", what + "; raise --chain-timeout (MCP_HOOKS_CHAIN_TIMEOUT) "
+                    "or make the hooks faster")
 
 
 def _failure(hook: HookSpec, status: Status, what: str) -> Verdict:

@@ -332,6 +332,8 @@ class Host:
     shell_tool: ClassVar[str] = "Bash"
     # -- how `init` tells the host is installed: a program on PATH, or its config folder -----
     programs: ClassVar[tuple[str, ...]] = ()
+    # how long the host waits for the bridge (bridge.chain_deadline): what install writes
+    hook_timeout_s: ClassVar[float] = HOOK_TIMEOUT_S
 
     # -- in ------------------------------------------------------------------------------
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -63,6 +63,10 @@ from mcp_hooks.registry.discovery import Registry, find_project_dir
 from mcp_hooks.settings import OnFault
 from mcp_hooks.spec.outcome import Event
 from mcp_hooks.state.url import close_store, store_for
+
+# the share of its host's hook timeout a bridge gives the hooks of one event together (the
+# chain deadline); the rest is for the bridge's own start, the state store and the answer
+CHAIN_SHARE = 0.9
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -119,10 +123,19 @@ def answer(host: Host, raw: bytes | Callable[[], bytes], options: BridgeOptions)
                                 on_fault, payload)
     outcome: Outcome | BaseException
     try:
-        outcome = fire_call(call, options.common, hold_aid=not shows_aid(host, call))
+        outcome = fire_call(call, options.common, hold_aid=not shows_aid(host, call),
+                            deadline=chain_deadline(host))
     except BaseException as exc:  # whatever it was (SystemExit, KeyboardInterrupt): a fault
         outcome = exc
     return answer_outcome(host, call, outcome, on_fault, payload)
+
+
+def chain_deadline(host: Host) -> float:
+    """Seconds the hooks of one event may take together in ``host``'s bridge:
+    ``CHAIN_SHARE`` of the host's hook timeout (``Host.hook_timeout_s``), so the bridge answers
+    (a fail-closed hook left unrun denies) before the host gives up on it and lets the call
+    through (docs/bridges.md, "The chain deadline")."""
+    return CHAIN_SHARE * host.hook_timeout_s
 
 
 def fault_exit(host_name: str, options: BridgeOptions, what: str) -> int:
@@ -155,10 +168,15 @@ def _write(reply: Reply, out: BinaryIO) -> None:
         sys.stderr.flush()
 
 
-def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False) -> Outcome:
+def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False,
+              deadline: float | None = None) -> Outcome:
     """Fire the translated call at a fresh engine over the registry the options describe
-    (``hold_aid``: the host's reply cannot show waiting aid, leave it for a later event)."""
+    (``hold_aid``: the host's reply cannot show waiting aid, leave it for a later event;
+    ``deadline``: the host's chain deadline, ``Host.chain_deadline``, when it is shorter
+    than the ``chain_timeout`` setting)."""
     settings = read_settings(args)  # ConfigError for a bad value: a deny naming it
+    if deadline is not None and deadline < settings.chain_timeout:
+        settings = replace(settings, chain_timeout=deadline)
     project = settings.project_dir
     if project is None:  # none given: the project of the folder the agent works in
         project = find_project_dir(Path(call.fields.get("work_dir") or os.getcwd()))
@@ -187,4 +205,5 @@ def stop_guard(call: Call, cap: int, store: StateStore) -> StopGuard:
     return StopGuard(cap, store, host, new_turn_resets=True)
 
 
-__all__ = ["BridgeInputError", "BridgeOptions", "answer", "fire_call", "run_bridge"]
+__all__ = ["CHAIN_SHARE", "BridgeInputError", "BridgeOptions", "answer", "chain_deadline",
+           "fire_call", "run_bridge"]

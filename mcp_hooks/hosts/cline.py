@@ -91,6 +91,9 @@ def _failure(record: dict[str, Any], post: dict[str, Any]) -> Any:
 class Cline(Host):
     name = "cline"
     title = "Cline"
+    # Cline runs its hook files with a fixed limit, none written per hook (Cline's hook docs:
+    # 30 s, HOOK_EXECUTION_TIMEOUT_MS)
+    hook_timeout_s = 30.0
     config_format = "files"
     project_config = ".clinerules/hooks"
     user_config = ("CLINE_DIR", ".cline", "hooks")

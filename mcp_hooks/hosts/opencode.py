@@ -135,6 +135,7 @@ export const McpHooks = async ({ directory }) => ({
 class OpenCode(Host):
     name = "opencode"
     title = "OpenCode"
+    hook_timeout_s = 610.0  # the plugin's own spawnSync timeout (TIMEOUT_MS)
     config_format = "module"
     project_config = ".opencode/plugins/mcp-hooks.js"
     user_config = ("XDG_CONFIG_HOME", ".config", "opencode/plugins/mcp-hooks.js")

@@ -48,7 +48,8 @@ from mcp_hooks.registry.gate import UntrustedHook as UntrustedHook  # its old ho
 from mcp_hooks.registry.trust import TrustStore, hook_digest, set_digest, trust_all_from_env
 from mcp_hooks.settings import trust_store_path as store_path
 from mcp_hooks.spec.events import canonical_event
-from mcp_hooks.spec.hookfile import HOOK_FILES, HookSpec, Scope, load_hook
+from mcp_hooks.spec.hookfile import HOOK_FILES, HookFileProblems, HookSpec, Scope, load_hook
+from mcp_hooks.spec.toolmatch import ToolMatcher
 
 if TYPE_CHECKING:
     from mcp_hooks.registry.trust import TrustStore
@@ -103,6 +104,7 @@ class InvalidHook:
     reason: str
     event: str | None = None  # the canonical event its trigger names; None: unreadable, any
     in_scope: bool = True  # False for a project hook that would not run anyway (untrusted)
+    matcher: ToolMatcher | None = None  # the matcher its HOOK.md declares; None: unreadable
 
     def __str__(self) -> str:
         where = f"{self.file}: {self.field}" if self.field else str(self.file)
@@ -111,6 +113,12 @@ class InvalidHook:
     def wakes(self, event: str) -> bool:
         """Whether, were it valid, it could subscribe to this canonical event."""
         return self.in_scope and (self.event is None or self.event == event)
+
+    def guards(self, event: str, tool_name: str | None, tool_input: Any) -> bool:
+        """Whether, were it valid, it could have decided this call: its event, and the
+        matcher it declared admits the call (any call when that cannot be read)."""
+        return self.wakes(event) and (self.matcher is None
+                                      or self.matcher.matches(tool_name, tool_input))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -399,7 +407,8 @@ class Registry:
                                run_is_file=run is not None and stat.S_ISREG(run[3]))
         except HookFileError as exc:
             loaded = InvalidHook(hook_dir.name, scope, exc.file, exc.field, exc.reason,
-                                 _event_of(exc.trigger))
+                                 _event_of(exc.trigger), matcher=exc.matcher
+                                 if isinstance(exc, HookFileProblems) else None)
         except (OSError, ValueError) as exc:  # never let one folder stop the others loading
             loaded = InvalidHook(hook_dir.name, scope, hook_dir, None,
                                  f"cannot be loaded: {exc}")
@@ -524,9 +533,13 @@ class Registry:
         return [u for u in self.untrusted if u.spec.event == event and (
             not u.spec.has_matcher or u.spec.matches(tool_name, tool_input))]
 
-    def faults_for(self, event: str) -> list[InvalidHook]:
-        """The invalid hooks in scope that could have subscribed to this event."""
-        return [i for i in self.invalid if i.wakes(event)]
+    def faults_for(self, event: str, call: tuple[str | None, Any] | None = None,
+                   ) -> list[InvalidHook]:
+        """The invalid hooks in scope that could have subscribed to this event; with
+        ``call`` (tool name, tool input), only those whose declared matcher admits it."""
+        if call is None:
+            return [i for i in self.invalid if i.wakes(event)]
+        return [i for i in self.invalid if i.guards(event, *call)]
 
     def close(self) -> None:
         if self._watcher is not None:
@@ -548,7 +561,7 @@ def _event_of(trigger: str | None) -> str | None:
 def _out_of_scope(invalid: InvalidHook) -> InvalidHook:
     return InvalidHook(invalid.name, invalid.scope, invalid.file, invalid.field,
                        invalid.reason + " (an untrusted project hook: it would not run anyway)",
-                       invalid.event, in_scope=False)
+                       invalid.event, in_scope=False, matcher=invalid.matcher)
 
 
 def _build_index(hooks: list[HookSpec]) -> dict[str, _EventIndex]:

@@ -57,7 +57,6 @@ from mcp_types import Resource as MCPResource
 from pydantic import Field, ValidationError
 
 from mcp_hooks import __version__
-from mcp_hooks.api import answered
 from mcp_hooks.errors import InvalidEventError, MCPHooksError
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.hosts.forward import bridge_routes, register_bridge_tool
@@ -85,7 +84,7 @@ from mcp_hooks.service import (
 from mcp_hooks.spec import matching
 from mcp_hooks.spec.events import canonical_event, catalogue
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome
-from mcp_hooks.spec.vocabulary import MCP_CLIENTS, caller_tool, tool_catalogue
+from mcp_hooks.spec.vocabulary import MCP_CLIENTS, answered, caller_tool, tool_catalogue
 from mcp_hooks.state.signallog import respond
 from mcp_hooks.state.store import StateUnavailable, UnknownSignal
 

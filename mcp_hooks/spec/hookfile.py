@@ -30,15 +30,16 @@ from mcp_hooks.spec.frontmatter import FRONTMATTER as _FRONTMATTER  # noqa: F401
 from mcp_hooks.spec.frontmatter import parse_frontmatter as parse_frontmatter  # re-exported
 from mcp_hooks.spec.frontmatter import trigger_hint
 from mcp_hooks.spec.limits import DEFAULT_LIMITS, Limits, parse_limits
-from mcp_hooks.spec.vocabulary import also_named
+from mcp_hooks.spec.toolmatch import LITERAL_TOOLS as LITERAL_TOOLS  # re-exported
+from mcp_hooks.spec.toolmatch import NO_MATCHER, ToolMatcher
 
 Scope = Literal["user", "project"]
 HOOK_FILES = ("HOOK.md", "hook.md")
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 MAX_HOOK_FILE = 1 << 20  # bytes: a HOOK.md is a page of prose, never a megabyte
-# A tool matcher that is only names (``Shell``, ``Write|Edit``) is matched by a set lookup
-# and never compiled: most are, and compiling thousands of them is most of an index build.
-LITERAL_TOOLS = re.compile(r"[A-Za-z0-9_\-]+(?:\|[A-Za-z0-9_\-]+)*")
+# A tool matcher that is only names (``Shell``, ``Write|Edit``, ``toolmatch.LITERAL_TOOLS``)
+# is matched by a set lookup and never compiled: most are, and compiling thousands of them is
+# most of an index build.
 
 
 @dataclass(frozen=True)
@@ -119,9 +120,10 @@ class HookFileProblems(HookFileError):
     """
 
     def __init__(self, file: Path, problems: list[HookFileError],
-                 warnings: list[str] | None = None) -> None:
+                 warnings: list[str] | None = None, matcher: ToolMatcher | None = None) -> None:
         self.problems = tuple(problems)
         self.warnings = tuple(warnings or ())
+        self.matcher = matcher  # the matcher it declares, when readable: the calls it guards
         if len(problems) == 1:
             super().__init__(problems[0].file, problems[0].field, problems[0].reason)
             return
@@ -246,59 +248,32 @@ class HookSpec:
     limits: Limits = DEFAULT_LIMITS
     persistent: bool = False
     processes: int | None = None
-    _tool_names: frozenset[str] | None = field(default=None, init=False, repr=False,
-                                                compare=False)
-    _tool_re: matching.Matcher | None = field(default=None, init=False, repr=False,
-                                              compare=False)
-    _pattern_re: matching.Matcher | None = field(default=None, init=False, repr=False,
-                                                 compare=False)
+    _matcher: ToolMatcher = field(default=NO_MATCHER, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.matcher_tool is not None:
-            if LITERAL_TOOLS.fullmatch(self.matcher_tool):
-                names = frozenset(self.matcher_tool.split("|"))
-                # a host's own name (Bash) also matches the canonical one (Shell) every door
-                # hands hooks: a hook written for one host still guards on all of them
-                object.__setattr__(self, "_tool_names", names | also_named(names))
-            else:
-                object.__setattr__(self, "_tool_re",
-                                   matching.compile_matcher(self.matcher_tool))
-        if self.matcher_pattern is not None:
-            object.__setattr__(self, "_pattern_re",
-                               matching.compile_matcher(self.matcher_pattern))
+        if self.matcher_tool is not None or self.matcher_pattern is not None:
+            object.__setattr__(self, "_matcher",
+                               ToolMatcher(self.matcher_tool, self.matcher_pattern))
 
     @property
     def has_matcher(self) -> bool:
-        return self.matcher_tool is not None or self._pattern_re is not None
+        return self._matcher.given
 
     @property
     def tool_names(self) -> frozenset[str] | None:
         """The tool names a names-only ``matcher.tool`` stands for (with the canonical names
         of any host tool names in it: ``Bash`` -> ``Bash``, ``Shell``); None for a regex."""
-        return self._tool_names
+        return self._matcher.tool_names
 
     @property
     def tool_re(self) -> matching.Matcher | None:
         """The linear-time matcher of ``matcher.tool`` (compiled now for a names-only one)."""
-        if self.matcher_tool is None:
-            return None
-        return self._tool_re or matching.compile_matcher(self.matcher_tool)
+        return self._matcher.tool_re
 
     def matches(self, tool_name: str | None, tool_input: Any) -> bool:
-        """Whether the matcher admits this tool call (hooks without one match every call).
-
-        ``tool`` must match the whole tool name (``Shell`` does not match ``PowerShell``);
-        ``pattern`` is searched in every string value of the input, at any depth. Both are
-        matched in time linear in the input (``matching``).
-        """
-        if self._tool_names is not None:
-            if tool_name not in self._tool_names:
-                return False
-        elif self._tool_re is not None and (
-            tool_name is None or not matching.fullmatch(self._tool_re, tool_name)
-        ):
-            return False
-        return self._pattern_re is None or matching.search_strings(self._pattern_re, tool_input)
+        """Whether the matcher admits this tool call (hooks without one match every call;
+        the rule: ``toolmatch.ToolMatcher``)."""
+        return self._matcher.matches(tool_name, tool_input)
 
     def frontmatter(self) -> dict[str, Any]:
         """The metadata a client sees in listings (no prose, no script)."""
@@ -456,8 +431,10 @@ def _load_text(hook_dir: Path, scope: Scope, hook_file: Path, text: str, strict:
         entry = resolve_entry(hook_dir, hook_file, run_is_file)
     except HookFileError as exc:
         problems.append(exc)
-    if problems:
-        raise HookFileProblems(hook_file, problems, warnings)
+    if problems:  # the matcher it declared still says which calls it could have guarded
+        unread = any((p.field or "").startswith(("matcher", "trigger")) for p in problems)
+        raise HookFileProblems(hook_file, problems, warnings,
+                               None if unread else ToolMatcher(tool, pattern))
 
     spec = HookSpec(
         name=name,

@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mcp_hooks.spec.outcome import Outcome, fault_outcome
+from mcp_hooks.spec.outcome import Event, Outcome, fault_outcome
 from mcp_hooks.spec.toolshapes import RewriteError as RewriteError
 from mcp_hooks.spec.toolshapes import merged_shape, style
 
@@ -484,3 +484,60 @@ def matcher_problem(matcher_tool: str) -> str | None:
     wanted = "|".join(dict.fromkeys(renamed.values()))
     return (f"{', '.join(renamed)} reach hooks as {wanted.replace('|', ', ')} (every door "
             f"renames a host's own tool names): add {wanted} to it")
+
+
+# -- a caller's tool call (the Python API, ``mcp-hooks fire``, the MCP server) -----------
+
+# the names MCP_CLIENTS reads as another name or other keys (Shell itself renames nothing)
+_RENAMES: frozenset[str] = frozenset(
+    n for n, t in MCP_CLIENTS.tools.items() if t.canonical != n or t.keys or t.edits)
+# the tool events whose hooks match on the tool's name: fired without one, none can match
+NAMED_TOOL_EVENTS = frozenset({"before_tool", "after_tool", "after_tool_failure"})
+
+
+def read_tool_call(event: str | Event, fields: dict[str, Any]) -> tuple[
+        str | Event, dict[str, Any], CallerTool | None]:
+    """The event's tool call as hooks see it: a name of ``MCP_CLIENTS`` (``Bash``)
+    renamed to the canonical one (``Shell``) with its input keys, the caller's own under
+    ``payload["host"]``; and the ``CallerTool`` that maps a rewrite back (None: nothing was
+    renamed). A field of the wrong shape is left as sent, for ``Event`` to name."""
+    source = ({"tool_name": event.tool_name, "tool_input": event.tool_input,
+               "payload": event.payload} if isinstance(event, Event) else fields)
+    name = source.get("tool_name")
+    if not isinstance(name, str) or name not in _RENAMES:  # Shell, and names no host uses
+        return event, fields, None
+    sent, payload = source.get("tool_input"), source.get("payload")
+    if not (sent is None or isinstance(sent, dict)) or not (
+            payload is None or isinstance(payload, dict)):
+        return event, fields, None
+    call = caller_tool(MCP_CLIENTS, name, sent or {})
+    if call.host is None:
+        return event, fields, None
+    mapped: dict[str, Any] = {"tool_name": call.tool_name,
+                              "tool_input": call.tool_input if sent is not None else None,
+                              "payload": call.payload(payload)}
+    if isinstance(event, Event):
+        return replace(event, **mapped), fields, call
+    return event, {**fields, **mapped}, call
+
+
+def tool_name_of(event: str | Event, fields: dict[str, Any]) -> Any:
+    """The tool name of an ``Event`` or of ``fire``'s keywords."""
+    return event.tool_name if isinstance(event, Event) else fields.get("tool_name")
+
+
+def no_tool_name(event: str, fix: str = "pass tool_name=") -> str:
+    """The warning of a tool event fired without a tool name."""
+    return (f"{event} was fired without a tool name, so no hook with a tool matcher "
+            f"(`tool: Shell`) could match it: {fix}")
+
+
+def answered(name: str, outcome: Outcome, call: CallerTool | None, on_fault: str,
+             tool_name: Any) -> Outcome:
+    """``outcome`` for the caller: a rewrite in its tool's keys (``CallerTool.answer``), and
+    the warning of a tool event fired without a tool name."""
+    if call is not None:
+        return call.answer(outcome, on_fault)
+    if name in NAMED_TOOL_EVENTS and not tool_name:
+        return replace(outcome, warnings=[*outcome.warnings, no_tool_name(name)])
+    return outcome

@@ -133,6 +133,11 @@ def bridge_rm(repo: Path, tmp_path: Path, **env: str,
     return done, json.loads(done.stdout)  # the host reads stdout: one JSON object, only it
 
 
+def skipped(outcome: dict[str, Any]) -> str:
+    """The warning of a never-trusted layer's problems (skipped, never a deny)."""
+    return " ".join(w for w in outcome["warnings"] if "not trusted and has problems" in w)
+
+
 def denied_by_claude(answer: dict[str, Any]) -> bool:
     return bool(answer.get("hookSpecificOutput", {}).get("permissionDecision") == "deny")
 
@@ -211,12 +216,13 @@ def test_a_hooks_yaml_over_the_cap_is_refused_unparsed(tmp_path: Path, home: Pat
     repo = hostile(tmp_path, marker, big)
     hooks_yaml = repo / ".ahp" / "hooks.yaml"
     done, outcome = fire_rm(repo)
-    assert done.returncode == 2
+    # never trusted: the problem is skipped with a warning; the user's own guard still holds
+    assert done.returncode == 2 and "dangerous operation refused" in outcome["reason"]
     assert f"{hooks_yaml}: is {hooks_yaml.stat().st_size} bytes, over the cap of 256 KiB" \
-        in outcome["reason"]
+        in skipped(outcome)
     answer = bridge_rm(repo, tmp_path)[1]
     assert denied_by_claude(answer)
-    assert str(hooks_yaml) in answer["hookSpecificOutput"]["permissionDecisionReason"]
+    assert str(hooks_yaml) in json.dumps(answer)
     checked = cli("validate", "--project-dir", str(repo))
     assert checked.returncode == 1 and "over the cap of 256 KiB" in checked.stderr
 
@@ -226,8 +232,8 @@ def test_a_fifo_hooks_yaml_is_refused_without_a_hang(tmp_path: Path, home: Path,
     repo = hostile(tmp_path, marker, "hooks: {}\n")
     os.mkfifo(repo / ".ahp" / "hooks.local.yaml")
     done, outcome = fire_rm(repo)  # the subprocess timeout stops a hang
-    assert done.returncode == 2
-    assert "hooks.local.yaml: is a FIFO, not a regular file; not read" in outcome["reason"]
+    assert done.returncode == 2 and "dangerous operation refused" in outcome["reason"]
+    assert "hooks.local.yaml: is a FIFO, not a regular file; not read" in skipped(outcome)
 
 
 def test_a_hooks_yaml_linking_out_of_ahp_is_not_followed(tmp_path: Path, home: Path,
@@ -236,8 +242,8 @@ def test_a_hooks_yaml_linking_out_of_ahp_is_not_followed(tmp_path: Path, home: P
     repo = hostile(tmp_path, marker, "hooks: {}\n")
     (repo / ".ahp" / "hooks.local.yaml").symlink_to(secret)
     done, outcome = fire_rm(repo)
-    assert done.returncode == 2
-    assert f"leads out of {repo / '.ahp'}" in outcome["reason"]
+    assert done.returncode == 2 and "dangerous operation refused" in outcome["reason"]
+    assert f"leads out of {repo / '.ahp'}" in skipped(outcome)
 
 
 # -- an untrusted layer only adds restrictions ----------------------------------------------
