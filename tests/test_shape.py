@@ -42,7 +42,6 @@ DOOR_EXCEPTIONS: dict[str, str] = {
     'server/stdio.py:_streams.read_lines': _TODO,
     'hosts/doctor.py:read_entries': _TODO,
     'hosts/base.py:Host.translate': _TODO,
-    'cli/hooks.py:cmd_validate': _TODO,
     'proxy/fast.py:FastPath.__call__': "owned by the guard helper this session (the proxy's guard)",
     'cli/report.py:format_outcome': _TODO,
     'cli/scaffold.py:example_of': _TODO,

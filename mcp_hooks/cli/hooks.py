@@ -29,14 +29,12 @@ from mcp_hooks.errors import (
     EXIT_DENIED,
     EXIT_FAILURE,
     EXIT_OK,
-    HookFileError,
     UsageError,
     did_you_mean,
 )
 from mcp_hooks.ownstdout import owned_stdout
 from mcp_hooks.registry.discovery import Registry, project_hooks_dir
 from mcp_hooks.spec.events import EVENTS, canonical_event, catalogue
-from mcp_hooks.spec.hookfile import find_hook_file, load_hook, problems_of, warnings_of
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome, fault_outcome
 from mcp_hooks.spec.vocabulary import NAMED_TOOL_EVENTS, answered, read_tool_call
 
@@ -65,6 +63,8 @@ def _add_list_parser(sub: Any) -> None:
 def _add_show_parser(sub: Any) -> None:
     p = sub.add_parser("show", help="print one hook's HOOK.md")
     p.add_argument("name")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document: where the hook is, its fields and its text")
     options.add_common_options(p)
 
 
@@ -125,6 +125,9 @@ def _add_validate_parser(sub: Any) -> None:
         "reject (a snake_case trigger, a name unlike its folder, an unknown top-level key, "
         "...): check a hook library before you share it",
     )
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document (ok, problems, hooks, entries, ...) instead "
+                   "of text; the exit code is the same")
     options.add_common_options(p)
 
 
@@ -427,8 +430,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     registry = options.registry(args, watch=False)
     hook = registry.get(args.name)
+    as_json = getattr(args, "json", False)
     if hook is None:
         invalid = [i for i in registry.invalid if i.name == args.name]
+        if invalid and as_json:
+            _emit_json({"name": args.name, "valid": False, "hook": None,
+                        "problems": [i.as_dict() for i in invalid]})
+            return EXIT_FAILURE
         if invalid:
             print(f"mcp-hooks: hook {args.name!r} is invalid: {invalid[0]}", file=sys.stderr)
             return EXIT_FAILURE
@@ -436,8 +444,21 @@ def cmd_show(args: argparse.Namespace) -> int:
         hint = did_you_mean(args.name, names)
         raise UsageError(f"no hook named {args.name!r}{f' ({hint})' if hint else ''}; "
                          "see `mcp-hooks list`")
+    if as_json:
+        _emit_json({"name": hook.name, "valid": True,
+                    "hook": hook.frontmatter() | {"scope": hook.scope, "dir": str(hook.dir),
+                                                  "file": str(hook.hook_file)},
+                    "problems": [], "text": hook.read_text()})
+        return EXIT_OK
     sys.stdout.write(hook.read_text())
     return EXIT_OK
+
+
+def _emit_json(document: Any) -> None:
+    # lazy: 10 ms of cold bridge (python -X importtime)
+    from mcp_hooks.cli.report import emit_json
+
+    emit_json(document)
 
 
 def cmd_events(args: argparse.Namespace) -> int:
@@ -452,99 +473,11 @@ def cmd_events(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _hook_dirs(target: Path) -> list[Path]:
-    if find_hook_file(target) is not None or (target / "scripts").is_dir():
-        return [target]
-    return sorted(p for p in target.iterdir() if p.is_dir() and not p.name.startswith("."))
-
-
 def cmd_validate(args: argparse.Namespace) -> int:
-    targets: list[tuple[str, Path]]
-    if args.dirs:
-        targets = [("user", d) for d in args.dirs]
-    else:
-        user = options.user_hooks_dir(args)
-        targets = [("user", user), ("project", project_hooks_dir(options.project_dir(args)))]
-    problems = checked = 0
-    for scope, target in targets:
-        if not target.is_dir():
-            if args.dirs:
-                print(f"{target}: not a folder", file=sys.stderr)
-                problems += 1
-            continue
-        for hook_dir in _hook_dirs(target):
-            checked += 1
-            try:
-                spec, warnings = load_hook(hook_dir, "project" if scope == "project" else "user",
-                                           strict=args.strict)
-            except HookFileError as exc:
-                for problem in problems_of(exc):  # every problem of the hook, a line each
-                    problems += 1
-                    print(f"{problem}", file=sys.stderr)
-                for warning in warnings_of(exc):
-                    print(f"warning: {warning}", file=sys.stderr)
-                continue
-            for warning in warnings:
-                print(f"warning: {warning}", file=sys.stderr)
-            if args.portable:
-                # lazy: 11 ms of cold fire (python -X importtime)
-                from mcp_hooks.spec.portable import check_hook
+    # lazy: 4 ms of cold fire (python -X importtime), for validate alone
+    from mcp_hooks.cli.validate import command
 
-                unportable = check_hook(hook_dir)
-                for item in unportable:
-                    print(f"not portable: {item}", file=sys.stderr)
-                problems += len(unportable)
-                if unportable:
-                    continue
-            print(f"ok  {spec.name}  ({spec.trigger}, {spec.hook_file})")
-    if not args.dirs:
-        problems += _validate_hooks_yaml(options.project_dir(args))
-    if checked == 0 and not problems:
-        print("no hooks found", file=sys.stderr)
-    summary = f"{checked} hook(s) checked, {problems} problem(s)"
-    if args.portable and checked and not problems:
-        summary += "; portable: another implementation of the current spec reads them too"
-    print(summary, file=sys.stderr if problems else sys.stdout)
-    return EXIT_FAILURE if problems else EXIT_OK
-
-
-def _validate_hooks_yaml(project: Path) -> int:
-    """The hooks.yaml layers (``~/.ahp``, the project's, the local one): problems found.
-
-    Reads and never imports: a custom oracle is checked by the allow-list and, for a file,
-    parsed with ``ast``, never run; one of an untrusted layer is not checked until trusted.
-    """
-    # lazy: the control layer, 42 ms of cold fire (python -X importtime)
-    from mcp_hooks.control import load_config
-
-    # lazy: 29 ms of cold fire (python -X importtime)
-    from mcp_hooks.control.oracles import HeldBack, UnknownOracleError, inspect_reference
-
-    config = load_config(project, resolve=False)
-    problems = len(config.problems)
-    for problem in config.problems:
-        print(f"{problem}", file=sys.stderr)
-    for entry in config.untrusted:
-        what = ("custom oracle, not checked until trusted" if isinstance(entry.oracle, HeldBack)
-                else "runs commands or writes files")
-        print(f"untrusted: {entry.file}: {entry.label}: {what}; it runs once the project's "
-              f".ahp folder is trusted (mcp-hooks trust {project})", file=sys.stderr)
-    for note in config.notes:
-        print(f"warning: {note}", file=sys.stderr)
-    for entry in config.entries:
-        extra = ""
-        if isinstance(entry.oracle, HeldBack):
-            base = entry.file.parent
-            try:
-                checked = inspect_reference(entry.oracle_name, base, roots=[base],
-                                            project_dir=project)
-                extra = f"  [{checked}]"
-            except UnknownOracleError as exc:
-                problems += 1
-                print(f"{entry.file}: {entry.label}: oracle: {exc}", file=sys.stderr)
-                continue
-        print(f"ok  {entry.oracle_name}  ({entry.written_trigger}, {entry.file}){extra}")
-    return problems
+    return command(args)
 
 
 def cmd_new(args: argparse.Namespace) -> int:

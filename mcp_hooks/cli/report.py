@@ -1,8 +1,11 @@
 """Readable text for people: an outcome, the hook table, event-log lines, a hook's progress
-and why each hook was or was not considered for an event (``fire --verbose``)."""
+and why each hook was or was not considered for an event (``fire --verbose``); and, for
+programs, :func:`emit_json`, the one way a command's ``--json`` document is printed."""
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +17,13 @@ from mcp_hooks.spec.outcome import HookRun, Outcome
 from mcp_hooks.spec.signals import ACTIONS
 
 _MARK = {"allow": "ok", "deny": "DENY", "error": "ERR", "timeout": "TIME", "scheduled": "bg"}
+
+
+def emit_json(document: Any) -> None:
+    """Print ``document`` as a command's ``--json`` answer: one JSON document on stdout,
+    indented by 2, keys in the order given (each command documents its keys in docs/cli.md)."""
+    sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    sys.stdout.flush()
 
 
 def _paint(text: str, code: str, color: bool) -> str:

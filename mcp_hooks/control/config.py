@@ -127,6 +127,14 @@ if TYPE_CHECKING:
     from mcp_hooks.registry.trust import TrustStore
 
 
+class _Unbuilt(Exception):
+    """An entry whose oracle could not be built: every problem found (``_Reader.build``)."""
+
+    def __init__(self, problems: list[HooksYamlError]) -> None:
+        super().__init__(problems[0] if problems else "")
+        self.problems = problems
+
+
 # -- trust ---------------------------------------------------------------------------------
 
 def config_digest(project_dir: Path) -> str:
@@ -309,9 +317,9 @@ class _Merger:
                                (rank, position), written, trusted)
         try:
             entry = self.build(key, candidate)
-        except HooksYamlError as exc:
-            self.config.problems.append(HooksYamlError(exc.file, label, exc.key, exc.reason,
-                                                       trigger))
+        except _Unbuilt as exc:
+            self.config.problems.extend(HooksYamlError(p.file, label, p.key, p.reason, trigger)
+                                        for p in exc.problems)
             return
         if not candidate.vouched and needs_trust(entry):
             self.config.untrusted.append(entry)
@@ -377,6 +385,11 @@ class _Merger:
     # -- building ----------------------------------------------------------------------------
 
     def build(self, key: Key, merged: _Merged) -> Entry:
+        """The entry of ``merged``.
+
+        Raises:
+            _Unbuilt: its oracle cannot be built (every problem found).
+        """
         raw = merged.raw
         name, config = raw["oracle"], raw.get("config") or {}
         base = merged.source.parent
@@ -393,11 +406,13 @@ class _Merger:
                                       snapshot=self.config.snapshot)
             else:
                 oracle = HeldBack(name, config)
-        except OracleConfigError as exc:
-            key_name = "oracle" if exc.key == "oracle" else f"config.{exc.key}"
-            raise HooksYamlError(merged.file, None, key_name, exc.reason, key[0]) from None
+        except OracleConfigError as exc:  # every option at fault, a problem each
+            raise _Unbuilt([HooksYamlError(merged.file, None, "oracle" if name == "oracle"
+                                           else f"config.{name}", reason, key[0])
+                            for name, reason in exc.every()]) from None
         except ConfigError as exc:
-            raise HooksYamlError(merged.file, None, "oracle", str(exc), key[0]) from None
+            raise _Unbuilt([HooksYamlError(merged.file, None, "oracle", str(exc),
+                                           key[0])]) from None
         ladder = raw.get("escalation")
         return Entry(
             trigger=key[0], written_trigger=merged.written, oracle_name=name, oracle=oracle,

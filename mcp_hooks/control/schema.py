@@ -291,71 +291,74 @@ _KINDS = {"config": (dict, "a mapping"), "when": (dict, "a mapping"),
           "id": (str, "a string")}
 
 
-def _unknown_key(raw: dict[Any, Any]) -> _Problem | None:
+def _unknown_keys(raw: dict[Any, Any]) -> list[_Problem]:
+    found: list[_Problem] = []
     for key in raw:
         if key not in ENTRY_KEYS:
             hint = did_you_mean(str(key), ENTRY_KEYS)
-            return str(key), (f"unknown key{f' ({hint})' if hint else ''}; an entry takes "
-                              f"{', '.join(ENTRY_KEYS)}")
-    return None
+            found.append((str(key), f"unknown key{f' ({hint})' if hint else ''}; an entry "
+                          f"takes {', '.join(ENTRY_KEYS)}"))
+    return found
 
 
-def _bad_oracle(raw: dict[Any, Any]) -> _Problem | None:
+def _bad_oracle(raw: dict[Any, Any]) -> list[_Problem]:
     if not isinstance(raw.get("oracle"), str) or not raw["oracle"].strip():
-        return "oracle", "is required: the oracle's name (ChecklistValidator, ...)"
-    return None
+        return [("oracle", "is required: the oracle's name (ChecklistValidator, ...)")]
+    return []
 
 
-def _bad_kind(raw: dict[Any, Any]) -> _Problem | None:
-    for key, (kind, words) in _KINDS.items():
-        if key in raw and not isinstance(raw[key], kind):
-            return key, f"must be {words}, got {raw[key]!r}"
-    return None
+def _bad_kinds(raw: dict[Any, Any]) -> list[_Problem]:
+    return [(key, f"must be {words}, got {raw[key]!r}")
+            for key, (kind, words) in _KINDS.items()
+            if key in raw and not isinstance(raw[key], kind)]
 
 
-def _bad_priority(raw: dict[Any, Any]) -> _Problem | None:
+def _bad_priority(raw: dict[Any, Any]) -> list[_Problem]:
     priority = raw.get("priority", 0)
     if isinstance(priority, bool) or not isinstance(priority, int) or priority < 0:
-        return "priority", f"must be a whole number >= 0, got {priority!r}"
-    return None
+        return [("priority", f"must be a whole number >= 0, got {priority!r}")]
+    return []
 
 
-def _bad_when(raw: dict[Any, Any]) -> _Problem | None:
-    for key, want in (raw.get("when") or {}).items():
+def _bad_when(raw: dict[Any, Any]) -> list[_Problem]:
+    when = raw.get("when")
+    if not isinstance(when, dict):
+        return []  # absent, or not a mapping: _bad_kinds says so
+    found: list[_Problem] = []
+    for key, want in when.items():
         root = str(key).split(".", 1)[0]
+        values = want if isinstance(want, list) else [want]
         if root not in WHEN_ROOTS or (root in ("issue", "files", "tool_input", "env")
                                       and "." not in str(key)):
-            return f"when.{key}", ("unknown condition; use tool, environment, session_id "
-                                   "or a dotted path under issue., files., tool_input., env.")
-        values = want if isinstance(want, list) else [want]
-        if not values or not all(isinstance(v, (str, int, float, bool)) for v in values):
-            return f"when.{key}", ("must be a value, a list of values or a comparison such "
-                                   "as \"> 10\"")
-    return None
+            found.append((f"when.{key}", "unknown condition; use tool, environment, "
+                          "session_id or a dotted path under issue., files., tool_input., env."))
+        elif not values or not all(isinstance(v, (str, int, float, bool)) for v in values):
+            found.append((f"when.{key}", "must be a value, a list of values or a comparison "
+                          "such as \"> 10\""))
+    return found
 
 
-def _bad_escalation(raw: dict[Any, Any]) -> _Problem | None:
+def _bad_escalation(raw: dict[Any, Any]) -> list[_Problem]:
     ladder = raw.get("escalation")
     if ladder is not None and ladder is not True and not (
             isinstance(ladder, list) and ladder and all(s in INTENSITY_STEPS for s in ladder)):
-        return "escalation", "must be true or a list of prompt, control, block"
-    return None
+        return [("escalation", "must be true or a list of prompt, control, block")]
+    return []
 
 
-# An entry's checks, in the order its problems are reported (the first one found is raised).
-ENTRY_CHECKS: tuple[Callable[[dict[Any, Any]], _Problem | None], ...] = (
-    _unknown_key, _bad_oracle, _bad_kind, _bad_priority, _bad_when, _bad_escalation)
+# An entry's checks, in the order its problems are reported (every one of them).
+ENTRY_CHECKS: tuple[Callable[[dict[Any, Any]], list[_Problem]], ...] = (
+    _unknown_keys, _bad_oracle, _bad_kinds, _bad_priority, _bad_when, _bad_escalation)
 
 
-def _check_entry(file: Path, label: str, trigger: str, raw: Any) -> dict[str, Any]:
+def entry_problems(file: Path, label: str, trigger: str, raw: Any) -> list[HooksYamlError]:
+    """Every problem of one entry's own keys (its oracle's ``config`` is checked when the
+    entry is built), in ``ENTRY_CHECKS`` order; [] for a valid entry."""
     if not isinstance(raw, dict):
-        raise HooksYamlError(file, label, None,
-                             "an entry must be a mapping with at least 'oracle: Name'", trigger)
-    for check in ENTRY_CHECKS:
-        problem = check(raw)
-        if problem is not None:
-            raise HooksYamlError(file, label, problem[0], problem[1], trigger)
-    return raw
+        return [HooksYamlError(file, label, None,
+                               "an entry must be a mapping with at least 'oracle: Name'", trigger)]
+    return [HooksYamlError(file, label, key, reason, trigger)
+            for check in ENTRY_CHECKS for key, reason in check(raw)]
 
 
 def entries_of(file: Path, data: Any, problems: list[HooksYamlError],
@@ -398,11 +401,11 @@ def _trigger_entries(file: Path, triggers: tuple[str, str], entries: list[Any],
     for i, raw in enumerate(entries):
         name = raw.get("oracle") if isinstance(raw, dict) else None
         label = f"{written}[{i}]" + (f" ({name})" if name else "")
-        try:
-            checked = _check_entry(file, label, trigger, raw)
-        except HooksYamlError as exc:
-            problems.append(exc)
+        found = entry_problems(file, label, trigger, raw)
+        if found:
+            problems.extend(found)
             continue
+        checked: dict[str, Any] = raw
         ident = checked.get("id") or checked["oracle"]
         if ident in seen:
             problems.append(HooksYamlError(

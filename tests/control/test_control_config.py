@@ -358,6 +358,41 @@ def test_validate_covers_hooks_yaml(repo: Path, tmp_path: Path) -> None:
         in done.stderr
 
 
+
+def test_validate_shows_every_problem_of_an_entry(repo: Path) -> None:
+    """Every problem of a hooks.yaml entry, a line each (as for HOOK.md), in text and JSON."""
+    import json
+    import os
+    import subprocess
+
+    from tests.conftest import MCP_HOOKS
+
+    write(repo, ".ahp/hooks.yaml", "hooks:\n  pre-issue-submit:\n"
+          "    - oracle: TestGate\n      priorty: 2\n      priority: -1\n"
+          "      when: {nope: 1, tool: [[1]]}\n      escalation: sometimes\n"
+          "    - oracle: ChecklistValidator\n      config: {coverage: 80, timeout: no}\n")
+    argv = [MCP_HOOKS, "validate", "--project-dir", str(repo)]
+    done = subprocess.run(argv, capture_output=True, text=True, env=os.environ.copy())
+    assert done.returncode == 1
+    for text in ("pre-issue-submit[0] (TestGate): priorty: unknown key (did you mean",
+                 "pre-issue-submit[0] (TestGate): priority: must be a whole number",
+                 "pre-issue-submit[0] (TestGate): when.nope: unknown condition",
+                 "pre-issue-submit[0] (TestGate): when.tool: must be a value",
+                 "pre-issue-submit[0] (TestGate): escalation: must be true or a list",
+                 "pre-issue-submit[1] (ChecklistValidator): config.coverage: unknown option",
+                 "pre-issue-submit[1] (ChecklistValidator): config.timeout: must be"):
+        assert text in done.stderr, (text, done.stderr)
+    assert "0 hook(s) checked, 7 problem(s)" in done.stderr
+    as_json = subprocess.run([*argv, "--json"], capture_output=True, text=True,
+                             env=os.environ.copy())
+    assert as_json.returncode == 1 and as_json.stderr == ""
+    report = json.loads(as_json.stdout)
+    assert report["ok"] is False and len(report["problems"]) == 7
+    first = report["problems"][0]
+    assert first["source"] == "hooks.yaml" and first["entry"] == "pre-issue-submit[0] (TestGate)"
+    assert first["field"] == "priorty" and first["file"] == str(repo / ".ahp" / "hooks.yaml")
+
+
 # -- overrides, trust and files (the hostile cases through the doors: test_control_hostile) --
 
 

@@ -43,12 +43,20 @@ TIMEOUT_WORDS = f"seconds, more than 0 and at most {runtime.MAX_TIMEOUT:g}"
 
 
 class OracleConfigError(ConfigError):
-    """An oracle's ``config`` that cannot be used: ``key`` (under ``config``) and ``reason``."""
+    """An oracle's ``config`` that cannot be used: ``key`` (under ``config``) and ``reason``;
+    ``also``: the further (key, reason) problems found in the same pass (``parse_options``
+    reports every option at fault)."""
 
-    def __init__(self, key: str, reason: str) -> None:
+    def __init__(self, key: str, reason: str,
+                 also: Sequence[tuple[str, str]] = ()) -> None:
         self.key = key
         self.reason = reason
+        self.also = tuple(also)
         super().__init__(f"{key}: {reason}")
+
+    def every(self) -> list[tuple[str, str]]:
+        """Every (key, reason) of this error, its own first."""
+        return [(self.key, self.reason), *self.also]
 
 
 @dataclass(frozen=True)
@@ -71,24 +79,37 @@ def parse_options(options: Mapping[str, Option], config: Mapping[str, Any],
     """``config`` checked against ``options``, defaults filled in.
 
     Raises:
-        OracleConfigError: an unknown key (unless ``open_ended``) or a value of the wrong type.
+        OracleConfigError: an unknown key (unless ``open_ended``) or a value of the wrong type;
+            every such key is in it (``every()``), in the config's order.
     """
     out = {name: opt.default for name, opt in options.items()}
+    found: list[tuple[str, str]] = []
     for key, value in config.items():
         opt = options.get(key)
-        if opt is None:
-            if open_ended:
-                out[key] = value
-                continue
-            known = ", ".join(options) or "none"
-            raise OracleConfigError(key, f"unknown option; this oracle takes {known}")
-        if not _is(value, opt.kinds):
-            raise OracleConfigError(key, f"must be {opt.words}, got {value!r}")
-        if list in opt.kinds and isinstance(value, list) and not all(
-                isinstance(v, str) for v in value):
-            raise OracleConfigError(key, f"must be {opt.words} (a list of strings)")
+        if opt is None and open_ended:
+            out[key] = value
+            continue
+        problem = _option_problem(options, key, value)
+        if problem is not None:
+            found.append((key, problem))
+            continue
         out[key] = value
+    if found:
+        raise OracleConfigError(*found[0], also=found[1:])
     return out
+
+
+def _option_problem(options: Mapping[str, Option], key: str, value: Any) -> str | None:
+    """What is wrong with one config option, or None."""
+    opt = options.get(key)
+    if opt is None:
+        return f"unknown option; this oracle takes {', '.join(options) or 'none'}"
+    if not _is(value, opt.kinds):
+        return f"must be {opt.words}, got {value!r}"
+    if list in opt.kinds and isinstance(value, list) and not all(
+            isinstance(v, str) for v in value):
+        return f"must be {opt.words} (a list of strings)"
+    return None
 
 
 def check_timeout(value: Any) -> float:
