@@ -34,11 +34,9 @@ _TODO = "a door: the cap of 15 binds the core (issue 20); split it when it is ne
 CORE_EXCEPTIONS: dict[str, str] = {}
 # Door functions over the cap, each with why it stays as it is for now.
 DOOR_EXCEPTIONS: dict[str, str] = {
-    'cli/trust.py:_trust': _TODO,
     'hosts/install.py:_change': _TODO,
     'proxy/config.py:parse_server': _TODO,
     'cli/report.py:format_hooks': _TODO,
-    'cli/setup.py:init': _TODO,
     'server/stdio.py:_streams.read_lines': _TODO,
     'hosts/doctor.py:read_entries': _TODO,
     'hosts/base.py:Host.translate': _TODO,
@@ -50,7 +48,6 @@ DOOR_EXCEPTIONS: dict[str, str] = {
     'cli/hooks.py:_why_none': _TODO,
     'hosts/doctor.py:check_host': _TODO,
     'hosts/claude_code.py:ClaudeShaped.reply': _TODO,
-    'cli/trust.py:_list': _TODO,
     'server/wire.py:without_lone_surrogates': _TODO,
     'server/results.py:portable_schema.walk': _TODO,
     'proxy/upstream.py:Upstream._describe': _TODO,

@@ -435,7 +435,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         invalid = [i for i in registry.invalid if i.name == args.name]
         if invalid and as_json:
             _emit_json({"name": args.name, "valid": False, "hook": None,
-                        "problems": [i.as_dict() for i in invalid]})
+                        "problems": [i.as_dict() for i in invalid], "text": None})
             return EXIT_FAILURE
         if invalid:
             print(f"mcp-hooks: hook {args.name!r} is invalid: {invalid[0]}", file=sys.stderr)

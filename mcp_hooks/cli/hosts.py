@@ -15,10 +15,15 @@ whole); an error raised (an unknown ``doctor --host``) reaches the boundary in
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_hooks import options
+from mcp_hooks.errors import MCPHooksError
+from mcp_hooks.hosts import UnknownHostError, get_host
 from mcp_hooks.options import CommonOptions
 
 if TYPE_CHECKING:
@@ -53,6 +58,9 @@ def _add_target_arguments(p: argparse.ArgumentParser) -> None:
                              default_said="project; Kimi CLI and Cline: user (Kimi CLI has no "
                              "project config)")
     p.add_argument("--dry-run", action="store_true", help="print the diff; write nothing")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document on stdout (host, scope, config, changed, "
+                   "exit_code); the text goes to stderr")
     p.add_argument("--config", "--hooks-dir", dest="config", type=Path, metavar="FILE",
                    help="write this config file instead of the host's usual one (Cline: "
                    "the hooks folder, as given to cline --hooks-dir)")
@@ -150,6 +158,8 @@ def install_command(args: argparse.Namespace) -> int:
     # lazy: 71 ms of cold start for bridge and doctor, which do not need it
     from mcp_hooks.hosts.install import install
 
+    if getattr(args, "json", False):
+        return _as_json("install", install_options(args), install)
     return install(install_options(args))
 
 
@@ -158,7 +168,49 @@ def uninstall_command(args: argparse.Namespace) -> int:
     # lazy: 71 ms of cold start for bridge and doctor, which do not need it
     from mcp_hooks.hosts.install import uninstall
 
+    if getattr(args, "json", False):
+        return _as_json("uninstall", install_options(args), uninstall)
     return uninstall(install_options(args))
+
+
+def _as_json(verb: str, opts: InstallOptions, change: Callable[[InstallOptions], int]) -> int:
+    """``install``/``uninstall --json``: the command's text on stderr, then one JSON document
+    on stdout: what was asked, the config file, whether it changed, the exit code."""
+    # lazy: 11 ms of cold start (python -X importtime) for install --json only
+    from mcp_hooks.cli.report import emit_json
+
+    # lazy: 47 ms of cold start (cli.setup, the bundled library) for install --json only
+    from mcp_hooks.cli.setup import init_project
+
+    config = Path(opts.config).expanduser().resolve() if opts.config is not None else None
+    name, scope = opts.host, opts.scope
+    try:
+        host = get_host(opts.host)
+        name, scope = host.name, opts.scope or host.default_scope
+        if config is None:
+            config = host.config_path(scope, init_project(opts.common))
+    except (UnknownHostError, MCPHooksError):  # the command itself says so
+        pass
+    before = _fingerprint(config)
+    with contextlib.redirect_stdout(sys.stderr):
+        code = change(opts)
+    emit_json({"command": verb, "host": name, "scope": scope,
+               "config": str(config) if config is not None else None,
+               "dry_run": opts.dry_run, "changed": _fingerprint(config) != before,
+               "exit_code": code, "ok": code == 0})
+    return code
+
+
+def _fingerprint(path: Path | None) -> object:
+    """What a host config holds now: a file's bytes, a folder's files (Cline), or None."""
+    if path is None:
+        return None
+    try:
+        if path.is_dir():
+            return sorted((p.name, p.read_bytes()) for p in path.iterdir() if p.is_file())
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def doctor_command(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ same name is there (``--force`` replaces it), or a host config that could not be
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hooks import options
+from mcp_hooks.cli.report import emit_json
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, UsageError
 from mcp_hooks.hosts import HOSTS, get_host, host_name
 from mcp_hooks.options import CommonOptions
@@ -81,6 +83,9 @@ def add_init_parser(sub: Any) -> None:
                              "host configs")
     p.add_argument("--dry-run", action="store_true",
                    help="change nothing; print what would be done")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document on stdout (hooks, hosts, the check "
+                   "commands); the text goes to stderr")
     options.add_common_options(p)
 
 
@@ -199,6 +204,7 @@ class InitOptions:
         home: where hosts keep their config folders (default: the home folder).
         path: where their programs are looked for (default: ``$PATH``).
         common: the shared options (folders, log, ...), passed on to the host entries.
+        json: print one JSON document on stdout (``init_json``); the text goes to stderr.
     """
 
     hosts: tuple[str, ...] = ()
@@ -207,6 +213,7 @@ class InitOptions:
     home: Path | None = None
     path: str | None = None
     common: CommonOptions = field(default_factory=CommonOptions)
+    json: bool = False
 
 
 def found_hosts(home: Path, path: str | None = None) -> list[tuple[str, str]]:
@@ -247,71 +254,112 @@ def _snapshot(files: Sequence[Path | None]) -> list[bytes | None]:
 
 
 def init(opts: InitOptions) -> int:
-    """Add the recommended guards, wire the hosts, print what was done and how to check it.
+    """Add the recommended guards, wire the hosts, print what was done and how to check it
+    (``opts.json``: the text on stderr, one JSON document of it on stdout).
 
     Raises:
         UnknownHostError: a ``--host`` that is not bridged (exit 64).
     """
-    # lazy: 71 ms of cold start for `init` without a host to wire
-    from mcp_hooks.hosts.install import InstallOptions, install
+    if not opts.json:
+        return _init(opts, {})
+    record: dict[str, Any] = {"dry_run": opts.dry_run, "scope": opts.scope}
+    with contextlib.redirect_stdout(sys.stderr):
+        code = _init(opts, record)
+    emit_json({**record, "exit_code": code, "ok": code == EXIT_OK})
+    return code
 
+
+def _init(opts: InitOptions, record: dict[str, Any]) -> int:
     named = [host_name(h) for h in opts.hosts]  # every name checked before anything is done
     if opts.dry_run:
         print("(dry run: nothing is written; this is what init would do)\n")
-    project: Path | None = None
-    if opts.scope == "project":
-        project = init_project(opts.common)
-        target = project_hooks_dir(project)
-    else:
-        target, project = options.user_hooks_dir(opts.common), None
-    print(f"1. The recommended guards, into {target}:")
-    for name, why in bundle.RECOMMENDED.items():
-        print(f"   {name}: {why}")
-    results = bundle.add_hooks(bundle.select(bundle.RECOMMENDED), target,
-                               dry_run=opts.dry_run, trust_project=project)
-    _print_results(results, opts.dry_run)
+    project = init_project(opts.common) if opts.scope == "project" else None
+    results = _add_guards(opts, project, record)
     code = EXIT_FAILURE if any(r.status == "conflict" for r in results) else EXIT_OK
     changed = any(r.status != "same" for r in results)
 
+    hosts = _hosts_to_wire(opts, named)
+    record["hosts"] = [_wire(opts, name, why, project) for name, why in hosts]
+    for wired in record["hosts"]:
+        changed = changed or wired["changed"]
+        code = code or wired["exit_code"]
+    _print_check(opts, [name for name, _ in hosts], record)
+    record["changed"] = changed and not opts.dry_run
+    if not changed and not opts.dry_run:
+        print("\nEverything was already in place: nothing was changed.")
+    return code
+
+
+def _hosts_to_wire(opts: InitOptions, named: list[str]) -> list[tuple[str, str]]:
+    """Step 2's heading and the hosts to wire: (name, why)."""
     if named:
         hosts = [(n, "named with --host") for n in dict.fromkeys(named)]
     else:
-        home = opts.home or Path(os.path.expanduser("~"))
-        hosts = found_hosts(home, opts.path)
+        hosts = found_hosts(opts.home or Path(os.path.expanduser("~")), opts.path)
     print(f"\n2. Agent hosts ({opts.scope} scope):")
     if not hosts:
         print("   none found (no claude, codex, gemini, cursor-agent, copilot, kimi, qwen, cline "
               "or opencode on PATH, no config folder of theirs). The hooks run from `mcp-hooks "
               "fire`, `mcp-hooks serve` and `mcp-hooks proxy` already; wire a host later with "
               "`mcp-hooks init --host HOST` or `mcp-hooks install HOST`.")
-    for name, why in hosts:
-        host = get_host(name)
-        scope = opts.scope if opts.scope == "user" or host.project_config else "user"
-        print(f"   {host.title} ({why})" + ("" if scope == opts.scope else
-                                           ": it has no project config, so user scope"))
-        config = [host.config_path(scope, project or init_project(opts.common))]
-        before = _snapshot(config)
-        sys.stdout.flush()
-        result = install(InstallOptions(host=name, scope=scope, dry_run=opts.dry_run,
-                                        common=opts.common))
-        sys.stdout.flush()
-        changed = changed or result != EXIT_OK or _snapshot(config) != before
-        code = code or result
+    return hosts
+
+
+def _add_guards(opts: InitOptions, project: Path | None,
+                record: dict[str, Any]) -> list[bundle.Added]:
+    """Step 1: the recommended guards into the hooks folder of ``opts.scope``."""
+    target = project_hooks_dir(project) if project is not None else \
+        options.user_hooks_dir(opts.common)
+    print(f"1. The recommended guards, into {target}:")
+    for name, why in bundle.RECOMMENDED.items():
+        print(f"   {name}: {why}")
+    results = bundle.add_hooks(bundle.select(bundle.RECOMMENDED), target,
+                               dry_run=opts.dry_run, trust_project=project)
+    _print_results(results, opts.dry_run)
+    record.update(hooks_dir=str(target), hooks=[
+        {"name": r.name, "status": r.status, "dest": str(r.dest),
+         "backup": str(r.backup) if r.backup is not None else None, "trusted": r.trusted}
+        for r in results])
+    return results
+
+
+def _print_check(opts: InitOptions, hosts: list[str], record: dict[str, Any]) -> None:
+    """Step 3: the commands that prove the gate works."""
     folders = _folders(opts)
+    record["check"] = [
+        shlex.join(["mcp-hooks", *folders, "fire", "pre-tool-call", "--tool", "Shell",
+                    "--input", PROOF_INPUT]),
+        shlex.join(["mcp-hooks", *folders, "doctor", *(w for n in hosts for w in ("--host", n))])]
     print("\n3. Check it: this must be denied (exit 2), and doctor must find the gate whole:")
-    print("   " + shlex.join(["mcp-hooks", *folders, "fire", "pre-tool-call", "--tool",
-                              "Shell", "--input", PROOF_INPUT]))
-    print("   " + shlex.join(["mcp-hooks", *folders, "doctor",
-                              *(w for n, _ in hosts for w in ("--host", n))]))
-    if not changed and not opts.dry_run:
-        print("\nEverything was already in place: nothing was changed.")
-    return code
+    for line in record["check"]:
+        print("   " + line)
+
+
+def _wire(opts: InitOptions, name: str, why: str, project: Path | None) -> dict[str, Any]:
+    """Wire one host as ``install`` would; what was done (``init --json``'s host record)."""
+    # lazy: 71 ms of cold start for `init` without a host to wire
+    from mcp_hooks.hosts.install import InstallOptions, install
+
+    host = get_host(name)
+    scope = opts.scope if opts.scope == "user" or host.project_config else "user"
+    print(f"   {host.title} ({why})" + ("" if scope == opts.scope else
+                                       ": it has no project config, so user scope"))
+    config = host.config_path(scope, project or init_project(opts.common))
+    before = _snapshot([config])
+    sys.stdout.flush()
+    result = install(InstallOptions(host=name, scope=scope, dry_run=opts.dry_run,
+                                    common=opts.common))
+    sys.stdout.flush()
+    return {"host": name, "why": why, "scope": scope,
+            "config": str(config) if config is not None else None, "exit_code": result,
+            "changed": result != EXIT_OK or _snapshot([config]) != before}
 
 
 def init_command(args: argparse.Namespace) -> int:
     """``mcp-hooks init``: the parsed command line -> ``InitOptions`` -> ``init``."""
     return init(InitOptions(hosts=tuple(args.hosts or ()), scope=args.scope,
-                            dry_run=bool(args.dry_run), common=CommonOptions.from_args(args)))
+                            dry_run=bool(args.dry_run), common=CommonOptions.from_args(args),
+                            json=bool(getattr(args, "json", False))))
 
 
 __all__ = ["AddOptions", "InitOptions", "add", "add_add_parser", "add_command",

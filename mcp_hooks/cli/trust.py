@@ -32,6 +32,7 @@ work from those alone.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mcp_hooks import options
+from mcp_hooks.cli.report import emit_json
 from mcp_hooks.control.config import TRUST_NAME, load_config, needs_trust
 from mcp_hooks.control.files import AhpFile, ahp_snapshot
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, HookFileError, UsageError
@@ -46,6 +48,14 @@ from mcp_hooks.registry.discovery import project_hooks_dir
 from mcp_hooks.registry.signing import unsigned_warning
 from mcp_hooks.registry.trust import UNVERIFIABLE_DIGEST, Status, TrustStore, digest_report
 from mcp_hooks.spec.hookfile import HookSpec, load_hook
+
+# The keys of ``trust --json`` per action, in order (docs/cli.md); absent ones are null.
+JSON_KEYS = {
+    "trust": ("action", "trust_store", "project", "hooks", "control_layer", "trusted",
+              "already_trusted", "not_trustable", "pending", "error", "ok"),
+    "list": ("action", "trust_store", "entries", "project", "error", "ok"),
+    "revoke": ("action", "trust_store", "project", "revoked", "error", "ok"),
+}
 
 
 def add_parser(sub: Any) -> None:
@@ -72,6 +82,10 @@ def add_parser(sub: Any) -> None:
                       "given, the status of each of its hooks)")
     what.add_argument("--revoke", action="store_true",
                       help="forget the trust of the project's hooks (or the --hook ones)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document on stdout (the review goes to stderr); "
+                   "never asks: without --yes nothing is trusted (exit 1, as without a "
+                   "terminal)")
     options.add_common_options(p)
 
 
@@ -90,6 +104,22 @@ class _Hook:
     @property
     def trustable(self) -> bool:
         return self.spec is not None and self.digest != UNVERIFIABLE_DIGEST
+
+    def as_dict(self) -> dict[str, Any]:
+        """``trust --json``'s record of one hook."""
+        spec = self.spec
+        return {"name": self.name, "kind": "hook", "dir": str(self.dir), "status": self.status,
+                "trustable": self.trustable, "sha256": _digest(self.digest),
+                "error": self.error, "notes": list(self.notes),
+                "trigger": spec.trigger if spec else None,
+                "event": spec.event if spec else None,
+                "matcher": {"tool": spec.matcher_tool, "pattern": spec.matcher_pattern}
+                if spec else None,
+                "runs": list(spec.entry) if spec else None}
+
+
+def _digest(digest: str) -> str | None:
+    return None if digest == UNVERIFIABLE_DIGEST else digest
 
 
 def _hook_folders(root: Path) -> list[Path]:
@@ -134,6 +164,17 @@ class _Ahp:
     @property
     def trustable(self) -> bool:
         return not self.problems and self.digest != UNVERIFIABLE_DIGEST
+
+    def as_dict(self) -> dict[str, Any]:
+        """``trust --json``'s record of the control layer."""
+        return {"name": self.name, "kind": "control_layer", "dir": str(self.dir),
+                "status": self.status, "trustable": self.trustable,
+                "sha256": _digest(self.digest), "problems": list(self.problems),
+                "files": [{"path": f.rel, "kind": f.kind,
+                           "oracle_of": self.oracles.get(f.path.resolve())}
+                          for f in self.files],
+                "runs": list(self.runs), "changes": list(self.changes),
+                "reads": list(self.reads)}
 
 
 def _has_ahp(project: Path) -> bool:
@@ -244,6 +285,7 @@ class TrustOptions:
         action: ``trust`` (review, ask, record), ``list`` the store, or ``revoke``.
         hooks: only these hook names; None for every hook of the project.
         yes: trust without asking.
+        json: print one JSON document on stdout (the text goes to stderr); never ask.
     """
 
     project: Path
@@ -251,6 +293,7 @@ class TrustOptions:
     action: Literal["trust", "list", "revoke"] = "trust"
     hooks: tuple[str, ...] | None = None
     yes: bool = False
+    json: bool = False
 
 
 def options_from_args(args: argparse.Namespace) -> TrustOptions:
@@ -272,7 +315,8 @@ def options_from_args(args: argparse.Namespace) -> TrustOptions:
     action: Literal["trust", "list", "revoke"] = (
         "list" if args.list else "revoke" if args.revoke else "trust")
     return TrustOptions(project=project, explicit=explicit, action=action,
-                        hooks=tuple(args.hooks) if args.hooks else None, yes=args.yes)
+                        hooks=tuple(args.hooks) if args.hooks else None, yes=args.yes,
+                        json=bool(getattr(args, "json", False)))
 
 
 def command(args: argparse.Namespace) -> int:
@@ -298,12 +342,31 @@ def run(opts: TrustOptions, store: TrustStore | None = None) -> int:
         TrustError: the trust could not be recorded (the store cannot be written).
     """
     store = store if store is not None else TrustStore()
+    record: dict[str, Any] = {"action": opts.action, "trust_store": str(store.where)}
+    if not opts.json:
+        return _act(opts, store, record)
+    with contextlib.redirect_stdout(sys.stderr):  # the review, for people, on stderr
+        code = _act(opts, store, record)
+    emit_json({key: code == EXIT_OK if key == "ok" else record.get(key)
+               for key in JSON_KEYS[opts.action]})
+    return code
+
+
+def _act(opts: TrustOptions, store: TrustStore, record: dict[str, Any]) -> int:
     names = list(opts.hooks) if opts.hooks else None
     if opts.action == "list":
-        return _list(store, opts.project if opts.explicit else None)
+        return _list(store, opts.project if opts.explicit else None, record)
     if opts.action == "revoke":
-        return _revoke(store, opts.project, names)
-    return _trust(store, opts.project, names, opts.yes)
+        return _revoke(store, opts.project, names, record)
+    return _trust(store, opts.project, names, opts.yes, record,
+                  ask=not opts.json)
+
+
+def _fail(record: dict[str, Any], text: str) -> int:
+    """A problem said on stderr (``mcp-hooks trust: ...``) and kept for ``--json``; 1."""
+    print(f"mcp-hooks trust: {text}", file=sys.stderr)
+    record["error"] = text
+    return EXIT_FAILURE
 
 
 def _select(hooks: list[_Hook], names: list[str] | None, root: Path,
@@ -320,29 +383,49 @@ def _select(hooks: list[_Hook], names: list[str] | None, root: Path,
     return [h for h in hooks if h.name in wanted]
 
 
-def _trust(store: TrustStore, project: Path, names: list[str] | None, yes: bool) -> int:
+def _review(store: TrustStore, project: Path, names: list[str] | None,
+            record: dict[str, Any]) -> list[_Hook | _Ahp] | int:
+    """The hooks (and control layer) to review, inspected; or the exit code of why none.
+
+    Raises:
+        UsageError: ``names`` has a hook the project has not.
+    """
     root = project_hooks_dir(project)
     has_ahp = _has_ahp(project)
+    record.update(project=str(project), hooks=[], control_layer=None, trusted=[],
+                  already_trusted=[], not_trustable=[], pending=[])
     if not root.is_dir() and not has_ahp:
         if names:
             raise UsageError(f"no hook named {', '.join(map(repr, names))}: {root} does not exist")
-        print(f"mcp-hooks trust: no project hooks: {root} does not exist, nor "
-              f"{project / '.ahp' / 'hooks.yaml'}", file=sys.stderr)
-        return EXIT_FAILURE
+        return _fail(record, f"no project hooks: {root} does not exist, nor "
+                     f"{project / '.ahp' / 'hooks.yaml'}")
     if store.problem:
-        print(f"mcp-hooks trust: {store.problem}", file=sys.stderr)
-        return EXIT_FAILURE
-    folders = _hook_folders(root)
-    if names:  # an unknown name is a usage error before any hashing
-        _select([_Hook(f.name, f) for f in folders], names, root,
-                also={TRUST_NAME} if has_ahp else None)
-        folders = [f for f in folders if f.name in set(names)]
-    hooks = [_inspect(f, project, store) for f in folders]
+        return _fail(record, store.problem)
+    hooks = [_inspect(f, project, store) for f in _chosen(root, names, has_ahp)]
     ahp = _inspect_ahp(project, store) if not names or TRUST_NAME in names else None
     if not hooks and ahp is None:
-        print(f"mcp-hooks trust: no hooks in {root}", file=sys.stderr)
-        return EXIT_FAILURE
+        return _fail(record, f"no hooks in {root}")
+    record.update(hooks=[h.as_dict() for h in hooks],
+                  control_layer=ahp.as_dict() if ahp is not None else None)
+    _print_review(root, store, hooks, ahp)
+    return [*hooks, *([ahp] if ahp is not None else [])]
 
+
+def _chosen(root: Path, names: list[str] | None, has_ahp: bool) -> list[Path]:
+    """The hook folders of ``root`` to review: every one, or the ``names`` ones.
+
+    Raises:
+        UsageError: an unknown name (before any hashing).
+    """
+    folders = _hook_folders(root)
+    if not names:
+        return folders
+    _select([_Hook(f.name, f) for f in folders], names, root,
+            also={TRUST_NAME} if has_ahp else None)
+    return [f for f in folders if f.name in set(names)]
+
+
+def _print_review(root: Path, store: TrustStore, hooks: list[_Hook], ahp: _Ahp | None) -> None:
     if hooks:
         print(f"Project hooks in {root}")
     if ahp is not None:
@@ -354,34 +437,58 @@ def _trust(store: TrustStore, project: Path, names: list[str] | None, yes: bool)
     if ahp is not None:
         print("\n".join(_describe_ahp(ahp)))
     print()
-    items: list[_Hook | _Ahp] = [*hooks, *([ahp] if ahp is not None else [])]
-    bad = [h for h in items if not h.trustable]
-    todo = [h for h in items if h.trustable and h.status != "trusted"]
+
+
+def _trust(store: TrustStore, project: Path, names: list[str] | None, yes: bool,
+           record: dict[str, Any], *, ask: bool = True) -> int:
+    items = _review(store, project, names, record)
+    if isinstance(items, int):
+        return items
+    bad, todo = _sorted_out(items, record)
     if bad:
         print(f"not trustable: {', '.join(h.name for h in bad)} (see above)", file=sys.stderr)
     if not todo:
-        trusted = [h.name for h in items if h.trustable]
-        if trusted:
-            print(f"already trusted: {', '.join(trusted)}")
+        if record["already_trusted"]:
+            print(f"already trusted: {', '.join(record['already_trusted'])}")
         return EXIT_FAILURE if bad else EXIT_OK
-
-    if not yes:
-        if not sys.stdin.isatty():
-            print(f"mcp-hooks trust: not a terminal: review the {_count(todo)} above and "
-                  "pass --yes to trust them", file=sys.stderr)
-            return EXIT_FAILURE
-        try:
-            answer = input(f"Trust these {_count(todo)}? [y/N] ")
-        except EOFError:
-            answer = ""
-        if answer.strip().lower() not in ("y", "yes"):
-            print("nothing trusted", file=sys.stderr)
-            return EXIT_FAILURE
-
+    record["pending"] = [h.name for h in todo]
+    if not yes and not _agreed(todo, ask, record):
+        return EXIT_FAILURE
     store.trust(project, {h.name: h.digest for h in todo})
+    record["pending"], record["trusted"] = [], [h.name for h in todo]
     for h in todo:
         print(f"trusted {h.name}  sha256 {h.digest[:16]}")
     return EXIT_FAILURE if bad else EXIT_OK
+
+
+def _sorted_out(items: list[_Hook | _Ahp], record: dict[str, Any],
+                ) -> tuple[list[_Hook | _Ahp], list[_Hook | _Ahp]]:
+    """(not trustable, still to trust) of the reviewed items; the names of each, and of the
+    ones already trusted, in ``record``."""
+    bad = [h for h in items if not h.trustable]
+    todo = [h for h in items if h.trustable and h.status != "trusted"]
+    record["not_trustable"] = [h.name for h in bad]
+    record["already_trusted"] = [h.name for h in items if h.trustable and h not in todo]
+    return bad, todo
+
+
+def _agreed(todo: list[_Hook | _Ahp], ask: bool, record: dict[str, Any]) -> bool:
+    """Whether the user agreed, at the terminal, to trust ``todo`` (``ask`` False: the
+    question is not asked, as without a terminal)."""
+    if not ask or not sys.stdin.isatty():
+        record["error"] = (f"not a terminal: review the {_count(todo)} above and pass --yes "
+                           "to trust them")
+        print(f"mcp-hooks trust: {record['error']}", file=sys.stderr)
+        return False
+    try:
+        answer = input(f"Trust these {_count(todo)}? [y/N] ")
+    except EOFError:
+        answer = ""
+    if answer.strip().lower() not in ("y", "yes"):
+        record["error"] = "nothing trusted"
+        print("nothing trusted", file=sys.stderr)
+        return False
+    return True
 
 
 def _count(items: list[_Hook | _Ahp]) -> str:
@@ -392,13 +499,16 @@ def _count(items: list[_Hook | _Ahp]) -> str:
     return " and ".join(parts)
 
 
-def _list(store: TrustStore, project: Path | None) -> int:
+def _list(store: TrustStore, project: Path | None, record: dict[str, Any]) -> int:
     entries = store.entries()
     problem = store.problem
     if problem:
-        print(f"mcp-hooks trust: {problem}", file=sys.stderr)
+        _fail(record, problem)
     rows = [(p, n, e.get("sha256", "")[:16], str(e.get("trusted_at", "")))
             for p, hooks in sorted(entries.items()) for n, e in sorted(hooks.items())]
+    record["entries"] = [{"project": p, "hook": n, "sha256": e.get("sha256"),
+                          "trusted_at": e.get("trusted_at")}
+                         for p, hooks in sorted(entries.items()) for n, e in sorted(hooks.items())]
     print(f"Trust store: {store.where}")
     if rows:
         head = ("PROJECT", "HOOK", "SHA256", "TRUSTED AT")
@@ -407,39 +517,47 @@ def _list(store: TrustStore, project: Path | None) -> int:
             print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[3])
     else:
         print("no trusted project hooks")
-    if project is not None:
-        root = project_hooks_dir(project)
-        print()
-        folders = _hook_folders(root)
-        if not folders:
-            print(f"no hooks in {root}")
-        else:
-            print(f"Hooks in {root}:")
-            hooks = [_inspect(f, project, store) for f in folders]
-            width = max(len(h.name) for h in hooks)
-            for h in hooks:
-                extra = "" if h.spec is not None else "  (invalid)"
-                if h.digest == UNVERIFIABLE_DIGEST:
-                    extra += "  (cannot be hashed)"
-                print(f"  {h.name.ljust(width)}  {h.status}{extra}")
-        ahp = _inspect_ahp(project, store)
-        if ahp is not None:
-            extra = "  (invalid)" if ahp.problems else ""
-            print(f"Control layer {ahp.dir}: {TRUST_NAME}  {ahp.status}{extra}")
-            print("\n".join(_file_lines(ahp)))
+    record["project"] = _list_project(store, project) if project is not None else None
     return EXIT_FAILURE if problem else EXIT_OK
 
 
-def _revoke(store: TrustStore, project: Path, names: list[str] | None) -> int:
-    if store.problem:
-        print(f"mcp-hooks trust: {store.problem}", file=sys.stderr)
-        return EXIT_FAILURE
+def _list_project(store: TrustStore, project: Path) -> dict[str, Any]:
+    """``--list PROJECT``: the status of each of its hooks and of its control layer."""
+    root = project_hooks_dir(project)
+    print()
+    folders = _hook_folders(root)
+    hooks = [_inspect(f, project, store) for f in folders]
+    if not hooks:
+        print(f"no hooks in {root}")
+    else:
+        print(f"Hooks in {root}:")
+        width = max(len(h.name) for h in hooks)
+        for h in hooks:
+            extra = "" if h.spec is not None else "  (invalid)"
+            if h.digest == UNVERIFIABLE_DIGEST:
+                extra += "  (cannot be hashed)"
+            print(f"  {h.name.ljust(width)}  {h.status}{extra}")
+    ahp = _inspect_ahp(project, store)
+    if ahp is not None:
+        extra = "  (invalid)" if ahp.problems else ""
+        print(f"Control layer {ahp.dir}: {TRUST_NAME}  {ahp.status}{extra}")
+        print("\n".join(_file_lines(ahp)))
+    return {"path": str(project), "hooks": [h.as_dict() for h in hooks],
+            "control_layer": ahp.as_dict() if ahp is not None else None}
+
+
+def _revoke(store: TrustStore, project: Path, names: list[str] | None,
+            record: dict[str, Any]) -> int:
     key = store.project_key(project)
+    record.update(project=key, revoked=[])
+    if store.problem:
+        return _fail(record, store.problem)
     if names:
         on_disk = [_Hook(f.name, f) for f in _hook_folders(project_hooks_dir(project))]
         _select(on_disk, names, project_hooks_dir(project),
                 also={*store.entries().get(key, {}), TRUST_NAME})
     removed = store.revoke(project, names or None)
+    record["revoked"] = list(removed)
     if removed:
         print(f"revoked {', '.join(removed)} in {key}")
     else:
