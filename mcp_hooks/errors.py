@@ -27,6 +27,9 @@
     │   ├── BadRevisionError               a configured git revision that names no commit
     │   ├── UnknownSignal                  answer-once: no signal sent with that id
     │   ├── AlreadyAnswered                answer-once: answered first with another action
+    │   ├── _Unbuilt                       a hooks.yaml entry's oracle with every problem found
+    │   ├── _Unreadable                    a host config too odd to edit in place (written whole)
+    │   ├── TooManyValues                  a patch tool's input too large to read whole
     │   └── MissingExtraError              an adapter or a state store without its extra's
     │                                      packages (also a ModuleNotFoundError; names the
     │                                      extra to install)
@@ -42,6 +45,7 @@
         │   └── TrustStoreError            the trust store cannot be read, locked or written
         ├── BridgeInputError               a host handed a bridge a payload it cannot read
         ├── StateUnavailable               the state store cannot be read or written
+        ├── Held                           a store call not sent: the store timed out just now
         ├── ReentryError                   a hook called back into the Hooks running it
         │                                  (fire on its worker thread, close inside a hook)
         └── RewriteError                   a hook's rewrite the host's tool cannot take

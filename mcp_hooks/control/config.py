@@ -127,7 +127,7 @@ if TYPE_CHECKING:
     from mcp_hooks.registry.trust import TrustStore
 
 
-class _Unbuilt(Exception):
+class _Unbuilt(ConfigError):
     """An entry whose oracle could not be built: every problem found (``_Reader.build``)."""
 
     def __init__(self, problems: list[HooksYamlError]) -> None:

@@ -95,12 +95,12 @@ def check_cwd_imports(report: Findings, host: Host, scope: str, file: Path,
 
 def check_environment(report: Findings) -> None:
     """``PATH`` and ``PYTHONPATH`` entries read as the current folder (empty or relative)."""
-    for name, what in (("PATH", "a command named without a path (such as `mcp-hooks`) is "
-                                "looked up in the folder the host runs it in first"),
-                       ("PYTHONPATH", "every Python the hosts start (mcp-hooks included, "
-                                      "unless run with -I) imports the project's own "
-                                      "modules first")):
-        value = os.environ.get(name)
+    for name, value, what in (
+            ("PATH", os.environ.get("PATH"), "a command named without a path (such as "
+             "`mcp-hooks`) is looked up in the folder the host runs it in first"),
+            ("PYTHONPATH", os.environ.get("PYTHONPATH"), "every Python the hosts start "
+             "(mcp-hooks included, unless run with -I) imports the project's own modules "
+             "first")):
         if value is None:
             continue
         odd = [entry for entry in value.split(os.pathsep) if not os.path.isabs(entry)]

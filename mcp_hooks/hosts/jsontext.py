@@ -21,11 +21,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_hooks.errors import ConfigError
+
 _WS = " \t\n\r"
 _DECODER = json.JSONDecoder()
 
 
-class _Unreadable(ValueError):
+class _Unreadable(ConfigError, ValueError):
     """The text cannot be edited in place (the caller writes it whole)."""
 
 

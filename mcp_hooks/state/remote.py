@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
-from mcp_hooks.errors import ConfigError, MissingExtraError
+from mcp_hooks.errors import ConfigError, MissingExtraError, RunError
 from mcp_hooks.state.files import MAX_COUNT
 from mcp_hooks.state.memory import MemoryStore
 from mcp_hooks.state.spool import Health, Spool, record_id
@@ -208,7 +208,7 @@ def dumps(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str)
 
 
-class Held(OSError):
+class Held(RunError, OSError):
     """A call not sent: its store timed out less than ``HOLD`` seconds ago."""
 
 
