@@ -29,7 +29,6 @@
     │   ├── AlreadyAnswered                answer-once: answered first with another action
     │   ├── _Unbuilt                       a hooks.yaml entry's oracle with every problem found
     │   ├── _Unreadable                    a host config too odd to edit in place (written whole)
-    │   ├── TooManyValues                  a patch tool's input too large to read whole
     │   └── MissingExtraError              an adapter or a state store without its extra's
     │                                      packages (also a ModuleNotFoundError; names the
     │                                      extra to install)

@@ -88,10 +88,18 @@ def test_the_walk_sees_the_package(exception_classes: list[dict[str, Any]]) -> N
     assert len(where) >= 10, where
 
 
+# classes of modules the bundled hooks import on every tool call, kept free of
+# mcp_hooks.errors (it imports pathlib and typing: tests/hooks/test_protect_hooks.py's
+# test_it_is_fast); each with why
+STANDALONE = {"mcp_hooks.spec.patchtext.TooManyValues":
+              "the patch reader of protect-hooks and protect-secrets: a plain ValueError"}
+
+
 def test_every_exception_of_the_package_is_rooted_in_config_or_run_error(
     exception_classes: list[dict[str, Any]],
 ) -> None:
-    unrooted = [c["where"] for c in exception_classes if not c["rooted"]]
+    unrooted = [c["where"] for c in exception_classes
+                if not c["rooted"] and c["where"] not in STANDALONE]
     assert unrooted == [], f"not rooted in errors.ConfigError or errors.RunError: {unrooted}"
 
 
@@ -100,7 +108,7 @@ def test_every_error_class_is_drawn_in_the_errors_docstring(
 ) -> None:
     drawing = errors.__doc__ or ""
     missing = [c["where"] for c in exception_classes
-               if c["ours"] and f" {c['name']} " not in drawing]
+               if c["ours"] and f" {c['name']} " not in drawing and c["where"] not in STANDALONE]
     assert missing == [], f"missing from the drawing in errors.py: {missing}"
 
 

@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import re
 
-from mcp_hooks.errors import ConfigError
-
 MAX_STRINGS = 20_000  # values walked in one tool input
 _HEADERS = (
     r"(?im)^[ \t]*\*\*\*[ \t]*(?:add|update|delete)[ \t]+file[ \t]*:[ \t]*(.+?)[ \t\r]*$"
@@ -57,7 +55,7 @@ def added_text(text: str) -> str:
                      if line.startswith("+") and not line.startswith("+++"))
 
 
-class TooManyValues(ConfigError, ValueError):
+class TooManyValues(ValueError):
     """A tool input holds more values than ``MAX_STRINGS``: not read halfway."""
 
 
