@@ -16,34 +16,29 @@ server's URL pointed at it) and pipes each connection to the server, a thread pe
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import threading
 import time
-from types import TracebackType
 from urllib.parse import urlsplit, urlunsplit
+
+from tests.helpers.relay import Gate, Relay
 
 WAIT = 120.0  # seconds ``wait_held`` waits before failing the test (stops a hang only)
 
 
-class Proxy:
+class Proxy(Relay):
     """A proxy in front of ``target`` (``(host, port)``); use as a context manager."""
 
+    name = "proxy"
+
     def __init__(self, target: tuple[str, int]) -> None:
+        super().__init__()
         self.target = target
         self.mode = "pass"
         self.delay = 0.0
         self.held = 0  # connections with a reply kept back now
         self.accepted = 0
-        self._cond = threading.Condition()
-        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._listener.bind(("127.0.0.1", 0))
-        self._listener.listen(256)
-        self.port = int(self._listener.getsockname()[1])
-        self._closed = False
-        self._open: set[socket.socket] = set()
-        self._acceptor = threading.Thread(target=self._accept, name="proxy-accept", daemon=True)
+        self._cond = threading.Condition(self._lock)
 
     def url(self, server_url: str) -> str:
         """``server_url`` with its host and port replaced by the proxy's (user, password,
@@ -89,74 +84,26 @@ class Proxy:
 
     # -- plumbing ----------------------------------------------------------------------------
 
-    def __enter__(self) -> Proxy:
-        self._acceptor.start()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
-
     def close(self) -> None:
         with self._cond:
-            self._closed = True
+            self._closed.set()
             self.mode = "pass"
             self._cond.notify_all()
-            still = list(self._open)
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the acceptor (close does not)
-        with contextlib.suppress(OSError):
-            self._listener.close()
-        for sock in still:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            with contextlib.suppress(OSError):
-                sock.close()
-        self._acceptor.join(10)
+        super().close()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:  # closed
-                return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
-
-    def _serve(self, client: socket.socket) -> None:
+    def _upstream(self) -> socket.socket | None:
         try:
             upstream = socket.create_connection(self.target, timeout=WAIT)
         except OSError:
-            client.close()
-            return
+            return None
         upstream.settimeout(None)
         with self._cond:
             self.accepted += 1
-            self._open.update((client, upstream))
-        dark = threading.Event()  # this connection lost bytes to a black hole
-        back = threading.Thread(target=self._pipe, args=(upstream, client, dark, True),
-                                daemon=True)
-        back.start()
-        self._pipe(client, upstream, dark, False)
-        back.join()
-        with self._cond:
-            self._open.difference_update((client, upstream))
-        client.close()
-        upstream.close()
+        return upstream
 
-    def _pipe(self, source: socket.socket, sink: socket.socket, dark: threading.Event,
-              reply: bool) -> None:
-        broken = False
-        try:
-            while True:
-                chunk = source.recv(65536)
-                if not chunk:
-                    break
-                if self._forward(dark, reply):
-                    sink.sendall(chunk)
-        except OSError:
-            broken = True
-        with contextlib.suppress(OSError):
-            sink.shutdown(socket.SHUT_RDWR if broken else socket.SHUT_WR)
+    def _gate(self) -> Gate:
+        dark = threading.Event()  # this connection lost bytes to a black hole
+        return lambda reply: self._forward(dark, reply)
 
     def _forward(self, dark: threading.Event, reply: bool) -> bool:
         """Whether a chunk read now goes on (after its lag, or once released)."""
@@ -167,7 +114,7 @@ class Proxy:
             if reply and self.mode == "hold":
                 self.held += 1
                 self._cond.notify_all()
-                while self.mode == "hold" and not self._closed:
+                while self.mode == "hold" and not self._closed.is_set():
                     self._cond.wait()
                 self.held -= 1
                 if self.mode == "blackhole":
