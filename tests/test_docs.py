@@ -6,16 +6,22 @@ its content:
 - ``sh``, ``bash``, ``console``: run with bash (``set -e``, so every line counts), in a fresh
   folder of its own, with a fresh ``HOME`` and ``XDG_CONFIG_HOME``/``XDG_STATE_HOME``/
   ``XDG_CACHE_HOME`` at their defaults under it (so ``~/.config/agents/hooks`` in a block is
-  the folder mcp-hooks uses), ``EDITOR=true`` (a block that opens an editor goes on), stdin
+  the folder mcp-hooks uses), ``$EDITOR`` writing what the page shows for the file it is
+  given, as a reader does (``reader_editor``; any other file is left as it is), stdin
   empty, no ``MCP_HOOKS_*`` variable of ours, and this checkout's venv first on PATH. It must
   exit 0. A ``console`` block runs its ``$ `` lines; the rest is their output. ``make test``,
   ``make bench`` and ``make e2e`` lines are left out (the whole suite inside the suite, or
   minutes of benchmarks on a shared machine), and ``make demo`` runs as what it runs once
   ``.venv`` exists, ``python examples/demo.py`` (the target's first step, a ``pip install``
   into the shared venv, is not this test's to take).
-- ``python``: run with the venv's python as a script, in the same fresh folder and
-  environment; a top-level ``await``/``async with`` runs on an asyncio loop, as in
-  ``python -m asyncio``.
+- ``python``: run with the venv's python as a script (``python block.py``, as a reader
+  runs it: a top-level ``await``/``async with`` is the SyntaxError it is there), in the same
+  fresh folder and environment.
+- A page a reader follows from the top, each step building on the last, says so on a line
+  of its own: ``<!-- reader: after PAGE#SECTION -->``. Its runnable blocks then run in
+  order, in one folder and one home, after PAGE's runnable blocks up to the end of SECTION
+  (``test_a_reader_follows_the_page``): a reader who did the README's steps first has their
+  hooks installed, and the page's examples must hold with them.
 - ``markdown`` starting with ``---``: a HOOK.md, loaded with mcp_hooks' own parser
   (``hookfile.load_hook``, strict) from a folder of its ``name``.
 - ``yaml``: a hooks.yaml (``hooks:``, a trigger with its entries, or one entry) is loaded
@@ -49,6 +55,7 @@ file can pass by marking everything; a new docs page must be added to it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -189,35 +196,88 @@ def shell_script(block: Block) -> str:
                         f"{BIN / 'python'} {REPO / 'examples' / 'demo.py'}")
 
 
-# Runs a file as a script, with a top-level await allowed (as `python -m asyncio` does).
-_PY_RUNNER = """\
-import ast, asyncio, sys
-path = sys.argv[1]
-sys.argv = sys.argv[1:]
-with open(path, encoding="utf-8") as f:
-    code = compile(f.read(), path, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-result = eval(code, {"__name__": "__main__", "__file__": path})
-if asyncio.iscoroutine(result):
-    asyncio.run(result)
-"""
-
-
 def run_block(block: Block, tmp_path: Path) -> None:
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()
     work.mkdir()
+    env = clean_env(home)
+    env["EDITOR"] = env["VISUAL"] = str(
+        reader_editor([b for b in ALL if b.doc == block.doc], tmp_path))
+    run_in(block, tmp_path, home, work, env)
+
+
+def run_in(block: Block, tmp_path: Path, home: Path, work: Path, env: dict[str, str]) -> None:
+    """Run one block in ``work`` with ``env``, as a reader would; it must exit as marked."""
     if block.lang == "python":
-        script = tmp_path / "block.py"
+        script = tmp_path / f"block-{block.line}.py"
         script.write_text(block.body, encoding="utf-8")
-        argv = [str(BIN / "python"), "-c", _PY_RUNNER, str(script)]
+        argv = [str(BIN / "python"), str(script)]
     else:
         argv = ["bash", "-e", "-c", shell_script(block)]
-    done = subprocess.run(argv, cwd=work, env=clean_env(home), stdin=subprocess.DEVNULL,
+    done = subprocess.run(argv, cwd=work, env=env, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=TIMEOUT)
     assert done.returncode == block.code, (
         f"{block.where} exited {done.returncode}, expected {block.code}\n"
         f"--- block ---\n{block.body}\n--- stdout ---\n{done.stdout[-3000:]}\n"
         f"--- stderr ---\n{done.stderr[-3000:]}")
+
+
+# -- a reader following a page from the top ---------------------------------------------------
+
+_AFTER = re.compile(r"^<!--\s*reader:\s*after\s+(?P<page>[\w./-]+)#(?P<section>[\w-]+)\s*-->$",
+                    re.M)
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor, as GitHub makes it."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def section_end(doc: str, section: str) -> int:
+    """The line where ``section`` of ``doc`` ends (the next heading of its level or above)."""
+    text = (REPO / doc).read_text(encoding="utf-8")
+    prose = _FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    lines = prose.splitlines()
+    heads = [(i + 1, len(m[1]), slug(m[2])) for i, line in enumerate(lines)
+             if (m := re.match(r"(#+)\s+(.*)", line))]
+    start = [(n, level) for n, level, name in heads if name == section]
+    assert start, f"{doc} has no section #{section}"
+    line, level = start[0]
+    return next((n for n, lv, _ in heads if n > line and lv <= level), len(lines) + 1)
+
+
+def readers_pages() -> list[tuple[str, str, str]]:
+    """(page, the page it follows, up to which section) for every page that says so."""
+    found = []
+    for doc in DOCS:
+        for mark in _AFTER.finditer(doc.read_text(encoding="utf-8")):
+            found.append((str(doc.relative_to(REPO)), mark["page"], mark["section"]))
+    return found
+
+
+READERS = readers_pages()
+
+
+def reader_editor(blocks: list[Block], folder: Path) -> Path:
+    """An ``$EDITOR`` that writes what the pages show for the file it is given: for
+    ``NAME/scripts/run``, the block opening with ``#!`` that follows the HOOK.md of NAME."""
+    shown: dict[str, str] = {}
+    for before, after in itertools.pairwise(blocks):
+        name = re.search(r"^name:\s*(\S+)", before.body, re.M)
+        if before.lang in ("markdown", "md") and name and after.body.startswith("#!"):
+            shown[f"{name[1]}/scripts/run"] = after.body
+    table = folder / "shown.json"
+    table.write_text(json.dumps(shown), encoding="utf-8")
+    editor = folder / "editor"
+    editor.write_text(f"#!{BIN / 'python'}\nimport json, pathlib, sys\n"
+                      f"shown = json.loads(pathlib.Path({str(table)!r}).read_text())\n"
+                      "for arg in sys.argv[1:]:\n"
+                      "    path = pathlib.Path(arg)\n"
+                      "    key = f'{path.parent.parent.name}/{path.parent.name}/{path.name}'\n"
+                      "    if key in shown:\n"
+                      "        path.write_text(shown[key])\n", encoding="utf-8")
+    editor.chmod(0o755)
+    return editor
 
 
 # -- checking: what a block is --------------------------------------------------------------
@@ -412,6 +472,8 @@ def test_block(block: Block, tmp_path: Path) -> None:
         body = shell_script(block) if block.lang != "python" else block.body
         if not body.strip():
             pytest.skip("only make test/bench/e2e lines, which are left out")
+        if any(block.doc == page for page, _, _ in READERS):
+            pytest.skip("run in order with its page: test_a_reader_follows_the_page")
         run_block(block, tmp_path)
     elif what == "check":
         check = checker(block)
@@ -428,6 +490,43 @@ def test_block(block: Block, tmp_path: Path) -> None:
     elif what == "skip":
         pytest.skip(block.reason)
     # illustration and output: the mark and its reason are the whole rule
+
+
+@pytest.mark.parametrize(("page", "after", "section"), READERS,
+                         ids=[f"{page}-after-{after}#{section}" for page, after, section
+                              in READERS])
+def test_a_reader_follows_the_page(page: str, after: str, section: str, tmp_path: Path) -> None:
+    """The steps of ``after`` up to the end of ``section``, then every runnable block of
+    ``page``, in order, in one folder and one home: as a reader goes through them."""
+    end = section_end(after, section)
+    steps = [b for b in ALL if b.doc == after and b.line < end]
+    steps += [b for b in ALL if b.doc == page]
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    env = clean_env(home)
+    env["EDITOR"] = env["VISUAL"] = str(reader_editor(steps, tmp_path))
+    ran = 0
+    for step in steps:
+        if disposition(step) != "run" or not (
+                step.body if step.lang == "python" else shell_script(step)).strip():
+            continue
+        run_in(step, tmp_path, home, work, env)
+        ran += 1
+    assert ran > 1, f"{page}: nothing ran after {after}#{section}"
+
+
+def test_the_reader_run_uses_what_the_page_shows(tmp_path: Path) -> None:
+    """The reader's ``$EDITOR`` writes the README's denying script into the scaffold, so the
+    README's own user hook denies after its steps (as it does for a reader)."""
+    readme = [b for b in ALL if b.doc == "README.md"]
+    editor = reader_editor(readme, tmp_path)
+    run = tmp_path / "no-force-push" / "scripts" / "run"
+    run.parent.mkdir(parents=True)
+    run.write_text("#!/bin/sh\nexit 0\n")
+    subprocess.run([str(editor), str(run)], check=True, timeout=TIMEOUT)
+    assert "exit 2" in run.read_text()
+    assert ("docs/python-api.md", "README.md", "your-own-hook") in READERS
 
 
 def test_enough_blocks_run_or_are_checked() -> None:
