@@ -26,6 +26,8 @@ table                    what, and how long it lives
                          RETURNING``; ``Ttls.queue``
 ``mcp_hooks_trust``      the trusted digests of project hooks (``trust --state``), a row per
                          project and hook; kept until revoked
+``mcp_hooks_once``       claimed names (%-quoted: a forwarded request's nonce) and when each claim
+                         expires: ``INSERT ... ON CONFLICT DO UPDATE ... WHERE expired``
 =======================  ================================================================
 
 Expired rows are purged by the store itself, at most once every ``PURGE_EVERY`` seconds per
@@ -46,6 +48,7 @@ from mcp_hooks.state.remote import (
     SpoolingLog,
     Ttls,
     dumps,
+    once_name,
     require,
     unreachable,
 )
@@ -94,6 +97,11 @@ MIGRATIONS: tuple[str, ...] = (
         project text NOT NULL, name text NOT NULL, entry json NOT NULL,
         PRIMARY KEY (project, name));
     """,
+    # 4: once-only names (``claim``: a forwarded request's nonce, across replicas)
+    """
+    CREATE TABLE mcp_hooks_once (
+        name text PRIMARY KEY, expires_at timestamptz NOT NULL);
+    """,
 )
 FOLLOW_LOOKBACK = 1000  # ids below the newest seen that ``follow`` reads again: a row whose
 # transaction committed after a later id's did is still printed (once)
@@ -124,6 +132,13 @@ WITH won AS (
     WHERE signal_id = %s AND answer IS NULL RETURNING 1)
 INSERT INTO mcp_hooks_log (log, session_id, replica, record)
 SELECT 'signals', %s, %s, %s FROM won
+RETURNING 1
+"""
+# a row where none is, or where the one there expired: one statement, one claim
+_CLAIM = """
+INSERT INTO mcp_hooks_once AS o (name, expires_at)
+VALUES (%s, now() + make_interval(secs => %s))
+ON CONFLICT (name) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE o.expires_at <= now()
 RETURNING 1
 """
 # items in their order (ids follow the ordinality)
@@ -259,6 +274,7 @@ class PostgresStore(SpoolingLog):
         conn.execute("DELETE FROM mcp_hooks_counters WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_queue WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_signals WHERE expires_at <= now()")
+        conn.execute("DELETE FROM mcp_hooks_once WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_log WHERE at < now() - make_interval(secs => %s)",
                      (self.ttls.event,))
 
@@ -413,6 +429,17 @@ class PostgresStore(SpoolingLog):
                 items.append(item)
         return items
 
+
+    # -- once-only names ----------------------------------------------------------------------
+
+    def claim(self, name: str, *, ttl: float) -> bool:
+        try:
+            with self._pool.connection() as conn:
+                row = conn.execute(_CLAIM, (once_name(name), ttl)).fetchone()
+                self._purge(conn)
+        except self._errors as exc:
+            raise self._report.lost(exc, "Nothing was claimed: " + FIX) from None
+        return row is not None
 
     # -- readers: follow, signal ids, trusted digests ----------------------------------------
 

@@ -135,6 +135,12 @@ def _passwords(url: str) -> list[str]:
     return [*found, parts.password] if parts.password else found
 
 
+def once_name(name: str) -> str:
+    """A claimed name as the shared stores key it: ASCII, %-quoted, lossless (a lone
+    surrogate too)."""
+    return quote(name.encode("utf-8", "surrogatepass"), safe="")
+
+
 def dumps(record: dict[str, Any]) -> str:
     """One record as JSON text (ASCII: strings that are not UTF-8 travel as escapes)."""
     return json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str)
