@@ -179,6 +179,8 @@ def post_library(scheme: str, host: str, port: int, path: str, headers: dict[str
     socket at the deadline, which wakes a read blocked past it."""
     # lazy: 40 ms of the forward script's start (http.client, threading); https only
     import threading
+
+    # lazy: 40 ms of the forward script's start (http.client); https only
     from http.client import HTTPConnection, HTTPSConnection
 
     kind = HTTPSConnection if scheme == "https" else HTTPConnection
