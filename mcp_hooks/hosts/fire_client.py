@@ -8,26 +8,24 @@ sending it, so whatever listens on the port learns nothing it could reuse; the a
 only when it is signed over that very request, so only the server holding the token can
 answer it. Anything else (no token, no server, a refused connection, an unsigned or
 forged ``200``, a signed ``422``, no answer within ``MCP_HOOKS_FORWARD_TIMEOUT`` seconds,
-default 5, for the whole exchange) is ``Forwarded(None, why)``: the caller runs the event
-itself and says why on stderr, so the answer is never lost and never forged. But an error
-status from the server's address (unsigned and not 200, or signed and neither 200 nor 422:
-a proxy's 404 for a path it does not route, a 401 for a wrong token, a 5xx) is
+default 5, for the whole exchange, an answer over ``forward_http.MAX_ANSWER_BYTES``, an event
+over ``MAX_REQUEST_BYTES``) is ``Forwarded(None, why)``: the caller runs the event itself and
+says why on stderr, so the answer is never lost and never forged. But an error status from
+the server's address (unsigned and not 200, or signed and neither 200 nor 422: a proxy's 404
+for a path it does not route, a 401 for a wrong token, a 5xx) is
 ``Forwarded(None, why, refused=True)``: the policy server is configured and its path is
 broken, so the caller denies the event naming the URL, the status and the fix, instead of
 deciding quietly on this machine.
 
-A plain ``http://`` URL is spoken to over a socket by hand (one POST, ``Connection:
-close``); ``https://`` goes through ``http.client``, with a watchdog that cuts the connection
-at the deadline.
+The exchange itself (``forward_http``, shared with the forward script): a plain ``http://``
+URL is spoken to over a socket by hand (one POST, ``Connection: close``); ``https://`` goes
+through ``http.client``, with a watchdog that cuts the connection at the deadline.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,12 +41,12 @@ from mcp_hooks.hosts.forward_auth import (
     forward_timeout,
     sign_request,
 )
+from mcp_hooks.hosts.forward_http import MAX_REQUEST_BYTES, post_library, post_plain
 from mcp_hooks.settings import env_value
 from mcp_hooks.spec.outcome import Outcome
 
 SERVER_ENV = "MCP_HOOKS_SERVER"
 TOKEN_ENV = "MCP_HOOKS_TOKEN"
-MAX_ANSWER = 16 << 20  # bytes; an outcome is capped far below this
 
 
 @dataclass(frozen=True)
@@ -120,6 +118,24 @@ def _said(body: bytes) -> str:
     return f": {text}" if text else ""
 
 
+def _exchange(server: Server, parts: SplitResult, target: str, headers: dict[str, str],
+              payload: bytes, deadline: float) -> tuple[int, dict[str, str], bytes] | Forwarded:
+    """POST ``payload`` to ``server`` within ``deadline``: the answer's status, headers and
+    body, or the ``Forwarded(None, why)`` of an exchange that failed."""
+    host, port = parts.hostname or "", parts.port or (80 if parts.scheme == "http" else 443)
+    try:
+        if parts.scheme == "http":
+            return post_plain(host, port, target, headers, payload, deadline)
+        return post_library(parts.scheme, host, port, target, headers, payload, deadline)
+    except (OSError, ValueError) as exc:
+        if time.monotonic() >= deadline:
+            return Forwarded(None, f"no answer from {server.url} within {server.timeout:g} s "
+                             f"({FORWARD_TIMEOUT_ENV})")
+        if isinstance(exc, ValueError):
+            return Forwarded(None, f"no usable answer from {server.url}: {exc}")
+        return Forwarded(None, f"no answer from {server.url} ({type(exc).__name__}: {exc})")
+
+
 def forward_fire(server: Server, fields: dict[str, Any], *, user_dir: Path,
                  project_dir: Path) -> Forwarded:
     """Fire the event ``fields`` (``Event`` fields) at ``server``; never raises.
@@ -135,19 +151,18 @@ def forward_fire(server: Server, fields: dict[str, Any], *, user_dir: Path,
         return Forwarded(None, f"{server.url} is not an http:// or https:// URL (--server, "
                          f"{SERVER_ENV})")
     payload = json.dumps(fields, ensure_ascii=True).encode()
+    if len(payload) > MAX_REQUEST_BYTES:
+        return Forwarded(None, f"the event is {len(payload)} bytes of JSON, over the cap of "
+                         f"{MAX_REQUEST_BYTES} bytes the server reads")
     target = parts.path.rstrip("/") + FIRE_PATH
     signed = sign_request(server.token, target, payload, user_dir=quote(str(user_dir)),
                           project_dir=quote(str(project_dir)))
-    headers = {"Content-Type": "application/json", **signed.headers}
     deadline = time.monotonic() + server.timeout
-    try:
-        post = _post_plain if parts.scheme == "http" else _post_library
-        status, answer_headers, body = post(parts, target, headers, payload, deadline)
-    except (OSError, ValueError) as exc:
-        if time.monotonic() >= deadline:
-            return Forwarded(None, f"no answer from {server.url} within {server.timeout:g} s "
-                             f"({FORWARD_TIMEOUT_ENV})")
-        return Forwarded(None, f"no answer from {server.url} ({type(exc).__name__}: {exc})")
+    exchanged = _exchange(server, parts, target, {"Content-Type": "application/json",
+                                                  **signed.headers}, payload, deadline)
+    if isinstance(exchanged, Forwarded):
+        return exchanged
+    status, answer_headers, body = exchanged
     problem = answer_problem(server.token, signed, status, answer_headers, body)
     if problem and (status == 200 or problem != UNSIGNED):
         return Forwarded(None, f"{server.url} answered {status} with {problem}, so it is not "
@@ -160,109 +175,6 @@ def forward_fire(server: Server, fields: dict[str, Any], *, user_dir: Path,
         return Forwarded(Outcome.from_json(body))
     except ConfigError as exc:
         return Forwarded(None, f"{server.url} answered something that is not an outcome: {exc}")
-
-
-def _left(deadline: float) -> float:
-    """Seconds left before ``deadline``; TimeoutError when none."""
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError("the forward's deadline passed")
-    return left
-
-
-def _post_library(parts: SplitResult, path: str, headers: dict[str, str], payload: bytes,
-                  deadline: float) -> tuple[int, dict[str, str], bytes]:
-    # lazy: 55 ms of cold `fire` (http.client) when it runs in process
-    from http.client import HTTPConnection, HTTPSConnection
-
-    kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
-    conn = kind(parts.hostname or "127.0.0.1", parts.port, timeout=_left(deadline))
-
-    def cut() -> None:  # wakes a read blocked past the deadline (a drip-feeding listener)
-        sock = conn.sock
-        if sock is not None:
-            with contextlib.suppress(OSError):  # under TLS: the raw socket
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-    watchdog = threading.Timer(_left(deadline), cut)
-    watchdog.daemon = True
-    watchdog.start()
-    try:
-        conn.request("POST", path, body=payload, headers=headers)
-        response = conn.getresponse()
-        body = response.read(MAX_ANSWER + 1)
-        _left(deadline)
-        if len(body) > MAX_ANSWER:
-            raise ValueError(f"answer over {MAX_ANSWER} bytes")
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, body
-    except Exception as exc:  # http.client and ssl raise more than OSError when cut
-        if isinstance(exc, (OSError, ValueError)):
-            raise
-        raise ValueError(f"{type(exc).__name__}: {exc}") from None
-    finally:
-        watchdog.cancel()
-        conn.close()
-
-
-def _post_plain(parts: SplitResult, path: str, headers: dict[str, str], payload: bytes,
-                deadline: float) -> tuple[int, dict[str, str], bytes]:
-    """One HTTP/1.1 POST over a socket: (status, headers by lowercase name, body).
-
-    Raises:
-        OSError: no connection, or it broke, or the deadline passed (TimeoutError).
-        ValueError: the answer is not a complete HTTP response.
-    """
-    lines = [f"POST {path or '/'} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}",
-             "Connection: close", f"Content-Length: {len(payload)}",
-             *(f"{name}: {value}" for name, value in headers.items())]
-    request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
-    received = bytearray()
-    with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80),
-                                  timeout=_left(deadline)) as sock:
-        sock.settimeout(_left(deadline))
-        sock.sendall(request)
-        while True:
-            sock.settimeout(_left(deadline))  # the whole exchange, not each read, is bounded
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            received += chunk
-            if len(received) > MAX_ANSWER:
-                raise ValueError(f"answer over {MAX_ANSWER} bytes")
-    head, sep, body = bytes(received).partition(b"\r\n\r\n")
-    if not sep:
-        raise ValueError("the answer ended before its headers did")
-    status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    version, _, rest = status_line.partition(" ")
-    if not version.startswith("HTTP/") or not rest[:3].isdigit():
-        raise ValueError(f"not an HTTP answer: {status_line[:80]!r}")
-    fields: dict[str, str] = {}
-    for line in header_lines:
-        name, _, value = line.partition(":")
-        fields[name.strip().lower()] = value.strip()
-    if fields.get("transfer-encoding", "").lower() == "chunked":
-        body = _dechunk(body)
-    elif "content-length" in fields:
-        length = int(fields["content-length"])
-        if len(body) < length:
-            raise ValueError("the answer was cut short")
-        body = body[:length]
-    return int(rest[:3]), fields, body
-
-
-def _dechunk(data: bytes) -> bytes:
-    out = bytearray()
-    while True:
-        size_line, sep, data = data.partition(b"\r\n")
-        if not sep:
-            raise ValueError("a chunk was cut short")
-        size = int(size_line.split(b";")[0], 16)
-        if size == 0:
-            return bytes(out)
-        if len(data) < size + 2:
-            raise ValueError("a chunk was cut short")
-        out += data[:size]
-        data = data[size + 2:]
 
 
 __all__ = ["SERVER_ENV", "TOKEN_ENV", "Forwarded", "Server", "configured", "forward_fire"]

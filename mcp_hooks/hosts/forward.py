@@ -7,11 +7,15 @@ the same call in milliseconds, with its engine and registry warm:
   takes the host's payload as the body and returns the host's stdout JSON (empty body for a
   plain allow). It exists only when the server has a token. A request signed as forward
   protocol v2 (``forward_auth``: the client proves it holds the token without sending it) is
-  checked against that MAC, the time and the nonces already seen, and its answer is signed
-  over the request (``X-MCP-Hooks-Signature``), so the forward script and ``fire --server``
-  believe nothing but the real server's answer to what they asked. A request without
-  ``X-MCP-Hooks-Auth`` must carry ``Authorization: Bearer <token>`` (Claude Code's own
-  ``http`` hooks, which cannot sign) and gets an unsigned answer.
+  checked against the time and the nonces already seen before its body is read, then its
+  body (at most ``forward_http.MAX_REQUEST_BYTES``, else ``413``) against that MAC, and its
+  nonce claimed (in the shared state store too, with ``--state`` on Redis or PostgreSQL, so
+  no replica answers it twice); its answer is signed over the request
+  (``X-MCP-Hooks-Signature``), so the forward script and ``fire --server`` believe nothing
+  but the real server's answer to what they asked. A request without ``X-MCP-Hooks-Auth``
+  must carry ``Authorization: Bearer <token>`` (Claude Code's own ``http`` hooks, which
+  cannot sign; checked before the body is read, a body over the cap answered with the
+  host's deny) and gets an unsigned answer.
   A call mcp-hooks cannot decide (an unreadable payload, anything the engine raises: each
   endpoint is its door's one guard, ``guard.py``)
   gets the same fault answer as the bridge (``Host.fault_reply``): a deny in the host's JSON
@@ -44,7 +48,7 @@ import inspect
 import json
 import os
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
 from mcp_hooks.errors import ConfigError, InvalidEventError
@@ -62,12 +66,16 @@ from mcp_hooks.hosts.base import (
 from mcp_hooks.hosts.forward_auth import (
     AUTH_HEADER,
     NONCE_HEADER,
+    NONCE_TTL_S,
     PROJECT_DIR_HEADER,
+    REPLAYED,
+    SHARED_NONCE,
     SIGNATURE_HEADER,
     USER_DIR_HEADER,
     RequestVerifier,
     answer_signature,
 )
+from mcp_hooks.hosts.forward_http import MAX_REQUEST_BYTES
 from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.outcome import Event, fault_outcome
 
@@ -80,6 +88,14 @@ if TYPE_CHECKING:
     from mcp_hooks.spec.outcome import OnFault, Outcome
 
 EngineFor = Callable[[str | None], "Engine | Awaitable[Engine]"]
+
+
+class Claim(Protocol):
+    """A shared state store's ``claim``: True for the first claim of a name within ``ttl``."""
+
+    def __call__(self, name: str, *, ttl: float) -> bool: ...
+
+
 # The wire contract, shared with `install` (which writes it into host configs and the forward
 # script) and `doctor` (which checks it):
 FORWARD_PATH = "/hooks/bridge/"  # + <host>?event=<HostEvent>
@@ -155,54 +171,108 @@ class _Door:
         return Response(content, status_code=status, media_type=media_type, headers=headers)
 
 
-def _refused(why: str) -> Response:
+def _refused(why: str, status: int = 401) -> Response:
     # lazy: 150 ms of cold `fire` and `bridge` (starlette); only the server answers
     from starlette.responses import PlainTextResponse
 
-    return PlainTextResponse(f"{why}\n", status_code=401)
+    return PlainTextResponse(f"{why}\n", status_code=status)
 
 
-async def _door(request: Request, token: str, verifier: RequestVerifier, *,
-                bearer: bool) -> tuple[_Door | None, bytes, str]:
-    """``(door, body, why)``: a v2 request checked (answers signed); else, when ``bearer``
-    is allowed, a request carrying the token itself (answers unsigned); else no door."""
-    body = await request.body()
-    if AUTH_HEADER.lower() in request.headers or not bearer:
-        checked = verifier.check(request.method, request_target(request), request.headers,
-                                 body)
-        if checked.mac is None:
-            return None, body, checked.why
-        return _Door(token, checked.mac, request.headers[NONCE_HEADER.lower()]), body, ""
-    given = request.headers.get("authorization", "").encode("latin-1")  # the bytes sent
-    if not hmac.compare_digest(given, f"Bearer {token}".encode()):
-        return None, body, ("missing or wrong bearer token (or sign the request: "
+TOO_LARGE = (f"the request body is over the cap of {MAX_REQUEST_BYTES} bytes "
+             f"({MAX_REQUEST_BYTES >> 20} MiB) this server reads; run the hooks locally")
+
+
+async def read_capped(request: Request) -> bytes | None:
+    """The request's body, or None when it is over ``MAX_REQUEST_BYTES``: refused on its
+    ``Content-Length`` before any of it is read, or as soon as more has come (chunked)."""
+    said = request.headers.get("content-length")
+    if said is not None and (not said.isdigit() or len(said) > 18
+                             or int(said) > MAX_REQUEST_BYTES):
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_REQUEST_BYTES:
+            return None
+    return bytes(body)
+
+
+async def _claimed(claim: Claim, nonce: str) -> bool:
+    """Whether the shared store gives this nonce to this request first (off the loop: a
+    store call blocks, at most its client's timeout)."""
+    # lazy: 15 ms of cold `fire` and `bridge` (anyio.to_thread); only the server claims
+    from anyio import to_thread
+
+    return await to_thread.run_sync(lambda: claim(SHARED_NONCE + nonce, ttl=NONCE_TTL_S))
+
+
+async def _door(request: Request, token: str, verifier: RequestVerifier, *, bearer: bool,
+                claim: Claim | None) -> tuple[_Door, bytes | None] | Response:
+    """``(door, body)`` of an authenticated request, or the refusal to answer.
+
+    A v2 request (``X-MCP-Hooks-Auth``; every request when ``bearer`` is not allowed) is
+    refused on its headers before its body is read (``RequestVerifier.early``), its body
+    read up to ``MAX_REQUEST_BYTES`` (``413`` past it), then its MAC checked and its nonce
+    claimed, in ``claim`` (the shared store) when there is one; its answers are signed.
+    Else the bearer token is checked before the body is read; its body is None when over
+    the cap (the endpoint answers the host's fault deny), and its answers are unsigned.
+    """
+    if AUTH_HEADER.lower() not in request.headers and bearer:
+        given = request.headers.get("authorization", "").encode("latin-1")  # the bytes sent
+        if not hmac.compare_digest(given, f"Bearer {token}".encode()):
+            return _refused("missing or wrong bearer token (or sign the request: "
                             f"{AUTH_HEADER}, forward protocol v2)")
-    return _Door(token, None, ""), body, ""
+        return _Door(token, None, ""), await read_capped(request)
+    why = verifier.early(request.headers)
+    if why is not None:
+        return _refused(why)
+    body = await read_capped(request)
+    if body is None:
+        return _refused(TOO_LARGE, 413)
+    checked = verifier.check(request.method, request_target(request), request.headers, body)
+    if checked.mac is None:
+        return _refused(checked.why)
+    nonce = request.headers[NONCE_HEADER.lower()]
+    door = _Door(token, checked.mac, nonce)
+    if claim is not None:
+        try:
+            first = await _claimed(claim, nonce)
+        except Exception as exc:  # StateUnavailable: never guess that a nonce is fresh
+            return door.answer(503, f"the replay guard cannot reach the state store ({exc}); "
+                               "nothing was fired: run the hooks locally\n")
+        if not first:
+            return _refused(REPLAYED)
+    return door, body
 
 
-def bridge_routes(engine_for: EngineFor, token: str | None,
-                  on_fault: OnFault = "block") -> list[Route]:
+def bridge_routes(engine_for: EngineFor, token: str | None, on_fault: OnFault = "block",
+                  claim: Claim | None = None) -> list[Route]:
     """The forwarding endpoints (``/hooks/bridge/<host>`` and ``/hooks/fire``), to mount
     beside ``/mcp``; empty without a token. They share one replay guard. ``on_fault``: the
     server's setting (``serve --on-fault``, else ``MCP_HOOKS_ON_FAULT``), for the faults the
-    endpoints answer themselves (the engine has its own, the same)."""
+    endpoints answer themselves (the engine has its own, the same). ``claim``: the shared
+    state store's ``claim`` (``--state`` on Redis or PostgreSQL), so that a nonce accepted
+    by one replica is refused by every other; None: this process's memory only."""
     # lazy: 170 ms of cold `fire` and `bridge` (starlette); only the server routes
     from starlette.routing import Route
 
     if not token:
         return []
-    verifier = RequestVerifier(token)
+    verifier = RequestVerifier(token, shared=claim is not None)
 
     async def endpoint(request: Request) -> Response:
-        door, body, why = await _door(request, token, verifier, bearer=True)
-        if door is None:
-            return _refused(why)
+        opened = await _door(request, token, verifier, bearer=True, claim=claim)
+        if not isinstance(opened, tuple):
+            return opened
+        door, body = opened
         try:
             host = get_host(request.path_params["host"])
         except UnknownHostError as exc:
             return door.answer(404, f"{exc}\n")
         event = request.query_params.get("event")
         try:
+            if body is None:
+                raise ValueError(TOO_LARGE)
             payload = load_payload(body)
         except Exception as exc:
             reply = host.fault_reply(unreadable(host, exc), host.known_event(event, None),
@@ -214,7 +284,7 @@ def bridge_routes(engine_for: EngineFor, token: str | None,
         return door.answer(200, reply.stdout, "application/json")
 
     return [Route(BRIDGE_PATH, endpoint, methods=["POST"]),
-            fire_route(engine_for, token, verifier, on_fault)]
+            fire_route(engine_for, token, verifier, on_fault, claim)]
 
 
 def read_fire_body(body: bytes) -> Event:
@@ -252,18 +322,23 @@ def _other_hooks(engine: Engine, request: Request) -> str | None:
 
 
 def fire_route(engine_for: EngineFor, token: str,
-               verifier: RequestVerifier | None = None, on_fault: OnFault = "block") -> Route:
+               verifier: RequestVerifier | None = None, on_fault: OnFault = "block",
+               claim: Claim | None = None) -> Route:
     """``POST /hooks/fire``: one event fired at the server's engine, answered with the
-    outcome's JSON; v2 signed requests only (``verifier``: the replay guard to share)."""
+    outcome's JSON; v2 signed requests only (``verifier``: the replay guard to share;
+    ``claim`` as for ``bridge_routes``)."""
     # lazy: 170 ms of cold `fire` and `bridge` (starlette); only the server routes
     from starlette.routing import Route
 
-    guard = verifier or RequestVerifier(token)
+    guard = verifier or RequestVerifier(token, shared=claim is not None)
 
     async def endpoint(request: Request) -> Response:
-        door, body, why = await _door(request, token, guard, bearer=False)
-        if door is None:
-            return _refused(why)
+        opened = await _door(request, token, guard, bearer=False, claim=claim)
+        if not isinstance(opened, tuple):
+            return opened
+        door, body = opened
+        if body is None:  # not reached: a v2 request over the cap is refused in _door
+            return door.answer(413, f"{TOO_LARGE}\n")
         try:
             event = read_fire_body(body)
         except ConfigError as exc:

@@ -15,11 +15,14 @@ The client never sends the token. Its request carries (header names case-insensi
           USER_DIR_HEADER_VALUE "\\n" PROJECT_DIR_HEADER_VALUE "\\n" hex(SHA256(body))
 
 ``PATH_AND_QUERY`` is the request target as sent on the request line; an absent folder
-header is the empty string. The server checks, in this order: the three headers are there and
-well-formed; its clock and ``TIME`` differ by at most ``MAX_SKEW_S``; the MAC is the one its
-token makes (constant time); the nonce was not accepted in the last ``NONCE_TTL_S``. Any
-failure is ``401`` with one line saying why, and nothing is fired. Every answer after the MAC
-check passed (200, 400, 404, 422 ...) is signed::
+header is the empty string. The server checks, in this order, before it reads the body: the
+three headers are there and well-formed; its clock and ``TIME`` differ by at most
+``MAX_SKEW_S``; it has not accepted the nonce (``RequestVerifier.early``). Then it reads the
+body, at most ``forward_http.MAX_REQUEST_BYTES`` (``413`` past it, unread), and checks that
+the MAC is the one its token makes (constant time) and claims the nonce for ``NONCE_TTL_S``,
+in the shared state store when it has one (``StateStore.claim``). Any failure is ``401`` with
+one line saying why, and nothing is fired. Every answer after the MAC check passed (200, 400,
+404, 422, 503 when the shared store cannot be asked ...) is signed::
 
     X-MCP-Hooks-Signature: v2=<hex HMAC-SHA256(key=token, msg=ANS)>
     ANS = "mcp-hooks/2 answer\\n" NONCE "\\n" REQUEST_MAC_HEX "\\n" STATUS "\\n"
@@ -59,6 +62,8 @@ MAX_NONCES = 200_000  # live nonces kept (some 40 MB at most); beyond, refused, 
 FORWARD_TIMEOUT_ENV = "MCP_HOOKS_FORWARD_TIMEOUT"
 DEFAULT_FORWARD_TIMEOUT_S = 5.0  # far below the hosts' hook timeout (HOOK_TIMEOUT_S, 600)
 
+REPLAYED = "replayed nonce: this request was already answered"
+SHARED_NONCE = "forward-nonce:"  # + nonce: its name in a shared store (``StateStore.claim``)
 _NONCE = re.compile(r"[0-9a-f]{32}")
 _TIME = re.compile(r"[0-9]{1,18}")
 _MAC = re.compile(r"v2=[0-9a-f]{64}")
@@ -165,49 +170,70 @@ class Checked(NamedTuple):
 
 class RequestVerifier:
     """The server's v2 check of a request, with the nonces it accepted (one per server
-    process; the endpoints run on one event loop, and ``check`` does not await)."""
+    process; the endpoints run on one event loop, and ``check`` does not await).
+
+    ``early`` refuses what the headers alone show to be wrong, before the body is read; the
+    MAC, which covers the body, is checked by ``check``. With ``shared`` (a ``--state`` store
+    several replicas share: ``forward.py`` claims each accepted nonce there too), the
+    nonces kept here only spare the store a call: when they are ``max_nonces``, the oldest is
+    forgotten here instead of refusing, since the store remembers it.
+    """
 
     def __init__(self, token: str, *, clock: Callable[[], float] = time.time,
-                 max_nonces: int = MAX_NONCES) -> None:
+                 max_nonces: int = MAX_NONCES, shared: bool = False) -> None:
         self._token = token
         self._clock = clock
         self._max = max_nonces
+        self.shared = shared
         self._seen: OrderedDict[str, float] = OrderedDict()  # nonce -> expiry, oldest first
 
-    def check(self, method: str, target: str, headers: Mapping[str, str],
-              body: bytes) -> Checked:
-        """Check one request (``headers`` looked up by lowercase name, as Starlette's are)."""
+    def early(self, headers: Mapping[str, str]) -> str | None:
+        """Why the request is refused from its headers alone (their form, the time window, a
+        nonce already accepted here), or None: then read the body and ``check``."""
         nonce = headers.get(NONCE_HEADER.lower(), "")
         time_s = headers.get(TIME_HEADER.lower(), "")
         auth = headers.get(AUTH_HEADER.lower(), "")
         if not (_NONCE.fullmatch(nonce) and _TIME.fullmatch(time_s) and _MAC.fullmatch(auth)):
-            return Checked(None, f"not a v2 signed request: {NONCE_HEADER} (32 lowercase hex), "
-                           f"{TIME_HEADER} (Unix seconds) and {AUTH_HEADER} (v2=<64 lowercase "
-                           "hex>) are all required")
+            return (f"not a v2 signed request: {NONCE_HEADER} (32 lowercase hex), "
+                    f"{TIME_HEADER} (Unix seconds) and {AUTH_HEADER} (v2=<64 lowercase "
+                    "hex>) are all required")
         now = self._clock()
         if abs(now - int(time_s)) > MAX_SKEW_S:
-            return Checked(None, f"clock skew: the request's time {time_s} is "
-                           f"{int(time_s) - now:+.0f} s off the server's clock (at most "
-                           f"{MAX_SKEW_S} s); set the clocks right")
-        mac = request_mac(self._token, method, target, nonce, time_s,
-                          headers.get(USER_DIR_HEADER.lower(), ""),
-                          headers.get(PROJECT_DIR_HEADER.lower(), ""), body)
-        if not hmac.compare_digest(auth[len(VERSION):].encode(), mac.encode()):
-            return Checked(None, f"{AUTH_HEADER} is not this server's MAC of the request: the "
-                           "client holds another token, or the request was changed on the way")
+            return (f"clock skew: the request's time {time_s} is {int(time_s) - now:+.0f} s off "
+                    f"the server's clock (at most {MAX_SKEW_S} s); set the clocks right")
         while self._seen and next(iter(self._seen.values())) <= now:
             self._seen.popitem(last=False)
         if nonce in self._seen:
-            return Checked(None, "replayed nonce: this request was already answered")
+            return REPLAYED
+        return None
+
+    def check(self, method: str, target: str, headers: Mapping[str, str],
+              body: bytes) -> Checked:
+        """Check one request (``headers`` looked up by lowercase name, as Starlette's are):
+        ``early``, then the MAC; a request that passes has its nonce remembered here."""
+        why = self.early(headers)
+        if why is not None:
+            return Checked(None, why)
+        nonce = headers[NONCE_HEADER.lower()]
+        mac = request_mac(self._token, method, target, nonce, headers[TIME_HEADER.lower()],
+                          headers.get(USER_DIR_HEADER.lower(), ""),
+                          headers.get(PROJECT_DIR_HEADER.lower(), ""), body)
+        if not hmac.compare_digest(headers[AUTH_HEADER.lower()][len(VERSION):].encode(),
+                                   mac.encode()):
+            return Checked(None, f"{AUTH_HEADER} is not this server's MAC of the request: the "
+                           "client holds another token, or the request was changed on the way")
         if len(self._seen) >= self._max:
-            return Checked(None, f"more than {self._max} forwarded requests in "
-                           f"{NONCE_TTL_S} s; the replay guard is full, retry later")
-        self._seen[nonce] = now + NONCE_TTL_S
+            if not self.shared:
+                return Checked(None, f"more than {self._max} forwarded requests in "
+                               f"{NONCE_TTL_S} s; the replay guard is full, retry later")
+            self._seen.popitem(last=False)
+        self._seen[nonce] = self._clock() + NONCE_TTL_S
         return Checked(mac)
 
 
 __all__ = ["AUTH_HEADER", "DEFAULT_FORWARD_TIMEOUT_S", "FORWARD_TIMEOUT_ENV", "MAX_SKEW_S",
-           "NONCE_HEADER", "NONCE_TTL_S", "PROJECT_DIR_HEADER", "SIGNATURE_HEADER",
+           "NONCE_HEADER", "NONCE_TTL_S", "PROJECT_DIR_HEADER", "REPLAYED", "SHARED_NONCE",
+           "SIGNATURE_HEADER",
            "TIME_HEADER", "USER_DIR_HEADER", "Checked", "RequestVerifier", "SignedRequest",
            "answer_problem", "answer_signature", "forward_timeout", "request_mac",
            "sign_request"]

@@ -5,12 +5,14 @@ payload to a running ``mcp-hooks serve --transport http`` as a forward protocol 
 (``forward_auth``): a fresh nonce, its clock and an HMAC-SHA256 over the request keyed by the
 token, never the token itself. It prints the answer if and only if it is signed over that
 request with the token, so only the real server can answer it; anything else (no server,
-an unproven answer, no answer within ``MCP_HOOKS_FORWARD_TIMEOUT`` seconds, default 5) runs
-the bridge locally instead, with one line on stderr saying why. An error status from the URL
-(unsigned and not 200, or signed and neither 200 nor 422: a proxy's 404 for a path it does
-not route, a 401 for a wrong token, a 5xx) blocks the call instead (exit 2, or 1 under
+an unproven answer, an answer over ``forward_http.MAX_ANSWER_BYTES``, no answer within
+``MCP_HOOKS_FORWARD_TIMEOUT`` seconds, default 5, for the whole exchange) runs the bridge
+locally instead, with one line on stderr saying why. An error status from the URL (unsigned
+and not 200, or signed and neither 200 nor 422: a proxy's 404 for a path it does not route, a
+401 for a wrong token, a 5xx) blocks the call instead (exit 2, or 1 under
 ``MCP_HOOKS_ON_FAULT=warn``), naming the URL and the status: the configured policy server's
-path is broken, and the hook must not be decided quietly on this machine. One script
+path is broken, and the hook must not be decided quietly on this machine. The exchange is
+``forward_http``'s text, which the script carries. One script
 serves every host installed that way: ``paths.config_dir()/mcp-hooks-forward.py``, with the
 token in a 0600 header file beside it. ``uninstall`` removes the host entries that call it,
 not these files.
@@ -22,6 +24,7 @@ import os
 from pathlib import Path
 
 from mcp_hooks import paths
+from mcp_hooks.hosts import forward_http
 from mcp_hooks.hosts.configfile import FORWARD_SCRIPT
 from mcp_hooks.hosts.forward import FORWARD_PATH
 from mcp_hooks.hosts.forward_auth import (
@@ -63,17 +66,21 @@ FORWARD_SCRIPT_TEXT = '''\
 # The token is never sent (it stays in its 0600 file): the request carries a nonce, the time,
 # MAC = HMAC-SHA256(token, "mcp-hooks/2 request" + method, path, nonce, time, folder headers,
 # sha256(body)); the answer must carry HMAC-SHA256(token, "mcp-hooks/2 answer" + nonce, MAC,
-# status, sha256(answer)). Anything else (no server, an unproven answer, no answer within
-# {timeout_env} seconds, default {timeout:g}) runs the bridge locally instead, with one
-# line on stderr: same answer, one start slower. An error status from the URL (a proxy's
-# 404, a 401 for a wrong token, a 5xx) blocks the call (exit 2), naming the URL and status.
+# status, sha256(answer)). Anything else (no server, an unproven answer, an answer over
+# MAX_ANSWER_BYTES, no answer within {timeout_env} seconds, default {timeout:g}, for the
+# whole exchange) runs the bridge locally instead, with one line on stderr: same answer, one
+# start slower. An error status from the URL (a proxy's 404, a 401 for a wrong token, a 5xx)
+# blocks the call (exit 2), naming the URL and status.
 # Written by `mcp-hooks install --via server` (shared by every host installed that way;
 # `mcp-hooks uninstall` removes the host entries that call it, not this file).
 # Usage: python mcp-hooks-forward.py URL HOST EVENT [bridge options...]
 # A plain http:// URL is spoken to by hand (one POST, Connection: close) with the
 # interpreter's built-in modules only (_socket, _sha256): importing socket, json, urllib and
 # hashlib costs more than the whole exchange. https://, or MCP_HOOKS_FORWARD_HTTP=library,
-# uses http.client. Either way only a signed answer counts.
+# uses http.client. Either way only a signed answer counts. The exchange below the line
+# "the forward script carries this module" is mcp_hooks/hosts/forward_http.py, copied.
+from __future__ import annotations
+
 import os
 import sys
 import time
@@ -167,119 +174,7 @@ def deadline_seconds():
     return DEFAULT_TIMEOUT
 
 
-def left(deadline):
-    \"\"\"Seconds left before the deadline; TimeoutError when none.\"\"\"
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise TimeoutError("deadline")
-    return remaining
-
-
-def post_library(parts, path, headers, payload, deadline):
-    \"\"\"(status, headers by lowercase name, body) of one POST, through http.client; a
-    watchdog cuts the connection at the deadline.\"\"\"
-    import socket
-    import threading
-    from http.client import HTTPConnection, HTTPSConnection
-
-    scheme, hostname, port, _ = parts
-    kind = HTTPSConnection if scheme == "https" else HTTPConnection
-    conn = kind(hostname, port, timeout=left(deadline))
-
-    def cut():
-        sock = conn.sock
-        if sock is not None:
-            try:
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    watchdog = threading.Timer(left(deadline), cut)
-    watchdog.daemon = True
-    watchdog.start()
-    try:
-        conn.request("POST", path, body=payload, headers=headers)
-        response = conn.getresponse()
-        body = response.read()
-        left(deadline)
-        return response.status, {{k.lower(): v for k, v in response.getheaders()}}, body
-    finally:
-        watchdog.cancel()
-        conn.close()
-
-
-def post_plain(parts, path, headers, payload, deadline):
-    \"\"\"(status, headers by lowercase name, body) of one POST over plain HTTP/1.1, by hand.
-    Anything it cannot read raises: the caller then lets the local bridge answer.\"\"\"
-    import _socket
-
-    _, hostname, port, _ = parts
-    address = ("[" + hostname + "]" if ":" in hostname else hostname) + ":" + str(port)
-    head = ["POST " + path + " HTTP/1.1", "Host: " + address, "Connection: close",
-            "Content-Length: " + str(len(payload))]
-    head += [name + ": " + value for name, value in headers.items()]
-    chunks = []
-    sock, error = None, OSError("no address for " + hostname)
-    try:  # bytes: a str host would import the idna codec (about 10 ms)
-        name = hostname.encode("ascii")
-    except UnicodeEncodeError:
-        name = hostname.encode("idna")
-    for family, kind, proto, _, where in _socket.getaddrinfo(name, port, 0,
-                                                              _socket.SOCK_STREAM):
-        sock = _socket.socket(family, kind, proto)
-        try:
-            sock.settimeout(left(deadline))
-            sock.connect(where)
-            break
-        except OSError as exc:
-            sock.close()
-            sock, error = None, exc
-    if sock is None:
-        raise error
-    try:
-        sock.settimeout(left(deadline))
-        sock.sendall(("\\r\\n".join(head) + "\\r\\n\\r\\n").encode("latin-1") + payload)
-        while True:
-            sock.settimeout(left(deadline))  # the whole exchange, not each read, is bounded
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        sock.close()
-    raw, sep, body = b"".join(chunks).partition(b"\\r\\n\\r\\n")
-    if not sep:
-        raise ValueError("no complete answer")
-    status_line, *lines = raw.decode("latin-1").split("\\r\\n")
-    status = int(status_line.split(" ", 2)[1])
-    fields = {{}}
-    for line in lines:
-        name, _, value = line.partition(":")
-        fields[name.strip().lower()] = value.strip()
-    if fields.get("transfer-encoding", "").lower() == "chunked":
-        body = dechunk(body)
-    elif "content-length" in fields:
-        length = int(fields["content-length"])
-        if len(body) < length:
-            raise ValueError("answer cut short")
-        body = body[:length]
-    return status, fields, body
-
-
-def dechunk(data):
-    out = []
-    while True:
-        size, sep, data = data.partition(b"\\r\\n")
-        if not sep:
-            raise ValueError("chunk cut short")
-        size = int(size.split(b";")[0], 16)
-        if size == 0:
-            return b"".join(out)
-        if len(data) < size + 2:
-            raise ValueError("chunk cut short")
-        out.append(data[:size])
-        data = data[size + 2:]
-
+{http}
 
 def forward(url, host, event, payload):
     \"\"\"(the server's verified answer or None, why not): the answer's bytes when its
@@ -290,20 +185,28 @@ def forward(url, host, event, payload):
         return None, "no token in " + HEADER
     seconds = deadline_seconds()
     deadline = time.monotonic() + seconds
-    parts = split_url(url)
-    path = parts[3].rstrip("/") + "{path}" + pct(host) + "?event=" + pct(event)
+    if len(payload) > MAX_REQUEST_BYTES:
+        return None, ("the payload is " + str(len(payload)) + " bytes, over the cap of "
+                      + str(MAX_REQUEST_BYTES) + " bytes the server reads")
+    scheme, hostname, port, base = split_url(url)
+    path = base.rstrip("/") + "{path}" + pct(host) + "?event=" + pct(event)
     nonce = os.urandom(16).hex()
     when = str(int(time.time()))
     mac = request_mac(token, "POST", path, nonce, when, "", "", payload)
     headers = {{"Content-Type": "application/json", "{nonce_header}": nonce,
                "{time_header}": when, "{auth_header}": "v2=" + mac}}
-    library = parts[0] != "http" or os.environ.get("MCP_HOOKS_FORWARD_HTTP") == "library"
+    library = scheme != "http" or os.environ.get("MCP_HOOKS_FORWARD_HTTP") == "library"
     try:
-        status, fields, body = (post_library if library else post_plain)(
-            parts, path, headers, payload, deadline)
+        if library:
+            status, fields, body = post_library(scheme, hostname, port, path, headers, payload,
+                                                deadline)
+        else:
+            status, fields, body = post_plain(hostname, port, path, headers, payload, deadline)
     except Exception as exc:
         if time.monotonic() >= deadline:
             return None, "no answer from " + url + " within " + str(seconds) + " s"
+        if isinstance(exc, ValueError):
+            return None, "no usable answer from " + url + ": " + str(exc)
         return None, "no answer from " + url + " (" + type(exc).__name__ + ": " + str(exc) + ")"
     signature = fields.get("{signature_header}".lower()) or ""
     signed = same(signature, answer_signature(token, nonce, mac, status, body))
@@ -362,12 +265,19 @@ sys.exit(main())
 '''
 
 
+def http_text() -> str:
+    """The text of ``forward_http`` the script carries (from its ``EMBED_FROM`` line on)."""
+    source = Path(forward_http.__file__).read_text(encoding="utf-8")
+    return source[source.index("\n" + forward_http.EMBED_FROM + "\n") + 1:].rstrip() + "\n"
+
+
 def script_text(header: str, bridge: list[str]) -> str:
     """The forward script reading its token from ``header`` and falling back to ``bridge``."""
     return FORWARD_SCRIPT_TEXT.format(
         timeout=DEFAULT_FORWARD_TIMEOUT_S, timeout_env=FORWARD_TIMEOUT_ENV, header=header,
         path=FORWARD_PATH, bridge=bridge, nonce_header=NONCE_HEADER, time_header=TIME_HEADER,
-        auth_header=AUTH_HEADER, signature_header=SIGNATURE_HEADER)
+        auth_header=AUTH_HEADER, signature_header=SIGNATURE_HEADER, http="{http}",
+    ).replace("{http}", http_text(), 1)
 
 
 def write_forward_files(token: str, bridge: list[str], *, dry_run: bool) -> Path:

@@ -87,6 +87,7 @@ from mcp_hooks.spec.outcome import Event, HookRun, Outcome
 from mcp_hooks.spec.vocabulary import MCP_CLIENTS, answered, caller_tool, tool_catalogue
 from mcp_hooks.state.signallog import respond
 from mcp_hooks.state.store import StateUnavailable, UnknownSignal
+from mcp_hooks.state.url import scheme
 
 if TYPE_CHECKING:
     from mcp_hooks.server.transport import ServeOptions
@@ -491,8 +492,11 @@ async def serve_hooks(
             if bridge_tool:  # Claude Code mcp_tool hooks
                 register_bridge_tool(server, service.engine_for, service.on_fault)
             # POST /hooks/bridge/<host>: host hook calls forwarded by `install --via server`;
-            # mounted only when a token is set (bridge_routes returns [] otherwise)
-            routes = bridge_routes(service.engine_for, options.token, service.on_fault)
+            # mounted only when a token is set (bridge_routes returns [] otherwise). With a
+            # shared --state, a nonce one replica accepted is refused by every other.
+            shared = scheme(service.settings.state) != "file"
+            routes = bridge_routes(service.engine_for, options.token, service.on_fault,
+                                   claim=service.store.claim if shared else None)
             routes += health_routes(partial(_ready, service))  # GET /healthz, /readyz
             await serve(server, options, routes=routes, sock=sock)
     finally:

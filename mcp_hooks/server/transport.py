@@ -176,11 +176,13 @@ NOT_OAUTH = f"this server takes a static bearer token, not OAuth: {AUTH_HINT}"
 _OAUTH_PREFIXES = ("/.well-known/oauth-protected-resource",
                    "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")
 _OAUTH_FALLBACKS = ("/register", "/authorize", "/token")
-# Requests the routes authenticate themselves: under /hooks/ (the forwarding endpoints,
-# hosts/forward.py), one carrying X-MCP-Hooks-Auth (forward protocol v2: a MAC over the
-# request, its time and a nonce, checked there) needs no bearer token here. Without that
-# header, /hooks/ needs the bearer like every other path (Claude Code's own http hooks).
-SELF_AUTHENTICATED_PREFIX = "/hooks/"
+# Requests the routes authenticate themselves: a POST to a forwarding endpoint
+# (hosts/forward.py: /hooks/fire, /hooks/bridge/<host>) carrying X-MCP-Hooks-Auth (forward
+# protocol v2: a MAC over the request, its time and a nonce, checked there before the body
+# is read) needs no bearer token here. Any other request, under /hooks/ or not, needs the
+# bearer (Claude Code's own http hooks send it to /hooks/bridge/).
+SELF_AUTHENTICATED_PATH = "/hooks/fire"  # hosts/forward.py FIRE_PATH (a test checks)
+SELF_AUTHENTICATED_PREFIX = "/hooks/bridge/"  # + <host>: FORWARD_PATH
 SELF_AUTHENTICATED_HEADER = b"x-mcp-hooks-auth"
 _PROBLEMS = {  # what is wrong with a request's credentials (BearerTokenMiddleware._problem)
     "missing": "this mcp-hooks server needs a bearer token and the request sent none",
@@ -211,9 +213,10 @@ class BearerTokenMiddleware:
       with ``NOT_OAUTH`` as an OAuth error body, token or not: no protected-resource
       metadata is published, so a client finds no OAuth to start, and one that tries dynamic
       registration anyway reports our message.
-    - Lifespan events pass through, and so do forward protocol v2 requests to ``/hooks/``
-      (``SELF_AUTHENTICATED_HEADER``): the forwarding endpoints check their MAC themselves,
-      and a client that must not send its token to whoever holds the port never does.
+    - Lifespan events pass through, and so do forward protocol v2 POSTs to the forwarding
+      endpoints (``_self_authenticated``: ``/hooks/fire``, ``/hooks/bridge/<host>``, with
+      ``SELF_AUTHENTICATED_HEADER``): they check the request themselves, before reading its
+      body, and a client that must not send its token to whoever holds the port never does.
     - The load balancer's probes pass through: ``GET``/``HEAD`` of ``/healthz`` and
       ``/readyz`` (``health.is_probe``), which answer one status word and nothing else.
     """
@@ -262,9 +265,14 @@ class BearerTokenMiddleware:
 
 
 def _self_authenticated(scope: Scope) -> bool:
-    """Whether the request is a signed forwarding request (its route checks it)."""
-    if scope["type"] != "http" or not str(scope.get("path", "")).startswith(
-            SELF_AUTHENTICATED_PREFIX):
+    """Whether the request is a signed forwarding request (its route checks it): a POST to
+    ``/hooks/fire`` or ``/hooks/bridge/<host>`` (one segment) with ``X-MCP-Hooks-Auth``."""
+    if scope["type"] != "http" or scope.get("method") != "POST":
+        return False
+    path = str(scope.get("path", ""))
+    host = path[len(SELF_AUTHENTICATED_PREFIX):] if path.startswith(
+        SELF_AUTHENTICATED_PREFIX) else ""
+    if path != SELF_AUTHENTICATED_PATH and (not host or "/" in host):
         return False
     return any(name == SELF_AUTHENTICATED_HEADER for name, _ in scope.get("headers", ()))
 

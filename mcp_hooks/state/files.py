@@ -17,6 +17,9 @@ Under ``root`` (default ``paths.state_dir()``, ``$XDG_STATE_HOME/mcp-hooks``):
 - ``aid/<digest of the session>.jsonl``: a session's queue, one JSON object a line,
   appended under ``flock``; ``take_all`` claims the whole file by renaming it first, so one
   caller gets each item.
+- ``once/<digest of the name>``: a claimed name (``claim``), empty; its mtime is when the
+  claim expires, read and set under ``flock``. Expired ones are removed at most once a
+  minute, each under its lock.
 - the event log (``events.jsonl``, or the ``log`` given; ``eventlog.EventLog``) and the
   signal log beside it (``signals.jsonl``; ``signallog``): ``append``/``read``. A signal's
   answer is a ``kind: "response"`` line of the signal log, looked up and written under the
@@ -176,6 +179,7 @@ class FileStore:
         self._empty: dict[str, int] = {}  # session -> queue folder mtime when it had nothing
         self._ladder_memory = MemoryStore()  # the ladder's counts while ladder.json fails
         self._told_ladder = False
+        self._purged = 0.0  # when expired claims were last removed
 
     # -- counters --------------------------------------------------------------------------
 
@@ -460,6 +464,62 @@ class FileStore:
             if item is not None:  # a torn or foreign line is skipped
                 out.append(item)
         return out
+
+    # -- once-only names --------------------------------------------------------------------
+
+    def claim(self, name: str, *, ttl: float) -> bool:
+        """``once/<digest of the name>``: its mtime is when the claim expires, read and set
+        under ``flock``; a file a purge unlinked meanwhile is claimed afresh."""
+        path = self.root / "once" / _digest(name)
+        try:
+            self._purge_claims(path.parent)
+            while True:
+                fd = self._open_counter(path)
+                try:
+                    _flock(fd, path)
+                    if not _same_file(fd, path):
+                        continue  # a purge unlinked it while we waited: claim the new one
+                    now = time.time()
+                    if os.fstat(fd).st_mtime > now:
+                        return False
+                    os.utime(fd, (now + ttl, now + ttl))
+                    return True
+                finally:
+                    os.close(fd)
+        except (OSError, TimeoutError) as exc:
+            raise StateUnavailable(f"the state folder {path.parent} cannot keep a claim "
+                                   f"({exc}); make it writable, or free some space") from None
+
+    def _purge_claims(self, folder: Path) -> None:
+        """Remove the expired claims, at most once a minute per store."""
+        now = time.time()
+        if now - self._purged < 60:
+            return
+        self._purged = now
+        with contextlib.suppress(OSError), os.scandir(folder) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.stat(follow_symlinks=False).st_mtime <= now:
+                        _unlink_expired(Path(entry.path), now)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+    except OSError:
+        return False
+
+
+def _unlink_expired(path: Path, now: float) -> None:
+    """Unlink a claim's file if it is still expired once locked (never a live claim)."""
+    fd = _open_regular(path, os.O_RDWR)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # busy: a claim is being made
+        if os.fstat(fd).st_mtime <= now and _same_file(fd, path):
+            os.unlink(path)
+    finally:
+        os.close(fd)
 
 
 def _bump(data: dict[str, Any], session: str, key: str, ttl: float) -> int:

@@ -28,6 +28,7 @@ class MemoryStore:
             "events": deque(maxlen=MAX_RECORDS), "signals": deque(maxlen=MAX_RECORDS)}
         self._answers: dict[str, dict[str, Any]] = {}
         self._queues: dict[str, list[dict[str, Any]]] = {}
+        self._claims: dict[str, float] = {}  # name -> when its claim expires (monotonic)
 
     def count(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         with self._lock:
@@ -87,3 +88,13 @@ class MemoryStore:
     def take_all(self, session: str) -> list[dict[str, Any]]:
         with self._lock:
             return self._queues.pop(session, [])
+
+    def claim(self, name: str, *, ttl: float) -> bool:
+        with self._lock:
+            now = time.monotonic()
+            if self._claims.get(name, now) > now:
+                return False
+            self._claims[name] = now + ttl
+            if len(self._claims) > 100_000:  # forget the expired
+                self._claims = {k: v for k, v in self._claims.items() if v > now}
+            return True

@@ -37,6 +37,8 @@ table                    what, and how long it lives
                          RETURNING``; ``Ttls.queue``
 ``mcp_hooks_trust``      the trusted digests of project hooks (``trust --state``), a row per
                          project and hook; kept until revoked
+``mcp_hooks_once``       claimed names (%-quoted: a forwarded request's nonce) and when each claim
+                         expires: ``INSERT ... ON CONFLICT DO UPDATE ... WHERE expired``
 =======================  ================================================================
 
 Text columns hold ids as given when they are UTF-8; an id with a lone surrogate (a session id
@@ -63,6 +65,7 @@ from mcp_hooks.state.remote import (
     SpoolingLog,
     Ttls,
     dumps,
+    once_name,
     require,
     signal_record,
     split_timeout,
@@ -113,6 +116,11 @@ MIGRATIONS: tuple[str, ...] = (
         project text NOT NULL, name text NOT NULL, entry json NOT NULL,
         PRIMARY KEY (project, name));
     """,
+    # 4: once-only names (``claim``: a forwarded request's nonce, across replicas)
+    """
+    CREATE TABLE mcp_hooks_once (
+        name text PRIMARY KEY, expires_at timestamptz NOT NULL);
+    """,
 )
 MARK = "\ufffd%"  # starts a text column's value that is an id's quoted bytes (``_t``)
 FOLLOW_LOOKBACK = 1000  # ids below the newest seen that ``follow`` reads again: a row whose
@@ -149,6 +157,13 @@ WITH won AS (
     WHERE signal_id = %s AND answer IS NULL RETURNING 1)
 INSERT INTO mcp_hooks_log (log, session_id, replica, record)
 SELECT 'signals', %s, %s, %s FROM won
+RETURNING 1
+"""
+# a row where none is, or where the one there expired: one statement, one claim
+_CLAIM = """
+INSERT INTO mcp_hooks_once AS o (name, expires_at)
+VALUES (%s, now() + make_interval(secs => %s))
+ON CONFLICT (name) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE o.expires_at <= now()
 RETURNING 1
 """
 # items in their order (ids follow the ordinality)
@@ -264,6 +279,7 @@ class PostgresStore(SpoolingLog):
         conn.execute("DELETE FROM mcp_hooks_counters WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_queue WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_signals WHERE expires_at <= now()")
+        conn.execute("DELETE FROM mcp_hooks_once WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_log WHERE at < now() - make_interval(secs => %s)",
                      (self.ttls.event,))
 
@@ -429,6 +445,17 @@ class PostgresStore(SpoolingLog):
                 items.append(item)
         return items
 
+
+    # -- once-only names ----------------------------------------------------------------------
+
+    def claim(self, name: str, *, ttl: float) -> bool:
+        try:
+            with self._pool.connection() as conn:
+                row = conn.execute(_CLAIM, (once_name(name), ttl)).fetchone()
+                self._purge(conn)
+        except self._errors as exc:
+            raise self._report.lost(exc, "Nothing was claimed: " + FIX) from None
+        return row is not None
 
     # -- readers: follow, signal ids, trusted digests ----------------------------------------
 

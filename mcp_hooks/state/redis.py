@@ -33,6 +33,8 @@ key                             type         what, and how long it lives
 ``<p>trust``                    hash         the trusted digests of project hooks (``trust
                                              --state``): a field per ``[project, hook]``
                                              (JSON); kept until revoked
+``<p>once:<name>``              string       a claimed name (a forwarded request's nonce):
+                                             ``SET NX PX``, for the claim's ``ttl``
 ==============================  ===========  ==============================================
 
 Atomicity: an increment is one Lua script (``HINCRBY`` and the expiry together); an append is
@@ -56,6 +58,7 @@ from mcp_hooks.state.remote import (
     SpoolingLog,
     Ttls,
     dumps,
+    once_name,
     require,
     signal_record,
     split_timeout,
@@ -348,6 +351,15 @@ class RedisStore(SpoolingLog):
                 items.append(item)
         return items
 
+
+    # -- once-only names ----------------------------------------------------------------------
+
+    def claim(self, name: str, *, ttl: float) -> bool:
+        try:
+            return bool(self._redis.set(f"{self.prefix}once:{once_name(name)}", b"1",
+                                        nx=True, px=_ms(ttl)))
+        except self._errors as exc:
+            raise self._report.lost(exc, "Nothing was claimed: " + FIX) from None
 
     # -- readers: follow, signal ids, trusted digests ----------------------------------------
 

@@ -203,6 +203,12 @@ def signal_record(text: Any, signal_id: str, url: str, what: str) -> dict[str, A
                       "was answered: delete the signal from the store, or raise it again")
 
 
+def once_name(name: str) -> str:
+    """A claimed name as the shared stores key it: ASCII, %-quoted, lossless (a lone
+    surrogate too)."""
+    return quote(name.encode("utf-8", "surrogatepass"), safe="")
+
+
 def dumps(record: dict[str, Any]) -> str:
     """One record as JSON text (ASCII: strings that are not UTF-8 travel as escapes)."""
     return json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str)

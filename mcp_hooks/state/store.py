@@ -64,6 +64,13 @@ Queue (the aid waiting for a session's next event):
   is taken by exactly one caller however many race (delivered once). Never raises: a queue
   that cannot be read yields nothing.
 
+Once-only names (a forwarded request's nonce, ``hosts/forward.py``):
+
+- ``claim(name, ttl=...)``: True for the first claim of ``name``, and again only once that
+  claim is ``ttl`` seconds old; False while it lives. Exactly one of any number of racing
+  threads, processes and replicas gets True (a set-if-absent with an expiry). Raises
+  ``StateUnavailable`` when the store cannot answer: a claim is never guessed.
+
 Thread safety: one store object is shared by every thread and task of its engine.
 """
 
@@ -130,4 +137,9 @@ class StateStore(Protocol):
 
     def take_all(self, session: str) -> list[dict[str, Any]]:
         """Take every item queued for the session, oldest first; never raises."""
+        ...
+
+    def claim(self, name: str, *, ttl: float) -> bool:
+        """True for the first claim of ``name`` within ``ttl`` seconds, False for any later
+        one; ``StateUnavailable`` when the store cannot answer."""
         ...

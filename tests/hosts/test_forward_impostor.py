@@ -24,9 +24,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,8 +39,10 @@ from mcp_hooks.hosts.forward_auth import (
     USER_DIR_HEADER,
     answer_signature,
 )
+from mcp_hooks.hosts.forward_http import MAX_ANSWER_BYTES, MAX_HEAD_BYTES, MAX_REQUEST_BYTES
 from mcp_hooks.spec.outcome import Outcome
 from tests.conftest import write_hook
+from tests.helpers.servers import redis_service, redis_url  # noqa: F401 - fixtures
 from tests.hosts.test_hosts_served import served
 
 TOKEN = "impostor-test-token-\u00e9\u00e9"  # non-ASCII: its UTF-8 bytes are looked for too
@@ -385,13 +388,20 @@ def test_the_server_refuses_replayed_skewed_and_changed_requests(
     when = captured.headers[TIME_HEADER.lower()]
     skewed = text.replace(f"{TIME_HEADER}: {when}", f"{TIME_HEADER}: {int(when) - 1000}")
     refused(skewed.encode() + b"\r\n\r\n" + body, "clock skew")
+    # changed requests carry a fresh nonce (the seen one is refused before the body is read,
+    # above), so it is their MAC that refuses them
+    nonce = captured.headers[NONCE_HEADER.lower()].encode()
+
+    def fresh(raw: bytes) -> bytes:
+        return raw.replace(nonce, os.urandom(len(nonce) // 2).hex().encode())
+
     changed_body = body.replace(b'"ls"', b'"id"')
     assert changed_body != body and len(changed_body) == len(body)
-    refused(captured.raw.replace(body, changed_body), "not this server's MAC")
-    refused(captured.raw.replace(b"POST /hooks/fire ", b"POST /hooks/fire?x=1 "),
+    refused(fresh(captured.raw.replace(body, changed_body)), "not this server's MAC")
+    refused(fresh(captured.raw.replace(b"POST /hooks/fire ", b"POST /hooks/fire?x=1 ")),
             "not this server's MAC")
     user = captured.headers[USER_DIR_HEADER.lower()]
-    refused(captured.raw.replace(user.encode(), user.encode() + b"%2Fother"),
+    refused(fresh(captured.raw.replace(user.encode(), user.encode() + b"%2Fother")),
             "not this server's MAC")
     # a well-formed request the test signs itself, an hour late
     from mcp_hooks.hosts.forward_auth import sign_request
@@ -431,3 +441,307 @@ def test_doctor_reports_a_forward_script_that_still_sends_the_token(
     assert [p for p in problems() if "older forward script" in p and str(script) in p]
     assert run(*install).returncode == 0  # rewrites the script
     assert not [p for p in problems() if "older forward script" in p]
+
+
+# -- bounded in time and size: dripped, endless and huge answers; huge requests ----------------
+
+
+@dataclass
+class Stream:
+    """A listener that answers by writing to the connection itself; ``sent``: the bytes the
+    client took from it (what its socket accepted before the client hung up)."""
+
+    url: str
+    sent: int = 0
+
+
+@contextmanager
+def streamer(write: Callable[[socket.socket, Stream], None]) -> Iterator[Stream]:
+    """A real TCP listener that reads the request, then ``write(conn, state)``s its answer
+    (counting what it sent in ``state.sent``) until the client hangs up or it is done."""
+    state = Stream("")
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            read_request(self.request)
+            self.request.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 16)
+            with suppress(OSError):  # the client hung up: what it took is counted
+                write(self.request, state)
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def send_counted(conn: socket.socket, state: Stream, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = conn.send(view[:1 << 16])
+        state.sent += n
+        view = view[n:]
+
+
+CHUNKED_HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n")
+ENDLESS = MAX_ANSWER_BYTES + (128 << 20)  # the most an impostor here offers
+# what may sit in the two sockets' buffers besides what the reader took (measured: under
+# 1 MiB to a client, 8 MiB to the server): far below what was offered
+IN_FLIGHT = 16 << 20
+
+
+def one_byte_chunks(conn: socket.socket, state: Stream) -> None:
+    """A whole chunked answer, unsigned, of one-byte chunks, just under the answer cap (a
+    reassembly that copies the rest per chunk takes hours on it), sent at once."""
+    count = (MAX_ANSWER_BYTES - 4096) // 6
+    send_counted(conn, state, CHUNKED_HEAD + b"1\r\nx\r\n" * count + b"0\r\n\r\n")
+
+
+def endless(head: bytes) -> Callable[[socket.socket, Stream], None]:
+    def write(conn: socket.socket, state: Stream) -> None:
+        send_counted(conn, state, head)
+        block = b"1\r\nx\r\n" * (1 << 14) if b"chunked" in head else b"x" * (1 << 16)
+        while state.sent < ENDLESS:
+            send_counted(conn, state, block)
+    return write
+
+
+def drip(conn: socket.socket, state: Stream) -> None:
+    """One one-byte chunk every 10 ms, for longer than any test waits."""
+    send_counted(conn, state, CHUNKED_HEAD)
+    for _ in range(60_000):
+        send_counted(conn, state, b"1\r\nx\r\n")
+        time.sleep(0.01)
+
+
+CLIENTS = ["fire", "script", "script-library"]
+
+
+def denied_here(client: str, url: str, project: Path, user_dir: Path, tmp_path: Path,
+                env: dict[str, str] | None = None) -> str:
+    """Run ``client`` (``fire --server``, or the forward script by hand or through
+    http.client) against ``url`` on an event the local hooks deny: it must give up on the
+    listener, and the local hooks deny. Its one line saying why."""
+    if client == "fire":
+        done = fire(project, user_dir, url, DENY, env=env)
+        assert_fire_denied_here(done, "")
+        prefix = FIRE_NOTE
+    else:
+        library = {"MCP_HOOKS_FORWARD_HTTP": "library"} if client == "script-library" else {}
+        done = host_call(forward_command(url, project, tmp_path), project,
+                         env={**(env or {}), **library})
+        assert_host_denied_here(done, "")
+        prefix = SCRIPT_NOTE
+    return next(line for line in done.stderr.splitlines() if line.startswith(prefix))
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_one_byte_chunks_are_put_together_in_one_pass(client: str, hooks: None, project: Path,
+                                                      user_dir: Path, tmp_path: Path) -> None:
+    """Some 700,000 one-byte chunks, all sent: read, reassembled and found unsigned well
+    within the deadline (a reassembly that copied the rest per chunk took hours, after the
+    deadline had stopped counting, and the host gave up first: a non-blocking error)."""
+    with streamer(one_byte_chunks) as port:
+        why = denied_here(client, port.url, project, user_dir, tmp_path,
+                          env={"MCP_HOOKS_FORWARD_TIMEOUT": "60"})
+    assert "no signature" in why, why
+
+
+@pytest.mark.parametrize("head", [
+    CHUNKED_HEAD,
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n",  # to the close
+    b"HTTP/1.1 200 OK\r\nContent-Length: 1073741824\r\n\r\n",  # says 1 GiB
+], ids=["chunked", "until-close", "content-length"])
+@pytest.mark.parametrize("client", CLIENTS)
+def test_an_endless_answer_is_read_up_to_the_cap(client: str, head: bytes, hooks: None,
+                                                 project: Path, user_dir: Path,
+                                                 tmp_path: Path) -> None:
+    """The client stops reading at the cap and says so; the listener counts what it took."""
+    with streamer(endless(head)) as port:
+        why = denied_here(client, port.url, project, user_dir, tmp_path,
+                          env={"MCP_HOOKS_FORWARD_TIMEOUT": "60"})
+    assert f"over the cap of {MAX_ANSWER_BYTES} bytes" in why, why
+    # http.client caps the body it keeps, not the framing of its chunks (here 5 bytes a byte)
+    framing = 5 * MAX_ANSWER_BYTES if client == "script-library" and head == CHUNKED_HEAD else 0
+    assert port.sent <= MAX_ANSWER_BYTES + MAX_HEAD_BYTES + framing + IN_FLIGHT, port.sent
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_drip_costs_the_deadline_for_the_whole_answer(client: str, hooks: None,
+                                                        project: Path, user_dir: Path,
+                                                        tmp_path: Path) -> None:
+    with streamer(drip) as port:
+        why = denied_here(client, port.url, project, user_dir, tmp_path,
+                          env={"MCP_HOOKS_FORWARD_TIMEOUT": "0.5"})
+    assert "within 0.5 s" in why, why
+
+
+@pytest.mark.parametrize("client", ["fire", "script"])
+def test_a_payload_over_the_request_cap_is_not_sent(client: str, hooks: None, project: Path,
+                                                    user_dir: Path, tmp_path: Path) -> None:
+    with listener(unsigned(FIRE_ALLOW)) as port:
+        if client == "fire":
+            big = json.dumps({"command": "rm -rf /", "pad": "x" * MAX_REQUEST_BYTES})
+            argv = [sys.executable, "-m", "mcp_hooks.cli", "fire", "before_tool", "--tool",
+                    "Shell", "--input", "-", "--user-dir", str(user_dir), "--no-log",
+                    "--server", port.url, "--token", TOKEN]
+            done = subprocess.run(argv, capture_output=True, text=True, cwd=project,
+                                  timeout=120, input=big,
+                                  env={**os.environ, "PYTHONPATH": SOURCE})
+            assert_fire_denied_here(done, f"over the cap of {MAX_REQUEST_BYTES} bytes")
+        else:
+            payload = (FIXTURES / "claude-code" / "PreToolUse.rm.json").read_text().replace(
+                "$PROJECT", str(project))
+            data = json.loads(payload)
+            data["tool_input"]["pad"] = "x" * MAX_REQUEST_BYTES
+            done = subprocess.run(["sh", "-c", forward_command(port.url, project, tmp_path)],
+                                  capture_output=True, text=True, input=json.dumps(data),
+                                  env={**os.environ, "MCP_HOOKS_LOG": "off"}, timeout=120)
+            assert_host_denied_here(done, f"over the cap of {MAX_REQUEST_BYTES} bytes")
+    assert port.got == []
+
+
+def answer_on(sock: socket.socket) -> tuple[int, bytes]:
+    """The status and body of the one answer on ``sock`` (read to its length, or the end)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+    while length and len(body) < int(length.group(1)):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return int(head.split(b" ")[1]), body
+
+
+def ask_with_no_body(base: str, target: str, headers: dict[str, str]) -> tuple[int, bytes]:
+    """Send a request's head saying a 256 MiB body follows, and none of the body."""
+    host, port = base.removeprefix("http://").split(":")
+    head = [f"POST {target} HTTP/1.1", "Host: x", "Content-Length: 268435456",
+            *(f"{k}: {v}" for k, v in headers.items())]
+    with socket.create_connection((host, int(port)), timeout=60) as sock:
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+        return answer_on(sock)
+
+
+def signed_headers(token: str, target: str, now: float | None = None) -> dict[str, str]:
+    from mcp_hooks.hosts.forward_auth import sign_request
+
+    return sign_request(token, target, b"{}", now=now).headers
+
+
+def test_the_server_refuses_a_huge_body_before_reading_it(server: str, tmp_path: Path) -> None:
+    """Whatever the headers show wrong is refused before a byte of the body is read, and a
+    body over the cap (said, or streamed) is not read past it (the client counts what the
+    server took); nothing is fired."""
+    for target in ("/hooks/fire", "/hooks/bridge/claude-code?event=PreToolUse"):
+        status, body = ask_with_no_body(server, target, {AUTH_HEADER: "v2=nope"})
+        assert status == 401 and b"not a v2 signed request" in body, body
+        stale = signed_headers(TOKEN, target, now=time.time() - 3600)
+        status, body = ask_with_no_body(server, target, stale)
+        assert status == 401 and b"clock skew" in body, body
+        status, body = ask_with_no_body(server, target, signed_headers("guessed", target))
+        assert status == 413 and f"cap of {MAX_REQUEST_BYTES} bytes".encode() in body, body
+    status, body = ask_with_no_body(server, "/hooks/bridge/claude-code?event=PreToolUse", {})
+    assert status == 401, body  # neither signed nor the bearer: the middleware
+    # the bearer, with a payload over the cap: the host's deny, the body unread
+    status, body = ask_with_no_body(server, "/hooks/bridge/claude-code?event=PreToolUse",
+                                    {"Authorization": f"Bearer {TOKEN}"})
+    assert status == 200, body
+    assert json.loads(body)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert served_events(tmp_path) == []
+
+
+def test_a_streamed_body_is_read_up_to_the_cap(server: str, tmp_path: Path) -> None:
+    host, port = server.removeprefix("http://").split(":")
+    offered = MAX_REQUEST_BYTES + (128 << 20)
+    head = ["POST /hooks/fire HTTP/1.1", "Host: x", "Transfer-Encoding: chunked",
+            *(f"{k}: {v}" for k, v in signed_headers("guessed", "/hooks/fire").items())]
+    answered = threading.Event()
+    sent = [0]
+
+    def feed(sock: socket.socket) -> None:
+        block = b"%x\r\n%s\r\n" % (1 << 16, b"x" * (1 << 16))
+        with suppress(OSError):
+            while sent[0] < offered and not answered.is_set():
+                try:
+                    sock.sendall(block)
+                except TimeoutError:
+                    continue
+                sent[0] += len(block)
+            sock.sendall(b"0\r\n\r\n")
+
+    with socket.create_connection((host, int(port)), timeout=60) as sock:
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+        sock.settimeout(1)
+        feeder = threading.Thread(target=feed, args=(sock,), daemon=True)
+        feeder.start()
+        sock.settimeout(60)
+        status, body = answer_on(sock)
+        answered.set()
+        feeder.join(60)
+    assert status == 413 and f"cap of {MAX_REQUEST_BYTES} bytes".encode() in body, body
+    assert sent[0] <= MAX_REQUEST_BYTES + IN_FLIGHT, sent[0]
+    assert served_events(tmp_path) == []
+
+
+@pytest.mark.parametrize(("method", "target"), [
+    ("POST", "/hooks/other"), ("GET", "/hooks/fire"), ("POST", "/hooks/bridge/a/b"),
+    ("PUT", "/hooks/bridge/claude-code")])
+def test_only_the_forwarding_endpoints_check_their_own_signature(
+        method: str, target: str, server: str) -> None:
+    """Anything else under /hooks/ needs the bearer, X-MCP-Hooks-Auth or not."""
+    raw = (f"{method} {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+           f"Content-Length: 2\r\n"
+           + "".join(f"{k}: {v}\r\n" for k, v in signed_headers(TOKEN, target).items())
+           + "\r\n{}").encode()
+    status, body = status_of(exchange(server, raw))
+    assert status == 401 and b"bearer token" in body, body
+
+
+# -- replicas on one shared store: a nonce one accepted, every other refuses ------------------
+
+
+def test_a_captured_request_is_refused_by_every_other_replica(
+        hooks: None, project: Path, user_dir: Path, tmp_path: Path,
+        redis_url: str) -> None:  # noqa: F811
+    """Two ``serve --state redis://`` replicas: a request (``fire --server``, the forward
+    script) captured on its way to one, sent to the other, is refused there as replayed,
+    and fires nothing."""
+    from mcp_hooks.state.url import close_store, open_store
+
+    def replica(name: str) -> Any:
+        return served(project, user_dir, tmp_path / f"{name}.jsonl", "--token", TOKEN,
+                      "--state", redis_url, "--replica-id", name, "--stateless")
+
+    with replica("a") as first, replica("b") as second:
+        with listener(passed_through(first)) as port:
+            done = fire(project, user_dir, port.url, ALLOW)
+            assert done.returncode == 0 and FIRE_NOTE not in done.stderr, done.stderr
+            script = host_call(forward_command(port.url, project, tmp_path), project,
+                               "PreToolUse.bash")
+            assert script.returncode == 0 and SCRIPT_NOTE not in script.stderr, script.stderr
+        assert [r.target for r in port.got] == [
+            "/hooks/fire", "/hooks/bridge/claude-code?event=PreToolUse"]
+        for captured in port.got:
+            status, body = status_of(exchange(second, captured.raw))
+            assert status == 401 and b"replayed nonce" in body, body
+            status, body = status_of(exchange(first, captured.raw))
+            assert status == 401 and b"replayed nonce" in body, body
+    store = open_store(redis_url)
+    try:
+        events = [r for r in store.read("events") if r.get("kind") == "event"]
+    finally:
+        close_store(store)
+    assert [e["replica"] for e in events] == ["a", "a"]

@@ -193,11 +193,16 @@ def test_the_verifier_checks_in_order_and_remembers_nonces() -> None:
 
 
 def test_the_transport_lets_signed_forwarding_requests_through() -> None:
+    from mcp_hooks.hosts.forward import FIRE_PATH, FORWARD_PATH
     from mcp_hooks.hosts.forward_auth import AUTH_HEADER
-    from mcp_hooks.server.transport import SELF_AUTHENTICATED_HEADER, SELF_AUTHENTICATED_PREFIX
+    from mcp_hooks.server.transport import (
+        SELF_AUTHENTICATED_HEADER,
+        SELF_AUTHENTICATED_PATH,
+        SELF_AUTHENTICATED_PREFIX,
+    )
 
     assert AUTH_HEADER.lower().encode() == SELF_AUTHENTICATED_HEADER
-    assert "/hooks/fire".startswith(SELF_AUTHENTICATED_PREFIX)
+    assert (SELF_AUTHENTICATED_PATH, SELF_AUTHENTICATED_PREFIX) == (FIRE_PATH, FORWARD_PATH)
 
 
 # -- the bridge_hook MCP tool (Claude Code mcp_tool hooks) ----------------------------------
