@@ -179,7 +179,7 @@ def _refused(why: str, status: int = 401) -> Response:
 
 
 TOO_LARGE = (f"the request body is over the cap of {MAX_REQUEST_BYTES} bytes "
-             f"({MAX_REQUEST_BYTES >> 20} MiB) this server reads; run the hooks locally")
+             f"({MAX_REQUEST_BYTES >> 20} MiB) this server reads")
 
 
 async def read_capped(request: Request) -> bytes | None:
@@ -239,7 +239,7 @@ async def _door(request: Request, token: str, verifier: RequestVerifier, *, bear
             first = await _claimed(claim, nonce)
         except Exception as exc:  # StateUnavailable: never guess that a nonce is fresh
             return door.answer(503, f"the replay guard cannot reach the state store ({exc}); "
-                               "nothing was fired: run the hooks locally\n")
+                               "nothing was fired\n")
         if not first:
             return _refused(REPLAYED)
     return door, body

@@ -28,6 +28,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -745,3 +746,35 @@ def test_a_captured_request_is_refused_by_every_other_replica(
     finally:
         close_store(store)
     assert [e["replica"] for e in events] == ["a", "a"]
+
+
+def test_a_replica_that_cannot_reach_the_replay_guard_fires_nothing_and_the_call_is_denied(
+        hooks: None, project: Path, user_dir: Path, tmp_path: Path,
+        redis_url: str) -> None:  # noqa: F811
+    """The shared store goes dark under a replica: it cannot tell a fresh nonce from a replay,
+    so it fires nothing and answers a signed 503, and the client denies the call naming it
+    (it never falls back to an allow of its own)."""
+    from tests.helpers.tcpproxy import Proxy
+
+    host, port = urlsplit(redis_url).hostname or "", urlsplit(redis_url).port or 6379
+    with Proxy((host, port)) as proxy:
+        state = proxy.url(redis_url) + "?timeout=1"
+        with served(project, user_dir, tmp_path / "dark.jsonl", "--token", TOKEN, "--state",
+                    state, "--replica-id", "dark", "--stateless") as url:
+            proxy.blackhole()
+            done = fire(project, user_dir, url, ALLOW)
+            script = host_call(forward_command(url, project, tmp_path), project,
+                               "PreToolUse.bash")
+    assert done.returncode == 2 and "DENIED" in done.stdout, done.stdout + done.stderr
+    assert "answered HTTP 503" in done.stdout + done.stderr
+    assert "replay guard cannot reach the state store" in done.stdout + done.stderr
+    assert script.returncode == 2, script.stdout + script.stderr
+    assert "HTTP 503" in script.stderr
+    from mcp_hooks.state.url import close_store, open_store
+
+    store = open_store(redis_url)
+    try:
+        fired = [r for r in store.read("events") if r.get("replica") == "dark"]
+    finally:
+        close_store(store)
+    assert fired == []  # nothing was fired on the dark replica
