@@ -684,7 +684,7 @@ async def test_what_the_python_sdk_shows_without_the_token(tmp_path: Path) -> No
     from mcp.shared.exceptions import MCPError
 
     from mcp_hooks.server.transport import AUTH_HINT
-    from tests.server.test_server_transports import served
+    from tests.helpers.transports import served
 
     text = (REPO / "docs" / "server.md").read_text(encoding="utf-8")
     assert '-32603 "Server returned an error response"' in " ".join(text.split())

@@ -39,7 +39,7 @@ from mcp_hooks.service import HookService
 from mcp_hooks.settings import Settings
 from tests.conftest import write_hook
 from tests.helpers.background import background
-from tests.proxy.test_proxy import settled, text_of, upstream
+from tests.helpers.proxied import settled, text_of, upstream
 
 MESSAGE = "injected-at-the-bottom-4711"
 TOKEN = "correct-horse-battery-staple"
@@ -425,7 +425,7 @@ def swallowers(source: str, module: str) -> list[tuple[str, str, str, int]]:
 
 
 def _below_the_doors() -> dict[str, Path]:
-    from tests.test_layers import ROOMS
+    from tests.helpers.rooms import ROOMS
 
     doors = ROOMS["hosts"]  # the lowest door's floor
     out = {}

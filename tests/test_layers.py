@@ -22,14 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.rooms import ROOMS
+
 PACKAGE = Path(__file__).resolve().parent.parent / "mcp_hooks"
 MAX_LINES = 600
-ROOMS: dict[str, int] = {
-    "errors": 0, "paths": 0, "guard": 0, "ownstdout": 0, "settings": 0,
-    "spec": 1, "registry": 2, "state": 2, "runner": 3, "control": 4, "engine": 5,
-    "service": 6, "api": 6, "lanes": 6, "hookkit": 6, "options": 6, "tracing": 6,
-    "hosts": 7, "adapters": 7, "server": 8, "proxy": 9, "cli": 10,
-}
 SIBLINGS = {("registry", "state"), ("state", "registry")}  # same floor, never each other
 
 
@@ -148,3 +144,25 @@ def test_every_module_is_in_a_room() -> None:
     homeless = sorted(name for name in _modules()
                       if name != "mcp_hooks" and _room(name) not in ROOMS | {"__main__": 0})
     assert not homeless, f"modules in no room (add them to ROOMS): {homeless}"
+
+
+def _test_module_imports(path: Path) -> list[str]:
+    """The test modules (``tests...test_*``) that ``path`` imports, anywhere in it."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                 else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+        found += [n for n in names
+                  if n.startswith("tests.") and n.rsplit(".", 1)[-1].startswith("test_")]
+    return found
+
+
+def test_tests_share_only_through_helpers() -> None:
+    """A test module never imports another: what several share lives in tests/helpers/
+    (or is a fixture in a conftest.py), so a test file can be read, moved or deleted alone."""
+    tests = Path(__file__).resolve().parent
+    offenders = {str(p.relative_to(tests)): mods for p in sorted(tests.rglob("*.py"))
+                 if (mods := _test_module_imports(p))}
+    assert len(list(tests.rglob("test_*.py"))) > 100  # the check sees the suite
+    assert not offenders, ("move what these import into tests/helpers/ and import it from "
+                           f"there: {offenders}")

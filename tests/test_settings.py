@@ -24,7 +24,7 @@ from mcp_hooks.hosts.forward import FORWARD_PATH
 from mcp_hooks.hosts.forward_auth import answer_problem, sign_request
 from mcp_hooks.settings import DEFAULT_STOP_BLOCK_CAP, VARIABLES
 from tests.conftest import write_hook
-from tests.hosts.test_hosts_served import served
+from tests.helpers.forward_served import served
 
 PACKAGE = Path(mcp_hooks.__file__).resolve().parent
 DOCS = PACKAGE.parent / "docs" / "settings.md"

@@ -36,9 +36,9 @@ from mcp_hooks import Engine, Registry, Settings
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.background import background
+from tests.helpers.mcp_calls import fire
+from tests.helpers.proxied import proxied, upstream, wait_for
 from tests.helpers.servers import free_port
-from tests.proxy.test_proxy import proxied, upstream, wait_for
-from tests.server.test_server import fire
 
 BLOCKER = """input=$(cat)
 case "$input" in

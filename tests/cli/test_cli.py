@@ -17,7 +17,7 @@ import yaml
 
 from mcp_hooks.errors import install_command
 from tests.conftest import BIN, MCP_HOOKS, write_hook
-from tests.hosts.test_hosts_served import served
+from tests.helpers.forward_served import served
 
 
 def run(*args: str, cwd: Path | None = None, stdin: str | None = None,

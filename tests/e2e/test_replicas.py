@@ -35,13 +35,13 @@ from mcp_hooks.state.url import close_store, open_store
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.background import Background, background
 from tests.helpers.balancer import Balancer
+from tests.helpers.mcp_calls import ISSUE, checklist_hook
 from tests.helpers.servers import (  # noqa: F401 - fixtures
     postgres_service,
     postgres_url,
     redis_service,
     redis_url,
 )
-from tests.server.test_server_signals import ISSUE, checklist_hook
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 

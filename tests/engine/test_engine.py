@@ -22,7 +22,7 @@ from mcp_hooks.settings import Settings
 from mcp_hooks.spec.outcome import AGENT_TEXT_CAP, HookRun, Outcome, fault_outcome
 from mcp_hooks.state.files import FileStore
 from tests.conftest import write_hook
-from tests.runner.test_process_tree import GONE_WITHIN, _state
+from tests.helpers.ways import GONE_WITHIN, proc_state
 
 
 async def fire(registry: Registry, log: EventLog | None = None, cap: int = 8,
@@ -412,7 +412,8 @@ async def test_grandchild_holding_stdout_does_not_hang_the_event(
     # driver and spawn path, is tests/runner/test_process_tree.py's to check)
     pid = int(pid_file.read_text())
     deadline = time.monotonic() + GONE_WITHIN
-    while (state := _state(pid)) is not None and state[0] != "Z" and time.monotonic() < deadline:
+    while ((state := proc_state(pid)) is not None and state[0] != "Z"
+           and time.monotonic() < deadline):
         time.sleep(0.02)
     assert state is None or state[0] == "Z", f"the background child {pid} still runs: {state}"
 

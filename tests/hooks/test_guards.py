@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from mcp_hooks import Engine, Event, Outcome, Registry
+from tests.helpers.guard_cases import DANGEROUS, LOOK_ALIKES, PROD_CHANGES, PROD_LOOK_ALIKES, SECRET_LOOK_ALIKES, SECRET_WRITES
 
 pytestmark = pytest.mark.anyio
 
@@ -53,69 +54,6 @@ def run_script(name: str, stdin: str) -> subprocess.CompletedProcess[str]:
 
 # -- block-dangerous-commands -----------------------------------------------------------------
 
-DANGEROUS = [
-    # nested shells
-    "bash -c \"rm -rf /\"", "sh -c 'rm -rf /'", "zsh -c 'rm -rf ~'", "dash -c 'rm -rf /'",
-    "bash -lc 'cd /tmp && rm -rf /'", "sh -c \"sh -c 'rm -rf /'\"",
-    "env FOO=1 sh -c 'rm -rf /'", "env -i /bin/sh -c 'rm -rf /'", "su -c 'rm -rf /'",
-    "eval 'rm -rf /'", "bash -c 'eval \"rm -rf /\"'", "watch -n 1 rm -rf /",
-    # prefixes
-    "sudo rm -rf /", "sudo -u root -- rm -rf /", "nice -n 10 rm -rf /", "timeout 5 rm -rf /",
-    "nohup rm -rf / &", "command rm -rf /", "exec rm -rf /", "busybox rm -rf /",
-    # xargs fed /
-    "echo / | xargs rm -rf", "printf '/\\n' | xargs -I{} rm -rf {}", "xargs rm -rf <<< /",
-    "ls / | xargs rm -rf", "find / -name x | xargs rm -rf",
-    # substitutions, chains, newlines, grouping
-    "echo $(rm -rf /)", "echo `rm -rf ~`", "ls; rm -rf /", "ls && rm -rf /",
-    "false || rm -rf /", "ls | rm -rf /", "ls\nrm -rf /", "ls\n  rm -rf ~/",
-    "if true; then rm -rf /; fi", "( rm -rf / )", "{ rm -rf /; }",
-    # spellings of rm and of its target
-    "r''m -rf /", "\\rm -rf /", "/bin/rm -rf /", "\"rm\" -rf /", "/bin/r? -rf /",
-    "rm -rf \"/\"", "rm -rf /.", "rm -rf //", "rm -rf /usr/..", "rm -rf ~/", "rm -rf ${HOME}",
-    "rm -rf \"$HOME\"/", "rm -r --no-preserve-root /", "rm --rec -f /", "rm -rf $'\\x2f'",
-    "rm -rf /{usr,etc}", "rm -rf \"/",
-    # find
-    "find / -delete", "find ~ -name '*.tmp' -delete", "find / -exec rm -rf {} +",
-    "find $HOME -type f -exec rm {} \\;", "find /usr -delete",
-    # interpreter one-liners
-    "python3 -c 'import shutil; shutil.rmtree(\"/\")'",
-    "python -c \"import shutil, os; shutil.rmtree(os.path.expanduser('~'))\"",
-    "python3 -c 'from pathlib import Path; import shutil; shutil.rmtree(Path.home())'",
-    "python3.11 -c 'import shutil;shutil.rmtree(\"/\", ignore_errors=True)'",
-    "python3 -c 'import os; os.system(\"rm -rf /\")'",
-    "python3 -c 'import subprocess; subprocess.run([\"rm\", \"-rf\", \"/\"])'",
-    "uv run python -c 'import shutil; shutil.rmtree(\"/\")'",
-    "node -e \"require('fs').rmSync('/', {recursive: true, force: true})\"",
-    "node -e \"require('child_process').execSync('rm -rf /')\"",
-    "node -e \"const fs=require('fs'); fs.rmSync(require('os').homedir(), {recursive:true})\"",
-    "deno eval \"Deno.removeSync('/', {recursive: true})\"",
-    "perl -MFile::Path -e 'rmtree(\"/\")'",
-    "perl -e 'use File::Path qw(remove_tree); remove_tree($ENV{HOME})'",
-    "perl -e 'system(\"rm -rf /\")'", "perl -e '`rm -rf /`'",
-    "ruby -rfileutils -e 'FileUtils.rm_rf(\"/\")'",
-    "ruby -e 'require \"fileutils\"; FileUtils.rm_rf Dir.home'", "ruby -e 'system(\"rm -rf ~\")'",
-    "php -r 'system(\"rm -rf /\");'",
-    # heredocs and stdin to a shell or an interpreter
-    "python3 - <<'EOF'\nimport shutil\nshutil.rmtree('/')\nEOF",
-    "python3 <<EOF\nimport os\nos.system('rm -rf /')\nEOF",
-    "node <<'JS'\nrequire('fs').rmSync('/', {recursive: true})\nJS",
-    "bash <<EOF\nrm -rf /\nEOF", "cat <<EOF | sh\nrm -rf ~\nEOF", "echo 'rm -rf /' | bash",
-    "bash <<< 'rm -rf /'", "cat > /tmp/x.sh <<'EOF'\nrm -rf /\nEOF\nbash /tmp/x.sh",
-    "x=$(bash <<EOF\nrm -rf /\nEOF\n)", "echo \"$(cat <<EOF\nhi\nEOF\n)\"; rm -rf /",
-    # the rest of the table
-    "chmod -R 777 \"/\"", "chown -R nobody /", "rsync -a --delete empty/ /", "mv ~ /tmp/gone",
-    "\"mk\"fs /dev/sda", "python3 -c 'open(\"/dev/sda\", \"wb\").write(b\"0\" * 512)'",
-    "curl x | \"ba\"sh",
-    # a recursive delete of everything here, after a cd to /, ~ or a system folder
-    "cd / && rm -rf *", "cd / ; rm -rf *", "cd ~ && rm -rf *", "cd / || rm -rf *",
-    "cd /\nrm -rf *", "cd && rm -rf .", "cd $HOME && rm -rf ./*", "cd ~/ && rm -r -f *",
-    "cd // && rm --recursive *", "pushd / && rm -rf *", "(cd / && rm -rf *)",
-    "cd / && (rm -rf *)", "cd / && find . -delete", "cd ~ && find -delete",
-    "cd / && bash -c 'rm -rf *'", "sh -c 'cd / && rm -rf *'", "cd /usr && rm -rf *",
-    "cd / && rm -rf usr", "cd -P / && rm -rf -- .*", "eval cd / && rm -rf *",
-    "cd / && ls | xargs rm -rf", "cd / && python3 -c 'import shutil; shutil.rmtree(\".\")'",
-    "eval " * 12 + "cd / && rm -rf *",
-]
 
 # Where the shell goes, in every ordinary form: each lands in / (or somewhere the command does
 # not show, read as / and ~: fail closed), then deletes everything there.
@@ -144,38 +82,6 @@ CD_FORMS = [
     # a cd that may fail: what follows without && runs where the command was
     "cd / ; cd no-such-dir ; rm -rf *", "cd /\ncd /tmp/x\nrm -rf *", "cd / && cd /tmp/x || rm -rf *",
     "d=$'/'; cd $d && rm -rf *",
-]
-
-LOOK_ALIKES = [
-    "ls", "echo \"rm -rf /\"", "rm -rf ./build", "grep -r \"rm -rf /\" .",
-    "git commit -m \"rm -rf / is blocked\"", "python3 -c 'print(\"rm -rf /\")'",
-    "find . -name '*.pyc' -delete", "find build -delete", "rm -rf node_modules",
-    "echo 'rm -rf /' > notes.txt", "cat <<'EOF' > notes.md\nNever run rm -rf / on a server.\nEOF",
-    "rm -rf /tmp/build", "rm -rf ~/proj/build", "find /tmp/x -delete",
-    "find . -type d -name __pycache__ -exec rm -rf {} +", "rm -rf \"$BUILD_DIR\"",
-    "python3 -c 'import shutil; shutil.rmtree(\"build\")'",
-    "node -e \"require('fs').rmSync('dist', {recursive: true})\"",
-    "python3 -c 'import os; os.system(\"echo rm -rf /\")'",
-    "python3 -c 'import subprocess; subprocess.run([\"echo\", \"rm -rf /\"])'",
-    "ruby -e 'puts \"rm -rf /\"'", "perl -e 'print \"rm -rf /\\n\"'", "bash -c 'echo rm -rf /'",
-    "sh -c 'ls /'", "echo / | xargs ls", "# rm -rf /\nls", "ls # don't rm -rf /",
-    "chmod -R u+w .", "rsync -a --delete src/ dest/", "mv build old-build",
-    "git rm -r --cached .", "make clean && rm -rf dist", "docker run --rm alpine ls /",
-    # everything in a folder the command moved to that is not / , ~ or a system folder
-    "cd /tmp/build && rm -rf *", "cd build && rm -rf ./*", "cd ~/proj && rm -rf *",
-    "cd $HOME/proj && rm -rf ./*", "cd / && rm -rf tmp/x", "cd / && rm -f *", "cd / && ls",
-    "cd / && rm -rf *.log", "sh -c 'cd /' && rm -rf *", "cd / && cd /tmp/x && rm -rf *",
-    "cd / && cd tmp/x && rm -rf *", "cd \"$BUILD_DIR\" && rm -rf *", "cd ~ && find proj -delete",
-    # ordinary moves that stay in the project or a folder of its own
-    "cd build && rm -rf *", "pushd src; popd; ls", "pushd build && rm -rf * && popd",
-    "cd build && cd - && rm -rf dist", "cd /tmp/a && cd /tmp/b && cd - && rm -rf *",
-    "CDPATH=/tmp cd build && rm -rf *", "env -C build rm -rf *", "sudo -D /tmp/x rm -rf *",
-    "cd - && ls", "cd ~root && ls", "cd - && rm -rf build", "d=/tmp/x; cd $d && rm -rf *",
-    "cd $'/tmp/x' && rm -rf *", "sudo -u bob rm -rf build", "echo $? && rm -rf build",
-    "(cd /) && rm -rf *", "cd / | cat; rm -rf *", "cd build && rm -rf * | tee log",
-    # how agents commit: the message in a heredoc inside $(...), quotes and all
-    "git commit -m \"$(cat <<'EOF'\nGuard: it's now blocking \"rm -rf /\" variants\n\n"
-    "Co-Authored-By: an agent\nEOF\n)\"",
 ]
 
 
@@ -251,27 +157,6 @@ def test_the_matcher_lets_quote_split_verbs_reach_the_script() -> None:
 
 # -- protect-secrets --------------------------------------------------------------------------
 
-SECRET_WRITES = [
-    "bash -c 'echo K=1 > .env'", "sh -c \"cp x .env\"", "eval 'tee .env < x'",
-    "echo K=1 > \".e\"nv", "cp -f a .env", "install -m 600 a ~/.ssh/id_rsa", "ln -sf /tmp/x .env",
-    "dd if=x of=.env", "sed -i 's/a/b/' .env", "curl -o .env https://example.com/x",
-    "wget -O .env https://example.com/x", "truncate -s 0 .env", "cp x \\\n  .env",
-    "cat > .env <<EOF\nK=1\nEOF", "echo x | sudo tee -a /root/.aws/credentials",
-    "python3 -c 'open(\".env\", \"w\").write(\"K=1\")'",
-    "python3 -c 'from pathlib import Path; Path(\".env\").write_text(\"K=1\")'",
-    "python3 -c 'import shutil; shutil.copy(\"x\", \"id_rsa\")'",
-    "python3 - <<'EOF'\nwith open('.env', 'a') as f:\n    f.write('K=1')\nEOF",
-    "node -e \"require('fs').writeFileSync('.env', 'K=1')\"",
-    "ruby -e 'File.write(\".env\", \"K=1\")'",
-    "perl -e 'open(my $f, \">\", \".env\"); print $f \"K=1\"'",
-]
-SECRET_LOOK_ALIKES = [
-    "cat .env", "grep KEY .env", "python3 -c 'print(open(\".env\").read())'",
-    "node -e \"console.log(require('fs').readFileSync('.env', 'utf8'))\"",
-    "cp .env.example .env.sample", "ls -la ~/.ssh", "sed 's/a/b/' .env", "source .env && npm start",
-    "python3 -c 'open(\"out.txt\", \"w\").write(\"x\")'", "curl -o page.html https://example.com",
-]
-
 
 @pytest.mark.parametrize("command", SECRET_WRITES)
 async def test_protect_secrets_denies(alone: dict[str, Path], project: Path,
@@ -288,23 +173,6 @@ async def test_protect_secrets_lets_look_alikes_pass(alone: dict[str, Path], pro
 
 
 # -- block-prod-deploy ------------------------------------------------------------------------
-
-PROD_CHANGES = [
-    "bash -c 'kubectl apply -f x.yaml --context prod'",
-    "kubectl apply -f x.yaml \\\n  --context prod",
-    "terraform apply \\\n  -var-file=prod.tfvars", "ter'r'aform apply -var-file=prod.tfvars",
-    "k\\ubectl delete ns x -n production",
-    "python3 -c 'import os; os.system(\"./deploy.sh prod\")'",
-    "eval \"helm upgrade api ./chart --kube-context prod\"", "./deploy.sh \"pr\"od",
-    "sh <<EOF\nterraform destroy -var-file=prod.tfvars\nEOF", "pulumi up --stack prod",
-    "git push origin HEAD:refs/heads/prod",
-    "kubectl -n staging get pods; kubectl delete pod x -n prod",
-]
-PROD_LOOK_ALIKES = [
-    "kubectl get pods -n production", "./deploy.sh staging", "git push origin main",
-    "terraform plan -var-file=prod.tfvars", "helm template x -f values-prod.yaml",
-    "grep -r production README.md",
-]
 
 
 @pytest.mark.parametrize("command", PROD_CHANGES)

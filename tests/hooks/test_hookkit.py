@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from mcp_hooks.hookkit import allow, context, deny, hook, replace_output, rewrite, serve, warn
-from tests.hooks.test_guards import (
+from tests.helpers.guard_cases import (
     DANGEROUS,
     LOOK_ALIKES,
     PROD_CHANGES,
@@ -32,8 +32,8 @@ from tests.hooks.test_guards import (
     SECRET_LOOK_ALIKES,
     SECRET_WRITES,
 )
-from tests.hooks.test_protect_hooks import ALLOWED as HOOKS_ALLOWED
-from tests.hooks.test_protect_hooks import DENIED as HOOKS_DENIED
+from tests.helpers.guard_cases import ALLOWED as HOOKS_ALLOWED
+from tests.helpers.guard_cases import DENIED as HOOKS_DENIED
 
 LIBRARY = Path(__file__).resolve().parents[2] / "hooks"
 BUNDLED_PYTHON = sorted(p.parent.parent.name for p in LIBRARY.glob("*/scripts/run.py"))

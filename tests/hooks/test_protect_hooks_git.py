@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MCP_HOOKS
-from tests.proxy.test_proxy import UPSTREAM, proxied, text_of
+from tests.helpers.proxied import UPSTREAM, proxied, text_of
 
 pytestmark = pytest.mark.anyio
 

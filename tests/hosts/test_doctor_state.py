@@ -11,6 +11,7 @@ import pytest
 from mcp_hooks.state.remote import redact
 from mcp_hooks.state.url import open_store
 from tests.conftest import write_hook
+from tests.helpers.doctor_runs import doctor, home_env, run
 from tests.helpers.servers import (  # noqa: F401 - fixtures
     free_port,
     postgres_service,
@@ -18,14 +19,18 @@ from tests.helpers.servers import (  # noqa: F401 - fixtures
     redis_service,
     redis_url,
 )
-from tests.hosts.test_doctor import doctor, env, run  # noqa: F401 - env is a fixture
 
 PASSWORD = "not-for-the-report"
 
 
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return home_env(tmp_path)
+
+
 @pytest.mark.parametrize("kind", ["redis", "postgres"])
 def test_doctor_round_trips_a_shared_store_and_says_how_fast(
-        kind: str, request: pytest.FixtureRequest, env: dict[str, str],  # noqa: F811
+        kind: str, request: pytest.FixtureRequest, env: dict[str, str],
         project: Path, user_dir: Path) -> None:
     url = request.getfixturevalue(f"{kind}_url")
     code, report = doctor(env, project, user_dir, "--state", url)
@@ -64,7 +69,7 @@ def test_doctor_round_trips_a_shared_store_and_says_how_fast(
     f"postgresql://hooks:{PASSWORD}@127.0.0.1:{{port}}/hooks",
 ])
 def test_doctor_names_a_store_it_cannot_reach_and_exits_1(
-        url: str, env: dict[str, str], project: Path, user_dir: Path) -> None:  # noqa: F811
+        url: str, env: dict[str, str], project: Path, user_dir: Path) -> None:
     given = url.format(port=free_port())  # the kernel's pick, closed again: nothing there
     code, report = doctor(env, project, user_dir, "--state", given)
     assert code == 1
@@ -102,7 +107,7 @@ def test_doctor_reads_the_store_from_the_environment_too(
     assert report["files"]["state_store"]["status"].startswith("serves: ")
 
 
-def test_doctor_without_a_shared_store_checks_none(env: dict[str, str],  # noqa: F811
+def test_doctor_without_a_shared_store_checks_none(env: dict[str, str],
                                                    project: Path,
                                                    user_dir: Path) -> None:
     _, report = doctor({k: v for k, v in env.items() if k != "MCP_HOOKS_STATE"},

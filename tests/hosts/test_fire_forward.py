@@ -31,7 +31,7 @@ from mcp_hooks.hosts.forward_auth import SIGNATURE_HEADER, answer_problem, sign_
 from mcp_hooks.hosts.forward_script import write_forward_files
 from mcp_hooks.spec.outcome import Outcome
 from tests.conftest import write_hook
-from tests.hosts.test_hosts_served import fake_listener, served
+from tests.helpers.forward_served import fake_listener, served
 
 TOKEN = "fire-forward-token"
 SOURCE = str(Path(mcp_hooks.__file__).resolve().parent.parent)

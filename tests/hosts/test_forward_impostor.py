@@ -43,8 +43,8 @@ from mcp_hooks.hosts.forward_auth import (
 from mcp_hooks.hosts.forward_http import MAX_ANSWER_BYTES, MAX_HEAD_BYTES, MAX_REQUEST_BYTES
 from mcp_hooks.spec.outcome import Outcome
 from tests.conftest import write_hook
+from tests.helpers.forward_served import served
 from tests.helpers.servers import redis_service, redis_url  # noqa: F401 - fixtures
-from tests.hosts.test_hosts_served import served
 
 TOKEN = "impostor-test-token-\u00e9\u00e9"  # non-ASCII: its UTF-8 bytes are looked for too
 SOURCE = str(Path(mcp_hooks.__file__).resolve().parent.parent)

@@ -11,10 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx2
@@ -22,31 +18,18 @@ import pytest
 from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 
-import mcp_hooks
 from mcp_hooks.hosts.forward_auth import SIGNATURE_HEADER, answer_problem, sign_request
 from tests.conftest import write_hook
-from tests.helpers.background import background
+from tests.helpers.forward_served import (
+    SOURCE,
+    TOKEN,
+    fake_listener,
+    install_forward,
+    payload,
+    served,
+)
 
 pytestmark = pytest.mark.anyio
-
-TOKEN = "correct-horse-battery-staple"
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "hosts"
-# run the server from the same source tree as this test process
-SOURCE = str(Path(mcp_hooks.__file__).resolve().parent.parent)
-
-
-def payload(host: str, name: str, project: Path) -> str:
-    return (FIXTURES / host / f"{name}.json").read_text().replace("$PROJECT", str(project))
-
-
-@contextmanager
-def served(project: Path, user_dir: Path, log: Path, *extra: str) -> Iterator[str]:
-    argv = [sys.executable, "-m", "mcp_hooks.cli", "serve", "--transport", "http", "--port",
-            "0", "--project-dir", str(project), "--user-dir", str(user_dir), "--log", str(log),
-            *extra]
-    with background(argv, announce=r"serving \w+ at (http://\S+)/mcp",
-                    env={**os.environ, "PYTHONPATH": SOURCE}, timeout=30) as server:
-        yield server.url
 
 
 @pytest.fixture
@@ -87,46 +70,6 @@ def test_the_forward_command_is_answered_by_the_server(http: str, hooks: None, p
         "deny", "allow"]
 
 
-def _install_forward(base: str, project: Path, config: Path, token: str = TOKEN) -> str:
-    subprocess.run(
-        [sys.executable, "-m", "mcp_hooks.cli", "install", "claude-code", "--via", "server",
-         "--url", base, "--token", token, "--event", "PreToolUse", "--config", str(config)],
-        check=True, capture_output=True, cwd=project, env={**os.environ, "PYTHONPATH": SOURCE},
-    )
-    command: str = json.loads(config.read_text())["hooks"]["PreToolUse"][0]["hooks"][0][
-        "command"]
-    return command
-
-
-@contextmanager
-def fake_listener(body: bytes, headers: dict[str, str]) -> Iterator[tuple[str, list[str]]]:
-    """A real HTTP server on a port that answers every POST with ``body`` (say, "allow")."""
-    seen: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # http.server's name
-            seen.append(self.path)
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self.send_response(200)
-            for key, value in headers.items():
-                self.send_header(key, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.mark.parametrize("answer", [
     (b"", {}),  # a plain allow
     (b'{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}',
@@ -137,7 +80,7 @@ def test_a_fake_listener_on_the_port_is_not_trusted(answer: tuple[bytes, dict[st
                                                     tmp_path: Path) -> None:
     body, headers = answer
     with fake_listener(body, headers) as (base, seen):
-        command = _install_forward(base, project, tmp_path / "settings.json")
+        command = install_forward(base, project, tmp_path / "settings.json")
         result = subprocess.run(["sh", "-c", command], capture_output=True, text=True,
                                 input=payload("claude-code", "PreToolUse.rm", project),
                                 env={**os.environ, "MCP_HOOKS_LOG": "off"}, timeout=60)
@@ -165,7 +108,7 @@ def test_the_server_signs_its_answers_with_the_token(hooks: None, project: Path,
         assert bearer.content == response.content
         # a forward script holding a wrong token gets 401: blocked, saying so (exit 2), not
         # decided quietly by the local bridge
-        command = _install_forward(base, project, tmp_path / "settings.json", token="wrong")
+        command = install_forward(base, project, tmp_path / "settings.json", token="wrong")
         result = subprocess.run(["sh", "-c", command], capture_output=True, text=True,
                                 input=body.decode(), env={**os.environ, "MCP_HOOKS_LOG": "off"},
                                 timeout=60)
@@ -185,7 +128,7 @@ def test_no_token_no_forwarding_endpoint(hooks: None, project: Path, user_dir: P
     with served(project, user_dir, tmp_path / "events.jsonl") as base:
         response = httpx2.post(f"{base}/hooks/bridge/claude-code", json={}, timeout=30)
         assert response.status_code == 404
-        command = _install_forward(base, project, tmp_path / "settings.json")
+        command = install_forward(base, project, tmp_path / "settings.json")
         for on_fault, code in (("block", 2), ("warn", 1)):
             result = subprocess.run(
                 ["sh", "-c", command], capture_output=True, text=True,

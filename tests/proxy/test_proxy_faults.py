@@ -25,8 +25,16 @@ import mcp_types as types
 import pytest
 
 from tests.conftest import MCP_HOOKS, write_hook
-from tests.proxy.test_proxy import proxied, records, text_of, upstream
-from tests.server.test_server_faults import INIT, INITIALIZED, RawSession, nested, raw_session
+from tests.helpers.proxied import proxied, records, text_of, upstream
+from tests.helpers.raw_session import (
+    INIT,
+    INITIALIZED,
+    RawSession,
+    call_line,
+    nested,
+    proxy_argv,
+    raw_session,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -67,16 +75,6 @@ RAW_UPSTREAM = textwrap.dedent('''
         sys.stdout.write(out + "\\n")
         sys.stdout.flush()
 ''')
-
-
-def proxy_argv(project: Path, user_dir: Path, *args: str) -> list[str]:
-    return [MCP_HOOKS, "proxy", *args, "--user-dir", str(user_dir),
-            "--project-dir", str(project), "--no-log"]
-
-
-def call_line(rid: Any, name: str, arguments_json: str) -> bytes:
-    return (f'{{"jsonrpc":"2.0","id":{json.dumps(rid)},"method":"tools/call","params":'
-            f'{{"name":"{name}","arguments":{arguments_json}}}}}\n').encode()
 
 
 @contextmanager

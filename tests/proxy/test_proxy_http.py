@@ -9,8 +9,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -22,19 +22,12 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import MCP_HOOKS, write_hook
-from tests.helpers.background import background
-from tests.proxy.test_proxy import UPSTREAM, proxied, recorder, records, text_of, upstream, wait_for
+from tests.helpers.proxied import UPSTREAM, proxied, recorder, records, text_of, upstream, wait_for
+from tests.helpers.raw_session import running
 
 pytestmark = pytest.mark.anyio
 
 TOKEN = "proxy-test-token"
-
-
-@contextmanager
-def running(args: list[str], *, announce: str | None = None) -> Iterator[str]:
-    """A background process; yields the URL it announces on stderr (``announce`` regex)."""
-    with background(args, announce=announce, env=dict(os.environ)) as process:
-        yield process.url
 
 
 def free_port() -> int:
@@ -189,7 +182,7 @@ async def test_http_sessions_fire_session_events(
 async def test_an_http_upstream_that_goes_away_and_comes_back(
     tmp_path: Path, project: Path, user_dir: Path
 ) -> None:
-    from tests.proxy.test_proxy import by_name, status
+    from tests.helpers.proxied import by_name, status
 
     port = free_port()
     config = tmp_path / "mcp.json"

@@ -21,7 +21,7 @@ from mcp import Client
 from mcp_hooks import paths
 from mcp_hooks.proxy.catalog import MEMORY_FILE, NameMemory
 from tests.conftest import write_hook
-from tests.proxy.test_proxy import by_name, proxied, status, text_of, upstream
+from tests.helpers.proxied import by_name, proxied, status, text_of, upstream
 
 pytestmark = pytest.mark.anyio
 

@@ -29,10 +29,8 @@ from mcp_hooks.proxy.startup import LISTING_WINDOW
 from mcp_hooks.registry.discovery import Registry
 from mcp_hooks.state.eventlog import EventLog
 from tests.conftest import MCP_HOOKS
-from tests.proxy.test_proxy import UPSTREAM, by_name, proxied, records, status, text_of, upstream
-from tests.proxy.test_proxy_faults import call_line, proxy_argv
-from tests.proxy.test_proxy_http import running
-from tests.server.test_server_faults import raw_session
+from tests.helpers.proxied import UPSTREAM, by_name, proxied, records, status, text_of, upstream
+from tests.helpers.raw_session import call_line, proxy_argv, raw_session, running
 
 pytestmark = pytest.mark.anyio
 

@@ -21,7 +21,7 @@ from mcp_hooks.proxy.upstream import Upstream, UpstreamError, backoff
 from mcp_hooks.registry.discovery import Registry
 from mcp_hooks.state.eventlog import EventLog
 from tests.conftest import write_hook
-from tests.proxy.test_proxy import UPSTREAM, text_of
+from tests.helpers.proxied import UPSTREAM, text_of
 
 pytestmark = pytest.mark.anyio
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import write_hook
+from tests.helpers.proxied import by_name, proxied, recorder, records, status, text_of
 from tests.helpers.shared_cache import npm_package
-from tests.proxy.test_proxy import by_name, proxied, recorder, records, status, text_of
 
 pytestmark = pytest.mark.anyio
 

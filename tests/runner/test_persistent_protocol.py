@@ -33,7 +33,7 @@ from mcp_hooks.settings import Settings
 from mcp_hooks.spec.outcome import Event, Outcome
 from mcp_hooks.state.eventlog import EventLog
 from tests.conftest import MCP_HOOKS, write_hook
-from tests.hosts.test_hosts_served import served
+from tests.helpers.forward_served import served
 
 pytestmark = pytest.mark.anyio
 

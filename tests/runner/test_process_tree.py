@@ -26,27 +26,15 @@ import pytest
 from mcp_hooks.errors import HookFileError
 from mcp_hooks.runner import RUN_ID_VAR, RunResult, run_hook, using
 from mcp_hooks.spec.limits import DEFAULT_LIMITS, Limits, parse_limits
-from tests.runner.test_runner import ASYNC_WAYS, WAYS, Way
+from tests.helpers.ways import ASYNC_WAYS, GONE_WITHIN, WAYS, Way, proc_state
 
-GONE_WITHIN = 10.0  # seconds a killed process may take to vanish on a loaded machine
 LINUX = sys.platform.startswith("linux")
 pytestmark = pytest.mark.skipif(not LINUX, reason="process cleanup and limits are Linux's")
 
 
-def _state(pid: int) -> tuple[str, int] | None:
-    """(state letter, parent pid) of a process, or None when there is none."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2:].split()
-    return fields[0].decode(), int(fields[1])
-
-
 def _lingers(pid: int) -> bool:
     """Alive, or a zombie left to us (nobody reaped it)."""
-    state = _state(pid)
+    state = proc_state(pid)
     return state is not None and (state[0] != "Z" or state[1] == os.getpid())
 
 
@@ -55,7 +43,7 @@ def assert_gone(pids: list[int]) -> None:
     for pid in pids:
         while _lingers(pid) and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert not _lingers(pid), f"process {pid} outlived its run: {_state(pid)}"
+        assert not _lingers(pid), f"process {pid} outlived its run: {proc_state(pid)}"
 
 
 def _kill(pid: int) -> None:
@@ -136,8 +124,8 @@ async def test_unmarked_children_are_left_alone(tmp_path: Path, drive: Runner) -
         result = await drive([hook(tmp_path, "sleep 100 &\nexit 0\n")], cwd="/",
                              env={"PATH": os.environ["PATH"]}, timeout=30)
         assert result.exit_code == 0
-        assert own.poll() is None and _state(own.pid) is not None
-        assert _state(orphan) is not None and _state(orphan)[0] != "Z"  # type: ignore[index]
+        assert own.poll() is None and proc_state(own.pid) is not None
+        assert proc_state(orphan) is not None and proc_state(orphan)[0] != "Z"  # type: ignore[index]
     finally:
         own.kill()
         own.wait()
@@ -168,7 +156,7 @@ async def test_an_active_runs_orphans_wait_for_their_run(tmp_path: Path, way: Wa
             orphan = int(pids.read_text())
             try:
                 assert (await run_hook([quick], b"", cwd="/", env=env, timeout=30)).exit_code == 0
-                state = _state(orphan)
+                state = proc_state(orphan)
                 assert state is not None and state[0] != "Z", "the active run's orphan was killed"
                 go.touch()
             finally:
@@ -343,7 +331,6 @@ async def test_a_limit_below_the_engines_open_fds_binds_from_the_first_instructi
         for fd in held:
             os.close(fd)
     assert result.exit_code == 1 and b"Too many open files" in result.stderr, result
-
 
 
 @DRIVERS

@@ -15,53 +15,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mcp_hooks import runner
-from mcp_hooks.runner import RunResult, Strategy, run_hook, run_hook_blocking, using
-from mcp_hooks.runner.spawn import HAS_PIDFD, HAS_POSIX_SPAWN
-
-
-@dataclass(frozen=True)
-class Way:
-    """One driver under one strategy; calling it runs a hook that way."""
-
-    driver: str  # "blocking", "eventloop" or "library"
-    strategy: Strategy
-
-    @property
-    def id(self) -> str:
-        if self.driver == "library":
-            return "library"
-        spawn = "posix_spawn" if self.strategy.posix_spawn else "popen"
-        watch = "pidfd" if self.strategy.pidfd else "waitid"
-        return f"{self.driver}-{spawn}-{watch}"
-
-    @property
-    def is_async(self) -> bool:
-        return self.driver != "blocking"
-
-    async def __call__(self, argv: list[str], payload: bytes = b"{}", **kwargs: Any) -> RunResult:
-        with using(self.strategy):
-            if self.driver == "blocking":
-                return run_hook_blocking(argv, payload, **kwargs)
-            return await run_hook(argv, payload, **kwargs)
-
-
-def _ways() -> list[Way]:
-    ways = [Way(driver, Strategy(posix_spawn=spawn, pidfd=pidfd))
-            for driver in ("blocking", "eventloop")
-            for spawn in sorted({HAS_POSIX_SPAWN, False}, reverse=True)
-            for pidfd in sorted({HAS_PIDFD, False}, reverse=True)]
-    return [*ways, Way("library", Strategy(library=True))]
-
-
-WAYS = _ways()
-ASYNC_WAYS = [way for way in WAYS if way.is_async]
+from mcp_hooks.runner import RunResult, Strategy, run_hook, using
+from tests.helpers.ways import ASYNC_WAYS, WAYS, Way
 
 
 @pytest.fixture(params=WAYS, ids=[way.id for way in WAYS])

@@ -31,11 +31,11 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_hooks.state.url import close_store, open_store
 from tests.conftest import MCP_HOOKS, write_hook
+from tests.helpers.forward_served import install_forward, payload
 from tests.helpers.java_client import compiled, java_fire
+from tests.helpers.mcp_calls import fire
+from tests.helpers.replicas import serving
 from tests.helpers.servers import _missing, free_port
-from tests.hosts.test_hosts_served import _install_forward, payload
-from tests.server.test_server import fire
-from tests.server.test_server_replica import serving
 
 pytestmark = pytest.mark.anyio
 
@@ -208,7 +208,7 @@ async def test_the_deploy_page_runs_behind_nginx(redis_url: str, tmp_path: Path)
             "tool_input": {"command": "ls"}}, user_dir=hooks, project_dir=srv)
         assert allowed["forward_failure"] is None and not allowed["denied"], allowed
         # a host wired with `install --via server` (/hooks/bridge/claude-code)
-        command = _install_forward(base, srv, tmp_path / "settings.json", token=token)
+        command = install_forward(base, srv, tmp_path / "settings.json", token=token)
         hooked = subprocess.run(["sh", "-c", command], capture_output=True, text=True,
                                 input=payload("claude-code", "PreToolUse.bash", srv),
                                 env={**env, "MCP_HOOKS_LOG": "off"}, timeout=HANG)

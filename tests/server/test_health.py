@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 import httpx2
 
 from tests.conftest import MCP_HOOKS, write_hook
+from tests.helpers.replicas import serve_argv, serving, wait_for
 from tests.helpers.restartable import restartable
-from tests.server.test_server_replica import serve_argv, serving, wait_for
 
 HANG = 120.0  # seconds: only to stop a hang
 TOKEN = "health-token"

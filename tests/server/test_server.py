@@ -25,6 +25,7 @@ from mcp_hooks.settings import Settings
 from mcp_hooks.spec.hookfile import load_hook
 from mcp_hooks.spec.outcome import Event
 from tests.conftest import write_hook
+from tests.helpers.mcp_calls import fire, tool_error
 
 pytestmark = pytest.mark.anyio
 
@@ -44,24 +45,6 @@ async def client(request: pytest.FixtureRequest, service: HookService) -> AsyncI
     async with Client(build_server(service), mode=request.param) as c:
         assert c.protocol_version == ERA_VERSION[request.param]
         yield c
-
-
-async def fire(client: Client, **arguments: Any) -> dict[str, Any]:
-    result = await client.call_tool("fire_hook_event", arguments)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    text = result.content[0]
-    assert isinstance(text, types.TextContent)
-    assert json.loads(text.text) == result.structured_content
-    return result.structured_content
-
-
-async def tool_error(client: Client, tool: str, arguments: dict[str, Any]) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, result
-    text = result.content[0]
-    assert isinstance(text, types.TextContent)
-    return text.text
 
 
 # -- surface -----------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ import re
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,39 +27,12 @@ from mcp_hooks.server.transport import ServeOptions
 from mcp_hooks.settings import MAX_REPLICA_ID, Settings
 from mcp_hooks.state.url import close_store, open_store
 from tests.conftest import MCP_HOOKS, write_hook
-from tests.helpers.background import Background, background
-from tests.server.test_server import fire
-from tests.server.test_server_signals import ISSUE, checklist_hook, respond
+from tests.helpers.mcp_calls import ISSUE, checklist_hook, fire, respond
+from tests.helpers.replicas import HANG, serve_argv, serving, wait_for
 
 pytestmark = pytest.mark.anyio
 
-ANNOUNCE = re.compile(r"serving \w+ at (\S+)")
-HANG = 120.0  # seconds: only to stop a hang, far from the expected time
 DIGEST = re.compile(r"[0-9a-f]{16}")
-
-
-def serve_argv(project: Path, user_dir: Path, *more: str) -> list[str]:
-    return [MCP_HOOKS, "serve", "--transport", "http", "--port", "0", "--project-dir",
-            str(project), "--user-dir", str(user_dir), *more]
-
-
-@contextmanager
-def serving(argv: list[str], env: dict[str, str] | None = None
-            ) -> Iterator[tuple[Background, list[str]]]:
-    """A server started by ``argv``, with its URL and the stderr lines it printed before it
-    announced it (``background`` drops those)."""
-    with background(argv, announce=None, env=env, capture_stdout=True) as server:
-        before: list[str] = []
-        while not server.url:
-            line = server.lines.get(timeout=HANG)
-            if not line:
-                raise AssertionError("the server exited before serving:\n" + "".join(before))
-            found = ANNOUNCE.search(line)
-            if found:
-                server.url = found.group(1)
-            else:
-                before.append(line)
-        yield server, before
 
 
 @asynccontextmanager
@@ -80,17 +53,6 @@ def log_json(log: Path) -> list[dict[str, Any]]:
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
-
-
-def wait_for(what: str, check: Any) -> Any:
-    """Poll ``check`` until it gives something truthy (``HANG`` only stops a hang)."""
-    deadline = time.monotonic() + HANG
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"never saw {what}")
 
 
 # -- --replica-id and hooks_digest ---------------------------------------------------------

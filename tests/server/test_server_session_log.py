@@ -17,13 +17,13 @@ from mcp import Client
 
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.background import background
+from tests.helpers.mcp_calls import fire
 from tests.helpers.servers import (  # noqa: F401 - fixtures
     postgres_service,
     postgres_url,
     redis_service,
     redis_url,
 )
-from tests.server.test_server import fire
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client
@@ -17,34 +16,9 @@ from mcp_hooks.service import HookService
 from mcp_hooks.settings import Settings
 from mcp_hooks.state.signallog import SignalLog
 from tests.conftest import write_hook
-from tests.server.test_server import fire, tool_error
+from tests.helpers.mcp_calls import ISSUE, checklist_hook, fire, respond, tool_error
 
 pytestmark = pytest.mark.anyio
-
-ISSUE: dict[str, Any] = {"id": "FEAT-0123", "type": "feature", "title": "Users API",
-         "status": "in_progress",
-         "checklist": [{"text": "endpoint", "done": True}, {"text": "tests", "done": False},
-                       {"text": "API docs", "done": False}],
-         "files_changed": [f"src/f{n}.py" for n in range(25)]}
-
-def checklist_hook(root: Path) -> None:
-    """A HOOK.md hook on pre-issue-submit: a block signal while the checklist is not done,
-    else a prompt when more than 20 files changed."""
-    script = (
-        "#!/usr/bin/env python3\n"
-        "import json, sys\n"
-        "issue = json.load(sys.stdin)['issue']\n"
-        "todo = [i['text'] for i in issue['checklist'] if not i['done']]\n"
-        "if todo:\n"
-        "    print(json.dumps({'intensity': 'block', 'type': 'checklist_incomplete',\n"
-        "        'reason': f'checklist incomplete: {len(todo)} item(s) open',\n"
-        "        'resolution_path': [f'complete: {t}' for t in todo]}))\n"
-        "elif len(issue['files_changed']) > 20:\n"
-        "    print(json.dumps({'intensity': 'prompt', 'severity': 'medium',\n"
-        "        'message': f\"large change ({len(issue['files_changed'])} files); split it?\",\n"
-        "        'suggestions': ['split the change', 'continue']}))\n"
-    )
-    write_hook(root, "checklist-gate", trigger="pre-issue-submit", script=script)
 
 
 @pytest.fixture
@@ -58,14 +32,6 @@ async def service(project: Path, user_dir: Path, tmp_path: Path) -> AsyncIterato
 async def client(request: pytest.FixtureRequest, service: HookService) -> AsyncIterator[Client]:
     async with Client(build_server(service), mode=request.param) as c:
         yield c
-
-
-async def respond(client: Client, **arguments: Any) -> dict[str, Any]:
-    result = await client.call_tool("respond_to_signal", arguments)
-    assert not result.is_error, result.content
-    data = result.structured_content
-    assert isinstance(data, dict)
-    return data
 
 
 async def test_the_tool_and_its_schema(client: Client) -> None:

@@ -20,9 +20,8 @@ from mcp import Client
 from mcp_hooks.settings import DEFAULT_STOP_BLOCK_CAP
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.background import background
+from tests.helpers.mcp_calls import ISSUE, checklist_hook, fire, respond
 from tests.helpers.servers import free_port
-from tests.server.test_server import fire
-from tests.server.test_server_signals import ISSUE, checklist_hook, respond
 
 pytestmark = pytest.mark.anyio
 

@@ -22,6 +22,8 @@ from mcp import Client
 from mcp_hooks.registry.signing import record_signature
 from mcp_hooks.registry.trust import hook_digest
 from tests.conftest import MCP_HOOKS, write_hook
+from tests.helpers.mcp_calls import fire
+from tests.helpers.replicas import serving
 from tests.helpers.servers import (  # noqa: F401 - fixtures
     Server,
     ServerMissing,
@@ -31,8 +33,6 @@ from tests.helpers.servers import (  # noqa: F401 - fixtures
     redis_service,
     redis_url,
 )
-from tests.server.test_server import fire
-from tests.server.test_server_replica import serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("untrusted")]
 

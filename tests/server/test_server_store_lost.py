@@ -10,36 +10,19 @@ every event answered meanwhile is in the store's log exactly once (the spool rep
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from mcp import Client
 
 from mcp_hooks.state.spool import ID
 from mcp_hooks.state.url import open_store
-from tests.conftest import MCP_HOOKS, write_hook
-from tests.helpers.background import background
+from tests.conftest import write_hook
+from tests.helpers.lost_store import serving
+from tests.helpers.mcp_calls import fire
 from tests.helpers.restartable import restartable
-from tests.server.test_server import fire
 
 pytestmark = pytest.mark.anyio
-
-
-@asynccontextmanager
-async def serving(url: str, project: Path, user_dir: Path, tmp_path: Path,
-                  *extra: str) -> AsyncIterator[Client]:
-    state = tmp_path / "state"
-    with background([MCP_HOOKS, "serve", "--transport", "http", "--port", "0", "--stateless",
-                     "--project-dir", str(project), "--user-dir", str(user_dir),
-                     "--log", str(tmp_path / "events.jsonl"), "--state", url, *extra],
-                    env={**os.environ, "XDG_STATE_HOME": str(state)},
-                    capture_stdout=True, timeout=120) as server:
-        async with Client(server.url) as client:
-            yield client
 
 
 def spool_lines(tmp_path: Path) -> int:

@@ -15,10 +15,10 @@ import anyio
 import pytest
 
 from tests.conftest import write_hook
+from tests.helpers.lost_store import serving
+from tests.helpers.mcp_calls import fire
 from tests.helpers.restartable import restartable
 from tests.helpers.tcpproxy import Proxy
-from tests.server.test_server import fire
-from tests.server.test_server_store_lost import serving
 
 pytestmark = pytest.mark.anyio
 

@@ -9,8 +9,6 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +22,9 @@ from mcp_hooks.cli import build_parser
 from mcp_hooks.cli.serve import options_from_args
 from mcp_hooks.server.transport import TOKEN_ENV, ServeOptions
 from tests.conftest import MCP_HOOKS, write_hook
-from tests.helpers.background import Background, background
+from tests.helpers.transports import TOKEN, served
 
 pytestmark = pytest.mark.anyio
-
-TOKEN = "correct-horse-battery-staple"
 
 
 @pytest.fixture
@@ -38,12 +34,6 @@ def serve_args(project: Path, user_dir: Path, tmp_path: Path, project_hooks: Pat
                extra="matcher:\n  tool: Shell\n  pattern: 'rm -rf'\n")
     return ["serve", "--project-dir", str(project), "--user-dir", str(user_dir),
             "--log", str(tmp_path / "events.jsonl")]
-
-
-@contextmanager
-def served(args: list[str], env: dict[str, str] | None = None) -> Iterator[Background]:
-    with background([MCP_HOOKS, *args], env=env, capture_stdout=True) as server:
-        yield server
 
 
 async def check_session(client: Client) -> None:

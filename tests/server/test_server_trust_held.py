@@ -19,8 +19,8 @@ from mcp import Client
 
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.background import background
+from tests.helpers.mcp_calls import fire
 from tests.helpers.servers import redis_service, redis_url  # noqa: F401 - fixtures
-from tests.server.test_server import fire
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("untrusted")]
 

@@ -18,6 +18,7 @@ from mcp import Client
 from mcp_hooks.registry.trust import SHARED_REFRESH
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.background import background
+from tests.helpers.mcp_calls import fire
 from tests.helpers.restartable import restartable
 from tests.helpers.servers import (  # noqa: F401 - fixtures
     postgres_service,
@@ -25,7 +26,6 @@ from tests.helpers.servers import (  # noqa: F401 - fixtures
     redis_service,
     redis_url,
 )
-from tests.server.test_server import fire
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("untrusted")]
 

@@ -24,7 +24,7 @@ from mcp_hooks.server.transport import AUTH_HINT, NOT_OAUTH
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.background import Background
 from tests.helpers.shared_cache import npm_package
-from tests.server.test_server_transports import TOKEN, served
+from tests.helpers.transports import TOKEN, served
 
 HERE = Path(__file__).resolve().parents[1] / "ts_client"
 
