@@ -41,7 +41,7 @@ from mcp_hooks.errors import ConfigError, RunError
 from mcp_hooks.settings import Settings, _ask_seconds, _on_ask_unavailable
 from mcp_hooks.spec.asking import Approver, AskAnswer, AskRequest, binding_of
 from mcp_hooks.spec.outcome import Event, cap_text
-from mcp_hooks.state.eventlog import now
+from mcp_hooks.state.asks import answer, ask_record
 from mcp_hooks.state.store import AskAnswered, AskExpired, StateStore
 
 POLL = 0.02  # seconds between two looks at the store while waiting for an answer
@@ -87,10 +87,7 @@ class Asker:
         return await self._off(functools.partial(fn, *args))
 
     def _log(self, kind: str, request: AskRequest, **fields: Any) -> None:
-        self.store.append("events", {
-            "ts": now(), "kind": kind, "ask_id": request.id, "event": request.event_type,
-            "session_id": request.session_id, "tool_name": request.tool_name,
-            "hook": request.hook, "binding": request.binding, **fields})
+        self.store.append("events", ask_record(kind, request, **fields))
 
     async def settle(self, chain: Chain, event: Event, metadata: dict[str, Any],
                      approve: Approver | None) -> None:
@@ -103,7 +100,7 @@ class Asker:
         try:
             stored = await self._blocking(self.store.approval_for, binding, session)
             if stored is not None:
-                self._take(chain, source, stored, None)
+                self._take(chain, source, stored)
                 return
             request = await self._blocking(self._open, chain, event, source, reason, binding)
         except RunError as exc:  # the store cannot keep an ask: nobody can answer it
@@ -117,7 +114,7 @@ class Asker:
         elif answer.channel == HOST:
             chain.asking, chain.ask = None, request
         else:
-            self._take(chain, source, answer, request)
+            self._take(chain, source, answer)
 
     def _open(self, chain: Chain, event: Event, source: str, reason: str,
               binding: str) -> AskRequest:
@@ -154,7 +151,7 @@ class Asker:
         take it for this run."""
         # an answer stored first (or an expiry) decides: never a second decision
         with contextlib.suppress(AskAnswered, AskExpired):
-            self.store.answer_ask(request.id, given)
+            answer(self.store, request.id, given)
         return self.store.approval_for(request.binding, request.session_id)
 
     async def _wait(self, request: AskRequest, until: float) -> AskAnswer | None:
@@ -174,19 +171,17 @@ class Asker:
             return None
         return self.store.approval_for(request.binding, request.session_id)
 
-    def _take(self, chain: Chain, source: str, answer: AskAnswer,
-              request: AskRequest | None) -> None:
-        """An answer's effect: go on, or deny with the person's reason; logged."""
-        who = f" by {answer.by}" if answer.by else ""
-        how = answer.channel or "stored"
-        if request is not None:
-            self._log("ask_answer", request, approved=answer.approved, channel=how,
-                      by=answer.by, reason=answer.reason, for_session=answer.for_session)
+    @staticmethod
+    def _take(chain: Chain, source: str, given: AskAnswer) -> None:
+        """An answer's effect: go on, or deny with the person's reason (logged by whoever
+        stored it: ``asks.answer``)."""
+        who = f" by {given.by}" if given.by else ""
+        how = given.channel or "stored"
         chain.asking = None
-        if answer.approved:
+        if given.approved:
             chain.warnings.append(f"{source}: asked; approved{who} ({how})")
             return
-        said = f": {answer.reason}" if answer.reason else ""
+        said = f": {given.reason}" if given.reason else ""
         chain.refuse(source, cap_text(f"a person refused this call{who}{said}"))
 
     def _fallback(self, chain: Chain, source: str, reason: str, fallback: str,
