@@ -15,7 +15,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import pytest
@@ -113,16 +113,16 @@ def test_no_token_no_ask_routes(user_dir: Path, project: Path) -> None:
 
 
 class _Listener(http.server.BaseHTTPRequestHandler):
-    posts: list[dict[str, Any]] = []
+    posts: ClassVar[list[dict[str, Any]]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - the handler's protocol
+    def do_POST(self) -> None:
         size = int(self.headers.get("Content-Length", "0"))
         _Listener.posts.append({"type": self.headers.get("Content-Type"),
                                 "body": json.loads(self.rfile.read(size))})
         self.send_response(200)
         self.end_headers()
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the protocol's
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
