@@ -6,7 +6,8 @@ entry with ``ask: true`` whose oracle prompts), the chain stops there (``Chain.a
 
 1. a stored answer for exactly this call (``StateStore.approval_for``: the binding of
    session, event, tool and the input as the tool would now get it): a plain one is taken
-   (one run), a for-session approval kept. This is how "block now, approve, re-run" passes;
+   (one run), a for-session approval kept (and remembered by this engine, so the same call
+   again costs no store call). This is how "block now, approve, re-run" passes;
 2. else the ask is kept pending in the store (or the one already pending for this call is
    reused), logged, posted to the webhook (``webhook.py``), and the door's own ``Approver`` is
    awaited when it has one (a y/N prompt, an elicitation, an adapter's callback). The answer
@@ -39,7 +40,7 @@ from typing import Any
 from mcp_hooks.engine.chain import Chain
 from mcp_hooks.errors import ConfigError, RunError
 from mcp_hooks.settings import Settings, _ask_seconds, _on_ask_unavailable
-from mcp_hooks.spec.asking import Approver, AskAnswer, AskRequest, binding_of
+from mcp_hooks.spec.asking import GRANT_TTL, Approver, AskAnswer, AskRequest, binding_of
 from mcp_hooks.spec.outcome import Event, cap_text
 from mcp_hooks.state.asks import answer, ask_record
 from mcp_hooks.state.store import AskAnswered, AskExpired, StateStore
@@ -81,6 +82,8 @@ class Asker:
         self._off = blocking
         self._one_shot = one_shot
         self._notify = notify
+        # for-session approvals seen, by binding: never taken, so kept here (no store call)
+        self._kept: dict[str, AskAnswer] = {}
 
     async def _blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` where the engine runs store calls (off the event loop)."""
@@ -97,9 +100,14 @@ class Asker:
         timeout, fallback = policy(metadata, self.settings, chain.warnings)
         session = event.session_id
         binding = binding_of(session, chain.name, event.tool_name, chain.tool_input)
+        kept = self._kept.get(binding)
+        if kept is not None and time.time() - kept.at <= GRANT_TTL:
+            self._take(chain, source, kept)
+            return
         try:
             stored = await self._blocking(self.store.approval_for, binding, session)
             if stored is not None:
+                self._keep(binding, stored)
                 self._take(chain, source, stored)
                 return
             request = await self._blocking(self._open, chain, event, source, reason, binding)
@@ -114,7 +122,14 @@ class Asker:
         elif answer.channel == HOST:
             chain.asking, chain.ask = None, request
         else:
+            self._keep(binding, answer)
             self._take(chain, source, answer)
+
+    def _keep(self, binding: str, given: AskAnswer) -> None:
+        if given.approved and given.for_session:
+            if len(self._kept) >= 10_000:
+                self._kept.clear()
+            self._kept[binding] = given
 
     def _open(self, chain: Chain, event: Event, source: str, reason: str,
               binding: str) -> AskRequest:
