@@ -46,6 +46,7 @@ from mcp_hooks.state.asks import answer, ask_record
 from mcp_hooks.state.store import AskAnswered, AskExpired, StateStore
 
 POLL = 0.02  # seconds between two looks at the store while waiting for an answer
+RESERVE = 1.0  # seconds of the chain deadline an ask's wait leaves to the links after it
 HOST = "host"  # an approver's channel meaning "the host asks natively" (the bridge answers ask)
 
 Blocking = Callable[..., Any]
@@ -158,7 +159,10 @@ class Asker:
             if given is not None:
                 recorded: AskAnswer | None = await self._blocking(self._record, request, given)
                 return recorded
-        wait = min(timeout, max(chain.left(), 0.0))
+        # never past the chain deadline (a bridge's: below its host's hook timeout), leaving
+        # the links after this one a little of it
+        reserve = min(RESERVE, chain.budget * 0.1)
+        wait = min(timeout, max(chain.left() - reserve, 0.0))
         return await self._wait(request, time.monotonic() + wait)
 
     def _record(self, request: AskRequest, given: AskAnswer) -> AskAnswer | None:

@@ -33,6 +33,7 @@ from mcp_hooks.hosts.base import (
     joined,
     json_answer,
     json_reply,
+    native_ask_reason,
 )
 from mcp_hooks.spec.vocabulary import COPILOT_CLI, Vocabulary
 
@@ -53,6 +54,7 @@ _TAKES_CONTEXT = _CONTEXT | _PROMPT | {"sessionStart", "SessionStart"}
 class CopilotCli(Host):
     name = "copilot-cli"
     title = "Copilot CLI"
+    native_ask = _PRE_TOOL
     config_format = "flat"
     project_config = ".github/hooks/mcp-hooks.json"
     user_config = ("COPILOT_HOME", ".copilot", "hooks/mcp-hooks.json")
@@ -159,6 +161,9 @@ class CopilotCli(Host):
                 notes.append(f"Copilot CLI cannot block {event}; {outcome.blocked_by} said: "
                              f"{reason}")
         elif event in _PRE_TOOL:
+            if outcome.ask is not None and self.asks_natively(call):
+                out = {"permissionDecision": "ask",  # Copilot CLI asks the person itself
+                       "permissionDecisionReason": native_ask_reason(outcome.ask)}
             rewritten, why = self.host_input(call, outcome)
             if why:
                 notes.append(why)
