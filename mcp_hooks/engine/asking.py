@@ -30,14 +30,15 @@ its channel and person), ``ask_timeout`` (nobody answered in time).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
+import inspect
 import time
 from collections.abc import Callable
 from typing import Any
 
 from mcp_hooks.engine.chain import Chain
+from mcp_hooks.engine.offloop import call_off_loop, pause
 from mcp_hooks.errors import ConfigError, RunError
 from mcp_hooks.settings import Settings, _ask_seconds, _on_ask_unavailable
 from mcp_hooks.spec.asking import GRANT_TTL, Approver, AskAnswer, AskRequest, binding_of
@@ -71,6 +72,34 @@ async def call_host_asks(request: AskRequest) -> AskAnswer:
     """The approver of a door whose host asks the person itself (Claude Code's
     ``permissionDecision: "ask"``): defer to it."""
     return AskAnswer(True, channel=HOST)
+
+
+def as_approver(callback: Callable[[AskRequest], Any] | None) -> Approver | None:
+    """A caller's approve callback (``Hooks(approve=...)``, an adapter's) as an ``Approver``:
+    sync or ``async def``, returning an ``AskAnswer``, a bool (approve / refuse) or None (no
+    person reachable: out of band, then the fallback). A sync one runs in a worker thread
+    of the running loop (in place where none runs)."""
+    if callback is None:
+        return None
+    if inspect.iscoroutinefunction(callback):
+        async def awaiting(request: AskRequest) -> AskAnswer | None:
+            return _answer_of(await callback(request))
+        awaiting.awaits = True  # type: ignore[attr-defined]
+        return awaiting
+
+    async def calling(request: AskRequest) -> AskAnswer | None:
+        return _answer_of(await call_off_loop(lambda: callback(request)))
+    return calling
+
+
+def _answer_of(given: Any) -> AskAnswer | None:
+    if given is None or isinstance(given, AskAnswer):
+        return given
+    if isinstance(given, bool):
+        return AskAnswer(given, reason="" if given else "refused by the approve callback",
+                         channel="callback")
+    raise TypeError(f"an approve callback must return an AskAnswer, a bool or None, got "
+                    f"{type(given).__name__}")
 
 
 class Asker:
@@ -178,11 +207,11 @@ class Asker:
             answer: AskAnswer | None = await self._blocking(self._look, request)
             if answer is not None or time.monotonic() >= until:
                 return answer
-            pause = min(POLL, max(until - time.monotonic(), 0.0))
+            wait = min(POLL, max(until - time.monotonic(), 0.0))
             if self._one_shot:
-                time.sleep(pause)  # a one-shot engine never suspends (fire_blocking)
+                time.sleep(wait)  # a one-shot engine never suspends (fire_blocking)
             else:
-                await asyncio.sleep(pause)
+                await pause(wait)
 
     def _look(self, request: AskRequest) -> AskAnswer | None:
         record = self.store.get_ask(request.id)
