@@ -48,7 +48,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcp_hooks.errors import RunError
 from mcp_hooks.spec import outcome
-from mcp_hooks.spec.asking import AskRequest
 from mcp_hooks.spec.events import can_block
 from mcp_hooks.spec.signals import ACTIONS
 from mcp_hooks.spec.vocabulary import (
@@ -285,14 +284,6 @@ def denied_by(outcome: Outcome) -> str:
     return f"mcp-hooks: {outcome.event_type} denied by {outcome.blocked_by or 'a hook'}"
 
 
-def native_ask_reason(request: AskRequest) -> str:
-    """The reason a host's own ask shows: the hook's, and how to approve the call out of band
-    where the host asks nobody (a headless run reads its ask as a deny with this reason)."""
-    return (f"{request.hook}: {request.reason} (mcp-hooks ask {request.id}; where no one is "
-            f"asked, a person approves it with `mcp-hooks approve {request.id}`, then the same "
-            "call passes when made again)")
-
-
 class Host:
     """One agent host: its events, payload fields and answer forms.
 
@@ -343,18 +334,8 @@ class Host:
     programs: ClassVar[tuple[str, ...]] = ()
     # how long the host waits for the bridge (bridge.chain_deadline): what install writes
     hook_timeout_s: ClassVar[float] = HOOK_TIMEOUT_S
-    # -- a hook's ask (docs/ask.md): the host events whose answer can be the host's own ask
-    native_ask: ClassVar[frozenset[str]] = frozenset()
-    # permission modes in which the host would not ask a person (it approves by itself)
+    native_ask: ClassVar[frozenset[str]] = frozenset()  # events with its own ask (asking.py)
     no_ask_modes: ClassVar[frozenset[str]] = frozenset({"bypassPermissions", "yolo"})
-
-    def asks_natively(self, call: Call) -> bool:
-        """Whether this call's answer may be the host's own ask (shown to the person with the
-        hook's reason): a ``native_ask`` event, in a permission mode that asks."""
-        if call.host_event not in self.native_ask:
-            return False
-        payload = call.fields.get("payload") or {}
-        return str(payload.get("permission_mode") or "") not in self.no_ask_modes
 
     # -- in ------------------------------------------------------------------------------
 

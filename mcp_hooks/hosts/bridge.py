@@ -45,6 +45,7 @@ from mcp_hooks.engine.engine import Engine
 from mcp_hooks.engine.stopguard import StopGuard
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.hosts import UnknownHostError, get_host
+from mcp_hooks.hosts.asking import asks_natively
 from mcp_hooks.hosts.base import (
     FAULT_FIX,
     BridgeInputError,
@@ -127,7 +128,7 @@ def answer(host: Host, raw: bytes | Callable[[], bytes], options: BridgeOptions)
     try:
         outcome = fire_call(call, options.common, hold_aid=not shows_aid(host, call),
                             deadline=chain_deadline(host),
-                            approve=call_host_asks if host.asks_natively(call) else None)
+                            approve=call_host_asks if asks_natively(host, call) else None)
     except BaseException as exc:  # whatever it was (SystemExit, KeyboardInterrupt): a fault
         outcome = exc
     return answer_outcome(host, call, outcome, on_fault, payload)

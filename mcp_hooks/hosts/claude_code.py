@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from mcp_hooks.hosts.asking import asks_natively, native_ask_reason
 from mcp_hooks.hosts.base import (
     CLAUDE_EVENTS,
     HOOK_TIMEOUT_S,
@@ -27,7 +28,6 @@ from mcp_hooks.hosts.base import (
     denied_by,
     joined,
     json_reply,
-    native_ask_reason,
 )
 from mcp_hooks.spec.vocabulary import CLAUDE_CODE, Vocabulary
 
@@ -69,7 +69,7 @@ class ClaudeShaped(Host):
                 notes.append(f"{self.title} cannot block {event}; {outcome.blocked_by} said: "
                              f"{reason}")
         else:
-            if event == "PreToolUse" and outcome.ask is not None and self.asks_natively(call):
+            if event == "PreToolUse" and outcome.ask is not None and asks_natively(self, call):
                 specific["permissionDecision"] = "ask"  # the host asks the person itself
                 specific["permissionDecisionReason"] = native_ask_reason(outcome.ask)
             if event == "PreToolUse":
