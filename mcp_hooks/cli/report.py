@@ -201,6 +201,8 @@ def _ask_line(record: dict[str, Any]) -> str:
         approved = record.get("approved")
         verdict = "to the host" if approved is None else "approved" if approved else "refused"
         return f"{head} {verdict} via {record.get('channel')} by {record.get('by') or '?'}"
+    if record.get("kind") == "ask_mismatch":
+        return f"{head} an approval of {record.get('approved_ask')} is for other arguments"
     return f"{head} nobody answered; {record.get('fallback')}"
 
 

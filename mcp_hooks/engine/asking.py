@@ -170,6 +170,13 @@ class Asker:
         request = AskRequest.new(session_id=event.session_id, event_type=chain.name,
                                  tool_name=event.tool_name, tool_input=chain.tool_input,
                                  hook=source, reason=reason, created=time.time())
+        other = self.store.approved_elsewhere(request)
+        if other is not None:  # an approval never covers another input: said, not applied
+            self._log("ask_mismatch", request, approved_ask=other.request.id,
+                      tool_input=request.tool_input, approved_input=other.request.tool_input)
+            chain.warnings.append(
+                f"{source}: ask {other.request.id} was approved for other arguments of "
+                f"{request.tool_name}; it does not cover these, so they are asked again")
         self.store.put_ask(request)
         self._log("ask", request, reason=reason, tool_input=request.tool_input,
                   expires=request.expires)
