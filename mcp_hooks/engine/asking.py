@@ -49,6 +49,7 @@ from mcp_hooks.state.store import AskAnswered, AskExpired, StateStore
 POLL = 0.02  # seconds between two looks at the store while waiting for an answer
 RESERVE = 1.0  # seconds of the chain deadline an ask's wait leaves to the links after it
 HOST = "host"  # an approver's channel meaning "the host asks natively" (the bridge answers ask)
+NOBODY = "nobody"  # an approver's channel meaning "nobody here, and no time to wait": fall back
 
 Blocking = Callable[..., Any]
 
@@ -66,6 +67,13 @@ def policy(metadata: dict[str, Any], settings: Settings, notes: list[str]) -> tu
     except ConfigError as exc:
         notes.append(f"{exc}; the setting is used")
     return timeout, fallback
+
+
+async def nobody_waits(request: AskRequest) -> AskAnswer:
+    """The approver of a door that must answer at once (a host call forwarded to ``serve``,
+    whose client gives up within seconds): no out-of-band wait, the fallback now, the ask left
+    pending for a retry."""
+    return AskAnswer(False, channel=NOBODY)
 
 
 async def call_host_asks(request: AskRequest) -> AskAnswer:
@@ -192,6 +200,8 @@ class Asker:
             if given is not None and given.channel == HOST:
                 self._log("ask_answer", request, approved=None, channel=HOST, by="")
                 return given
+            if given is not None and given.channel == NOBODY:
+                return None
             if given is not None:
                 recorded: AskAnswer | None = await self._blocking(self._record, request, given)
                 return recorded
