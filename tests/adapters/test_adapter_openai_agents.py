@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import write_hook
 from tests.helpers.framework_venv import (
+    ASKS_FOR_DANGER,
     GATE,
     GUARD,
     REWRITE,
@@ -121,15 +122,6 @@ def test_mcp_hooks_never_imports_the_framework(python: Path) -> None:
     done = subprocess.run([str(python), "-c", code], capture_output=True, text=True,
                           timeout=120, stdin=subprocess.DEVNULL, check=True)
     assert done.stdout.strip() == "[]"
-
-
-ASKS_FOR_DANGER = """\
-payload=$(cat)
-case "$payload" in
-  *danger*) echo '{"decision": "ask", "reason": "danger files need a person"}' ;;
-esac
-exit 0
-"""
 
 
 @pytest.mark.parametrize("approved", [True, False])
