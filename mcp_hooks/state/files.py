@@ -177,11 +177,11 @@ class FileStore(AskBook):
             self.signals.what = "signal log"
         self.ladder_path = Path(ladder) if ladder is not None else self.root / "ladder.json"
         self.queues = Path(queues) if queues is not None else self.root / "aid"
+        self.ask_table = FileTable(self.root / "asks")
         self.counters = Path(counters) if counters is not None else self.root / "stop"
         self._empty: dict[str, int] = {}  # session -> queue folder mtime when it had nothing
         self._ladder_memory = MemoryStore()  # the ladder's counts while ladder.json fails
         self._told_ladder = False
-        self.ask_table = FileTable(self.root / "asks")
 
     # -- counters --------------------------------------------------------------------------
 

@@ -35,10 +35,10 @@ table                    what, and how long it lives
                          ... WHERE answer IS NULL RETURNING``); ``Ttls.signal``
 ``mcp_hooks_queue``      the sessions' waiting aid; ``take_all`` is one ``DELETE ...
                          RETURNING``; ``Ttls.queue``
-``mcp_hooks_trust``      the trusted digests of project hooks (``trust --state``), a row per
-                         project and hook; kept until revoked
 ``mcp_hooks_asks``       the asks (``asks.py``): key -> value, swapped by ``INSERT ... ON
                          CONFLICT`` / ``UPDATE ... WHERE value =``; expire with their ask
+``mcp_hooks_trust``      the trusted digests of project hooks (``trust --state``), a row per
+                         project and hook; kept until revoked
 =======================  ================================================================
 
 Text columns hold ids as given when they are UTF-8; an id with a lone surrogate (a session id
@@ -163,6 +163,12 @@ INSERT INTO mcp_hooks_log (log, session_id, replica, record)
 SELECT 'signals', %s, %s, %s FROM won
 RETURNING 1
 """
+# items in their order (ids follow the ordinality)
+_PUT = """
+INSERT INTO mcp_hooks_queue (session, item, expires_at)
+SELECT %s, item::json, now() + make_interval(secs => %s)
+FROM unnest(%s::text[]) WITH ORDINALITY AS t(item, n) ORDER BY n
+"""
 # an ask key swapped from the value expected (NULL: none, or expired) to the new one; a row
 # back when it was
 _CREATE = """
@@ -176,12 +182,6 @@ _SWAP = """
 UPDATE mcp_hooks_asks SET value = %(v)s, expires_at = now() + make_interval(secs => %(ttl)s)
 WHERE key = %(k)s AND value = %(e)s AND expires_at > now()
 RETURNING 1
-"""
-# items in their order (ids follow the ordinality)
-_PUT = """
-INSERT INTO mcp_hooks_queue (session, item, expires_at)
-SELECT %s, item::json, now() + make_interval(secs => %s)
-FROM unnest(%s::text[]) WITH ORDINALITY AS t(item, n) ORDER BY n
 """
 
 
@@ -293,10 +293,10 @@ class PostgresStore(AskBook, SpoolingLog):
             if now - self._purged < PURGE_EVERY:
                 return
             self._purged = now
+        conn.execute("DELETE FROM mcp_hooks_asks WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_counters WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_queue WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_signals WHERE expires_at <= now()")
-        conn.execute("DELETE FROM mcp_hooks_asks WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_log WHERE at < now() - make_interval(secs => %s)",
                      (self.ttls.event,))
 

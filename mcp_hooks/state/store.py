@@ -56,14 +56,6 @@ Answer-once (a signal's answer, compare-and-set):
   raises (nothing is stored then), and ``StateUnavailable`` (a ``RunError``) when the store
   cannot be read or written: nothing is stored, the caller answers again later.
 
-Queue (the aid waiting for a session's next event):
-
-- ``put(session, items)``: add JSON objects to the session's queue, in order. Never raises
-  (an item that cannot be kept is lost, as an undelivered advice).
-- ``take_all(session)``: every item queued for the session, oldest first, removed; each item
-  is taken by exactly one caller however many race (delivered once). Never raises: a queue
-  that cannot be read yields nothing.
-
 Asks (``spec/asking.py``; implemented once in ``asks.py`` over three primitives each backend
 gives: ``ask_load``, ``ask_swap`` (compare-and-set), ``ask_keys``):
 
@@ -83,6 +75,14 @@ gives: ``ask_load``, ``ask_swap`` (compare-and-set), ``ask_keys``):
 - ``approved_elsewhere(request)``: the last ask of the same session, event and tool when it was
   approved for another input (reported when a new ask is made: an approval never carries
   over to another input).
+
+Queue (the aid waiting for a session's next event):
+
+- ``put(session, items)``: add JSON objects to the session's queue, in order. Never raises
+  (an item that cannot be kept is lost, as an undelivered advice).
+- ``take_all(session)``: every item queued for the session, oldest first, removed; each item
+  is taken by exactly one caller however many race (delivered once). Never raises: a queue
+  that cannot be read yields nothing.
 
 Thread safety: one store object is shared by every thread and task of its engine.
 """
@@ -157,14 +157,6 @@ class StateStore(Protocol):
         """Store the first answer of a signal, return the stored one (see the contract)."""
         ...
 
-    def put(self, session: str, items: list[dict[str, Any]]) -> None:
-        """Queue items for the session; never raises."""
-        ...
-
-    def take_all(self, session: str) -> list[dict[str, Any]]:
-        """Take every item queued for the session, oldest first; never raises."""
-        ...
-
     def put_ask(self, request: AskRequest) -> None:
         """Keep a new pending ask; ``StateUnavailable`` when it cannot be kept."""
         ...
@@ -192,4 +184,12 @@ class StateStore(Protocol):
 
     def approved_elsewhere(self, request: AskRequest) -> AskRecord | None:
         """The last ask of this session, event and tool, approved for another input."""
+        ...
+
+    def put(self, session: str, items: list[dict[str, Any]]) -> None:
+        """Queue items for the session; never raises."""
+        ...
+
+    def take_all(self, session: str) -> list[dict[str, Any]]:
+        """Take every item queued for the session, oldest first; never raises."""
         ...
