@@ -59,6 +59,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote, unquote
 
+from mcp_hooks.state import pgasks
 from mcp_hooks.state.asks import ASK, AskBook
 from mcp_hooks.state.files import MAX_COUNT
 from mcp_hooks.state.pgpool import DEADLINE, Pool, bounded
@@ -117,15 +118,8 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (project, name));
     """,
 )
-# Migrations numbered apart from the list above, each applied when its version is not in the
-# migrations table (so a version missing below it, another branch's, does not stop it)
-NUMBERED: dict[int, str] = {
-    # 5: the asks (asks.py): a key -> a value, swapped by compare-and-set
-    5: """
-    CREATE TABLE IF NOT EXISTS mcp_hooks_asks (
-        key text PRIMARY KEY, value text NOT NULL, expires_at timestamptz NOT NULL);
-    """,
-}
+# numbered apart from the list: each applied when missing, whatever is missing below it
+NUMBERED: dict[int, str] = {5: pgasks.TABLE}  # 5: the asks
 MARK = "\ufffd%"  # starts a text column's value that is an id's quoted bytes (``_t``)
 FOLLOW_LOOKBACK = 1000  # ids below the newest seen that ``follow`` reads again: a row whose
 # transaction committed after a later id's did is still printed (once)
@@ -169,20 +163,6 @@ INSERT INTO mcp_hooks_queue (session, item, expires_at)
 SELECT %s, item::json, now() + make_interval(secs => %s)
 FROM unnest(%s::text[]) WITH ORDINALITY AS t(item, n) ORDER BY n
 """
-# an ask key swapped from the value expected (NULL: none, or expired) to the new one; a row
-# back when it was
-_CREATE = """
-INSERT INTO mcp_hooks_asks AS a (key, value, expires_at)
-VALUES (%(k)s, %(v)s, now() + make_interval(secs => %(ttl)s))
-ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
-WHERE a.expires_at <= now()
-RETURNING 1
-"""
-_SWAP = """
-UPDATE mcp_hooks_asks SET value = %(v)s, expires_at = now() + make_interval(secs => %(ttl)s)
-WHERE key = %(k)s AND value = %(e)s AND expires_at > now()
-RETURNING 1
-"""
 
 
 def _t(text: str) -> str:
@@ -210,7 +190,7 @@ def _untext(value: Any) -> str:
 
 
 def versions() -> dict[int, str]:
-    """Every migration by its version: the list's (1, 2, ...) and the numbered ones."""
+    """Every migration by its version: the list's (1, 2, ...) and ``NUMBERED``."""
     return {**dict(enumerate(MIGRATIONS, 1)), **NUMBERED}
 
 
@@ -293,7 +273,7 @@ class PostgresStore(AskBook, SpoolingLog):
             if now - self._purged < PURGE_EVERY:
                 return
             self._purged = now
-        conn.execute("DELETE FROM mcp_hooks_asks WHERE expires_at <= now()")
+        conn.execute(pgasks.PURGE)
         conn.execute("DELETE FROM mcp_hooks_counters WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_queue WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_signals WHERE expires_at <= now()")
@@ -544,8 +524,7 @@ class PostgresStore(AskBook, SpoolingLog):
     # -- asks: the three primitives of asks.AskBook -----------------------------------------
 
     def ask_load(self, key: str) -> str | None:
-        rows = self._rows("SELECT value FROM mcp_hooks_asks WHERE key = %s AND expires_at > "
-                          "now()", [_t(key)])
+        rows = self._rows(pgasks.LOAD, [_t(key)])
         return _untext(rows[0][0]) if rows else None
 
     def ask_swap(self, key: str, expect: str | None, new: str, ttl: float) -> bool:
@@ -553,7 +532,7 @@ class PostgresStore(AskBook, SpoolingLog):
                 "ttl": ttl}
         try:
             with self._pool.connection() as conn:
-                query = _CREATE if expect is None else _SWAP
+                query = pgasks.CREATE if expect is None else pgasks.SWAP
                 return conn.execute(query, args).fetchone() is not None
         except self._errors as exc:
             raise self._report.lost(exc, "Nothing was stored: answer again once the store "
@@ -561,9 +540,7 @@ class PostgresStore(AskBook, SpoolingLog):
 
     def ask_keys(self) -> list[str]:
         like = "".join("\\" + c if c in "\\%_" else c for c in _t(ASK)) + "%"
-        rows = self._rows("SELECT key FROM mcp_hooks_asks WHERE key LIKE %s ESCAPE '\\' AND "
-                          "expires_at > now()", [like])
-        return [_untext(row[0]) for row in rows]
+        return [_untext(row[0]) for row in self._rows(pgasks.KEYS, [like])]
 
 
 def _record(text: str) -> dict[str, Any] | None:
