@@ -19,11 +19,13 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import select
 import sys
 import time
 from typing import Any
 
 from mcp_hooks import options
+from mcp_hooks.engine.asking import NOBODY
 from mcp_hooks.errors import EXIT_OK
 from mcp_hooks.spec.asking import Approver, AskAnswer, AskRequest, canonical_json
 from mcp_hooks.spec.outcome import cap_text
@@ -129,9 +131,10 @@ def refuse_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def tty_approver() -> Approver | None:
-    """``fire`` on a terminal: a y/N prompt on stderr, the answer read from stdin (None: not
-    a terminal, so the ask is answered out of band)."""
+def tty_approver(timeout: float) -> Approver | None:
+    """``fire`` on a terminal: a y/N prompt on stderr, the answer read from stdin within
+    ``timeout`` seconds (then the fallback, the ask left pending); None: not a terminal, so
+    the ask is answered out of band."""
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         return None
 
@@ -140,16 +143,24 @@ def tty_approver() -> Approver | None:
               f"  tool: {request.tool_name or '-'}  session: {request.session_id or '-'}\n"
               f"  arguments: {cap_text(canonical_json(request.tool_input), 1000)}\n"
               f"  reason: {request.reason}\n"
-              f"Approve? [y/N] (or later: mcp-hooks approve {request.id}) ",
+              f"Approve? [y/N] (within {timeout:g} s; or later: mcp-hooks approve {request.id}) ",
               end="", file=sys.stderr, flush=True)
-        try:
-            line = sys.stdin.readline()
-        except (OSError, KeyboardInterrupt):
-            return None
-        if not line:  # end of input: nobody answered here
-            return None
+        line = _line_within(timeout)
+        if line is None:  # nobody answered here in time (or the input ended)
+            print("", file=sys.stderr)
+            return AskAnswer(False, channel=NOBODY)
         approved = line.strip().lower() in ("y", "yes")
         return AskAnswer(approved, reason="" if approved else "refused at the terminal",
                          by=getpass.getuser(), channel="tty")
 
     return ask_here
+
+
+def _line_within(timeout: float) -> str | None:
+    """A line of stdin typed within ``timeout`` seconds; None when none came (or it ended)."""
+    try:
+        ready, _, _ = select.select([sys.stdin], [], [], timeout)
+        line = sys.stdin.readline() if ready else ""
+    except (OSError, ValueError, KeyboardInterrupt):
+        return None
+    return line or None

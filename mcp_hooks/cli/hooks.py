@@ -233,7 +233,7 @@ def _fire(args: argparse.Namespace) -> int:
             registry = options.registry_of(settings, watch=False)
             engine = Engine(registry, settings, one_shot=True)
             outcome = engine.fire_blocking(event, on_hook_done=_progress(event_type),
-                                           approve=tty_approver())
+                                           approve=tty_approver(settings.ask_timeout))
         outcome = answered(event_type, outcome, call, options.on_fault(args), args.tool)
         if getattr(args, "verbose", False):
             # lazy: 10 ms of cold bridge (python -X importtime)

@@ -173,3 +173,23 @@ def test_log_shows_the_asks(asker: Path, project: Path) -> None:
     assert f"ASK {ask_id} hook=asker tool=Shell  reason: deletes need a person" in shown
     assert f"ASK_TIMEOUT {ask_id} hook=asker nobody answered; deny" in shown
     assert f"ASK_ANSWER {ask_id} hook=asker approved via cli by ann" in shown
+
+
+def test_fire_on_a_terminal_nobody_answers_falls_back(asker: Path, project: Path) -> None:
+    """No one types within the ask's timeout: the fallback (deny), the ask left pending."""
+    parent, child = pty.openpty()
+    proc = subprocess.Popen(_fire_args(asker, project), stdin=child, stdout=subprocess.PIPE,
+                            stderr=child, env={**os.environ, "MCP_HOOKS_ASK_TIMEOUT": "1"})
+    os.close(child)
+    try:
+        prompt = _read_until(parent, b"Approve? [y/N]")
+        assert b"within 1 s" in prompt
+        out, _ = proc.communicate(timeout=HANG)
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(parent)
+    assert proc.returncode == 2
+    outcome = json.loads(out)
+    assert outcome["ask"]["id"] in outcome["reason"]
+    assert [a["id"] for a in _pending()] == [outcome["ask"]["id"]]
