@@ -56,6 +56,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from mcp_hooks.control.ladder import Ladder
+from mcp_hooks.engine.asking import Asker
 from mcp_hooks.engine.callables import CallableHook, notify
 from mcp_hooks.engine.chain import Chain, sync_links
 from mcp_hooks.engine.entries import ControlLayer
@@ -66,6 +67,7 @@ from mcp_hooks.engine.offloop import call_here, call_off_loop
 from mcp_hooks.engine.payload import Stdin, event_payload, stdin_for
 from mcp_hooks.engine.sessionlog import session_log
 from mcp_hooks.engine.stopguard import StopGuard, StopTicket, before_event
+from mcp_hooks.engine.webhook import ask_notifier
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.registry.discovery import Registry, run_order
 from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
@@ -73,6 +75,7 @@ from mcp_hooks.runner.hookenv import HookEnvs, hook_environment
 from mcp_hooks.runner.persistent import PersistentPool, default_processes
 from mcp_hooks.settings import Settings
 from mcp_hooks.spec import matching
+from mcp_hooks.spec.asking import Approver
 from mcp_hooks.spec.events import can_block, canonical_event, is_notification
 from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.outcome import FAULT_SOURCE, Event, HookRun, OnFault, Outcome, fault_outcome
@@ -198,6 +201,8 @@ class Engine:
         self.control: ControlLayer | None = control or None
         self._inbox = inbox if inbox is not None else AidInbox(store=self.store)
         self._observer = observer
+        self._asker = Asker(self.store, settings, self._blocking, one_shot=one_shot,
+                            notify=ask_notifier(settings.ask_webhook))
 
     async def __aenter__(self) -> Engine:
         await self._launcher.open()
@@ -221,7 +226,7 @@ class Engine:
     # -- firing --------------------------------------------------------------------------
 
     async def fire(self, event: Event, *, on_hook_done: HookDone | None = None,
-                   hold_aid: bool = False) -> Outcome:
+                   hold_aid: bool = False, approve: Approver | None = None) -> Outcome:
         """Run the hooks an event wakes and return the one decision.
 
         What it cannot process but expects (a payload too deep or unencodable, a hook in
@@ -240,6 +245,8 @@ class Engine:
             on_hook_done: awaited after each sync hook finishes (for progress reports).
             hold_aid: leave the session's waiting aid for a later event (the caller's reply
                 to this one cannot show it: a host event with no context form).
+            approve: the door's way to ask a person when a hook answers ``ask``
+                (``spec/asking.py``, ``engine/asking.py``); None: out of band only.
 
         Raises:
             UnknownEventError: the event type is not in the catalogue.
@@ -249,7 +256,7 @@ class Engine:
         trace = self._observer.event(name, event) if self._observer is not None else None
         try:
             outcome = await self._fire(name, event, on_hook_done if trace is None
-                                       else reporting(trace, on_hook_done), hold_aid)
+                                       else reporting(trace, on_hook_done), hold_aid, approve)
         except BaseException as exc:  # recorded, then raised to the door's guard
             if not passes_through(exc):
                 self._note_fault(event, name, exc)
@@ -268,7 +275,7 @@ class Engine:
             self._logged(event, name, self._work_dir(event), outcome, {})
 
     async def _fire(self, name: str, event: Event, on_hook_done: HookDone | None,
-                    hold_aid: bool = False) -> Outcome:
+                    hold_aid: bool = False, approve: Approver | None = None) -> Outcome:
         # 1. select (each store call off the event loop: a slow store holds no other event;
         # the chain deadline counts from here)
         start = time.monotonic()
@@ -294,6 +301,7 @@ class Engine:
         # 2. start async hooks, 3. run, judge, apply: the HOOK.md links, then hooks.yaml's
         chain = Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes,
                       self.settings.chain_timeout, start)
+        chain.approve = approve
         if fault is not None:  # on_fault: warn let the fault through
             chain.failed.append(FAULT_SOURCE)
         if not hold_aid:
@@ -336,7 +344,10 @@ class Engine:
                 self.control.decide, name, payload, can_block=can_block(name),
                 fail_closed=self.on_fault == "block", correlation_id=chain.correlation,
                 deadline=chain.deadline)
-            chain.entries(await self._blocking(decide))
+            rest = chain.entries(await self._blocking(decide))
+            while chain.asking is not None:  # an entry asked: settled, then the rest applied
+                await self._asker.settle(chain, event, {}, chain.approve)
+                rest = chain.entries(rest) if not chain.stopped else []
         self.control.background(name, payload, session_id=event.session_id,
                                 log_path=self.log.path if self.log is not None else None,
                                 correlation_id=chain.correlation, launcher=self._launcher)
@@ -405,6 +416,8 @@ class Engine:
             result, verdict = await self._link(name, event, hook, payload, stdin, work_dir,
                                                chain)
             run = chain.apply(hook, result, verdict)
+            if chain.asking is not None:  # the chain waits for a person (asking.py)
+                await self._asker.settle(chain, event, hook.metadata, chain.approve)
             if verdict.modified_input is not None:
                 self._carry_input(name, verdict, payload, chain, stdin)
                 # the hooks after this one are chosen by what the tool will now receive
@@ -495,12 +508,12 @@ class Engine:
         return os.getcwd()
 
     def fire_blocking(self, event: Event, *, on_hook_done: HookDone | None = None,
-                      hold_aid: bool = False) -> Outcome:
+                      hold_aid: bool = False, approve: Approver | None = None) -> Outcome:
         """``fire`` for a one-shot process, with no event loop at all.
 
         With ``one_shot`` the engine never suspends (hooks run in ``poll``, async hooks are
         handed to a detached process), so its coroutine runs to the end in one step; so
-        must ``on_hook_done`` (a coroutine that awaits nothing).
+        must ``on_hook_done`` and ``approve`` (coroutines that await nothing).
 
         Raises:
             UnknownEventError: as ``fire``.
@@ -508,7 +521,7 @@ class Engine:
         if not self.one_shot:
             raise RuntimeError("fire_blocking needs an Engine made with one_shot=True")
         outcome = run_unsuspended(self.fire(event, on_hook_done=on_hook_done,
-                                            hold_aid=hold_aid))
+                                            hold_aid=hold_aid, approve=approve))
         if outcome is None:
             raise RuntimeError("a one-shot engine must not wait on an event loop")
         return outcome

@@ -51,9 +51,11 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
+from mcp_hooks.engine.asking import call_host_asks, nobody_waits
 from mcp_hooks.errors import ConfigError, InvalidEventError
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.hosts import UnknownHostError, get_host
+from mcp_hooks.hosts.asking import asks_natively
 from mcp_hooks.hosts.base import (
     Host,
     Reply,
@@ -132,8 +134,10 @@ async def answer_payload(host: Host, payload: dict[str, Any], event: str | None,
         return fail_open(f"this server does not answer for that folder: {exc}")
     outcome: Outcome | BaseException
     try:  # the endpoint's one guard: the engine under it raises (``guard.py``)
-        outcome = await engine.fire(Event.create(event_type=call.event, **call.fields),
-                                    hold_aid=not shows_aid(host, call))
+        outcome = await engine.fire(  # an ask: the host's own, else the fallback now
+            Event.create(event_type=call.event, **call.fields),
+            hold_aid=not shows_aid(host, call),
+            approve=call_host_asks if asks_natively(host, call) else nobody_waits)
     except BaseException as exc:  # an oracle's SystemExit too; a cancellation goes on
         if passes_through(exc):
             raise

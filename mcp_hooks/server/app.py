@@ -61,6 +61,7 @@ from mcp_hooks.errors import InvalidEventError, MCPHooksError
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.hosts.forward import bridge_routes, register_bridge_tool
 from mcp_hooks.server import prompts
+from mcp_hooks.server.asks import ask_routes
 from mcp_hooks.server.health import health_routes, store_ready
 from mcp_hooks.server.results import (
     HookDocument,
@@ -498,6 +499,7 @@ async def serve_hooks(
             routes = bridge_routes(service.engine_for, options.token, service.on_fault,
                                    claim=service.store.claim if shared else None)
             routes += health_routes(partial(_ready, service))  # GET /healthz, /readyz
+            routes += ask_routes(service.store, options.token)  # /asks (with a token only)
             await serve(server, options, routes=routes, sock=sock)
     finally:
         if sock is not None:

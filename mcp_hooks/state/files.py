@@ -25,6 +25,8 @@ Under ``root`` (default ``paths.state_dir()``, ``$XDG_STATE_HOME/mcp-hooks``):
   answer is a ``kind: "response"`` line of the signal log, looked up and written under the
   log's lock (``answer_once``). With ``log=None`` nothing is logged: ``read`` finds nothing
   and no signal can be answered.
+- ``asks/<digest>.json``: a pending or answered ask, and the last ask of each call
+  (``asks.py``, ``asktables.FileTable``).
 
 Every state file is opened without following a final symlink and without blocking (a FIFO
 never hangs a reader), must be a regular file, and is read bounded: anything else where a
@@ -52,6 +54,8 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hooks import paths
+from mcp_hooks.state.asks import AskBook
+from mcp_hooks.state.asktables import FileTable
 from mcp_hooks.state.eventlog import (
     READ_LIMIT,
     EventLog,
@@ -142,8 +146,9 @@ def clean_ladder(data: Any) -> dict[str, Any]:
     return out
 
 
-class FileStore:
-    """The state store in files (see the module docstring).
+class FileStore(AskBook):
+    """The state store in files (see the module docstring; asks: ``asktables.FileTable``
+    in ``root/asks``).
 
     Args:
         root: the state folder; None for ``paths.state_dir()``.
@@ -175,6 +180,7 @@ class FileStore:
             self.signals.what = "signal log"
         self.ladder_path = Path(ladder) if ladder is not None else self.root / "ladder.json"
         self.queues = Path(queues) if queues is not None else self.root / "aid"
+        self.ask_table = FileTable(self.root / "asks")
         self.counters = Path(counters) if counters is not None else self.root / "stop"
         self._empty: dict[str, int] = {}  # session -> queue folder mtime when it had nothing
         self._ladder_memory = MemoryStore()  # the ladder's counts while ladder.json fails

@@ -35,6 +35,8 @@ table                    what, and how long it lives
                          ... WHERE answer IS NULL RETURNING``); ``Ttls.signal``
 ``mcp_hooks_queue``      the sessions' waiting aid; ``take_all`` is one ``DELETE ...
                          RETURNING``; ``Ttls.queue``
+``mcp_hooks_asks``       the asks (``asks.py``): key -> value, swapped by ``INSERT ... ON
+                         CONFLICT`` / ``UPDATE ... WHERE value =``; expire with their ask
 ``mcp_hooks_trust``      the trusted digests of project hooks (``trust --state``), a row per
                          project and hook; kept until revoked
 ``mcp_hooks_once``       claimed names (%-quoted: a forwarded request's nonce) and when each claim
@@ -59,6 +61,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote, unquote
 
+from mcp_hooks.state import pgasks
+from mcp_hooks.state.asks import ASK, AskBook
 from mcp_hooks.state.files import MAX_COUNT
 from mcp_hooks.state.pgpool import DEADLINE, Pool, bounded
 from mcp_hooks.state.remote import (
@@ -122,6 +126,8 @@ MIGRATIONS: tuple[str, ...] = (
         name text PRIMARY KEY, expires_at timestamptz NOT NULL);
     """,
 )
+# numbered apart from the list: each applied when missing, whatever is missing below it
+NUMBERED: dict[int, str] = {5: pgasks.TABLE}  # 5: the asks
 MARK = "\ufffd%"  # starts a text column's value that is an id's quoted bytes (``_t``)
 FOLLOW_LOOKBACK = 1000  # ids below the newest seen that ``follow`` reads again: a row whose
 # transaction committed after a later id's did is still printed (once)
@@ -198,6 +204,11 @@ def _untext(value: Any) -> str:
     return unquote(text[len(MARK):], errors="surrogatepass") if text.startswith(MARK) else text
 
 
+def versions() -> dict[int, str]:
+    """Every migration by its version: the list's (1, 2, ...) and ``NUMBERED``."""
+    return {**dict(enumerate(MIGRATIONS, 1)), **NUMBERED}
+
+
 def migrate(conn: Any) -> None:
     """Create or bring up to date the tables, once, however many processes race."""
     with conn.transaction():
@@ -205,14 +216,15 @@ def migrate(conn: Any) -> None:
                      "'.mcp_hooks_migrations'))")
         conn.execute("CREATE TABLE IF NOT EXISTS mcp_hooks_migrations (version int PRIMARY "
                      "KEY, applied_at timestamptz NOT NULL DEFAULT now())")
-        row = conn.execute("SELECT coalesce(max(version), 0) FROM mcp_hooks_migrations"
-                           ).fetchone()
-        for version in range(int(row[0]) + 1, len(MIGRATIONS) + 1):
-            conn.execute(MIGRATIONS[version - 1])
+        done = {int(row[0]) for row in conn.execute(
+            "SELECT version FROM mcp_hooks_migrations").fetchall()}
+        todo = versions()
+        for version in sorted(set(todo) - done):
+            conn.execute(todo[version])
             conn.execute("INSERT INTO mcp_hooks_migrations (version) VALUES (%s)", (version,))
 
 
-class PostgresStore(SpoolingLog):
+class PostgresStore(AskBook, SpoolingLog):
     """A ``StateStore`` in PostgreSQL (see the module docstring for the tables)."""
 
     def __init__(self, url: str, *, replica: str | None = None, ttls: Ttls | None = None,
@@ -276,6 +288,7 @@ class PostgresStore(SpoolingLog):
             if now - self._purged < PURGE_EVERY:
                 return
             self._purged = now
+        conn.execute(pgasks.PURGE)
         conn.execute("DELETE FROM mcp_hooks_counters WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_queue WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_signals WHERE expires_at <= now()")
@@ -535,6 +548,27 @@ class PostgresStore(SpoolingLog):
         except self._errors as exc:
             raise self._report.lost(exc, "Nothing was revoked: " + FIX) from None
 
+    # -- asks: the three primitives of asks.AskBook -----------------------------------------
+
+    def ask_load(self, key: str) -> str | None:
+        rows = self._rows(pgasks.LOAD, [_t(key)])
+        return _untext(rows[0][0]) if rows else None
+
+    def ask_swap(self, key: str, expect: str | None, new: str, ttl: float) -> bool:
+        args = {"k": _t(key), "e": None if expect is None else _t(expect), "v": _t(new),
+                "ttl": ttl}
+        try:
+            with self._pool.connection() as conn:
+                query = pgasks.CREATE if expect is None else pgasks.SWAP
+                return conn.execute(query, args).fetchone() is not None
+        except self._errors as exc:
+            raise self._report.lost(exc, "Nothing was stored: answer again once the store "
+                                    "is back") from None
+
+    def ask_keys(self) -> list[str]:
+        like = "".join("\\" + c if c in "\\%_" else c for c in _t(ASK)) + "%"
+        return [_untext(row[0]) for row in self._rows(pgasks.KEYS, [like])]
+
 
 def _record(text: str) -> dict[str, Any] | None:
     try:
@@ -544,4 +578,4 @@ def _record(text: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-__all__ = ["MIGRATIONS", "PostgresStore", "StateUnavailable", "migrate"]
+__all__ = ["MIGRATIONS", "PostgresStore", "StateUnavailable", "migrate", "versions"]

@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import write_hook
 from tests.helpers.framework_venv import (
+    ASKS_FOR_DANGER,
     GATE,
     GUARD,
     REWRITE,
@@ -144,3 +145,17 @@ def test_the_engines_loop_guard_ends_a_stop_gate_that_keeps_failing(
     assert model.turns_used == 3  # asked again twice, then the third stop passed
     assert "failed to load" in str(model.completions()[1].messages[-1].get("content"))
     assert result["final"] == "stop three"
+
+
+@pytest.mark.parametrize("approved", [True, False])
+def test_an_ask_goes_to_the_approve_callback(
+        python: Path, user_dir: Path, project: Path, sandbox: Path, approved: bool) -> None:
+    write_hook(user_dir, "asker", script=ASKS_FOR_DANGER, extra=WRITE_TOOL_ONLY)
+    script = [ToolCall("write_file", {"path": "danger.txt", "text": "boom"}), Text("all done")]
+    with ScriptedModel(script) as model:
+        result = run(python, model, user_dir, project, sandbox, approve=approved)
+    assert result["asked"][0]["reason"] == "danger files need a person"
+    assert result["asked"][0]["tool_input"]["text"] == "boom"
+    assert (sandbox / "danger.txt").exists() is approved  # the call ran only once approved
+    if not approved:
+        assert "refused by the approve callback" in model.tool_results()[0]

@@ -56,6 +56,14 @@ echo "not done yet: run the test suite before you stop (gate G-3)" >&2
 exit 2
 """
 WRITE_TOOL_ONLY = "matcher:\n  tool: write_file\n"
+# a hook that asks a person before a danger file is written (docs/ask.md)
+ASKS_FOR_DANGER = """\
+payload=$(cat)
+case "$payload" in
+  *danger*) echo '{"decision": "ask", "reason": "danger files need a person"}' ;;
+esac
+exit 0
+"""
 
 
 def broken_stop_hook(root: Path) -> None:

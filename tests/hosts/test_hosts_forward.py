@@ -343,3 +343,28 @@ def test_the_script_splits_and_encodes_urls_by_hand() -> None:
                                                                   443, "")
     assert script["pct"]("PreToolUse") == "PreToolUse"
     assert script["pct"]("a b/é?&") == "a%20b%2F%C3%A9%3F%26"
+
+
+async def test_a_forwarded_ask_is_the_hosts_own_or_the_fallback_at_once(
+        http: httpx2.AsyncClient, project: Path, project_hooks: Path) -> None:
+    """Through ``serve``: Claude Code gets its own ask; Gemini CLI (no ask) the deny naming
+    the ask at once (the forward client would give up on a wait), and the same call passes
+    once approved."""
+    from mcp_hooks.spec.asking import AskAnswer
+    from mcp_hooks.state.asks import answer
+    from mcp_hooks.state.files import FileStore
+
+    write_hook(project_hooks, "asker", extra="priority: 900\nmatcher:\n  tool: Shell\n",
+               script="""cat >/dev/null\necho '{"decision": "ask", "reason": "a person"}'\n""")
+    claude = await http.post("/hooks/bridge/claude-code", headers=AUTH,
+                             json=fixture("claude-code", "PreToolUse.bash", project))
+    assert claude.json()["hookSpecificOutput"]["permissionDecision"] == "ask"
+    gemini_call = fixture("gemini-cli", "BeforeTool.shell", project)
+    gemini = await http.post("/hooks/bridge/gemini-cli", headers=AUTH, json=gemini_call)
+    assert gemini.json()["decision"] == "deny"
+    store = FileStore()
+    ask_id = next(a.id for a in store.pending_asks() if a.tool_name == "Shell"
+                  and a.id in gemini.json()["reason"])
+    answer(store, ask_id, AskAnswer(True, channel="test"))
+    again = await http.post("/hooks/bridge/gemini-cli", headers=AUTH, json=gemini_call)
+    assert again.status_code == 200 and "deny" not in again.text

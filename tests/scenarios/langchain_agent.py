@@ -37,9 +37,16 @@ def main() -> None:
 
     model = ChatOpenAI(model="scripted", base_url=args["base_url"], api_key="test",
                        streaming=bool(args.get("stream")), max_retries=0)
+    asked: list[dict[str, object]] = []
+    approve = None
+    if "approve" in args:  # a person's answer to a hook's ask, as a callback gives it
+        def approve(request: object) -> bool:
+            asked.append({"reason": request.reason, "tool_input": request.tool_input})
+            return bool(args["approve"])
     middleware = HooksMiddleware(project_dir=args["project_dir"], user_dir=args["user_dir"],
                                  session_id="scenario",
-                                 stop_block_cap=int(args.get("stop_block_cap", 8)))
+                                 stop_block_cap=int(args.get("stop_block_cap", 8)),
+                                 approve=approve)
     agent = create_agent(model, [write_file], middleware=[middleware])
     request = {"messages": [{"role": "user", "content": "do the task"}]}
     if args.get("mode") == "async":
@@ -47,7 +54,7 @@ def main() -> None:
     else:
         state = agent.invoke(request)
     messages = [{"type": m.type, "text": str(m.text)} for m in state["messages"]]
-    print(json.dumps({"final": messages[-1]["text"], "messages": messages}))
+    print(json.dumps({"final": messages[-1]["text"], "messages": messages, "asked": asked}))
 
 
 if __name__ == "__main__":
