@@ -55,6 +55,7 @@ from mcp_hooks.proxy.catalog import STATUS_URI, Catalog, NameMemory
 from mcp_hooks.proxy.config import UpstreamSpec, upstream_secrets
 from mcp_hooks.proxy.fast import FastPath
 from mcp_hooks.proxy.gate import Gate
+from mcp_hooks.proxy.relay import request_peer
 from mcp_hooks.proxy.results import strip_stamp
 from mcp_hooks.proxy.sessions import DownstreamSession, Sessions
 from mcp_hooks.proxy.startup import LISTING_WINDOW, Startup
@@ -334,8 +335,9 @@ class Proxy:
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         await self._await_tool(params.name)
-        result = await self.gate.call_tool(self.sessions.of(ctx), params.name,
-                                           dict(params.arguments or {}), _progress_forwarder(ctx))
+        session = self.sessions.of(ctx)
+        result = await self.gate.call_tool(session, params.name, dict(params.arguments or {}),
+                                           _progress_forwarder(ctx), request_peer(ctx, session.id))
         return types.CallToolResult.model_validate(result, by_name=False)
 
     # -- resources ------------------------------------------------------------------------

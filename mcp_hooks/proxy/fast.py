@@ -20,6 +20,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hooks.proxy.catalog import Catalog
 from mcp_hooks.proxy.gate import Gate
+from mcp_hooks.proxy.relay import Peer, connection_peer, modern_peer
 from mcp_hooks.proxy.sessions import DownstreamSession, Sessions
 
 _FAST_PARAMS = frozenset(("name", "arguments", "_meta"))
@@ -72,20 +73,21 @@ class FastPath:
             if session is None or not connection.initialize_accepted \
                     or connection.protocol_version < _STRUCTURED_SINCE:
                 return None
-            modern = False
+            modern, peer = False, connection_peer(connection, session.id)
         elif version in MODERN_PROTOCOL_VERSIONS and sessions.modern_seen \
                 and types.CLIENT_CAPABILITIES_META_KEY in meta and not sessions.connections:
             session, modern = sessions.shared(None), True
+            peer = modern_peer(session.id)
         else:
             return None
-        return self._answer(rid, session, name, dict(arguments), modern)
+        return self._answer(rid, session, name, dict(arguments), modern, peer)
 
     async def _answer(
         self, rid: str | int, session: DownstreamSession, name: str,
-        arguments: dict[str, Any], modern: bool,
+        arguments: dict[str, Any], modern: bool, peer: Peer,
     ) -> dict[str, Any]:
         try:
-            result = await self._gate.call_tool(session, name, arguments)
+            result = await self._gate.call_tool(session, name, arguments, peer=peer)
         except MCPError as exc:
             return {"jsonrpc": "2.0", "id": rid,
                     "error": exc.error.model_dump(mode="json", exclude_none=True)}

@@ -41,6 +41,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.proxy.catalog import Catalog
+from mcp_hooks.proxy.relay import Peer
 from mcp_hooks.proxy.results import (
     append_context,
     apply_modified_output,
@@ -92,8 +93,10 @@ class Gate:
         name: str,
         arguments: dict[str, Any],
         progress: ProgressFnT | None = None,
+        peer: Peer | None = None,
     ) -> dict[str, Any]:
-        """One ``tools/call`` through the hooks; the result in wire form.
+        """One ``tools/call`` through the hooks; the result in wire form. ``peer``: the
+        client, asked what the upstream asks of the user during the call (``relay``).
 
         Raises:
             MCPError: the upstream answered with a protocol error (after
@@ -130,7 +133,7 @@ class Gate:
                 call = caller_tool(MCP_CLIENTS, name, arguments)
 
         try:
-            result = clean_result(await upstream.call_tool(tool, arguments, progress))
+            result = clean_result(await upstream.call_tool(tool, arguments, progress, peer))
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self.fire(lambda: event("after_tool_failure", call,

@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -56,14 +57,16 @@ def wait_listening(port: int, timeout: float = 30) -> None:
 
 
 @asynccontextmanager
-async def http_client(url: str, transport: str, token: str) -> AsyncIterator[Client]:
+async def http_client(url: str, transport: str, token: str, **handlers: Any
+                      ) -> AsyncIterator[Client]:
+    """An SDK client over HTTP or SSE; ``handlers``: its ``elicitation_callback`` ..."""
     headers = {"Authorization": f"Bearer {token}"}
     if transport == "sse":
-        async with Client(sse_client(url, headers=headers)) as client:
+        async with Client(sse_client(url, headers=headers), **handlers) as client:
             yield client
     else:
         async with httpx2.AsyncClient(headers=headers, timeout=30) as http, \
-                Client(streamable_http_client(url, http_client=http)) as client:
+                Client(streamable_http_client(url, http_client=http), **handlers) as client:
             yield client
 
 
