@@ -27,6 +27,9 @@
     │   ├── BadRevisionError               a configured git revision that names no commit
     │   ├── UnknownSignal                  answer-once: no signal sent with that id
     │   ├── AlreadyAnswered                answer-once: answered first with another action
+    │   ├── UnknownAsk                     an ask id never put, or forgotten
+    │   ├── AskExpired                     an ask answered after its expiry
+    │   ├── AskAnswered                    an ask answered already (the first answer stands)
     │   ├── _Unbuilt                       a hooks.yaml entry's oracle with every problem found
     │   ├── _Unreadable                    a host config too odd to edit in place (written whole)
     │   └── MissingExtraError              an adapter or a state store without its extra's
@@ -58,8 +61,8 @@ The control layer's are defined beside what they check: ``HooksYamlError`` in
 ``control/schema.py``, ``OracleConfigError`` in ``control/oracles/base.py``,
 ``UnknownOracleError`` in ``control/oracles/__init__.py``, ``LayerFileError`` in
 ``control/files.py``, ``FileRefused`` in ``control/runtime.py`` and ``BadRevisionError`` in
-``control/context.py``; ``UnknownSignal``, ``AlreadyAnswered`` and ``StateUnavailable``
-in ``state/store.py``; ``signals.py`` and
+``control/context.py``; ``UnknownSignal``, ``AlreadyAnswered``, ``UnknownAsk``,
+``AskExpired``, ``AskAnswered`` and ``StateUnavailable`` in ``state/store.py``; ``signals.py`` and
 ``signallog.py`` raise ``ConfigError`` itself (a malformed signal, an action that does not fit
 the signal's intensity, an unknown or already answered signal id: exit 64).
 

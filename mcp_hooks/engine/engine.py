@@ -73,6 +73,7 @@ from mcp_hooks.runner.hookenv import HookEnvs, hook_environment
 from mcp_hooks.runner.persistent import PersistentPool, default_processes
 from mcp_hooks.settings import Settings
 from mcp_hooks.spec import matching
+from mcp_hooks.spec.asking import Approver
 from mcp_hooks.spec.events import can_block, canonical_event, is_notification
 from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.outcome import FAULT_SOURCE, Event, HookRun, OnFault, Outcome, fault_outcome
@@ -221,7 +222,7 @@ class Engine:
     # -- firing --------------------------------------------------------------------------
 
     async def fire(self, event: Event, *, on_hook_done: HookDone | None = None,
-                   hold_aid: bool = False) -> Outcome:
+                   hold_aid: bool = False, approve: Approver | None = None) -> Outcome:
         """Run the hooks an event wakes and return the one decision.
 
         What it cannot process but expects (a payload too deep or unencodable, a hook in
@@ -240,6 +241,8 @@ class Engine:
             on_hook_done: awaited after each sync hook finishes (for progress reports).
             hold_aid: leave the session's waiting aid for a later event (the caller's reply
                 to this one cannot show it: a host event with no context form).
+            approve: the door's way to ask a person when a hook answers ``ask``
+                (``spec/asking.py``, ``engine/asking.py``); None: out of band only.
 
         Raises:
             UnknownEventError: the event type is not in the catalogue.
@@ -249,7 +252,7 @@ class Engine:
         trace = self._observer.event(name, event) if self._observer is not None else None
         try:
             outcome = await self._fire(name, event, on_hook_done if trace is None
-                                       else reporting(trace, on_hook_done), hold_aid)
+                                       else reporting(trace, on_hook_done), hold_aid, approve)
         except BaseException as exc:  # recorded, then raised to the door's guard
             if not passes_through(exc):
                 self._note_fault(event, name, exc)
@@ -268,7 +271,7 @@ class Engine:
             self._logged(event, name, self._work_dir(event), outcome, {})
 
     async def _fire(self, name: str, event: Event, on_hook_done: HookDone | None,
-                    hold_aid: bool = False) -> Outcome:
+                    hold_aid: bool = False, approve: Approver | None = None) -> Outcome:
         # 1. select (each store call off the event loop: a slow store holds no other event;
         # the chain deadline counts from here)
         start = time.monotonic()
@@ -495,12 +498,12 @@ class Engine:
         return os.getcwd()
 
     def fire_blocking(self, event: Event, *, on_hook_done: HookDone | None = None,
-                      hold_aid: bool = False) -> Outcome:
+                      hold_aid: bool = False, approve: Approver | None = None) -> Outcome:
         """``fire`` for a one-shot process, with no event loop at all.
 
         With ``one_shot`` the engine never suspends (hooks run in ``poll``, async hooks are
         handed to a detached process), so its coroutine runs to the end in one step; so
-        must ``on_hook_done`` (a coroutine that awaits nothing).
+        must ``on_hook_done`` and ``approve`` (coroutines that await nothing).
 
         Raises:
             UnknownEventError: as ``fire``.
@@ -508,7 +511,7 @@ class Engine:
         if not self.one_shot:
             raise RuntimeError("fire_blocking needs an Engine made with one_shot=True")
         outcome = run_unsuspended(self.fire(event, on_hook_done=on_hook_done,
-                                            hold_aid=hold_aid))
+                                            hold_aid=hold_aid, approve=approve))
         if outcome is None:
             raise RuntimeError("a one-shot engine must not wait on an event loop")
         return outcome

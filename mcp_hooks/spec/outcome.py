@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from mcp_hooks.errors import ConfigError, InvalidEventError
 from mcp_hooks.settings import OnFault as OnFault  # re-exported: the outcome's policy
+from mcp_hooks.spec.asking import AskRequest
 from mcp_hooks.spec.events import can_block, issue_problem
 from mcp_hooks.spec.signals import Signal
 
@@ -143,6 +144,10 @@ class Outcome:
         warnings: hooks that failed open, ignored fields, the loop guard overriding a block.
         signals: the interventions behind this outcome (``signals.Signal``), strongest first;
             each is in the signal log, and ``respond_to_signal`` answers it by id.
+        ask: the ask still waiting for a person when a hook asked and no answer came in
+            time (``spec/asking.py``): the decision is the fallback (``on_ask_unavailable``);
+            a door that can show a native ask shows this one, and a retry of the same call
+            after ``mcp-hooks approve ID`` passes. None otherwise.
     """
 
     event_type: str
@@ -156,6 +161,7 @@ class Outcome:
     hooks: list[HookRun] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     signals: list[Signal] = field(default_factory=list)
+    ask: AskRequest | None = None
 
     @property
     def denied(self) -> bool:
@@ -168,6 +174,7 @@ class Outcome:
         data["additional_context"] = list(self.additional_context)
         data["warnings"] = list(self.warnings)
         data["signals"] = [signal.as_dict() for signal in self.signals]
+        data["ask"] = None if self.ask is None else self.ask.as_dict()
         return data
 
     def to_json(self, *, indent: int | None = None) -> str:
@@ -199,7 +206,11 @@ class Outcome:
         except TypeError as exc:
             raise ConfigError(f"outcome.hooks: not hook runs ({exc})") from None
         signals = [Signal.from_dict(signal) for signal in data.get("signals", [])]
-        return cls(**{**data, "hooks": runs, "signals": signals})
+        try:
+            ask = None if data.get("ask") is None else AskRequest.from_dict(data["ask"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"outcome.ask: not an ask ({exc})") from None
+        return cls(**{**data, "hooks": runs, "signals": signals, "ask": ask})
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Outcome:

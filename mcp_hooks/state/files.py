@@ -22,6 +22,8 @@ Under ``root`` (default ``paths.state_dir()``, ``$XDG_STATE_HOME/mcp-hooks``):
   answer is a ``kind: "response"`` line of the signal log, looked up and written under the
   log's lock (``answer_once``). With ``log=None`` nothing is logged: ``read`` finds nothing
   and no signal can be answered.
+- ``asks/<digest>.json``: a pending or answered ask, and the last ask of each call
+  (``asks.py``, ``asktables.FileTable``).
 
 Every state file is opened without following a final symlink and without blocking (a FIFO
 never hangs a reader), must be a regular file, and is read bounded: anything else where a
@@ -49,6 +51,8 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hooks import paths
+from mcp_hooks.state.asks import AskBook
+from mcp_hooks.state.asktables import FileTable
 from mcp_hooks.state.eventlog import (
     READ_LIMIT,
     EventLog,
@@ -139,8 +143,9 @@ def clean_ladder(data: Any) -> dict[str, Any]:
     return out
 
 
-class FileStore:
-    """The state store in files (see the module docstring).
+class FileStore(AskBook):
+    """The state store in files (see the module docstring; asks: ``asktables.FileTable``
+    in ``root/asks``).
 
     Args:
         root: the state folder; None for ``paths.state_dir()``.
@@ -176,6 +181,7 @@ class FileStore:
         self._empty: dict[str, int] = {}  # session -> queue folder mtime when it had nothing
         self._ladder_memory = MemoryStore()  # the ladder's counts while ladder.json fails
         self._told_ladder = False
+        self.ask_table = FileTable(self.root / "asks")
 
     # -- counters --------------------------------------------------------------------------
 

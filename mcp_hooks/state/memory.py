@@ -13,15 +13,18 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from mcp_hooks.state.asks import AskBook
+from mcp_hooks.state.asktables import MemoryTable
 from mcp_hooks.state.store import AlreadyAnswered, LogName, UnknownSignal
 
 MAX_RECORDS = 10_000
 
 
-class MemoryStore:
-    """The state store in this process's memory."""
+class MemoryStore(AskBook):
+    """The state store in this process's memory (asks: ``asktables.MemoryTable``)."""
 
     def __init__(self) -> None:
+        self.ask_table = MemoryTable()
         self._lock = threading.Lock()
         self._counts: dict[tuple[str, str, str], tuple[int, float]] = {}  # -> (n, last at)
         self._logs: dict[str, deque[dict[str, Any]]] = {

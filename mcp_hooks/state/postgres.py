@@ -37,6 +37,8 @@ table                    what, and how long it lives
                          RETURNING``; ``Ttls.queue``
 ``mcp_hooks_trust``      the trusted digests of project hooks (``trust --state``), a row per
                          project and hook; kept until revoked
+``mcp_hooks_asks``       the asks (``asks.py``): key -> value, swapped by ``INSERT ... ON
+                         CONFLICT`` / ``UPDATE ... WHERE value =``; expire with their ask
 =======================  ================================================================
 
 Text columns hold ids as given when they are UTF-8; an id with a lone surrogate (a session id
@@ -57,6 +59,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote, unquote
 
+from mcp_hooks.state.asks import ASK, AskBook
 from mcp_hooks.state.files import MAX_COUNT
 from mcp_hooks.state.pgpool import DEADLINE, Pool, bounded
 from mcp_hooks.state.remote import (
@@ -114,6 +117,15 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (project, name));
     """,
 )
+# Migrations numbered apart from the list above, each applied when its version is not in the
+# migrations table (so a version missing below it, another branch's, does not stop it)
+NUMBERED: dict[int, str] = {
+    # 5: the asks (asks.py): a key -> a value, swapped by compare-and-set
+    5: """
+    CREATE TABLE IF NOT EXISTS mcp_hooks_asks (
+        key text PRIMARY KEY, value text NOT NULL, expires_at timestamptz NOT NULL);
+    """,
+}
 MARK = "\ufffd%"  # starts a text column's value that is an id's quoted bytes (``_t``)
 FOLLOW_LOOKBACK = 1000  # ids below the newest seen that ``follow`` reads again: a row whose
 # transaction committed after a later id's did is still printed (once)
@@ -151,6 +163,20 @@ INSERT INTO mcp_hooks_log (log, session_id, replica, record)
 SELECT 'signals', %s, %s, %s FROM won
 RETURNING 1
 """
+# an ask key swapped from the value expected (NULL: none, or expired) to the new one; a row
+# back when it was
+_CREATE = """
+INSERT INTO mcp_hooks_asks AS a (key, value, expires_at)
+VALUES (%(k)s, %(v)s, now() + make_interval(secs => %(ttl)s))
+ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
+WHERE a.expires_at <= now()
+RETURNING 1
+"""
+_SWAP = """
+UPDATE mcp_hooks_asks SET value = %(v)s, expires_at = now() + make_interval(secs => %(ttl)s)
+WHERE key = %(k)s AND value = %(e)s AND expires_at > now()
+RETURNING 1
+"""
 # items in their order (ids follow the ordinality)
 _PUT = """
 INSERT INTO mcp_hooks_queue (session, item, expires_at)
@@ -183,6 +209,11 @@ def _untext(value: Any) -> str:
     return unquote(text[len(MARK):], errors="surrogatepass") if text.startswith(MARK) else text
 
 
+def versions() -> dict[int, str]:
+    """Every migration by its version: the list's (1, 2, ...) and the numbered ones."""
+    return {**dict(enumerate(MIGRATIONS, 1)), **NUMBERED}
+
+
 def migrate(conn: Any) -> None:
     """Create or bring up to date the tables, once, however many processes race."""
     with conn.transaction():
@@ -190,14 +221,15 @@ def migrate(conn: Any) -> None:
                      "'.mcp_hooks_migrations'))")
         conn.execute("CREATE TABLE IF NOT EXISTS mcp_hooks_migrations (version int PRIMARY "
                      "KEY, applied_at timestamptz NOT NULL DEFAULT now())")
-        row = conn.execute("SELECT coalesce(max(version), 0) FROM mcp_hooks_migrations"
-                           ).fetchone()
-        for version in range(int(row[0]) + 1, len(MIGRATIONS) + 1):
-            conn.execute(MIGRATIONS[version - 1])
+        done = {int(row[0]) for row in conn.execute(
+            "SELECT version FROM mcp_hooks_migrations").fetchall()}
+        todo = versions()
+        for version in sorted(set(todo) - done):
+            conn.execute(todo[version])
             conn.execute("INSERT INTO mcp_hooks_migrations (version) VALUES (%s)", (version,))
 
 
-class PostgresStore(SpoolingLog):
+class PostgresStore(AskBook, SpoolingLog):
     """A ``StateStore`` in PostgreSQL (see the module docstring for the tables)."""
 
     def __init__(self, url: str, *, replica: str | None = None, ttls: Ttls | None = None,
@@ -264,6 +296,7 @@ class PostgresStore(SpoolingLog):
         conn.execute("DELETE FROM mcp_hooks_counters WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_queue WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_signals WHERE expires_at <= now()")
+        conn.execute("DELETE FROM mcp_hooks_asks WHERE expires_at <= now()")
         conn.execute("DELETE FROM mcp_hooks_log WHERE at < now() - make_interval(secs => %s)",
                      (self.ttls.event,))
 
@@ -508,6 +541,30 @@ class PostgresStore(SpoolingLog):
         except self._errors as exc:
             raise self._report.lost(exc, "Nothing was revoked: " + FIX) from None
 
+    # -- asks: the three primitives of asks.AskBook -----------------------------------------
+
+    def ask_load(self, key: str) -> str | None:
+        rows = self._rows("SELECT value FROM mcp_hooks_asks WHERE key = %s AND expires_at > "
+                          "now()", [_t(key)])
+        return _untext(rows[0][0]) if rows else None
+
+    def ask_swap(self, key: str, expect: str | None, new: str, ttl: float) -> bool:
+        args = {"k": _t(key), "e": None if expect is None else _t(expect), "v": _t(new),
+                "ttl": ttl}
+        try:
+            with self._pool.connection() as conn:
+                query = _CREATE if expect is None else _SWAP
+                return conn.execute(query, args).fetchone() is not None
+        except self._errors as exc:
+            raise self._report.lost(exc, "Nothing was stored: answer again once the store "
+                                    "is back") from None
+
+    def ask_keys(self) -> list[str]:
+        like = "".join("\\" + c if c in "\\%_" else c for c in _t(ASK)) + "%"
+        rows = self._rows("SELECT key FROM mcp_hooks_asks WHERE key LIKE %s ESCAPE '\\' AND "
+                          "expires_at > now()", [like])
+        return [_untext(row[0]) for row in rows]
+
 
 def _record(text: str) -> dict[str, Any] | None:
     try:
@@ -517,4 +574,4 @@ def _record(text: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-__all__ = ["MIGRATIONS", "PostgresStore", "StateUnavailable", "migrate"]
+__all__ = ["MIGRATIONS", "PostgresStore", "StateUnavailable", "migrate", "versions"]

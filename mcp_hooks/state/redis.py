@@ -30,6 +30,8 @@ key                             type         what, and how long it lives
 ``<p>sig:<id>``                 string       a signal as sent (JSON); ``Ttls.signal``
 ``<p>ans:<id>``                 string       its one answer (``SET NX``); ``Ttls.signal``
 ``<p>q:<session>``              list         the session's waiting aid; ``Ttls.queue``
+``<p>a:<key>``                  string       an ask, or the last ask of a call (``asks.py``);
+                                             swapped by a Lua compare-and-set
 ``<p>trust``                    hash         the trusted digests of project hooks (``trust
                                              --state``): a field per ``[project, hook]``
                                              (JSON); kept until revoked
@@ -49,6 +51,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
+from mcp_hooks.state.asks import ASK, AskBook
 from mcp_hooks.state.files import MAX_COUNT
 from mcp_hooks.state.remote import (
     SESSION_STREAM_CAP,
@@ -116,6 +119,17 @@ end
 return {0, redis.call('GET', KEYS[1])}
 """
 
+# KEYS: the ask key; ARGV: 1 when it must hold ARGV[2] now (0: must hold nothing), the value
+# expected, the new value, ttl ms. 1 when swapped
+_SWAP = """
+local v = redis.call('GET', KEYS[1])
+if ARGV[1] == '0' then
+  if v then return 0 end
+elseif v ~= ARGV[2] then return 0 end
+redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4])
+return 1
+"""
+
 
 def _b(text: str) -> bytes:
     """``text`` as UTF-8, a lone surrogate kept (``surrogatepass``): distinct texts, distinct
@@ -136,7 +150,7 @@ def _ms(seconds: float) -> int:
     return max(1, int(seconds * 1000))
 
 
-class RedisStore(SpoolingLog):
+class RedisStore(AskBook, SpoolingLog):
     """A ``StateStore`` in Redis (see the module docstring for the keys)."""
 
     def __init__(self, url: str, *, replica: str | None = None, ttls: Ttls | None = None,
@@ -159,6 +173,7 @@ class RedisStore(SpoolingLog):
         self._increment = self._redis.register_script(_INCREMENT)
         self._answer = self._redis.register_script(_ANSWER)
         self._append = self._redis.register_script(_APPEND)
+        self._swap = self._redis.register_script(_SWAP)
         if check:
             self.check()
 
@@ -417,6 +432,33 @@ class RedisStore(SpoolingLog):
             self._redis.hdel(f"{self.prefix}trust", *(json.dumps([project, n]) for n in names))
         except self._errors as exc:
             raise self._report.lost(exc, "Nothing was revoked: " + FIX) from None
+
+    # -- asks: the three primitives of asks.AskBook -----------------------------------------
+
+    def ask_load(self, key: str) -> str | None:
+        try:
+            raw = self._redis.get(f"{self.prefix}a:{_q(key)}")
+        except self._errors as exc:
+            raise self._report.lost(exc) from None
+        return None if raw is None else bytes(raw).decode("utf-8", "surrogatepass")
+
+    def ask_swap(self, key: str, expect: str | None, new: str, ttl: float) -> bool:
+        try:
+            done = self._swap(keys=[f"{self.prefix}a:{_q(key)}"],
+                              args=["0" if expect is None else "1", _b(expect or ""), _b(new),
+                                    _ms(ttl)])
+        except self._errors as exc:
+            raise self._report.lost(exc, "Nothing was stored: answer again once the store "
+                                    "is back") from None
+        return bool(done)
+
+    def ask_keys(self) -> list[str]:
+        head = f"{self.prefix}a:"
+        try:
+            names = list(self._redis.scan_iter(match=_glob(head + _q(ASK)) + "*", count=1000))
+        except self._errors as exc:
+            raise self._report.lost(exc) from None
+        return [unquote(n.decode()[len(head):], errors="surrogatepass") for n in names]
 
 
 def _records(page: list[Any]) -> Iterator[dict[str, Any]]:

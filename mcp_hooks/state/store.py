@@ -64,6 +64,23 @@ Queue (the aid waiting for a session's next event):
   is taken by exactly one caller however many race (delivered once). Never raises: a queue
   that cannot be read yields nothing.
 
+Asks (``spec/asking.py``; implemented once in ``asks.py`` over three primitives each backend
+gives: ``ask_load``, ``ask_swap`` (compare-and-set), ``ask_keys``):
+
+- ``put_ask(request)``: keep a new pending ask, answerable until ``request.expires``. Raises
+  ``StateUnavailable`` when it cannot be kept (the door then falls back: nobody could answer).
+- ``answer_ask(id, answer)``: store the one answer of a pending ask and return its request.
+  Exactly one answer is ever stored, however many threads and processes race; every other
+  raises ``AskAnswered``. An id never put (or forgotten) raises ``UnknownAsk``; one past its
+  expiry ``AskExpired`` (all ``ConfigError``: exit 64, never a second decision).
+- ``get_ask(id)``: the ask and its answer (``asks.AskRecord``), or None.
+- ``pending_asks()``: the asks not yet answered nor expired, oldest first.
+- ``approval_for(binding, session_id)``: the answer stored for exactly this call (the ask's
+  binding and session), taken once (a plain approval or refusal covers one run; whoever takes
+  it first gets it), or kept (an approval ``for_session``); None when there is none.
+- ``pending_for(binding, session_id)``: the ask of this call still waiting, if any (a retry of
+  the same call waits on it instead of asking again).
+
 Thread safety: one store object is shared by every thread and task of its engine.
 """
 
@@ -73,6 +90,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from mcp_hooks.errors import ConfigError, RunError
+from mcp_hooks.spec.asking import AskAnswer, AskRecord, AskRequest
 
 LogName = Literal["events", "signals"]
 LOGS: tuple[LogName, ...] = ("events", "signals")
@@ -88,6 +106,18 @@ class AlreadyAnswered(ConfigError):
     def __init__(self, message: str, answer: dict[str, Any]) -> None:
         super().__init__(message)
         self.answer = answer
+
+
+class UnknownAsk(ConfigError, LookupError):
+    """An ask id that was never put, or is forgotten (``mcp-hooks pending`` lists them)."""
+
+
+class AskExpired(ConfigError):
+    """An ask answered after its expiry: nobody waits on it; the call must be made again."""
+
+
+class AskAnswered(ConfigError):
+    """An ask answered already: the first answer stands, this one is not stored."""
 
 
 class StateUnavailable(RunError):
@@ -130,4 +160,29 @@ class StateStore(Protocol):
 
     def take_all(self, session: str) -> list[dict[str, Any]]:
         """Take every item queued for the session, oldest first; never raises."""
+        ...
+
+    def put_ask(self, request: AskRequest) -> None:
+        """Keep a new pending ask; ``StateUnavailable`` when it cannot be kept."""
+        ...
+
+    def answer_ask(self, ask_id: str, answer: AskAnswer) -> AskRequest:
+        """Store the one answer of a pending ask (``UnknownAsk``, ``AskExpired``,
+        ``AskAnswered`` otherwise); returns the ask answered."""
+        ...
+
+    def get_ask(self, ask_id: str) -> AskRecord | None:
+        """The ask and its answer so far, or None."""
+        ...
+
+    def pending_asks(self) -> list[AskRequest]:
+        """The asks waiting for an answer, oldest first."""
+        ...
+
+    def approval_for(self, binding: str, session_id: str | None) -> AskAnswer | None:
+        """The answer stored for exactly this call: taken once, or kept ``for_session``."""
+        ...
+
+    def pending_for(self, binding: str, session_id: str | None) -> AskRequest | None:
+        """The ask of this call still waiting for an answer, if any."""
         ...
