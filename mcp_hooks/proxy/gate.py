@@ -53,6 +53,7 @@ from mcp_hooks.proxy.results import (
 )
 from mcp_hooks.proxy.sessions import DownstreamSession
 from mcp_hooks.proxy.upstream import UpstreamError
+from mcp_hooks.spec.asking import Approver
 from mcp_hooks.spec.outcome import Event, Outcome, fault_outcome
 from mcp_hooks.spec.vocabulary import MCP_CLIENTS, CallerTool, caller_tool, unexpressible
 
@@ -71,15 +72,18 @@ class Gate:
         self.engine = engine
         self.catalog = catalog
 
-    async def fire(self, event: Event | Callable[[], Event], kind: str | None = None) -> Outcome:
-        """Fire an event (or build it, then fire it: ``kind`` names it for a fault).
+    async def fire(self, event: Event | Callable[[], Event], kind: str | None = None,
+                   approve: Approver | None = None) -> Outcome:
+        """Fire an event (or build it, then fire it: ``kind`` names it for a fault);
+        ``approve``: the client's way to ask a person when a hook asks (``relay.Peer``).
 
         The proxy's one guard (``guard.py``): whatever building or firing raises, but the
         cancellation of the call, is a fault (``fault_outcome`` under the engine's policy:
         a deny for an event that can block), never a crash of the proxy."""
         name = event.event_type if isinstance(event, Event) else kind or "before_tool"
         try:
-            return await self.engine.fire(event if isinstance(event, Event) else event())
+            return await self.engine.fire(event if isinstance(event, Event) else event(),
+                                          approve=approve)
         except BaseException as exc:  # an event that cannot fire never takes the proxy down
             if passes_through(exc):  # the client cancelled the call, or the proxy stops
                 raise
@@ -118,7 +122,8 @@ class Gate:
 
         call = caller_tool(MCP_CLIENTS, name, arguments)  # what the hooks see
         # the gate itself broken is a deny: fail closed rather than run the tool unchecked
-        before = await self.fire(lambda: event("before_tool", call), "before_tool")
+        approve = peer.approver() if peer is not None else None
+        before = await self.fire(lambda: event("before_tool", call), "before_tool", approve)
         if before.denied:
             return error_result(deny_text(before, name, ran=False))
         if before.modified_input is not None:
@@ -158,7 +163,8 @@ class Gate:
 
         # the upstream's result that cannot be made an event is a fault too (``fire``)
         after = await self.fire(lambda: event("after_tool", call,
-                                              tool_output=tool_output(result)), "after_tool")
+                                              tool_output=tool_output(result)), "after_tool",
+                                approve)
         if after.denied:
             return error_result(deny_text(after, name, ran=True))
         if after.modified_output is not None:

@@ -30,7 +30,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -38,21 +38,16 @@ from mcp.client.session import ClientRequestContext
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from mcp_hooks.guard import named, passes_through
+from mcp_hooks.server.approval import Send, elicitation_approver, request_sender
+from mcp_hooks.spec.asking import Approver
 
 logger = logging.getLogger("mcp_hooks.proxy")
 
 _R = TypeVar("_R", bound=BaseModel)
-
-
-class Send(Protocol):
-    """Sends a typed request to the client and returns its typed result (raises ``MCPError``)."""
-
-    async def __call__(self, request: Any, result: type[_R]) -> _R: ...
 
 
 @dataclass(eq=False)
@@ -76,6 +71,10 @@ class Peer:
 
     def name(self) -> str:
         return f"the client {self.client!r}" if self.client else "the client"
+
+    def approver(self) -> Approver:
+        """Its way to ask a person when a hook asks (``server.approval``)."""
+        return elicitation_approver(self.send, self.capabilities, self.client)
 
 
 def _lacks(peer: Peer, params: types.ElicitRequestParams | types.CreateMessageRequestParams
@@ -200,16 +199,11 @@ def request_peer(ctx: ServerRequestContext[Any, Any], key: str) -> Peer:
     channel (on streamable HTTP, the stream of that POST)."""
     session = ctx.session
     info = session.client_params.client_info if session.client_params else None
-    if not session.can_send_request:
-        return Peer(key, info.name if info else None, session.client_capabilities, None,
-                    _MODERN if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-                    else "it has no channel the proxy can send a request on")
-    related = ServerMessageMetadata(related_request_id=ctx.request_id)
-
-    async def send(request: Any, result: type[_R]) -> _R:
-        return await session.send_request(request, result, metadata=related)
-
-    return Peer(key, info.name if info else None, session.client_capabilities, send)
+    send = request_sender(ctx)
+    why = "" if send is not None else (
+        _MODERN if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        else "it has no channel the proxy can send a request on")
+    return Peer(key, info.name if info else None, session.client_capabilities, send, why)
 
 
 def connection_peer(connection: Connection, key: str) -> Peer:

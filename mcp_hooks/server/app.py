@@ -61,6 +61,7 @@ from mcp_hooks.errors import InvalidEventError, MCPHooksError
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.hosts.forward import bridge_routes, register_bridge_tool
 from mcp_hooks.server import prompts
+from mcp_hooks.server.approval import request_approver
 from mcp_hooks.server.health import health_routes, store_ready
 from mcp_hooks.server.results import (
     HookDocument,
@@ -291,7 +292,8 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
                 tool_output=tool_output, error=error, payload=payload or {},
                 context=context or {},
             )
-            outcome = await service.fire(event, on_hook_done=_Progress(ctx, service, event))
+            outcome = await service.fire(event, on_hook_done=_Progress(ctx, service, event),
+                                         approve=request_approver(ctx.request_context))
             # a rewrite in the caller's keys; a tool event with no tool name, a warning
             return _fired(answered(name, outcome, call, service.on_fault, tool_name))
         except _MISTAKES:  # the caller's (a malformed field, a work_dir outside the roots)

@@ -14,7 +14,6 @@ import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
 import mcp_types as types
@@ -24,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.conftest import MCP_HOOKS
 from tests.helpers.background import background
+from tests.helpers.elicit import Person, never
 from tests.proxy.test_proxy import (
     UPSTREAM,
     proxied,
@@ -38,31 +38,6 @@ from tests.proxy.test_proxy_http import free_port, http_client, wait_listening
 pytestmark = pytest.mark.anyio
 
 ASKING = ("--tools", "ask_user,sample,echo")
-
-
-class Person:
-    """A client's elicitation and sampling handlers, recording what they were shown."""
-
-    def __init__(self, action: str = "accept", content: dict[str, Any] | None = None) -> None:
-        self.action = action
-        self.content = content
-        self.forms: list[types.ElicitRequestParams] = []
-        self.prompts: list[types.CreateMessageRequestParams] = []
-
-    async def elicit(
-        self, context: ClientRequestContext, params: types.ElicitRequestParams
-    ) -> types.ElicitResult:
-        self.forms.append(params)
-        return types.ElicitResult(action=self.action,  # type: ignore[arg-type]
-                                  content=self.content if self.action == "accept" else None)
-
-    async def sample(
-        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
-    ) -> types.CreateMessageResult:
-        self.prompts.append(params)
-        return types.CreateMessageResult(
-            role="assistant", model="test-model",
-            content=types.TextContent(type="text", text="the model's words"))
 
 
 @contextmanager
@@ -153,13 +128,6 @@ async def test_a_client_without_the_capability_the_upstream_gets_an_error(
         in asked.value.error.message
     assert "it did not declare 'sampling'" in sampled.value.error.message
     assert text_of(echoed) == "still serving"
-
-
-async def never(context: ClientRequestContext, params: types.ElicitRequestParams
-                ) -> types.ElicitResult:
-    """A person who never answers the form."""
-    await anyio.sleep_forever()
-    raise AssertionError("unreachable")
 
 
 async def test_a_call_cancelled_mid_form_ends_the_form_and_the_proxy_serves_on(

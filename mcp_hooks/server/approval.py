@@ -1,0 +1,171 @@
+"""An MCP client's own way to ask a person: the ``Approver`` of the MCP doors (issue 30).
+
+When a hook answers ``ask`` during ``fire_hook_event`` (``serve``) or a proxied
+``tools/call``, the engine calls the door's approver (``spec/asking.py``). Here it is an
+``elicitation/create`` request (form mode) to the client that made the request, on that
+request's own channel (on streamable HTTP, the stream of its POST)::
+
+    message          "<hook> asks a person to approve this call: <reason>"
+                     + the tool, its exact arguments (canonical JSON), the ask's id
+    requestedSchema  approve: boolean (required)
+                     for_session: boolean (the same call again in this session)
+                     reason: string (optional; a refusal's reason reaches the agent)
+
+The answer:
+
+- ``accept`` with ``approve: true``: approved (``for_session`` as ticked);
+- ``accept`` with ``approve: false``, ``decline``, ``cancel``: refused, with the person's
+  reason or one that says how they answered;
+- ``accept`` with content that does not match the form (``approve`` missing or not a
+  boolean, a field of another type, a field the form does not have): refused, the reason
+  naming the field;
+- the client did not declare form elicitation, cannot be sent requests (a 2026-07-28
+  client: its way is ``input_required``, not built here), or answers the request with an
+  error: None, the out-of-band path (``mcp-hooks pending`` / ``approve``), then the fallback.
+
+The engine bounds the wait (the ask timeout); the approver never outlives the request it
+belongs to. ``channel`` of every answer is ``elicitation``; ``by`` is the client's name (the
+MCP client does not say which person answered).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol, TypeVar
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+from pydantic import BaseModel
+
+from mcp_hooks.guard import named, passes_through
+from mcp_hooks.spec.asking import Approver, AskAnswer, AskRequest, canonical_json
+
+logger = logging.getLogger("mcp_hooks.server")
+
+_R = TypeVar("_R", bound=BaseModel)
+CHANNEL = "elicitation"
+_ARGUMENTS_SHOWN = 4000  # characters of the arguments in the form's message
+
+FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {"type": "boolean", "title": "Approve this call",
+                    "description": "Yes: the call goes on. No: it is refused."},
+        "for_session": {"type": "boolean", "title": "For this session",
+                        "description": "Also approve this same call (same tool, same "
+                                       "arguments) again in this session.",
+                        "default": False},
+        "reason": {"type": "string", "title": "Reason (optional)",
+                   "description": "Why; a refusal's reason is shown to the agent."},
+    },
+    "required": ["approve"],
+}
+_TYPES: dict[str, type] = {"approve": bool, "for_session": bool, "reason": str}
+
+
+class Send(Protocol):
+    """Sends a typed request to the client and returns its typed result.
+
+    Raises ``MCPError`` when the client answers with an error."""
+
+    async def __call__(self, request: Any, result: type[_R]) -> _R: ...
+
+
+def request_sender(ctx: ServerRequestContext[Any, Any]) -> Send | None:
+    """A sender of requests to the client of ``ctx``'s request, on that request's channel;
+    None when it cannot be sent requests (a 2026-07-28 request, no back channel)."""
+    session = ctx.session
+    if not session.can_send_request:
+        return None
+    related = ServerMessageMetadata(related_request_id=ctx.request_id)
+
+    async def send(request: Any, result: type[_R]) -> _R:
+        return await session.send_request(request, result, metadata=related)
+
+    return send
+
+
+def can_elicit_form(capabilities: types.ClientCapabilities | None) -> bool:
+    """Whether a client declared form-mode elicitation (an empty ``elicitation: {}`` is form
+    mode, as 2025-06-18 clients declare it)."""
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if elicitation is None:
+        return False
+    return elicitation.form is not None or elicitation.url is None
+
+
+def form_message(request: AskRequest) -> str:
+    """What the person reads: who asks, why, the exact call, the id."""
+    arguments = canonical_json(request.tool_input or {})
+    if len(arguments) > _ARGUMENTS_SHOWN:
+        arguments = (f"{arguments[:_ARGUMENTS_SHOWN]}... ({len(arguments) - _ARGUMENTS_SHOWN}"
+                     " more characters; `mcp-hooks pending` shows them all)")
+    why = request.reason or "no reason given"
+    return (f"{request.hook or 'A hook'} asks a person to approve this call: {why}\n\n"
+            f"Tool: {request.tool_name or '(none)'}\nArguments: {arguments}\n\n"
+            f"(ask {request.id}; approving covers exactly these arguments)")
+
+
+def answer_of(result: types.ElicitResult, by: str) -> AskAnswer:
+    """The person's answer in an elicitation result (see the module docstring)."""
+    if result.action == "decline":
+        return AskAnswer(False, "the person declined the request in the client", by, CHANNEL)
+    if result.action == "cancel":
+        return AskAnswer(False, "the person dismissed the request in the client (cancel); "
+                         "nothing was approved", by, CHANNEL)
+    content = result.content or {}
+    for key, value in content.items():
+        want = _TYPES.get(key)
+        if want is None:
+            return _mismatch(f"it has a field {key!r} the form does not have", by)
+        if not isinstance(value, want):
+            return _mismatch(f"{key!r} is {type(value).__name__}, not {want.__name__}", by)
+    if "approve" not in content:
+        return _mismatch("'approve' is missing", by)
+    reason = str(content.get("reason") or "")
+    if content["approve"] is True:
+        return AskAnswer(True, reason, by, CHANNEL, for_session=content.get("for_session")
+                         is True)
+    return AskAnswer(False, reason or "the person refused the call in the client", by, CHANNEL)
+
+
+def _mismatch(why: str, by: str) -> AskAnswer:
+    return AskAnswer(False, f"the answer did not match the approval form ({why}); "
+                     "nothing was approved", by, CHANNEL)
+
+
+def elicitation_approver(
+    send: Send | None, capabilities: types.ClientCapabilities | None, client: str | None,
+) -> Approver:
+    """The approver of one request's client (see the module docstring)."""
+    by = client or ""
+
+    async def approve(request: AskRequest) -> AskAnswer | None:
+        if send is None or not can_elicit_form(capabilities):
+            return None  # no person reachable this way: out of band
+        params = types.ElicitRequestFormParams(message=form_message(request),
+                                               requested_schema=FORM)
+        try:
+            result = await send(types.ElicitRequest(params=params), types.ElicitResult)
+        except MCPError as exc:
+            logger.info("ask %s: the client answered the form with an error: %s", request.id,
+                        exc.error.message)
+            return None
+        except BaseException as exc:
+            if passes_through(exc):
+                raise
+            logger.warning("ask %s: the form could not be shown: %s", request.id, named(exc))
+            return None
+        return answer_of(result, by)
+
+    return approve
+
+
+def request_approver(ctx: ServerRequestContext[Any, Any]) -> Approver:
+    """The approver of the client of ``ctx``'s request."""
+    session = ctx.session
+    info = session.client_params.client_info if session.client_params else None
+    return elicitation_approver(request_sender(ctx), session.client_capabilities,
+                                info.name if info else None)
