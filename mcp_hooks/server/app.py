@@ -52,7 +52,7 @@ from mcp.server.mcpserver.prompts import Prompt
 from mcp.server.mcpserver.resources import FunctionResource
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from mcp_types import Resource as MCPResource
 from pydantic import Field, ValidationError
 
@@ -61,7 +61,12 @@ from mcp_hooks.errors import InvalidEventError, MCPHooksError
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.hosts.forward import bridge_routes, register_bridge_tool
 from mcp_hooks.server import prompts
-from mcp_hooks.server.approval import request_approver
+from mcp_hooks.server.approval import (
+    answer_line,
+    answered_round,
+    door_approver,
+    input_required,
+)
 from mcp_hooks.server.health import health_routes, store_ready
 from mcp_hooks.server.results import (
     HookDocument,
@@ -87,7 +92,13 @@ from mcp_hooks.spec.events import canonical_event, catalogue
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome
 from mcp_hooks.spec.vocabulary import MCP_CLIENTS, answered, caller_tool, tool_catalogue
 from mcp_hooks.state.signallog import respond
-from mcp_hooks.state.store import StateUnavailable, UnknownSignal
+from mcp_hooks.state.store import (
+    AskAnswered,
+    AskExpired,
+    StateUnavailable,
+    UnknownAsk,
+    UnknownSignal,
+)
 
 if TYPE_CHECKING:
     from mcp_hooks.server.transport import ServeOptions
@@ -273,7 +284,7 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
         error: Annotated[Any, Field(description=FIRE["error"])] = None,
         payload: Annotated[dict[str, Any] | None, Field(description=FIRE["payload"])] = None,
         context: Annotated[dict[str, Any] | None, Field(description=FIRE["context"])] = None,
-    ) -> Annotated[CallToolResult, Outcome]:
+    ) -> Annotated[CallToolResult, Outcome] | InputRequiredResult:
         name = canonical_event(event_type)  # UnknownEventError: a tool error
         try:  # this door's one guard (``guard.py``): nothing under it catches for it
             fault = _unprocessable((tool_input, tool_output, error, payload, context))
@@ -292,8 +303,9 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
                 tool_output=tool_output, error=error, payload=payload or {},
                 context=context or {},
             )
-            outcome = await service.fire(event, on_hook_done=_Progress(ctx, service, event),
-                                         approve=request_approver(ctx.request_context))
+            outcome = await _fire_asking(service, ctx, event)  # a person, if a hook asks
+            if isinstance(outcome, InputRequiredResult):
+                return outcome  # the approval form, as the 2026-07-28 client's round
             # a rewrite in the caller's keys; a tool event with no tool name, a warning
             return _fired(answered(name, outcome, call, service.on_fault, tool_name))
         except _MISTAKES:  # the caller's (a malformed field, a work_dir outside the roots)
@@ -421,6 +433,37 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
         description=prompts.PROMPT_DESCRIPTION,
     ))
     return server
+
+
+async def _fire_asking(service: HookService, ctx: Context[Any, Any], event: Event
+                       ) -> Outcome | InputRequiredResult:
+    """Fire with the client's way to ask a person (``approval``): the form now, or the
+    ``input_required`` round of a 2026-07-28 client, whose retry's answer is stored first."""
+    approve, deferral = door_approver(ctx.request_context)
+    if ctx.request_state is not None:
+        await _answer_round(service, ctx)
+    outcome = await service.fire(event, on_hook_done=_Progress(ctx, service, event),
+                                 approve=approve)
+    if deferral is not None and deferral.request is not None \
+            and outcome.ask is not None and not outcome.denied:
+        return input_required(deferral.request)
+    return outcome
+
+
+async def _answer_round(service: HookService, ctx: Context[Any, Any]) -> None:
+    """Store the person's answer a 2026-07-28 retry carries on its ask (``approval``), so the
+    engine takes it; the ask unknown, expired or answered already: the caller's error."""
+    state = ctx.request_state
+    assert state is not None
+    params = ctx.request_context.session.client_params
+    by = params.client_info.name if params is not None else ""
+    try:
+        ask_id, answer = answered_round(state, ctx.input_responses, by)
+        request = await anyio.to_thread.run_sync(service.store.answer_ask, ask_id, answer)
+    except (ValueError, UnknownAsk, AskExpired, AskAnswered) as exc:
+        raise BadRequest(f"the approval in this retry cannot be taken: {exc}; call "
+                         "fire_hook_event again without requestState to be asked anew") from None
+    await anyio.to_thread.run_sync(service.store.append, "events", answer_line(request, answer))
 
 
 class _Progress:

@@ -19,9 +19,18 @@ The answer:
 - ``accept`` with content that does not match the form (``approve`` missing or not a
   boolean, a field of another type, a field the form does not have): refused, the reason
   naming the field;
-- the client did not declare form elicitation, cannot be sent requests (a 2026-07-28
-  client: its way is ``input_required``, not built here), or answers the request with an
-  error: None, the out-of-band path (``mcp-hooks pending`` / ``approve``), then the fallback.
+- the client did not declare form elicitation, cannot be sent requests, or answers the
+  request with an error: None, the out-of-band path (``mcp-hooks pending`` / ``approve``),
+  then the fallback.
+
+A 2026-07-28 client cannot be sent requests during a call: for one that declared form
+elicitation the door answers ``input_required`` with the same form instead (``Deferral``,
+``input_required``); the client retries the same call with the person's answer, and the door
+stores it on the ask (``answered_round``) before firing again, so the engine takes the stored
+answer. The ``requestState`` is sealed by the SDK (``mcp.server.request_state``: AES-GCM under
+a key of the server process, bound to the tool and its exact arguments, expiring in 10
+minutes): a client can neither forge an approval nor move it to other arguments; a replayed
+retry finds its ask already answered, an error, never a second decision.
 
 The engine bounds the wait (the ask timeout); the approver never outlives the request it
 belongs to. ``channel`` of every answer is ``elicitation``; ``by`` is the client's name (the
@@ -30,6 +39,7 @@ MCP client does not say which person answered).
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any, Protocol, TypeVar
 
@@ -37,10 +47,12 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.spec.asking import Approver, AskAnswer, AskRequest, canonical_json
+from mcp_hooks.state.eventlog import now
 
 logger = logging.getLogger("mcp_hooks.server")
 
@@ -169,3 +181,74 @@ def request_approver(ctx: ServerRequestContext[Any, Any]) -> Approver:
     info = session.client_params.client_info if session.client_params else None
     return elicitation_approver(request_sender(ctx), session.client_capabilities,
                                 info.name if info else None)
+
+
+# -- 2026-07-28: the input_required round ----------------------------------------------------
+
+ROUND_KEY = "mcp-hooks-approval"  # the key of the form in ``inputRequests``
+HOST = "host"  # an approver's channel that defers the ask to the door (``engine/asking.py``)
+
+
+class Deferral:
+    """The approver of a 2026-07-28 client that declared form elicitation: it cannot be asked
+    during the request, so the ask is deferred to the door (``HOST``: the chain goes on, the
+    ask stays pending) and the door answers ``input_required`` with the form
+    (``input_required``); the client retries with the person's answer (``answered_round``)."""
+
+    def __init__(self) -> None:
+        self.request: AskRequest | None = None
+
+    async def __call__(self, request: AskRequest) -> AskAnswer:
+        self.request = request
+        return AskAnswer(True, channel=HOST)
+
+
+def input_required(request: AskRequest) -> types.InputRequiredResult:
+    """The ``input_required`` result that shows the approval form. Its ``requestState`` names
+    the ask; the SDK seals it (``RequestStateBoundary``: AES-GCM under the server's key, bound
+    to this tool and these exact arguments, with an expiry), so a client can neither forge it
+    nor move it to another call."""
+    form = types.ElicitRequestFormParams(message=form_message(request), requested_schema=FORM)
+    return types.InputRequiredResult(
+        input_requests={ROUND_KEY: types.ElicitRequest(params=form)},
+        request_state=canonical_json({"ask": request.id, "binding": request.binding}))
+
+
+def answered_round(state: str, responses: dict[str, Any] | None, by: str
+                   ) -> tuple[str, AskAnswer]:
+    """A retry's ask id (from the SDK-verified state) and the person's answer in it (none, or
+    not an elicitation result: a refusal).
+
+    Raises:
+        ValueError: the state is not one this server minted (cannot happen past the SDK's
+            verification but for a server of another version).
+    """
+    data = json.loads(state)
+    if not isinstance(data, dict) or not isinstance(data.get("ask"), str):
+        raise ValueError("the requestState names no ask")
+    reply = (responses or {}).get(ROUND_KEY)
+    if not isinstance(reply, types.ElicitResult):
+        return data["ask"], AskAnswer(False, "the retry carried no answer to the approval "
+                                      "form; nothing was approved", by, CHANNEL)
+    return data["ask"], answer_of(reply, by)
+
+
+def door_approver(ctx: ServerRequestContext[Any, Any]) -> tuple[Approver, Deferral | None]:
+    """The approver of ``ctx``'s client: the form now (handshake era), the deferral to an
+    ``input_required`` round (2026-07-28 with form elicitation), or None (out of band)."""
+    session = ctx.session
+    if request_sender(ctx) is None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS \
+            and can_elicit_form(session.client_capabilities):
+        deferral = Deferral()
+        return deferral, deferral
+    return request_approver(ctx), None
+
+
+def answer_line(request: AskRequest, answer: AskAnswer) -> dict[str, Any]:
+    """The event-log record of an answer this door stored (``kind: ask_answer``, as the
+    engine writes its own)."""
+    return {"ts": now(), "kind": "ask_answer", "ask_id": request.id,
+            "event": request.event_type, "session_id": request.session_id,
+            "tool_name": request.tool_name, "hook": request.hook, "binding": request.binding,
+            "approved": answer.approved, "channel": answer.channel, "by": answer.by,
+            "reason": answer.reason, "for_session": answer.for_session}

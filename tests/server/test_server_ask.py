@@ -15,9 +15,10 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from mcp_hooks.server import build_server
-from mcp_hooks.server.approval import FORM
+from mcp_hooks.server.approval import FORM, ROUND_KEY
 from mcp_hooks.service import HookService
 from mcp_hooks.settings import Settings
 from tests.conftest import write_hook
@@ -50,8 +51,9 @@ async def service(project: Path, user_dir: Path, tmp_path: Path, asker: Path
 async def fired(client: Client, **overrides: Any) -> dict[str, Any]:
     result = await client.call_tool("fire_hook_event", {**CALL, **overrides})
     assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
+    data: dict[str, Any] | None = result.structured_content
+    assert data is not None
+    return data
 
 
 def log_kinds(tmp_path: Path) -> list[dict[str, Any]]:
@@ -113,15 +115,94 @@ async def test_for_this_session_covers_the_same_call_only(service: HookService) 
 async def test_no_way_to_ask_in_band_falls_back_out_of_band(
     service: HookService, mode: str
 ) -> None:
-    """A client without elicitation, or on 2026-07-28 (no server-to-client requests during a
-    call): the ask waits out of band for its timeout, then the fallback (deny) says how."""
-    person = Person("accept", {"approve": True})
-    handlers = {"elicitation_callback": person.elicit} if mode == "auto" else {}
-    async with Client(build_server(service), mode=mode, **handlers) as client:
+    """A client without elicitation (either era): the ask waits out of band for its timeout,
+    then the fallback (deny) says how to approve it."""
+    async with Client(build_server(service), mode=mode) as client:
         outcome = await fired(client)
     assert outcome["decision"] == "deny", outcome
     assert "mcp-hooks approve" in outcome["reason"], outcome
-    assert person.forms == []
+
+
+# -- 2026-07-28: input_required --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("action", "content", "decision"), [
+    ("accept", {"approve": True}, "allow"),
+    ("accept", {"approve": False, "reason": "not today"}, "deny"),
+    ("decline", None, "deny"),
+    ("cancel", None, "deny"),
+])
+async def test_a_2026_client_answers_input_required(
+    service: HookService, tmp_path: Path, action: str, content: dict[str, Any] | None,
+    decision: str,
+) -> None:
+    """The SDK client drives the round itself: the form goes to its elicitation handler, the
+    call is retried with the answer."""
+    person = Person(action, content)
+    async with Client(build_server(service), elicitation_callback=person.elicit) as client:
+        assert client.protocol_version == "2026-07-28"
+        outcome = await fired(client)
+    assert outcome["decision"] == decision, outcome
+    [form] = person.forms
+    assert isinstance(form, types.ElicitRequestFormParams) and form.requested_schema == FORM
+    answers = [r for r in log_kinds(tmp_path) if r["kind"] == "ask_answer"
+               and r["channel"] == "elicitation"]
+    assert [a["approved"] for a in answers] == [decision == "allow"], answers
+
+
+async def _first_round(client: Client) -> types.InputRequiredResult:
+    first = await client.session.call_tool("fire_hook_event", CALL, allow_input_required=True)
+    assert isinstance(first, types.InputRequiredResult), first
+    assert first.request_state and first.input_requests
+    assert ROUND_KEY in first.input_requests
+    return first
+
+
+APPROVED: types.InputResponses = {
+    ROUND_KEY: types.ElicitResult(action="accept", content={"approve": True})}
+
+
+async def test_a_forged_request_state_is_refused(service: HookService) -> None:
+    async with Client(build_server(service), elicitation_callback=Person().elicit) as client:
+        first = await _first_round(client)
+        assert first.request_state is not None
+        ours = json.dumps({"ask": "ask-0000000000", "binding": "0" * 64})
+        for forged in (ours, first.request_state[:-4] + "AAAA"):
+            with pytest.raises(MCPError) as refused:
+                await client.session.call_tool("fire_hook_event", CALL, request_state=forged,
+                                               input_responses=APPROVED,
+                                               allow_input_required=True)
+            assert "requestState" in refused.value.error.message
+        # the ask is still pending, nothing was approved
+        assert service.store.pending_asks()
+
+
+async def test_a_state_moved_to_other_arguments_is_refused(service: HookService) -> None:
+    async with Client(build_server(service), elicitation_callback=Person().elicit) as client:
+        first = await _first_round(client)
+        other = {**CALL, "tool_input": {"command": "rm -rf /"}}
+        with pytest.raises(MCPError) as refused:
+            await client.session.call_tool("fire_hook_event", other,
+                                           request_state=first.request_state,
+                                           input_responses=APPROVED, allow_input_required=True)
+        assert "requestState" in refused.value.error.message
+
+
+async def test_a_replayed_approval_is_refused(service: HookService) -> None:
+    async with Client(build_server(service), elicitation_callback=Person().elicit) as client:
+        first = await _first_round(client)
+        state = first.request_state
+        done = await client.session.call_tool("fire_hook_event", CALL, request_state=state,
+                                              input_responses=APPROVED,
+                                              allow_input_required=True)
+        assert isinstance(done, types.CallToolResult) and not done.is_error
+        assert done.structured_content is not None
+        assert done.structured_content["decision"] == "allow"
+        again = await client.session.call_tool("fire_hook_event", CALL, request_state=state,
+                                               input_responses=APPROVED,
+                                               allow_input_required=True)
+        assert isinstance(again, types.CallToolResult) and again.is_error
+        assert "already answered" in again.content[0].model_dump()["text"], again
 
 
 async def test_over_streamable_http_through_serve(
