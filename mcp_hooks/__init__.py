@@ -21,6 +21,9 @@ TYPE_CHECKING = False
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "Ask": "mcp_hooks.spec.asking",
+    "AskAnswer": "mcp_hooks.spec.asking",
+    "AskRequest": "mcp_hooks.spec.asking",
     "EVENTS": "mcp_hooks.spec.events",
     "Engine": "mcp_hooks.engine.engine",
     "Event": "mcp_hooks.spec.outcome",
@@ -46,7 +49,10 @@ _EXPORTS = {
     "project_hooks_dir": "mcp_hooks.registry.discovery",
 }
 
-__all__ = [
+__all__ = [  # noqa: RUF022 - plain sorted() order (tests/test_public_api.py), not isort's
+    "Ask",
+    "AskAnswer",
+    "AskRequest",
     "EVENTS",
     "Engine",
     "Event",
@@ -92,6 +98,7 @@ if TYPE_CHECKING:
         project_hooks_dir,
     )
     from mcp_hooks.settings import Settings
+    from mcp_hooks.spec.asking import Ask, AskAnswer, AskRequest
     from mcp_hooks.spec.events import EVENTS, canonical_event
     from mcp_hooks.spec.hookfile import HookSpec, load_hook
     from mcp_hooks.spec.outcome import Event, HookRun, Outcome

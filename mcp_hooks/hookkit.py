@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     Answer = dict[str, Any]
     HookFunction = Callable[[dict[str, Any]], "Answer | None"]
 
-__all__ = ["allow", "context", "deny", "hook", "replace_output", "rewrite", "serve", "warn"]
+__all__ = ["allow", "ask", "context", "deny", "hook", "replace_output", "rewrite", "serve", "warn"]
 
 PERSISTENT_VAR = "MCP_HOOKS_PERSISTENT"
 ID_FIELD = "_mcp_hooks_event_id"  # as mcp_hooks.runner.persistent: echoed in each answer
@@ -92,6 +92,12 @@ def allow(*, context: str | None = None, log: str | None = None) -> Answer:
 def deny(reason: str, *, context: str | None = None, log: str | None = None) -> Answer:
     """Deny (block) the event: ``reason`` tells the agent why, and how to do it right."""
     return _extras({"decision": "deny", "reason": str(reason)}, context, log)
+
+
+def ask(reason: str, *, context: str | None = None, log: str | None = None) -> Answer:
+    """Ask a person to approve this exact call: ``reason`` is what they are shown. The chain
+    waits for the answer (docs/ask.md); an event that cannot block is allowed, warned."""
+    return _extras({"decision": "ask", "reason": str(reason)}, context, log)
 
 
 def warn(reason: str, *, context: str | None = None, log: str | None = None) -> Answer:

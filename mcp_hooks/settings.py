@@ -40,6 +40,8 @@ DEFAULT_FORWARD_TIMEOUT_S = 5.0  # seconds a whole forward to a server may take
 # chain never outlasts what a single hook could); a host bridge takes less: below its host's
 DEFAULT_CHAIN_TIMEOUT_S = 600.0
 DEFAULT_ENVIRONMENT = "development"
+DEFAULT_ASK_TIMEOUT_S = 120.0  # seconds a door waits for a person's answer to an ask
+OnAskUnavailable = Literal["deny", "allow"]
 # where per-session state lives: the embedded files, or a shared store (state/url.py opens it)
 MAX_REPLICA_ID = 128  # characters of --replica-id
 MIN_TRUST_KEY = 16  # characters of MCP_HOOKS_TRUST_KEY
@@ -115,6 +117,15 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("MCP_HOOKS_WATCH", "watch", "--no-watch", "1",
              "0: list the hooks folders once at start, never again (a folder shipped "
              "read-only per deploy); what runs is still checked against its trust"),
+    Variable("MCP_HOOKS_ASK_TIMEOUT", "ask_timeout", None,
+             f"{DEFAULT_ASK_TIMEOUT_S:g}",
+             "seconds a door waits for a person to answer a hook's ask (docs/ask.md); a hook's "
+             "metadata.ask_timeout wins; never past the chain deadline"),
+    Variable("MCP_HOOKS_ON_ASK_UNAVAILABLE", "on_ask_unavailable", None,
+             "deny", "deny or allow: the answer when no person answered an ask in time (a "
+             "hook's metadata.on_ask_unavailable wins); the ask stays pending"),
+    Variable("MCP_HOOKS_ASK_WEBHOOK", "ask_webhook", None, "none",
+             "a URL each new ask is posted to as JSON (with a Slack-compatible text field)"),
     Variable("MCP_HOOKS_TRUST_KEY", "trust_key", None, "none",
              "the key that signs and checks the trust records of a shared --state store, "
              f"at least {MIN_TRUST_KEY} characters (the same wherever the store is used)"),
@@ -139,6 +150,26 @@ def env_value(name: str, environ: Mapping[str, str] | None = None) -> str:
 
 def _bad(source: str, value: object, fix: str) -> ConfigError:
     return ConfigError(f"{source}={value!r}: {fix}")
+
+
+def _on_ask_unavailable(value: str, source: str) -> OnAskUnavailable:
+    word = value.strip().lower()
+    if word == "deny":
+        return "deny"
+    if word == "allow":
+        return "allow"
+    raise _bad(source, value, "use deny (the default) or allow")
+
+
+def _ask_seconds(value: object, source: str) -> float:
+    """Seconds to wait for an answer: a number from 0 (do not wait) up."""
+    try:
+        seconds = float(str(value).strip().rstrip("s"))
+    except ValueError:
+        raise _bad(source, value, "give seconds, e.g. 120") from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise _bad(source, value, "give seconds from 0 (do not wait) up, e.g. 120")
+    return seconds
 
 
 def _on_fault(value: str, source: str) -> OnFault:
@@ -306,6 +337,12 @@ class Settings:
             ``MCP_HOOKS_WATCH=0``: list them once, for a folder shipped read-only).
         trust_key: the key that signs and checks trust records in a shared store
             (``MCP_HOOKS_TRUST_KEY``; ``registry/trust.py``); None: records are unsigned.
+        ask_timeout: seconds a door waits for a person's answer to an ask
+            (``MCP_HOOKS_ASK_TIMEOUT``; ``engine/asking.py``).
+        on_ask_unavailable: ``deny`` or ``allow`` when nobody answered in time
+            (``MCP_HOOKS_ON_ASK_UNAVAILABLE``).
+        ask_webhook: where each new ask is posted (``MCP_HOOKS_ASK_WEBHOOK``); None:
+            nowhere.
     """
 
     project_dir: Path | None = None
@@ -331,6 +368,9 @@ class Settings:
     replica_id: str | None = None
     watch: bool = True
     trust_key: str | None = field(default=None, repr=False)  # never printed
+    ask_timeout: float = DEFAULT_ASK_TIMEOUT_S
+    on_ask_unavailable: OnAskUnavailable = "deny"
+    ask_webhook: str | None = field(default=None, repr=False)  # a URL may carry a token
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "on_fault", _on_fault(str(self.on_fault), "on_fault"))
@@ -341,6 +381,9 @@ class Settings:
         object.__setattr__(self, "replica_id", _replica(self.replica_id, "replica_id"))
         object.__setattr__(self, "secrets", tuple(s for s in self.secrets if s))
         object.__setattr__(self, "trust_key", _trust_key(self.trust_key or "", "trust_key"))
+        object.__setattr__(self, "ask_timeout", _ask_seconds(self.ask_timeout, "ask_timeout"))
+        object.__setattr__(self, "on_ask_unavailable", _on_ask_unavailable(
+            str(self.on_ask_unavailable), "on_ask_unavailable"))
         for secret in (self.token, self.trust_key):
             if secret and secret not in self.secrets:
                 object.__setattr__(self, "secrets", (*self.secrets, secret))
@@ -415,6 +458,10 @@ _PARSE: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
     "replica_id": (_replica, None),
     "watch": (_trust, True),
     "trust_key": (_trust_key, None),
+    "ask_timeout": (lambda value, source: _ask_seconds(value, source), DEFAULT_ASK_TIMEOUT_S),
+    "on_ask_unavailable": (lambda value, source: _on_ask_unavailable(str(value), source),
+                           "deny"),
+    "ask_webhook": (_text, None),
 }
 
 

@@ -8,7 +8,8 @@ import mcp_hooks
 def test_exported_names() -> None:
     assert mcp_hooks.__all__ == sorted(mcp_hooks.__all__)
     assert set(mcp_hooks.__all__) == {
-        "EVENTS", "Engine", "Event", "EventLog", "HookFileError", "HookRun", "HookSpec",
+        "Ask", "AskAnswer", "AskRequest", "EVENTS", "Engine", "Event", "EventLog",
+        "HookFileError", "HookRun", "HookSpec",
         "Hooks", "InvalidEventError", "InvalidHook", "MCPHooksError", "Outcome", "Registry",
         "Settings", "StopGuard", "UnknownEventError", "__version__", "afire", "canonical_event",
         "default_log_path", "default_user_dir", "fire", "load_hook", "project_hooks_dir",

@@ -421,7 +421,8 @@ class _Merger:
             async_=bool(raw.get("async", False)), id=str(raw.get("id") or name),
             escalation=INTENSITY_STEPS if ladder is True else (
                 tuple(ladder) if ladder else None),
-            file=merged.file, layer=merged.layer, order=merged.order)
+            file=merged.file, layer=merged.layer, order=merged.order,
+            ask=bool(raw.get("ask", False)))
 
 
 def load_config(project_dir: Path | None, *, user_file: Path | None = None,

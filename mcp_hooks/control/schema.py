@@ -26,7 +26,8 @@ Layer = Literal["user", "project", "local"]
 TRUST_NAME = ".ahp"  # the trust store's name for a project's hooks.yaml (no hook is named so)
 PROJECT_FILE = Path(".ahp", "hooks.yaml")
 LOCAL_FILE = Path(".ahp", "hooks.local.yaml")
-ENTRY_KEYS = ("oracle", "config", "when", "priority", "enabled", "async", "id", "escalation")
+ENTRY_KEYS = ("oracle", "config", "when", "priority", "enabled", "async", "id", "escalation",
+              "ask")
 WHEN_ROOTS = ("tool", "environment", "issue", "files", "tool_input", "env", "session_id")
 TRIGGERS: dict[str, str] = {
     "pre-issue-start": "before_issue_start", "post-issue-start": "after_issue_start",
@@ -102,6 +103,7 @@ class Entry:
     file: Path  # the last file that wrote to it
     layer: Layer
     order: tuple[int, int]  # (layer, position) of its first definition
+    ask: bool = False  # its prompt signals ask a person (engine/asking.py) where the event blocks
 
     @property
     def label(self) -> str:
@@ -288,7 +290,7 @@ def parse_yaml(file: Path, raw: bytes) -> Any:
 _Problem = tuple[str | None, str]  # (the key at fault, what is wrong)
 _KINDS = {"config": (dict, "a mapping"), "when": (dict, "a mapping"),
           "enabled": (bool, "true or false"), "async": (bool, "true or false"),
-          "id": (str, "a string")}
+          "id": (str, "a string"), "ask": (bool, "true or false")}
 
 
 def _unknown_keys(raw: dict[Any, Any]) -> list[_Problem]:

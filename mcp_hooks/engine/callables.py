@@ -18,6 +18,8 @@ after_model    ``response``                     the new response
 any other      the whole payload (a dict)       ignored, with a warning
 ============== ================================ =============================================
 
+- **Returning ``Ask("reason")``** asks a person to approve this call (``asking.py``): the
+  chain waits for the answer; on an event that cannot block it allows with a warning.
 - ``fn(value)`` or ``fn(value, payload)``: the second form also gets the event's payload (a
   shallow copy: read it, do not change it). An ``async def`` is awaited in the chain.
 - **Raising blocks** (fail closed, as AgentScope's hooks do): the verdict is a deny whose
@@ -54,7 +56,8 @@ from mcp_hooks.engine.judge import Verdict
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.guard import named
 from mcp_hooks.runner import RunResult
-from mcp_hooks.spec.events import TOOL_EVENTS, canonical_event
+from mcp_hooks.spec.asking import Ask
+from mcp_hooks.spec.events import TOOL_EVENTS, can_block, canonical_event
 from mcp_hooks.spec.hookfile import HookSpec, Scope
 from mcp_hooks.spec.matching import MAX_DEPTH
 
@@ -125,7 +128,17 @@ class CallableHook(HookSpec):
         took = (time.perf_counter() - start) * 1000
         if answer is None:
             return RunResult(0, duration_ms=took), _ALLOWED
+        if isinstance(answer, Ask):
+            return RunResult(0, duration_ms=took), self._asked(event, answer)
         return RunResult(0, duration_ms=took), self._changed(event, subject, answer)
+
+    def _asked(self, event: str, answer: Ask) -> Verdict:
+        verdict = Verdict("allow")
+        if can_block(event):
+            verdict.ask = answer.reason or f"hook {self.name} asks a person to approve this call"
+        else:
+            verdict.warning = f"{self.name}: Ask on {event}, which cannot block: allowed"
+        return verdict
 
     def _reason(self, exc: BaseException) -> str:
         """An exception's message; the hook and the type too when it is not an ``Exception``

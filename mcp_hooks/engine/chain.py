@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from mcp_hooks.engine.judge import Verdict
 from mcp_hooks.runner import RunResult
+from mcp_hooks.spec.asking import Approver, AskRequest
 from mcp_hooks.spec.events import can_block, is_notification
 from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome, cap_text
@@ -29,10 +30,10 @@ from mcp_hooks.state.inbox import aid_context
 class Chain:
     """What the sync hooks of one event have decided so far (step 3's accumulator)."""
 
-    __slots__ = ("_correlation", "blocked_by", "budget", "contexts", "deadline", "decision",
-                 "delivered", "failed", "files", "input_changed", "issue_id", "name",
-                 "output_changed", "outputs", "reason", "runs", "signals", "tool_input",
-                 "tool_output", "warnings")
+    __slots__ = ("_correlation", "approve", "ask", "asking", "blocked_by", "budget", "contexts",
+                 "deadline", "decision", "delivered", "failed", "files", "input_changed",
+                 "issue_id", "name", "output_changed", "outputs", "reason", "runs", "signals",
+                 "tool_input", "tool_output", "warnings")
 
     def __init__(self, name: str, event: Event, runs: list[HookRun],
                  warnings: list[str], budget: float = math.inf,
@@ -58,6 +59,9 @@ class Chain:
         self.decision: Literal["allow", "deny"] = "allow"
         self.reason: str | None = None
         self.blocked_by: str | None = None
+        self.asking: tuple[str, str] | None = None  # (who asked, why): waiting for a person
+        self.ask: AskRequest | None = None  # the ask left pending (the outcome's ``ask``)
+        self.approve: Approver | None = None  # the door's way to ask a person
 
     def left(self) -> float:
         """Seconds left before the chain deadline (0 or less: none)."""
@@ -67,8 +71,9 @@ class Chain:
     def stopped(self) -> bool:
         """Whether a link of the chain has blocked: the first block stops the rest (scripts,
         callables and hooks.yaml entries alike). The one place this rule lives: the engine
-        asks it after every link, ``entries`` before every entry's effect."""
-        return self.decision == "deny"
+        asks it after every link, ``entries`` before every entry's effect. An ask stops it
+        too, until ``asking.Asker.settle`` has the answer."""
+        return self.decision == "deny" or self.asking is not None
 
     def apply(self, hook: HookSpec, result: RunResult, verdict: Verdict) -> HookRun:
         """Record one sync hook's run and verdict; returns its ``HookRun``."""
@@ -85,16 +90,20 @@ class Chain:
         self._take(verdict, hook.name)
         return run
 
-    def entries(self, verdicts: list[Verdict]) -> None:
+    def entries(self, verdicts: list[Verdict]) -> list[Verdict]:
         """Apply the hooks.yaml entries' verdicts (``entries.ControlLayer.decide``) in their
-        order: each one's signal is recorded (what ran), its effect only until one blocks."""
-        for verdict in verdicts:
+        order: each one's signal is recorded (what ran), its effect only until one blocks.
+        Returns the verdicts after the first one that asks (applied once it is approved)."""
+        for position, verdict in enumerate(verdicts):
             if verdict.signal is not None:
                 self.signals.append(verdict.signal)
                 if verdict.status == "error" and not verdict.deny:  # a fault let through
                     self.failed.append(verdict.signal.source)
             if not self.stopped:
                 self._take(verdict, verdict.blocked_by or "hooks.yaml")
+                if self.asking is not None:
+                    return verdicts[position + 1:]
+        return []
 
     def _take(self, verdict: Verdict, source: str) -> None:
         """One link's effect on the event: warning, context, rewrites, a deny."""
@@ -107,8 +116,14 @@ class Chain:
         if verdict.modified_output is not None:
             self.tool_output, self.output_changed = verdict.modified_output, True
         if verdict.deny:
-            self.decision, self.blocked_by = "deny", verdict.blocked_by or source
-            self.reason = cap_text(verdict.reason or f"blocked by hook {source}")
+            self.refuse(verdict.blocked_by or source,
+                        cap_text(verdict.reason or f"blocked by hook {source}"))
+        elif verdict.ask is not None:
+            self.asking = (source, verdict.ask)
+
+    def refuse(self, source: str, reason: str) -> None:
+        """Deny the event: ``source`` blocked it, ``reason`` tells the agent why."""
+        self.decision, self.blocked_by, self.reason = "deny", source, reason
 
     def _signal(self, hook: HookSpec, verdict: Verdict) -> None:
         """The signals of one run (before ``apply`` changes ``tool_input``)."""
@@ -164,6 +179,7 @@ class Chain:
             hooks=self.runs,
             warnings=self.warnings,
             signals=sorted(self.signals, key=lambda s: INTENSITIES.index(s.intensity)),
+            ask=self.ask,
         )
 
 

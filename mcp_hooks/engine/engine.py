@@ -56,6 +56,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from mcp_hooks.control.ladder import Ladder
+from mcp_hooks.engine.asking import Asker
 from mcp_hooks.engine.callables import CallableHook, notify
 from mcp_hooks.engine.chain import Chain, sync_links
 from mcp_hooks.engine.entries import ControlLayer
@@ -66,6 +67,7 @@ from mcp_hooks.engine.offloop import call_here, call_off_loop
 from mcp_hooks.engine.payload import Stdin, event_payload, stdin_for
 from mcp_hooks.engine.sessionlog import session_log
 from mcp_hooks.engine.stopguard import StopGuard, StopTicket, before_event
+from mcp_hooks.engine.webhook import ask_notifier
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.registry.discovery import Registry, run_order
 from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
@@ -199,6 +201,8 @@ class Engine:
         self.control: ControlLayer | None = control or None
         self._inbox = inbox if inbox is not None else AidInbox(store=self.store)
         self._observer = observer
+        self._asker = Asker(self.store, settings, self._blocking, one_shot=one_shot,
+                            notify=ask_notifier(settings.ask_webhook))
 
     async def __aenter__(self) -> Engine:
         await self._launcher.open()
@@ -297,6 +301,7 @@ class Engine:
         # 2. start async hooks, 3. run, judge, apply: the HOOK.md links, then hooks.yaml's
         chain = Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes,
                       self.settings.chain_timeout, start)
+        chain.approve = approve
         if fault is not None:  # on_fault: warn let the fault through
             chain.failed.append(FAULT_SOURCE)
         if not hold_aid:
@@ -339,7 +344,10 @@ class Engine:
                 self.control.decide, name, payload, can_block=can_block(name),
                 fail_closed=self.on_fault == "block", correlation_id=chain.correlation,
                 deadline=chain.deadline)
-            chain.entries(await self._blocking(decide))
+            rest = chain.entries(await self._blocking(decide))
+            while chain.asking is not None:  # an entry asked: settled, then the rest applied
+                await self._asker.settle(chain, event, {}, chain.approve)
+                rest = chain.entries(rest) if not chain.stopped else []
         self.control.background(name, payload, session_id=event.session_id,
                                 log_path=self.log.path if self.log is not None else None,
                                 correlation_id=chain.correlation, launcher=self._launcher)
@@ -408,6 +416,8 @@ class Engine:
             result, verdict = await self._link(name, event, hook, payload, stdin, work_dir,
                                                chain)
             run = chain.apply(hook, result, verdict)
+            if chain.asking is not None:  # the chain waits for a person (asking.py)
+                await self._asker.settle(chain, event, hook.metadata, chain.approve)
             if verdict.modified_input is not None:
                 self._carry_input(name, verdict, payload, chain, stdin)
                 # the hooks after this one are chosen by what the tool will now receive

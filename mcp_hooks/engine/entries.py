@@ -288,7 +288,7 @@ class ControlLayer:
         to apply (``Chain.entries``; see the module doc). ``deadline``: the event's chain
         deadline (``time.monotonic()``), which the oracles share with the HOOK.md links."""
         # lazy: 44 ms of cold fire (python -X importtime), as in ``_load``
-        from mcp_hooks.control.evaluation import evaluate  # lazy: as in ``_load``
+        from mcp_hooks.control.evaluation import evaluate, source_name  # lazy: as in ``_load``
 
         config = self.config()
         if config is None:
@@ -313,6 +313,8 @@ class ControlLayer:
             if signal is not None and signal.blocks and not verdict.deny and (
                     signal.header.type in _FAULTS):
                 verdict.signal = convert(signal, "prompt")
+        if can_block:
+            _asks(verdicts, {source_name(e) for e in config.for_trigger(trigger) if e.ask})
         return [*map(_warning, notes), *verdicts]
 
     def background(self, trigger: str, payload: Mapping[str, Any], *, session_id: str | None,
@@ -338,6 +340,16 @@ def _skipped_note(problems: list[HooksYamlError], project_dir: Path | None) -> s
     return (f"the project's hooks.yaml is not trusted and has problems, so they were skipped "
             f"(no deny): {shown}{more}. Fix them (`mcp-hooks validate`), read .ahp/, then "
             f"trust it with: mcp-hooks trust {where}")
+
+
+def _asks(verdicts: list[Verdict], asking: set[str]) -> None:
+    """An ``ask: true`` entry's prompt asks a person (``engine/asking.py``) instead of only
+    telling the agent: its text is what the person is shown."""
+    for verdict in verdicts:
+        signal = verdict.signal
+        if (signal is not None and signal.source in asking and signal.intensity == "prompt"
+                and signal.header.type not in _FAULTS):
+            verdict.ask, verdict.blocked_by = signal.text(), signal.source
 
 
 def _warning(note: str) -> Verdict:

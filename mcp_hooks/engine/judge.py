@@ -14,6 +14,9 @@ The rules of the decision protocol, in one place:
   left no time to run (``out_of_time``);
 - a ``decision`` other than allow/deny/block allows with a warning (``approve`` silently),
   and denies for a hook that fails closed;
+- ``decision: ask`` asks a person (``asking.py``): the verdict allows with ``ask`` set to the
+  reason, and the engine stops the chain until the answer; on an event that cannot block it
+  allows with a warning;
 - ``decision: warn`` (or ``warning``) allows with a non-blocking warning (``notice``: a
   prompt signal, and its text reaches the agent as context), even for a fail-closed hook;
 - stdout may carry a signal the hook made itself (``intensity`` and that intensity's payload,
@@ -37,6 +40,7 @@ from typing import Any
 
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.runner import RunResult
+from mcp_hooks.spec.events import can_block
 from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.outcome import FAULT_SOURCE, OnFault, Status, cap_text, fault_outcome
 from mcp_hooks.spec.signals import Signal, printed_signal
@@ -45,7 +49,7 @@ _DENY_WORDS = frozenset({"deny", "block"})
 _ALLOW_WORDS = frozenset({"allow", "approve"})
 _WARN_WORDS = frozenset({"warn", "warning"})
 _WORDS = {**dict.fromkeys(_DENY_WORDS, "deny"), **dict.fromkeys(_ALLOW_WORDS, "allow"),
-          **dict.fromkeys(_WARN_WORDS, "warn")}  # a decision word -> what it does
+          **dict.fromkeys(_WARN_WORDS, "warn"), "ask": "ask"}  # a decision word -> what it does
 _INPUT_EVENTS = frozenset({"before_tool", "before_model"})  # where modified_input applies
 _OUTPUT_EVENTS = frozenset({"after_tool", "after_model"})  # where modified_output applies
 
@@ -53,7 +57,7 @@ _OUTPUT_EVENTS = frozenset({"after_tool", "after_model"})  # where modified_outp
 class Verdict:
     """One sync hook's effect on the chain."""
 
-    __slots__ = ("blocked_by", "context", "deny", "message", "modified_input",
+    __slots__ = ("ask", "blocked_by", "context", "deny", "message", "modified_input",
                  "modified_output", "notice", "reason", "signal", "status", "warning")
 
     def __init__(self, status: Status) -> None:
@@ -68,6 +72,7 @@ class Verdict:
         self.warning: str | None = None
         self.notice: str | None = None  # a non-blocking warning for the agent (a prompt)
         self.signal: Signal | None = None  # the signal the hook printed itself
+        self.ask: str | None = None  # the hook asks a person: what they are shown
 
 
 _ALLOW = Verdict("allow")  # shared: a verdict is never changed once judged
@@ -206,6 +211,9 @@ def _parse_stdout(hook: HookSpec, event: str, result: RunResult) -> Verdict:
             data = {**data, "decision": "deny", "reason": signal.payload.get("reason")}
     notes: list[str] = []
     verdict = _decide(hook, data, notes)
+    if verdict.ask is not None and not can_block(event):
+        verdict.ask = None
+        notes.append(f"decision 'ask' on {event}, which cannot block: allowed")
     verdict.signal = signal
     for field, read in ANSWER_FIELDS:
         read(verdict, data.get(field), event, notes)
@@ -245,6 +253,9 @@ def _decide(hook: HookSpec, data: dict[str, Any], notes: list[str]) -> Verdict:
         notes.append(f"decision {decision!r} is not allow or deny; {how}")
     if kind != "deny":
         verdict = Verdict("allow")
+        if kind == "ask":
+            verdict.ask = str(data.get("reason") or f"hook {hook.name} asks a person to "
+                              "approve this call")
         if kind == "warn":
             verdict.notice = str(data.get("reason") or f"warning from hook {hook.name}")
         return verdict

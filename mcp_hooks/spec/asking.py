@@ -164,6 +164,14 @@ class AskRecord:
                    bool(data.get("used")))
 
 
+@dataclass(frozen=True)
+class Ask:
+    """What a Python callable hook returns to ask a person to approve this call (a script
+    hook prints ``{"decision": "ask", "reason": ...}``; hookkit: ``ask(reason)``)."""
+
+    reason: str = ""
+
+
 # A door's way to ask a person: None means no person is reachable through this door (the
 # engine then waits out of band, then falls back: ``on_ask_unavailable``).
 Approver = Callable[[AskRequest], Awaitable["AskAnswer | None"]]

@@ -505,7 +505,8 @@ def _matcher_of(hook_file: Path, matcher: dict[str, Any] | None, event: str | No
 
 # The keys of metadata mcp-hooks reads; any other key is the author's own. A key this close
 # to one of them (``on_eror``) is most likely a typo that would silently keep the default.
-_EXTENSION_KEYS = ("on_error", "limits", "persistent", "processes")
+_EXTENSION_KEYS = ("on_error", "limits", "persistent", "processes", "ask_timeout",
+                   "on_ask_unavailable")  # the last two: read when a hook asks (docs/ask.md)
 MAX_PROCESSES = 32  # metadata.processes: 1..MAX_PROCESSES
 
 

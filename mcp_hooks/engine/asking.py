@@ -1,0 +1,205 @@
+"""A hook's ``ask``, settled: the chain waits for a person, within its deadline (issue 30).
+
+When a link answers ``ask`` (``judge``: ``decision: ask``; a callable's ``Ask``; a hooks.yaml
+entry with ``ask: true`` whose oracle prompts), the chain stops there (``Chain.asking``) and
+``Asker.settle`` finds the answer, in this order:
+
+1. a stored answer for exactly this call (``StateStore.approval_for``: the binding of
+   session, event, tool and the input as the tool would now get it): a plain one is taken
+   (one run), a for-session approval kept. This is how "block now, approve, re-run" passes;
+2. else the ask is kept pending in the store (or the one already pending for this call is
+   reused), logged, posted to the webhook (``webhook.py``), and the door's own ``Approver`` is
+   awaited when it has one (a y/N prompt, an elicitation, an adapter's callback). The answer
+   is stored through ``answer_ask``: when an out-of-band answer won first, that one stands;
+   an approver answering ``channel="host"`` defers to the host's native ask (the bridge
+   answers ``ask``; the chain goes on so a later hook can still deny);
+3. else the store is polled every ``POLL`` seconds (``mcp-hooks approve``, the HTTP
+   endpoints, another replica) until ``ask_timeout`` (the hook's ``metadata.ask_timeout``,
+   else the setting) or the chain deadline, whichever comes first.
+
+Then: approved -> the chain goes on with the next link; refused -> a deny with the person's
+reason; no answer -> the fallback (``metadata.on_ask_unavailable``, else the setting): a deny
+whose reason says a person must approve and how (``mcp-hooks approve <id>``), or an allow
+with a warning. Either way the ask stays pending (``Outcome.ask``), so an approval given later
+lets a retry of the same call pass. A store that cannot keep the ask is the same fallback.
+
+Every step is an event-log record: ``kind`` ``ask`` (a new ask), ``ask_answer`` (the answer,
+its channel and person), ``ask_timeout`` (nobody answered in time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mcp_hooks.engine.chain import Chain
+from mcp_hooks.errors import ConfigError, RunError
+from mcp_hooks.settings import Settings, _ask_seconds, _on_ask_unavailable
+from mcp_hooks.spec.asking import Approver, AskAnswer, AskRequest, binding_of
+from mcp_hooks.spec.outcome import Event, cap_text
+from mcp_hooks.state.eventlog import now
+from mcp_hooks.state.store import AskAnswered, AskExpired, StateStore
+
+POLL = 0.02  # seconds between two looks at the store while waiting for an answer
+HOST = "host"  # an approver's channel meaning "the host asks natively" (the bridge answers ask)
+
+Blocking = Callable[..., Any]
+
+
+def policy(metadata: dict[str, Any], settings: Settings, notes: list[str]) -> tuple[float, str]:
+    """The hook's ``ask_timeout`` and ``on_ask_unavailable`` (its metadata, else the
+    settings); a bad value is noted and the setting used."""
+    timeout, fallback = settings.ask_timeout, settings.on_ask_unavailable
+    try:
+        if metadata.get("ask_timeout") is not None:
+            timeout = _ask_seconds(metadata["ask_timeout"], "metadata.ask_timeout")
+        if metadata.get("on_ask_unavailable") is not None:
+            fallback = _on_ask_unavailable(str(metadata["on_ask_unavailable"]),
+                                           "metadata.on_ask_unavailable")
+    except ConfigError as exc:
+        notes.append(f"{exc}; the setting is used")
+    return timeout, fallback
+
+
+async def call_host_asks(request: AskRequest) -> AskAnswer:
+    """The approver of a door whose host asks the person itself (Claude Code's
+    ``permissionDecision: "ask"``): defer to it."""
+    return AskAnswer(True, channel=HOST)
+
+
+class Asker:
+    """Settles the asks of one engine's chains (see the module docstring)."""
+
+    def __init__(self, store: StateStore, settings: Settings, blocking: Blocking, *,
+                 one_shot: bool, notify: Callable[[AskRequest], None] | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self._off = blocking
+        self._one_shot = one_shot
+        self._notify = notify
+
+    async def _blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` where the engine runs store calls (off the event loop)."""
+        return await self._off(functools.partial(fn, *args))
+
+    def _log(self, kind: str, request: AskRequest, **fields: Any) -> None:
+        self.store.append("events", {
+            "ts": now(), "kind": kind, "ask_id": request.id, "event": request.event_type,
+            "session_id": request.session_id, "tool_name": request.tool_name,
+            "hook": request.hook, "binding": request.binding, **fields})
+
+    async def settle(self, chain: Chain, event: Event, metadata: dict[str, Any],
+                     approve: Approver | None) -> None:
+        """Answer the ask the chain stopped on (``chain.asking``); see the module docstring."""
+        assert chain.asking is not None
+        source, reason = chain.asking
+        timeout, fallback = policy(metadata, self.settings, chain.warnings)
+        session = event.session_id
+        binding = binding_of(session, chain.name, event.tool_name, chain.tool_input)
+        try:
+            stored = await self._blocking(self.store.approval_for, binding, session)
+            if stored is not None:
+                self._take(chain, source, stored, None)
+                return
+            request = await self._blocking(self._open, chain, event, source, reason, binding)
+        except RunError as exc:  # the store cannot keep an ask: nobody can answer it
+            chain.warnings.append(f"ask of {source}: {exc}")
+            self._fallback(chain, source, reason, fallback, None)
+            return
+        answer = await self._ask(chain, request, approve, timeout)
+        if answer is None:
+            self._log("ask_timeout", request, fallback=fallback)
+            self._fallback(chain, source, reason, fallback, request)
+        elif answer.channel == HOST:
+            chain.asking, chain.ask = None, request
+        else:
+            self._take(chain, source, answer, request)
+
+    def _open(self, chain: Chain, event: Event, source: str, reason: str,
+              binding: str) -> AskRequest:
+        """The ask pending for this call, or a new one kept, logged and notified."""
+        waiting = self.store.pending_for(binding, event.session_id)
+        if waiting is not None:
+            return waiting
+        request = AskRequest.new(session_id=event.session_id, event_type=chain.name,
+                                 tool_name=event.tool_name, tool_input=chain.tool_input,
+                                 hook=source, reason=reason, created=time.time())
+        self.store.put_ask(request)
+        self._log("ask", request, reason=reason, tool_input=request.tool_input,
+                  expires=request.expires)
+        if self._notify is not None:
+            self._notify(request)
+        return request
+
+    async def _ask(self, chain: Chain, request: AskRequest, approve: Approver | None,
+                   timeout: float) -> AskAnswer | None:
+        """The door's approver, else the store until the time is up; None: no answer."""
+        if approve is not None:
+            given = await approve(request)
+            if given is not None and given.channel == HOST:
+                self._log("ask_answer", request, approved=None, channel=HOST, by="")
+                return given
+            if given is not None:
+                recorded: AskAnswer | None = await self._blocking(self._record, request, given)
+                return recorded
+        wait = min(timeout, max(chain.left(), 0.0))
+        return await self._wait(request, time.monotonic() + wait)
+
+    def _record(self, request: AskRequest, given: AskAnswer) -> AskAnswer | None:
+        """Store the door's answer (an out-of-band one that came first stands instead) and
+        take it for this run."""
+        # an answer stored first (or an expiry) decides: never a second decision
+        with contextlib.suppress(AskAnswered, AskExpired):
+            self.store.answer_ask(request.id, given)
+        return self.store.approval_for(request.binding, request.session_id)
+
+    async def _wait(self, request: AskRequest, until: float) -> AskAnswer | None:
+        while True:
+            answer: AskAnswer | None = await self._blocking(self._look, request)
+            if answer is not None or time.monotonic() >= until:
+                return answer
+            pause = min(POLL, max(until - time.monotonic(), 0.0))
+            if self._one_shot:
+                time.sleep(pause)  # a one-shot engine never suspends (fire_blocking)
+            else:
+                await asyncio.sleep(pause)
+
+    def _look(self, request: AskRequest) -> AskAnswer | None:
+        record = self.store.get_ask(request.id)
+        if record is None or record.answer is None:
+            return None
+        return self.store.approval_for(request.binding, request.session_id)
+
+    def _take(self, chain: Chain, source: str, answer: AskAnswer,
+              request: AskRequest | None) -> None:
+        """An answer's effect: go on, or deny with the person's reason; logged."""
+        who = f" by {answer.by}" if answer.by else ""
+        how = answer.channel or "stored"
+        if request is not None:
+            self._log("ask_answer", request, approved=answer.approved, channel=how,
+                      by=answer.by, reason=answer.reason, for_session=answer.for_session)
+        chain.asking = None
+        if answer.approved:
+            chain.warnings.append(f"{source}: asked; approved{who} ({how})")
+            return
+        said = f": {answer.reason}" if answer.reason else ""
+        chain.refuse(source, cap_text(f"a person refused this call{who}{said}"))
+
+    def _fallback(self, chain: Chain, source: str, reason: str, fallback: str,
+                  request: AskRequest | None) -> None:
+        """No answer in time (or no store to keep the ask): the fallback, the ask left
+        pending for a later retry."""
+        chain.asking, chain.ask = None, request
+        how = (f"approve it with `mcp-hooks approve {request.id}` (or refuse it with "
+               f"`mcp-hooks refuse {request.id} --reason ...`), then make the same call again"
+               if request is not None else "no ask could be kept (see the warnings)")
+        if fallback == "allow":
+            chain.warnings.append(f"{source} asked a person ({reason}); nobody answered in "
+                                  f"time, allowed (on_ask_unavailable: allow); {how}")
+            return
+        chain.refuse(source, cap_text(f"a person must approve this call ({reason}); nobody "
+                                      f"answered in time, so it is denied: {how}"))
