@@ -33,7 +33,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp_hooks.engine.chain import Chain
@@ -69,6 +69,26 @@ async def call_host_asks(request: AskRequest) -> AskAnswer:
     """The approver of a door whose host asks the person itself (Claude Code's
     ``permissionDecision: "ask"``): defer to it."""
     return AskAnswer(True, channel=HOST)
+
+
+async def _within(answer: Awaitable[AskAnswer | None], until: float, one_shot: bool
+                  ) -> AskAnswer | None:
+    """A door's approver, until ``until`` (monotonic) at the latest: None past it (the door
+    holds the call no longer than the ask timeout). A one-shot engine's approver awaits
+    nothing (``fire_blocking``): awaited as it is."""
+    if one_shot:
+        return await answer
+    task = asyncio.ensure_future(answer)  # runs its first step even with no time left
+    try:
+        done, _ = await asyncio.wait({task}, timeout=max(until - time.monotonic(), 0.0))
+        if task in done:
+            return task.result()
+        task.cancel()
+        await asyncio.wait({task})  # the door's request ends with the wait
+        return None
+    finally:
+        if not task.done():
+            task.cancel()
 
 
 class Asker:
@@ -138,16 +158,16 @@ class Asker:
     async def _ask(self, chain: Chain, request: AskRequest, approve: Approver | None,
                    timeout: float) -> AskAnswer | None:
         """The door's approver, else the store until the time is up; None: no answer."""
+        until = time.monotonic() + min(timeout, max(chain.left(), 0.0))
         if approve is not None:
-            given = await approve(request)
+            given = await _within(approve(request), until, self._one_shot)
             if given is not None and given.channel == HOST:
                 self._log("ask_answer", request, approved=None, channel=HOST, by="")
                 return given
             if given is not None:
                 recorded: AskAnswer | None = await self._blocking(self._record, request, given)
                 return recorded
-        wait = min(timeout, max(chain.left(), 0.0))
-        return await self._wait(request, time.monotonic() + wait)
+        return await self._wait(request, until)
 
     def _record(self, request: AskRequest, given: AskAnswer) -> AskAnswer | None:
         """Store the door's answer (an out-of-band one that came first stands instead) and

@@ -50,6 +50,7 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
+from mcp_hooks.engine.asking import HOST  # the channel that defers an ask to the door
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.spec.asking import Approver, AskAnswer, AskRequest, canonical_json
 from mcp_hooks.state.eventlog import now
@@ -186,7 +187,6 @@ def request_approver(ctx: ServerRequestContext[Any, Any]) -> Approver:
 # -- 2026-07-28: the input_required round ----------------------------------------------------
 
 ROUND_KEY = "mcp-hooks-approval"  # the key of the form in ``inputRequests``
-HOST = "host"  # an approver's channel that defers the ask to the door (``engine/asking.py``)
 
 
 class Deferral:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.background import background
-from tests.helpers.elicit import Person
+from tests.helpers.elicit import Person, never
 from tests.proxy.test_proxy import proxied, text_of, upstream
 from tests.proxy.test_proxy_http import http_client
 
@@ -101,3 +102,15 @@ async def test_over_streamable_http(
             result = await client.call_tool("write_file", ARGS)
             assert not result.is_error, text_of(result)
     assert (root / ARGS["path"]).read_text() == ARGS["content"]
+
+
+async def test_a_person_who_never_answers_the_call_ends_at_the_ask_timeout(
+    tmp_path: Path, project: Path, user_dir: Path, root: Path,
+) -> None:
+    async with proxied(tmp_path, project, user_dir, "--upstream", _upstream(root),
+                       mode="legacy", elicitation_callback=never) as client:
+        with anyio.fail_after(60):  # a hang stops here; the ask timeout (1 s) is far sooner
+            result = await client.call_tool("write_file", ARGS)
+        assert result.is_error and "mcp-hooks approve" in text_of(result), text_of(result)
+        assert text_of(await client.call_tool("echo", {"text": "serving"})) == "serving"
+    assert not (root / "notes").exists()

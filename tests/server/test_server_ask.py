@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types as types
 import pytest
@@ -22,7 +23,7 @@ from mcp_hooks.server.approval import FORM, ROUND_KEY
 from mcp_hooks.service import HookService
 from mcp_hooks.settings import Settings
 from tests.conftest import write_hook
-from tests.helpers.elicit import Person
+from tests.helpers.elicit import Person, never
 from tests.server.test_server_transports import TOKEN, served
 
 pytestmark = pytest.mark.anyio
@@ -221,3 +222,17 @@ async def test_over_streamable_http_through_serve(
                            mode="legacy", elicitation_callback=person.elicit) as client:
                 assert (await fired(client))["decision"] == decision
             assert len(person.forms) == 1
+
+
+async def test_a_person_who_never_answers_holds_the_call_no_longer_than_the_ask_timeout(
+    service: HookService, tmp_path: Path
+) -> None:
+    """The form stays open; the engine's ask timeout (1 s here) ends the wait: the fallback,
+    and the ask stays pending for an out-of-band answer."""
+    async with Client(build_server(service), mode="legacy", elicitation_callback=never
+                      ) as client:
+        with anyio.fail_after(60):  # a hang stops here; the ask timeout is far sooner
+            outcome = await fired(client)
+    assert outcome["decision"] == "deny", outcome
+    assert "mcp-hooks approve" in outcome["reason"], outcome
+    assert [r["kind"] for r in log_kinds(tmp_path)][-1] == "ask_timeout"
