@@ -103,6 +103,8 @@ READ_BY: dict[str, frozenset[str]] = {
     "uninstall": frozenset({"project_dir"}), "trust": frozenset({"project_dir", "state"}),
     "log": frozenset({"log", "state"}), "signals": frozenset({"log", "state"}),
     "respond": frozenset({"log", "state"}),
+    "pending": frozenset({"log", "state"}), "approve": frozenset({"log", "state"}),
+    "refuse": frozenset({"log", "state"}),
     "events": frozenset(),
 }
 

@@ -10,6 +10,7 @@ them into the typed options of its adapter and calls it::
     trust    trust: review and trust a project's hooks (mcp_hooks.registry.trust)
     setup    add, init: the bundled hook library, the first run (mcp_hooks.registry.bundle)
     signals  signals, respond: the signal log of the control layer (mcp_hooks.state.signallog)
+    asks     pending, approve, refuse: a hook's ask answered out of band (docs/ask.md)
     report   what people read: an outcome, the hook table, event-log lines
 
 Every group but ``hooks`` is imported, and its parser built, only when its command runs, so
@@ -193,6 +194,18 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "mcp-hooks respond 0b7c3f9e-5d2a-4c1e-9f6b-2a8d4e6c1b3a acknowledge "
         "--details '{\"why\": \"25 files is fine here\"}'",
     ),
+    "pending": (
+        "mcp-hooks pending",
+        "mcp-hooks pending --json --state redis://localhost:6379/0",
+    ),
+    "approve": (
+        "mcp-hooks approve ask-3f9e5d2a4c",
+        "mcp-hooks approve ask-3f9e5d2a4c --for-session --by ann",
+    ),
+    "refuse": (
+        "mcp-hooks refuse ask-3f9e5d2a4c --reason 'not on the production database'",
+        "mcp-hooks refuse ask-3f9e5d2a4c --reason 'use the staging copy' --by ann",
+    ),
     "init": (
         "mcp-hooks init",
         "mcp-hooks init --host claude-code --scope user",
@@ -238,6 +251,9 @@ _PARSERS: dict[str, tuple[str, str]] = {
     "init": ("mcp_hooks.cli.setup", "add_init_parser"),
     "signals": ("mcp_hooks.cli.signals", "add_signals_parser"),
     "respond": ("mcp_hooks.cli.signals", "add_respond_parser"),
+    "pending": ("mcp_hooks.cli.asks", "add_pending_parser"),
+    "approve": ("mcp_hooks.cli.asks", "add_approve_parser"),
+    "refuse": ("mcp_hooks.cli.asks", "add_refuse_parser"),
 }
 
 
@@ -307,6 +323,9 @@ COMMANDS: dict[str, Command] = {
     "init": _lazy("mcp_hooks.cli.setup", "init_command"),
     "signals": _lazy("mcp_hooks.cli.signals", "signals_command"),
     "respond": _lazy("mcp_hooks.cli.signals", "respond_command"),
+    "pending": _lazy("mcp_hooks.cli.asks", "pending_command"),
+    "approve": _lazy("mcp_hooks.cli.asks", "approve_command"),
+    "refuse": _lazy("mcp_hooks.cli.asks", "refuse_command"),
 }
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_hooks import options
+from mcp_hooks.cli.asks import tty_approver
 from mcp_hooks.cli.logs import add_log_parser
 from mcp_hooks.engine.engine import Engine, HookDone
 from mcp_hooks.errors import (
@@ -231,7 +232,8 @@ def _fire(args: argparse.Namespace) -> int:
             settings = options.settings(args)
             registry = options.registry_of(settings, watch=False)
             engine = Engine(registry, settings, one_shot=True)
-            outcome = engine.fire_blocking(event, on_hook_done=_progress(event_type))
+            outcome = engine.fire_blocking(event, on_hook_done=_progress(event_type),
+                                           approve=tty_approver())
         outcome = answered(event_type, outcome, call, options.on_fault(args), args.tool)
         if getattr(args, "verbose", False):
             # lazy: 10 ms of cold bridge (python -X importtime)

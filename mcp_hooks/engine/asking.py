@@ -6,7 +6,8 @@ entry with ``ask: true`` whose oracle prompts), the chain stops there (``Chain.a
 
 1. a stored answer for exactly this call (``StateStore.approval_for``: the binding of
    session, event, tool and the input as the tool would now get it): a plain one is taken
-   (one run), a for-session approval kept. This is how "block now, approve, re-run" passes;
+   (one run), a for-session approval kept (and remembered by this engine, so the same call
+   again costs no store call). This is how "block now, approve, re-run" passes;
 2. else the ask is kept pending in the store (or the one already pending for this call is
    reused), logged, posted to the webhook (``webhook.py``), and the door's own ``Approver`` is
    awaited when it has one (a y/N prompt, an elicitation, an adapter's callback). The answer
@@ -39,9 +40,9 @@ from typing import Any
 from mcp_hooks.engine.chain import Chain
 from mcp_hooks.errors import ConfigError, RunError
 from mcp_hooks.settings import Settings, _ask_seconds, _on_ask_unavailable
-from mcp_hooks.spec.asking import Approver, AskAnswer, AskRequest, binding_of
+from mcp_hooks.spec.asking import GRANT_TTL, Approver, AskAnswer, AskRequest, binding_of
 from mcp_hooks.spec.outcome import Event, cap_text
-from mcp_hooks.state.eventlog import now
+from mcp_hooks.state.asks import answer, ask_record
 from mcp_hooks.state.store import AskAnswered, AskExpired, StateStore
 
 POLL = 0.02  # seconds between two looks at the store while waiting for an answer
@@ -101,16 +102,15 @@ class Asker:
         self._off = blocking
         self._one_shot = one_shot
         self._notify = notify
+        # for-session approvals seen, by binding: never taken, so kept here (no store call)
+        self._kept: dict[str, AskAnswer] = {}
 
     async def _blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` where the engine runs store calls (off the event loop)."""
         return await self._off(functools.partial(fn, *args))
 
     def _log(self, kind: str, request: AskRequest, **fields: Any) -> None:
-        self.store.append("events", {
-            "ts": now(), "kind": kind, "ask_id": request.id, "event": request.event_type,
-            "session_id": request.session_id, "tool_name": request.tool_name,
-            "hook": request.hook, "binding": request.binding, **fields})
+        self.store.append("events", ask_record(kind, request, **fields))
 
     async def settle(self, chain: Chain, event: Event, metadata: dict[str, Any],
                      approve: Approver | None) -> None:
@@ -120,10 +120,15 @@ class Asker:
         timeout, fallback = policy(metadata, self.settings, chain.warnings)
         session = event.session_id
         binding = binding_of(session, chain.name, event.tool_name, chain.tool_input)
+        kept = self._kept.get(binding)
+        if kept is not None and time.time() - kept.at <= GRANT_TTL:
+            self._take(chain, source, kept)
+            return
         try:
             stored = await self._blocking(self.store.approval_for, binding, session)
             if stored is not None:
-                self._take(chain, source, stored, None)
+                self._keep(binding, stored)
+                self._take(chain, source, stored)
                 return
             request = await self._blocking(self._open, chain, event, source, reason, binding)
         except RunError as exc:  # the store cannot keep an ask: nobody can answer it
@@ -137,7 +142,14 @@ class Asker:
         elif answer.channel == HOST:
             chain.asking, chain.ask = None, request
         else:
-            self._take(chain, source, answer, request)
+            self._keep(binding, answer)
+            self._take(chain, source, answer)
+
+    def _keep(self, binding: str, given: AskAnswer) -> None:
+        if given.approved and given.for_session:
+            if len(self._kept) >= 10_000:
+                self._kept.clear()
+            self._kept[binding] = given
 
     def _open(self, chain: Chain, event: Event, source: str, reason: str,
               binding: str) -> AskRequest:
@@ -174,7 +186,7 @@ class Asker:
         take it for this run."""
         # an answer stored first (or an expiry) decides: never a second decision
         with contextlib.suppress(AskAnswered, AskExpired):
-            self.store.answer_ask(request.id, given)
+            answer(self.store, request.id, given)
         return self.store.approval_for(request.binding, request.session_id)
 
     async def _wait(self, request: AskRequest, until: float) -> AskAnswer | None:
@@ -194,19 +206,17 @@ class Asker:
             return None
         return self.store.approval_for(request.binding, request.session_id)
 
-    def _take(self, chain: Chain, source: str, answer: AskAnswer,
-              request: AskRequest | None) -> None:
-        """An answer's effect: go on, or deny with the person's reason; logged."""
-        who = f" by {answer.by}" if answer.by else ""
-        how = answer.channel or "stored"
-        if request is not None:
-            self._log("ask_answer", request, approved=answer.approved, channel=how,
-                      by=answer.by, reason=answer.reason, for_session=answer.for_session)
+    @staticmethod
+    def _take(chain: Chain, source: str, given: AskAnswer) -> None:
+        """An answer's effect: go on, or deny with the person's reason (logged by whoever
+        stored it: ``asks.answer``)."""
+        who = f" by {given.by}" if given.by else ""
+        how = given.channel or "stored"
         chain.asking = None
-        if answer.approved:
+        if given.approved:
             chain.warnings.append(f"{source}: asked; approved{who} ({how})")
             return
-        said = f": {answer.reason}" if answer.reason else ""
+        said = f": {given.reason}" if given.reason else ""
         chain.refuse(source, cap_text(f"a person refused this call{who}{said}"))
 
     def _fallback(self, chain: Chain, source: str, reason: str, fallback: str,

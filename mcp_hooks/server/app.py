@@ -61,12 +61,8 @@ from mcp_hooks.errors import InvalidEventError, MCPHooksError
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.hosts.forward import bridge_routes, register_bridge_tool
 from mcp_hooks.server import prompts
-from mcp_hooks.server.approval import (
-    answer_line,
-    answered_round,
-    door_approver,
-    input_required,
-)
+from mcp_hooks.server.approval import answered_round, door_approver, input_required
+from mcp_hooks.server.asks import ask_routes
 from mcp_hooks.server.health import health_routes, store_ready
 from mcp_hooks.server.results import (
     HookDocument,
@@ -91,6 +87,7 @@ from mcp_hooks.spec import matching
 from mcp_hooks.spec.events import canonical_event, catalogue
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome
 from mcp_hooks.spec.vocabulary import MCP_CLIENTS, answered, caller_tool, tool_catalogue
+from mcp_hooks.state import asks
 from mcp_hooks.state.signallog import respond
 from mcp_hooks.state.store import (
     AskAnswered,
@@ -459,11 +456,10 @@ async def _answer_round(service: HookService, ctx: Context[Any, Any]) -> None:
     by = params.client_info.name if params is not None else ""
     try:
         ask_id, answer = answered_round(state, ctx.input_responses, by)
-        request = await anyio.to_thread.run_sync(service.store.answer_ask, ask_id, answer)
+        await anyio.to_thread.run_sync(asks.answer, service.store, ask_id, answer)  # logged
     except (ValueError, UnknownAsk, AskExpired, AskAnswered) as exc:
         raise BadRequest(f"the approval in this retry cannot be taken: {exc}; call "
                          "fire_hook_event again without requestState to be asked anew") from None
-    await anyio.to_thread.run_sync(service.store.append, "events", answer_line(request, answer))
 
 
 class _Progress:
@@ -539,6 +535,7 @@ async def serve_hooks(
             # mounted only when a token is set (bridge_routes returns [] otherwise)
             routes = bridge_routes(service.engine_for, options.token, service.on_fault)
             routes += health_routes(partial(_ready, service))  # GET /healthz, /readyz
+            routes += ask_routes(service.store, options.token)  # /asks (with a token only)
             await serve(server, options, routes=routes, sock=sock)
     finally:
         if sock is not None:

@@ -53,7 +53,6 @@ from pydantic import BaseModel
 from mcp_hooks.engine.asking import HOST  # the channel that defers an ask to the door
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.spec.asking import Approver, AskAnswer, AskRequest, canonical_json
-from mcp_hooks.state.eventlog import now
 
 logger = logging.getLogger("mcp_hooks.server")
 
@@ -243,12 +242,3 @@ def door_approver(ctx: ServerRequestContext[Any, Any]) -> tuple[Approver, Deferr
         return deferral, deferral
     return request_approver(ctx), None
 
-
-def answer_line(request: AskRequest, answer: AskAnswer) -> dict[str, Any]:
-    """The event-log record of an answer this door stored (``kind: ask_answer``, as the
-    engine writes its own)."""
-    return {"ts": now(), "kind": "ask_answer", "ask_id": request.id,
-            "event": request.event_type, "session_id": request.session_id,
-            "tool_name": request.tool_name, "hook": request.hook, "binding": request.binding,
-            "approved": answer.approved, "channel": answer.channel, "by": answer.by,
-            "reason": answer.reason, "for_session": answer.for_session}

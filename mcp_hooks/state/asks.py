@@ -17,10 +17,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from mcp_hooks.spec.asking import GRANT_TTL, AskAnswer, AskRecord, AskRequest, canonical_json
-from mcp_hooks.state.store import AskAnswered, AskExpired, StateUnavailable, UnknownAsk
+from mcp_hooks.state.eventlog import now
+from mcp_hooks.state.store import (
+    AskAnswered,
+    AskExpired,
+    StateStore,
+    StateUnavailable,
+    UnknownAsk,
+)
 
 ASK = "ask:"
 BIND = "bind:"
@@ -161,3 +168,22 @@ def _check_open(record: AskRecord, ask_id: str) -> None:
             f"ask {ask_id} expired at "
             f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(record.request.expires))}; "
             "nobody waits on it now: let the agent make the call again and answer the new ask")
+
+
+def ask_record(kind: str, request: AskRequest, **fields: Any) -> dict[str, Any]:
+    """An event-log record of an ask: ``kind`` ``ask`` (made), ``ask_answer`` (answered:
+    ``approved``, ``channel``, ``by``, ``reason``), ``ask_timeout`` (nobody answered in time)."""
+    return {"ts": now(), "kind": kind, "ask_id": request.id, "event": request.event_type,
+            "session_id": request.session_id, "tool_name": request.tool_name,
+            "hook": request.hook, "binding": request.binding, **fields}
+
+
+def answer(store: StateStore, ask_id: str, given: AskAnswer) -> AskRequest:
+    """Store a person's answer to an ask and log it (``ask_answer``): the one way every
+    channel answers (the CLI, HTTP, a door's approver, an MCP tool). Raises as
+    ``StateStore.answer_ask``: ``UnknownAsk``, ``AskExpired``, ``AskAnswered``."""
+    request = store.answer_ask(ask_id, given)
+    store.append("events", ask_record(
+        "ask_answer", request, approved=given.approved, channel=given.channel, by=given.by,
+        reason=given.reason, for_session=given.for_session))
+    return request

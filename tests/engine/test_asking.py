@@ -17,6 +17,7 @@ from mcp_hooks.engine.callables import CallableView, HookTable, make_hook
 from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.settings import Settings
 from mcp_hooks.spec.outcome import Outcome
+from mcp_hooks.state.asks import answer
 from mcp_hooks.state.files import FileStore
 from tests.conftest import write_hook
 
@@ -145,7 +146,7 @@ async def test_an_out_of_band_answer_reaches_the_waiting_chain(
         while time.monotonic() < deadline:
             waiting = other.pending_asks()
             if waiting:
-                other.answer_ask(waiting[0].id, AskAnswer(True, by="phone", channel="http"))
+                answer(other, waiting[0].id, AskAnswer(True, by="phone", channel="http"))
                 return
             time.sleep(0.01)
 

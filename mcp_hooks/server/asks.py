@@ -1,0 +1,111 @@
+"""The asks over HTTP on ``serve --transport http|sse`` (issue 30, ``docs/ask.md``): a phone,
+a chat bot or a dashboard answers a hook's ask out of band.
+
+=======================================  ==================================================
+route                                    what
+=======================================  ==================================================
+``GET /asks``                            ``{"asks": [AskRequest..., with age_seconds]}``:
+                                         the asks waiting, oldest first
+``POST /asks/<id>/approve``              body (optional) ``{"for_session": bool, "by":
+                                         "name"}``: approve; ``{"approved": id, ...}``
+``POST /asks/<id>/refuse``               body ``{"reason": "...", "by": "name"}`` (reason
+                                         required): refuse; ``{"refused": id, ...}``
+=======================================  ==================================================
+
+Mounted only when the server has a token, behind the same bearer check as every route
+(``transport.BearerTokenMiddleware``): an ask must never be answerable by whoever reaches the
+port (the agent itself could). Errors: ``404`` an unknown id, ``410`` an expired one, ``409``
+one answered already (the first answer stands), ``400`` a body that is not that JSON object,
+``503`` a store that cannot be reached; each with a one-line message. Each answer is logged
+(``ask_answer``, channel ``http``) and seen by the waiting door within its poll.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+
+from mcp_hooks.errors import RunError
+from mcp_hooks.spec.asking import AskAnswer
+from mcp_hooks.state.asks import answer
+from mcp_hooks.state.store import AskAnswered, AskExpired, StateStore, UnknownAsk
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+ASKS_PATH = "/asks"
+MAX_BODY = 1 << 16  # bytes of an answer's body
+_STATUS: tuple[tuple[type[Exception], int], ...] = (
+    (UnknownAsk, 404), (AskExpired, 410), (AskAnswered, 409))
+
+
+def _given(data: Any, approved: bool) -> AskAnswer:
+    """The answer a body gives. Raises ``ValueError`` naming what is wrong."""
+    if not isinstance(data, dict):
+        raise ValueError("the body must be a JSON object")
+    by, reason, scope = data.get("by", "http"), data.get("reason", ""), data.get("for_session")
+    if not isinstance(by, str) or not isinstance(reason, str):
+        raise ValueError("by and reason must be strings")
+    if not approved and not reason.strip():
+        raise ValueError('a refusal needs a "reason" for the agent')
+    if scope is not None and not isinstance(scope, bool):
+        raise ValueError("for_session must be true or false")
+    return AskAnswer(approved, reason=reason, by=by or "http", channel="http",
+                     for_session=bool(scope) and approved)
+
+
+def ask_routes(store: StateStore, token: str | None) -> list[Route]:
+    """``GET /asks`` and ``POST /asks/<id>/approve|refuse`` over ``store``; empty without a
+    token (see the module docstring)."""
+    # lazy: 170 ms of cold `fire` and `bridge` (starlette); only the server routes
+    from starlette.responses import JSONResponse, PlainTextResponse
+
+    # lazy: 170 ms of cold `fire` and `bridge` (starlette); only the server routes
+    from starlette.routing import Route
+
+    if not token:
+        return []
+
+    async def pending(request: Request) -> Response:
+        try:
+            waiting = await anyio.to_thread.run_sync(store.pending_asks)
+        except RunError as exc:
+            return PlainTextResponse(f"{exc}\n", status_code=503)
+        at = time.time()
+        return JSONResponse({"asks": [{**r.as_dict(), "age_seconds": round(at - r.created, 3)}
+                                      for r in waiting]})
+
+    async def answering(request: Request) -> Response:
+        verb = request.path_params["verb"]
+        if verb not in ("approve", "refuse"):
+            return PlainTextResponse("use /asks/<id>/approve or /asks/<id>/refuse\n", 404)
+        raw = await request.body()
+        try:
+            data = json.loads(raw) if raw.strip() else {}
+            given = _given(data, verb == "approve")
+        except (ValueError, RecursionError) as exc:
+            return PlainTextResponse(f"{exc}\n", status_code=400)
+        if len(raw) > MAX_BODY:
+            return PlainTextResponse(f"the body is over {MAX_BODY} bytes\n", 413)
+        ask_id = request.path_params["ask_id"]
+        try:
+            done = await anyio.to_thread.run_sync(answer, store, ask_id, given)
+        except RunError as exc:
+            return PlainTextResponse(f"{exc}\n", status_code=503)
+        except (UnknownAsk, AskExpired, AskAnswered) as exc:
+            status = next(code for cls, code in _STATUS if isinstance(exc, cls))
+            return PlainTextResponse(f"{exc}\n", status_code=status)
+        key = "approved" if given.approved else "refused"
+        return JSONResponse({key: done.id, "session_id": done.session_id,
+                             "tool_name": done.tool_name, "for_session": given.for_session})
+
+    return [Route(ASKS_PATH, pending, methods=["GET"]),
+            Route(ASKS_PATH + "/{ask_id}/{verb}", answering, methods=["POST"])]
+
+
+__all__ = ["ASKS_PATH", "ask_routes"]
