@@ -41,7 +41,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.proxy.catalog import Catalog
-from mcp_hooks.proxy.relay import Peer
+from mcp_hooks.proxy.relay import Peer, approvers, ask_round
 from mcp_hooks.proxy.results import (
     append_context,
     apply_modified_output,
@@ -122,10 +122,13 @@ class Gate:
 
         call = caller_tool(MCP_CLIENTS, name, arguments)  # what the hooks see
         # the gate itself broken is a deny: fail closed rather than run the tool unchecked
-        approve = peer.approver() if peer is not None else None
+        approve, approve_after = approvers(peer)  # the client asks a person when a hook asks
         before = await self.fire(lambda: event("before_tool", call), "before_tool", approve)
         if before.denied:
             return error_result(deny_text(before, name, ran=False))
+        asking = ask_round(peer, before)
+        if asking is not None:  # a 2026-07-28 client's form: it retries with the answer
+            return asking
         if before.modified_input is not None:
             rewritten, why = call.to_caller(before.modified_input)  # back to the tool's keys
             if rewritten is None:  # never run the input a hook replaced: a fault of ours
@@ -164,7 +167,7 @@ class Gate:
         # the upstream's result that cannot be made an event is a fault too (``fire``)
         after = await self.fire(lambda: event("after_tool", call,
                                               tool_output=tool_output(result)), "after_tool",
-                                approve)
+                                approve_after)
         if after.denied:
             return error_result(deny_text(after, name, ran=True))
         if after.modified_output is not None:

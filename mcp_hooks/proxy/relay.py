@@ -42,8 +42,16 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from mcp_hooks.guard import named, passes_through
-from mcp_hooks.server.approval import Send, elicitation_approver, request_sender
+from mcp_hooks.server.approval import (
+    Deferral,
+    Send,
+    deferral_for,
+    elicitation_approver,
+    input_required,
+    request_sender,
+)
 from mcp_hooks.spec.asking import Approver
+from mcp_hooks.spec.outcome import Outcome
 
 logger = logging.getLogger("mcp_hooks.proxy")
 
@@ -67,14 +75,26 @@ class Peer:
     capabilities: types.ClientCapabilities | None
     send: Send | None
     why_not: str = ""
+    deferral: Deferral | None = None
     scopes: set[anyio.CancelScope] = field(default_factory=set)
 
     def name(self) -> str:
         return f"the client {self.client!r}" if self.client else "the client"
 
     def approver(self) -> Approver:
-        """Its way to ask a person when a hook asks (``server.approval``)."""
+        """Its way to ask a person when a hook asks (``server.approval``): the form now, or
+        the ask deferred to an ``input_required`` round (``deferral``)."""
+        if self.deferral is not None:
+            return self.deferral
         return elicitation_approver(self.send, self.capabilities, self.client)
+
+    def round(self, outcome: Outcome) -> types.InputRequiredResult | None:
+        """The ``input_required`` round that shows the form, when ``outcome`` left an ask
+        deferred to it (the chain went on, nothing denied)."""
+        deferred = self.deferral.request if self.deferral is not None else None
+        if deferred is None or outcome.ask is None or outcome.denied:
+            return None
+        return input_required(deferred)
 
 
 def _lacks(peer: Peer, params: types.ElicitRequestParams | types.CreateMessageRequestParams
@@ -203,7 +223,8 @@ def request_peer(ctx: ServerRequestContext[Any, Any], key: str) -> Peer:
     why = "" if send is not None else (
         _MODERN if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         else "it has no channel the proxy can send a request on")
-    return Peer(key, info.name if info else None, session.client_capabilities, send, why)
+    return Peer(key, info.name if info else None, session.client_capabilities, send, why,
+                deferral_for(ctx))
 
 
 def connection_peer(connection: Connection, key: str) -> Peer:
@@ -219,3 +240,22 @@ def connection_peer(connection: Connection, key: str) -> Peer:
 def modern_peer(key: str) -> Peer:
     """The client of a 2026-07-28 ``tools/call``: it cannot be sent requests."""
     return Peer(key, None, None, None, _MODERN)
+
+
+def approvers(peer: Peer | None) -> tuple[Approver | None, Approver | None]:
+    """A call's approvers: before the call (the form, or the deferral to an ``input_required``
+    round) and after it (never a round: the retry would run the tool again; out of band)."""
+    if peer is None:
+        return None, None
+    before = peer.approver()
+    return before, (None if peer.deferral is not None else before)
+
+
+def ask_round(peer: Peer | None, outcome: Outcome) -> dict[str, Any] | None:
+    """The ``input_required`` result (wire form) when ``outcome`` left an ask deferred to the
+    client's round, else None."""
+    asking = peer.round(outcome) if peer is not None else None
+    if asking is None:
+        return None
+    wire: dict[str, Any] = asking.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return wire

@@ -61,7 +61,7 @@ from mcp_hooks.errors import InvalidEventError, MCPHooksError
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.hosts.forward import bridge_routes, register_bridge_tool
 from mcp_hooks.server import prompts
-from mcp_hooks.server.approval import answered_round, door_approver, input_required
+from mcp_hooks.server.approval import door_approver, input_required, take_round
 from mcp_hooks.server.asks import ask_routes
 from mcp_hooks.server.health import health_routes, store_ready
 from mcp_hooks.server.results import (
@@ -87,15 +87,8 @@ from mcp_hooks.spec import matching
 from mcp_hooks.spec.events import canonical_event, catalogue
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome
 from mcp_hooks.spec.vocabulary import MCP_CLIENTS, answered, caller_tool, tool_catalogue
-from mcp_hooks.state import asks
 from mcp_hooks.state.signallog import respond
-from mcp_hooks.state.store import (
-    AskAnswered,
-    AskExpired,
-    StateUnavailable,
-    UnknownAsk,
-    UnknownSignal,
-)
+from mcp_hooks.state.store import StateUnavailable, UnknownSignal
 
 if TYPE_CHECKING:
     from mcp_hooks.server.transport import ServeOptions
@@ -437,29 +430,16 @@ async def _fire_asking(service: HookService, ctx: Context[Any, Any], event: Even
     """Fire with the client's way to ask a person (``approval``): the form now, or the
     ``input_required`` round of a 2026-07-28 client, whose retry's answer is stored first."""
     approve, deferral = door_approver(ctx.request_context)
-    if ctx.request_state is not None:
-        await _answer_round(service, ctx)
+    if ctx.request_state is not None:  # the retry of a round: its answer first
+        params = ctx.request_context.session.client_params
+        await take_round(service.store, ctx.request_state, ctx.input_responses,
+                         params.client_info.name if params is not None else "")
     outcome = await service.fire(event, on_hook_done=_Progress(ctx, service, event),
                                  approve=approve)
     if deferral is not None and deferral.request is not None \
             and outcome.ask is not None and not outcome.denied:
         return input_required(deferral.request)
     return outcome
-
-
-async def _answer_round(service: HookService, ctx: Context[Any, Any]) -> None:
-    """Store the person's answer a 2026-07-28 retry carries on its ask (``approval``), so the
-    engine takes it; the ask unknown, expired or answered already: the caller's error."""
-    state = ctx.request_state
-    assert state is not None
-    params = ctx.request_context.session.client_params
-    by = params.client_info.name if params is not None else ""
-    try:
-        ask_id, answer = answered_round(state, ctx.input_responses, by)
-        await anyio.to_thread.run_sync(asks.answer, service.store, ask_id, answer)  # logged
-    except (ValueError, UnknownAsk, AskExpired, AskAnswered) as exc:
-        raise BadRequest(f"the approval in this retry cannot be taken: {exc}; call "
-                         "fire_hook_event again without requestState to be asked anew") from None
 
 
 class _Progress:

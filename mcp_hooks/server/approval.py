@@ -43,6 +43,7 @@ import json
 import logging
 from typing import Any, Protocol, TypeVar
 
+import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -52,7 +53,10 @@ from pydantic import BaseModel
 
 from mcp_hooks.engine.asking import HOST  # the channel that defers an ask to the door
 from mcp_hooks.guard import named, passes_through
+from mcp_hooks.service import BadRequest
 from mcp_hooks.spec.asking import Approver, AskAnswer, AskRequest, canonical_json
+from mcp_hooks.state import asks
+from mcp_hooks.state.store import AskAnswered, AskExpired, StateStore, UnknownAsk
 
 logger = logging.getLogger("mcp_hooks.server")
 
@@ -235,10 +239,34 @@ def answered_round(state: str, responses: dict[str, Any] | None, by: str
 def door_approver(ctx: ServerRequestContext[Any, Any]) -> tuple[Approver, Deferral | None]:
     """The approver of ``ctx``'s client: the form now (handshake era), the deferral to an
     ``input_required`` round (2026-07-28 with form elicitation), or None (out of band)."""
-    session = ctx.session
-    if request_sender(ctx) is None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS \
-            and can_elicit_form(session.client_capabilities):
-        deferral = Deferral()
-        return deferral, deferral
-    return request_approver(ctx), None
+    deferral = deferral_for(ctx)
+    return (deferral, deferral) if deferral is not None else (request_approver(ctx), None)
 
+
+def deferral_for(ctx: ServerRequestContext[Any, Any]) -> Deferral | None:
+    """A ``Deferral`` when ``ctx``'s client is asked with an ``input_required`` round (a
+    2026-07-28 request, no back channel, form elicitation declared), else None."""
+    if request_sender(ctx) is None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS \
+            and can_elicit_form(ctx.session.client_capabilities):
+        return Deferral()
+    return None
+
+
+async def take_round(store: StateStore, state: str, responses: dict[str, Any] | None,
+                     by: str) -> None:
+    """Store (and log, ``asks.answer``) the person's answer a 2026-07-28 retry carries on
+    its ask, so the engine takes it when the call fires again.
+
+    Raises:
+        RoundRefused: the ask is unknown, expired or answered already (a replayed retry).
+    """
+    try:
+        ask_id, answer = answered_round(state, responses, by)
+        await anyio.to_thread.run_sync(asks.answer, store, ask_id, answer)
+    except (ValueError, UnknownAsk, AskExpired, AskAnswered) as exc:
+        raise RoundRefused(f"the approval in this retry cannot be taken: {exc}; call again "
+                           "without requestState to be asked anew") from None
+
+
+class RoundRefused(BadRequest):
+    """A retry's approval that cannot be taken (unknown, expired, answered already)."""

@@ -5,11 +5,15 @@ writes a file only when the call reaches it, so the test sees what the upstream 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
+import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 
+from mcp_hooks.server.approval import ROUND_KEY
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.background import background
 from tests.helpers.elicit import Person, never
@@ -114,3 +118,62 @@ async def test_a_person_who_never_answers_the_call_ends_at_the_ask_timeout(
         assert result.is_error and "mcp-hooks approve" in text_of(result), text_of(result)
         assert text_of(await client.call_tool("echo", {"text": "serving"})) == "serving"
     assert not (root / "notes").exists()
+
+
+# -- 2026-07-28 clients: input_required -----------------------------------------------------
+
+
+@pytest.mark.parametrize(("action", "content", "written"), [
+    ("accept", {"approve": True}, True),
+    ("accept", {"approve": False}, False),
+    ("decline", None, False),
+    ("cancel", None, False),
+])
+async def test_a_2026_client_answers_input_required(
+    action: str, content: dict[str, object] | None, written: bool,
+    tmp_path: Path, project: Path, user_dir: Path, root: Path,
+) -> None:
+    person = Person(action, content)
+    async with proxied(tmp_path, project, user_dir, "--upstream", _upstream(root),
+                       elicitation_callback=person.elicit) as client:
+        assert client.protocol_version == "2026-07-28"
+        result = await client.call_tool("write_file", ARGS)
+        again = await client.call_tool("echo", {"text": "not asked"})
+    assert result.is_error is not written, text_of(result)
+    assert text_of(again) == "not asked"
+    assert (root / ARGS["path"]).exists() is written
+    if written:
+        assert (root / ARGS["path"]).read_text() == ARGS["content"]
+    assert len(person.forms) == 1
+
+
+async def test_a_2026_round_cannot_be_forged_moved_or_replayed(
+    tmp_path: Path, project: Path, user_dir: Path, root: Path,
+) -> None:
+    approved: types.InputResponses = {
+        ROUND_KEY: types.ElicitResult(action="accept", content={"approve": True})}
+    async with proxied(tmp_path, project, user_dir, "--upstream", _upstream(root),
+                       elicitation_callback=Person().elicit) as client:
+        first = await client.session.call_tool("write_file", ARGS, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult) and first.request_state
+        state = first.request_state
+        for forged, arguments in ((state[:-4] + "AAAA", ARGS),
+                                  (json.dumps({"ask": "ask-0000000000"}), ARGS),
+                                  (state, {**ARGS, "path": "elsewhere.txt"})):
+            with pytest.raises(MCPError) as refused:
+                await client.session.call_tool("write_file", arguments, request_state=forged,
+                                               input_responses=approved,
+                                               allow_input_required=True)
+            assert "requestState" in refused.value.error.message
+        assert not any(root.iterdir())  # nothing reached the upstream
+        done = await client.session.call_tool("write_file", ARGS, request_state=state,
+                                              input_responses=approved,
+                                              allow_input_required=True)
+        assert isinstance(done, types.CallToolResult) and not done.is_error, done
+        (root / ARGS["path"]).unlink()
+        replayed = await client.session.call_tool("write_file", ARGS, request_state=state,
+                                                  input_responses=approved,
+                                                  allow_input_required=True)
+        assert isinstance(replayed, types.CallToolResult) and replayed.is_error
+        assert "already answered" in text_of(replayed)
+    assert not (root / ARGS["path"]).exists()  # the replay never reached the upstream
