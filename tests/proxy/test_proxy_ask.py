@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -177,3 +178,40 @@ async def test_a_2026_round_cannot_be_forged_moved_or_replayed(
         assert isinstance(replayed, types.CallToolResult) and replayed.is_error
         assert "already answered" in text_of(replayed)
     assert not (root / ARGS["path"]).exists()  # the replay never reached the upstream
+
+
+async def test_a_client_that_goes_away_with_the_form_open_does_not_take_the_proxy_down(
+    tmp_path: Path, project: Path, user_dir: Path, root: Path,
+) -> None:
+    """An HTTP client disconnects while the ask's form waits for it: its call ends at the ask
+    timeout with the fallback (the upstream never sees it); the proxy serves the next client."""
+    token = "t" * 32
+    shown = anyio.Event()
+
+    async def waits(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        shown.set()
+        return await never(context, params)
+
+    args = [MCP_HOOKS, "proxy", "--transport", "http", "--port", "0", "--token", token,
+            "--upstream", _upstream(root), "--user-dir", str(user_dir),
+            "--project-dir", str(project), "--log", str(tmp_path / "events.jsonl")]
+    with background(args) as proxy:
+        async with anyio.create_task_group() as tg:
+            async def gone() -> None:
+                async with http_client(proxy.url, "http", token, mode="legacy",
+                                       elicitation_callback=waits) as client:
+                    await client.call_tool("write_file", ARGS)
+
+            tg.start_soon(gone)
+            with anyio.fail_after(60):
+                await shown.wait()
+            tg.cancel_scope.cancel()  # the client goes away with the form open
+        person = Person("accept", {"approve": True})
+        async with http_client(proxy.url, "http", token, mode="legacy",
+                               elicitation_callback=person.elicit) as client:
+            other = {**ARGS, "path": "second.txt"}
+            result = await client.call_tool("write_file", other)
+            assert not result.is_error, text_of(result)
+        assert proxy.proc.poll() is None
+    assert not (root / ARGS["path"]).exists()
+    assert (root / "second.txt").read_text() == ARGS["content"]
