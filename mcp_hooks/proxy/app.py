@@ -68,7 +68,7 @@ from mcp_hooks.proxy.upstream import (
     UpstreamError,
 )
 from mcp_hooks.server import transport
-from mcp_hooks.server.approval import RoundRefused, take_round
+from mcp_hooks.server.approval import RoundGuard, RoundRefused, take_round
 from mcp_hooks.server.health import health_routes
 from mcp_hooks.server.stdio import stdio_transport
 from mcp_hooks.settings import Settings
@@ -205,8 +205,8 @@ class Proxy:
         self.server.middleware.append(_SessionMiddleware(self.sessions))
         # an ask's input_required round: its requestState sealed under this process's key,
         # bound to the tool and its exact arguments (``server/approval.py``)
-        self.server.middleware.append(RequestStateBoundary(
-            RequestStateSecurity.ephemeral(), default_audience="mcp-hooks-proxy"))
+        self.server.middleware += [RoundGuard(lambda: engine.store), RequestStateBoundary(
+            RequestStateSecurity.ephemeral(), default_audience="mcp-hooks-proxy")]
         self._fast = FastPath(self.catalog, self.sessions, self.gate,
                               lambda: self.server.server_info_stamp)
 

@@ -61,7 +61,7 @@ from mcp_hooks.errors import InvalidEventError, MCPHooksError
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.hosts.forward import bridge_routes, register_bridge_tool
 from mcp_hooks.server import prompts
-from mcp_hooks.server.approval import door_approver, input_required, take_round
+from mcp_hooks.server.approval import RoundGuard, door_approver, input_required, take_round
 from mcp_hooks.server.asks import ask_routes
 from mcp_hooks.server.health import health_routes, store_ready
 from mcp_hooks.server.results import (
@@ -375,6 +375,7 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
         instructions=prompts.INSTRUCTIONS, tools=tools, subscriptions=notifier.bus,
     )
     server.middleware.append(notifier.track)
+    server.middleware.insert(0, RoundGuard(lambda: service.store))  # outside the SDK's seal
     service.add_listener(notifier.hooks_changed)
     # handshake-era clients see resources.listChanged (the SDK's transports never ask for it)
     default_notification_options(server, NotificationOptions(resources_changed=True))

@@ -41,11 +41,12 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 import anyio
 import mcp_types as types
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -56,6 +57,7 @@ from mcp_hooks.guard import named, passes_through
 from mcp_hooks.service import BadRequest
 from mcp_hooks.spec.asking import Approver, AskAnswer, AskRequest, canonical_json
 from mcp_hooks.state import asks
+from mcp_hooks.state.eventlog import now
 from mcp_hooks.state.store import AskAnswered, AskExpired, StateStore, UnknownAsk
 
 logger = logging.getLogger("mcp_hooks.server")
@@ -270,3 +272,34 @@ async def take_round(store: StateStore, state: str, responses: dict[str, Any] | 
 
 class RoundRefused(BadRequest):
     """A retry's approval that cannot be taken (unknown, expired, answered already)."""
+
+
+class RoundGuard:
+    """Middleware outside the SDK's ``RequestStateBoundary``: a retry whose ``requestState``
+    the boundary refuses (forged, moved to other arguments, expired) is an event-log record
+    (``kind: ask_refused``) before the client gets the SDK's error; nothing was approved."""
+
+    def __init__(self, store: Callable[[], StateStore]) -> None:
+        self._store = store
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+                       ) -> HandlerResult:
+        try:
+            return await call_next(ctx)
+        except MCPError as exc:
+            if exc.error.data == {"reason": "invalid_request_state"}:
+                await anyio.to_thread.run_sync(self._record, ctx)
+            raise
+
+    def _record(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        params = ctx.params or {}
+        arguments = params.get("arguments")
+        inner = arguments.get("tool_name") if isinstance(arguments, dict) else None
+        try:
+            self._store().append("events", {
+                "ts": now(), "kind": "ask_refused", "method": ctx.method,
+                "tool": params.get("name"), "tool_name": inner,
+                "reason": "a retry's requestState was refused (forged, moved to other "
+                          "arguments, or expired); nothing was approved"})
+        except Exception as exc:  # the refusal stands without its record
+            logger.warning("ask_refused not logged: %s", named(exc))

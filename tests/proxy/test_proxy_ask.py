@@ -178,6 +178,9 @@ async def test_a_2026_round_cannot_be_forged_moved_or_replayed(
         assert isinstance(replayed, types.CallToolResult) and replayed.is_error
         assert "already answered" in text_of(replayed)
     assert not (root / ARGS["path"]).exists()  # the replay never reached the upstream
+    lines = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    refused = [line for line in lines if line.get("kind") == "ask_refused"]
+    assert [r["tool"] for r in refused] == ["write_file"] * 3, refused
 
 
 async def test_a_client_that_goes_away_with_the_form_open_does_not_take_the_proxy_down(

@@ -163,7 +163,8 @@ APPROVED: types.InputResponses = {
     ROUND_KEY: types.ElicitResult(action="accept", content={"approve": True})}
 
 
-async def test_a_forged_request_state_is_refused(service: HookService) -> None:
+async def test_a_forged_request_state_is_refused(service: HookService, tmp_path: Path
+                                                 ) -> None:
     async with Client(build_server(service), elicitation_callback=Person().elicit) as client:
         first = await _first_round(client)
         assert first.request_state is not None
@@ -174,8 +175,10 @@ async def test_a_forged_request_state_is_refused(service: HookService) -> None:
                                                input_responses=APPROVED,
                                                allow_input_required=True)
             assert "requestState" in refused.value.error.message
-        # the ask is still pending, nothing was approved
+        # the ask is still pending, nothing was approved; each refusal is in the log
         assert service.store.pending_asks()
+    refused_lines = [r for r in log_kinds(tmp_path) if r["kind"] == "ask_refused"]
+    assert len(refused_lines) == 2 and refused_lines[0]["tool_name"] == "Bash", refused_lines
 
 
 async def test_a_state_moved_to_other_arguments_is_refused(service: HookService) -> None:
