@@ -78,6 +78,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from mcp_hooks.engine.asking import as_approver
 from mcp_hooks.engine.callables import CallableHook, CallableView, HookTable, make_hook
 from mcp_hooks.engine.engine import Engine, run_unsuspended
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
@@ -88,6 +89,7 @@ from mcp_hooks.registry.discovery import Registry, find_project_dir
 from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.settings import Settings, trust_all_from_env
+from mcp_hooks.spec.asking import AskRequest
 from mcp_hooks.spec.events import TOOL_EVENTS, canonical_event
 from mcp_hooks.spec.outcome import EVENT_FIELDS, Event, OnFault, Outcome, fault_outcome
 from mcp_hooks.spec.vocabulary import answered, read_tool_call, tool_name_of
@@ -181,6 +183,8 @@ class Hooks:
             lets the agent stop (shared by every engine of this object).
         secrets: values no hook process may see in its environment.
         watch: pick up changes on disk before each event (True), or read the folders once.
+        approve: how a hook's ask reaches a person (docs/ask.md): a callback, sync or async,
+            given the ``AskRequest``, returning an ``AskAnswer``, a bool or None (nobody).
 
     Raises:
         ConfigError: a bad value (``on_fault="wran"``, a negative cap), or ``settings`` given
@@ -192,6 +196,7 @@ class Hooks:
         user_dir: str | Path | None = None, log: str | Path | EventLog | bool | None = None,
         on_fault: OnFault | None = None, trust_project_hooks: bool | None = None,
         stop_block_cap: int | None = None, secrets: Collection[str] = (), watch: bool = True,
+        approve: Callable[[AskRequest], Any] | None = None,
     ) -> None:
         given: dict[str, object] = {
             "project_dir": project_dir, "user_dir": user_dir, "log": log, "on_fault": on_fault,
@@ -210,6 +215,7 @@ class Hooks:
         self.log = log if isinstance(log, EventLog) else (
             EventLog(settings.log) if settings.log is not None else None)
         self.on_fault: OnFault = settings.on_fault
+        self._approve = as_approver(approve)
         url = settings.state  # file: counts in memory, as always; a shared store: one for all
         self._store = None if url == "file:" else store_for(url, None, settings.replica_id)
         trust = TrustStore.over(self._store, redact(url), settings.trust_key)  # its key signs
@@ -277,12 +283,13 @@ class Hooks:
             self._prune_worker()
         built = _build(event, fields)
         if not control and self._inline(name, sync=True):
-            return _step(self._inside(engine.fire(built)), name, self.on_fault)
+            return _step(self._inside(engine.fire(built, approve=self._approve)), name,
+                         self.on_fault)
         with self._lock:
             if self._worker is None:
                 self._worker = Worker(self._make_lane())
             worker = self._worker
-        return worker.run(lambda: self._inside(worker.engine.fire(built)))
+        return worker.run(lambda: self._inside(worker.engine.fire(built, approve=self._approve)))
 
     async def afire(self, event: str | Event, /, **fields: Any) -> Outcome:
         """``fire`` for a coroutine: hooks run on the running event loop."""
@@ -317,7 +324,7 @@ class Hooks:
             await self._prune_here()
         built = _build(event, fields)
         if not control and self._inline(name, sync=False):
-            return await self._inside(engine.fire(built))
+            return await self._inside(engine.fire(built, approve=self._approve))
         import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
 
         loop = asyncio.get_running_loop()
@@ -333,7 +340,7 @@ class Hooks:
                     lane = self._lanes[loop] = self._make_lane()
             if made:
                 await lane.engine.__aenter__()
-        return await self._inside(lane.engine.fire(built))
+        return await self._inside(lane.engine.fire(built, approve=self._approve))
 
     async def _inside(self, step: Coroutine[Any, Any, Outcome]) -> Outcome:
         """Run a chain of this object, marked as such (``close`` from a hook is refused)."""
@@ -389,7 +396,8 @@ class Hooks:
         if (registry.for_event(name) or registry.faults_for(name)
                 or any(u.spec.event == name for u in registry.untrusted)):
             return False
-        return not sync or not any(h.awaits for h in self._view.for_event(name))
+        awaits = getattr(self._approve, "awaits", False)  # an async approve needs a loop
+        return not sync or not (awaits or any(h.awaits for h in self._view.for_event(name)))
 
     # -- callables -------------------------------------------------------------------------
 

@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mcp_hooks.api import Hooks, Told
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
 from mcp_hooks.guard import callers_own, named, passes_through
+from mcp_hooks.spec.asking import AskRequest
 from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.outcome import OnFault, Outcome, fault_outcome
 from mcp_hooks.state.eventlog import EventLog
@@ -82,14 +84,19 @@ class Firing:
         hooks: Hooks | None = None,
         framework: str = "agentscope",
         trust_project_hooks: bool | None = None,
+        approve: Callable[[AskRequest], Any] | None = None,
     ) -> None:
         if hooks is not None and trust_project_hooks is not None:
             raise ValueError("trust_project_hooks is an argument of the Hooks given: pass it "
                              "to Hooks(...), not to the adapter, when you pass hooks=")
+        if hooks is not None and approve is not None:
+            raise ValueError("approve is an argument of the Hooks given: pass it to "
+                             "Hooks(...), not to the adapter, when you pass hooks=")
         self.owned = hooks is None
         self.hooks = hooks if hooks is not None else Hooks(
             project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
-            stop_block_cap=max(stop_block_cap, 1), trust_project_hooks=trust_project_hooks)
+            stop_block_cap=max(stop_block_cap, 1), trust_project_hooks=trust_project_hooks,
+            approve=approve)
         self.framework = framework
         self.session_id = session_id or f"{framework}-{uuid.uuid4().hex[:12]}"
         self.logger = logging.getLogger(LOGGERS.get(framework, f"{framework}.mcp_hooks"))

@@ -46,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ from mcp_hooks.adapters import requires_framework
 from mcp_hooks.adapters._firing import Firing
 from mcp_hooks.api import Hooks
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
+from mcp_hooks.spec.asking import AskRequest
 from mcp_hooks.spec.outcome import OnFault, Outcome
 from mcp_hooks.state.eventlog import EventLog
 
@@ -83,6 +85,9 @@ class AgentsHooks:
             own project: the code building this lives there too); None reads
             ``MCP_HOOKS_TRUST_PROJECT_HOOKS``. A hook held back for want of trust, or one that
             failed, is logged (once per session) through the framework's logger.
+        approve: how a hook's ask reaches a person (``Hooks(approve=...)``, docs/ask.md): a
+            callback, sync or async, given the ``AskRequest``; an ask refused (or unanswered)
+            is a deny the model reads as the tool's output.
     """
 
     def __init__(
@@ -96,11 +101,12 @@ class AgentsHooks:
         session_id: str | None = None,
         hooks: Hooks | None = None,
         trust_project_hooks: bool | None = None,
+        approve: Callable[[AskRequest], Any] | None = None,
     ) -> None:
         self.firing = Firing(project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
                              stop_block_cap=stop_block_cap, session_id=session_id,
                              hooks=hooks, framework="openai-agents",
-                             trust_project_hooks=trust_project_hooks)
+                             trust_project_hooks=trust_project_hooks, approve=approve)
         self.hooks, self.session_id = self.firing.hooks, self.firing.session_id
 
     # -- the one place that talks to the engine (adapters/_firing.py) ----------------------

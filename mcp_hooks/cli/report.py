@@ -172,6 +172,8 @@ def format_log_record(record: dict[str, Any]) -> str:
     if record.get("kind") == "proxy_upstream":
         line = f"{ts}  proxy upstream {record.get('upstream')} is {record.get('state')}"
         return line + (f": {record['error']}" if record.get("error") else "")
+    if str(record.get("kind", "")).startswith("ask"):
+        return f"{ts}  {record.get('event', '?'):<18} {_ask_line(record)}"
     hooks = ", ".join(f"{h.get('name')}={h.get('status')}" for h in record.get("hooks") or [])
     decision = str(record.get("decision", "?")).upper()
     line = f"{ts}  {record.get('event', '?'):<18} {decision:<5}"
@@ -187,6 +189,21 @@ def format_log_record(record: dict[str, Any]) -> str:
     for warning in record.get("warnings") or []:  # the loop guard's override among them
         line += f"  warning: {clip(' '.join(str(warning).split()), 160)}"
     return line
+
+
+def _ask_line(record: dict[str, Any]) -> str:
+    """An ask's record (docs/ask.md): made, answered (how, by whom), or timed out."""
+    head = f"{record.get('kind', 'ask').upper()} {record.get('ask_id')} hook={record.get('hook')}"
+    if record.get("kind") == "ask":
+        reason = clip(str(record.get("reason")), 100)
+        return f"{head} tool={record.get('tool_name')}  reason: {reason}"
+    if record.get("kind") == "ask_answer":
+        approved = record.get("approved")
+        verdict = "to the host" if approved is None else "approved" if approved else "refused"
+        return f"{head} {verdict} via {record.get('channel')} by {record.get('by') or '?'}"
+    if record.get("kind") == "ask_mismatch":
+        return f"{head} an approval of {record.get('approved_ask')} is for other arguments"
+    return f"{head} nobody answered; {record.get('fallback')}"
 
 
 def format_progress(event_type: str, run: HookRun) -> str:

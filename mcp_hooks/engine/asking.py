@@ -30,14 +30,15 @@ its channel and person), ``ask_timeout`` (nobody answered in time).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
+import inspect
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp_hooks.engine.chain import Chain
+from mcp_hooks.engine.offloop import _on_a_loop, call_off_loop, pause
 from mcp_hooks.errors import ConfigError, RunError
 from mcp_hooks.settings import Settings, _ask_seconds, _on_ask_unavailable
 from mcp_hooks.spec.asking import GRANT_TTL, Approver, AskAnswer, AskRequest, binding_of
@@ -46,6 +47,7 @@ from mcp_hooks.state.asks import answer, ask_record
 from mcp_hooks.state.store import AskAnswered, AskExpired, StateStore
 
 POLL = 0.02  # seconds between two looks at the store while waiting for an answer
+RESERVE = 1.0  # seconds of the chain deadline an ask's wait leaves to the links after it
 HOST = "host"  # an approver's channel meaning "the host asks natively" (the bridge answers ask)
 
 Blocking = Callable[..., Any]
@@ -75,21 +77,43 @@ async def call_host_asks(request: AskRequest) -> AskAnswer:
 async def _within(answer: Awaitable[AskAnswer | None], until: float, one_shot: bool
                   ) -> AskAnswer | None:
     """A door's approver, until ``until`` (monotonic) at the latest: None past it (the door
-    holds the call no longer than the ask timeout). A one-shot engine's approver awaits
-    nothing (``fire_blocking``): awaited as it is."""
-    if one_shot:
+    holds the call no longer than the ask timeout). Where nothing suspends (a one-shot
+    engine, an inline chain) the approver awaits nothing: awaited as it is."""
+    if one_shot or not _on_a_loop():
         return await answer
-    task = asyncio.ensure_future(answer)  # runs its first step even with no time left
-    try:
-        done, _ = await asyncio.wait({task}, timeout=max(until - time.monotonic(), 0.0))
-        if task in done:
-            return task.result()
-        task.cancel()
-        await asyncio.wait({task})  # the door's request ends with the wait
+    import anyio  # lazy: 2.2 ms of a one-shot `fire`, which never calls this (-X importtime)
+
+    with anyio.move_on_after(max(until - time.monotonic(), 0.0)):
+        return await answer  # an approver that answers without waiting: even with no time
+    return None
+
+
+def as_approver(callback: Callable[[AskRequest], Any] | None) -> Approver | None:
+    """A caller's approve callback (``Hooks(approve=...)``, an adapter's) as an ``Approver``:
+    sync or ``async def``, returning an ``AskAnswer``, a bool (approve / refuse) or None (no
+    person reachable: out of band, then the fallback). A sync one runs in a worker thread
+    of the running loop (in place where none runs)."""
+    if callback is None:
         return None
-    finally:
-        if not task.done():
-            task.cancel()
+    if inspect.iscoroutinefunction(callback):
+        async def awaiting(request: AskRequest) -> AskAnswer | None:
+            return _answer_of(await callback(request))
+        awaiting.awaits = True  # type: ignore[attr-defined]
+        return awaiting
+
+    async def calling(request: AskRequest) -> AskAnswer | None:
+        return _answer_of(await call_off_loop(lambda: callback(request)))
+    return calling
+
+
+def _answer_of(given: Any) -> AskAnswer | None:
+    if given is None or isinstance(given, AskAnswer):
+        return given
+    if isinstance(given, bool):
+        return AskAnswer(given, reason="" if given else "refused by the approve callback",
+                         channel="callback")
+    raise TypeError(f"an approve callback must return an AskAnswer, a bool or None, got "
+                    f"{type(given).__name__}")
 
 
 class Asker:
@@ -160,6 +184,13 @@ class Asker:
         request = AskRequest.new(session_id=event.session_id, event_type=chain.name,
                                  tool_name=event.tool_name, tool_input=chain.tool_input,
                                  hook=source, reason=reason, created=time.time())
+        other = self.store.approved_elsewhere(request)
+        if other is not None:  # an approval never covers another input: said, not applied
+            self._log("ask_mismatch", request, approved_ask=other.request.id,
+                      tool_input=request.tool_input, approved_input=other.request.tool_input)
+            chain.warnings.append(
+                f"{source}: ask {other.request.id} was approved for other arguments of "
+                f"{request.tool_name}; it does not cover these, so they are asked again")
         self.store.put_ask(request)
         self._log("ask", request, reason=reason, tool_input=request.tool_input,
                   expires=request.expires)
@@ -170,7 +201,10 @@ class Asker:
     async def _ask(self, chain: Chain, request: AskRequest, approve: Approver | None,
                    timeout: float) -> AskAnswer | None:
         """The door's approver, else the store until the time is up; None: no answer."""
-        until = time.monotonic() + min(timeout, max(chain.left(), 0.0))
+        # never past the chain deadline (a bridge's: below its host's hook timeout), leaving
+        # the links after this one a little of it; the door's approver included
+        reserve = min(RESERVE, chain.budget * 0.1)
+        until = time.monotonic() + min(timeout, max(chain.left() - reserve, 0.0))
         if approve is not None:
             given = await _within(approve(request), until, self._one_shot)
             if given is not None and given.channel == HOST:
@@ -194,11 +228,11 @@ class Asker:
             answer: AskAnswer | None = await self._blocking(self._look, request)
             if answer is not None or time.monotonic() >= until:
                 return answer
-            pause = min(POLL, max(until - time.monotonic(), 0.0))
+            wait = min(POLL, max(until - time.monotonic(), 0.0))
             if self._one_shot:
-                time.sleep(pause)  # a one-shot engine never suspends (fire_blocking)
+                time.sleep(wait)  # a one-shot engine never suspends (fire_blocking)
             else:
-                await asyncio.sleep(pause)
+                await pause(wait)
 
     def _look(self, request: AskRequest) -> AskAnswer | None:
         record = self.store.get_ask(request.id)

@@ -11,6 +11,7 @@ all (``Hooks.fire``'s inline chain of sync callables, ``engine.run_unsuspended``
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -31,6 +32,17 @@ async def call_off_loop(work: Callable[[], _T]) -> _T:
     return await anyio.to_thread.run_sync(work)
 
 
+async def pause(seconds: float) -> None:
+    """Wait ``seconds``: suspended on a running event loop, in place where none runs (an
+    inline chain, which must never suspend)."""
+    if not _on_a_loop():
+        time.sleep(seconds)
+        return
+    import anyio  # lazy: 2.2 ms of a one-shot `fire`, which never calls this (-X importtime)
+
+    await anyio.sleep(seconds)
+
+
 def _on_a_loop() -> bool:
     """Whether an event loop (asyncio's, or trio's as sniffio tells) runs this thread now."""
     sniffio = sys.modules.get("sniffio")
@@ -44,4 +56,4 @@ def _on_a_loop() -> bool:
     return asyncio is not None and asyncio._get_running_loop() is not None
 
 
-__all__ = ["call_here", "call_off_loop"]
+__all__ = ["call_here", "call_off_loop", "pause"]

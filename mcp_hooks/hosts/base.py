@@ -334,6 +334,8 @@ class Host:
     programs: ClassVar[tuple[str, ...]] = ()
     # how long the host waits for the bridge (bridge.chain_deadline): what install writes
     hook_timeout_s: ClassVar[float] = HOOK_TIMEOUT_S
+    native_ask: ClassVar[frozenset[str]] = frozenset()  # events with its own ask (asking.py)
+    no_ask_modes: ClassVar[frozenset[str]] = frozenset({"bypassPermissions", "yolo"})
 
     # -- in ------------------------------------------------------------------------------
 

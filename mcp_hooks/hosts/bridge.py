@@ -40,10 +40,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from mcp_hooks.engine.asking import call_host_asks
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.engine.stopguard import StopGuard
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.hosts import UnknownHostError, get_host
+from mcp_hooks.hosts.asking import asks_natively
 from mcp_hooks.hosts.base import (
     FAULT_FIX,
     BridgeInputError,
@@ -61,6 +63,7 @@ from mcp_hooks.options import settings as read_settings
 from mcp_hooks.ownstdout import owned_stdout
 from mcp_hooks.registry.discovery import Registry, find_project_dir
 from mcp_hooks.settings import OnFault
+from mcp_hooks.spec.asking import Approver
 from mcp_hooks.spec.outcome import Event
 from mcp_hooks.state.url import close_store, store_for
 
@@ -124,7 +127,8 @@ def answer(host: Host, raw: bytes | Callable[[], bytes], options: BridgeOptions)
     outcome: Outcome | BaseException
     try:
         outcome = fire_call(call, options.common, hold_aid=not shows_aid(host, call),
-                            deadline=chain_deadline(host))
+                            deadline=chain_deadline(host),
+                            approve=call_host_asks if asks_natively(host, call) else None)
     except BaseException as exc:  # whatever it was (SystemExit, KeyboardInterrupt): a fault
         outcome = exc
     return answer_outcome(host, call, outcome, on_fault, payload)
@@ -169,11 +173,13 @@ def _write(reply: Reply, out: BinaryIO) -> None:
 
 
 def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False,
-              deadline: float | None = None) -> Outcome:
+              deadline: float | None = None, approve: Approver | None = None) -> Outcome:
     """Fire the translated call at a fresh engine over the registry the options describe
     (``hold_aid``: the host's reply cannot show waiting aid, leave it for a later event;
     ``deadline``: the host's chain deadline, ``Host.chain_deadline``, when it is shorter
-    than the ``chain_timeout`` setting)."""
+    than the ``chain_timeout`` setting; ``approve``: how a hook's ask reaches a person,
+    ``asking.call_host_asks`` where the host asks natively, else None: out of band within
+    the chain deadline, then the fallback, a deny naming the pending ask)."""
     settings = read_settings(args)  # ConfigError for a bad value: a deny naming it
     if deadline is not None and deadline < settings.chain_timeout:
         settings = replace(settings, chain_timeout=deadline)
@@ -193,7 +199,7 @@ def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False,
     engine = Engine(registry, settings, log=log, one_shot=True,
                     stop_guard=stop_guard(call, settings.stop_block_cap, store), store=store)
     try:
-        return engine.fire_blocking(event, hold_aid=hold_aid)
+        return engine.fire_blocking(event, hold_aid=hold_aid, approve=approve)
     finally:
         registry.close()
         close_store(store)

@@ -1,8 +1,10 @@
 """Claude Code: ``hooks`` in ``.claude/settings.json``; JSON on stdin, JSON on stdout.
 
 Carries over: a deny (``permissionDecision: deny`` on PreToolUse, ``decision: block`` where
-the event has it), a rewrite (``updatedInput``, with no permission decision so Claude Code's
-own permission prompt still happens), context (``additionalContext``), a rewritten tool
+the event has it), a hook's ask (``permissionDecision: ask`` with the hook's reason: Claude
+Code asks the person; not in ``bypassPermissions`` mode, where it would not), a rewrite
+(``updatedInput``, with no permission decision so Claude Code's own permission prompt still
+happens), context (``additionalContext``), a rewritten tool
 output (``updatedToolOutput``), the stop gate (``decision: block`` + ``reason`` on Stop and
 SubagentStop; ``stop_hook_active`` is passed to our loop guard). Warnings go to
 ``systemMessage`` (the user sees them) and stderr.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from mcp_hooks.hosts.asking import asks_natively, native_ask_reason
 from mcp_hooks.hosts.base import (
     CLAUDE_EVENTS,
     HOOK_TIMEOUT_S,
@@ -66,13 +69,16 @@ class ClaudeShaped(Host):
                 notes.append(f"{self.title} cannot block {event}; {outcome.blocked_by} said: "
                              f"{reason}")
         else:
+            if event == "PreToolUse" and outcome.ask is not None and asks_natively(self, call):
+                specific["permissionDecision"] = "ask"  # the host asks the person itself
+                specific["permissionDecisionReason"] = native_ask_reason(outcome.ask)
             if event == "PreToolUse":
                 rewritten, why = self.host_input(call, outcome)
                 if why:
                     notes.append(why)
                 if rewritten is not None:
                     specific["updatedInput"] = rewritten
-                    if self.rewrite_decision:
+                    if self.rewrite_decision and "permissionDecision" not in specific:
                         specific["permissionDecision"] = self.rewrite_decision
             elif outcome.modified_output is not None:
                 if event == "PostToolUse" and self.output_rewrite:
@@ -102,6 +108,7 @@ class ClaudeCode(ClaudeShaped):
     user_config = ("CLAUDE_CONFIG_DIR", ".claude", "settings.json")
     programs = ("claude",)
     native_vias = frozenset({"http", "mcp"})
+    native_ask = frozenset({"PreToolUse"})
     events: ClassVar[dict[str, str]] = dict(CLAUDE_EVENTS)
     install_events = tuple(events)
     tool_events = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})

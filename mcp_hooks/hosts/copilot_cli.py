@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from mcp_hooks.hosts.asking import asks_natively, native_ask_reason
 from mcp_hooks.hosts.base import (
     HOOK_TIMEOUT_S,
     Call,
@@ -53,6 +54,7 @@ _TAKES_CONTEXT = _CONTEXT | _PROMPT | {"sessionStart", "SessionStart"}
 class CopilotCli(Host):
     name = "copilot-cli"
     title = "Copilot CLI"
+    native_ask = _PRE_TOOL
     config_format = "flat"
     project_config = ".github/hooks/mcp-hooks.json"
     user_config = ("COPILOT_HOME", ".copilot", "hooks/mcp-hooks.json")
@@ -141,6 +143,19 @@ class CopilotCli(Host):
         return Reply.json({"permissionDecision": "deny", "permissionDecisionReason": reason},
                           stderr=f"mcp-hooks: {reason}\n")
 
+    def _allowed_call(self, call: Call, outcome: Outcome, notes: list[str]) -> dict[str, Any]:
+        """An allowed ``preToolUse``: the host's own ask (a hook asked), the rewrite."""
+        out: dict[str, Any] = {}
+        if outcome.ask is not None and asks_natively(self, call):
+            out = {"permissionDecision": "ask",  # Copilot CLI asks the person itself
+                   "permissionDecisionReason": native_ask_reason(outcome.ask)}
+        rewritten, why = self.host_input(call, outcome)
+        if why:
+            notes.append(why)
+        if rewritten is not None:
+            out["modifiedArgs"] = rewritten
+        return out
+
     def reply(self, call: Call, outcome: Outcome) -> Reply:
         event = call.host_event
         out: dict[str, Any] = {}
@@ -159,11 +174,7 @@ class CopilotCli(Host):
                 notes.append(f"Copilot CLI cannot block {event}; {outcome.blocked_by} said: "
                              f"{reason}")
         elif event in _PRE_TOOL:
-            rewritten, why = self.host_input(call, outcome)
-            if why:
-                notes.append(why)
-            if rewritten is not None:
-                out["modifiedArgs"] = rewritten
+            out = self._allowed_call(call, outcome, notes)
         if outcome.modified_output is not None and not outcome.denied:
             notes.append(f"Copilot CLI cannot rewrite the output of {event} from a command "
                          "hook; ignored")

@@ -41,6 +41,8 @@ class QwenCode(ClaudeShaped):
     project_config = ".qwen/settings.json"
     user_config = (None, ".qwen", "settings.json")
     programs = ("qwen",)
+    native_ask = frozenset({"PreToolUse"})  # headless: read as a deny with the reason
+    no_ask_modes = frozenset()  # yolo too: its ask is a deny there (run, docs/ask.md)
     shell_tool = "run_shell_command"
     events: ClassVar[dict[str, str]] = dict(CLAUDE_EVENTS)
     install_events = tuple(events)

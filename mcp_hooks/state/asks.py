@@ -19,7 +19,14 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from mcp_hooks.spec.asking import GRANT_TTL, AskAnswer, AskRecord, AskRequest, canonical_json
+from mcp_hooks.spec.asking import (
+    GRANT_TTL,
+    AskAnswer,
+    AskRecord,
+    AskRequest,
+    binding_of,
+    canonical_json,
+)
 from mcp_hooks.state.eventlog import now
 from mcp_hooks.state.store import (
     AskAnswered,
@@ -31,6 +38,7 @@ from mcp_hooks.state.store import (
 
 ASK = "ask:"
 BIND = "bind:"
+CALL = "call:"  # + the digest of session, event and tool: the last ask of that tool
 T = TypeVar("T")
 _TRIES = 64  # swaps lost to other writers before giving up (each loss is another's win)
 
@@ -89,10 +97,20 @@ class AskBook:
         record = AskRecord(request)
         if not self.ask_swap(ASK + request.id, None, _text(record), self._ttl(request)):
             raise StateUnavailable(f"ask {request.id} exists already (an id drawn twice)")
-        key = BIND + request.binding
-        for _ in range(_TRIES):
-            if self.ask_swap(key, self.ask_load(key), request.id, self._ttl(request)):
-                return
+        for key in (BIND + request.binding, CALL + call_of(request)):
+            for _ in range(_TRIES):
+                if self.ask_swap(key, self.ask_load(key), request.id, self._ttl(request)):
+                    break
+
+    def approved_elsewhere(self, request: AskRequest) -> AskRecord | None:
+        """The last ask of the same session, event and tool, approved for another input and
+        not used yet (an approval presented for a different call: never applied, reported)."""
+        ask_id = self.ask_load(CALL + call_of(request))
+        record = None if ask_id is None else self.get_ask(ask_id)
+        if (record is None or record.answer is None or not record.answer.approved
+                or record.used or record.request.binding == request.binding):
+            return None
+        return record
 
     def get_ask(self, ask_id: str) -> AskRecord | None:
         return _read(self.ask_load(ASK + ask_id))
@@ -168,6 +186,11 @@ def _check_open(record: AskRecord, ask_id: str) -> None:
             f"ask {ask_id} expired at "
             f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(record.request.expires))}; "
             "nobody waits on it now: let the agent make the call again and answer the new ask")
+
+
+def call_of(request: AskRequest) -> str:
+    """The digest of an ask's session, event and tool (its input left out)."""
+    return binding_of(request.session_id, request.event_type, request.tool_name, None)
 
 
 def ask_record(kind: str, request: AskRequest, **fields: Any) -> dict[str, Any]:

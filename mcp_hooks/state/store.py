@@ -80,6 +80,9 @@ gives: ``ask_load``, ``ask_swap`` (compare-and-set), ``ask_keys``):
   it first gets it), or kept (an approval ``for_session``); None when there is none.
 - ``pending_for(binding, session_id)``: the ask of this call still waiting, if any (a retry of
   the same call waits on it instead of asking again).
+- ``approved_elsewhere(request)``: the last ask of the same session, event and tool when it was
+  approved for another input (reported when a new ask is made: an approval never carries
+  over to another input).
 
 Thread safety: one store object is shared by every thread and task of its engine.
 """
@@ -185,4 +188,8 @@ class StateStore(Protocol):
 
     def pending_for(self, binding: str, session_id: str | None) -> AskRequest | None:
         """The ask of this call still waiting for an answer, if any."""
+        ...
+
+    def approved_elsewhere(self, request: AskRequest) -> AskRecord | None:
+        """The last ask of this session, event and tool, approved for another input."""
         ...

@@ -121,3 +121,26 @@ def test_mcp_hooks_never_imports_the_framework(python: Path) -> None:
     done = subprocess.run([str(python), "-c", code], capture_output=True, text=True,
                           timeout=120, stdin=subprocess.DEVNULL, check=True)
     assert done.stdout.strip() == "[]"
+
+
+ASKS_FOR_DANGER = """\
+payload=$(cat)
+case "$payload" in
+  *danger*) echo '{"decision": "ask", "reason": "danger files need a person"}' ;;
+esac
+exit 0
+"""
+
+
+@pytest.mark.parametrize("approved", [True, False])
+def test_an_ask_goes_to_the_approve_callback(
+        python: Path, user_dir: Path, project: Path, sandbox: Path, approved: bool) -> None:
+    write_hook(user_dir, "asker", script=ASKS_FOR_DANGER, extra=WRITE_TOOL_ONLY)
+    script = [ToolCall("write_file", {"path": "danger.txt", "text": "boom"}), Text("all done")]
+    with ScriptedModel(script) as model:
+        result = run(python, model, user_dir, project, sandbox, approve=approved)
+    assert result["asked"][0]["reason"] == "danger files need a person"
+    assert result["asked"][0]["tool_input"]["text"] == "boom"
+    assert (sandbox / "danger.txt").exists() is approved  # the call ran only once approved
+    if not approved:
+        assert "refused by the approve callback" in model.tool_results()[0]

@@ -161,3 +161,15 @@ def test_fire_on_a_terminal_asks_y_or_n(asker: Path, project: Path, typed: bytes
     assert proc.returncode == code
     outcome = json.loads(out)
     assert outcome["decision"] == ("allow" if code == 0 else "deny")
+
+
+def test_log_shows_the_asks(asker: Path, project: Path) -> None:
+    first = subprocess.run(_fire_args(asker, project), capture_output=True, text=True,
+                           timeout=120, stdin=subprocess.DEVNULL,
+                           env={**os.environ, "MCP_HOOKS_ASK_TIMEOUT": "0"})
+    ask_id = json.loads(first.stdout)["ask"]["id"]
+    assert run("approve", ask_id, "--by", "ann").returncode == 0
+    shown = run("log", "-n", "0").stdout
+    assert f"ASK {ask_id} hook=asker tool=Shell  reason: deletes need a person" in shown
+    assert f"ASK_TIMEOUT {ask_id} hook=asker nobody answered; deny" in shown
+    assert f"ASK_ANSWER {ask_id} hook=asker approved via cli by ann" in shown

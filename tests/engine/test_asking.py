@@ -256,3 +256,19 @@ async def test_hookkit_ask_one_shot_and_persistent(user_dir: Path, store: FileSt
     outcome = await _fire(user_dir, store, _shell(),
                           approve=_answering(AskAnswer(False, reason="no"), seen))
     assert outcome.denied and seen[0].reason == "hookkit asks: rm -rf build"
+
+
+@pytest.mark.anyio
+async def test_an_approval_for_other_arguments_is_refused_and_logged(
+        user_dir: Path, store: FileStore) -> None:
+    write_hook(user_dir, "asker", script=ASKS, extra="metadata:\n  ask_timeout: 0\n")
+    first = await _fire(user_dir, store, _shell("rm -rf build"))
+    assert first.ask is not None
+    answer(store, first.ask.id, AskAnswer(True, by="ann", channel="cli"))
+    other = await _fire(user_dir, store, _shell("rm -rf /"))
+    assert other.denied and other.ask is not None and other.ask.id != first.ask.id
+    assert any("approved for other arguments" in w for w in other.warnings)
+    mismatch = _records(store, "ask_mismatch")
+    assert mismatch[0]["approved_ask"] == first.ask.id
+    assert mismatch[0]["tool_input"] == {"command": "rm -rf /"}
+    assert (await _fire(user_dir, store, _shell("rm -rf build"))).decision == "allow"

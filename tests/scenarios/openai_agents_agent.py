@@ -7,9 +7,10 @@ Run by tests/adapters/test_adapter_openai_agents.py in the framework's venv
                                     "sandbox": ..., "mode": "run" | "sync" | "streamed"}'
 
 Its one tool, ``write_file(path, text)``, writes ``text`` to ``sandbox/path`` (the side effect
-a test looks for). ``run`` is ``await AgentsHooks.run``, ``sync`` is ``run_sync`` and
-``streamed`` is ``Runner.run_streamed`` on ``wrap_agent`` (tools gated, no stop gate). Prints one
-JSON line: the final output.
+a test looks for). With ``"approve": true|false`` a callback answers a hook's ask (and the
+asks it saw are printed under ``asked``). ``run`` is ``await AgentsHooks.run``, ``sync`` is
+``run_sync`` and ``streamed`` is ``Runner.run_streamed`` on ``wrap_agent`` (tools gated, no
+stop gate). Prints one JSON line: the final output.
 """
 
 from __future__ import annotations
@@ -45,8 +46,15 @@ def main() -> None:
     client = AsyncOpenAI(base_url=args["base_url"], api_key="test", max_retries=0)
     agent = Agent(name="worker", instructions="Do the task.", tools=[write_file],
                   model=OpenAIChatCompletionsModel(model="scripted", openai_client=client))
+    asked: list[dict[str, object]] = []
+    approve = None
+    if "approve" in args:  # a person's answer to a hook's ask, as a callback gives it
+        def approve(request: object) -> bool:
+            asked.append({"reason": request.reason, "tool_input": request.tool_input})
+            return bool(args["approve"])
     hooks = AgentsHooks(project_dir=args["project_dir"], user_dir=args["user_dir"],
-                        session_id="scenario", stop_block_cap=int(args.get("stop_block_cap", 8)))
+                        session_id="scenario", stop_block_cap=int(args.get("stop_block_cap", 8)),
+                        approve=approve)
     mode = args.get("mode", "run")
     if mode == "sync":
         final = hooks.run_sync(agent, "do the task").final_output
@@ -60,7 +68,7 @@ def main() -> None:
         final = asyncio.run(streamed())
     else:
         final = asyncio.run(hooks.run(agent, "do the task")).final_output
-    print(json.dumps({"final": final}))
+    print(json.dumps({"final": final, "asked": asked}))
 
 
 if __name__ == "__main__":
