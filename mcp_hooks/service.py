@@ -47,6 +47,7 @@ from mcp_hooks.registry.discovery import (
 )
 from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.settings import Settings
+from mcp_hooks.spec.asking import Approver
 from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.hookfile import MAX_HOOK_FILE, NAME_RE, HookSpec, parse_frontmatter
 from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, fault_outcome
@@ -244,12 +245,14 @@ class HookService:
         return registry
 
     async def fire(
-        self, event: Event, *, on_hook_done: Callable[[HookRun], Awaitable[None]] | None = None
+        self, event: Event, *, on_hook_done: Callable[[HookRun], Awaitable[None]] | None = None,
+        approve: Approver | None = None,
     ) -> Outcome:
         """Fire an event at the hooks of its ``work_dir``'s project (root-checked).
 
         A project whose hooks cannot be loaded is a fault (``fault_outcome``); anything
         else that breaks (the engine's, ``Engine.fire``) is raised to the door's one guard.
+        ``approve``: the door's way to ask a person when a hook asks (``spec/asking.py``).
 
         Raises:
             BadRequest: the work_dir is outside the roots (or not an existing folder).
@@ -261,7 +264,7 @@ class HookService:
             engine = await self._engine(project)
             if work_dir != event.work_dir:
                 event = dataclasses.replace(event, work_dir=work_dir)
-            return await engine.fire(event, on_hook_done=on_hook_done)
+            return await engine.fire(event, on_hook_done=on_hook_done, approve=approve)
         except ServiceUnavailable as exc:
             return self.fault(name, str(exc))
 

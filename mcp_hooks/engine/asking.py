@@ -34,11 +34,11 @@ import contextlib
 import functools
 import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp_hooks.engine.chain import Chain
-from mcp_hooks.engine.offloop import call_off_loop, pause
+from mcp_hooks.engine.offloop import _on_a_loop, call_off_loop, pause
 from mcp_hooks.errors import ConfigError, RunError
 from mcp_hooks.settings import Settings, _ask_seconds, _on_ask_unavailable
 from mcp_hooks.spec.asking import GRANT_TTL, Approver, AskAnswer, AskRequest, binding_of
@@ -80,6 +80,20 @@ async def call_host_asks(request: AskRequest) -> AskAnswer:
     """The approver of a door whose host asks the person itself (Claude Code's
     ``permissionDecision: "ask"``): defer to it."""
     return AskAnswer(True, channel=HOST)
+
+
+async def _within(answer: Awaitable[AskAnswer | None], until: float, one_shot: bool
+                  ) -> AskAnswer | None:
+    """A door's approver, until ``until`` (monotonic) at the latest: None past it (the door
+    holds the call no longer than the ask timeout). Where nothing suspends (a one-shot
+    engine, an inline chain) the approver awaits nothing: awaited as it is."""
+    if one_shot or not _on_a_loop():
+        return await answer
+    import anyio  # lazy: 2.2 ms of a one-shot `fire`, which never calls this (-X importtime)
+
+    with anyio.move_on_after(max(until - time.monotonic(), 0.0)):
+        return await answer  # an approver that answers without waiting: even with no time
+    return None
 
 
 def as_approver(callback: Callable[[AskRequest], Any] | None) -> Approver | None:
@@ -195,8 +209,12 @@ class Asker:
     async def _ask(self, chain: Chain, request: AskRequest, approve: Approver | None,
                    timeout: float) -> AskAnswer | None:
         """The door's approver, else the store until the time is up; None: no answer."""
+        # never past the chain deadline (a bridge's: below its host's hook timeout), leaving
+        # the links after this one a little of it; the door's approver included
+        reserve = min(RESERVE, chain.budget * 0.1)
+        until = time.monotonic() + min(timeout, max(chain.left() - reserve, 0.0))
         if approve is not None:
-            given = await approve(request)
+            given = await _within(approve(request), until, self._one_shot)
             if given is not None and given.channel == HOST:
                 self._log("ask_answer", request, approved=None, channel=HOST, by="")
                 return given
@@ -205,11 +223,7 @@ class Asker:
             if given is not None:
                 recorded: AskAnswer | None = await self._blocking(self._record, request, given)
                 return recorded
-        # never past the chain deadline (a bridge's: below its host's hook timeout), leaving
-        # the links after this one a little of it
-        reserve = min(RESERVE, chain.budget * 0.1)
-        wait = min(timeout, max(chain.left() - reserve, 0.0))
-        return await self._wait(request, time.monotonic() + wait)
+        return await self._wait(request, until)
 
     def _record(self, request: AskRequest, given: AskAnswer) -> AskAnswer | None:
         """Store the door's answer (an out-of-band one that came first stands instead) and

@@ -17,6 +17,7 @@ server)::
     results         tool results in wire form: cleaned, shown to hooks, rewritten, refused
     sessions        downstream sessions and their session_start / session_end
     fast            the stdio fast path's own answers to plain tools/call requests
+    relay           an upstream's elicitation and sampling, passed to the client of the call
     startup         serving at once: the listing window, requests that wait for a start
     upstream        one upstream's state machine: start, list, call, watch, restart
     upstream_stdio  the stdio transport to an upstream, with the raw tools/call channel

@@ -37,6 +37,7 @@ from anyio.abc import TaskGroup
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ListenHandler,
@@ -55,7 +56,8 @@ from mcp_hooks.proxy.catalog import STATUS_URI, Catalog, NameMemory
 from mcp_hooks.proxy.config import UpstreamSpec, upstream_secrets
 from mcp_hooks.proxy.fast import FastPath
 from mcp_hooks.proxy.gate import Gate
-from mcp_hooks.proxy.results import strip_stamp
+from mcp_hooks.proxy.relay import request_peer
+from mcp_hooks.proxy.results import error_result, strip_stamp
 from mcp_hooks.proxy.sessions import DownstreamSession, Sessions
 from mcp_hooks.proxy.startup import LISTING_WINDOW, Startup
 from mcp_hooks.proxy.upstream import (
@@ -66,6 +68,7 @@ from mcp_hooks.proxy.upstream import (
     UpstreamError,
 )
 from mcp_hooks.server import transport
+from mcp_hooks.server.approval import RoundGuard, RoundRefused, take_round
 from mcp_hooks.server.health import health_routes
 from mcp_hooks.server.stdio import stdio_transport
 from mcp_hooks.settings import Settings
@@ -200,6 +203,10 @@ class Proxy:
             on_subscriptions_listen=ListenHandler(self._bus),
         )
         self.server.middleware.append(_SessionMiddleware(self.sessions))
+        # an ask's input_required round: its requestState sealed under this process's key,
+        # bound to the tool and its exact arguments (``server/approval.py``)
+        self.server.middleware += [RoundGuard(lambda: engine.store), RequestStateBoundary(
+            RequestStateSecurity.ephemeral(), default_audience="mcp-hooks-proxy")]
         self._fast = FastPath(self.catalog, self.sessions, self.gate,
                               lambda: self.server.server_info_stamp)
 
@@ -332,10 +339,19 @@ class Proxy:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         await self._await_tool(params.name)
-        result = await self.gate.call_tool(self.sessions.of(ctx), params.name,
-                                           dict(params.arguments or {}), _progress_forwarder(ctx))
+        session = self.sessions.of(ctx)
+        if params.request_state is not None:  # the retry of an ask's round: its answer first
+            try:
+                await take_round(self.engine.store, params.request_state,
+                                 params.input_responses, session.client or "")
+            except RoundRefused as exc:
+                return types.CallToolResult.model_validate(error_result(str(exc)))
+        result = await self.gate.call_tool(session, params.name, dict(params.arguments or {}),
+                                           _progress_forwarder(ctx), request_peer(ctx, session.id))
+        if result.get("resultType") == "input_required":
+            return types.InputRequiredResult.model_validate(result, by_name=False)
         return types.CallToolResult.model_validate(result, by_name=False)
 
     # -- resources ------------------------------------------------------------------------

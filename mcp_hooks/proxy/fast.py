@@ -1,7 +1,8 @@
 """The stdio fast path's own answers: plain ``tools/call`` requests the proxy answers itself,
 straight off the wire, instead of the SDK server (``stdio.FastPath``).
 
-Taken only for plain calls (no progress token, no 2026 input rounds) to a known tool, on a
+Taken only for plain calls (no progress token, no 2026 input rounds, no 2026 client that
+declared elicitation: its asks are input rounds) to a known tool, on a
 connection whose era the SDK server has already settled: a handshake-era connection after
 ``initialize`` (at a version with structured content), or a 2026-07-28 request with its
 envelope, after the SDK has served one. Everything else (and anything unusual) is left to
@@ -20,10 +21,18 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hooks.proxy.catalog import Catalog
 from mcp_hooks.proxy.gate import Gate
+from mcp_hooks.proxy.relay import Peer, connection_peer, modern_peer
 from mcp_hooks.proxy.sessions import DownstreamSession, Sessions
 
 _FAST_PARAMS = frozenset(("name", "arguments", "_meta"))
 _STRUCTURED_SINCE = "2025-06-18"  # the first handshake version with structuredContent
+
+
+def _elicits(meta: dict[str, Any]) -> bool:
+    """Whether a 2026-07-28 request's client declared elicitation: a hook's ask is then an
+    ``input_required`` round, whose ``requestState`` only the SDK server seals."""
+    capabilities = meta.get(types.CLIENT_CAPABILITIES_META_KEY)
+    return isinstance(capabilities, dict) and capabilities.get("elicitation") is not None
 
 
 class FastPath:
@@ -72,20 +81,22 @@ class FastPath:
             if session is None or not connection.initialize_accepted \
                     or connection.protocol_version < _STRUCTURED_SINCE:
                 return None
-            modern = False
+            modern, peer = False, connection_peer(connection, session.id)
         elif version in MODERN_PROTOCOL_VERSIONS and sessions.modern_seen \
-                and types.CLIENT_CAPABILITIES_META_KEY in meta and not sessions.connections:
+                and types.CLIENT_CAPABILITIES_META_KEY in meta and not sessions.connections \
+                and not _elicits(meta):
             session, modern = sessions.shared(None), True
+            peer = modern_peer(session.id)
         else:
             return None
-        return self._answer(rid, session, name, dict(arguments), modern)
+        return self._answer(rid, session, name, dict(arguments), modern, peer)
 
     async def _answer(
         self, rid: str | int, session: DownstreamSession, name: str,
-        arguments: dict[str, Any], modern: bool,
+        arguments: dict[str, Any], modern: bool, peer: Peer,
     ) -> dict[str, Any]:
         try:
-            result = await self._gate.call_tool(session, name, arguments)
+            result = await self._gate.call_tool(session, name, arguments, peer=peer)
         except MCPError as exc:
             return {"jsonrpc": "2.0", "id": rid,
                     "error": exc.error.model_dump(mode="json", exclude_none=True)}

@@ -41,6 +41,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.proxy.catalog import Catalog
+from mcp_hooks.proxy.relay import Peer, approvers, ask_round
 from mcp_hooks.proxy.results import (
     append_context,
     apply_modified_output,
@@ -52,6 +53,7 @@ from mcp_hooks.proxy.results import (
 )
 from mcp_hooks.proxy.sessions import DownstreamSession
 from mcp_hooks.proxy.upstream import UpstreamError
+from mcp_hooks.spec.asking import Approver
 from mcp_hooks.spec.outcome import Event, Outcome, fault_outcome
 from mcp_hooks.spec.vocabulary import MCP_CLIENTS, CallerTool, caller_tool, unexpressible
 
@@ -70,15 +72,18 @@ class Gate:
         self.engine = engine
         self.catalog = catalog
 
-    async def fire(self, event: Event | Callable[[], Event], kind: str | None = None) -> Outcome:
-        """Fire an event (or build it, then fire it: ``kind`` names it for a fault).
+    async def fire(self, event: Event | Callable[[], Event], kind: str | None = None,
+                   approve: Approver | None = None) -> Outcome:
+        """Fire an event (or build it, then fire it: ``kind`` names it for a fault);
+        ``approve``: the client's way to ask a person when a hook asks (``relay.Peer``).
 
         The proxy's one guard (``guard.py``): whatever building or firing raises, but the
         cancellation of the call, is a fault (``fault_outcome`` under the engine's policy:
         a deny for an event that can block), never a crash of the proxy."""
         name = event.event_type if isinstance(event, Event) else kind or "before_tool"
         try:
-            return await self.engine.fire(event if isinstance(event, Event) else event())
+            return await self.engine.fire(event if isinstance(event, Event) else event(),
+                                          approve=approve)
         except BaseException as exc:  # an event that cannot fire never takes the proxy down
             if passes_through(exc):  # the client cancelled the call, or the proxy stops
                 raise
@@ -92,8 +97,10 @@ class Gate:
         name: str,
         arguments: dict[str, Any],
         progress: ProgressFnT | None = None,
+        peer: Peer | None = None,
     ) -> dict[str, Any]:
-        """One ``tools/call`` through the hooks; the result in wire form.
+        """One ``tools/call`` through the hooks; the result in wire form. ``peer``: the
+        client, asked what the upstream asks of the user during the call (``relay``).
 
         Raises:
             MCPError: the upstream answered with a protocol error (after
@@ -115,9 +122,13 @@ class Gate:
 
         call = caller_tool(MCP_CLIENTS, name, arguments)  # what the hooks see
         # the gate itself broken is a deny: fail closed rather than run the tool unchecked
-        before = await self.fire(lambda: event("before_tool", call), "before_tool")
+        approve, approve_after = approvers(peer)  # the client asks a person when a hook asks
+        before = await self.fire(lambda: event("before_tool", call), "before_tool", approve)
         if before.denied:
             return error_result(deny_text(before, name, ran=False))
+        asking = ask_round(peer, before)
+        if asking is not None:  # a 2026-07-28 client's form: it retries with the answer
+            return asking
         if before.modified_input is not None:
             rewritten, why = call.to_caller(before.modified_input)  # back to the tool's keys
             if rewritten is None:  # never run the input a hook replaced: a fault of ours
@@ -130,7 +141,7 @@ class Gate:
                 call = caller_tool(MCP_CLIENTS, name, arguments)
 
         try:
-            result = clean_result(await upstream.call_tool(tool, arguments, progress))
+            result = clean_result(await upstream.call_tool(tool, arguments, progress, peer))
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self.fire(lambda: event("after_tool_failure", call,
@@ -155,7 +166,8 @@ class Gate:
 
         # the upstream's result that cannot be made an event is a fault too (``fire``)
         after = await self.fire(lambda: event("after_tool", call,
-                                              tool_output=tool_output(result)), "after_tool")
+                                              tool_output=tool_output(result)), "after_tool",
+                                approve_after)
         if after.denied:
             return error_result(deny_text(after, name, ran=True))
         if after.modified_output is not None:

@@ -13,11 +13,10 @@ the backoff since the last failure has not run out (the first restart is immedia
 2, 4 ... 30 s). Every request is bounded by the upstream's timeout, start-up included: the
 proxy never hangs.
 
-Transports: a stdio upstream is spawned by ``upstream_stdio.stdio_upstream`` rather than the
-SDK's ``stdio_client`` (it carries the proxy's raw ``tools/call`` requests, and keeps the exit
-status and the last lines of stderr for error messages); with ``fast_stdio=False``
-(``MCP_HOOKS_PROXY_STDIO=sdk``) the SDK's ``stdio_client`` is used, as it is on Windows.
-Streamable HTTP and SSE upstreams use the SDK's clients.
+Transports: stdio upstreams are spawned by ``upstream_stdio.stdio_upstream`` (raw ``tools/call``
+requests, exit status and stderr in errors), or by the SDK's ``stdio_client`` with
+``fast_stdio=False`` (``MCP_HOOKS_PROXY_STDIO=sdk``) and on Windows; HTTP and SSE by the SDK.
+What an upstream asks of the user during a call goes to that call's client (``relay``).
 """
 
 from __future__ import annotations
@@ -48,6 +47,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hooks.errors import RunError
 from mcp_hooks.proxy.config import UpstreamSpec
+from mcp_hooks.proxy.relay import Peer, Relay
 from mcp_hooks.proxy.upstream_stdio import Run, StderrTail, exited, stdio_upstream
 from mcp_hooks.server.sdk_compat import TransportStreams, create_mcp_http_client
 from mcp_hooks.state.eventlog import EventLog
@@ -66,10 +66,8 @@ _T = TypeVar("_T")
 
 
 class UpstreamError(RunError):
-    """An upstream could not serve a request (down, timed out, died meanwhile).
-
-    The message is written for the agent: it names the upstream and says what happened.
-    """
+    """An upstream could not serve a request (down, timed out, died meanwhile); the message,
+    written for the agent, names the upstream and says what happened."""
 
 
 def now_iso() -> str:
@@ -231,6 +229,7 @@ class Upstream:
         # the raw fast path speaks it); a server that refuses it is retried with "auto".
         self._mode = "legacy" if spec.transport == "stdio" else "auto"
         self._fast_stdio = fast_stdio and sys.platform != "win32"
+        self.relay = Relay(spec.name, self.timeout)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -341,7 +340,8 @@ class Upstream:
         try:
             with anyio.CancelScope(deadline=deadline) as scope:
                 client = Client(self._transport(run, errlog), mode=self._mode, cache=None,
-                                message_handler=self._on_message)
+                                message_handler=self._on_message, sampling_callback=self.relay
+                                .sample, elicitation_callback=self.relay.elicit)
                 async with client:
                     if errlog is not None:
                         errlog.close()  # the server has its copy; EOF comes when it exits
@@ -547,10 +547,11 @@ class Upstream:
         return result
 
     async def call_tool(
-        self, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None = None
+        self, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None = None,
+        peer: Peer | None = None,
     ) -> dict[str, Any]:
         """Call a tool; the result in its wire form (``content``, ``structuredContent``,
-        ``isError``, ``_meta``).
+        ``isError``, ``_meta``). What the upstream asks of the user meanwhile goes to ``peer``.
 
         Raises:
             UpstreamError: as ``request``.
@@ -571,7 +572,8 @@ class Upstream:
                                                       exclude_none=True)
             return dumped
 
-        return await self.request(f"tools/call {tool!r}", send)
+        with self.relay.calling(peer):
+            return await self.request(f"tools/call {tool!r}", send)
 
     def status(self) -> dict[str, Any]:
         """This upstream's entry in ``hooks://proxy/status``."""

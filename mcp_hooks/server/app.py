@@ -52,7 +52,7 @@ from mcp.server.mcpserver.prompts import Prompt
 from mcp.server.mcpserver.resources import FunctionResource
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from mcp_types import Resource as MCPResource
 from pydantic import Field, ValidationError
 
@@ -61,6 +61,7 @@ from mcp_hooks.errors import InvalidEventError, MCPHooksError
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.hosts.forward import bridge_routes, register_bridge_tool
 from mcp_hooks.server import prompts
+from mcp_hooks.server.approval import RoundGuard, door_approver, input_required, take_round
 from mcp_hooks.server.asks import ask_routes
 from mcp_hooks.server.health import health_routes, store_ready
 from mcp_hooks.server.results import (
@@ -274,7 +275,7 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
         error: Annotated[Any, Field(description=FIRE["error"])] = None,
         payload: Annotated[dict[str, Any] | None, Field(description=FIRE["payload"])] = None,
         context: Annotated[dict[str, Any] | None, Field(description=FIRE["context"])] = None,
-    ) -> Annotated[CallToolResult, Outcome]:
+    ) -> Annotated[CallToolResult, Outcome] | InputRequiredResult:
         name = canonical_event(event_type)  # UnknownEventError: a tool error
         try:  # this door's one guard (``guard.py``): nothing under it catches for it
             fault = _unprocessable((tool_input, tool_output, error, payload, context))
@@ -293,7 +294,9 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
                 tool_output=tool_output, error=error, payload=payload or {},
                 context=context or {},
             )
-            outcome = await service.fire(event, on_hook_done=_Progress(ctx, service, event))
+            outcome = await _fire_asking(service, ctx, event)  # a person, if a hook asks
+            if isinstance(outcome, InputRequiredResult):
+                return outcome  # the approval form, as the 2026-07-28 client's round
             # a rewrite in the caller's keys; a tool event with no tool name, a warning
             return _fired(answered(name, outcome, call, service.on_fault, tool_name))
         except _MISTAKES:  # the caller's (a malformed field, a work_dir outside the roots)
@@ -373,6 +376,7 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
         instructions=prompts.INSTRUCTIONS, tools=tools, subscriptions=notifier.bus,
     )
     server.middleware.append(notifier.track)
+    server.middleware.insert(0, RoundGuard(lambda: service.store))  # outside the SDK's seal
     service.add_listener(notifier.hooks_changed)
     # handshake-era clients see resources.listChanged (the SDK's transports never ask for it)
     default_notification_options(server, NotificationOptions(resources_changed=True))
@@ -421,6 +425,23 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
         description=prompts.PROMPT_DESCRIPTION,
     ))
     return server
+
+
+async def _fire_asking(service: HookService, ctx: Context[Any, Any], event: Event
+                       ) -> Outcome | InputRequiredResult:
+    """Fire with the client's way to ask a person (``approval``): the form now, or the
+    ``input_required`` round of a 2026-07-28 client, whose retry's answer is stored first."""
+    approve, deferral = door_approver(ctx.request_context)
+    if ctx.request_state is not None:  # the retry of a round: its answer first
+        params = ctx.request_context.session.client_params
+        await take_round(service.store, ctx.request_state, ctx.input_responses,
+                         params.client_info.name if params is not None else "")
+    outcome = await service.fire(event, on_hook_done=_Progress(ctx, service, event),
+                                 approve=approve)
+    if deferral is not None and deferral.request is not None \
+            and outcome.ask is not None and not outcome.denied:
+        return input_required(deferral.request)
+    return outcome
 
 
 class _Progress:

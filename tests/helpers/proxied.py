@@ -40,12 +40,14 @@ async def proxied(
     message_handler: Callable[[Any], Awaitable[None]] | None = None,
     env: dict[str, str] | None = None,
     settle: bool = True,
+    **handlers: Any,
 ) -> AsyncIterator[Client]:
     """An SDK client over stdio to ``mcp-hooks proxy ARGS`` (the console script).
 
     The proxy answers ``initialize`` before its upstreams are up
     (tests/proxy/test_proxy_startup.py);
     with ``settle`` the client is handed over once no upstream is ``starting`` any more.
+    ``handlers``: the client's ``elicitation_callback``, ``sampling_callback``.
     """
     params = StdioServerParameters(
         command=MCP_HOOKS,
@@ -53,7 +55,7 @@ async def proxied(
               "--log", str(tmp_path / "events.jsonl")],
         env={**os.environ, **(env or {})}, cwd=str(project),
     )
-    async with Client(params, mode=mode, message_handler=message_handler) as client:
+    async with Client(params, mode=mode, message_handler=message_handler, **handlers) as client:
         if settle:
             await settled(client)
         yield client

@@ -16,6 +16,7 @@ template and a prompt.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -23,8 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.message import ServerMessageMetadata
 from pydantic import BaseModel
 
 
@@ -86,6 +89,10 @@ def build(name: str, root: Path, keep: set[str] | None = None) -> MCPServer:
         server.add_tool(rendezvous, description="Wait until COUNT calls sharing FOLDER are "
                         "under way at once.")
 
+    for extra in _asking_tools():  # only on request: not in the default set
+        if keep is not None and extra.__name__ in keep:
+            server.add_tool(extra, description=extra.__doc__)
+
     @tool("Report progress three times, then finish.")
     async def progress(ctx: Context) -> str:
         for step in (1, 2, 3):
@@ -139,6 +146,61 @@ def build(name: str, root: Path, keep: set[str] | None = None) -> MCPServer:
         return f"Hello {who}, from {name}."
 
     return server
+
+
+class Reply(BaseModel):
+    """The form ``ask_user`` shows."""
+
+    answer: str
+    sure: bool = False
+
+
+def _modern(ctx: Context) -> bool:
+    return bool(ctx.protocol_version and ctx.protocol_version.startswith("2026"))
+
+
+def _asking_tools() -> list[Callable[..., Any]]:
+    """Tools that ask the client during the call: on a handshake-era connection with a
+    server-to-client request, on 2026-07-28 with an ``input_required`` result."""
+
+    async def ask_user(question: str, ctx: Context) -> Any:
+        """Ask the user QUESTION in a form; say what came back."""
+        if not _modern(ctx):
+            got = await ctx.elicit(question, Reply)
+            data = got.data.model_dump() if got.action == "accept" else None
+            return json.dumps({"action": got.action, "content": data})
+        responses = ctx.input_responses
+        if not responses:
+            schema = {"type": "object", "properties": {"answer": {"type": "string"},
+                                                       "sure": {"type": "boolean"}},
+                      "required": ["answer"]}
+            return types.InputRequiredResult(input_requests={"q": types.ElicitRequest(
+                params=types.ElicitRequestFormParams(message=question,
+                                                     requested_schema=schema))})
+        reply = responses["q"]
+        assert isinstance(reply, types.ElicitResult)
+        return json.dumps({"action": reply.action, "content": reply.content})
+
+    async def sample(prompt: str, ctx: Context) -> Any:
+        """Ask the client's model to complete PROMPT; say what it answered."""
+        params = types.CreateMessageRequestParams(messages=[types.SamplingMessage(
+            role="user", content=types.TextContent(type="text", text=prompt))], max_tokens=50)
+        if not _modern(ctx):
+            result = await ctx.session.send_request(
+                types.CreateMessageRequest(params=params), types.CreateMessageResult,
+                metadata=ServerMessageMetadata(related_request_id=ctx.request_id))
+        else:
+            responses = ctx.input_responses
+            if not responses:
+                return types.InputRequiredResult(input_requests={
+                    "s": types.CreateMessageRequest(params=params)})
+            result = responses["s"]
+        assert isinstance(result, types.CreateMessageResult)
+        content = result.content
+        text = content.text if isinstance(content, types.TextContent) else repr(content)
+        return f"{result.model}: {text}"
+
+    return [ask_user, sample]
 
 
 def main() -> None:

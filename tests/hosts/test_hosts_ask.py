@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import MCP_HOOKS, write_hook
-from tests.hosts.test_hosts_bridge import _rm, bridge
+from tests.helpers.bridges import bridge, rm_call
 
 ASKS = """cat >/dev/null
 echo '{"decision": "ask", "reason": "deletes need a person"}'
@@ -52,7 +52,7 @@ def _pending() -> list[dict[str, Any]]:
     ("copilot-cli", "preToolUse.bash")])
 def test_a_host_with_an_ask_gets_its_own_ask_with_the_reason(
         asker: Path, user_dir: Path, project: Path, host: str, name: str) -> None:
-    payload, flags = _rm(host, name, project)
+    payload, flags = rm_call(host, name, project)
     done = _bridge(host, payload, user_dir, flags)
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
@@ -66,7 +66,7 @@ def test_a_host_with_an_ask_gets_its_own_ask_with_the_reason(
 
 def test_claude_code_in_bypass_mode_is_denied_not_asked(
         asker: Path, user_dir: Path, project: Path) -> None:
-    payload, flags = _rm("claude-code", "PreToolUse.rm", project)
+    payload, flags = rm_call("claude-code", "PreToolUse.rm", project)
     payload["permission_mode"] = "bypassPermissions"
     done = _bridge("claude-code", payload, user_dir, flags, NO_WAIT)
     specific = json.loads(done.stdout)["hookSpecificOutput"]
@@ -79,7 +79,7 @@ def test_claude_code_in_bypass_mode_is_denied_not_asked(
     ("kimi-cli", "PreToolUse.rm")])
 def test_a_host_without_an_ask_is_denied_with_the_id_and_a_retry_after_approval_passes(
         asker: Path, user_dir: Path, project: Path, host: str, name: str) -> None:
-    payload, flags = _rm(host, name, project)
+    payload, flags = rm_call(host, name, project)
     first = _bridge(host, payload, user_dir, flags, NO_WAIT)
     pending = _pending()
     assert len(pending) == 1
@@ -100,7 +100,7 @@ def test_a_bridge_never_waits_past_the_chain_deadline(
     """A host with no ask, a person who never answers, an ask_timeout far beyond the chain
     deadline: the bridge answers (a deny naming the ask) within the deadline, not the ask's
     timeout (the subprocess timeout only stops a hang)."""
-    payload, flags = _rm("gemini-cli", "BeforeTool.rm", project)
+    payload, flags = rm_call("gemini-cli", "BeforeTool.rm", project)
     done = _bridge("gemini-cli", payload, user_dir, flags,
                    {"MCP_HOOKS_ASK_TIMEOUT": "3600", "MCP_HOOKS_CHAIN_TIMEOUT": "2"})
     answer = json.loads(done.stdout)

@@ -20,8 +20,7 @@ import pytest
 
 from mcp_hooks.hosts.doctor import host_deny_reason
 from tests.conftest import MCP_HOOKS, write_hook
-
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "hosts"
+from tests.helpers.bridges import bridge, fixture, rm_call
 
 RECORD = 'cat > "$RECORD_DIR/$AGENT_HOOKS_EVENT.json"\n'
 REWRITE_EDIT = """\
@@ -38,12 +37,6 @@ data = dict(payload["tool_input"])
 data["command"] = data["command"] + " -- --ci"
 print(json.dumps({"modified_input": data}))
 """
-
-
-def fixture(host: str, name: str, project: Path) -> dict[str, Any]:
-    text = (FIXTURES / host / f"{name}.json").read_text().replace("$PROJECT", str(project))
-    data: dict[str, Any] = json.loads(text)
-    return data
 
 
 @pytest.fixture
@@ -73,18 +66,6 @@ def hooks(project_hooks: Path, tmp_path: Path) -> Path:
     return records
 
 
-def bridge(host: str, payload: Any, user_dir: Path, records: Path | None = None,
-           *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    if records is not None:
-        env["RECORD_DIR"] = str(records)
-    data = payload if isinstance(payload, str) else json.dumps(payload)
-    return subprocess.run(
-        [MCP_HOOKS, "bridge", host, "--user-dir", str(user_dir), *args],
-        input=data, capture_output=True, text=True, env=env, timeout=60,
-    )
-
-
 def out(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert result.returncode == 0, result.stderr
     if not result.stdout.strip():
@@ -99,16 +80,6 @@ def recorded(records: Path, event: str) -> dict[str, Any]:
 
 
 # -- a dangerous shell command is blocked in each host's own form ----------------------------
-
-
-def _rm(host: str, name: str, project: Path) -> tuple[dict[str, Any], list[str]]:
-    payload = fixture(host, name, project)
-    flags: list[str] = []
-    if host == "codex":
-        payload["tool_input"]["command"] = "rm -rf build"
-    if host == "copilot-cli":
-        flags = ["--event", "preToolUse"]
-    return payload, flags
 
 
 @pytest.mark.parametrize(("host", "name", "check"), [
@@ -137,7 +108,7 @@ def _rm(host: str, name: str, project: Path) -> tuple[dict[str, Any], list[str]]
 ])
 def test_a_dangerous_command_is_blocked(host: str, name: str, check: Any, hooks: Path,
                                         user_dir: Path, project: Path) -> None:
-    payload, flags = _rm(host, name, project)
+    payload, flags = rm_call(host, name, project)
     result = bridge(host, payload, user_dir, hooks, *flags)
     answer = out(result)
     assert check(answer), answer

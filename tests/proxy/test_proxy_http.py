@@ -8,9 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -22,42 +19,13 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import MCP_HOOKS, write_hook
+from tests.helpers.http_clients import free_port, http_client, wait_listening
 from tests.helpers.proxied import UPSTREAM, proxied, recorder, records, text_of, upstream, wait_for
 from tests.helpers.raw_session import running
 
 pytestmark = pytest.mark.anyio
 
 TOKEN = "proxy-test-token"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def wait_listening(port: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"nothing listens on port {port}")
-
-
-@asynccontextmanager
-async def http_client(url: str, transport: str, token: str) -> AsyncIterator[Client]:
-    headers = {"Authorization": f"Bearer {token}"}
-    if transport == "sse":
-        async with Client(sse_client(url, headers=headers)) as client:
-            yield client
-    else:
-        async with httpx2.AsyncClient(headers=headers, timeout=30) as http, \
-                Client(streamable_http_client(url, http_client=http)) as client:
-            yield client
 
 
 @pytest.mark.parametrize("transport", ["http", "sse"])

@@ -12,8 +12,10 @@ import json
 import os
 import queue
 import re
+import shlex
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from tests.helpers.shared_cache import npm_package
 from tests.helpers.transports import TOKEN, served
 
 HERE = Path(__file__).resolve().parents[1] / "ts_client"
+UPSTREAM = Path(__file__).resolve().parents[1] / "helpers" / "upstream_server.py"
 
 
 def _wanted_version(package: str = "@modelcontextprotocol/sdk") -> str:
@@ -200,3 +203,75 @@ def test_inspector_with_the_header_just_works(
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["tools"]) == 4  # with respond_to_signal
     assert not any(".well-known" in r or "/register" in r for r in seen), seen
+
+
+# -- a hook's ask: the approval form in the TypeScript SDK's elicitation handler -------------
+
+ASKS = "echo '{\"decision\": \"ask\", \"reason\": \"deleting needs a person\"}'\n"
+ASK_CALL = {"event_type": "before_tool", "session_id": "ts-1", "tool_name": "Bash",
+            "tool_input": {"command": "make clean-all"}}
+
+
+def ask_args(action: str, content: dict[str, Any] | None, tool: str, arguments: dict[str, Any]
+             ) -> list[str]:
+    return ["ask", action, json.dumps(content) if content is not None else "-", tool,
+            json.dumps(arguments)]
+
+
+@pytest.mark.parametrize(("action", "content", "decision"), [
+    ("accept", {"approve": True}, "allow"),
+    ("accept", {"approve": False, "reason": "not from here"}, "deny"),
+    ("decline", None, "deny"),
+    ("cancel", None, "deny"),
+    ("none", None, "deny"),
+])
+def test_typescript_client_answers_the_ask_form(
+    ts_client: Path, serve_args: list[str], user_dir: Path, action: str,
+    content: dict[str, Any] | None, decision: str,
+) -> None:
+    write_hook(user_dir, "asker", script=ASKS,
+               extra="matcher:\n  tool: Shell\nmetadata:\n  ask_timeout: 1\n")
+    got = run_client(ts_client, *ask_args(action, content, "fire_hook_event", ASK_CALL),
+                     "stdio", MCP_HOOKS, *serve_args)
+    assert got["result"]["structured"]["decision"] == decision, got
+    if action == "none":
+        assert got["forms"] == []
+        assert "mcp-hooks approve" in got["result"]["structured"]["reason"]
+    else:
+        [form] = got["forms"]
+        assert "deleting needs a person" in form and "make clean-all" in form
+
+
+def test_typescript_client_asked_over_http(
+    ts_client: Path, serve_args: list[str], user_dir: Path
+) -> None:
+    write_hook(user_dir, "asker", script=ASKS, extra="matcher:\n  tool: Shell\n")
+    with served([*serve_args, "--transport", "http", "--port", "0", "--token", TOKEN]) as server:
+        got = run_client(ts_client, *ask_args("accept", {"approve": True}, "fire_hook_event",
+                                              ASK_CALL), "http", server.url, TOKEN)
+    assert got["result"]["structured"]["decision"] == "allow", got
+    assert len(got["forms"]) == 1
+
+
+def test_typescript_client_behind_the_proxy(
+    ts_client: Path, project: Path, user_dir: Path, tmp_path: Path
+) -> None:
+    """Through ``mcp-hooks proxy`` in front of a real upstream: refused, the upstream never
+    sees the call; approved, it writes exactly the approved content."""
+    write_hook(user_dir, "asker", script=ASKS, extra="matcher:\n  tool: write_file\n")
+    root = tmp_path / "root"
+    root.mkdir()
+    upstream = [sys.executable, str(UPSTREAM), "--name", "files", "--tools", "write_file",
+                "--root", str(root)]
+    proxy = [MCP_HOOKS, "proxy", "--upstream", "files=" + shlex.join(upstream), "--user-dir",
+             str(user_dir), "--project-dir", str(project), "--log", str(tmp_path / "ev.jsonl")]
+    arguments = {"path": "out.txt", "content": "approved words"}
+    refused = run_client(ts_client, *ask_args("decline", None, "write_file", arguments),
+                         "stdio", *proxy)
+    assert refused["result"]["isError"] is True and "Blocked by hook asker" in \
+        refused["result"]["text"], refused
+    assert not (root / "out.txt").exists()
+    approved = run_client(ts_client, *ask_args("accept", {"approve": True}, "write_file",
+                                               arguments), "stdio", *proxy)
+    assert approved["result"]["isError"] is False, approved
+    assert (root / "out.txt").read_text() == "approved words"

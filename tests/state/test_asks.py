@@ -13,8 +13,8 @@ import pytest
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.spec.asking import AskAnswer, AskRequest, binding_of
 from mcp_hooks.state.store import AskAnswered, AskExpired, UnknownAsk
+from tests.helpers.store_children import children
 from tests.state.conftest import Backend
-from tests.state.test_contract import _children
 
 
 def _ask(session: str = "s1", command: str = "rm -rf build", ttl: float = 600.0,
@@ -152,5 +152,5 @@ try:
 except AskAnswered:
     print(json.dumps("refused"))
 """
-    results = sorted(json.loads(out) for out in _children(backend, script))
+    results = sorted(json.loads(out) for out in children(backend, script))
     assert results == ["refused", "won"]

@@ -21,6 +21,7 @@ from mcp_hooks.errors import ConfigError
 from mcp_hooks.state.files import FileStore
 from mcp_hooks.state.store import AlreadyAnswered, StateStore, UnknownSignal
 from tests.helpers.bounded import bounded
+from tests.helpers.store_children import children
 from tests.state.conftest import Backend
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,23 +38,6 @@ def _answer(action: str) -> Any:
         return {"kind": "response", "signal_id": sent["signal_id"], "action": action,
                 "session_id": sent.get("session_id")}
     return build
-
-
-def _children(backend: Backend, script: str, n: int = 2) -> list[str]:
-    """Run ``script`` in ``n`` processes at once, each with ``store`` built over the same
-    state; their stdouts."""
-    head = ("import sys, json\nfrom tests.state.conftest import build\n"
-            f"store = build({backend.name!r}, {backend.where!r})\n")
-    backend.processes()
-    procs = [subprocess.Popen([sys.executable, "-c", head + script, str(i)], cwd=ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for i in range(n)]
-    outs = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
-        outs.append(out)
-    return outs
 
 
 # -- counters ---------------------------------------------------------------------------
@@ -121,7 +105,7 @@ def test_16_threads_lose_no_increment(backend: Backend) -> None:
 
 
 def test_two_processes_lose_no_increment(backend: Backend) -> None:
-    outs = _children(backend, "got = [store.increment('ladder', 's', 't/e', ttl=3600.0)"
+    outs = children(backend, "got = [store.increment('ladder', 's', 't/e', ttl=3600.0)"
                               " for _ in range(40)]\nprint(json.dumps(got))")
     got = sorted(v for out in outs for v in json.loads(out))
     assert got == list(range(1, 81))
@@ -222,7 +206,7 @@ try:
 except AlreadyAnswered as exc:
     print(json.dumps({"refused": exc.answer}))
 """
-    results = [json.loads(out) for out in _children(backend, script)]
+    results = [json.loads(out) for out in children(backend, script)]
     winners = [r for r in results if "refused" not in r]
     assert len(winners) == 1
     assert [r["refused"] for r in results if "refused" in r] == winners

@@ -11,13 +11,25 @@
 // ("METHOD path"), and whether it tried to send a person to an authorization page. With
 // `oauth` the transport gets an OAuth client provider, as the MCP Inspector's does, so a 401
 // makes the SDK look for OAuth.
+//
+//   node client.mjs ask <action|none> <content JSON|-> <tool> <arguments JSON> stdio <command> [args...]
+//   node client.mjs ask <action|none> <content JSON|-> <tool> <arguments JSON> http <url> <token>
+//
+// ask: a client with an elicitation handler that answers every form with <action> (accept,
+// decline, cancel; with <content> when it accepts), or none: a client without the elicitation
+// capability; call <tool> once and print {result, forms}: the tool's result and the message of
+// every form shown.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [mode, target, ...rest] = process.argv.slice(2);
 let transport;
-if (mode === "stdio") {
+if (mode === "ask") {
+  await ask(target, ...rest);
+  process.exit(0);
+} else if (mode === "stdio") {
   transport = new StdioClientTransport({ command: target, args: rest, env: process.env, stderr: "inherit" });
 } else if (mode === "http") {
   const headers = rest[0] ? { Authorization: `Bearer ${rest[0]}` } : {};
@@ -83,4 +95,27 @@ async function denied(url, token, oauth) {
     error = String(exc?.message ?? exc);
   }
   console.log(JSON.stringify({ error, requests, redirected }));
+}
+
+async function ask(action, content, tool, args, how, where, ...more) {
+  const transport = how === "stdio"
+    ? new StdioClientTransport({ command: where, args: more, env: process.env, stderr: "inherit" })
+    : new StreamableHTTPClientTransport(new URL(where), { requestInit: { headers: { Authorization: `Bearer ${more[0]}` } } });
+  const capabilities = action === "none" ? {} : { elicitation: {} };
+  const client = new Client({ name: "ts-ask", version: "1.0.0" }, { capabilities });
+  const forms = [];
+  if (action !== "none") {
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      forms.push(request.params.message);
+      return action === "accept" ? { action, content: JSON.parse(content) } : { action };
+    });
+  }
+  await client.connect(transport);
+  const result = await client.callTool({ name: tool, arguments: JSON.parse(args) });
+  console.log(JSON.stringify({
+    result: { structured: result.structuredContent ?? null, isError: result.isError ?? false,
+              text: (result.content ?? []).map((c) => c.text ?? "").join("\n") },
+    forms,
+  }));
+  await client.close();
 }
