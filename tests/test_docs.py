@@ -102,6 +102,7 @@ MIN_CHECKED = {
     "docs/events.md": 1,
     "docs/hookkit.md": 1,
     "docs/proxy.md": 4,
+    "docs/policy.md": 3,
     "docs/python-api.md": 6,
     "docs/safety.md": 1,
     "docs/server.md": 6,

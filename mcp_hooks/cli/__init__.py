@@ -10,6 +10,7 @@ them into the typed options of its adapter and calls it::
     trust    trust: review and trust a project's hooks (mcp_hooks.registry.trust)
     setup    add, init: the bundled hook library, the first run (mcp_hooks.registry.bundle)
     signals  signals, respond: the signal log of the control layer (mcp_hooks.state.signallog)
+    replay   replay: logged events fired again against another hooks folder
     report   what people read: an outcome, the hook table, event-log lines
 
 Every group but ``hooks`` is imported, and its parser built, only when its command runs, so
@@ -193,6 +194,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "mcp-hooks respond 0b7c3f9e-5d2a-4c1e-9f6b-2a8d4e6c1b3a acknowledge "
         "--details '{\"why\": \"25 files is fine here\"}'",
     ),
+    "replay": (
+        "mcp-hooks replay --hooks ./next-hooks",
+        "mcp-hooks replay --since 7d --hooks ./next-hooks --json",
+        "mcp-hooks replay --session s1 --hooks ./next-hooks",
+    ),
     "init": (
         "mcp-hooks init",
         "mcp-hooks init --host claude-code --scope user",
@@ -238,6 +244,7 @@ _PARSERS: dict[str, tuple[str, str]] = {
     "init": ("mcp_hooks.cli.setup", "add_init_parser"),
     "signals": ("mcp_hooks.cli.signals", "add_signals_parser"),
     "respond": ("mcp_hooks.cli.signals", "add_respond_parser"),
+    "replay": ("mcp_hooks.cli.replay", "add_parser"),
 }
 
 
@@ -307,6 +314,7 @@ COMMANDS: dict[str, Command] = {
     "init": _lazy("mcp_hooks.cli.setup", "init_command"),
     "signals": _lazy("mcp_hooks.cli.signals", "signals_command"),
     "respond": _lazy("mcp_hooks.cli.signals", "respond_command"),
+    "replay": _lazy("mcp_hooks.cli.replay", "command"),
 }
 
 

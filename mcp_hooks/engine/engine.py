@@ -48,6 +48,7 @@ bridges).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import time
@@ -56,6 +57,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from mcp_hooks.control.ladder import Ladder
+from mcp_hooks.engine.audit import audited, would_runs
 from mcp_hooks.engine.callables import CallableHook, notify
 from mcp_hooks.engine.chain import Chain, sync_links
 from mcp_hooks.engine.entries import ControlLayer
@@ -64,6 +66,7 @@ from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
 from mcp_hooks.engine.observe import EventObserver, reporting
 from mcp_hooks.engine.offloop import call_here, call_off_loop
 from mcp_hooks.engine.payload import Stdin, event_payload, stdin_for
+from mcp_hooks.engine.replayable import replay_entry
 from mcp_hooks.engine.sessionlog import session_log
 from mcp_hooks.engine.stopguard import StopGuard, StopTicket, before_event
 from mcp_hooks.guard import named, passes_through
@@ -194,7 +197,8 @@ class Engine:
                                    secrets=settings.secrets,
                                    trust_project=registry.trust_project_hooks,
                                    trust_store=registry.shared_trust,
-                                   ladder=Ladder(store=self.store))
+                                   ladder=Ladder(store=self.store),
+                                   managed_dir=registry.managed_dir, mode=settings.mode)
         self.control: ControlLayer | None = control or None
         self._inbox = inbox if inbox is not None else AidInbox(store=self.store)
         self._observer = observer
@@ -336,7 +340,9 @@ class Engine:
                 self.control.decide, name, payload, can_block=can_block(name),
                 fail_closed=self.on_fault == "block", correlation_id=chain.correlation,
                 deadline=chain.deadline)
-            chain.entries(await self._blocking(decide))
+            verdicts = await self._blocking(decide)
+            chain.entries(verdicts)
+            chain.runs.extend(would_runs(verdicts))  # audited entries (engine/audit.py)
         self.control.background(name, payload, session_id=event.session_id,
                                 log_path=self.log.path if self.log is not None else None,
                                 correlation_id=chain.correlation, launcher=self._launcher)
@@ -404,7 +410,10 @@ class Engine:
                 continue
             result, verdict = await self._link(name, event, hook, payload, stdin, work_dir,
                                                chain)
+            verdict, would = audited(hook, name, verdict, self.settings.mode)
             run = chain.apply(hook, result, verdict)
+            if would is not None:  # audit mode: recorded, not enforced (engine/audit.py)
+                run = chain.runs[-1] = dataclasses.replace(run, would=would)
             if verdict.modified_input is not None:
                 self._carry_input(name, verdict, payload, chain, stdin)
                 # the hooks after this one are chosen by what the tool will now receive
@@ -538,6 +547,8 @@ class Engine:
         for run in outcome.hooks:
             result = outputs.get(run.name)
             record = run.as_dict()
+            if run.would is not None:
+                record["would"] = run.would
             if result is not None:
                 if result.stdout:
                     record["stdout"] = decode(result.stdout)
@@ -561,9 +572,12 @@ class Engine:
             "warnings": outcome.warnings,
             "hooks_digest": self.control.digest(self.registry.hooks_digest())
             if self.control is not None else self.registry.hooks_digest(),
+            "layer_digests": self.registry.layer_digests() | (
+                self.control.layer_digests() if self.control is not None else {}),
         }
         if fail_open:  # an allow a failure gave: countable (Envoy's failure_mode_allowed)
             entry["fail_open"] = fail_open
+        entry.update(replay_entry(event, self.settings.secrets))  # mcp-hooks replay
         self.store.append("events", entry)
 
 

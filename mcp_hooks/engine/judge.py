@@ -54,7 +54,7 @@ class Verdict:
     """One sync hook's effect on the chain."""
 
     __slots__ = ("blocked_by", "context", "deny", "message", "modified_input",
-                 "modified_output", "notice", "reason", "signal", "status", "warning")
+                 "modified_output", "notice", "reason", "signal", "status", "warning", "would")
 
     def __init__(self, status: Status) -> None:
         self.status: Status = status
@@ -68,6 +68,7 @@ class Verdict:
         self.warning: str | None = None
         self.notice: str | None = None  # a non-blocking warning for the agent (a prompt)
         self.signal: Signal | None = None  # the signal the hook printed itself
+        self.would: dict[str, Any] | None = None  # audit mode: what it would have done
 
 
 _ALLOW = Verdict("allow")  # shared: a verdict is never changed once judged
