@@ -94,7 +94,8 @@ _FLAGS = ("user_dir", "project_dir", "log", "stop_block_cap", "on_fault",
           "trust_project_hooks", "state", "chain_timeout", "managed_dir", "mode")
 _ALL = frozenset({"user_dir", "project_dir", "log", "no_log", "stop_block_cap", "on_fault",
                   "trust_project_hooks", "state", "chain_timeout", "managed_dir", "mode"})
-_FOLDERS = frozenset({"user_dir", "project_dir", "managed_dir"})
+_FOLDERS = frozenset({"user_dir", "project_dir"})
+_LISTED = _FOLDERS | {"managed_dir", "trust_project_hooks"}  # what list, show, doctor read
 _NOT_PASSED = frozenset({"trust_project_hooks", "state", "chain_timeout", "managed_dir", "mode"})
 # The shared options each command reads (by dest). A command's --help shows only these; the
 # others are still accepted after it, as before it (they are global: a wrapper may pass the
@@ -103,8 +104,7 @@ READ_BY: dict[str, frozenset[str]] = {
     "fire": _ALL, "serve": _ALL, "proxy": _ALL, "bridge": _ALL,
     # passed on to every bridge command they write (``install.passed_options``)
     "install": _ALL - _NOT_PASSED, "init": _ALL - _NOT_PASSED,
-    "list": _FOLDERS | {"trust_project_hooks"}, "show": _FOLDERS | {"trust_project_hooks"},
-    "doctor": _FOLDERS | {"log", "no_log", "trust_project_hooks", "state"},
+    "list": _LISTED, "show": _LISTED, "doctor": _LISTED | {"log", "no_log", "state"},
     "validate": _FOLDERS, "new": _FOLDERS, "add": _FOLDERS,
     "uninstall": frozenset({"project_dir"}), "trust": frozenset({"project_dir", "state"}),
     "log": frozenset({"log", "state"}), "signals": frozenset({"log", "state"}),
