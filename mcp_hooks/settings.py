@@ -262,6 +262,11 @@ def parse_mode(value: str, source: str) -> Mode:
                "they would have decided)")
 
 
+def mode_from_env(environ: Mapping[str, str] | None = None) -> Mode:
+    """``$MCP_HOOKS_MODE`` (``enforce`` when unset); a bad value is a ConfigError naming it."""
+    return parse_mode(env_value("MCP_HOOKS_MODE", environ) or "enforce", "MCP_HOOKS_MODE")
+
+
 def managed_dir_from_env(environ: Mapping[str, str] | None = None) -> Path | None:
     """``$MCP_HOOKS_MANAGED_DIR``, else ``/etc/agents/hooks`` when that folder exists, else
     None (no managed layer)."""

@@ -46,7 +46,8 @@ def main() -> None:
     agent = Agent(name="worker", instructions="Do the task.", tools=[write_file],
                   model=OpenAIChatCompletionsModel(model="scripted", openai_client=client))
     hooks = AgentsHooks(project_dir=args["project_dir"], user_dir=args["user_dir"],
-                        session_id="scenario", stop_block_cap=int(args.get("stop_block_cap", 8)))
+                        session_id="scenario", stop_block_cap=int(args.get("stop_block_cap", 8)),
+                        log=args.get("log"))
     mode = args.get("mode", "run")
     if mode == "sync":
         final = hooks.run_sync(agent, "do the task").final_output
