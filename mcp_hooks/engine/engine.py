@@ -70,7 +70,8 @@ from mcp_hooks.engine.replayable import replay_entry
 from mcp_hooks.engine.sessionlog import session_log
 from mcp_hooks.engine.stopguard import StopGuard, StopTicket, before_event
 from mcp_hooks.guard import named, passes_through
-from mcp_hooks.registry.discovery import Registry, run_order
+from mcp_hooks.registry.discovery import Registry
+from mcp_hooks.registry.index import runs_after
 from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
 from mcp_hooks.runner.hookenv import HookEnvs, hook_environment
 from mcp_hooks.runner.persistent import PersistentPool, default_processes
@@ -419,7 +420,7 @@ class Engine:
                 # the hooks after this one are chosen by what the tool will now receive
                 later = self.registry.select(name, event.tool_name, chain.tool_input)
                 todo = todo[:position] + [
-                    h for h in later if not h.is_async and run_order(h) > run_order(hook)]
+                    h for h in later if not h.is_async and runs_after(h, hook)]
             if verdict.modified_output is not None and name in ("after_tool", "after_model"):
                 payload["tool_output" if name == "after_tool" else "response"] = chain.tool_output
                 stdin.changed()

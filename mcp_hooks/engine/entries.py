@@ -344,6 +344,7 @@ class ControlLayer:
         job = {"trigger": trigger, "payload": dict(payload), "session_id": session_id,
                "project_dir": str(self.project_dir) if self.project_dir else None,
                "user_file": str(self.user_file), "correlation_id": correlation_id,
+               "managed_dir": str(self.managed_dir) if self.managed_dir else None,
                "log": str(log_path) if log_path is not None else None}
         launcher.launch_entries(job, functools.partial(run_background, job, config, self.ladder,
                                                        self._secrets))

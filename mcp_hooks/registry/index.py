@@ -40,6 +40,15 @@ def run_order(hook: HookSpec) -> tuple[int, int, int, str]:
     return (1, *key)
 
 
+def runs_after(candidate: HookSpec, rewriter: HookSpec) -> bool:
+    """Whether ``candidate`` runs on the input ``rewriter`` just rewrote: a hook later in run
+    order, or a managed hook again when a lower layer's hook rewrote (no user or project hook
+    gets a call past the managed hooks by rewriting it after they allowed it)."""
+    if candidate.scope == "managed" and rewriter.scope not in ("managed", None):
+        return True
+    return run_order(candidate) > run_order(rewriter)
+
+
 def build_index(hooks: list[HookSpec]) -> dict[str, EventIndex]:
     index: dict[str, EventIndex] = {}
     for rank, hook in enumerate(hooks):
