@@ -11,7 +11,7 @@ such events, never skips them silently), when:
 - its JSON is over ``REPLAY_CAP`` bytes (``size``: a huge tool input or output);
 - it holds a secret the process knows (``secret``: the server's token, a trust key, a store
   URL, an upstream header secret: ``Settings.secrets``), which the log must never keep;
-- it cannot be written as JSON (``unencodable``).
+- it cannot be written as JSON (``unencodable``: nested too deep, not JSON values).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def replay_entry(event: Event, secrets: Collection[str]) -> dict[str, Any]:
               if (value := getattr(event, name)) is not None and value != {}}
     try:
         text = json.dumps(fields, ensure_ascii=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # nested past what JSON can write
         return {"event_dropped": "unencodable"}
     if len(text.encode("utf-8", "surrogatepass")) > REPLAY_CAP:
         return {"event_dropped": "size"}
