@@ -117,6 +117,8 @@ def format_hooks(registry: Registry, hooks: list[HookSpec]) -> str:
     lines = [f"user hooks:    {registry.user_dir}",
              f"project hooks: {registry.project_dir}/.agents/hooks" if registry.project_dir
              else "project hooks: (none)", ""]
+    if registry.managed_dir is not None:  # above both (docs/policy.md)
+        lines.insert(0, f"managed hooks: {registry.managed_dir}")
     # every hook that runs is trusted; a managed one by where it is (registry/managed.py)
     shown = [(h, "location" if h.scope == "managed" else "trusted") for h in hooks]
     shown += [(u.spec, u.status) for u in registry.untrusted]

@@ -165,7 +165,9 @@ def test_list_shows_the_managed_layer(managed: Path, user_dir: Path, project: Pa
     text = subprocess.run(["mcp-hooks", "list", "--user-dir", str(user_dir), "--project-dir",
                            str(project)], capture_output=True, text=True, check=True,
                           env=env).stdout
-    assert "managed" in text
+    assert text.startswith(f"managed hooks: {managed}\n")
+    assert any(line.split()[:4] == ["org", "before_tool", "managed", "location"]
+               for line in text.splitlines())
 
 
 @pytest.mark.anyio
