@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from mcp_hooks import options
-from mcp_hooks.errors import EXIT_OK
+from mcp_hooks.errors import EXIT_OK, ConfigError
 
 if TYPE_CHECKING:
     from mcp_hooks.state.eventlog import EventLog
@@ -128,7 +128,10 @@ def only_fail_open(args: argparse.Namespace, records: Iterable[dict[str, Any]],
         records = (r for r in records if any(isinstance(h, dict) and h.get("would")
                                              for h in r.get("hooks") or []))
     digest = getattr(args, "digest", None)
-    if digest:
+    if digest is not None:
+        if len(digest.strip()) < 8:
+            raise ConfigError(f"--digest {digest!r}: give at least 8 characters of a digest "
+                              "(a record's hooks_digest or one of its layer_digests)")
         records = (r for r in records if has_digest(r, digest))
     return records
 

@@ -177,3 +177,6 @@ def test_log_digest_filters_by_any_layer(user_dir: Path, project: Path, project_
     assert shown(first["layer_digests"]["user"]) == 2
     assert shown(first["layer_digests"]["project"]) == 1
     assert shown(second["hooks_digest"]) == 1
+    short = subprocess.run([MCP_HOOKS, "log", "--log", str(log), "--digest", "abc"],
+                           capture_output=True, text=True)
+    assert short.returncode == 64 and "at least 8 characters" in short.stderr

@@ -200,3 +200,16 @@ def test_doctor_shows_each_layer_and_the_hook_a_managed_name_keeps_out(
     assert report["hooks"]["managed_dir"] == str(managed)
     assert any("user hook 'org' does not run: a managed hook" in w["what"]
                for w in report["warnings"])
+
+
+def test_a_managed_folder_linked_to_a_writable_one_is_refused(tmp_path: Path,
+                                                              user_dir: Path) -> None:
+    writable = tmp_path / "anyone"
+    writable.mkdir()
+    write_hook(writable, "guard", script=DENY)
+    writable.chmod(0o777)
+    link = tmp_path / "etc-agents-hooks"
+    link.symlink_to(writable)
+    registry = Registry(user_dir, managed_dir=link)
+    assert registry.get("guard") is None
+    assert "writable by every user" in registry.invalid[0].reason
