@@ -88,7 +88,7 @@ from mcp_hooks.lanes import Lane, LoopLauncher, ReentryError, Worker
 from mcp_hooks.registry.discovery import Registry, find_project_dir
 from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.runner.persistent import PersistentPool
-from mcp_hooks.settings import Settings, trust_all_from_env
+from mcp_hooks.settings import Settings, mode_from_env, trust_all_from_env
 from mcp_hooks.spec.asking import AskRequest
 from mcp_hooks.spec.events import TOOL_EVENTS, canonical_event
 from mcp_hooks.spec.outcome import EVENT_FIELDS, Event, OnFault, Outcome, fault_outcome
@@ -124,6 +124,7 @@ def _settings(project_dir: str | Path | None, user_dir: str | Path | None,
         trust_project_hooks=(trust_all_from_env() if trust_project_hooks is None
                              else trust_project_hooks),
         stop_block_cap=DEFAULT_STOP_BLOCK_CAP if stop_block_cap is None else stop_block_cap,
+        mode=mode_from_env(),  # everything a process runs (docs/policy.md)
         secrets=tuple(secrets or ()))
 
 

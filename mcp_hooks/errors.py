@@ -17,6 +17,8 @@
     │   │                                  a --via, a scope it has not; no token)
     │   ├── TransportConfigError           --transport/--host/--port/--token that clash
     │   ├── BadRequest                     a service call: work_dir outside the roots, no such hook
+    │   │   └── RoundRefused               an input_required retry's approval that cannot be
+    │   │                                  taken (unknown, expired, answered already)
     │   ├── ProxyConfigError               a proxy config file (file, field, reason)
     │   ├── HooksYamlError                 a hooks.yaml problem (file, entry, key, reason)
     │   ├── OracleConfigError              an oracle's config (key, reason)

@@ -47,6 +47,8 @@ class CommonOptions:
         trust_project_hooks: ``--trust-project-hooks``.
         state: ``--state``: where per-session state lives (a store URL).
         chain_timeout: ``--chain-timeout``: seconds the hooks of one event may take together.
+        managed_dir: ``--managed-dir``: the managed hooks folder (docs/policy.md).
+        mode: ``--mode``: ``enforce`` or ``audit``.
     """
 
     user_dir: Path | None = None
@@ -58,6 +60,8 @@ class CommonOptions:
     trust_project_hooks: bool | None = None
     state: str | None = field(default=None, repr=False)  # a URL may carry a password
     chain_timeout: float | None = None
+    managed_dir: Path | None = None
+    mode: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> CommonOptions:
@@ -70,7 +74,9 @@ class CommonOptions:
                    on_fault=getattr(args, "on_fault", None),
                    trust_project_hooks=getattr(args, "trust_project_hooks", None),
                    state=getattr(args, "state", None),
-                   chain_timeout=getattr(args, "chain_timeout", None))
+                   chain_timeout=getattr(args, "chain_timeout", None),
+                   managed_dir=getattr(args, "managed_dir", None),
+                   mode=getattr(args, "mode", None))
 
 
 # What the functions below read: typed options, or a parsed command line (its attributes are
@@ -81,27 +87,28 @@ Given: TypeAlias = "CommonOptions | argparse.Namespace | None"
 # The shared options that take a value: how `mcp-hooks` finds the command word in a command
 # line whose shared options come first (`mcp-hooks --user-dir X list`).
 VALUE_OPTIONS = ("--user-dir", "--project-dir", "--log", "--stop-block-cap", "--on-fault",
-                 "--state", "--chain-timeout")
+                 "--state", "--chain-timeout", "--managed-dir", "--mode")
 
 
 _FLAGS = ("user_dir", "project_dir", "log", "stop_block_cap", "on_fault",
-          "trust_project_hooks", "state", "chain_timeout")
+          "trust_project_hooks", "state", "chain_timeout", "managed_dir", "mode")
 _ALL = frozenset({"user_dir", "project_dir", "log", "no_log", "stop_block_cap", "on_fault",
-                  "trust_project_hooks", "state", "chain_timeout"})
+                  "trust_project_hooks", "state", "chain_timeout", "managed_dir", "mode"})
 _FOLDERS = frozenset({"user_dir", "project_dir"})
+_LISTED = _FOLDERS | {"managed_dir", "trust_project_hooks"}  # what list, show, doctor read
+_NOT_PASSED = frozenset({"trust_project_hooks", "state", "chain_timeout", "managed_dir", "mode"})
 # The shared options each command reads (by dest). A command's --help shows only these; the
 # others are still accepted after it, as before it (they are global: a wrapper may pass the
 # same ones to every command), and change nothing there. A command missing here shows all.
 READ_BY: dict[str, frozenset[str]] = {
     "fire": _ALL, "serve": _ALL, "proxy": _ALL, "bridge": _ALL,
     # passed on to every bridge command they write (``install.passed_options``)
-    "install": _ALL - {"trust_project_hooks", "state", "chain_timeout"},
-    "init": _ALL - {"trust_project_hooks", "state", "chain_timeout"},
-    "list": _FOLDERS | {"trust_project_hooks"}, "show": _FOLDERS | {"trust_project_hooks"},
-    "doctor": _FOLDERS | {"log", "no_log", "trust_project_hooks", "state"},
+    "install": _ALL - _NOT_PASSED, "init": _ALL - _NOT_PASSED,
+    "list": _LISTED, "show": _LISTED, "doctor": _LISTED | {"log", "no_log", "state"},
     "validate": _FOLDERS, "new": _FOLDERS, "add": _FOLDERS,
     "uninstall": frozenset({"project_dir"}), "trust": frozenset({"project_dir", "state"}),
     "log": frozenset({"log", "state"}), "signals": frozenset({"log", "state"}),
+    "replay": frozenset({"log", "state"}),
     "respond": frozenset({"log", "state"}),
     "pending": frozenset({"log", "state"}), "approve": frozenset({"log", "state"}),
     "refuse": frozenset({"log", "state"}),
@@ -152,6 +159,12 @@ def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) ->
         help=shown("stop_block_cap", "consecutive before_stop blocks per session before the "
                    f"stop is allowed anyway (default {DEFAULT_STOP_BLOCK_CAP}; 0 = no cap)"),
     )
+    group.add_argument(
+        "--managed-dir", type=Path, metavar="DIR", default=default(None),
+        help=shown("managed_dir", "the managed hooks folder an administrator owns: its hooks "
+                   "run first and nothing below can override them (default /etc/agents/hooks "
+                   "where it exists; or MCP_HOOKS_MANAGED_DIR)"),
+    )
     safety = parser.add_argument_group("safety" + (" (also after the command)" if top else ""))
     safety.add_argument(
         "--on-fault", choices=("block", "warn"), default=default(None),
@@ -165,6 +178,12 @@ def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) ->
                    "it the hooks left fail under their on_error, and each hook's own timeout is "
                    "cut to what is left (default 600; a host bridge stays below its host's hook "
                    "timeout; or MCP_HOOKS_CHAIN_TIMEOUT)"),
+    )
+    safety.add_argument(
+        "--mode", choices=("enforce", "audit"), default=default(None),
+        help=shown("mode", "audit: hooks only record what they would have decided (`mcp-hooks "
+                   "log --would`), managed hooks excepted; enforce: hooks decide (default; or "
+                   "MCP_HOOKS_MODE)"),
     )
     safety.add_argument(
         "--trust-project-hooks", action="store_true", default=default(None),
@@ -259,7 +278,8 @@ def registry_of(given: Settings, *, strict: bool = False, watch: bool = True) ->
     ``--state``, project hooks are trusted by the digests kept there (``trust_store_of``)."""
     shared = None if given.trust_project_hooks else trust_store_of(given)
     return Registry(given.user_dir, project_of(given), strict=strict, watch=watch,
-                    trust_project_hooks=given.trust_project_hooks, trust_store=shared)
+                    trust_project_hooks=given.trust_project_hooks, trust_store=shared,
+                    managed_dir=given.managed_dir)
 
 
 def trust_store_of(given: Settings, store: object = None) -> TrustStore | None:

@@ -180,7 +180,8 @@ class HookService:
         registry = Registry(self.user_dir, project, strict=self.strict,
                             watch=self.settings.watch,
                             trust_project_hooks=self.settings.trust_project_hooks,
-                            trust_store=trust_store_of(self.settings, self.store))
+                            trust_store=trust_store_of(self.settings, self.store),
+                            managed_dir=self.settings.managed_dir)
         for bad in registry.invalid:
             logger.warning("invalid hook not loaded: %s", bad)
         return Engine(registry, self.settings, log=self.log, pool=self._pools.get(project),

@@ -45,6 +45,8 @@ OnAskUnavailable = Literal["deny", "allow"]
 # where per-session state lives: the embedded files, or a shared store (state/url.py opens it)
 MAX_REPLICA_ID = 128  # characters of --replica-id
 MIN_TRUST_KEY = 16  # characters of MCP_HOOKS_TRUST_KEY
+DEFAULT_MANAGED_DIR = "/etc/agents/hooks"  # the managed layer, where it exists
+Mode = Literal["enforce", "audit"]
 STATE_BACKENDS = ("file:", "redis://", "rediss://", "postgresql://", "postgres://")
 
 _TRUE = ("1", "true", "yes", "on")
@@ -69,6 +71,13 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
              "the project whose .agents/hooks and .ahp/hooks.yaml apply"),
     Variable("MCP_HOOKS_USER_DIR", "user_dir", "--user-dir", "$XDG_CONFIG_HOME/agents/hooks",
              "the user hooks folder, shared by every project"),
+    Variable("MCP_HOOKS_MANAGED_DIR", "managed_dir", "--managed-dir",
+             f"{DEFAULT_MANAGED_DIR} where it exists",
+             "the managed hooks folder an administrator owns: its hooks and hooks.yaml run "
+             "first and no user or project layer can override them (docs/policy.md)"),
+    Variable("MCP_HOOKS_MODE", "mode", "--mode", "enforce",
+             "audit: every hook this process runs only records what it would have done "
+             "(managed hooks excepted, docs/policy.md); enforce: hooks decide"),
     Variable("MCP_HOOKS_LOG", "log", "--log / --no-log", "$XDG_STATE_HOME/mcp-hooks/events.jsonl",
              "the event log (off: none)"),
     Variable("MCP_HOOKS_ON_FAULT", "on_fault", "--on-fault", "block",
@@ -275,6 +284,30 @@ def trust_all_from_env(environ: Mapping[str, str] | None = None) -> bool:
     return env_value("MCP_HOOKS_TRUST_PROJECT_HOOKS", environ).lower() in _TRUE
 
 
+def parse_mode(value: str, source: str) -> Mode:
+    """``enforce`` or ``audit`` (any case), else a ConfigError naming ``source``."""
+    word = value.strip().lower()
+    if word in ("enforce", "audit"):
+        return "audit" if word == "audit" else "enforce"
+    raise _bad(source, value, "use enforce (hooks decide) or audit (hooks only record what "
+               "they would have decided)")
+
+
+def mode_from_env(environ: Mapping[str, str] | None = None) -> Mode:
+    """``$MCP_HOOKS_MODE`` (``enforce`` when unset); a bad value is a ConfigError naming it."""
+    return parse_mode(env_value("MCP_HOOKS_MODE", environ) or "enforce", "MCP_HOOKS_MODE")
+
+
+def managed_dir_from_env(environ: Mapping[str, str] | None = None) -> Path | None:
+    """``$MCP_HOOKS_MANAGED_DIR``, else ``/etc/agents/hooks`` when that folder exists, else
+    None (no managed layer)."""
+    given = env_value("MCP_HOOKS_MANAGED_DIR", environ)
+    if given:
+        return _folder(given, resolve=False)
+    default = Path(DEFAULT_MANAGED_DIR)
+    return default if default.is_dir() else None
+
+
 def trust_store_path(environ: Mapping[str, str] | None = None) -> Path:
     """``$MCP_HOOKS_TRUST_STORE``, else ``$XDG_STATE_HOME/mcp-hooks/trust.json``."""
     given = env_value("MCP_HOOKS_TRUST_STORE", environ)
@@ -343,6 +376,10 @@ class Settings:
             (``MCP_HOOKS_ON_ASK_UNAVAILABLE``).
         ask_webhook: where each new ask is posted (``MCP_HOOKS_ASK_WEBHOOK``); None:
             nowhere.
+        managed_dir: the managed hooks folder (``--managed-dir``, ``MCP_HOOKS_MANAGED_DIR``);
+            None: ``/etc/agents/hooks`` where it exists (``managed_dir_from_env``).
+        mode: ``enforce`` or ``audit`` (``--mode``, ``MCP_HOOKS_MODE``): in audit every
+            hook but the managed ones only records what it would have done.
     """
 
     project_dir: Path | None = None
@@ -371,6 +408,8 @@ class Settings:
     ask_timeout: float = DEFAULT_ASK_TIMEOUT_S
     on_ask_unavailable: OnAskUnavailable = "deny"
     ask_webhook: str | None = field(default=None, repr=False)  # a URL may carry a token
+    managed_dir: Path | None = None
+    mode: Mode = "enforce"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "on_fault", _on_fault(str(self.on_fault), "on_fault"))
@@ -378,6 +417,7 @@ class Settings:
         object.__setattr__(self, "state", _state(self.state, "state"))
         object.__setattr__(self, "chain_timeout", _seconds(self.chain_timeout, "chain_timeout"))
         object.__setattr__(self, "otel", _otel(self.otel, "otel"))
+        object.__setattr__(self, "mode", parse_mode(str(self.mode), "mode"))
         object.__setattr__(self, "replica_id", _replica(self.replica_id, "replica_id"))
         object.__setattr__(self, "secrets", tuple(s for s in self.secrets if s))
         object.__setattr__(self, "trust_key", _trust_key(self.trust_key or "", "trust_key"))
@@ -422,6 +462,8 @@ class Settings:
         if values["otel"] == "off" and not flags.get("otel") and not env_value(
                 "MCP_HOOKS_OTEL", env) and any(env.get(n, "").strip() for n in _OTLP_ENDPOINTS):
             values["otel"] = "auto"  # the standard OpenTelemetry variable asks for traces
+        if values["managed_dir"] is None:
+            values["managed_dir"] = managed_dir_from_env(env)
         store = flags.get("trust_store")
         values["trust_store"] = Path(store) if store else trust_store_path(env)
         return cls(**values)
@@ -462,6 +504,8 @@ _PARSE: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
     "on_ask_unavailable": (lambda value, source: _on_ask_unavailable(str(value), source),
                            "deny"),
     "ask_webhook": (_text, None),
+    "managed_dir": (lambda value, source: _folder(value, resolve=False), None),
+    "mode": (lambda value, source: parse_mode(str(value), source), "enforce"),
 }
 
 

@@ -14,7 +14,8 @@ A span per event, named ``event <name>`` (``event before_tool``), with the attri
 ``mcp_hooks.session``, ``mcp_hooks.replica`` (``state.url.replica_name``: ``host:pid``) and
 ``mcp_hooks.hook_count``; firing that raised marks the span an error. A child span per sync hook
 run, named ``hook <name>``, with ``mcp_hooks.hook.name``, ``.exit_code`` (none when it did not
-exit), ``.status`` (``allow``, ``deny``, ``error``, ``timeout``), ``.duration_ms`` and
+exit), ``.would`` (audit mode: what it would have done), ``.status`` (``allow``, ``deny``,
+``error``, ``timeout``), ``.duration_ms`` and
 ``.timed_out``; it starts ``duration_ms`` before the hook's end. Async hooks run after the
 reply: they are counted, not traced.
 
@@ -122,6 +123,8 @@ class _EventSpan:
             "mcp_hooks.hook.timed_out": run.status == "timeout"}
         if run.exit_code is not None:
             attributes["mcp_hooks.hook.exit_code"] = run.exit_code
+        if run.would is not None:  # audit mode: what it would have done (engine/audit.py)
+            attributes["mcp_hooks.hook.would"] = str(run.would.get("decision"))
         child = self._tracer.start_span(
             f"hook {run.name}", context=self._context, attributes=attributes,
             start_time=end - max(0, int(run.duration_ms * 1_000_000)))

@@ -11,6 +11,7 @@ them into the typed options of its adapter and calls it::
     setup    add, init: the bundled hook library, the first run (mcp_hooks.registry.bundle)
     signals  signals, respond: the signal log of the control layer (mcp_hooks.state.signallog)
     asks     pending, approve, refuse: a hook's ask answered out of band (docs/ask.md)
+    replay   replay: logged events fired again against another hooks folder
     report   what people read: an outcome, the hook table, event-log lines
 
 Every group but ``hooks`` is imported, and its parser built, only when its command runs, so
@@ -206,6 +207,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "mcp-hooks refuse ask-3f9e5d2a4c --reason 'not on the production database'",
         "mcp-hooks refuse ask-3f9e5d2a4c --reason 'use the staging copy' --by ann",
     ),
+    "replay": (
+        "mcp-hooks replay --hooks ./next-hooks",
+        "mcp-hooks replay --since 7d --hooks ./next-hooks --json",
+        "mcp-hooks replay --session s1 --hooks ./next-hooks",
+    ),
     "init": (
         "mcp-hooks init",
         "mcp-hooks init --host claude-code --scope user",
@@ -254,6 +260,7 @@ _PARSERS: dict[str, tuple[str, str]] = {
     "pending": ("mcp_hooks.cli.asks", "add_pending_parser"),
     "approve": ("mcp_hooks.cli.asks", "add_approve_parser"),
     "refuse": ("mcp_hooks.cli.asks", "add_refuse_parser"),
+    "replay": ("mcp_hooks.cli.replay", "add_parser"),
 }
 
 
@@ -326,6 +333,7 @@ COMMANDS: dict[str, Command] = {
     "pending": _lazy("mcp_hooks.cli.asks", "pending_command"),
     "approve": _lazy("mcp_hooks.cli.asks", "approve_command"),
     "refuse": _lazy("mcp_hooks.cli.asks", "refuse_command"),
+    "replay": _lazy("mcp_hooks.cli.replay", "command"),
 }
 
 

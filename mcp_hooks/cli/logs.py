@@ -4,7 +4,10 @@
 ``MCP_HOOKS_LOG``) for ``file:``, else a shared store's event records (``--state URL``,
 ``MCP_HOOKS_STATE``; ``state/reader.py``), by session (``--session``) and time (``--since``),
 the last ``-n``, ``--json`` for the raw records, ``--follow`` to keep printing new ones,
-``--fail-open`` for only the events a failing hook let through (``fail_open`` in the record).
+``--fail-open`` for only the events a failing hook let through (``fail_open`` in the record),
+``--would`` for only the events an audit-mode hook would have changed (a hook's ``would``),
+``--digest D`` for only the events a hooks version decided (``hooks_digest`` or any layer's
+digest in ``layer_digests``).
 Records are printed in time order (``ts``), so records a replica's spool replayed late stand
 where they happened; each text line names the replica that wrote it (a shared store's) and
 the outcome's warnings (the loop guard's override among them).
@@ -24,7 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from mcp_hooks import options
-from mcp_hooks.errors import EXIT_OK
+from mcp_hooks.errors import EXIT_OK, ConfigError
 
 if TYPE_CHECKING:
     from mcp_hooks.state.eventlog import EventLog
@@ -40,6 +43,12 @@ def add_log_parser(sub: Any) -> None:
     p.add_argument("--fail-open", action="store_true",
                    help="only the events a failing hook let through (on_error: allow, or a "
                    "fault of ours under on_fault warn): their records' fail_open field")
+    p.add_argument("--would", action="store_true",
+                   help="only the events an audit-mode hook would have denied, rewritten, asked "
+                   "or stop-blocked (docs/policy.md): their hooks' would field")
+    p.add_argument("--digest", metavar="D",
+                   help="only the events this hooks version decided: the record's hooks_digest "
+                   "or the digest of any of its layers (managed, user, project, hooks.yaml)")
     p.add_argument("-n", "--lines", type=line_count, default=20, metavar="N",
                    help="how many of the latest events to print (default 20; 0 = all)")
     add_since_option(p)
@@ -110,10 +119,30 @@ def when(record: dict[str, Any]) -> str:
 
 def only_fail_open(args: argparse.Namespace, records: Iterable[dict[str, Any]],
                    ) -> Iterable[dict[str, Any]]:
-    """``--fail-open``: only the events a failure let through (their ``fail_open`` field)."""
-    if not getattr(args, "fail_open", False):
-        return records
-    return (r for r in records if r.get("fail_open"))
+    """The records the filters keep: ``--fail-open`` (a failure let them through, their
+    ``fail_open`` field), ``--would`` (an audited hook would have changed them), ``--digest``
+    (a hooks version decided them, ``has_digest``)."""
+    if getattr(args, "fail_open", False):
+        records = (r for r in records if r.get("fail_open"))
+    if getattr(args, "would", False):
+        records = (r for r in records if any(isinstance(h, dict) and h.get("would")
+                                             for h in r.get("hooks") or []))
+    digest = getattr(args, "digest", None)
+    if digest is not None:
+        if len(digest.strip()) < 8:
+            raise ConfigError(f"--digest {digest!r}: give at least 8 characters of a digest "
+                              "(a record's hooks_digest or one of its layer_digests)")
+        records = (r for r in records if has_digest(r, digest))
+    return records
+
+
+def has_digest(record: dict[str, Any], digest: str) -> bool:
+    """Whether a record was decided by this digest (its ``hooks_digest``, or a layer's in
+    ``layer_digests``; a prefix of at least 8 characters matches too)."""
+    wanted = digest.strip().lower()
+    layers = record.get("layer_digests")
+    given = [record.get("hooks_digest"), *(layers.values() if isinstance(layers, dict) else ())]
+    return len(wanted) >= 8 and any(isinstance(d, str) and d.startswith(wanted) for d in given)
 
 
 def print_log(log: EventLog | StoreLog, args: argparse.Namespace,

@@ -160,7 +160,8 @@ def run(opts: ProxyOptions) -> int:
 
     opts.serve.check()
     registry = Registry(opts.hooks.user_dir, opts.project_dir,
-                        trust_project_hooks=opts.hooks.trust_project_hooks)
+                        trust_project_hooks=opts.hooks.trust_project_hooks,
+                        managed_dir=opts.hooks.managed_dir)
     # lazy: 1 ms; OpenTelemetry itself only with --otel (exit 64 without the extra)
     from mcp_hooks.tracing import close_observer, observer_for
 

@@ -117,7 +117,10 @@ def format_hooks(registry: Registry, hooks: list[HookSpec]) -> str:
     lines = [f"user hooks:    {registry.user_dir}",
              f"project hooks: {registry.project_dir}/.agents/hooks" if registry.project_dir
              else "project hooks: (none)", ""]
-    shown = [(h, "trusted") for h in hooks]  # every hook that runs is trusted
+    if registry.managed_dir is not None:  # above both (docs/policy.md)
+        lines.insert(0, f"managed hooks: {registry.managed_dir}")
+    # every hook that runs is trusted; a managed one by where it is (registry/managed.py)
+    shown = [(h, "location" if h.scope == "managed" else "trusted") for h in hooks]
     shown += [(u.spec, u.status) for u in registry.untrusted]
     if shown:
         rows = [("NAME", "TRIGGER", "SCOPE", "TRUST", "PRIO", "MODE", "TIMEOUT", "MATCHER")]
@@ -129,7 +132,8 @@ def format_hooks(registry: Registry, hooks: list[HookSpec]) -> str:
             scope = "project*" if h.scope == "project" and h.name in registry.replaced \
                 else h.scope
             rows.append((h.name, h.trigger, scope, trust, str(h.priority),
-                         "async" if h.is_async else "sync", f"{h.timeout / 1000:g}s", matcher))
+                         ("async" if h.is_async else "sync") + ("/audit" if h.audit else ""),
+                         f"{h.timeout / 1000:g}s", matcher))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
         for row in rows:
             cells = [cell.ljust(w) for cell, w in zip(row, widths, strict=False)]
@@ -161,6 +165,15 @@ def format_hooks(registry: Registry, hooks: list[HookSpec]) -> str:
     return "\n".join(lines)
 
 
+def _hook_word(hook: dict[str, Any]) -> str:
+    """``name=status`` of one hook in a log line, with what an audited one would have done."""
+    would = hook.get("would")
+    text = f"{hook.get('name')}={hook.get('status')}"
+    if isinstance(would, dict):
+        text += f" (would {would.get('decision')}: {clip(str(would.get('reason') or ''), 80)})"
+    return text
+
+
 def format_log_record(record: dict[str, Any]) -> str:
     """One event-log record on one line."""
     ts = str(record.get("ts", ""))[:23].replace("T", " ")
@@ -174,7 +187,7 @@ def format_log_record(record: dict[str, Any]) -> str:
         return line + (f": {record['error']}" if record.get("error") else "")
     if str(record.get("kind", "")).startswith("ask"):
         return f"{ts}  {record.get('event', '?'):<18} {_ask_line(record)}"
-    hooks = ", ".join(f"{h.get('name')}={h.get('status')}" for h in record.get("hooks") or [])
+    hooks = ", ".join(_hook_word(h) for h in record.get("hooks") or [])
     decision = str(record.get("decision", "?")).upper()
     line = f"{ts}  {record.get('event', '?'):<18} {decision:<5}"
     if record.get("tool_name"):

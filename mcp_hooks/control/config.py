@@ -1,8 +1,10 @@
 """hooks.yaml: the control layer's configuration, layered, validated, trusted.
 
 Three layers, read in this order (the seed's ``5.1``); a later layer overrides an earlier
-one entry by entry::
+one entry by entry, below a fourth, the managed folder's (``registry/managed.py``), read first,
+whose entries run first and which no layer below may change, disable or demote::
 
+    <managed>/hooks.yaml         an administrator's                  (layer "managed")
     ~/.ahp/hooks.yaml            user defaults                       (layer "user")
     ./.ahp/hooks.yaml            the project's, committed            (layer "project")
     ./.ahp/hooks.local.yaml      local overrides, git-ignored        (layer "local")
@@ -121,6 +123,7 @@ from mcp_hooks.control.schema import (
     user_config_path,
 )
 from mcp_hooks.errors import ConfigError
+from mcp_hooks.registry.managed import location_problem
 from mcp_hooks.registry.trust import TrustStore, trust_all_from_env
 
 if TYPE_CHECKING:
@@ -240,7 +243,7 @@ class _Merger:
 
     def trusted(self, layer: Layer, file: Path, data: bytes | None) -> bool:
         config = self.config
-        if layer == "user":
+        if layer in ("user", "managed"):
             return True
         if self.trust_project:
             config.trust = "trusted"
@@ -270,11 +273,13 @@ class _Merger:
         if not os.path.lexists(file):
             return
         self.config.files.append(file)
-        inside = None if layer == "user" or self.project_dir is None else (
+        inside = None if layer in ("user", "managed") or self.project_dir is None else (
             self.project_dir / ".ahp")
         first = len(self.config.problems)
         raw: bytes | None = None
         try:
+            if layer == "managed" and (where := location_problem(file)) is not None:
+                raise LayerFileError(file, where)
             raw = read_bounded(file, MAX_HOOKS_YAML, inside=inside)
             self.config.sources.append(hashlib.sha256(raw).hexdigest())
             data = parse_yaml(file, raw)
@@ -295,7 +300,7 @@ class _Merger:
         """Whether a layer is a never-trusted project's: its problems are skipped with a
         warning, never a deny (a stranger's file cannot deny every event, as a broken HOOK.md
         of a never-trusted project cannot); one changed since it was trusted fails closed."""
-        if layer == "user" or (layer == "local" and self.local_is_own(file)):
+        if layer in ("user", "managed") or (layer == "local" and self.local_is_own(file)):
             return False
         return not self.trusted(layer, file, raw) and self.config.trust == "untrusted"
 
@@ -326,9 +331,24 @@ class _Merger:
             return  # neither runs nor overrides what was there
         self.merged[key], self.built[key] = candidate, entry
 
+    def managed_keeps(self, old: _Merged, layer: Layer, file: Path, what: tuple[str, str, Key],
+                      raw: dict[str, Any]) -> bool:
+        """Whether ``old`` is a managed entry, which no other layer may change, disable or
+        demote (noted when it tried)."""
+        if old.layer != "managed" or layer == "managed":
+            return False
+        label, trigger, key = what
+        if changes(old.raw, raw):
+            self.note(file, label, trigger, f"ignored: the entry {key[1]!r} is managed "
+                      f"({old.file}); no {layer} layer may change, disable or demote it")
+        return True
+
     def refused(self, old: _Merged, layer: Layer, file: Path, trusted: bool,
                 what: tuple[str, str, Key], raw: dict[str, Any]) -> bool:
-        """Whether a guarded entry stays as it is (an untrusted layer may not change it)."""
+        """Whether a guarded entry stays as it is (an untrusted layer may not change it; no
+        layer but the managed one may change a managed entry)."""
+        if self.managed_keeps(old, layer, file, what, raw):
+            return True
         if not old.guarded or trusted or (layer == "local" and self.local_is_own(file)):
             return False
         label, trigger, key = what
@@ -422,12 +442,13 @@ class _Merger:
             escalation=INTENSITY_STEPS if ladder is True else (
                 tuple(ladder) if ladder else None),
             file=merged.file, layer=merged.layer, order=merged.order,
-            ask=bool(raw.get("ask", False)))
+            ask=bool(raw.get("ask", False)), audit=raw.get("mode") == "audit")
 
 
 def load_config(project_dir: Path | None, *, user_file: Path | None = None,
                 trust_project: bool | None = None, trust_store: TrustStore | None = None,
-                resolve: bool = True) -> ControlConfig:
+                resolve: bool = True, managed_file: Path | None = None,
+                managed_only: bool = False) -> ControlConfig:
     """Read and merge the hooks.yaml layers of a project (see the module docstring).
 
     Args:
@@ -438,6 +459,8 @@ def load_config(project_dir: Path | None, *, user_file: Path | None = None,
         trust_store: the store to check; None for the default one.
         resolve: import and build the custom oracles of trusted layers; False reads only
             (``validate``, the trust review): every custom oracle is a ``HeldBack``.
+        managed_file: the managed folder's hooks.yaml (read first, never overridden).
+        managed_only: read the managed layer alone (its ``settings.json``).
     """
     if trust_project is None:
         trust_project = trust_all_from_env()
@@ -446,7 +469,9 @@ def load_config(project_dir: Path | None, *, user_file: Path | None = None,
     layers: list[tuple[Layer, Path]] = [("user", user_file or user_config_path())]
     if project_dir is not None:
         layers += [("project", project_dir / PROJECT_FILE), ("local", project_dir / LOCAL_FILE)]
-    for rank, (layer, file) in enumerate(layers):
+    if managed_file is not None:  # rank -1: first, before the user layer's rank 0
+        merger.read(-1, "managed", managed_file)
+    for rank, (layer, file) in enumerate([] if managed_only else layers):
         merger.read(rank, layer, file)
     merger.config.entries = sorted(merger.built.values(), key=Entry.sort_key)
     return merger.config

@@ -22,12 +22,12 @@ from mcp_hooks.paths import ahp_user_file
 from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.vocabulary import also_named
 
-Layer = Literal["user", "project", "local"]
+Layer = Literal["managed", "user", "project", "local"]
 TRUST_NAME = ".ahp"  # the trust store's name for a project's hooks.yaml (no hook is named so)
 PROJECT_FILE = Path(".ahp", "hooks.yaml")
 LOCAL_FILE = Path(".ahp", "hooks.local.yaml")
 ENTRY_KEYS = ("oracle", "config", "when", "priority", "enabled", "async", "id", "escalation",
-              "ask")
+              "ask", "mode")
 WHEN_ROOTS = ("tool", "environment", "issue", "files", "tool_input", "env", "session_id")
 TRIGGERS: dict[str, str] = {
     "pre-issue-start": "before_issue_start", "post-issue-start": "after_issue_start",
@@ -104,15 +104,17 @@ class Entry:
     layer: Layer
     order: tuple[int, int]  # (layer, position) of its first definition
     ask: bool = False  # its prompt signals ask a person (engine/asking.py) where the event blocks
+    audit: bool = False  # ``mode: audit``: its verdicts are recorded as "would ...", not enforced
 
     @property
     def label(self) -> str:
         return f"{self.written_trigger}[{self.order[1]}] ({self.oracle_name})"
 
-    def sort_key(self) -> tuple[bool, int, tuple[int, int]]:
-        # priority >= 1 first, ascending (the seed: 1 runs first); 0 = unordered, after them,
-        # in definition order (user layer first, then file order); stable for ties
-        return (self.priority == 0, self.priority, self.order)
+    def sort_key(self) -> tuple[bool, bool, int, tuple[int, int]]:
+        # the managed layer's entries first, whatever their priority; then priority >= 1,
+        # ascending (the seed: 1 runs first); 0 = unordered, after them, in definition order
+        # (user layer first, then file order); stable for ties
+        return (self.layer != "managed", self.priority == 0, self.priority, self.order)
 
     def matches(self, context: OracleContext) -> bool:
         """Whether every ``when`` condition holds for this event."""
@@ -322,6 +324,12 @@ def _bad_priority(raw: dict[Any, Any]) -> list[_Problem]:
     return []
 
 
+def _bad_mode(raw: dict[Any, Any]) -> list[_Problem]:
+    if raw.get("mode", "enforce") not in ("enforce", "audit"):
+        return [("mode", f"must be enforce or audit, got {raw['mode']!r}")]
+    return []
+
+
 def _bad_when(raw: dict[Any, Any]) -> list[_Problem]:
     when = raw.get("when")
     if not isinstance(when, dict):
@@ -350,7 +358,8 @@ def _bad_escalation(raw: dict[Any, Any]) -> list[_Problem]:
 
 # An entry's checks, in the order its problems are reported (every one of them).
 ENTRY_CHECKS: tuple[Callable[[dict[Any, Any]], list[_Problem]], ...] = (
-    _unknown_keys, _bad_oracle, _bad_kinds, _bad_priority, _bad_when, _bad_escalation)
+    _unknown_keys, _bad_oracle, _bad_kinds, _bad_priority, _bad_when, _bad_escalation,
+    _bad_mode)
 
 
 def entry_problems(file: Path, label: str, trigger: str, raw: Any) -> list[HooksYamlError]:

@@ -48,6 +48,7 @@ bridges).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import time
@@ -57,19 +58,22 @@ from typing import Any, Literal
 
 from mcp_hooks.control.ladder import Ladder
 from mcp_hooks.engine.asking import Asker
+from mcp_hooks.engine.audit import audited, would_runs
 from mcp_hooks.engine.callables import CallableHook, notify
 from mcp_hooks.engine.chain import Chain, sync_links
 from mcp_hooks.engine.entries import ControlLayer
-from mcp_hooks.engine.judge import Verdict, decode, judge, out_of_time
+from mcp_hooks.engine.judge import Verdict, judge, out_of_time
 from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
 from mcp_hooks.engine.observe import EventObserver, reporting
 from mcp_hooks.engine.offloop import call_here, call_off_loop
 from mcp_hooks.engine.payload import Stdin, event_payload, stdin_for
+from mcp_hooks.engine.record import event_record
 from mcp_hooks.engine.sessionlog import session_log
 from mcp_hooks.engine.stopguard import StopGuard, StopTicket, before_event
 from mcp_hooks.engine.webhook import ask_notifier
 from mcp_hooks.guard import named, passes_through
-from mcp_hooks.registry.discovery import Registry, run_order
+from mcp_hooks.registry.discovery import Registry
+from mcp_hooks.registry.index import runs_after
 from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
 from mcp_hooks.runner.hookenv import HookEnvs, hook_environment
 from mcp_hooks.runner.persistent import PersistentPool, default_processes
@@ -79,7 +83,7 @@ from mcp_hooks.spec.asking import Approver
 from mcp_hooks.spec.events import can_block, canonical_event, is_notification
 from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.outcome import FAULT_SOURCE, Event, HookRun, OnFault, Outcome, fault_outcome
-from mcp_hooks.state.eventlog import EventLog, now
+from mcp_hooks.state.eventlog import EventLog
 from mcp_hooks.state.inbox import AidInbox
 from mcp_hooks.state.signallog import SignalLog, signal_record
 from mcp_hooks.state.spool import after_event, failures
@@ -197,7 +201,8 @@ class Engine:
                                    secrets=settings.secrets,
                                    trust_project=registry.trust_project_hooks,
                                    trust_store=registry.shared_trust,
-                                   ladder=Ladder(store=self.store))
+                                   ladder=Ladder(store=self.store),
+                                   managed_dir=registry.managed_dir, mode=settings.mode)
         self.control: ControlLayer | None = control or None
         self._inbox = inbox if inbox is not None else AidInbox(store=self.store)
         self._observer = observer
@@ -344,7 +349,9 @@ class Engine:
                 self.control.decide, name, payload, can_block=can_block(name),
                 fail_closed=self.on_fault == "block", correlation_id=chain.correlation,
                 deadline=chain.deadline)
-            rest = chain.entries(await self._blocking(decide))
+            verdicts = await self._blocking(decide)
+            chain.runs.extend(would_runs(verdicts))  # audited entries (engine/audit.py)
+            rest = chain.entries(verdicts)
             while chain.asking is not None:  # an entry asked: settled, then the rest applied
                 await self._asker.settle(chain, event, {}, chain.approve)
                 rest = chain.entries(rest) if not chain.stopped else []
@@ -415,7 +422,10 @@ class Engine:
                 continue
             result, verdict = await self._link(name, event, hook, payload, stdin, work_dir,
                                                chain)
+            verdict, would = audited(hook, name, verdict, self.settings.mode)
             run = chain.apply(hook, result, verdict)
+            if would is not None:  # audit mode: recorded, not enforced (engine/audit.py)
+                run = chain.runs[-1] = dataclasses.replace(run, would=would)
             if chain.asking is not None:  # the chain waits for a person (asking.py)
                 await self._asker.settle(chain, event, hook.metadata, chain.approve)
             if verdict.modified_input is not None:
@@ -423,7 +433,7 @@ class Engine:
                 # the hooks after this one are chosen by what the tool will now receive
                 later = self.registry.select(name, event.tool_name, chain.tool_input)
                 todo = todo[:position] + [
-                    h for h in later if not h.is_async and run_order(h) > run_order(hook)]
+                    h for h in later if not h.is_async and runs_after(h, hook)]
             if verdict.modified_output is not None and name in ("after_tool", "after_model"):
                 payload["tool_output" if name == "after_tool" else "response"] = chain.tool_output
                 stdin.changed()
@@ -547,39 +557,14 @@ class Engine:
         self, event: Event, name: str, work_dir: str, outcome: Outcome,
         outputs: dict[str, RunResult], fail_open: list[str],
     ) -> None:
-        hooks = []
-        for run in outcome.hooks:
-            result = outputs.get(run.name)
-            record = run.as_dict()
-            if result is not None:
-                if result.stdout:
-                    record["stdout"] = decode(result.stdout)
-                if result.stderr:
-                    record["stderr"] = decode(result.stderr)
-            hooks.append(record)
-        entry: dict[str, Any] = {
-            "ts": now(),
-            "kind": "event",
-            "event": name,
-            "event_type": event.event_type,
-            "session_id": event.session_id,
-            "work_dir": work_dir,
-            "tool_name": event.tool_name,
-            "decision": outcome.decision,
-            "reason": outcome.reason,
-            "blocked_by": outcome.blocked_by,
-            "continue_working": outcome.continue_working,
-            "modified_input": outcome.modified_input is not None,
-            "hooks": hooks,
-            "warnings": outcome.warnings,
-            "hooks_digest": self.control.digest(self.registry.hooks_digest())
-            if self.control is not None else self.registry.hooks_digest(),
-        }
-        if fail_open:  # an allow a failure gave: countable (Envoy's failure_mode_allowed)
-            entry["fail_open"] = fail_open
-        self.store.append("events", entry)
-
-
+        control = self.control
+        digest = self.registry.hooks_digest()
+        layers = self.registry.layer_digests()
+        if control is not None:
+            digest, layers = control.digest(digest), layers | control.layer_digests()
+        self.store.append("events", event_record(
+            event, name, work_dir, outcome, outputs, fail_open, hooks_digest=digest,
+            layer_digests=layers, secrets=self.settings.secrets))
 
 
 def run_unsuspended(step: Coroutine[Any, Any, Outcome]) -> Outcome | None:

@@ -50,9 +50,11 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcp_hooks.engine.audit import audited_entries
 from mcp_hooks.engine.judge import Verdict
 from mcp_hooks.engine.launch import Launcher, run_background
 from mcp_hooks.paths import ahp_user_file
+from mcp_hooks.registry.managed import managed_layer
 from mcp_hooks.registry.trust import set_digest
 from mcp_hooks.settings import trust_store_path
 from mcp_hooks.spec.signals import Signal
@@ -102,7 +104,10 @@ class ControlLayer:
                  ladder: Ladder | None = None, watch: bool = True,
                  secrets: Collection[str] = (), load_timeout: float = LOAD_TIMEOUT,
                  trust_project: bool | None = None,
-                 trust_store: TrustStore | None = None) -> None:
+                 trust_store: TrustStore | None = None, managed_dir: Path | None = None,
+                 mode: str = "enforce") -> None:
+        self.mode = mode  # audit: every entry but the managed ones is audited (audit.py)
+        self.managed_dir = managed_dir  # its hooks.yaml is read first (control/config.py)
         self.project_dir = Path(project_dir) if project_dir is not None else None
         self.user_file = Path(user_file) if user_file is not None else ahp_user_file()
         self._ladder = ladder
@@ -132,6 +137,13 @@ class ControlLayer:
             self._digested = cached
         return cached[2]
 
+    def layer_digests(self) -> dict[str, str]:
+        """``{"hooks.yaml": digest}`` of the hooks.yaml files as last read (none: {}): the
+        event log's ``layer_digests`` entry of the control layer."""
+        config = self._config
+        return {"hooks.yaml": set_digest([], *config.sources)} if config and config.sources \
+            else {}
+
     # -- the configuration -----------------------------------------------------------------
 
     def _files(self) -> list[Path]:
@@ -139,12 +151,16 @@ class ControlLayer:
         if self.project_dir is not None:
             files += [self.project_dir / ".ahp" / "hooks.yaml",
                       self.project_dir / ".ahp" / "hooks.local.yaml"]
+        if self.managed_dir is not None:  # last here, first when merged
+            files.append(self.managed_dir / "hooks.yaml")
         return files
 
     def _watched(self) -> tuple[list[Path], list[Path]]:
         """The folders a change of the configuration shows up in (the trust store is checked
         by ``stat`` instead: its folder also holds the event log, written every event)."""
         dirs = [self.user_file.parent]
+        if self.managed_dir is not None:
+            dirs.append(self.managed_dir)
         if self.project_dir is not None:
             root = self.project_dir / ".ahp"
             dirs.append(root)
@@ -219,7 +235,8 @@ class ControlLayer:
             try:
                 box["config"] = load_config(self.project_dir, user_file=self.user_file,
                                             trust_project=self._trust_project,
-                                            trust_store=self._trust_store)
+                                            trust_store=self._trust_store,
+                                            **managed_layer(self.managed_dir))
             except BaseException as exc:  # reported below, never raised in the thread
                 box["error"] = exc
 
@@ -315,6 +332,7 @@ class ControlLayer:
                 verdict.signal = convert(signal, "prompt")
         if can_block:
             _asks(verdicts, {source_name(e) for e in config.for_trigger(trigger) if e.ask})
+        verdicts = audited_entries(trigger, verdicts, config.for_trigger(trigger), self.mode)
         return [*map(_warning, notes), *verdicts]
 
     def background(self, trigger: str, payload: Mapping[str, Any], *, session_id: str | None,
@@ -328,6 +346,7 @@ class ControlLayer:
         job = {"trigger": trigger, "payload": dict(payload), "session_id": session_id,
                "project_dir": str(self.project_dir) if self.project_dir else None,
                "user_file": str(self.user_file), "correlation_id": correlation_id,
+               "managed_dir": str(self.managed_dir) if self.managed_dir else None,
                "log": str(log_path) if log_path is not None else None}
         launcher.launch_entries(job, functools.partial(run_background, job, config, self.ladder,
                                                        self._secrets))

@@ -58,7 +58,7 @@ class Verdict:
     """One sync hook's effect on the chain."""
 
     __slots__ = ("ask", "blocked_by", "context", "deny", "message", "modified_input",
-                 "modified_output", "notice", "reason", "signal", "status", "warning")
+                 "modified_output", "notice", "reason", "signal", "status", "warning", "would")
 
     def __init__(self, status: Status) -> None:
         self.status: Status = status
@@ -73,6 +73,7 @@ class Verdict:
         self.notice: str | None = None  # a non-blocking warning for the agent (a prompt)
         self.signal: Signal | None = None  # the signal the hook printed itself
         self.ask: str | None = None  # the hook asks a person: what they are shown
+        self.would: dict[str, Any] | None = None  # audit mode: what it would have done
 
 
 _ALLOW = Verdict("allow")  # shared: a verdict is never changed once judged

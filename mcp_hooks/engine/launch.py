@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_hooks.engine.offloop import call_off_loop
 from mcp_hooks.errors import ConfigError
+from mcp_hooks.registry.managed import managed_layer
 from mcp_hooks.runner import RunResult, run_hook
 from mcp_hooks.runner.hookenv import hook_environment
 from mcp_hooks.spec.hookfile import HookSpec
@@ -335,7 +336,9 @@ def run_background(job: dict[str, Any], config: ControlConfig | None = None,
     project = Path(job["project_dir"]) if job.get("project_dir") else None
     try:
         if config is None:
-            config = load_config(project, user_file=Path(job["user_file"]))
+            managed = job.get("managed_dir")  # its managed layer, as the engine read it
+            config = load_config(project, user_file=Path(job["user_file"]),
+                                 **managed_layer(Path(managed) if managed else None))
         signals = evaluate(job["trigger"], job["payload"], config=config, ladder=ladder,
                            project_dir=project, background=True,
                            correlation_id=job.get("correlation_id"), secrets=secrets)

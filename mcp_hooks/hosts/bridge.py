@@ -187,7 +187,8 @@ def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False,
     if project is None:  # none given: the project of the folder the agent works in
         project = find_project_dir(Path(call.fields.get("work_dir") or os.getcwd()))
     registry = Registry(settings.user_dir, project, watch=False,
-                        trust_project_hooks=settings.trust_project_hooks)
+                        trust_project_hooks=settings.trust_project_hooks,
+                        managed_dir=settings.managed_dir)
     event = Event.create(event_type=call.event, **call.fields)
 
     log = log_of(settings)

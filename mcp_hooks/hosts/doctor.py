@@ -433,6 +433,18 @@ def probe(host: Host, entry: Entry, event: str, root: Path) -> dict[str, Any]:
 # -- hooks and files ------------------------------------------------------------------------
 
 
+def _layers(report: Report, registry: Any) -> None:
+    """Each hook's layer (managed, user, project), the managed folder, and the hooks a
+    managed hook's name keeps from running (docs/policy.md)."""
+    managed = getattr(registry, "managed_dir", None)
+    report.hooks["managed_dir"] = str(managed) if managed else None
+    report.hooks["layers"] = {h.name: h.scope for h in registry.hooks()}
+    for hook in getattr(registry, "shadowed", []) or []:
+        report.warn(f"{hook.scope} hook {hook.name!r} does not run: a managed hook has that "
+                    "name, and managed hooks cannot be replaced",
+                    f"rename {hook.dir} if both should run")
+
+
 def check_hooks(report: Report, given: CommonOptions) -> None:
     try:
         registry = options.registry(given, watch=False)
@@ -457,6 +469,7 @@ def check_hooks(report: Report, given: CommonOptions) -> None:
             "replaced": sorted(replaced),
             "identical": [],
         }
+        _layers(report, registry)
         for hook in invalid:
             report.problem(f"invalid hook {hook.name!r}: {hook}",
                            f"fix {hook.file}, then check it with `mcp-hooks validate`")

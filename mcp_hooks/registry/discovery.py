@@ -1,7 +1,9 @@
-"""User and project hook folders -> ``Registry``: the metadata index, invalid hooks, trust, reload.
+"""Managed, user and project hook folders -> ``Registry``: the index, invalid hooks, trust, reload.
 
-Discovery roots: the user folder ``$XDG_CONFIG_HOME/agents/hooks`` (default
-``~/.config/agents/hooks``) and the project folder ``<project>/.agents/hooks``. Only
+Discovery roots: the managed folder (``managed.py``: an administrator's, trusted by where it
+is; its hooks run first and no hook of the same name below replaces them), the user folder
+``$XDG_CONFIG_HOME/agents/hooks`` (default ``~/.config/agents/hooks``) and the project folder
+``<project>/.agents/hooks``. Only
 frontmatter is read to build the index; the prose is read when asked for and the script only
 when run.
 
@@ -45,7 +47,11 @@ from mcp_hooks.registry.gate import (
     project_of,
 )
 from mcp_hooks.registry.gate import UntrustedHook as UntrustedHook  # its old home, still public
+from mcp_hooks.registry.index import EventIndex, build_index
+from mcp_hooks.registry.index import run_order as run_order  # its old home, still public
+from mcp_hooks.registry.managed import location_problem, read_settings, tree_problem
 from mcp_hooks.registry.trust import TrustStore, hook_digest, set_digest, trust_all_from_env
+from mcp_hooks.settings import managed_dir_from_env
 from mcp_hooks.settings import trust_store_path as store_path
 from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.hookfile import HOOK_FILES, HookFileProblems, HookSpec, Scope, load_hook
@@ -132,30 +138,6 @@ class InvalidHook:
         }
 
 
-@dataclass
-class _EventIndex:
-    """Hooks of one canonical event, in run order, with tool-name lookups for literal matchers."""
-
-    hooks: list[HookSpec] = field(default_factory=list)
-    by_tool: dict[str, list[HookSpec]] = field(default_factory=dict)
-    generic: list[HookSpec] = field(default_factory=list)
-    rank: dict[str, int] = field(default_factory=dict)
-    patterns: bool = False  # some hook searches the tool input
-
-
-def run_order(hook: HookSpec) -> tuple[int, int, str]:
-    """Sort key of sync hooks: priority descending, then user before project, then name.
-
-    A Python callable (``callables.CallableHook``) brings its own key: after both at equal
-    priority, instance ones before class ones, each in registration order.
-    """
-    if type(hook) is HookSpec:
-        return (-hook.priority, 0 if hook.scope == "user" else 1, hook.name)
-    key: tuple[int, int, str] = getattr(hook, "order_key", None) or (
-        -hook.priority, 0 if hook.scope == "user" else 1, hook.name)
-    return key
-
-
 _Loaded = tuple[HookSpec, list[str]] | InvalidHook
 
 
@@ -171,6 +153,7 @@ class _Scan:
     untrusted: list[UntrustedHook] = field(default_factory=list)
     replaced: dict[str, HookSpec] = field(default_factory=dict)
     deep: dict[Path, Known] = field(default_factory=dict)
+    shadowed: list[HookSpec] = field(default_factory=list)
 
 
 class Registry:
@@ -186,12 +169,14 @@ class Registry:
         trust_project_hooks: run every project hook without checking the trust store (CI,
             containers); None reads ``MCP_HOOKS_TRUST_PROJECT_HOOKS``.
         trust_store: where trusted digests are kept; None for ``settings.trust_store_path()``.
+        managed_dir: the managed folder; None reads ``MCP_HOOKS_MANAGED_DIR`` (default
+            ``/etc/agents/hooks`` where it exists).
     """
 
     def __init__(
         self, user_dir: Path | None = None, project_dir: Path | None = None, *,
         strict: bool = False, watch: bool = True, trust_project_hooks: bool | None = None,
-        trust_store: TrustStore | None = None,
+        trust_store: TrustStore | None = None, managed_dir: Path | None = None,
     ) -> None:
         self.user_dir = Path(os.path.abspath(user_dir if user_dir is not None
                                              else paths.user_hooks_dir()))
@@ -208,8 +193,14 @@ class Registry:
         self.replaced: dict[str, HookSpec] = {}  # name -> the user hook a project hook replaces
         self.generation = 0
         self._scans = 0  # scans published; hooks_digest is computed once per scan
-        self._digest: tuple[int, str] | None = None
+        self._digest: tuple[int, dict[str, str]] | None = None
+        managed = managed_dir if managed_dir is not None else managed_dir_from_env()
+        self.managed_dir = Path(os.path.abspath(managed)) if managed is not None else None
+        self.managed_only = False  # the managed folder's settings.json, read at each scan
+        self.shadowed: list[HookSpec] = []  # hooks named like a managed one: never run
         self._roots: list[tuple[Scope, Path]] = [("user", self.user_dir)]
+        if self.managed_dir is not None:
+            self._roots.insert(0, ("managed", self.managed_dir))
         if self.project_dir is not None:
             self._roots.append(("project", project_hooks_dir(self.project_dir)))
         self._cache: dict[Path, tuple[tuple[Any, ...], _Loaded]] = {}
@@ -222,7 +213,7 @@ class Registry:
             self._watcher = ChangeWatcher()
         self._hooks: list[HookSpec] = []
         self._by_name: dict[str, HookSpec] = {}
-        self._index: dict[str, _EventIndex] = {}
+        self._index: dict[str, EventIndex] = {}
         self.invalid: list[InvalidHook] = []
         self.warnings: list[str] = []
         # Python callables merged into ``select`` (``CallableSource``; the library)
@@ -294,12 +285,23 @@ class Registry:
     def hooks_digest(self) -> str:
         """``trust.set_digest`` of the hooks that decide, made once per scan (a project
         hook's folder digest is trust's, already made)."""
+        return self._digests()[""]
+
+    def layer_digests(self) -> dict[str, str]:
+        """``hooks_digest`` of each layer that has hooks (``managed``, ``user``,
+        ``project``), made once per scan: the event log's ``layer_digests``."""
+        return {k: v for k, v in self._digests().items() if k}
+
+    def _digests(self) -> dict[str, str]:
         scans, cached = self._scans, self._digest
         if cached is None or cached[0] != scans:
             known = {d: v.digest for d, v in self._deep.items()}
-            cached = (scans, set_digest((h.scope, h.name, known.get(h.dir) or hook_digest(h.dir))
-                                        for h in self._hooks))
-            self._digest = cached
+            each = [(h.scope, h.name, known.get(h.dir) or hook_digest(h.dir))
+                    for h in self._hooks]
+            digests = {"": set_digest(each)}
+            for scope in dict.fromkeys(h.scope for h in self._hooks):
+                digests[scope] = set_digest(e for e in each if e[0] == scope)
+            cached = self._digest = (scans, digests)
         return cached[1]
 
     # -- reloading ------------------------------------------------------------------------
@@ -346,6 +348,13 @@ class Registry:
     def _hook_dirs(self) -> Iterator[tuple[Scope, Path, str | None]]:
         """Each candidate hook folder, with why it cannot be one (None when it may be)."""
         for scope, root in self._roots:
+            if scope == "managed" and os.path.lexists(root):
+                problem = self._managed_problem(root)
+                if problem is not None:
+                    yield scope, root, problem
+                    continue
+            elif self.managed_only:
+                continue
             try:
                 entries = sorted(os.scandir(root), key=lambda e: e.name)
             except FileNotFoundError:
@@ -358,21 +367,27 @@ class Registry:
             except ValueError as exc:  # a NUL in the path: no folder of that name can exist
                 yield scope, root, f"the hooks folder path is not valid: {exc}"
                 continue
-            for entry in entries:
-                if entry.name.startswith("."):
+            yield from self._folders_in(scope, entries)
+
+    @staticmethod
+    def _folders_in(scope: Scope, entries: list[os.DirEntry[str]],
+                    ) -> Iterator[tuple[Scope, Path, str | None]]:
+        """``_hook_dirs`` for the entries of one root."""
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            path = Path(entry.path)
+            try:
+                if entry.is_dir():
+                    yield scope, path, tree_problem(path) if scope == "managed" else None
                     continue
-                path = Path(entry.path)
-                try:
-                    if entry.is_dir():
-                        yield scope, path, None
-                        continue
-                    if entry.is_symlink():
-                        yield scope, path, "a symbolic link to nothing (dangling); remove it " \
-                            "or point it at a hook folder"
-                    elif not entry.is_file():
-                        yield scope, path, "not a folder (a FIFO, socket or device); remove it"
-                except OSError as exc:  # a symlink loop, a folder we may not search
-                    yield scope, path, f"cannot be read: {exc.strerror}; remove or fix it"
+                if entry.is_symlink():
+                    yield scope, path, "a symbolic link to nothing (dangling); remove it " \
+                        "or point it at a hook folder"
+                elif not entry.is_file():
+                    yield scope, path, "not a folder (a FIFO, socket or device); remove it"
+            except OSError as exc:  # a symlink loop, a folder we may not search
+                yield scope, path, f"cannot be read: {exc.strerror}; remove or fix it"
 
     def _load(self, scope: Scope, hook_dir: Path) -> _Loaded:
         signature: list[Any] = [scope]
@@ -453,6 +468,12 @@ class Registry:
             return
         spec, spec_warnings = loaded
         found.warnings.extend(spec_warnings)
+        held = found.valid.get(spec.name)
+        if held is not None and held.scope == "managed":  # a managed hook is never replaced
+            found.shadowed.append(spec)
+            found.warnings.append(f"{spec.dir}: not run: a managed hook is named {spec.name!r} "
+                                  f"({held.dir}) and cannot be replaced; rename this one")
+            return
         if spec.scope == "project" and spec.name in found.valid:
             found.replaced[spec.name] = found.valid[spec.name]
         found.valid[spec.name] = spec  # project folders come second: project replaces user
@@ -480,12 +501,19 @@ class Registry:
         self.warnings = found.warnings
         self.untrusted = found.untrusted
         self.replaced = found.replaced
+        self.shadowed = found.shadowed
         self._deep = found.deep
-        self._index = _build_index(hooks)
+        self._index = build_index(hooks)
         self._scans += 1  # after the hooks: a reader that sees the count sees them
         if changed:
             self.generation += 1
         return changed
+
+    def _managed_problem(self, root: Path) -> str | None:
+        """Why the managed folder is refused whole (``managed.py``); reads its settings."""
+        settings = read_settings(root)
+        self.managed_only = settings.managed_only
+        return location_problem(root, parents=True) or settings.problem
 
     # -- trust ----------------------------------------------------------------------------
 
@@ -562,18 +590,3 @@ def _out_of_scope(invalid: InvalidHook) -> InvalidHook:
     return InvalidHook(invalid.name, invalid.scope, invalid.file, invalid.field,
                        invalid.reason + " (an untrusted project hook: it would not run anyway)",
                        invalid.event, in_scope=False, matcher=invalid.matcher)
-
-
-def _build_index(hooks: list[HookSpec]) -> dict[str, _EventIndex]:
-    index: dict[str, _EventIndex] = {}
-    for rank, hook in enumerate(hooks):
-        entry = index.setdefault(hook.event, _EventIndex())
-        entry.hooks.append(hook)
-        entry.rank[hook.name] = rank
-        entry.patterns = entry.patterns or hook.matcher_pattern is not None
-        if hook.tool_names is not None:
-            for name in hook.tool_names:
-                entry.by_tool.setdefault(name, []).append(hook)
-        else:
-            entry.generic.append(hook)
-    return index

@@ -33,7 +33,7 @@ from mcp_hooks.spec.limits import DEFAULT_LIMITS, Limits, parse_limits
 from mcp_hooks.spec.toolmatch import LITERAL_TOOLS as LITERAL_TOOLS  # re-exported
 from mcp_hooks.spec.toolmatch import NO_MATCHER, ToolMatcher
 
-Scope = Literal["user", "project"]
+Scope = Literal["managed", "user", "project"]
 HOOK_FILES = ("HOOK.md", "hook.md")
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 MAX_HOOK_FILE = 1 << 20  # bytes: a HOOK.md is a page of prose, never a megabyte
@@ -256,6 +256,11 @@ class HookSpec:
                                ToolMatcher(self.matcher_tool, self.matcher_pattern))
 
     @property
+    def audit(self) -> bool:
+        """``metadata.mode: audit``: its verdicts are recorded as "would ...", never enforced."""
+        return self.metadata.get("mode") == "audit"
+
+    @property
     def has_matcher(self) -> bool:
         return self._matcher.given
 
@@ -291,6 +296,7 @@ class HookSpec:
             "timeout": self.timeout,
             "matcher": matcher or None,
             "on_error": self.on_error,
+            "mode": "audit" if self.audit else "enforce",
         }
 
     def read_text(self) -> str:
@@ -426,6 +432,9 @@ def _load_text(hook_dir: Path, scope: Scope, hook_file: Path, text: str, strict:
     metadata = fm["metadata"] or {}
     on_error, limits, persistent, processes = _extensions(hook_file, metadata, fm["async"],
                                                           problems, warnings)
+    if metadata.get("mode", "enforce") not in ("enforce", "audit"):
+        problems.append(HookFileError(hook_file, "metadata.mode", f"{metadata['mode']!r}: "
+                                      "use enforce (the default) or audit"))
     entry: tuple[str, ...] = ()
     try:
         entry = resolve_entry(hook_dir, hook_file, run_is_file)
@@ -505,7 +514,7 @@ def _matcher_of(hook_file: Path, matcher: dict[str, Any] | None, event: str | No
 
 # The keys of metadata mcp-hooks reads; any other key is the author's own. A key this close
 # to one of them (``on_eror``) is most likely a typo that would silently keep the default.
-_EXTENSION_KEYS = ("on_error", "limits", "persistent", "processes", "ask_timeout",
+_EXTENSION_KEYS = ("on_error", "limits", "persistent", "processes", "mode", "ask_timeout",
                    "on_ask_unavailable")  # the last two: read when a hook asks (docs/ask.md)
 MAX_PROCESSES = 32  # metadata.processes: 1..MAX_PROCESSES
 

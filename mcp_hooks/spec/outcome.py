@@ -120,6 +120,9 @@ class HookRun:
     exit_code: int | None = None
     duration_ms: float = 0.0
     message: str | None = None
+    # audit mode (engine/audit.py): what it would have done; in the log and the trace only,
+    # never in ``as_dict`` (what a door hands the agent)
+    would: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         # by hand: dataclasses.asdict deep-copies, which costs more than the rest of an event

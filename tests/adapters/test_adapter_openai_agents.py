@@ -8,6 +8,7 @@ runs as a subprocess (``tests/scenarios/openai_agents_agent.py``).
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -136,3 +137,20 @@ def test_an_ask_goes_to_the_approve_callback(
     assert (sandbox / "danger.txt").exists() is approved  # the call ran only once approved
     if not approved:
         assert "refused by the approve callback" in model.tool_results()[0]
+
+
+def test_an_audit_guard_lets_the_call_run_and_logs_what_it_would_have_denied(
+        python: Path, user_dir: Path, project: Path, sandbox: Path) -> None:
+    write_hook(user_dir, "guard", script=GUARD,
+               extra=WRITE_TOOL_ONLY + "metadata:\n  mode: audit\n")
+    log = sandbox.parent / "events.jsonl"
+    script = [ToolCall("write_file", {"path": "danger.txt", "text": "boom"}), Text("all done")]
+    with ScriptedModel(script) as model:
+        result = run(python, model, user_dir, project, sandbox, log=str(log))
+    assert (sandbox / "danger.txt").read_text() == "boom"  # audit: never enforced
+    assert "policy P-7" not in model.tool_results()[0]  # nor shown to the model
+    assert result["final"] == "all done"
+    [record] = [r for r in map(json.loads, log.read_text().splitlines())
+                if r.get("event") == "before_tool"]
+    assert record["decision"] == "allow"
+    assert record["hooks"][0]["would"]["decision"] == "deny"

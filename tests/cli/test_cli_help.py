@@ -259,7 +259,8 @@ def check_announcement(proc: subprocess.Popen[str], host: str, port: int) -> Non
 SHARED_FLAGS = {"user_dir": "--user-dir", "project_dir": "--project-dir", "log": "--log FILE",
                 "no_log": "--no-log", "stop_block_cap": "--stop-block-cap",
                 "on_fault": "--on-fault", "trust_project_hooks": "--trust-project-hooks",
-                "state": "--state URL", "chain_timeout": "--chain-timeout SECONDS"}
+                "state": "--state URL", "chain_timeout": "--chain-timeout SECONDS",
+                "managed_dir": "--managed-dir DIR", "mode": "--mode {enforce,audit}"}
 
 
 def test_every_command_says_which_shared_options_it_reads() -> None:

@@ -26,8 +26,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (home / ".claude" / "settings.json").write_text("{}")
     monkeypatch.setenv("HOME", str(home))
     for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "MCP_HOOKS_USER_DIR", "MCP_HOOKS_TRUST_STORE",
-                "MCP_HOOKS_LOG", "CODEX_HOME", "CLAUDE_CONFIG_DIR", "GEMINI_CLI_HOME",
-                "COPILOT_HOME", "KIMI_SHARE_DIR", "AGENT_HOOKS_HOOK_DIR"):
+                "MCP_HOOKS_LOG", "MCP_HOOKS_MANAGED_DIR", "CODEX_HOME", "CLAUDE_CONFIG_DIR",
+                "GEMINI_CLI_HOME", "COPILOT_HOME", "KIMI_SHARE_DIR", "AGENT_HOOKS_HOOK_DIR"):
         monkeypatch.delenv(var, raising=False)
     return home
 
@@ -129,13 +129,17 @@ def test_environment_locations(home: Path, project: Path, tmp_path: Path,
     monkeypatch.setenv("KIMI_SHARE_DIR", str(tmp_path / "km"))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cl"))
     monkeypatch.setenv("AGENT_HOOKS_HOOK_DIR", str(tmp_path / "lib" / "protect-hooks"))
-    for path in ("cfg/agents/hooks/x", "cfg/mcp-hooks/token", "state/mcp-hooks/trust.json",
+    monkeypatch.setenv("MCP_HOOKS_MANAGED_DIR", str(tmp_path / "org"))
+    for path in ("org/guard/HOOK.md", "org/hooks.yaml", "cfg/agents/hooks/x",
+                 "cfg/mcp-hooks/token", "state/mcp-hooks/trust.json",
                  "mine/h/HOOK.md", "t.json", "cx/hooks.json", "cx/config.toml", "km/config.toml",
                  "cl/settings.json", "lib/other-hook/HOOK.md"):
         full = str(tmp_path / path)
         assert run(project, "WriteFile", {"path": full}).returncode == 2, path
         assert run(project, "Shell", sh(f"echo x > '{full}'")).returncode == 2, path
     assert run(project, "Shell", sh(f"rm -rf {tmp_path / 'state'}")).returncode == 2
+    assert run(project, "Shell", sh(f"rm -rf {tmp_path / 'org'}")).returncode == 2
+    assert run(project, "WriteFile", {"path": "/etc/agents/hooks/x/HOOK.md"}).returncode == 2
     assert run(project, "WriteFile", {"path": str(tmp_path / "cfg" / "other.txt")}).returncode == 0
 
 

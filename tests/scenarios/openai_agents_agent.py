@@ -54,7 +54,7 @@ def main() -> None:
             return bool(args["approve"])
     hooks = AgentsHooks(project_dir=args["project_dir"], user_dir=args["user_dir"],
                         session_id="scenario", stop_block_cap=int(args.get("stop_block_cap", 8)),
-                        approve=approve)
+                        approve=approve, log=args.get("log"))
     mode = args.get("mode", "run")
     if mode == "sync":
         final = hooks.run_sync(agent, "do the task").final_output

@@ -93,6 +93,8 @@ def fixed_roots():
         (env.get("MCP_HOOKS_USER_DIR"), user_hooks),
         (os.path.join(config, "agents", "hooks"), user_hooks),
         (os.path.join(home, ".config", "agents", "hooks"), user_hooks),
+        (env.get("MCP_HOOKS_MANAGED_DIR"), "the managed hooks folder"),
+        ("/etc/agents/hooks", "the managed hooks folder"),
         (env.get("MCP_HOOKS_TRUST_STORE"), "the mcp-hooks trust store"),
         (os.path.join(state, "mcp-hooks"), state_label),
         (os.path.join(home, ".local", "state", "mcp-hooks"), state_label),
