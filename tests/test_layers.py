@@ -9,10 +9,10 @@ a lower one, at module level or inside a function (``TYPE_CHECKING`` imports cou
     runner    one hook as a process
     control   hooks.yaml config, context, oracles
     engine    one event -> one Outcome (the chain, judge, launch, stop guard, entries)
-    api       service, api, lanes, hookkit, options, tracing: projects -> engines, the Python API,
-              the options every command shares
-    doors     hosts/ and adapters/, then server/ (it mounts the bridges' forward endpoint),
-              then proxy/ (a server in front of servers), then cli/
+    api       service, api, lanes, hookkit, options, tracing, metrics: projects -> engines,
+              the Python API, the options every command shares
+    doors     hosts/, adapters/ and dashboard/, then server/ (it mounts the bridges' forward
+              endpoint and the dashboard), then proxy/ (a server in front of servers), then cli/
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ ROOMS: dict[str, int] = {
     "errors": 0, "paths": 0, "guard": 0, "ownstdout": 0, "settings": 0,
     "spec": 1, "registry": 2, "state": 2, "runner": 3, "control": 4, "engine": 5,
     "service": 6, "api": 6, "lanes": 6, "hookkit": 6, "options": 6, "tracing": 6,
-    "hosts": 7, "adapters": 7, "server": 8, "proxy": 9, "cli": 10,
+    "hosts": 7, "adapters": 7, "dashboard": 7, "metrics": 6, "server": 8, "proxy": 9, "cli": 10,
 }
 SIBLINGS = {("registry", "state"), ("state", "registry")}  # same floor, never each other
 

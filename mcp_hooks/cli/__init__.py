@@ -198,6 +198,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "mcp-hooks init --host claude-code --scope user",
         "mcp-hooks init --dry-run",
     ),
+    "dashboard": (
+        "mcp-hooks dashboard",
+        "mcp-hooks dashboard --state redis://redis:6379/0 --host 0.0.0.0 "
+        "--token \"$MCP_HOOKS_TOKEN\"",
+    ),
 }
 
 
@@ -238,6 +243,7 @@ _PARSERS: dict[str, tuple[str, str]] = {
     "init": ("mcp_hooks.cli.setup", "add_init_parser"),
     "signals": ("mcp_hooks.cli.signals", "add_signals_parser"),
     "respond": ("mcp_hooks.cli.signals", "add_respond_parser"),
+    "dashboard": ("mcp_hooks.cli.dashboard", "add_parser"),
 }
 
 
@@ -307,6 +313,7 @@ COMMANDS: dict[str, Command] = {
     "init": _lazy("mcp_hooks.cli.setup", "init_command"),
     "signals": _lazy("mcp_hooks.cli.signals", "signals_command"),
     "respond": _lazy("mcp_hooks.cli.signals", "respond_command"),
+    "dashboard": _lazy("mcp_hooks.cli.dashboard", "command"),
 }
 
 

@@ -95,6 +95,7 @@ class ProxySettings:
         fast_stdio: the hand-written stdio paths (the downstream fast path, the upstreams'
             raw channel); False uses the SDK's stdio transports on both sides
             (``MCP_HOOKS_PROXY_STDIO=sdk``), for comparison or as a way out of a bug.
+        routes: Starlette routes served beside ``/healthz`` over HTTP/SSE (``--metrics``).
     """
 
     prefix_all: bool = False
@@ -102,6 +103,7 @@ class ProxySettings:
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     startup_wait: float = LISTING_WINDOW
     fast_stdio: bool = True
+    routes: tuple[Any, ...] = ()  # more HTTP routes beside the probes (``--metrics``)
 
 
 class _SessionMiddleware:
@@ -539,7 +541,8 @@ async def _run(
                         await server.run(read, write, server.create_initialization_options())
                 else:
                     await transport.serve(server, serve_options, shutdown=shutdown, sock=sock,
-                                          routes=health_routes())  # /healthz, /readyz
+                                          routes=[*health_routes(),  # /healthz, /readyz
+                                                  *settings.routes])
             if proxy.shutdown_reason is None and stdio:
                 proxy.shutdown_reason = "client_disconnected"
         outer.cancel_scope.cancel()
