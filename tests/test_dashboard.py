@@ -201,6 +201,10 @@ def test_a_missing_or_unreadable_store_is_a_page_with_the_fix(
     assert str(gone.parent) in page.text and "--log FILE or --state URL" in page.text
     assert "Traceback" not in page.text
     assert client.get("/api/events").status_code == 503
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    answer = _client(folder, project, user_dir).get("/hooks")
+    assert answer.status_code == 503 and "not a regular file" in answer.text
     locked = tmp_path / "locked.jsonl"
     locked.write_text("{}\n")
     locked.chmod(0)
