@@ -12,7 +12,7 @@ a lower one, at module level or inside a function (``TYPE_CHECKING`` imports cou
     api       service, api, lanes, hookkit, options, tracing, metrics: projects -> engines,
               the Python API, the options every command shares
     doors     hosts/, adapters/ and dashboard/, then server/ (it mounts the bridges' forward
-              endpoint and the dashboard), then proxy/ (a server in front of servers), then cli/
+              endpoint), then proxy/ (a server in front of servers), then cli/
 """
 
 from __future__ import annotations

@@ -56,12 +56,14 @@ def command(args: argparse.Namespace) -> int:
                          token=settings.token)
     serve.check()  # a public bind without a token, a bad port: refused now
     # lazy: 400 ms (starlette, the dashboard) of cold start for `--help` and usage errors
-    from mcp_hooks.dashboard.app import DashboardConfig, dashboard_app
+    from mcp_hooks.dashboard.app import DashboardConfig, dashboard_app, pending_count
     from mcp_hooks.dashboard.source import Source  # lazy: 0 ms more (with the line above)
     from mcp_hooks.metrics import metrics_for  # lazy: 1 ms; prometheus only with --metrics
 
     metrics = metrics_for(bool(args.metrics), "dashboard")
     source = Source(settings.state, options.log_path(args))
+    if metrics is not None:
+        metrics.read_from("mcp_hooks_asks_pending", lambda: pending_count(source))
     roots = tuple(args.root) or (options.project_of(settings),)
     hosts = tuple(args.allowed_host) + (LOOPBACK_NAMES if is_loopback(args.host) else ())
     config = DashboardConfig(source, token=settings.token, roots=roots,

@@ -289,6 +289,7 @@ def extra_routes(opts: ServerOptions, service: Any, metrics: Any) -> list[Any]:
         from mcp_hooks.dashboard.app import (  # lazy: 0 ms more (as above)
             DashboardConfig,
             dashboard_app,
+            pending_count,
         )
         from mcp_hooks.dashboard.source import Source  # lazy: 0 ms more (as above)
         from mcp_hooks.server.transport import DASHBOARD_PATH  # lazy: 0 ms more (as above)
@@ -300,6 +301,8 @@ def extra_routes(opts: ServerOptions, service: Any, metrics: Any) -> list[Any]:
                                  user_dir=settings.user_dir, metrics=metrics,
                                  trust_project_hooks=settings.trust_project_hooks)
         routes.append(Mount(DASHBOARD_PATH, app=dashboard_app(config)))
+        if metrics is not None:
+            metrics.read_from("mcp_hooks_asks_pending", lambda: pending_count(source))
     return routes
 
 

@@ -254,6 +254,11 @@ class Dashboard:
         return routes
 
 
+def pending_count(source: Source) -> int:
+    """How many block/prompt signals wait for an answer (``mcp_hooks_asks_pending``)."""
+    return len(views.pending(source.signals()))
+
+
 def dashboard_app(config: DashboardConfig) -> Starlette:
     """The dashboard's ASGI app (mount it, or serve it alone)."""
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=list(config.allowed_hosts))
@@ -261,4 +266,4 @@ def dashboard_app(config: DashboardConfig) -> Starlette:
     return Starlette(routes=Dashboard(config).routes(), middleware=middleware)
 
 
-__all__ = ["PAGES", "DashboardConfig", "dashboard_app"]
+__all__ = ["PAGES", "DashboardConfig", "dashboard_app", "pending_count"]
