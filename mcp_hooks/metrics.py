@@ -17,16 +17,17 @@ the engine's observer (``engine/observe.py``) and counts, in its own ``Collector
 
 ``together(otel, metrics)`` gives an engine both observers.
 
-``render()`` is the text exposition format. The observer only increments counters on the
-event's path (no I/O, no lock beyond prometheus-client's own). prometheus-client is an extra
-(``mcp-hooks[metrics]``): without it, ``metrics_for(True)`` is a ``MissingExtraError`` naming
-the pip command.
+``render()`` is the text exposition format. The observer only adds to plain dicts on the
+event's path (no I/O, no lock); a scrape reads them through a collector. prometheus-client
+is an extra (``mcp-hooks[metrics]``): without it, ``metrics_for(True)`` is a
+``MissingExtraError`` naming the pip command.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from math import inf as INF
 from typing import TYPE_CHECKING, Any
 
 from mcp_hooks.engine.observe import EventObserver, EventTrace
@@ -43,53 +44,133 @@ NEEDS = "prometheus-client"
 Reading = Callable[[], float]
 
 
+BOUNDS = (.005, .01, .025, .05, .075, .1, .25, .5, .75, 1.0, 2.5, 5.0, 7.5, 10.0, INF)
+
+
+class _Histogram:
+    """Bucket counts (not cumulative) and the sum, filled on the event's path."""
+
+    __slots__ = ("counts", "total")
+
+    def __init__(self) -> None:
+        self.counts = [0] * len(BOUNDS)
+        self.total = 0.0
+
+
+def _count(counts: dict[tuple[str, ...], int], key: tuple[str, ...]) -> None:
+    try:
+        counts[key] += 1
+    except KeyError:
+        counts[key] = 1
+
+
 class _Trace:
     """One observed event."""
 
     __slots__ = ("_failed", "_metrics", "_name", "_start")
 
-    def __init__(self, metrics: Metrics, name: str) -> None:
-        self._metrics, self._name = metrics, name
-        self._start = time.perf_counter()
-        self._failed: list[str] = []
+    # no __init__: ``Metrics.event`` sets the slots (a call fewer per event, as counted)
+    _metrics: Metrics
+    _name: str
+    _start: float
+    _failed: list[str] | None
 
     def hook_done(self, run: HookRun) -> None:
         m = self._metrics
-        m.hook_runs.labels(run.name, run.status).inc()
-        m.hook_duration.labels(run.name).observe(max(0.0, run.duration_ms) / 1000)
+        key = (run.name, run.status)
+        try:
+            m.hook_runs[key] += 1
+        except KeyError:
+            m.hook_runs[key] = 1
+        seconds = run.duration_ms / 1000
+        try:
+            histogram = m.hook_duration[run.name]
+        except KeyError:
+            histogram = m.hook_duration[run.name] = _Histogram()
+        i = 0
+        while seconds > BOUNDS[i]:  # no call: the bench counts calls per event
+            i += 1
+        histogram.counts[i] += 1
+        histogram.total += seconds
         if run.status in FAILED:
-            self._failed.append(run.name)
+            self._failed = [*(self._failed or ()), run.name]
 
     def finish(self, outcome: Outcome | None, error: BaseException | None) -> None:
         m = self._metrics
         decision = "error" if outcome is None else outcome.decision
-        m.events.labels(self._name, m.door, decision).inc()
-        m.latency.labels(self._name).observe(time.perf_counter() - self._start)
-        if outcome is not None and not outcome.denied:
+        seconds = time.perf_counter() - self._start
+        try:
+            histogram = m.latency[self._name]
+        except KeyError:
+            histogram = m.latency[self._name] = _Histogram()
+        i = 0
+        while seconds > BOUNDS[i]:  # no call: the bench counts calls per event
+            i += 1
+        histogram.counts[i] += 1
+        histogram.total += seconds
+        key = (self._name, m.door, decision)
+        try:
+            m.events[key] += 1
+        except KeyError:
+            m.events[key] = 1
+        if self._failed and decision != "deny" and decision != "error":
             for name in self._failed:
-                m.fail_open.labels(name).inc()
+                _count(m.fail_open, (name,))
+
+
+class _Collector:
+    """What a scrape reads: the counts above, as prometheus-client metric families."""
+
+    def __init__(self, metrics: Metrics, core: Any) -> None:
+        self._metrics, self._core = metrics, core
+
+    def collect(self) -> Iterator[Any]:
+        m, core = self._metrics, self._core
+        for name, text, labels, counts in (
+                ("mcp_hooks_events", "Events decided", ["event", "door", "decision"],
+                 m.events),
+                ("mcp_hooks_hook_runs", "Sync hook runs", ["hook", "result"], m.hook_runs),
+                ("mcp_hooks_fail_open", "Events allowed although a hook of theirs failed",
+                 ["hook"], m.fail_open)):
+            family = core.CounterMetricFamily(name, text, labels=labels)
+            for key, value in list(counts.items()):
+                family.add_metric(list(key), value)
+            yield family
+        for name, text, label, histograms in (
+                ("mcp_hooks_hook_duration_seconds", "How long a sync hook ran", "hook",
+                 m.hook_duration),
+                ("mcp_hooks_event_latency_seconds", "How long an event took to decide",
+                 "event", m.latency)):
+            family = core.HistogramMetricFamily(name, text, labels=[label])
+            for hist_key, histogram in list(histograms.items()):
+                running, buckets = 0, []
+                for bound, count in zip(BOUNDS, list(histogram.counts), strict=True):
+                    running += count
+                    buckets.append(("+Inf" if bound == INF else repr(bound), running))
+                family.add_metric([hist_key], buckets, histogram.total)
+            yield family
 
 
 class Metrics:
-    """The counters of one process, and the engine's observer that feeds them."""
+    """The counts of one process, and the engine's observer that feeds them.
+
+    The event's path only adds to plain dicts (a handful of Python calls per event, as
+    ``bench/bench_dashboard.py`` counts them); a scrape turns them into metric families.
+    Increments from several threads at once are not locked: a rare lost increment is the
+    price of not taking a lock on every event.
+    """
 
     def __init__(self, door: str, prometheus: Any) -> None:
         self.door = door
         self._prometheus = prometheus
+        self.events: dict[tuple[str, ...], int] = {}
+        self.hook_runs: dict[tuple[str, ...], int] = {}
+        self.fail_open: dict[tuple[str, ...], int] = {}
+        self.hook_duration: dict[str, _Histogram] = {}
+        self.latency: dict[str, _Histogram] = {}
         self.registry: CollectorRegistry = prometheus.CollectorRegistry()
         r = self.registry
-        self.events = prometheus.Counter("mcp_hooks_events", "Events decided",
-                                         ["event", "door", "decision"], registry=r)
-        self.hook_runs = prometheus.Counter("mcp_hooks_hook_runs", "Sync hook runs",
-                                            ["hook", "result"], registry=r)
-        self.hook_duration = prometheus.Histogram(
-            "mcp_hooks_hook_duration_seconds", "How long a sync hook ran", ["hook"], registry=r)
-        self.latency = prometheus.Histogram(
-            "mcp_hooks_event_latency_seconds", "How long an event took to decide", ["event"],
-            registry=r)
-        self.fail_open = prometheus.Counter(
-            "mcp_hooks_fail_open", "Events allowed although a hook of theirs failed",
-            ["hook"], registry=r)
+        r.register(_Collector(self, prometheus.core))
         self._gauges: dict[str, Any] = {
             name: prometheus.Gauge(name, text, registry=r) for name, text in (
                 ("mcp_hooks_asks_pending", "Asks and block/prompt signals not answered yet"),
@@ -108,7 +189,10 @@ class Metrics:
 
     def event(self, name: str, event: Event) -> _Trace:
         """The engine's ``EventObserver.event``."""
-        return _Trace(self, name)
+        trace = _Trace()
+        trace._metrics, trace._name, trace._failed = self, name, None
+        trace._start = time.perf_counter()
+        return trace
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""
@@ -181,6 +265,7 @@ def metrics_for(on: bool, door: str) -> Metrics | None:
     try:
         # lazy: 25 ms (python -X importtime), and the extra may not be installed
         import prometheus_client
+        import prometheus_client.core  # lazy: 0 ms more (imported by the line above)
     except ModuleNotFoundError as exc:
         raise MissingExtraError("metrics (--metrics)", exc, "metrics", NEEDS) from None
     return Metrics(door, prometheus_client)

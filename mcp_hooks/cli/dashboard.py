@@ -83,6 +83,7 @@ def command(args: argparse.Namespace) -> int:
 
 
 async def _serve(app: Any, serve: ServeOptions, sock: Any) -> None:
+    """Serve ``app`` on ``sock``; say where once it listens."""
     # lazy: 240 ms (uvicorn), only when the dashboard starts
     import uvicorn
 
@@ -92,9 +93,12 @@ async def _serve(app: Any, serve: ServeOptions, sock: Any) -> None:
     port = sock.getsockname()[1]
     host = f"[{serve.host}]" if ":" in serve.host else serve.host
     auth = "token required" if serve.token else "no token"
-    print(f"mcp-hooks dashboard: serving at http://{host}:{port}/activity ({auth})",
-          file=sys.stderr, flush=True)
-    await web.serve(sockets=[sock])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: web.serve(sockets=[sock]))
+        while not web.started:
+            await anyio.sleep(0.01)
+        print(f"mcp-hooks dashboard: serving at http://{host}:{port}/activity ({auth})",
+              file=sys.stderr, flush=True)
 
 
 __all__ = ["DEFAULT_PORT", "add_parser", "command"]

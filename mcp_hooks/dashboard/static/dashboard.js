@@ -5,7 +5,7 @@
   const main = document.getElementById("main");
   const status = document.getElementById("status");
   const page = document.body.dataset.page;
-  const POLL_MS = 1000;
+  const POLL_MS = 500;
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
