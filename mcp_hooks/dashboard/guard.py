@@ -32,7 +32,7 @@ HEADERS = {
     "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; "
     "base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # a sign-in form's Origin is then sent
     "X-Frame-Options": "DENY",
 }
 
