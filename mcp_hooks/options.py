@@ -103,6 +103,7 @@ READ_BY: dict[str, frozenset[str]] = {
     "uninstall": frozenset({"project_dir"}), "trust": frozenset({"project_dir", "state"}),
     "log": frozenset({"log", "state"}), "signals": frozenset({"log", "state"}),
     "respond": frozenset({"log", "state"}),
+    "dashboard": _FOLDERS | {"log", "state", "trust_project_hooks"},
     "events": frozenset(),
 }
 

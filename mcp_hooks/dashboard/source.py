@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_hooks.errors import ConfigError, MCPHooksError
+from mcp_hooks.errors import ConfigError, MCPHooksError, RunError
 from mcp_hooks.state.eventlog import READ_LIMIT, _parse, _tail
 from mcp_hooks.state.reader import is_probe
 from mcp_hooks.state.remote import redact
@@ -39,7 +39,7 @@ MAX_LIMIT = 2000  # records one request may ask for
 DECISIONS = ("allow", "deny", "ask")
 
 
-class SourceError(MCPHooksError):
+class SourceError(RunError):
     """The store cannot be read: the message says what is wrong and the fix."""
 
 
