@@ -23,6 +23,7 @@ from mcp_hooks.metrics import Metrics, metrics_for
 from mcp_hooks.spec.outcome import Event
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.background import background
+from tests.proxy.test_proxy import upstream
 
 TOKEN = "metrics-test-token-41c2"
 BLOCKER = """input=$(cat)
@@ -123,3 +124,27 @@ async def test_serve_metrics_and_dashboard_behind_the_token(
     assert signed.headers["location"] == "/dashboard/activity"
     assert TOKEN not in signed.headers["set-cookie"] and TOKEN not in signed.text
     assert after.status_code == 200 and after.json()["events"][0]["session"] == "s-metrics"
+
+
+@pytest.mark.anyio
+async def test_proxy_metrics_count_the_gated_calls(project: Path, user_dir: Path) -> None:
+    write_hook(user_dir, "no-boom", script="""input=$(cat)
+case "$input" in *boom*) echo 'no boom' >&2; exit 2;; esac
+exit 0
+""")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_HOOKS_")}
+    argv = [MCP_HOOKS, "proxy", "--transport", "http", "--port", "0", "--metrics",
+            "--project-dir", str(project), "--user-dir", str(user_dir), "--no-log",
+            "--upstream", upstream("up")]
+    with background(argv, env=env, timeout=120) as server:
+        async with Client(server.url) as client:
+            denied = await client.call_tool("echo", {"text": "boom"})
+            allowed = await client.call_tool("echo", {"text": "fine"})
+        async with httpx2.AsyncClient(timeout=60) as http:
+            scrape = await http.get(server.url.rsplit("/mcp", 1)[0] + "/metrics")
+    assert denied.is_error and not allowed.is_error
+    got = samples(scrape.text)
+    events = {labels: v for (name, labels), v in got.items() if name == "mcp_hooks_events_total"}
+    assert events[(("decision", "deny"), ("door", "proxy"), ("event", "before_tool"))] == 1
+    assert events[(("decision", "allow"), ("door", "proxy"), ("event", "before_tool"))] == 1
+    assert got[("mcp_hooks_hook_runs_total", (("hook", "no-boom"), ("result", "deny")))] == 1
