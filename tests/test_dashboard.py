@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from starlette.testclient import TestClient
 
@@ -24,7 +26,8 @@ from mcp_hooks.dashboard.app import PAGES, DashboardConfig, dashboard_app
 from mcp_hooks.dashboard.guard import COOKIE
 from mcp_hooks.dashboard.source import Source
 from mcp_hooks.spec.outcome import Event
-from tests.conftest import write_hook
+from tests.conftest import MCP_HOOKS, write_hook
+from tests.helpers.background import background
 
 XSS = "<script>alert('x')</script>"
 TOKEN = "dashboard-test-token-7f3a"
@@ -242,3 +245,22 @@ def test_the_tail_read_keeps_the_latest_records_of_a_long_log(tmp_path: Path) ->
     rows, cursor = Source("file:", log).recent(5)
     assert [r["session_id"] for r in rows] == [f"s{n}" for n in range(29995, 30000)]
     assert int(cursor) == log.stat().st_size
+
+
+def test_the_command_refuses_a_public_bind_without_a_token_and_foreign_hosts(
+        tmp_path: Path, project: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_HOOKS_")}
+    log = tmp_path / "events.jsonl"
+    done = subprocess.run([MCP_HOOKS, "dashboard", "--host", "0.0.0.0", "--port", "0",
+                           "--log", str(log)], capture_output=True, text=True, timeout=120,
+                          env=env, stdin=subprocess.DEVNULL)
+    assert done.returncode == 64 and "without a token" in done.stderr
+    argv = [MCP_HOOKS, "dashboard", "--port", "0", "--log", str(log), "--project-dir",
+            str(project)]
+    with background(argv, env=env, announce=r"serving at (\S+)", timeout=120) as board:
+        url = board.url
+        port = int(url.split(":")[2].split("/")[0])
+        ok = httpx2.get(url, timeout=60)
+        rebound = httpx2.get(url, headers={"Host": f"attacker.example:{port}"}, timeout=60)
+    assert ok.status_code == 200 and "<nav>" in ok.text
+    assert rebound.status_code == 400  # DNS rebinding: a loopback bind answers loopback names
