@@ -14,6 +14,7 @@ setup(
                                        exclude=["*.__pycache__", "*.__pycache__.*"]),
               "mcp_hooks.library"],
     package_dir={"mcp_hooks.library": "hooks"},
-    package_data={"mcp_hooks": ["py.typed"], "mcp_hooks.library": ["**/*"]},
+    package_data={"mcp_hooks": ["py.typed"], "mcp_hooks.dashboard": ["static/*"],
+                  "mcp_hooks.library": ["**/*"]},
     exclude_package_data={"mcp_hooks.library": _JUNK},
 )

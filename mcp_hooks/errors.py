@@ -34,6 +34,7 @@
     │   ├── AskAnswered                    an ask answered already (the first answer stands)
     │   ├── _Unbuilt                       a hooks.yaml entry's oracle with every problem found
     │   ├── _Unreadable                    a host config too odd to edit in place (written whole)
+    │   ├── ParamError                     a dashboard query parameter it does not take
     │   └── MissingExtraError              an adapter or a state store without its extra's
     │                                      packages (also a ModuleNotFoundError; names the
     │                                      extra to install)
@@ -49,6 +50,7 @@
         │   └── TrustStoreError            the trust store cannot be read, locked or written
         ├── BridgeInputError               a host handed a bridge a payload it cannot read
         ├── StateUnavailable               the state store cannot be read or written
+        ├── SourceError                    the dashboard cannot read its store (says the fix)
         ├── Held                           a store call not sent: the store timed out just now
         ├── ReentryError                   a hook called back into the Hooks running it
         │                                  (fire on its worker thread, close inside a hook)
@@ -64,7 +66,8 @@ The control layer's are defined beside what they check: ``HooksYamlError`` in
 ``UnknownOracleError`` in ``control/oracles/__init__.py``, ``LayerFileError`` in
 ``control/files.py``, ``FileRefused`` in ``control/runtime.py`` and ``BadRevisionError`` in
 ``control/context.py``; ``UnknownSignal``, ``AlreadyAnswered``, ``UnknownAsk``,
-``AskExpired``, ``AskAnswered`` and ``StateUnavailable`` in ``state/store.py``; ``signals.py`` and
+``AskExpired``, ``AskAnswered`` and ``StateUnavailable`` in ``state/store.py``; ``ParamError``
+and ``SourceError`` in ``dashboard/``; ``signals.py`` and
 ``signallog.py`` raise ``ConfigError`` itself (a malformed signal, an action that does not fit
 the signal's intensity, an unknown or already answered signal id: exit 64).
 

@@ -112,6 +112,7 @@ READ_BY: dict[str, frozenset[str]] = {
     "respond": frozenset({"log", "state"}),
     "pending": frozenset({"log", "state"}), "approve": frozenset({"log", "state"}),
     "refuse": frozenset({"log", "state"}),
+    "dashboard": _FOLDERS | {"log", "state", "trust_project_hooks"},
     "events": frozenset(),
 }
 

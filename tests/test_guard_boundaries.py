@@ -327,6 +327,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "closing idle connections on the way out: a close that fails leaves nothing to undo",
     ("mcp_hooks.state.pgpool", "Pool._take_idle", "suppress Exception"):
         "an idle connection found dead is closed and replaced: its close failing changes nothing",
+    ("mcp_hooks.metrics", "Metrics.read_from.safe", "Exception"):
+        "a gauge read when /metrics is scraped: a reading that fails is -1, the scrape answers",
     ("mcp_hooks.state.url", "close_store", "Exception"):
         "a shared store's connections let go on the way out, said on stderr: nothing to undo",
     # a door in the api room: the Python API's one guard

@@ -120,6 +120,9 @@ def test_the_wheel_carries_the_library_with_its_modes(built: Built) -> None:
     assert not [n for n in modes if n.startswith("hooks/")]  # not beside the package
     assert not [n for n in modes if _is_junk(n)]
     assert "mcp_hooks/registry/bundle.py" in modes and "mcp_hooks/py.typed" in modes
+    # the dashboard's page, style and script ship as package data (no build step, no CDN)
+    assert {f"mcp_hooks/dashboard/static/{name}" for name in (
+        "page.html", "dashboard.css", "dashboard.js")} <= set(modes)
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in modes), sorted(modes)[-8:]
     assert not [n for n in modes if n.startswith(("tests/", "docs/", "mcp_hooks/tests"))]
 

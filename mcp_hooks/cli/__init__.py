@@ -12,6 +12,7 @@ them into the typed options of its adapter and calls it::
     signals  signals, respond: the signal log of the control layer (mcp_hooks.state.signallog)
     asks     pending, approve, refuse: a hook's ask answered out of band (docs/ask.md)
     replay   replay: logged events fired again against another hooks folder
+    dashboard  dashboard: the web pages and /metrics (mcp_hooks.dashboard)
     report   what people read: an outcome, the hook table, event-log lines
 
 Every group but ``hooks`` is imported, and its parser built, only when its command runs, so
@@ -217,6 +218,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "mcp-hooks init --host claude-code --scope user",
         "mcp-hooks init --dry-run",
     ),
+    "dashboard": (
+        "mcp-hooks dashboard",
+        "mcp-hooks dashboard --state redis://redis:6379/0 --host 0.0.0.0 "
+        "--token \"$MCP_HOOKS_TOKEN\"",
+    ),
 }
 
 
@@ -261,6 +267,7 @@ _PARSERS: dict[str, tuple[str, str]] = {
     "approve": ("mcp_hooks.cli.asks", "add_approve_parser"),
     "refuse": ("mcp_hooks.cli.asks", "add_refuse_parser"),
     "replay": ("mcp_hooks.cli.replay", "add_parser"),
+    "dashboard": ("mcp_hooks.cli.dashboard", "add_parser"),
 }
 
 
@@ -334,6 +341,7 @@ COMMANDS: dict[str, Command] = {
     "approve": _lazy("mcp_hooks.cli.asks", "approve_command"),
     "refuse": _lazy("mcp_hooks.cli.asks", "refuse_command"),
     "replay": _lazy("mcp_hooks.cli.replay", "command"),
+    "dashboard": _lazy("mcp_hooks.cli.dashboard", "command"),
 }
 
 

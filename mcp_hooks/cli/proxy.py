@@ -24,6 +24,7 @@ Importing this module imports no MCP SDK: the parser is built on every ``proxy``
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,9 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_hooks import options
 from mcp_hooks.cli.serve import (
+    add_metrics_argument,
     add_otel_argument,
     add_transport_arguments,
     announce_stdio,
+    needs_http,
     transport_options,
 )
 from mcp_hooks.registry.discovery import Registry
@@ -73,6 +76,7 @@ def add_parser(sub: Any) -> None:
                     f"(default {DEFAULT_STARTUP_TIMEOUT:g})")
     add_transport_arguments(p, default_port=DEFAULT_PORT)
     add_otel_argument(p)
+    add_metrics_argument(p)
     options.add_common_options(p)
 
 
@@ -87,12 +91,14 @@ class ProxyOptions:
         serve: transport, address, token and HTTP settings.
         hooks: the project, user folder, log, ``on_fault``, stop cap and trust
             (``Settings``).
+        metrics: also serve ``GET /metrics`` (``--metrics``).
     """
 
     upstreams: tuple[UpstreamSpec, ...]
     settings: ProxySettings
     serve: ServeOptions
     hooks: Settings
+    metrics: bool = False
 
     @property
     def project_dir(self) -> Path:
@@ -130,11 +136,13 @@ def options_from_args(
         startup_timeout=float(getattr(args, "startup_timeout", None) or DEFAULT_STARTUP_TIMEOUT),
         fast_stdio=hooks.fast_proxy_stdio,
     )
+    metrics = bool(getattr(args, "metrics", False))
     return ProxyOptions(
         upstreams=tuple(specs),
         settings=settings,
         serve=transport_options(args, settings=hooks),
         hooks=hooks,
+        metrics=metrics,
     )
 
 
@@ -159,6 +167,12 @@ def run(opts: ProxyOptions) -> int:
     from mcp_hooks.proxy.app import serve_proxy
 
     opts.serve.check()
+    needs_http(opts.serve, {"metrics": opts.metrics})
+    # lazy: 1 ms; prometheus-client itself only with --metrics (exit 64 without the extra)
+    from mcp_hooks.metrics import metrics_for, metrics_routes, together
+
+    metrics = metrics_for(opts.metrics, "proxy")
+    settings = dataclasses.replace(opts.settings, routes=tuple(metrics_routes(metrics)))
     registry = Registry(opts.hooks.user_dir, opts.project_dir,
                         trust_project_hooks=opts.hooks.trust_project_hooks,
                         managed_dir=opts.hooks.managed_dir)
@@ -167,8 +181,8 @@ def run(opts: ProxyOptions) -> int:
 
     observer = observer_for(opts.hooks)
     try:
-        serve_proxy(opts.upstreams, settings=opts.settings, serve_options=opts.serve,
-                    registry=registry, hooks=opts.hooks, observer=observer)
+        serve_proxy(opts.upstreams, settings=settings, serve_options=opts.serve,
+                    registry=registry, hooks=opts.hooks, observer=together(observer, metrics))
     finally:
         close_observer(observer)  # the spans still queued are sent
     return 0

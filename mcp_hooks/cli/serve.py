@@ -39,7 +39,7 @@ from typing import Any, cast
 
 import anyio
 
-from mcp_hooks import options
+from mcp_hooks import options, paths
 from mcp_hooks.errors import UsageError
 from mcp_hooks.registry.signing import unsigned_warning
 from mcp_hooks.server.transport import (
@@ -125,6 +125,21 @@ def add_otel_argument(parser: argparse.ArgumentParser) -> None:
                         "'.[otel]' in a checkout; or MCP_HOOKS_OTEL=1)")
 
 
+def add_metrics_argument(parser: argparse.ArgumentParser) -> None:
+    """Declare ``--metrics`` (``serve``, ``proxy``: ``metrics.py``)."""
+    parser.add_argument("--metrics", action="store_true",
+                        help="serve GET /metrics in the Prometheus format (http/sse; behind "
+                        "the token; needs the metrics extra: pip install 'mcp-hooks[metrics]')")
+
+
+def needs_http(opts: ServeOptions, flags: dict[str, bool]) -> None:
+    """Refuse ``--metrics``/``--dashboard`` on stdio, where nothing could reach them."""
+    asked = [f"--{name}" for name, on in flags.items() if on]
+    if asked and opts.transport == "stdio":
+        raise UsageError(f"{' and '.join(asked)} need --transport http or sse (over stdio "
+                         "there is no HTTP to serve them on)")
+
+
 def add_parser(sub: Any) -> None:
     """Declare ``serve`` on the ``mcp-hooks`` subparsers."""
     p = sub.add_parser(
@@ -141,6 +156,10 @@ def add_parser(sub: Any) -> None:
                    help="also serve bridge_hook, the tool Claude Code mcp_tool hooks call "
                    "(mcp-hooks install claude-code --via mcp)")
     add_otel_argument(p)
+    add_metrics_argument(p)
+    p.add_argument("--dashboard", action="store_true",
+                   help="also serve the dashboard at /dashboard (http/sse; the same token "
+                   "rules; docs/dashboard.md)")
     replica = p.add_argument_group("replicas (docs/deploy.md)")
     replica.add_argument("--replica-id", metavar="NAME",
                          help="the name stamped as `replica` on every record this server "
@@ -162,12 +181,16 @@ class ServerOptions:
             (``Settings``; the server's token is among its secrets).
         roots: folders clients may name (subfolders of) as ``work_dir``; empty: the project.
         bridge_tool: also serve ``bridge_hook`` (Claude Code ``mcp_tool`` hooks).
+        metrics: also serve ``GET /metrics`` (``metrics.py``).
+        dashboard: also serve the dashboard at ``/dashboard`` (``mcp_hooks.dashboard``).
     """
 
     serve: ServeOptions
     settings: Settings
     roots: tuple[Path, ...] = ()
     bridge_tool: bool = False
+    metrics: bool = False
+    dashboard: bool = False
 
     @property
     def project_dir(self) -> Path:
@@ -191,6 +214,8 @@ def options_from_args(
         settings=settings,
         roots=tuple(Path(r).expanduser() for r in (getattr(args, "root", None) or [])),
         bridge_tool=bool(getattr(args, "bridge_tool", False)),
+        metrics=bool(getattr(args, "metrics", False)),
+        dashboard=bool(getattr(args, "dashboard", False)),
     )
 
 
@@ -244,6 +269,43 @@ def command(args: argparse.Namespace) -> int:
     return run(opts)
 
 
+def extra_routes(opts: ServerOptions, service: Any, metrics: Any) -> list[Any]:
+    """``GET /metrics`` (``--metrics``) and the dashboard mounted at ``/dashboard``
+    (``--dashboard``), for ``serve_hooks``; its gauges read ``service``'s store."""
+    # lazy: 1 ms of cold start for `--help` and usage errors
+    from mcp_hooks.metrics import metrics_routes
+
+    # lazy: 1 ms of cold start for `--help` and usage errors
+    from mcp_hooks.state.spool import failures, spooled
+
+    routes: list[Any] = metrics_routes(metrics)
+    if metrics is not None:
+        metrics.read_from("mcp_hooks_store_errors", lambda: failures(service.store))
+        metrics.read_from("mcp_hooks_spooled_records", lambda: spooled(service.store))
+    if opts.dashboard:
+        # lazy: 60 ms (the dashboard's modules), only with --dashboard
+        from starlette.routing import Mount
+
+        from mcp_hooks.dashboard.app import (  # lazy: 0 ms more (as above)
+            DashboardConfig,
+            dashboard_app,
+            pending_count,
+        )
+        from mcp_hooks.dashboard.source import Source  # lazy: 0 ms more (as above)
+        from mcp_hooks.server.transport import DASHBOARD_PATH  # lazy: 0 ms more (as above)
+
+        settings = opts.settings
+        source = Source(settings.state, settings.log_read or paths.log_path())
+        config = DashboardConfig(source, token=opts.serve.token,
+                                 roots=tuple(opts.roots) or (opts.project_dir,),
+                                 user_dir=settings.user_dir, metrics=metrics,
+                                 trust_project_hooks=settings.trust_project_hooks)
+        routes.append(Mount(DASHBOARD_PATH, app=dashboard_app(config)))
+        if metrics is not None:
+            metrics.read_from("mcp_hooks_asks_pending", lambda: pending_count(source))
+    return routes
+
+
 def run(opts: ServerOptions) -> int:
     """Serve until the client disconnects (stdio) or the process is stopped (HTTP/SSE).
 
@@ -256,6 +318,7 @@ def run(opts: ServerOptions) -> int:
         AddressInUseError: HTTP/SSE: the host and port are taken.
     """
     opts.serve.check()
+    needs_http(opts.serve, {"metrics": opts.metrics, "dashboard": opts.dashboard})
 
     configure_logging(opts.serve.log_level)
     roots = [Path(os.path.realpath(r)) for r in opts.roots]
@@ -267,6 +330,9 @@ def run(opts: ServerOptions) -> int:
         if not root.is_dir():
             raise UsageError(f"--root {root} is not an existing folder")
 
+    # lazy: 1 ms; prometheus-client itself only with --metrics (exit 64 without the extra)
+    from mcp_hooks.metrics import metrics_for, together  # lazy: 1 ms, as said above
+
     # lazy: 2,200 ms (the MCP SDK) of cold start for `--help` and usage errors
     from mcp_hooks.server.app import serve_hooks
 
@@ -276,16 +342,20 @@ def run(opts: ServerOptions) -> int:
     # lazy: 1 ms; OpenTelemetry itself only with --otel (exit 64 without the extra)
     from mcp_hooks.tracing import close_observer, observer_for
 
+    metrics = metrics_for(opts.metrics, "serve")
     observer = observer_for(opts.settings)
     if observer is not None:
         observer.flush_on_sigterm()
     try:
-        service = HookService(opts.settings, roots=roots, observer=observer)  # store reached
+        service = HookService(opts.settings, roots=roots,
+                              observer=together(observer, metrics))  # store reached
+        routes = extra_routes(opts, service, metrics)
         for warning in [unspread(opts.serve, opts.settings.state),
                         *store_warnings(opts.settings)]:
             if warning is not None:
                 print(warning, file=sys.stderr, flush=True)
-        anyio.run(lambda: serve_hooks(service, opts.serve, bridge_tool=opts.bridge_tool))
+        anyio.run(lambda: serve_hooks(service, opts.serve, bridge_tool=opts.bridge_tool,
+                                      routes=routes))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     finally:

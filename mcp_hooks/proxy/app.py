@@ -13,10 +13,9 @@ resources, resource templates and prompts, unchanged (``catalog``), and passes e
           └─ upstreams one ``Upstream`` (its state machine) per server
 
 Use as an async context manager inside an entered ``Engine``; upstream connections run in
-the proxy's task group, session events in a second one outside it, so that stopping the
-upstreams never cancels the ``session_end`` hooks that run meanwhile. ``run_proxy`` serves
-it until the client goes (stdio) or the process is told to stop; ``serve_proxy`` is the
-command's entry (typed options; the argparse side is ``mcp_hooks.cli.proxy``).
+the proxy's task group, session events in a second one outside it, so stopping the upstreams
+never cancels the ``session_end`` hooks that run meanwhile. ``run_proxy`` serves it until
+the client goes or the process is told to stop; ``serve_proxy`` is the command's entry.
 """
 
 from __future__ import annotations
@@ -98,6 +97,7 @@ class ProxySettings:
         fast_stdio: the hand-written stdio paths (the downstream fast path, the upstreams'
             raw channel); False uses the SDK's stdio transports on both sides
             (``MCP_HOOKS_PROXY_STDIO=sdk``), for comparison or as a way out of a bug.
+        routes: Starlette routes served beside ``/healthz`` over HTTP/SSE (``--metrics``).
     """
 
     prefix_all: bool = False
@@ -105,6 +105,7 @@ class ProxySettings:
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     startup_wait: float = LISTING_WINDOW
     fast_stdio: bool = True
+    routes: tuple[Any, ...] = ()
 
 
 class _SessionMiddleware:
@@ -555,7 +556,7 @@ async def _run(
                         await server.run(read, write, server.create_initialization_options())
                 else:
                     await transport.serve(server, serve_options, shutdown=shutdown, sock=sock,
-                                          routes=health_routes())  # /healthz, /readyz
+                                          routes=[*health_routes(), *settings.routes])
             if proxy.shutdown_reason is None and stdio:
                 proxy.shutdown_reason = "client_disconnected"
         outer.cancel_scope.cancel()

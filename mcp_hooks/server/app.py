@@ -92,6 +92,8 @@ from mcp_hooks.state.store import StateUnavailable, UnknownSignal
 from mcp_hooks.state.url import scheme
 
 if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
     from mcp_hooks.server.transport import ServeOptions
 
 logger = logging.getLogger("mcp_hooks.server")
@@ -492,7 +494,8 @@ async def _ready(service: HookService) -> bool:
 
 
 async def serve_hooks(
-    service: HookService, options: ServeOptions, *, bridge_tool: bool = False
+    service: HookService, options: ServeOptions, *, bridge_tool: bool = False,
+    routes: Sequence[BaseRoute] = (),
 ) -> None:
     """Serve ``service`` as the MCP server (and the host-bridge endpoints) until the client
     disconnects (stdio) or the process is stopped (HTTP/SSE). Enters the service itself.
@@ -501,6 +504,7 @@ async def serve_hooks(
         service: the engine side, not yet entered.
         options: transport, address, token (``options.check()`` must pass).
         bridge_tool: also serve ``bridge_hook``, the tool Claude Code ``mcp_tool`` hooks call.
+        routes: more HTTP routes (``serve --metrics``, ``--dashboard``), beside the others.
 
     Raises:
         TransportConfigError: the options must not be served.
@@ -517,11 +521,11 @@ async def serve_hooks(
             # mounted only when a token is set (bridge_routes returns [] otherwise). With a
             # shared --state, a nonce one replica accepted is refused by every other.
             shared = scheme(service.settings.state) != "file"
-            routes = bridge_routes(service.engine_for, options.token, service.on_fault,
-                                   claim=service.store.claim if shared else None)
-            routes += health_routes(partial(_ready, service))  # GET /healthz, /readyz
-            routes += ask_routes(service.store, options.token)  # /asks (with a token only)
-            await serve(server, options, routes=routes, sock=sock)
+            mounted = bridge_routes(service.engine_for, options.token, service.on_fault,
+                                    claim=service.store.claim if shared else None)
+            mounted += health_routes(partial(_ready, service))  # GET /healthz, /readyz
+            mounted += ask_routes(service.store, options.token)  # /asks (with a token only)
+            await serve(server, options, routes=[*mounted, *routes], sock=sock)
     finally:
         if sock is not None:
             sock.close()

@@ -184,6 +184,7 @@ _OAUTH_FALLBACKS = ("/register", "/authorize", "/token")
 SELF_AUTHENTICATED_PATH = "/hooks/fire"  # hosts/forward.py FIRE_PATH (a test checks)
 SELF_AUTHENTICATED_PREFIX = "/hooks/bridge/"  # + <host>: FORWARD_PATH
 SELF_AUTHENTICATED_HEADER = b"x-mcp-hooks-auth"
+DASHBOARD_PATH = "/dashboard"  # serve --dashboard: the dashboard checks the token itself
 _PROBLEMS = {  # what is wrong with a request's credentials (BearerTokenMiddleware._problem)
     "missing": "this mcp-hooks server needs a bearer token and the request sent none",
     "scheme": "the Authorization header is not a bearer token",
@@ -219,6 +220,8 @@ class BearerTokenMiddleware:
       body, and a client that must not send its token to whoever holds the port never does.
     - The load balancer's probes pass through: ``GET``/``HEAD`` of ``/healthz`` and
       ``/readyz`` (``health.is_probe``), which answer one status word and nothing else.
+    - ``/dashboard`` and below pass to the dashboard (``serve --dashboard``), which requires
+      the same token itself: this header, or its sign-in cookie (``dashboard/guard.py``).
     """
 
     def __init__(self, app: ASGIApp, token: str) -> None:
@@ -238,7 +241,7 @@ class BearerTokenMiddleware:
                 status_code=404,
             )(scope, receive, send)
             return
-        problem = None if _self_authenticated(scope) or is_probe(
+        problem = None if _self_authenticated(scope) or _dashboard(scope) or is_probe(
             scope.get("method", ""), scope.get("path", "")) else self._problem(scope)
         if problem is None:
             await self.app(scope, receive, send)
@@ -262,6 +265,14 @@ class BearerTokenMiddleware:
                     return "scheme"
                 return None if hmac.compare_digest(given.strip(), self._token) else "wrong"
         return "missing"
+
+
+def _dashboard(scope: Scope) -> bool:
+    """Whether the request is for the dashboard (``serve --dashboard``), which checks the
+    token itself: as this bearer header, or as the cookie its sign-in form sets
+    (``dashboard/guard.py``). Without the dashboard mounted the path is a plain 404."""
+    path = str(scope.get("path", ""))
+    return path == DASHBOARD_PATH or path.startswith(DASHBOARD_PATH + "/")
 
 
 def _self_authenticated(scope: Scope) -> bool:

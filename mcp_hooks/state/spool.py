@@ -292,6 +292,12 @@ def failures(store: StateStore) -> int:
     return health.failures if isinstance(health, Health) else 0
 
 
+def spooled(store: StateStore) -> int:
+    """How many records wait in ``store``'s spool (0 for a store that spools none)."""
+    spool = getattr(store, "_spool", None)
+    return spool.count() if isinstance(spool, Spool) else 0
+
+
 def after_event(store: StateStore, mark: int, name: str, outcome: Outcome,
                 on_fault: str) -> Outcome:
     """``outcome``, or the fault answer when a call of ``store`` failed since ``mark``

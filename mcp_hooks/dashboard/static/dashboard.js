@@ -1,0 +1,224 @@
+/* mcp-hooks dashboard: fetches the JSON endpoints and writes every value as text
+   (textContent, never as markup), so a value from the log can never become markup. */
+"use strict";
+(function () {
+  const main = document.getElementById("main");
+  const status = document.getElementById("status");
+  const page = document.body.dataset.page;
+  const POLL_MS = 500;
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (key === "text") node.textContent = value;
+      else node.setAttribute(key, value);
+    }
+    for (const child of children) if (child) node.append(child);
+    return node;
+  }
+  function svg(tag, attrs) {
+    const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
+    return node;
+  }
+  async function getJSON(path) {
+    const answer = await fetch(path, {credentials: "same-origin", cache: "no-store"});
+    const data = await answer.json();
+    if (!answer.ok) throw new Error(data.error || answer.statusText);
+    return data;
+  }
+  function say(text, bad) {
+    status.textContent = text;
+    status.className = bad ? "problem" : "";
+  }
+  function table(columns, rows, rowOf) {
+    const head = el("tr");
+    for (const c of columns) head.append(el("th", {text: c}));
+    const body = el("tbody");
+    for (const r of rows) body.append(rowOf(r));
+    return el("table", {}, el("thead", {}, head), body);
+  }
+  function cell(text, cls) {
+    return el("td", cls ? {text: text == null ? "" : String(text), class: cls}
+                        : {text: text == null ? "" : String(text)});
+  }
+  function sessionLink(id) {
+    const td = el("td");
+    if (id) td.append(el("a", {text: id, class: "session",
+                               href: "sessions?id=" + encodeURIComponent(id)}));
+    return td;
+  }
+
+  /* Activity ----------------------------------------------------------------------- */
+  const FILTERS = ["session", "hook", "decision", "door", "since", "until"];
+  function activityRow(e) {
+    const tr = el("tr");
+    tr.append(cell(e.ts), sessionLink(e.session), cell(e.door), cell(e.replica),
+              cell(e.event), cell(e.tool), cell(e.decision, e.decision),
+              cell(e.blocked_by), cell(e.reason, "reason"), cell(e.tool_input, "input"),
+              cell(e.duration_ms + " ms"));
+    return tr;
+  }
+  async function activity() {
+    const query = new URLSearchParams(location.search);
+    const form = el("form", {class: "filters", method: "get"});
+    for (const name of FILTERS) {
+      let input;
+      if (name === "decision") {
+        input = el("select", {name: name, "aria-label": name});
+        for (const v of ["", "allow", "deny", "ask"]) {
+          input.append(el("option", {value: v, text: v || "any decision"}));
+        }
+      } else {
+        input = el("input", {name: name, placeholder: name, "aria-label": name});
+      }
+      input.value = query.get(name) || "";
+      form.append(input);
+    }
+    form.append(el("button", {type: "submit", text: "Filter"}));
+    const wanted = new URLSearchParams();
+    for (const name of FILTERS) if (query.get(name)) wanted.set(name, query.get(name));
+    main.append(form);
+    const data = await getJSON("api/events?" + wanted.toString());
+    const rows = data.events.slice().reverse();
+    const t = table(["time", "session", "door", "replica", "event", "tool", "decision",
+                     "blocked by", "reason", "tool input", "duration"], rows, activityRow);
+    t.id = "activity";
+    main.append(t);
+    const body = t.querySelector("tbody");
+    let cursor = data.cursor;
+    say(data.store + " · live");
+    setInterval(async function () {
+      try {
+        const q = new URLSearchParams(wanted);
+        q.set("after", cursor);
+        const fresh = await getJSON("api/events?" + q.toString());
+        cursor = fresh.cursor;
+        for (const e of fresh.events) {
+          const tr = activityRow(e);
+          tr.className = "new";
+          body.prepend(tr);
+        }
+        say(fresh.store + " · live");
+      } catch (err) { say(String(err.message), true); }
+    }, POLL_MS);
+  }
+
+  /* Hooks --------------------------------------------------------------------------- */
+  const COLORS = {allow: "#067647", deny: "#b42318", ask: "#b54708"};
+  function chart(data) {
+    const width = 720, height = 160, pad = 24;
+    const box = svg("svg", {class: "chart", width: width, height: height,
+                            viewBox: "0 0 " + width + " " + height, role: "img"});
+    const series = Object.entries(data.series);
+    let top = 1;
+    for (const [, counts] of series) for (const c of counts) top = Math.max(top, c);
+    for (const [name, counts] of series) {
+      const step = (width - 2 * pad) / Math.max(1, counts.length - 1);
+      const points = counts.map((c, i) => (pad + i * step).toFixed(1) + "," +
+        (height - pad - (c / top) * (height - 2 * pad)).toFixed(1));
+      box.append(svg("polyline", {points: points.join(" "), fill: "none", "stroke-width": 2,
+                                  stroke: COLORS[name] || "#6b6b76"}));
+    }
+    const caption = el("p", {class: "muted", text: "decisions from " + (data.start || "-") +
+      " to " + (data.end || "-") + ": " + series.map(([n, c]) =>
+        n + " " + c.reduce((a, b) => a + b, 0)).join(", ")});
+    return el("section", {}, box, caption);
+  }
+  async function hooks() {
+    const query = new URLSearchParams(location.search);
+    const span = query.get("window") || "24h";
+    const form = el("form", {class: "filters", method: "get"});
+    const pick = el("select", {name: "window", "aria-label": "window"});
+    for (const w of ["15m", "1h", "6h", "24h", "7d", "all"]) {
+      pick.append(el("option", {value: w, text: "last " + w}));
+    }
+    pick.value = span;
+    form.append(pick, el("button", {type: "submit", text: "Show"}));
+    main.append(form);
+    const data = await getJSON("api/hooks?window=" + encodeURIComponent(span));
+    main.append(chart(data.chart));
+    main.append(table(["hook", "root", "scope", "trusted", "mode", "error", "runs", "denies",
+                       "asks", "failures", "timeouts", "p50", "p95"], data.hooks, function (h) {
+      const tr = el("tr");
+      tr.append(cell(h.name), cell(h.root), cell(h.scope), cell(h.trusted ? "yes" : "no"),
+                cell(h.mode), cell(h.error, "problem"), cell(h.runs), cell(h.denies),
+                cell(h.asks), cell(h.failures), cell(h.timeouts),
+                cell(h.p50_ms == null ? "" : h.p50_ms + " ms"),
+                cell(h.p95_ms == null ? "" : h.p95_ms + " ms"));
+      return tr;
+    }));
+    say(data.events + " events counted");
+  }
+
+  /* Sessions ------------------------------------------------------------------------ */
+  async function sessions() {
+    const id = new URLSearchParams(location.search).get("id") || "";
+    const form = el("form", {class: "filters", method: "get"});
+    const input = el("input", {name: "id", placeholder: "session id", "aria-label": "id"});
+    input.value = id;
+    form.append(input, el("button", {type: "submit", text: "Open"}));
+    main.append(form);
+    if (!id) { say("name a session, or open one from Activity"); return; }
+    const data = await getJSON("api/session?id=" + encodeURIComponent(id));
+    main.append(el("h2", {text: "Session " + data.session}));
+    main.append(table(["time", "what", "decision / action", "by", "detail"], data.timeline,
+      function (i) {
+        const tr = el("tr");
+        if (i.kind === "event") {
+          tr.append(cell(i.ts), cell(i.event + (i.tool ? " " + i.tool : "") +
+                    (i.rewrite ? " (input rewritten)" : "")), cell(i.decision, i.decision),
+                    cell(i.blocked_by), cell(i.reason || i.hooks.map(h => h.name + ":" +
+                    h.status).join(" "), "reason"));
+        } else if (i.kind === "signal") {
+          tr.append(cell(i.ts), cell(i.intensity + " signal " + i.id), cell("waiting"),
+                    cell(i.source), cell(i.reason, "reason"));
+        } else {
+          tr.append(cell(i.ts), cell("answer to " + i.id), cell(i.action), cell(""),
+                    cell(i.details, "reason"));
+        }
+        return tr;
+      }));
+    say(data.timeline.length + " items");
+  }
+
+  /* Pending ------------------------------------------------------------------------- */
+  async function pending() {
+    const data = await getJSON("api/pending");
+    main.append(el("h2", {text: "Signals waiting for an answer"}));
+    main.append(table(["sent", "session", "hook", "intensity", "source", "reason", "id"],
+      data.signals, function (s) {
+        const tr = el("tr");
+        tr.append(cell(s.ts), sessionLink(s.session), cell(s.hook), cell(s.intensity, "ask"),
+                  cell(s.source), cell(s.reason, "reason"), cell(s.id));
+        return tr;
+      }));
+    main.append(el("p", {class: "muted",
+      text: "Answer one with: mcp-hooks respond SIGNAL_ID ACTION"}));
+    say(data.signals.length + " waiting");
+  }
+
+  /* Fleet --------------------------------------------------------------------------- */
+  async function fleet() {
+    const data = await getJSON("api/fleet");
+    main.append(el("p", {text: "Store: " + data.store + " — " + data.health,
+                         class: data.health === "ok" ? "" : "problem"}));
+    if (data.mismatch) {
+      main.append(el("p", {class: "warning", id: "mismatch",
+        text: "Replicas run different hooks (their hooks digests differ)."}));
+    }
+    main.append(table(["replica", "last event", "hooks digest", "events"], data.replicas,
+      function (r) {
+        const tr = el("tr");
+        tr.append(cell(r.replica), cell(r.last), cell(r.digest), cell(r.events));
+        return tr;
+      }));
+    say(data.replicas.length + " replicas seen");
+  }
+
+  const PAGES = {activity, hooks, sessions, pending, fleet};
+  if (PAGES[page]) PAGES[page]().catch(function (err) {
+    main.append(el("p", {class: "problem", text: String(err.message)}));
+    say("error", true);
+  });
+})();
