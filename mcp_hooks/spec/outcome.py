@@ -143,6 +143,9 @@ class Outcome:
         warnings: hooks that failed open, ignored fields, the loop guard overriding a block.
         signals: the interventions behind this outcome (``signals.Signal``), strongest first;
             each is in the signal log, and ``respond_to_signal`` answers it by id.
+        stop_block_count: ``before_stop`` only, set by the loop guard
+            (``engine.stopguard``): the session's blocked stops in a row, this one included;
+            0 when this stop goes through. None (and left out of ``as_dict``) otherwise.
     """
 
     event_type: str
@@ -156,6 +159,7 @@ class Outcome:
     hooks: list[HookRun] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     signals: list[Signal] = field(default_factory=list)
+    stop_block_count: int | None = None
 
     @property
     def denied(self) -> bool:
@@ -168,6 +172,8 @@ class Outcome:
         data["additional_context"] = list(self.additional_context)
         data["warnings"] = list(self.warnings)
         data["signals"] = [signal.as_dict() for signal in self.signals]
+        if self.stop_block_count is None:
+            del data["stop_block_count"]
         return data
 
     def to_json(self, *, indent: int | None = None) -> str:
@@ -194,6 +200,9 @@ class Outcome:
         for name in ("additional_context", "hooks", "warnings", "signals"):
             if not isinstance(data.get(name, []), list):
                 raise ConfigError(f"outcome.{name}: must be a list")
+        count = data.get("stop_block_count")
+        if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
+            raise ConfigError("outcome.stop_block_count: must be an integer")
         try:
             runs = [HookRun(**run) for run in data.get("hooks", [])]
         except TypeError as exc:
