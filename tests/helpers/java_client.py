@@ -1,5 +1,5 @@
 """The Java forward client (``java/client``: ``McpHooksClient``, JDK only, no dependency),
-driven from a test without Maven: its two sources and a tiny ``main`` compiled with ``javac``,
+driven from a test without Maven: its three sources and a tiny ``main`` compiled with ``javac``,
 run with ``java``.
 
 ``java_fire(folder, url, token, fields, user_dir=..., project_dir=...)`` sends one event
@@ -23,7 +23,7 @@ from tests.helpers.servers import _missing
 
 CLIENT = (Path(__file__).resolve().parents[2] / "java" / "client" / "src" / "main" / "java"
           / "io" / "github" / "mcphooks" / "client")
-SOURCES = ("McpHooksClient.java", "Answer.java")  # the whole client: JDK only
+SOURCES = ("McpHooksClient.java", "ForwardAuth.java", "Answer.java")  # the whole client
 INSTALL = "apt-get install -y openjdk-17-jdk-headless"
 HANG = 120.0  # seconds: only to stop a hang
 

@@ -12,9 +12,7 @@ import java.net.http.HttpTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -26,21 +24,19 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import javax.crypto.Mac;
-import javax.crypto.spec.SecretKeySpec;
 
 /**
  * Sends one event to a running {@code mcp-hooks serve --transport http} ({@code POST
  * /hooks/fire}) and returns the server's verified outcome. JDK only: {@code java.net.http} and
  * {@code javax.crypto}, no dependency, so any Java program can use it.
  *
- * <p>The forward protocol v2: the token never goes on the wire. Each request carries a fresh
- * nonce, the time, and {@code X-MCP-Hooks-Auth: v2=HMAC-SHA256(token, request)} over the
- * method, path, nonce, time, hooks-folder headers and the body's SHA-256; an answer is
- * believed only with {@code X-MCP-Hooks-Signature: v2=HMAC-SHA256(token, answer)} over the
- * nonce, the request's MAC, the status and the answer body's SHA-256, so it is bound to this
- * very request. The whole exchange has one deadline ({@code MCP_HOOKS_FORWARD_TIMEOUT}
- * seconds, default 5).
+ * <p>The forward protocol v2 ({@link ForwardAuth}): the token never goes on the wire. Each
+ * request carries a fresh nonce, the time, and {@code X-MCP-Hooks-Auth: v2=HMAC-SHA256(token,
+ * request)} over the method, path, nonce, time, hooks-folder headers and the body's SHA-256;
+ * an answer is believed only with {@code X-MCP-Hooks-Signature: v2=HMAC-SHA256(token,
+ * answer)} over the nonce, the request's MAC, the status and the answer body's SHA-256, so it
+ * is bound to this very request. The whole exchange has one deadline ({@code
+ * MCP_HOOKS_FORWARD_TIMEOUT} seconds, default 5).
  *
  * <p><b>No JSON here.</b> The client takes the event as JSON text and hands back the outcome
  * as JSON text ({@link Answer#outcome()}): the bytes it signs and verifies are exactly the
@@ -81,7 +77,6 @@ public final class McpHooksClient {
     static final int MAX_ANSWER = 16 << 20;
 
     private static final System.Logger LOG = System.getLogger("mcp-hooks");
-    private static final SecureRandom RANDOM = new SecureRandom();
 
     private final String serverUrl;
     private final URI fireUri;
@@ -96,8 +91,10 @@ public final class McpHooksClient {
         this.serverUrl = b.serverUrl;
         this.fireUri = fireUri;
         this.token = b.token;
-        this.userDirHeader = b.userDir == null ? null : quote(b.userDir.toString());
-        this.projectDirHeader = b.projectDir == null ? null : quote(b.projectDir.toString());
+        this.userDirHeader = b.userDir == null ? null
+                : ForwardAuth.quote(b.userDir.toString());
+        this.projectDirHeader = b.projectDir == null ? null
+                : ForwardAuth.quote(b.projectDir.toString());
         this.timeout = b.timeout;
         this.failOpen = b.failOpen;
         this.http = HttpClient.newBuilder()
@@ -187,11 +184,11 @@ public final class McpHooksClient {
 
     private Sent request(String eventJson) {
         byte[] body = eventJson.getBytes(StandardCharsets.UTF_8);
-        String nonce = nonce();
+        String nonce = ForwardAuth.nonce();
         String time = Long.toString(Instant.now().getEpochSecond());
         String target = fireUri.getRawPath()
                 + (fireUri.getRawQuery() == null ? "" : "?" + fireUri.getRawQuery());
-        String mac = requestMac(token, "POST", target, nonce, time,
+        String mac = ForwardAuth.requestMac(token, "POST", target, nonce, time,
                 userDirHeader == null ? "" : userDirHeader,
                 projectDirHeader == null ? "" : projectDirHeader, body);
         HttpRequest.Builder request = HttpRequest.newBuilder(fireUri)
@@ -214,7 +211,8 @@ public final class McpHooksClient {
         byte[] body = response.body();
         int status = response.statusCode();
         String signature = response.headers().firstValue(SIGNATURE_HEADER).orElse("");
-        String expected = "v2=" + answerMac(token, sent.nonce, sent.mac, status, body);
+        String expected = "v2=" + ForwardAuth.answerMac(token, sent.nonce, sent.mac, status,
+                body);
         if (!MessageDigest.isEqual(signature.getBytes(StandardCharsets.US_ASCII),
                 expected.getBytes(StandardCharsets.US_ASCII))) {
             return failed(eventType, "the answer from " + serverUrl + " (HTTP " + status
@@ -248,80 +246,6 @@ public final class McpHooksClient {
         String message = cause.getMessage();
         return "no answer from " + serverUrl + " (" + cause.getClass().getSimpleName()
                 + (message == null ? "" : ": " + cap(message, 300)) + ")";
-    }
-
-    // -- the protocol's MACs (public for tests and other clients) --------------------------
-
-    /**
-     * The request MAC of the forward protocol v2: lowercase hex HMAC-SHA256, keyed by the
-     * token's UTF-8, of {@code "mcp-hooks/2 request\n" + method + "\n" + pathAndQuery + "\n" +
-     * nonce + "\n" + time + "\n" + userDir + "\n" + projectDir + "\n" + hex(SHA256(body))}.
-     */
-    public static String requestMac(String token, String method, String pathAndQuery,
-                                    String nonce, String time, String userDirHeader,
-                                    String projectDirHeader, byte[] body) {
-        String message = "mcp-hooks/2 request\n" + method + "\n" + pathAndQuery + "\n" + nonce
-                + "\n" + time + "\n" + userDirHeader + "\n" + projectDirHeader + "\n"
-                + sha256Hex(body);
-        return hmacHex(token, message);
-    }
-
-    /**
-     * The answer MAC: lowercase hex HMAC-SHA256 of {@code "mcp-hooks/2 answer\n" + nonce +
-     * "\n" + requestMacHex + "\n" + status + "\n" + hex(SHA256(answer body))}.
-     */
-    public static String answerMac(String token, String nonce, String requestMacHex, int status,
-                                   byte[] body) {
-        String message = "mcp-hooks/2 answer\n" + nonce + "\n" + requestMacHex + "\n" + status
-                + "\n" + sha256Hex(body);
-        return hmacHex(token, message);
-    }
-
-    static String sha256Hex(byte[] data) {
-        try {
-            return hex(MessageDigest.getInstance("SHA-256").digest(data));
-        } catch (GeneralSecurityException exc) {
-            throw new IllegalStateException("this JDK has no SHA-256", exc);
-        }
-    }
-
-    private static String hmacHex(String token, String message) {
-        try {
-            Mac mac = Mac.getInstance("HmacSHA256");
-            mac.init(new SecretKeySpec(token.getBytes(StandardCharsets.UTF_8), "HmacSHA256"));
-            return hex(mac.doFinal(message.getBytes(StandardCharsets.UTF_8)));
-        } catch (GeneralSecurityException exc) {
-            throw new IllegalStateException("this JDK has no HmacSHA256", exc);
-        }
-    }
-
-    private static String hex(byte[] bytes) {
-        StringBuilder out = new StringBuilder(bytes.length * 2);
-        for (byte b : bytes) {
-            out.append(Character.forDigit((b >> 4) & 0xf, 16)).append(Character.forDigit(b & 0xf, 16));
-        }
-        return out.toString();
-    }
-
-    private static String nonce() {
-        byte[] bytes = new byte[16];
-        RANDOM.nextBytes(bytes);
-        return hex(bytes);
-    }
-
-    /** Python's {@code urllib.parse.quote(s)}: UTF-8, all but letters, digits, {@code _.-~/}. */
-    static String quote(String s) {
-        StringBuilder out = new StringBuilder();
-        for (byte b : s.getBytes(StandardCharsets.UTF_8)) {
-            int c = b & 0xff;
-            if (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-                    || c == '_' || c == '.' || c == '-' || c == '~' || c == '/') {
-                out.append((char) c);
-            } else {
-                out.append('%').append(String.format("%02X", c));
-            }
-        }
-        return out.toString();
     }
 
     private static String cap(String text, int max) {

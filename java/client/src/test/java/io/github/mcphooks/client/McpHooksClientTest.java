@@ -59,20 +59,20 @@ class McpHooksClientTest {
     @Test
     void theBodyDigestsAreTheTestVectors() {
         assertEquals("435c977633e90144de34612515408e063ccb95fa9e6244b6ab358187f4090938",
-                McpHooksClient.sha256Hex(BODY));
+                ForwardAuth.sha256Hex(BODY));
         assertEquals("6b838faadcc5ae20ac196a2be7bdcf932f9589a14d7ecbcd9d61e5b94c80d03a",
-                McpHooksClient.sha256Hex(ANSWER));
+                ForwardAuth.sha256Hex(ANSWER));
     }
 
     @Test
     void theRequestMacIsTheTestVectors() {
-        assertEquals(REQUEST_MAC, McpHooksClient.requestMac(TOKEN, "POST", "/hooks/fire", NONCE,
+        assertEquals(REQUEST_MAC, ForwardAuth.requestMac(TOKEN, "POST", "/hooks/fire", NONCE,
                 TIME, "", "", BODY));
     }
 
     @Test
     void theAnswerMacIsTheTestVectors() {
-        assertEquals(ANSWER_MAC, McpHooksClient.answerMac(TOKEN, NONCE, REQUEST_MAC, 200, ANSWER));
+        assertEquals(ANSWER_MAC, ForwardAuth.answerMac(TOKEN, NONCE, REQUEST_MAC, 200, ANSWER));
     }
 
     @Test
@@ -86,10 +86,10 @@ class McpHooksClientTest {
             {"POST", "/hooks/fire", NONCE, TIME, "", "/p"},
         };
         for (String[] c : changed) {
-            assertFalse(REQUEST_MAC.equals(McpHooksClient.requestMac(TOKEN, c[0], c[1], c[2], c[3],
+            assertFalse(REQUEST_MAC.equals(ForwardAuth.requestMac(TOKEN, c[0], c[1], c[2], c[3],
                     c[4], c[5], BODY)), String.join(" ", c));
         }
-        assertFalse(REQUEST_MAC.equals(McpHooksClient.requestMac(TOKEN, "POST", "/hooks/fire",
+        assertFalse(REQUEST_MAC.equals(ForwardAuth.requestMac(TOKEN, "POST", "/hooks/fire",
                 NONCE, TIME, "", "", "{}".getBytes(StandardCharsets.UTF_8))));
     }
 
@@ -107,7 +107,7 @@ class McpHooksClientTest {
                 String auth = h.getFirst(McpHooksClient.AUTH_HEADER);
                 String user = h.getFirst(McpHooksClient.USER_DIR_HEADER);
                 String project = h.getFirst(McpHooksClient.PROJECT_DIR_HEADER);
-                String mac = McpHooksClient.requestMac(TOKEN, exchange.getRequestMethod(),
+                String mac = ForwardAuth.requestMac(TOKEN, exchange.getRequestMethod(),
                         exchange.getRequestURI().getRawPath(), nonce,
                         h.getFirst(McpHooksClient.TIME_HEADER), user == null ? "" : user,
                         project == null ? "" : project, body);
@@ -125,7 +125,7 @@ class McpHooksClientTest {
                 }
                 byte[] out = reply.body.getBytes(StandardCharsets.UTF_8);
                 String signature = reply.signature != null ? reply.signature
-                        : "v2=" + McpHooksClient.answerMac(TOKEN, nonce, mac, reply.status, out);
+                        : "v2=" + ForwardAuth.answerMac(TOKEN, nonce, mac, reply.status, out);
                 if (!signature.isEmpty()) {
                     exchange.getResponseHeaders().add(McpHooksClient.SIGNATURE_HEADER, signature);
                 }
@@ -184,7 +184,7 @@ class McpHooksClientTest {
     @Test
     void anAnswerSignedForAnotherRequestOrStatusIsNotBelieved() throws IOException {
         String allow = "{\"event_type\": \"before_tool\", \"decision\": \"allow\"}";
-        String replayed = "v2=" + McpHooksClient.answerMac(TOKEN, NONCE, REQUEST_MAC, 200,
+        String replayed = "v2=" + ForwardAuth.answerMac(TOKEN, NONCE, REQUEST_MAC, 200,
                 allow.getBytes(StandardCharsets.UTF_8));
         McpHooksClient client = serve(x -> new Reply(200, allow, replayed, false),
                 McpHooksClient.builder());
