@@ -4,13 +4,13 @@ same server, in the same run, interleaved.
 
 The server (``mcp-hooks serve --transport http`` from this checkout, its event log off) has
 as user hooks the bundled library's ``block-dangerous-commands`` (persistent, as shipped), so
-each event runs a real guard. ``java/src/test/java/.../BenchMain.java`` (run on the JVM with
-agentscope-core 2.0.x from ``mvn``'s class path) then times, per round, one bare ``POST
+each event runs a real guard. ``java/agentscope/src/test/java/.../BenchMain.java`` (run on
+the JVM with agentscope-core 2.0.x from ``mvn``'s class path) then times, per round, one bare ``POST
 /hooks/fire`` answered ``401`` (HTTP and the server's routing, no engine), one
 ``McpHooksHook.onEvent(PreActingEvent)`` for ``execute_shell_command`` ``rm -f
 build/out.o`` (name mapping, signing, the server's checks, the guard, which runs on it and
 allows it, the answer's verification) and the same
-event through ``McpHooksClient.fire`` alone.
+event through ``McpHooksClient.send`` alone, its answer read into a ``Decision``.
 
 Run: ``.venv/bin/python bench/bench_java.py [--events N] [--warmup N]``. Needs ``mvn`` and
 ``java`` (skipped, saying so, without them). Prints the figures and replaces the ``## java``
@@ -44,18 +44,20 @@ MAIN = "io.github.mcphooks.agentscope.BenchMain"
 
 
 def build_classpath(out: Path) -> str:
-    """Compile the module with its tests (2.0 profile) and return the JVM class path."""
+    """Compile the adapter, the client it needs, and the adapter's tests (2.0 profile) and
+    return the JVM class path."""
     cp_file = out / "classpath.txt"
     done = subprocess.run(
-        ["mvn", "-q", "-B", "-P", "agentscope-2.0", "-DskipTests", "test-compile",
-         "dependency:build-classpath", "-Dmdep.includeScope=test",
-         f"-Dmdep.outputFile={cp_file}"],
+        ["mvn", "-q", "-B", "-P", "agentscope-2.0", "-DskipTests", "-pl", "agentscope", "-am",
+         "test-compile", "dependency:build-classpath", "-Dmdep.includeScope=test",
+         f"-Dmdep.outputFile={cp_file}"],  # the adapter's list, written last
         cwd=JAVA, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"mvn failed ({done.returncode}):\n{done.stdout[-3000:]}"
                          f"{done.stderr[-3000:]}")
-    target = JAVA / "target" / "agentscope-2.0"
+    target = JAVA / "agentscope" / "target" / "agentscope-2.0"
     return os.pathsep.join([str(target / "classes"), str(target / "test-classes"),
+                            str(JAVA / "client" / "target" / "agentscope-2.0" / "classes"),
                             cp_file.read_text().strip()])
 
 
@@ -107,7 +109,7 @@ def main() -> None:
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     hook, client, bare = figures["hook"], figures["client"], figures["bare"]
     rows = [("McpHooksHook.onEvent (PreActingEvent, the guard allows)", hook),
-            ("McpHooksClient.fire alone", client),
+            ("McpHooksClient.send alone, its answer read into a Decision", client),
             ("bare HTTP round trip (POST /hooks/fire, 401)", bare)]
     table = "\n".join(
         f"| {name} | {f['median_us'] / 1000:.2f} ms | {f['p99_us'] / 1000:.2f} ms |"

@@ -56,7 +56,7 @@ def _ignore(folder: str, names: list[str]) -> set[str]:
     top = Path(folder) == REPO
     return {n for n in names if n in _NOT_SOURCE or n.endswith((".egg-info", ".pyc"))
             or (top and n in _NOT_SOURCE_TOP)
-            or (Path(folder) == REPO / "java" and n == "target")  # Maven's build output
+            or (n == "target" and REPO / "java" in (Path(folder), Path(folder).parent))  # mvn
             or (Path(folder) == REPO / "bench" and n == "out")}
 
 

@@ -11,6 +11,10 @@ The guard counts consecutive blocked stops per session (``session_id``):
 - an allowed stop resets the count. Events without a session are not counted (no state can
   leak between unrelated callers).
 
+The outcome says where the count stands (``Outcome.stop_block_count``: this block's place in
+the row, 0 when the stop goes through), so a door that loops itself (the Java adapter) reads
+the count from the answer and keeps none of its own.
+
 Every ``before_stop`` outcome counts, whoever decided it: the engine's chain and its own
 faults (``Engine.fire``), and a fault a door answers itself (``settle``: ``Hooks``, the
 framework adapters). So the guard is the one stop counter: a fault that repeats under
@@ -99,9 +103,10 @@ class StopGuard:
                 value = self.store.increment(self.namespace, session, ttl=STOP_STATE_TTL)
                 for _ in range(min(count + 1, 64) - value):  # a count the caller raised
                     self.store.increment(self.namespace, session, ttl=STOP_STATE_TTL)
-            return outcome
+            return replace(outcome, stop_block_count=count + 1)
         if session is not None:
             self.store.reset(self.namespace, session, "")
+        outcome = replace(outcome, stop_block_count=0)
         if outcome.continue_working:
             note = (f"loop guard: the stop was allowed after {count} consecutive blocks "
                     f"(cap {self.cap}); {outcome.blocked_by} still says: {outcome.reason}")

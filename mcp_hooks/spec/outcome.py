@@ -151,6 +151,9 @@ class Outcome:
             time (``spec/asking.py``): the decision is the fallback (``on_ask_unavailable``);
             a door that can show a native ask shows this one, and a retry of the same call
             after ``mcp-hooks approve ID`` passes. None otherwise.
+        stop_block_count: ``before_stop`` only, set by the loop guard
+            (``engine.stopguard``): the session's blocked stops in a row, this one included;
+            0 when this stop goes through. None (and left out of ``as_dict``) otherwise.
     """
 
     event_type: str
@@ -165,6 +168,7 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
     signals: list[Signal] = field(default_factory=list)
     ask: AskRequest | None = None
+    stop_block_count: int | None = None
 
     @property
     def denied(self) -> bool:
@@ -178,6 +182,8 @@ class Outcome:
         data["warnings"] = list(self.warnings)
         data["signals"] = [signal.as_dict() for signal in self.signals]
         data["ask"] = None if self.ask is None else self.ask.as_dict()
+        if self.stop_block_count is None:
+            del data["stop_block_count"]
         return data
 
     def to_json(self, *, indent: int | None = None) -> str:
@@ -204,6 +210,9 @@ class Outcome:
         for name in ("additional_context", "hooks", "warnings", "signals"):
             if not isinstance(data.get(name, []), list):
                 raise ConfigError(f"outcome.{name}: must be a list")
+        count = data.get("stop_block_count")
+        if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
+            raise ConfigError("outcome.stop_block_count: must be an integer")
         try:
             runs = [HookRun(**run) for run in data.get("hooks", [])]
         except TypeError as exc:

@@ -16,7 +16,7 @@ import pytest
 from mcp_hooks import Engine, Event, EventLog, Registry
 from mcp_hooks.engine.launch import AsyncJob
 from mcp_hooks.engine.stopguard import STOP_STATE_TTL, StopGuard
-from mcp_hooks.errors import InvalidEventError, UnknownEventError
+from mcp_hooks.errors import ConfigError, InvalidEventError, UnknownEventError
 from mcp_hooks.runner import RunResult
 from mcp_hooks.settings import Settings
 from mcp_hooks.spec.outcome import AGENT_TEXT_CAP, HookRun, Outcome, fault_outcome
@@ -526,11 +526,15 @@ async def test_loop_guard_counts_and_overrides_at_the_cap(user_dir: Path, tmp_pa
         again = await engine.fire(Event.create(event_type="before_stop", session_id="s1"))
     assert [o.continue_working for o in outcomes] == [True, True, True, False]
     assert outcomes[3].decision == "allow"
+    # the answer says where the count stands (a door that loops reads it, keeping none)
+    assert [o.stop_block_count for o in outcomes] == [1, 2, 3, 0]
+    assert [o.as_dict()["stop_block_count"] for o in outcomes] == [1, 2, 3, 0]
+    assert Outcome.from_json(outcomes[1].to_json()).stop_block_count == 2
     assert any("loop guard" in w and "not yet" in w for w in outcomes[3].warnings)
     payloads = [json.loads(line) for line in seen.read_text().splitlines() if line.strip()]
     assert [(p["stop_hook_active"], p["stop_block_count"]) for p in payloads[:4]] == [
         (False, 0), (True, 1), (True, 2), (True, 3)]
-    assert other.continue_working  # sessions are counted apart
+    assert other.continue_working and other.stop_block_count == 1  # sessions apart
     assert again.continue_working  # the count starts over after the forced stop
     assert json.loads(seen.read_text().splitlines()[-1])["stop_block_count"] == 0
     logged = [r for r in log.read() if r["kind"] == "event"]
@@ -566,6 +570,11 @@ def test_a_door_settles_its_own_stop_faults_with_the_same_guard() -> None:
     assert guard.settle(None, fault).continue_working  # no session: never counted
     tool = fault_outcome("before_tool", "x")
     assert guard.settle("s", tool) is tool
+    assert "stop_block_count" not in tool.as_dict()  # other events: no count, no key
+    assert [first.stop_block_count, second.stop_block_count, third.stop_block_count] == [
+        1, 2, 0]
+    with pytest.raises(ConfigError, match=r"outcome\.stop_block_count: must be an integer"):
+        Outcome.from_dict({**first.as_dict(), "stop_block_count": "1"})
 
 
 @pytest.mark.anyio
