@@ -233,6 +233,10 @@ DENIED: list[tuple[str, Any]] = [
     ("Bash", sh("python3 -c \"open('.claude/settings.json', 'w').write('{}')\"")),
     ("Bash", sh("mcp-hooks trust .agents/hooks/guard")),
     ("Bash", sh("mcp-hooks install claude-code --scope user")),
+    ("Bash", sh("mcp-hooks approve ask-3f9e5d2a4c")),
+    ("Bash", sh("sleep 1; python -m mcp_hooks refuse ask-3f9e5d2a4c --reason ok")),
+    ("Bash", sh("mcp-hooks --state redis://x approve ask-3f9e5d2a4c --for-session")),
+    ("Bash", sh("python3 -I -m mcp_hooks.cli trust .agents/hooks/guard")),
     ("Bash", sh("rm -rf ~/.config")),
     ("Bash", sh("rm -rf .")),
     ("Bash", sh("echo 'unbalanced > .claude/settings.json")),  # shlex fails: careful scan
@@ -277,6 +281,7 @@ ALLOWED: list[tuple[str, Any]] = [
     ("Shell", sh("sed 's/a/b/' .gemini/settings.json")),
     ("Shell", sh("rm -rf build dist && mkdir -p .github/workflows")),
     ("Shell", sh("mcp-hooks list && mcp-hooks install claude-code --dry-run")),
+    ("Shell", sh("mcp-hooks pending --json")),
     ("Shell", sh("python -m pytest tests/test_hooks.py 2>/dev/null")),
     ("Shell", sh("echo 'unbalanced")),
     ("WriteFile", {"path": "src/hooks.py", "content": "print('.agents/hooks')"}),

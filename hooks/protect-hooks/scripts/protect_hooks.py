@@ -492,6 +492,12 @@ class Shell:
                 return
 
     def interpreter(self, verb, args):
+        for j, arg in enumerate(args[:4]):  # python [-I] [-P] -m mcp_hooks[.cli] COMMAND ...
+            if arg == "-m" and j + 1 < len(args):
+                if args[j + 1] in ("mcp_hooks", "mcp_hooks.cli"):
+                    self.mcp_hooks(verb, args[j + 2:], 0)
+                    return
+                break
         code = None
         for j, arg in enumerate(args):
             if arg in ("-c", "-e", "-E", "--eval", "-p", "--print", "-r") and j + 1 < len(args):
@@ -536,15 +542,29 @@ class Shell:
     def mcp_hooks(self, verb, args, depth):
         if any(a in ("--dry-run", "-h", "--help") for a in args):
             return
-        for arg in args:
-            if arg.startswith("-"):
+        for j, arg in enumerate(args):
+            if arg.startswith("-") or j and args[j - 1] in _VALUE_OPTIONS:
                 continue
-            if arg in ("install", "uninstall", "trust", "untrust", "new") and self.found is None:
-                what = {"new": "a hooks folder", "trust": "the mcp-hooks trust store",
-                        "untrust": "the mcp-hooks trust store"}.get(arg, "a host's hook config")
+            if arg in _USERS_COMMANDS and self.found is None:
+                what = _USERS_COMMANDS[arg]
                 self.found = (f"`mcp-hooks {arg}`, run by the agent, which changes", what,
                               "only the user runs it")
             return
+
+
+# `mcp-hooks` commands only the user runs, and what each changes: an agent that approves its
+# own ask (docs/ask.md) or trusts its own hook has taken the person out of the loop
+_USERS_COMMANDS = {
+    "install": "a host's hook config", "uninstall": "a host's hook config",
+    "new": "a hooks folder", "trust": "the mcp-hooks trust store",
+    "untrust": "the mcp-hooks trust store",
+    "approve": "a person's answer to a hook's ask", "refuse": "a person's answer to a hook's ask",
+}
+
+# the options before an `mcp-hooks` command that take a value (`--state URL approve ...`)
+_VALUE_OPTIONS = frozenset({"--state", "--user-dir", "--project-dir", "--log", "--mode",
+                            "--managed-dir", "--on-fault", "--chain-timeout", "--scope",
+                            "--stop-block-cap"})
 
 
 def _options(args, with_value=(), long_with_value=()):
