@@ -4,6 +4,7 @@
 ::
 
     from mcp_hooks.adapters.agentscope import AgentScopeHooks   # first: see below
+    # isort: split
     from agentscope.agent import ReActAgent
 
     hooks = AgentScopeHooks(project_dir=".", trust_project_hooks=True)  # your own project
@@ -15,7 +16,9 @@
 Import this module before anything of AgentScope: AgentScope 1.0.x imports mcp 1.x's
 ``streamablehttp_client`` as it is imported, which mcp 2 (mcp-hooks' own) renamed, so
 ``import agentscope`` on its own fails; this module puts a stand-in in place first. No code of
-ours runs before an ``import agentscope`` that comes first, so the order is the caller's.
+ours runs before an ``import agentscope`` that comes first, so the order is the caller's; import
+sorting (isort, ruff's ``I`` rules) puts ``agentscope`` first unless an ``# isort: split`` line
+follows this module's import, as above.
 
 AgentScope 1.0.x runs ``pre_*``/``post_*`` functions around ``reply``, ``_reasoning`` and
 ``_acting``: a pre hook may return new keyword arguments, a post hook a new output; instance

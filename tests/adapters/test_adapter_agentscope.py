@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -161,8 +162,9 @@ def test_the_extras_ask_for_the_pins() -> None:
         assert f"agentscope=={line[1]}" in pins, (extra, line[1], pins)
 
 
-def _documented_imports() -> list[tuple[str, list[str]]]:
-    """The import lines of the AgentScope 1.0.x examples: docs/adapters.md's and the adapter's."""
+def _documented_imports(keep: tuple[str, ...] = ()) -> list[tuple[str, list[str]]]:
+    """The import lines of the AgentScope 1.0.x examples: docs/adapters.md's and the adapter's
+    (and the lines starting with one of ``keep``, such as isort's action comments)."""
     readme = (REPO / "docs" / "adapters.md").read_text()
     block = re.search(r"```python\n(from mcp_hooks\.adapters\.agentscope import .*?)```",
                       readme, re.S)
@@ -172,7 +174,7 @@ def _documented_imports() -> list[tuple[str, list[str]]]:
     for where, text in (("docs/adapters.md", block[1] if block else ""),
                         ("the adapter", docstring)):
         lines = [line.strip() for line in text.splitlines()
-                 if line.strip().startswith(("from ", "import "))]
+                 if line.strip().startswith(("from ", "import ", *keep))]
         assert lines and "mcp_hooks" in lines[0], (where, lines)  # the adapter first
         found.append((where, lines))
     return found
@@ -188,3 +190,28 @@ def test_the_documented_import_order_works(v1_python: Path) -> None:
         done = subprocess.run([str(v1_python), "-c", "\n".join(lines)],
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, (where, lines, done.stderr[-2000:])
+
+
+def test_the_documented_imports_survive_import_sorting(v1_python: Path, tmp_path: Path) -> None:
+    """isort and ruff sort ``agentscope`` before ``mcp_hooks``, which breaks AgentScope 1.0.x
+    beside mcp 2: the documented imports, sorted by ruff's isort rules in a project of the
+    reader's, keep the adapter first and still run; the same imports without the docs'
+    ``# isort: split`` come out agentscope first and fail, naming what is missing."""
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    assert ruff, "ruff (the dev extra) is needed to sort the imports"
+    for where, lines in _documented_imports(keep=("# isort:",)):
+        for split, runs in ((True, True), (False, False)):
+            source = tmp_path / "reader.py"
+            source.write_text("".join(f"{line}\n" for line in lines
+                                      if split or not line.startswith("# isort:")))
+            subprocess.run([ruff, "check", "--isolated", "--select", "I", "--fix", "--quiet",
+                            str(source)], capture_output=True, text=True, cwd=tmp_path,
+                           timeout=120)
+            text = source.read_text()
+            first = next(line for line in text.splitlines() if "agentscope" in line)
+            assert ("mcp_hooks" in first) is split, (where, split, text)
+            done = subprocess.run([str(v1_python), str(source)], capture_output=True, text=True,
+                                  timeout=300, cwd=tmp_path)
+            assert (done.returncode == 0) is runs, (where, split, text, done.stderr[-2000:])
+            if not runs:
+                assert "streamablehttp_client" in done.stderr, done.stderr[-2000:]
