@@ -155,6 +155,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--bridge-tool", action="store_true",
                    help="also serve bridge_hook, the tool Claude Code mcp_tool hooks call "
                    "(mcp-hooks install claude-code --via mcp)")
+    p.add_argument("--ask-tools", action="store_true",
+                   help="also serve pending_asks, approve_ask and refuse_ask, for an "
+                   "operator's MCP client (never on a server agents use: they could approve "
+                   "their own asks; docs/ask.md)")
     add_otel_argument(p)
     add_metrics_argument(p)
     p.add_argument("--dashboard", action="store_true",
@@ -181,6 +185,7 @@ class ServerOptions:
             (``Settings``; the server's token is among its secrets).
         roots: folders clients may name (subfolders of) as ``work_dir``; empty: the project.
         bridge_tool: also serve ``bridge_hook`` (Claude Code ``mcp_tool`` hooks).
+        ask_tools: also serve the operator's ask tools (``server/asks.py``).
         metrics: also serve ``GET /metrics`` (``metrics.py``).
         dashboard: also serve the dashboard at ``/dashboard`` (``mcp_hooks.dashboard``).
     """
@@ -189,6 +194,7 @@ class ServerOptions:
     settings: Settings
     roots: tuple[Path, ...] = ()
     bridge_tool: bool = False
+    ask_tools: bool = False
     metrics: bool = False
     dashboard: bool = False
 
@@ -214,6 +220,7 @@ def options_from_args(
         settings=settings,
         roots=tuple(Path(r).expanduser() for r in (getattr(args, "root", None) or [])),
         bridge_tool=bool(getattr(args, "bridge_tool", False)),
+        ask_tools=bool(getattr(args, "ask_tools", False)),
         metrics=bool(getattr(args, "metrics", False)),
         dashboard=bool(getattr(args, "dashboard", False)),
     )
@@ -355,7 +362,7 @@ def run(opts: ServerOptions) -> int:
             if warning is not None:
                 print(warning, file=sys.stderr, flush=True)
         anyio.run(lambda: serve_hooks(service, opts.serve, bridge_tool=opts.bridge_tool,
-                                      routes=routes))
+                                      ask_tools=opts.ask_tools, routes=routes))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     finally:

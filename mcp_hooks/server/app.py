@@ -62,7 +62,7 @@ from mcp_hooks.guard import named, passes_through
 from mcp_hooks.hosts.forward import bridge_routes, register_bridge_tool
 from mcp_hooks.server import prompts
 from mcp_hooks.server.approval import RoundGuard, door_approver, input_required, take_round
-from mcp_hooks.server.asks import ask_routes
+from mcp_hooks.server.asks import ask_routes, register_ask_tools
 from mcp_hooks.server.health import health_routes, store_ready
 from mcp_hooks.server.results import (
     HookDocument,
@@ -495,7 +495,7 @@ async def _ready(service: HookService) -> bool:
 
 async def serve_hooks(
     service: HookService, options: ServeOptions, *, bridge_tool: bool = False,
-    routes: Sequence[BaseRoute] = (),
+    ask_tools: bool = False, routes: Sequence[BaseRoute] = (),
 ) -> None:
     """Serve ``service`` as the MCP server (and the host-bridge endpoints) until the client
     disconnects (stdio) or the process is stopped (HTTP/SSE). Enters the service itself.
@@ -504,6 +504,7 @@ async def serve_hooks(
         service: the engine side, not yet entered.
         options: transport, address, token (``options.check()`` must pass).
         bridge_tool: also serve ``bridge_hook``, the tool Claude Code ``mcp_tool`` hooks call.
+        ask_tools: also serve ``pending_asks``, ``approve_ask``, ``refuse_ask`` (an operator's).
         routes: more HTTP routes (``serve --metrics``, ``--dashboard``), beside the others.
 
     Raises:
@@ -517,6 +518,8 @@ async def serve_hooks(
             server = build_server(service)
             if bridge_tool:  # Claude Code mcp_tool hooks
                 register_bridge_tool(server, service.engine_for, service.on_fault)
+            if ask_tools:  # an operator's client answers asks (server/asks.py)
+                register_ask_tools(server, service.store)
             # POST /hooks/bridge/<host>: host hook calls forwarded by `install --via server`;
             # mounted only when a token is set (bridge_routes returns [] otherwise). With a
             # shared --state, a nonce one replica accepted is refused by every other.

@@ -55,6 +55,26 @@ def _type_name(value: Any) -> str:
             type(None): "null"}.get(type(value), type(value).__name__)
 
 
+def _check_fields(data: Any, names: set[str]) -> None:
+    """Raise ``ConfigError`` naming the first field of ``data`` that no outcome has, or
+    that has the wrong type (``Outcome.from_dict``)."""
+    if not isinstance(data, dict):
+        raise ConfigError("an outcome must be a JSON object")
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(f"outcome.{unknown[0]}: unknown field")
+    if not isinstance(data.get("event_type"), str):
+        raise ConfigError("outcome.event_type: must be a string")
+    if data.get("decision", "allow") not in ("allow", "deny"):
+        raise ConfigError("outcome.decision: must be allow or deny")
+    for name in ("additional_context", "hooks", "warnings", "signals"):
+        if not isinstance(data.get(name, []), list):
+            raise ConfigError(f"outcome.{name}: must be a list")
+    count = data.get("stop_block_count")
+    if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
+        raise ConfigError("outcome.stop_block_count: must be an integer")
+
+
 @dataclass(frozen=True)
 class Event:
     """One lifecycle event, as an adapter hands it to the engine.
@@ -197,22 +217,7 @@ class Outcome:
         Raises:
             ConfigError: not that shape; the message names the field.
         """
-        if not isinstance(data, dict):
-            raise ConfigError("an outcome must be a JSON object")
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ConfigError(f"outcome.{unknown[0]}: unknown field")
-        if not isinstance(data.get("event_type"), str):
-            raise ConfigError("outcome.event_type: must be a string")
-        if data.get("decision", "allow") not in ("allow", "deny"):
-            raise ConfigError("outcome.decision: must be allow or deny")
-        for name in ("additional_context", "hooks", "warnings", "signals"):
-            if not isinstance(data.get(name, []), list):
-                raise ConfigError(f"outcome.{name}: must be a list")
-        count = data.get("stop_block_count")
-        if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
-            raise ConfigError("outcome.stop_block_count: must be an integer")
+        _check_fields(data, {f.name for f in fields(cls)})
         try:
             runs = [HookRun(**run) for run in data.get("hooks", [])]
         except TypeError as exc:
