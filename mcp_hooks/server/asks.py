@@ -64,6 +64,7 @@ def ask_routes(store: StateStore, token: str | None) -> list[Route]:
     token (see the module docstring)."""
     # lazy: 170 ms of cold `fire` and `bridge` (starlette); only the server routes
     from starlette.responses import JSONResponse, PlainTextResponse
+
     # lazy: 170 ms of cold `fire` and `bridge` (starlette); only the server routes
     from starlette.routing import Route
 

@@ -267,12 +267,12 @@ class PostgresStore(AskBook, SpoolingLog):
                                        "mcp_hooks_migrations").fetchone()[0]
         except self._errors as exc:
             raise self._report.lost(exc) from None
-        if int(applied) > len(MIGRATIONS):
+        known = max(versions())  # the numbered ones too (pgasks.py's 5)
+        if int(applied) > known:
             raise StateUnavailable(
                 f"state store {self._report.url}: its tables are at version {applied}, made by "
-                f"a newer mcp-hooks (this one knows {len(MIGRATIONS)}): upgrade mcp-hooks")
-        return {"server": f"PostgreSQL {version}",
-                "schema": f"version {applied} of {len(MIGRATIONS)}"}
+                f"a newer mcp-hooks (this one knows {known}): upgrade mcp-hooks")
+        return {"server": f"PostgreSQL {version}", "schema": f"version {applied} of {known}"}
 
     _probe_name = "a SELECT 1"
 
