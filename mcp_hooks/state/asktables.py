@@ -23,7 +23,7 @@ try:
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
-LOCK_TIMEOUT = 10.0  # seconds a swap waits for the folder's lock
+LOCK_TIMEOUT = 10.0  # seconds a swap (and a files.py update) waits for its lock
 MAX_BYTES = 1 << 20  # a bigger file holds nothing (an ask's input is capped by its door)
 _FLAGS = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
 
@@ -93,7 +93,7 @@ class FileTable:
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         lock = os.open(self.folder / ".lock", os.O_RDWR | os.O_CREAT | _FLAGS, 0o600)
         try:
-            _lock(lock, self.folder)
+            flock_within(lock, f"the asks folder {self.folder}")
             if self.load(key) != expect:
                 return False
             path = self._path(key)
@@ -127,8 +127,9 @@ class FileTable:
         return out
 
 
-def _lock(fd: int, folder: Path) -> None:
-    """The exclusive lock on ``fd``, waiting at most ``LOCK_TIMEOUT`` seconds."""
+def flock_within(fd: int, what: object) -> None:
+    """The exclusive lock on ``fd``, waiting at most ``LOCK_TIMEOUT`` seconds; past it a
+    ``TimeoutError`` naming ``what`` (the file or folder locked). Shared with ``files.py``."""
     if fcntl is None:  # pragma: no cover - not POSIX
         return
     deadline = time.monotonic() + LOCK_TIMEOUT
@@ -138,7 +139,6 @@ def _lock(fd: int, folder: Path) -> None:
             return
         except BlockingIOError:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the asks folder {folder} stayed locked for "
-                                   f"{LOCK_TIMEOUT:g} s; is another mcp-hooks process "
-                                   "stuck?") from None
+                raise TimeoutError(f"{what} stayed locked for {LOCK_TIMEOUT:g} s; is another "
+                                   "mcp-hooks process stuck?") from None
             time.sleep(0.001)

@@ -55,7 +55,7 @@ from typing import Any
 
 from mcp_hooks import paths
 from mcp_hooks.state.asks import AskBook
-from mcp_hooks.state.asktables import FileTable
+from mcp_hooks.state.asktables import FileTable, flock_within
 from mcp_hooks.state.eventlog import (
     READ_LIMIT,
     EventLog,
@@ -75,7 +75,6 @@ except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
 LADDER = "ladder"  # the namespace kept in ladder.json
-LOCK_TIMEOUT = 10.0  # seconds an update waits for a lock
 MAX_LADDER_BYTES = 8 << 20  # a bigger ladder.json counts as empty (and is replaced)
 MAX_COUNT = 1 << 20  # a count above it is not one an update wrote
 MAX_QUEUE_BYTES = 1 << 20  # bytes read from one session's queue
@@ -108,22 +107,6 @@ def _read_fd(fd: int, cap: int) -> bytes:
             break
         out += chunk
     return bytes(out)
-
-
-def _flock(fd: int, what: Path) -> None:
-    """The exclusive lock on ``fd``, waiting at most ``LOCK_TIMEOUT`` seconds."""
-    if fcntl is None:  # pragma: no cover - not POSIX
-        return
-    deadline = time.monotonic() + LOCK_TIMEOUT
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{what} stayed locked for {LOCK_TIMEOUT:g} s; is another "
-                                   "mcp-hooks process stuck?") from None
-            time.sleep(0.002)
 
 
 def clean_ladder(data: Any) -> dict[str, Any]:
@@ -232,7 +215,7 @@ class FileStore(AskBook):
         except OSError:
             return self.count(namespace, session, key, ttl=ttl) + 1
         try:
-            _flock(fd, path)
+            flock_within(fd, path)
             value = min(self._read_count(fd, ttl), MAX_COUNT - 1) + 1
             data = str(value).encode()
             os.ftruncate(fd, 0)
@@ -302,7 +285,7 @@ class FileStore(AskBook):
             return 0
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
-            _flock(fd, lock)
+            flock_within(fd, lock)
             data = self._read_ladder()
             result = change(data)
             now = time.time()
@@ -410,7 +393,7 @@ class FileStore(AskBook):
             for _ in range(100):
                 fd = _open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
                 try:
-                    _flock(fd, path)
+                    flock_within(fd, path)
                     # a taker may have claimed the file between the open and the lock:
                     # then write to a new one, or the item would go out with the claimed
                     if os.fstat(fd).st_ino == os.stat(path, follow_symlinks=False).st_ino:
@@ -453,7 +436,7 @@ class FileStore(AskBook):
         try:
             fd = _open_regular(claimed, os.O_RDONLY)
             try:
-                _flock(fd, claimed)  # a writer that opened the file before the rename
+                flock_within(fd, claimed)  # a writer that opened the file before the rename
                 raw = _read_fd(fd, MAX_QUEUE_BYTES)
             finally:
                 os.close(fd)
@@ -482,7 +465,7 @@ class FileStore(AskBook):
             while True:
                 fd = self._open_counter(path)
                 try:
-                    _flock(fd, path)
+                    flock_within(fd, path)
                     if not _same_file(fd, path):
                         continue  # a purge unlinked it while we waited: claim the new one
                     now = time.time()
