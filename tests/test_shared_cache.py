@@ -33,9 +33,9 @@ from tests.helpers.shared_cache import ensure
 root, go, log = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 
 def install(tmp):
+    (tmp / "one").write_text("1")  # before the log line: a kill seen after it finds "one"
     with open(log, "a") as fh:
         fh.write(f"start {tmp.name}\\n")
-    (tmp / "one").write_text("1")
     while not go.exists():
         time.sleep(0.01)
     (tmp / "two").write_text("2")
