@@ -130,14 +130,15 @@ def test_same_bytes_at_other_paths_differ(tmp_path: Path) -> None:
     assert hook_digest(a) != hook_digest(b)
 
 
-def _digest_in_subprocess(hook: Path, user: int | None = None,
-                          python: str = sys.executable) -> tuple[str, list[str]]:
-    """digest_report run in a fresh process (so a hang is a timeout, not a stuck test)."""
+def _digest_in_subprocess(hook: Path, user: int | None = None, python: str = sys.executable,
+                          package_root: Path = ROOT) -> tuple[str, list[str]]:
+    """digest_report run in a fresh process (so a hang is a timeout, not a stuck test),
+    importing mcp_hooks from ``package_root``."""
     code = ("import json, sys; from pathlib import Path; from mcp_hooks.registry.trust import "
             "digest_report; print(json.dumps(digest_report(Path(sys.argv[1]))))")
     done = subprocess.run(
         [python, "-c", code, str(hook)], capture_output=True, text=True, timeout=20,
-        cwd="/", env={**os.environ, "PYTHONPATH": str(ROOT)}, user=user,
+        cwd="/", env={**os.environ, "PYTHONPATH": str(package_root)}, user=user,
     )
     assert done.returncode == 0, done.stderr
     digest, notes = json.loads(done.stdout)
@@ -204,18 +205,48 @@ def test_an_unreadable_file_is_hashed_as_a_marker(shared_dir: Path) -> None:
     if python is None:
         pytest.skip("needs root and a Python the user nobody can run")
     hook = write_hook(shared_dir, "locked")
+    # The checkout may sit where nobody cannot enter (root's clone under /root, mode 0700):
+    # nobody imports a copy of the package's modules from the shared folder instead.
+    package = shared_dir / "package"
+    shutil.copytree(ROOT / "mcp_hooks", package / "mcp_hooks",
+                    ignore=shutil.ignore_patterns("__pycache__", "library"))
     for path in [shared_dir, *shared_dir.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     secret = hook / "scripts" / "secret"
     secret.write_text("one\n")
     secret.chmod(0)
-    as_nobody, notes = _digest_in_subprocess(hook, NOBODY, python)
+
+    def as_nobody_digest() -> tuple[str, list[str]]:
+        return _digest_in_subprocess(hook, NOBODY, python, package_root=package)
+
+    as_nobody, notes = as_nobody_digest()
     assert as_nobody != UNVERIFIABLE_DIGEST and len(as_nobody) == 64
     assert any("scripts/secret: unreadable" in n for n in notes), notes
     assert as_nobody != hook_digest(hook)  # root reads the content instead of the marker
-    assert _digest_in_subprocess(hook, NOBODY, python)[0] == as_nobody  # stable
+    assert as_nobody_digest()[0] == as_nobody  # stable
     secret.write_text("two\n")  # what nobody cannot read does not move its digest
-    assert _digest_in_subprocess(hook, NOBODY, python)[0] == as_nobody
+    assert as_nobody_digest()[0] == as_nobody
+
+
+def test_the_nobody_test_passes_in_a_checkout_nobody_cannot_enter(tmp_path: Path) -> None:
+    """Item 15 of issue 29: the test above, run from a copy of the checkout under a mode-0700
+    folder (as root's clone under /root is), passes rather than failing on an import."""
+    if _python_for_nobody() is None:
+        pytest.skip("needs root and a Python the user nobody can run")
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    closed.chmod(0o700)
+    clone = closed / "checkout"
+    shutil.copytree(ROOT, clone, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "__pycache__", "*.egg-info", ".*_cache", ".hypothesis", "target",
+        "node_modules"))
+    test = "tests/registry/test_trust.py::test_an_unreadable_file_is_hashed_as_a_marker"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", test],
+        cwd=clone, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(clone)})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout, done.stdout[-2000:]
 
 
 def test_an_unlistable_or_missing_folder_is_unverifiable(tmp_path: Path) -> None:
