@@ -158,6 +158,11 @@ def log_scene(log: Path) -> None:
 async def main() -> int:
     with tempfile.TemporaryDirectory(prefix="mcp-hooks-demo-") as tmp_name:
         tmp = Path(tmp_name)
+        # The hooks' own state (the session summary, the stop gate's counts) and the trust
+        # store stay in the demo's folder, never in the user's ~/.local/state.
+        for variable, folder in (("XDG_STATE_HOME", "state"), ("XDG_CONFIG_HOME", "config"),
+                                 ("XDG_CACHE_HOME", "cache")):
+            os.environ[variable] = str(tmp / folder)
         project = make_project(tmp)
         log = tmp / "events.jsonl"
         await server_scene(project, log)

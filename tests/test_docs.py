@@ -207,6 +207,9 @@ def run_block(block: Block, tmp_path: Path) -> None:
     env["EDITOR"] = env["VISUAL"] = str(
         reader_editor([b for b in ALL if b.doc == block.doc], tmp_path))
     run_in(block, tmp_path, home, work, env)
+    if _DEMO.search(block.body):  # the demo keeps its state in its own temporary folder
+        left = sorted(p.relative_to(home).as_posix() for p in home.rglob("*mcp-hooks*"))
+        assert not left, f"make demo wrote into the reader's home: {left}"
 
 
 def run_in(block: Block, tmp_path: Path, home: Path, work: Path, env: dict[str, str]) -> None:
