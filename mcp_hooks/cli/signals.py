@@ -85,9 +85,12 @@ def format_signal_line(record: dict[str, Any]) -> str:
         return f"{head}: answered {record.get('action')} ({record.get('signal_id')})"
     signal = record.get("signal") or {}
     payload = signal.get("payload") or {} if isinstance(signal, dict) else {}
-    text = (payload.get("reason") or payload.get("message") or payload.get("context_info")
-            or f"{len(payload.get('modifications') or [])} modification(s)")
-    return f"{head}: {text} ({record.get('signal_id')})"
+    text = str(payload.get("reason") or payload.get("message") or payload.get("context_info")
+               or f"{len(payload.get('modifications') or [])} modification(s)")
+    first, *rest = text.strip().splitlines() or [""]
+    # A reason of several lines stays under its entry: the next entry still starts a line.
+    more = "".join(f"\n{'':25}{line}" for line in rest)
+    return f"{head}: {first} ({record.get('signal_id')}){more}"
 
 
 def signals_command(args: argparse.Namespace) -> int:
