@@ -44,9 +44,12 @@ pytest: $(STAMP)
 # The AgentScope Java adapter (java/, docs/agentscope-java.md): `mvn verify` against
 # agentscope-core 2.0.x and 1.0.x, whose agent tests talk to a real `mcp-hooks serve` from
 # .venv; Maven's local repository is ~/.m2. Without mvn or java it is skipped, saying why,
-# except in CI (CI=true), where that fails. Maven's colour resets are stripped, so a passing
-# run prints nothing.
+# except in CI (CI=true), where that fails. A passing run prints nothing (no colour resets:
+# MVN_OPTS_PLAIN, and any left are stripped).
 JAVA_PROFILES := agentscope-2.0 agentscope-1.0
+# Debian's Maven 3.8 writes colour resets (ESC[0m) even in batch mode; Jansi's noreset stops
+# them (it must be in MAVEN_OPTS: read before Maven parses its own -D options).
+MVN_OPTS_PLAIN := -Djansi.noreset=true
 .PHONY: java-test
 java-test: $(STAMP)
 	@if [ ! -f java/pom.xml ]; then echo "java-test: skipped (no java/ in this tree)"; exit 0; fi; \
@@ -59,7 +62,7 @@ java-test: $(STAMP)
 			"openjdk-17-jdk-headless)"; exit 0; \
 	fi; \
 	for profile in $(JAVA_PROFILES); do \
-		out=$$(cd java && mvn -q -B -P $$profile \
+		out=$$(cd java && MAVEN_OPTS="$${MAVEN_OPTS:-} $(MVN_OPTS_PLAIN)" mvn -q -B -P $$profile \
 			-Dmcphooks.bin="$(CURDIR)/$(BIN)/mcp-hooks" verify 2>&1); rc=$$?; \
 		printf '%s\n' "$$out" | sed 's/\x1b\[[0-9;]*m//g' | grep -v '^[[:space:]]*$$' || true; \
 		if [ $$rc -ne 0 ]; then \
