@@ -20,9 +20,11 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import AsyncExitStack, contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -35,6 +37,7 @@ from tests.helpers.forward_served import install_forward, payload
 from tests.helpers.java_client import compiled, java_fire
 from tests.helpers.mcp_calls import fire
 from tests.helpers.replicas import serving
+from tests.helpers.restartable import restartable
 from tests.helpers.servers import _missing, free_port
 
 pytestmark = pytest.mark.anyio
@@ -141,15 +144,24 @@ def fire_cli(url: str, token: str, srv: Path, event: str, session: str,
          "--json", *options], capture_output=True, text=True, timeout=HANG, cwd=srv)
 
 
-async def test_the_deploy_page_runs_behind_nginx(redis_url: str, tmp_path: Path) -> None:
-    """Two replicas as the page starts them, nginx as the page configures it: events fired
-    through nginx reach both replicas in turn, the shared loop guard holds across them, the
-    records say which replica answered with which hooks; one replica stopped, nginx sends
-    everything to the other."""
-    sh = block("sh", "mcp-hooks serve")
-    assert 'export MCP_HOOKS_TOKEN="$(cat /etc/mcp-hooks/token)"' in sh
-    assert 'export MCP_HOOKS_STATE="redis://:$(cat /etc/mcp-hooks/redis-password)@' in sh
-    assert "--state " not in sh  # a password on a command line is public (ps)
+@dataclass
+class Fleet:
+    """The page's deploy, running: its replicas, nginx's URL, the token, the folders."""
+
+    servers: list[Any]
+    base: str
+    token: str
+    srv: Path
+    hooks: Path
+    env: dict[str, str]
+    client: Client
+    ports: dict[str, int]
+
+
+@asynccontextmanager
+async def fleet(state: str, tmp_path: Path) -> AsyncIterator[Fleet]:
+    """Two replicas as the page starts them on the store at ``state``, nginx as the page
+    configures it, and an MCP client through nginx."""
     token = secrets.token_hex(16)
     srv = tmp_path / "srv"
     hooks = srv / "hooks"
@@ -160,12 +172,10 @@ async def test_the_deploy_page_runs_behind_nginx(redis_url: str, tmp_path: Path)
     site = block("nginx", "upstream mcp_hooks")
     for port in DOC_PORTS:
         site = re.sub(rf"\b{port}\b", str(ports[port]), site)
-    env = {**os.environ, "MCP_HOOKS_TOKEN": token, "MCP_HOOKS_STATE": redis_url,
+    env = {**os.environ, "MCP_HOOKS_TOKEN": token, "MCP_HOOKS_STATE": state,
            "MCP_HOOKS_TRUST_KEY": secrets.token_hex(16)}
-    argvs = replica_argvs(redis_url, srv, ports)
+    argvs = replica_argvs(state, srv, ports)
     assert [a[a.index("--replica-id") + 1] for a in argvs] == ["web-1", "web-2"]
-    classes = compiled(tmp_path / "java")  # the Java adapter's forward client
-
     async with AsyncExitStack() as stack:
         servers = [stack.enter_context(serving(argv, env))[0] for argv in argvs]
         stack.enter_context(nginx(site, tmp_path / "nginx", ports["8000"]))
@@ -174,6 +184,25 @@ async def test_the_deploy_page_runs_behind_nginx(redis_url: str, tmp_path: Path)
         base = f"http://127.0.0.1:{ports['8000']}"
         client = await stack.enter_async_context(Client(
             streamable_http_client(f"{base}/mcp", http_client=http), mode="legacy"))
+        yield Fleet(servers, base, token, srv, hooks, env, client, ports)
+
+
+async def test_the_deploy_page_runs_behind_nginx(redis_url: str, tmp_path: Path) -> None:
+    """Two replicas as the page starts them, nginx as the page configures it: events fired
+    through nginx reach both replicas in turn, the shared loop guard holds across them, the
+    records say which replica answered with which hooks; one replica stopped, nginx sends
+    everything to the other."""
+    sh = block("sh", "mcp-hooks serve")
+    assert 'export MCP_HOOKS_TOKEN="$(cat /etc/mcp-hooks/token)"' in sh
+    assert 'export MCP_HOOKS_STATE="redis://:$(cat /etc/mcp-hooks/redis-password)@' in sh
+    assert "--state " not in sh  # a password on a command line is public (ps)
+    classes = compiled(tmp_path / "java")  # the Java adapter's forward client
+
+    async with AsyncExitStack() as stack:
+        deployed = await stack.enter_async_context(fleet(redis_url, tmp_path))
+        servers, base, token = deployed.servers, deployed.base, deployed.token
+        srv, hooks, env, client = deployed.srv, deployed.hooks, deployed.env, deployed.client
+        ports = deployed.ports
         bare = await stack.enter_async_context(httpx2.AsyncClient(timeout=HANG))
 
         blocked = []
@@ -234,6 +263,55 @@ async def test_the_deploy_page_runs_behind_nginx(redis_url: str, tmp_path: Path)
         assert len([e for e in events if e["session_id"] == session]) == 2, session
     assert len([e for e in events if e["session_id"] == HOST_SESSION]) == 1  # the host's
     assert len({e["hooks_digest"] for e in events}) == 1
+
+
+@pytest.mark.parametrize("kind", ["redis", "postgres"])
+async def test_the_fleet_survives_a_store_restart(kind: str, tmp_path: Path) -> None:
+    """The page's fleet on a store that is restarted under it (stopped: every connection
+    refused; started again on the same port): the events fired after it, over MCP, over the
+    forward path and by the Java adapter's client, through nginx to both replicas, are all
+    answered by the hooks; none is denied for the restart (a pooled connection the restart
+    broke is replaced, not reported as a lost store)."""
+    classes = compiled(tmp_path / "java")
+    with restartable(kind) as store:
+        async with fleet(store.url, tmp_path) as deployed:
+            async def through_mcp(session: str) -> dict[str, Any]:
+                return await fire(deployed.client, event_type="before_tool",
+                                  session_id=session, tool_name="Bash",
+                                  payload={"tool_input": {"command": "ls"}})
+
+            def through_forward(session: str) -> dict[str, Any]:
+                done = fire_cli(deployed.base, deployed.token, deployed.srv, "before_tool",
+                                session, "--tool", "Bash", "--input", '{"command": "ls"}')
+                assert "not answered" not in done.stderr, done.stderr
+                return dict(json.loads(done.stdout))
+
+            def through_java(session: str) -> dict[str, Any]:
+                return java_fire(classes, deployed.base, deployed.token, {
+                    "event_type": "before_tool", "session_id": session, "tool_name": "Bash",
+                    "tool_input": {"command": "ls"}}, user_dir=deployed.hooks,
+                    project_dir=deployed.srv)
+
+            for n in range(4):  # every replica has used (and pooled) its store connection
+                assert (await through_mcp(f"before-{n}"))["decision"] == "allow"
+            store.stop()
+            store.start()
+            answers = [await through_mcp(f"after-{n}") for n in range(4)]  # each replica twice
+            answers += [through_forward(f"forward-{n}") for n in range(2)]
+            for outcome in answers:
+                assert outcome["decision"] == "allow", outcome
+                assert [h["name"] for h in outcome["hooks"]] == ["no-rm"], outcome
+            for n in range(2):
+                allowed = through_java(f"java-{n}")
+                assert allowed["forward_failure"] is None and not allowed["denied"], allowed
+        reader = open_store(store.url)
+        try:
+            logged = [r for r in reader.read("events") if r.get("kind") == "event"
+                      and str(r.get("session_id")).startswith("after-")]
+        finally:
+            close_store(reader)
+    # both replicas answered after the restart (nginx's round robin reached each)
+    assert sorted({r["replica"] for r in logged}) == ["web-1", "web-2"], logged
 
 
 def test_ci_installs_nginx() -> None:
