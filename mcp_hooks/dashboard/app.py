@@ -8,8 +8,10 @@
   script (``static/dashboard.js``) fetches the JSON and writes every value as text.
 - ``GET /api/events`` (``limit``, ``session``, ``hook``, ``decision``, ``door``, ``since``,
   ``until``, ``after``: the cursor of the previous answer, for the new events only),
-  ``/api/hooks`` (``window``), ``/api/session`` (``id``), ``/api/pending``, ``/api/fleet``:
-  JSON. A bad parameter is 400 ``{"error": ...}`` naming it; a store that cannot be read is
+  ``/api/hooks`` (``window``), ``/api/session`` (``id``), ``/api/pending`` (the asks and
+  the signals waiting for a person), ``/api/fleet``: JSON.
+- ``POST /api/asks/<id>/approve|refuse``: the Pending page's buttons (``answers.py``).
+  A bad parameter is 400 ``{"error": ...}`` naming it; a store that cannot be read is
   503 ``{"error": ...}`` saying what is wrong and the fix (a page shows the same, as text).
 - ``GET /login`` the form, ``POST /login`` checks the token and sets the session cookie
   (``guard.py``); ``GET /metrics`` when metrics are on.
@@ -20,6 +22,7 @@ Reading the store is blocking: every endpoint reads in a worker thread.
 from __future__ import annotations
 
 import html
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -35,6 +38,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from mcp_hooks.dashboard import views
+from mcp_hooks.dashboard.answers import NO_TOKEN, answer_from_page
 from mcp_hooks.dashboard.guard import (
     COOKIE,
     HEADERS,
@@ -217,8 +221,20 @@ class Dashboard:
                              "timeline": views.timeline(events, signals)}, headers=HEADERS)
 
     async def pending(self, request: Request) -> Response:
-        signals = await run_in_threadpool(self.config.source.signals)
-        return JSONResponse({"signals": views.pending(signals)}, headers=HEADERS)
+        source = self.config.source
+        signals = await run_in_threadpool(source.signals)
+        asks = await run_in_threadpool(source.asks)
+        at = time.time()
+        return JSONResponse({"signals": views.pending(signals),
+                             "asks": [views.ask_row(r, at) for r in asks],
+                             "can_answer": self.config.token is not None,
+                             "cannot_answer": None if self.config.token else NO_TOKEN},
+                            headers=HEADERS)
+
+    async def answer(self, request: Request) -> Response:
+        """``POST /api/asks/<id>/approve|refuse``: a person's answer from the Pending page
+        (see ``answers.py`` for the rules)."""
+        return await answer_from_page(request, self.config.source, self.config.token)
 
     async def fleet(self, request: Request) -> Response:
         source = self.config.source
@@ -249,14 +265,17 @@ class Dashboard:
                   Route("/api/hooks", g(self.hooks, api=True)),
                   Route("/api/session", g(self.session, api=True)),
                   Route("/api/pending", g(self.pending, api=True)),
+                  Route("/api/asks/{ask_id}/{verb}", g(self.answer, api=True),
+                        methods=["POST"]),
                   Route("/api/fleet", g(self.fleet, api=True))]
         routes += [Route(f"/{name}", g(self.page, api=False)) for name in PAGES]
         return routes
 
 
 def pending_count(source: Source) -> int:
-    """How many block/prompt signals wait for an answer (``mcp_hooks_asks_pending``)."""
-    return len(views.pending(source.signals()))
+    """How many asks and block/prompt signals wait for a person's answer
+    (``mcp_hooks_asks_pending``)."""
+    return len(views.pending(source.signals())) + len(source.asks())
 
 
 def dashboard_app(config: DashboardConfig) -> Starlette:

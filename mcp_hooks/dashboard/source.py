@@ -12,6 +12,8 @@ Contracts:
   that shrank is read again from its tail). A shared store's cursor is the ``ts`` of the last
   record seen.
 - The doctor's probe records (``state.reader.is_probe``) are never shown.
+- ``asks()`` lists the asks waiting for a person and ``answer()`` answers one, through the
+  store's ask table (``state/asks.py``), as ``mcp-hooks pending|approve|refuse`` do.
 - A store that is missing, unreadable or unreachable raises ``SourceError`` whose message
   says what is wrong and how to fix it (the pages show it; no traceback reaches anyone).
 """
@@ -21,22 +23,25 @@ from __future__ import annotations
 import os
 import stat
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp_hooks.errors import ConfigError, MCPHooksError, RunError
+from mcp_hooks.spec.asking import AskAnswer, AskRequest
+from mcp_hooks.state.asks import answer
 from mcp_hooks.state.eventlog import READ_LIMIT, _parse, _tail
 from mcp_hooks.state.reader import is_probe
 from mcp_hooks.state.remote import redact
 from mcp_hooks.state.signallog import SIGNAL_LOG_NAME
-from mcp_hooks.state.store import LogName, StateStore
+from mcp_hooks.state.store import AskAnswered, AskExpired, LogName, StateStore, UnknownAsk
 from mcp_hooks.state.url import close_store, open_store, replica_name, scheme
 
 CHUNK = 1 << 18  # bytes read per step backwards from the end of a file log
 MAX_LIMIT = 2000  # records one request may ask for
 DECISIONS = ("allow", "deny", "ask")
+T = TypeVar("T")
 
 
 class SourceError(RunError):
@@ -171,10 +176,11 @@ class Source:
                      else f"the event log {self.log_path}")
 
     def store(self) -> StateStore:
-        """The shared store, connected on first use (``SourceError`` when it cannot be)."""
+        """The store, connected on first use (``SourceError`` when it cannot be); the file
+        store's asks live in its default state folder, as the engines' do."""
         if self._store is None:
             try:
-                self._store = open_store(self.url, replica=replica_name())
+                self._store = open_store(self.url, replica=replica_name(), log=self.log_path)
             except (ConfigError, MCPHooksError, OSError) as exc:
                 raise SourceError(f"cannot reach {self.name}: {exc}. Check that it runs and "
                                   "that --state (or MCP_HOOKS_STATE) names it") from None
@@ -233,6 +239,25 @@ class Source:
                     if (r := _parse(line)) is not None and not is_probe(r)]
         finally:
             os.close(fd)
+
+    def asks(self) -> list[AskRequest]:
+        """The asks waiting for a person, oldest first."""
+        return self._through(lambda store: store.pending_asks())
+
+    def answer(self, ask_id: str, given: AskAnswer) -> AskRequest:
+        """Answer a waiting ask (``state.asks.answer``: stored, logged). Raises
+        ``UnknownAsk``, ``AskExpired``, ``AskAnswered`` as the store does."""
+        return self._through(lambda store: answer(store, ask_id, given))
+
+    def _through(self, call: Callable[[StateStore], T]) -> T:
+        store = self.store()
+        try:
+            return call(store)
+        except (UnknownAsk, AskExpired, AskAnswered):
+            raise
+        except Exception as exc:  # a store fault is shown, never a traceback
+            raise SourceError(f"cannot reach the asks of {self.name}: {exc}. Check that it "
+                              "runs and answers (mcp-hooks doctor --state URL)") from None
 
     def health(self) -> str | None:
         """None when the store answers now, else what is wrong and the fix."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hooks.registry.discovery import Registry
+from mcp_hooks.spec.asking import AskRequest, canonical_json
 from mcp_hooks.spec.hookfile import HookSpec
 
 OPEN_INTENSITIES = ("block", "prompt")  # the signals that wait for a person's answer
@@ -154,6 +155,18 @@ def pending(signals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [_signal_row(r) for r in signals
             if r.get("kind") == "signal" and r.get("signal_id") not in answered
             and r.get("intensity") in OPEN_INTENSITIES]
+
+
+def ask_row(request: AskRequest, at: float) -> dict[str, Any]:
+    """A waiting ask as the Pending page shows it: the exact call (its whole input, never
+    cut: a person approves what they read), who asked and why, how old it is and how long
+    it can still be answered (seconds)."""
+    return {"id": request.id, "session": _text(request.session_id),
+            "event": request.event_type, "tool": _text(request.tool_name),
+            "tool_input": canonical_json(request.tool_input),
+            "hook": _text(request.hook), "reason": _text(request.reason),
+            "age_seconds": round(max(at - request.created, 0.0), 1),
+            "expires_in_seconds": round(max(request.expires - at, 0.0), 1)}
 
 
 def _signal_row(record: dict[str, Any]) -> dict[str, Any]:

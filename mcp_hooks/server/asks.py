@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from mcp_hooks.errors import RunError
-from mcp_hooks.spec.asking import AskAnswer
+from mcp_hooks.spec.asking import AskAnswer, answer_of
 from mcp_hooks.state.asks import answer
 from mcp_hooks.state.store import AskAnswered, AskExpired, StateStore, UnknownAsk
 
@@ -40,23 +40,6 @@ if TYPE_CHECKING:
 
 ASKS_PATH = "/asks"
 MAX_BODY = 1 << 16  # bytes of an answer's body
-_STATUS: tuple[tuple[type[Exception], int], ...] = (
-    (UnknownAsk, 404), (AskExpired, 410), (AskAnswered, 409))
-
-
-def _given(data: Any, approved: bool) -> AskAnswer:
-    """The answer a body gives. Raises ``ValueError`` naming what is wrong."""
-    if not isinstance(data, dict):
-        raise ValueError("the body must be a JSON object")
-    by, reason, scope = data.get("by", "http"), data.get("reason", ""), data.get("for_session")
-    if not isinstance(by, str) or not isinstance(reason, str):
-        raise ValueError("by and reason must be strings")
-    if not approved and not reason.strip():
-        raise ValueError('a refusal needs a "reason" for the agent')
-    if scope is not None and not isinstance(scope, bool):
-        raise ValueError("for_session must be true or false")
-    return AskAnswer(approved, reason=reason, by=by or "http", channel="http",
-                     for_session=bool(scope) and approved)
 
 
 def ask_routes(store: StateStore, token: str | None) -> list[Route]:
@@ -89,7 +72,7 @@ def ask_routes(store: StateStore, token: str | None) -> list[Route]:
             return PlainTextResponse(f"the body is over {MAX_BODY} bytes\n", 413)
         try:
             data = json.loads(raw) if raw.strip() else {}
-            given = _given(data, verb == "approve")
+            given = answer_of(data, verb == "approve", channel="http")
         except (ValueError, RecursionError) as exc:
             return PlainTextResponse(f"{exc}\n", status_code=400)
         ask_id = request.path_params["ask_id"]
@@ -98,8 +81,7 @@ def ask_routes(store: StateStore, token: str | None) -> list[Route]:
         except RunError as exc:
             return PlainTextResponse(f"{exc}\n", status_code=503)
         except (UnknownAsk, AskExpired, AskAnswered) as exc:
-            status = next(code for cls, code in _STATUS if isinstance(exc, cls))
-            return PlainTextResponse(f"{exc}\n", status_code=status)
+            return PlainTextResponse(f"{exc}\n", status_code=exc.http_status)
         key = "approved" if given.approved else "refused"
         return JSONResponse({key: done.id, "session_id": done.session_id,
                              "tool_name": done.tool_name, "for_session": given.for_session})

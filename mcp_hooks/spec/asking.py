@@ -139,6 +139,24 @@ class AskAnswer:
                    for_session=bool(data.get("for_session")), at=float(data.get("at") or 0))
 
 
+def answer_of(data: Any, approved: bool, *, channel: str) -> AskAnswer:
+    """The answer an HTTP body gives (``{"for_session": bool, "reason": "...", "by":
+    "name"}``, every field optional but a refusal's reason), answered through ``channel``
+    (also the name of who answered when the body gives none). Raises ``ValueError`` naming
+    what is wrong."""
+    if not isinstance(data, dict):
+        raise ValueError("the body must be a JSON object")
+    by, reason, scope = data.get("by", ""), data.get("reason", ""), data.get("for_session")
+    if not isinstance(by, str) or not isinstance(reason, str):
+        raise ValueError("by and reason must be strings")
+    if not approved and not reason.strip():
+        raise ValueError('a refusal needs a "reason" for the agent')
+    if scope is not None and not isinstance(scope, bool):
+        raise ValueError("for_session must be true or false")
+    return AskAnswer(approved, reason=reason, by=by.strip()[:200] or channel,
+                     channel=channel, for_session=bool(scope) and approved)
+
+
 @dataclass(frozen=True)
 class AskRecord:
     """An ask as the store keeps it: the request, its answer (None: pending), whether a

@@ -121,13 +121,19 @@ class AlreadyAnswered(ConfigError):
 class UnknownAsk(ConfigError, LookupError):
     """An ask id that was never put, or is forgotten (``mcp-hooks pending`` lists them)."""
 
+    http_status = 404  # the answer of an HTTP door (``serve``'s /asks, the dashboard)
+
 
 class AskExpired(ConfigError):
     """An ask answered after its expiry: nobody waits on it; the call must be made again."""
 
+    http_status = 410
+
 
 class AskAnswered(ConfigError):
     """An ask answered already: the first answer stands, this one is not stored."""
+
+    http_status = 409
 
 
 class StateUnavailable(RunError):

@@ -13,7 +13,9 @@ hooks show on the Fleet page with the digest warning. Each page is photographed 
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -182,3 +184,63 @@ def test_two_redis_replicas_on_the_fleet_page(browser: object, project: Path, tm
                 page.goto(board.url)
                 page.locator("#activity tbody tr", has_text="s-a").wait_for(timeout=WAIT_MS)
                 page.close()
+
+
+ASKER = """cat >/dev/null
+echo '{"decision": "ask", "reason": "deleting the build needs a person"}'
+"""
+
+
+@pytest.mark.parametrize("button", ["Approve", "Refuse"])
+def test_a_person_answers_a_waiting_call_on_the_pending_page(
+        browser: object, project: Path, user_dir: Path, tmp_path: Path, shots: Path,
+        button: str) -> None:
+    """A ``mcp-hooks fire`` blocked on a hook's ask (the file store) is answered by a click
+    on the Pending page of a real ``mcp-hooks dashboard`` with a token: approved, the call
+    goes on (exit 0); refused with a reason, it is denied with that reason (exit 2). The
+    answer is logged with the name the person gave the page."""
+    write_hook(user_dir, "asker", script=ASKER)
+    log = tmp_path / "state" / "events.jsonl"
+    log.parent.mkdir()
+    env = _env(MCP_HOOKS_ASK_TIMEOUT="120")
+    waiting = subprocess.Popen(
+        [MCP_HOOKS, "fire", "before_tool", "--tool", "Shell", "--session", "s-ask",
+         "--input", '{"command": "rm -rf build"}', "--user-dir", str(user_dir),
+         "--project-dir", str(project), "--log", str(log), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        env=env)
+    argv = [MCP_HOOKS, "dashboard", "--port", "0", "--token", TOKEN, "--log", str(log),
+            "--project-dir", str(project), "--user-dir", str(user_dir)]
+    try:
+        with background(argv, env=env, announce=r"serving at (\S+)", timeout=120) as board:
+            page = browser.new_page(viewport={"width": 1400, "height": 600})  # type: ignore[attr-defined]
+            page.goto(board.url.replace("/activity", "/pending"))
+            page.fill("input[type=password]", TOKEN)
+            page.click("button[type=submit]")
+            page.wait_for_selector("#activity", timeout=WAIT_MS)
+            page.goto(board.url.replace("/activity", "/pending"))
+            row = page.locator("tr[data-ask]", has_text="rm -rf build")
+            row.wait_for(timeout=WAIT_MS)  # the waiting call, shown within a poll
+            assert "deleting the build needs a person" in row.inner_text()
+            page.fill("#by", "ann")
+            page.dispatch_event("#by", "change")
+            if button == "Approve":
+                page.screenshot(path=str(shots / "dashboard-pending.png"))
+            else:
+                row.locator("input.refusal").fill("use make clean")
+            row.locator(f"button:text-is('{button}')").click()
+            said = "approved" if button == "Approve" else "refused"
+            page.locator("#status", has_text=said).wait_for(timeout=WAIT_MS)
+            out, err = waiting.communicate(timeout=120)
+            page.close()
+    finally:
+        waiting.kill()
+        waiting.communicate()
+    outcome = json.loads(out)
+    if button == "Approve":
+        assert (waiting.returncode, outcome["decision"]) == (0, "allow"), err
+    else:
+        assert waiting.returncode == 2 and "use make clean" in outcome["reason"], outcome
+    answers = [r for r in map(json.loads, log.read_text().splitlines())
+               if r.get("kind") == "ask_answer"]
+    assert [(a["channel"], a["by"]) for a in answers] == [("dashboard", "ann")]

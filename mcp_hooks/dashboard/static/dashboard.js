@@ -6,6 +6,7 @@
   const status = document.getElementById("status");
   const page = document.body.dataset.page;
   const POLL_MS = 500;
+  const PENDING_POLL_MS = 2000;
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -183,19 +184,97 @@
   }
 
   /* Pending ------------------------------------------------------------------------- */
+  function age(seconds) {
+    if (seconds < 120) return Math.round(seconds) + "s";
+    if (seconds < 7200) return Math.round(seconds / 60) + "m";
+    return (seconds / 3600).toFixed(1) + "h";
+  }
+  async function answerAsk(id, verb, body) {
+    /* The header and the JSON body are what another site's form cannot send (answers.py). */
+    const answer = await fetch("api/asks/" + encodeURIComponent(id) + "/" + verb, {
+      method: "POST", credentials: "same-origin", cache: "no-store",
+      headers: {"Content-Type": "application/json", "X-MCP-Hooks-Answer": "1"},
+      body: JSON.stringify(body)});
+    const data = await answer.json();
+    if (!answer.ok) throw new Error(data.error || answer.statusText);
+    return data;
+  }
+  function askRow(a, refresh, canAnswer) {
+    const tr = el("tr", {"data-ask": a.id});
+    if (!canAnswer) {
+      tr.append(cell(age(a.age_seconds)), sessionLink(a.session), cell(a.tool),
+                cell(a.tool_input, "input"), cell(a.hook), cell(a.reason, "reason"),
+                cell(age(a.expires_in_seconds)), cell(a.id),
+                cell("mcp-hooks approve " + a.id, "input"));
+      return tr;
+    }
+    const reason = el("input", {placeholder: "reason (to refuse)", "aria-label": "reason",
+                                class: "refusal"});
+    const buttons = el("td", {class: "answer"});
+    function act(label, verb, extra) {
+      const button = el("button", {type: "button", text: label, class: verb});
+      button.addEventListener("click", async function () {
+        const by = document.getElementById("by").value.trim();
+        const body = Object.assign({by: by}, extra());
+        if (verb === "refuse" && !body.reason) { say("say why you refuse", true); return; }
+        for (const b of buttons.querySelectorAll("button")) b.disabled = true;
+        try {
+          const done = await answerAsk(a.id, verb, body);
+          say((done.approved ? "approved " + done.approved : "refused " + done.refused) +
+              (done.for_session ? " for the session" : ""));
+        } catch (err) { say(String(err.message), true); }
+        refresh();
+      });
+      return button;
+    }
+    buttons.append(act("Approve", "approve", () => ({})),
+                   act("Approve for session", "approve", () => ({for_session: true})),
+                   reason, act("Refuse", "refuse", () => ({reason: reason.value.trim()})));
+    tr.append(cell(age(a.age_seconds)), sessionLink(a.session), cell(a.tool),
+              cell(a.tool_input, "input"), cell(a.hook), cell(a.reason, "reason"),
+              cell(age(a.expires_in_seconds)), cell(a.id), buttons);
+    return tr;
+  }
   async function pending() {
-    const data = await getJSON("api/pending");
-    main.append(el("h2", {text: "Signals waiting for an answer"}));
-    main.append(table(["sent", "session", "hook", "intensity", "source", "reason", "id"],
-      data.signals, function (s) {
-        const tr = el("tr");
-        tr.append(cell(s.ts), sessionLink(s.session), cell(s.hook), cell(s.intensity, "ask"),
-                  cell(s.source), cell(s.reason, "reason"), cell(s.id));
-        return tr;
-      }));
-    main.append(el("p", {class: "muted",
-      text: "Answer one with: mcp-hooks respond SIGNAL_ID ACTION"}));
-    say(data.signals.length + " waiting");
+    const who = el("input", {id: "by", placeholder: "your name", "aria-label": "your name"});
+    who.value = localStorage.getItem("mcp-hooks-by") || "";
+    who.addEventListener("change", () => localStorage.setItem("mcp-hooks-by", who.value));
+    const asksBox = el("section", {id: "asks"});
+    const signalsBox = el("section", {id: "signals"});
+    main.append(el("p", {class: "filters"}, el("span", {text: "Answering as "}), who),
+                asksBox, signalsBox);
+    async function refresh() {
+      const data = await getJSON("api/pending");
+      asksBox.replaceChildren(...[el("h2", {text: "Calls waiting for your approval"}),
+        data.asks.length ? table(["waiting", "session", "tool", "arguments", "hook", "reason",
+                                  "expires in", "id", "answer"], data.asks,
+                                 (a) => askRow(a, refresh, data.can_answer))
+                         : el("p", {class: "muted", text: "No call waits for approval."}),
+        data.can_answer ? null : el("p", {class: "warning", id: "cannot-answer",
+                                          text: data.cannot_answer})].filter(Boolean));
+      signalsBox.replaceChildren(el("h2", {text: "Signals waiting for an answer"}),
+        table(["sent", "session", "hook", "intensity", "source", "reason", "id"],
+          data.signals, function (s) {
+            const tr = el("tr");
+            tr.append(cell(s.ts), sessionLink(s.session), cell(s.hook),
+                      cell(s.intensity, "ask"), cell(s.source), cell(s.reason, "reason"),
+                      cell(s.id));
+            return tr;
+          }),
+        el("p", {class: "muted", text: "Answer one with: mcp-hooks respond SIGNAL_ID ACTION"}));
+      return data;
+    }
+    function tell(data) {
+      say(data.asks.length + " asks, " + data.signals.length + " signals waiting · live");
+    }
+    tell(await refresh());
+    setInterval(async function () {
+      /* New asks appear without a reload, but never under a reason being typed. */
+      const typing = Array.from(asksBox.querySelectorAll("input.refusal")).some(
+        (i) => i.value || i === document.activeElement);
+      if (typing) return;
+      try { tell(await refresh()); } catch (err) { say(String(err.message), true); }
+    }, PENDING_POLL_MS);
   }
 
   /* Fleet --------------------------------------------------------------------------- */
