@@ -74,6 +74,7 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Iterable
 from contextvars import ContextVar
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -210,7 +211,7 @@ class Hooks:
             both = ", ".join(k for k, v in given.items() if v is not None and v is not False)
             raise ConfigError(f"Hooks: give settings= or {both}, not both (put them in the "
                               "Settings: dataclasses.replace(settings, ...))")
-        self.settings = settings
+        self.settings = settings if settings.door else replace(settings, door="api")
         self.project_dir = settings.project_dir
         self.user_dir = settings.user_dir
         self.log = log if isinstance(log, EventLog) else (

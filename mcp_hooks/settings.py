@@ -380,6 +380,9 @@ class Settings:
             None: ``/etc/agents/hooks`` where it exists (``managed_dir_from_env``).
         mode: ``enforce`` or ``audit`` (``--mode``, ``MCP_HOOKS_MODE``): in audit every
             hook but the managed ones only records what it would have done.
+        door: what fires this process's events, stamped as ``door`` on each event record
+            (the dashboard's filter): ``serve``, ``proxy``, ``fire``, ``bridge/<host>``,
+            ``api``; set by the door itself, never from the environment ("": not said).
     """
 
     project_dir: Path | None = None
@@ -410,6 +413,7 @@ class Settings:
     ask_webhook: str | None = field(default=None, repr=False)  # a URL may carry a token
     managed_dir: Path | None = None
     mode: Mode = "enforce"
+    door: str = ""  # who fires: serve, proxy, fire, bridge/<host>, api (on each event record)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "on_fault", _on_fault(str(self.on_fault), "on_fault"))
@@ -459,6 +463,7 @@ class Settings:
         values["log"], values["log_read"] = _logs(flags.get("log"), bool(flags.get("no_log")),
                                                   env_value("MCP_HOOKS_LOG", env))
         values["secrets"] = tuple(flags.get("secrets") or ())
+        values["door"] = str(flags.get("door") or "")
         if values["otel"] == "off" and not flags.get("otel") and not env_value(
                 "MCP_HOOKS_OTEL", env) and any(env.get(n, "").strip() for n in _OTLP_ENDPOINTS):
             values["otel"] = "auto"  # the standard OpenTelemetry variable asks for traces

@@ -229,7 +229,7 @@ def _fire(args: argparse.Namespace) -> int:
         if served is not None:
             outcome = served
         else:
-            settings = options.settings(args)
+            settings = options.settings(args, door="fire")
             registry = options.registry_of(settings, watch=False)
             engine = Engine(registry, settings, one_shot=True)
             outcome = engine.fire_blocking(event, on_hook_done=_progress(event_type),

@@ -123,7 +123,7 @@ def options_from_args(
     from mcp_hooks.proxy.config import ProxyConfigError, collect_upstreams
 
     hooks = options.settings(args, environ, token=getattr(args, "token", None),
-                             otel=getattr(args, "otel", None))
+                             otel=getattr(args, "otel", None), door="proxy")
     specs = collect_upstreams(args.config, args.upstream or [])
     for option in ("timeout", "startup_timeout"):
         value = getattr(args, option, None)

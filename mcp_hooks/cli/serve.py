@@ -210,7 +210,7 @@ def options_from_args(
     """The options the command line (and the environment, read by ``Settings.from_env``)
     give. Raises ConfigError for a bad value, naming its flag or variable."""
     settings = options.settings(args, environ, token=getattr(args, "token", None),
-                                otel=getattr(args, "otel", None),
+                                otel=getattr(args, "otel", None), door="serve",
                                 replica_id=getattr(args, "replica_id", None),
                                 watch=False if getattr(args, "no_watch", False) else None)
     settings = dataclasses.replace(settings, project_dir=options.project_of(settings),

@@ -564,7 +564,7 @@ class Engine:
             digest, layers = control.digest(digest), layers | control.layer_digests()
         self.store.append("events", event_record(
             event, name, work_dir, outcome, outputs, fail_open, hooks_digest=digest,
-            layer_digests=layers, secrets=self.settings.secrets))
+            layer_digests=layers, secrets=self.settings.secrets, door=self.settings.door))
 
 
 def run_unsuspended(step: Coroutine[Any, Any, Outcome]) -> Outcome | None:

@@ -17,9 +17,10 @@ from mcp_hooks.state.eventlog import now
 
 def event_record(event: Event, name: str, work_dir: str, outcome: Outcome,
                  outputs: dict[str, RunResult], fail_open: list[str], *, hooks_digest: str,
-                 layer_digests: dict[str, str], secrets: Collection[str]) -> dict[str, Any]:
+                 layer_digests: dict[str, str], secrets: Collection[str],
+                 door: str = "") -> dict[str, Any]:
     """The record of ``event`` (canonical ``name``) answered with ``outcome``; ``outputs``:
-    each hook's run by name."""
+    each hook's run by name; ``door``: what fired it (``Settings.door``; none: not said)."""
     hooks = []
     for run in outcome.hooks:
         result = outputs.get(run.name)
@@ -50,6 +51,8 @@ def event_record(event: Event, name: str, work_dir: str, outcome: Outcome,
         "hooks_digest": hooks_digest,
         "layer_digests": layer_digests,
     }
+    if door:
+        entry["door"] = door
     if fail_open:  # an allow a failure gave: countable (Envoy's failure_mode_allowed)
         entry["fail_open"] = fail_open
     entry.update(replay_entry(event, secrets))  # mcp-hooks replay

@@ -127,7 +127,7 @@ def answer(host: Host, raw: bytes | Callable[[], bytes], options: BridgeOptions)
     outcome: Outcome | BaseException
     try:
         outcome = fire_call(call, options.common, hold_aid=not shows_aid(host, call),
-                            deadline=chain_deadline(host),
+                            deadline=chain_deadline(host), door=f"bridge/{host.name}",
                             approve=call_host_asks if asks_natively(host, call) else None)
     except BaseException as exc:  # whatever it was (SystemExit, KeyboardInterrupt): a fault
         outcome = exc
@@ -173,14 +173,15 @@ def _write(reply: Reply, out: BinaryIO) -> None:
 
 
 def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False,
-              deadline: float | None = None, approve: Approver | None = None) -> Outcome:
+              deadline: float | None = None, approve: Approver | None = None,
+              door: str = "bridge") -> Outcome:
     """Fire the translated call at a fresh engine over the registry the options describe
     (``hold_aid``: the host's reply cannot show waiting aid, leave it for a later event;
     ``deadline``: the host's chain deadline, ``Host.chain_deadline``, when it is shorter
     than the ``chain_timeout`` setting; ``approve``: how a hook's ask reaches a person,
     ``asking.call_host_asks`` where the host asks natively, else None: out of band within
     the chain deadline, then the fallback, a deny naming the pending ask)."""
-    settings = read_settings(args)  # ConfigError for a bad value: a deny naming it
+    settings = replace(read_settings(args), door=door)  # ConfigError: a deny naming it
     if deadline is not None and deadline < settings.chain_timeout:
         settings = replace(settings, chain_timeout=deadline)
     project = settings.project_dir
