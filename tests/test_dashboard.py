@@ -264,3 +264,29 @@ def test_the_command_refuses_a_public_bind_without_a_token_and_foreign_hosts(
         rebound = httpx2.get(url, headers={"Host": f"attacker.example:{port}"}, timeout=60)
     assert ok.status_code == 200 and "<nav>" in ok.text
     assert rebound.status_code == 400  # DNS rebinding: a loopback bind answers loopback names
+
+
+REWRITER = """cat >/dev/null
+echo '{"modified_input": {"command": "ls -la"}}'
+"""
+
+
+def test_a_session_shows_rewrites_before_and_after_and_stop_gate_rounds(
+        project: Path, user_dir: Path, tmp_path: Path) -> None:
+    write_hook(user_dir, "widen", script=REWRITER)
+    write_hook(user_dir, "not-yet", trigger="before_stop",
+               script="cat >/dev/null\necho 'tests fail' >&2\nexit 2\n")
+    log = tmp_path / "state" / "events.jsonl"
+    engine = Engine(Registry(user_dir, project, watch=False), Settings(log=log), one_shot=True)
+    engine.fire_blocking(Event(event_type="before_tool", tool_name="Bash", session_id="s-r",
+                               tool_input={"command": "ls"}, work_dir=str(project)))
+    for _ in range(2):
+        engine.fire_blocking(Event(event_type="before_stop", session_id="s-r",
+                                   work_dir=str(project)))
+    timeline = _client(log, project, user_dir).get("/api/session?id=s-r").json()["timeline"]
+    events = [i for i in timeline if i["kind"] == "event"]
+    assert events[0]["rewrite"] is True
+    assert json.loads(events[0]["before"]) == {"command": "ls"}
+    assert json.loads(events[0]["after"]) == {"command": "ls -la"}
+    assert [i.get("stop_round") for i in events[1:]] == [1, 2]
+

@@ -92,6 +92,10 @@ def test_a_button_answers_the_waiting_call(waiting: subprocess.Popen[str], tmp_p
     (logged,) = _answers(tmp_path)
     assert (logged["channel"], logged["by"], logged["approved"]) == (
         "dashboard", "ann", verb == "approve")
+    timeline = client.get("/api/session?id=s1", headers=BEARER).json()["timeline"]
+    asks = [(i["what"], i["by"], i["channel"]) for i in timeline if i["kind"] == "ask"]
+    assert asks == [("asked a person", "", ""), (
+        "approved" if verb == "approve" else "refused", "ann", "dashboard")], timeline
     again = client.post(f"/api/asks/{ask['id']}/approve", json={}, headers=ANSWER)
     assert again.status_code == 409 and "answered" in again.json()["error"]
     assert client.get("/api/pending", headers=BEARER).json()["asks"] == []

@@ -41,6 +41,7 @@ from mcp_hooks.state.url import close_store, open_store, replica_name, scheme
 CHUNK = 1 << 18  # bytes read per step backwards from the end of a file log
 MAX_LIMIT = 2000  # records one request may ask for
 DECISIONS = ("allow", "deny", "ask")
+ASK_KINDS = ("ask", "ask_answer", "ask_timeout", "ask_mismatch")  # ``engine/asking.py``
 T = TypeVar("T")
 
 
@@ -58,10 +59,11 @@ class Filters:
     door: str | None = None
     since: str | None = None  # ISO 8601 UTC, compared as text with the records' ``ts``
     until: str | None = None
+    kinds: tuple[str, ...] = ("event",)  # the record kinds kept (a session also its asks)
 
     def match(self, record: dict[str, Any]) -> bool:
         """Whether an event record passes every filter set."""
-        if record.get("kind", "event") != "event" or is_probe(record):
+        if record.get("kind", "event") not in self.kinds or is_probe(record):
             return False
         if self.session is not None and record.get("session_id") != self.session:
             return False
@@ -220,8 +222,9 @@ class Source:
         return [r for r in fresh if keep.match(r)], last
 
     def session(self, session_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """One session's events and its signals (with their responses), oldest first."""
-        keep = Filters(session=session_id)
+        """One session's events with its asks and their answers, and its signals (with
+        their responses), oldest first."""
+        keep = Filters(session=session_id, kinds=("event", *ASK_KINDS))
         events, _ = self.recent(MAX_LIMIT, keep)
         signals = [r for r in self.signals() if r.get("session_id") == session_id]
         return events, signals

@@ -179,14 +179,49 @@ def _signal_row(record: dict[str, Any]) -> dict[str, Any]:
             "replica": _text(record.get("replica"))}
 
 
+def _event_item(record: dict[str, Any], rounds: Counter[str]) -> dict[str, Any]:
+    """An event of the timeline: its row, its hooks, its rewrite (before/after) and, for a
+    stop the stop gate held back, which round that was."""
+    item = {"kind": "event", **activity_row(record), "rewrite": bool(
+        record.get("modified_input")), "hooks": [
+        {"name": _text(h.get("name")), "status": _text(h.get("status")),
+         "duration_ms": h.get("duration_ms")}
+        for h in record.get("hooks") or () if isinstance(h, dict)]}
+    if item["rewrite"]:
+        before = (record.get("event_fields") or {}).get("tool_input")
+        item["before"] = _text(before) if before is not None else ""
+        item["after"] = _text(record.get("input_after")) if "input_after" in record \
+            else f"(not logged: {_text(record.get('input_after_dropped'))})"
+    if item["event"] == "before_stop" and record.get("continue_working"):
+        rounds[item["session"]] += 1
+        item["stop_round"] = rounds[item["session"]]
+    return item
+
+
+def _ask_item(record: dict[str, Any]) -> dict[str, Any]:
+    """An ask of the timeline: made (the call and the reason), answered (how, by whom),
+    timed out (the fallback) or presented for another call."""
+    kind = str(record.get("kind"))
+    approved = record.get("approved")
+    what = {"ask": "asked a person", "ask_timeout": "nobody answered in time",
+            "ask_mismatch": "an approval for another call was presented",
+            "ask_answer": "approved" if approved else "refused" if approved is False
+            else "the host asks the person"}.get(kind, kind)
+    return {"kind": "ask", "ts": _text(record.get("ts")), "id": _text(record.get("ask_id")),
+            "what": what, "hook": _text(record.get("hook")), "tool": _text(
+                record.get("tool_name")), "by": _text(record.get("by")),
+            "channel": _text(record.get("channel")),
+            "detail": _text(record.get("reason") or record.get("fallback")
+                            or record.get("tool_input"))}
+
+
 def timeline(events: Sequence[dict[str, Any]],
              signals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One session's events, signals and answers in time order (the Sessions page)."""
-    items = [{"kind": "event", **activity_row(r), "rewrite": bool(r.get("modified_input")),
-              "hooks": [{"name": _text(h.get("name")), "status": _text(h.get("status")),
-                         "duration_ms": h.get("duration_ms")}
-                        for h in r.get("hooks") or () if isinstance(h, dict)]}
-             for r in events]
+    """One session's events (with their rewrites and stop-gate rounds), asks and who
+    answered them, signals and their answers, in time order (the Sessions page)."""
+    rounds: Counter[str] = Counter()
+    items = [_event_item(r, rounds) if r.get("kind", "event") == "event" else _ask_item(r)
+             for r in sorted(events, key=lambda r: str(r.get("ts", "")))]
     for record in signals:
         if record.get("kind") == "response":
             items.append({"kind": "response", "ts": _text(record.get("timestamp")),

@@ -9,7 +9,7 @@ from collections.abc import Collection
 from typing import Any
 
 from mcp_hooks.engine.judge import decode
-from mcp_hooks.engine.replayable import replay_entry
+from mcp_hooks.engine.replayable import replay_entry, rewrite_entry
 from mcp_hooks.runner import RunResult
 from mcp_hooks.spec.outcome import Event, Outcome
 from mcp_hooks.state.eventlog import now
@@ -56,4 +56,5 @@ def event_record(event: Event, name: str, work_dir: str, outcome: Outcome,
     if fail_open:  # an allow a failure gave: countable (Envoy's failure_mode_allowed)
         entry["fail_open"] = fail_open
     entry.update(replay_entry(event, secrets))  # mcp-hooks replay
+    entry.update(rewrite_entry(outcome.modified_input, secrets))
     return entry

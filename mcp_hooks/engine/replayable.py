@@ -27,16 +27,32 @@ _FIELDS = ("event_type", "session_id", "work_dir", "tool_name", "tool_input", "t
            "tool_output", "error", "payload", "context")
 
 
+def unloggable(value: Any, secrets: Collection[str]) -> str | None:
+    """Why the log must not keep ``value`` (``unencodable``, ``size``, ``secret``), or None."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):  # nested past what JSON can write
+        return "unencodable"
+    if len(text.encode("utf-8", "surrogatepass")) > REPLAY_CAP:
+        return "size"
+    if any(secret and secret in text for secret in secrets):
+        return "secret"
+    return None
+
+
 def replay_entry(event: Event, secrets: Collection[str]) -> dict[str, Any]:
     """``{"event_fields": {...}}``, or ``{"event_dropped": why}`` (see the module doc)."""
     fields = {name: value for name in _FIELDS
               if (value := getattr(event, name)) is not None and value != {}}
-    try:
-        text = json.dumps(fields, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):  # nested past what JSON can write
-        return {"event_dropped": "unencodable"}
-    if len(text.encode("utf-8", "surrogatepass")) > REPLAY_CAP:
-        return {"event_dropped": "size"}
-    if any(secret and secret in text for secret in secrets):
-        return {"event_dropped": "secret"}
-    return {"event_fields": fields}
+    why = unloggable(fields, secrets)
+    return {"event_fields": fields} if why is None else {"event_dropped": why}
+
+
+def rewrite_entry(after: dict[str, Any] | None, secrets: Collection[str]) -> dict[str, Any]:
+    """``{"input_after": {...}}``: the tool input as the chain's rewrites left it (the
+    Sessions page's before/after), under the same rules (``input_after_dropped``: why not);
+    ``{}`` when nothing rewrote it."""
+    if after is None:
+        return {}
+    why = unloggable(after, secrets)
+    return {"input_after": after} if why is None else {"input_after_dropped": why}

@@ -167,10 +167,24 @@
       function (i) {
         const tr = el("tr");
         if (i.kind === "event") {
+          const detail = el("td", {class: "reason"});
+          detail.append(el("div", {text: i.reason || i.hooks.map(h => h.name + ":" +
+                                                                h.status).join(" ")}));
+          if (i.rewrite) {
+            detail.append(el("div", {class: "input before", text: "before: " + i.before}),
+                          el("div", {class: "input after", text: "after: " + i.after}));
+          }
           tr.append(cell(i.ts), cell(i.event + (i.tool ? " " + i.tool : "") +
-                    (i.rewrite ? " (input rewritten)" : "")), cell(i.decision, i.decision),
-                    cell(i.blocked_by), cell(i.reason || i.hooks.map(h => h.name + ":" +
-                    h.status).join(" "), "reason"));
+                    (i.rewrite ? " (input rewritten)" : "") +
+                    (i.stop_round ? " · stop gate, round " + i.stop_round : "")),
+                    cell(i.decision, i.decision), cell(i.blocked_by), detail);
+        } else if (i.kind === "ask") {
+          tr.className = "ask-item";
+          tr.append(cell(i.ts), cell("ask " + i.id + ": " + i.what),
+                    cell(i.what === "approved" ? "allow" : i.what === "refused" ? "deny" : "ask",
+                         i.what === "approved" ? "allow" : i.what === "refused" ? "deny" : "ask"),
+                    cell(i.by ? i.by + (i.channel ? " (" + i.channel + ")" : "") : i.hook),
+                    cell(i.detail, "reason"));
         } else if (i.kind === "signal") {
           tr.append(cell(i.ts), cell(i.intensity + " signal " + i.id), cell("waiting"),
                     cell(i.source), cell(i.reason, "reason"));
