@@ -4,7 +4,10 @@ The events come from the configured event log (``--log``, or a shared store's re
 ``--state URL``), by ``--session`` and ``--since``; each one's ``event_fields``
 (``engine/replayable.py``) is fired through an ``Engine`` over ``--hooks DIR`` alone (no user,
 project or managed folder; the same limits and timeouts the hooks declare), every hook in
-audit mode, so each hook's whole verdict is seen and none stops the others. Hooks run in a
+audit mode, so each hook's whole verdict is seen and none stops the others. A
+``DIR/hooks.yaml`` is replayed too (its entries audited, named ``hooks.yaml:<source>``): an
+entry that would now deny, ask or rewrite is a change, and so is one that stopped the
+recorded event and now would not. Without it, hooks.yaml entries are not compared. Hooks run in a
 scratch copy of each event's ``work_dir`` (one per folder, made once per replay), never the
 original; a folder that no longer exists is replayed in an empty one.
 
@@ -26,17 +29,19 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
 from mcp_hooks import options
 from mcp_hooks.cli.logs import add_since_option, when
+from mcp_hooks.control.ladder import Ladder
 from mcp_hooks.engine.engine import Engine
+from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, ConfigError, MCPHooksError
 from mcp_hooks.registry.discovery import Registry
 from mcp_hooks.settings import Settings
-from mcp_hooks.spec.outcome import Event, HookRun
+from mcp_hooks.spec.outcome import FAULT_SOURCE, Event, HookRun
 from mcp_hooks.state.files import FileStore
 
 
@@ -93,28 +98,57 @@ def _changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
         old["decision"] == "rewrite" and old["modified_input"] != new["modified_input"]))
 
 
-def compare(record: dict[str, Any], runs: list[HookRun]) -> list[dict[str, Any]]:
-    """The changed decisions of one event: recorded hooks vs the replayed ``runs``."""
+ENTRY = "hooks.yaml:"  # how a hooks.yaml entry is named among the hooks (engine/audit.py)
+_ALLOW = {"decision": "allow", "reason": None, "modified_input": None}
+
+
+def _entry_stopped(record: dict[str, Any], before: dict[str, Any]) -> str | None:
+    """The hooks.yaml entry (as ``hooks.yaml:<source>``) whose deny or ask stopped the
+    recorded event, or None: ``blocked_by`` names no HOOK.md hook that ran, nor our fault."""
+    blocked = record.get("blocked_by")
+    if not blocked or blocked in before or blocked == FAULT_SOURCE \
+            or record.get("decision") not in ("deny", "ask"):
+        return None
+    return ENTRY + str(blocked)
+
+
+def _recorded(name: str, record: dict[str, Any], before: dict[str, Any],
+              entry_stop: str | None) -> dict[str, Any] | None:
+    """What ``name`` decided in the record; None when the recorded chain never reached it
+    (an earlier hook denied)."""
+    if name in before:
+        return decision_of(before[name])
+    if name == entry_stop:
+        return {"decision": record.get("decision"), "reason": record.get("reason"),
+                "modified_input": None}
+    if record.get("decision") == "deny" and not name.startswith(ENTRY):
+        return None  # a HOOK.md hook after the deny never ran
+    if record.get("decision") == "deny" and entry_stop is None:
+        return None  # a HOOK.md hook denied: the hooks.yaml entries, the last links, never ran
+    return dict(_ALLOW)
+
+
+def compare(record: dict[str, Any], runs: list[HookRun],
+            entries: bool = False) -> list[dict[str, Any]]:
+    """The changed decisions of one event: recorded hooks vs the replayed ``runs``.
+    ``entries``: hooks.yaml was replayed too, so an entry that stopped the recorded event
+    and would not now (no ``hooks.yaml:<source>`` run) is a change as well."""
     before = {h["name"]: h for h in record.get("hooks") or [] if isinstance(h, dict)
               and h.get("mode") != "async"}
-    stopped = record.get("decision") == "deny"  # hooks after the deny never ran
-    out = []
+    entry_stop = _entry_stopped(record, before)
+    changes: list[tuple[str, dict[str, Any] | None, dict[str, Any]]] = []
     for run in runs:
-        new = decision_of(run)
-        if run.name in before:
-            old = decision_of(before[run.name])
-        elif stopped:
-            continue
-        else:
-            old = {"decision": "allow", "reason": None, "modified_input": None}
-        if _changed(old, new):
-            out.append({"ts": record.get("ts"), "event": record.get("event"),
-                        "session_id": record.get("session_id"),
-                        "tool_name": record.get("tool_name"), "hook": run.name,
-                        "before": old["decision"], "after": new["decision"],
-                        "reason": new["reason"] or old["reason"],
-                        "modified_input": new["modified_input"]})
-    return out
+        old = _recorded(run.name, record, before, entry_stop)
+        if old is not None:
+            changes.append((run.name, old, decision_of(run)))
+    if entries and entry_stop is not None and entry_stop not in {r.name for r in runs}:
+        changes.append((entry_stop, _recorded(entry_stop, record, before, entry_stop),
+                        dict(_ALLOW)))
+    return [{"ts": record.get("ts"), "event": record.get("event"),
+             "session_id": record.get("session_id"), "tool_name": record.get("tool_name"),
+             "hook": name, "before": old["decision"], "after": new["decision"],
+             "reason": new["reason"] or old["reason"], "modified_input": new["modified_input"]}
+            for name, old, new in changes if old is not None and _changed(old, new)]
 
 
 class _Scratch:
@@ -143,11 +177,15 @@ async def replay(records: Iterable[dict[str, Any]], hooks_dir: Path,
     """Fire each record's event against ``hooks_dir`` (see the module docstring)."""
     report = Report()
     scratch = _Scratch(scratch_root)
-    registry = Registry(hooks_dir, None, watch=False, managed_dir=scratch_root / "no-managed")
+    no_managed = scratch_root / "no-managed"
+    registry = Registry(hooks_dir, None, watch=False, managed_dir=no_managed)
     settings = Settings(mode="audit")
     store = FileStore(scratch_root / "state", log=None)
-    async with Engine(registry, settings, store=store) as engine:
-        engine.control = None  # hooks.yaml is not part of a hooks folder
+    yaml = hooks_dir / "hooks.yaml"
+    control: ControlLayer | Literal[False] = ControlLayer(
+        None, user_file=yaml, ladder=Ladder(store=store), watch=False, managed_dir=no_managed,
+        mode="audit") if yaml.is_file() else False
+    async with Engine(registry, settings, store=store, control=control) as engine:
         for record in records:
             if record.get("kind", "event") != "event":
                 continue
@@ -164,7 +202,8 @@ async def replay(records: Iterable[dict[str, Any]], hooks_dir: Path,
             except (MCPHooksError, OSError, TypeError) as exc:
                 report.not_replayed.append(_named(record, f"cannot be fired: {exc}"))
                 continue
-            report.changes += compare(record, [h for h in outcome.hooks if h.mode == "sync"])
+            report.changes += compare(record, [h for h in outcome.hooks if h.mode == "sync"],
+                                      entries=control is not False)
     return report
 
 

@@ -117,3 +117,41 @@ def test_events_whose_payload_was_not_logged_are_counted_and_named(
     text = subprocess.run([MCP_HOOKS, "replay", "--hooks", str(tmp_path / "v1")], env=env,
                           capture_output=True, text=True, timeout=60).stdout
     assert "not replayed: size" in text and "1 not replayed" in text
+
+
+def permission_checker(refused: str) -> str:
+    return ("hooks:\n  pre-tool-use:\n    - oracle: PermissionChecker\n"
+            f"      config: {{dangerous_commands: [{json.dumps(refused)}], "
+            "require_confirmation: false}\n")
+
+
+def test_hooks_yaml_entries_are_replayed_too(tmp_path: Path, project: Path) -> None:
+    """A project's hooks.yaml entry denied ``rm x`` when it was recorded; the next version's
+    hooks.yaml (``--hooks DIR/hooks.yaml``) refuses ``git push`` instead: both changes are
+    reported against the entry, and the same hooks.yaml again reports none."""
+    v1 = tmp_path / "v1"
+    write_hook(v1, "same", script=ALLOW)
+    (project / ".ahp").mkdir()
+    (project / ".ahp" / "hooks.yaml").write_text(permission_checker("rm "))
+    env = {**os.environ, "MCP_HOOKS_LOG": str(tmp_path / "events.jsonl")}
+    for command in COMMANDS:
+        subprocess.run([MCP_HOOKS, "fire", "before_tool", "--tool", "Shell", "--input",
+                        json.dumps({"command": command}), "--session", "s1", "--user-dir",
+                        str(v1), "--project-dir", str(project), "--trust-project-hooks",
+                        "--managed-dir", str(tmp_path / "none")], env=env,
+                       capture_output=True, timeout=60)
+    records = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [r["decision"] for r in records] == ["allow", "deny", "allow", "allow"]
+    v2 = tmp_path / "v2"
+    write_hook(v2, "same", script=ALLOW)
+    (v2 / "hooks.yaml").write_text(permission_checker("git push"))
+    done = replay(env, v2)
+    assert done.returncode == 1, done.stdout + done.stderr
+    changes = {(c["hook"], c["before"], c["after"]) for c in json.loads(done.stdout)["changes"]}
+    assert changes == {("hooks.yaml:permission-checker", "deny", "allow"),
+                       ("hooks.yaml:permission-checker", "allow", "deny")}
+    (v2 / "hooks.yaml").write_text(permission_checker("rm "))
+    same = replay(env, v2)
+    assert same.returncode == 0 and json.loads(same.stdout)["changed"] == 0, same.stdout
+    (v2 / "hooks.yaml").unlink()  # no hooks.yaml in the folder: entries are not compared
+    assert replay(env, v2).returncode == 0
