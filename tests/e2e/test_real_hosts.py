@@ -608,6 +608,58 @@ CONTEXT_TEXT = "E2E-CONTEXT: the linter found nothing to report"
 CONTEXT_HOSTS = ["claude-code", "codex", "gemini-cli", "copilot-cli"]
 
 
+AUDIT_REASON = "E2E-AUDIT: audited-marker would be refused once this guard is enforced"
+
+
+@needs_bridges
+@pytest.mark.parametrize("host_name", ["claude-code", "codex"])
+def test_an_audit_hook_never_blocks_and_its_would_deny_is_logged(
+    host_name: str,
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Issue 32, audit mode through a real host: a guard in ``mode: audit`` that would deny
+    the first command lets it run (the host and the model never see a deny), its would-deny
+    is in the log (``mcp-hooks log --would``), and an enforced guard in the same run still
+    denies the second command."""
+    host = host_factory(host_name)
+    scope = _host_scope(host_name)
+    folder = hooks_folder(box, scope)
+    seen = box.root / "audited-payloads"
+    hook = write_hook(folder, "would-refuse", trigger="before_tool", payload_dir=seen,
+                      matcher={"tool": "Shell", "pattern": "audited-marker"},
+                      body=f"echo '{AUDIT_REASON}' >&2\nexit 2\n")
+    md = hook / "HOOK.md"
+    md.write_text(md.read_text().replace("\n---\n\n#", "\nmetadata:\n  mode: audit\n---\n\n#", 1))
+    write_tool_policy(folder, box)  # deny-forbidden: enforced
+    fake_model.script = Script(commands=["echo hi > audited-marker.txt",
+                                         "echo no > forbidden-marker.txt"])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, scope)
+
+    result = run_host(host, box, fake_model, request, [str(mcp_hooks_exe.parent)])
+    why = context(host, box, fake_model, result)
+
+    assert payloads(seen), f"the audit hook never ran\n{why}"
+    assert (box.project / "audited-marker.txt").exists(), f"the audit hook blocked\n{why}"
+    assert not (box.project / "forbidden-marker.txt").exists(), f"the enforced guard let it\n{why}"
+    bodies = json.dumps([r["body"] for r in fake_model.requests()])
+    assert AUDIT_REASON not in bodies, f"the model read the audit verdict\n{why}"
+    assert DENY_REASON in bodies, why
+    env = host.env(box, fake_model.url, [str(mcp_hooks_exe.parent)])
+    listed = run_process([str(mcp_hooks_exe), "log", "--would", "--json", "-n", "0"],
+                         cwd=box.project, env=env, timeout=60)
+    assert listed.returncode == 0, listed.describe()
+    would = [h for line in listed.stdout.splitlines()
+             for h in json.loads(line).get("hooks", []) if h.get("would")]
+    assert [(h["name"], h["would"]["decision"]) for h in would] == [("would-refuse", "deny")], (
+        listed.stdout)
+    assert AUDIT_REASON in json.dumps(would), listed.stdout
+
+
 @needs_bridges
 @pytest.mark.parametrize("host_name", CONTEXT_HOSTS)
 def test_after_tool_context_reaches_the_model(
