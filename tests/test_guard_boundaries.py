@@ -320,6 +320,11 @@ BROAD = ("Exception", "BaseException")
 # else below the doors that catches ``Exception``/``BaseException`` (or a bare ``except:``,
 # or ``contextlib.suppress`` of them) must re-raise: the door's one guard answers it.
 ALLOWED: dict[tuple[str, str, str], str] = {
+    ("mcp_hooks.engine.asking", "Asker._race.door", "Exception"):
+        "the door's approver and the store poll race in a task group: the approver's error "
+        "is kept and raised as itself after the group, never inside an exception group",
+    ("mcp_hooks.engine.asking", "Asker._race.store", "Exception"):
+        "as above, for the store's error while it is polled",
     ("mcp_hooks.state.deadline", "_Watchdog._run", "suppress Exception"):
         "the watchdog shuts down a socket past its deadline: one that is already gone leaves "
         "nothing to do, and the watchdog must outlive it",

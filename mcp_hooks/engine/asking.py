@@ -11,7 +11,9 @@ entry with ``ask: true`` whose oracle prompts), the chain stops there (``Chain.a
 2. else the ask is kept pending in the store (or the one already pending for this call is
    reused), logged, posted to the webhook (``webhook.py``), and the door's own ``Approver`` is
    awaited when it has one (a y/N prompt, an elicitation, an adapter's callback). The answer
-   is stored through ``answer_ask``: when an out-of-band answer won first, that one stands;
+   is stored through ``answer_ask``: when an out-of-band answer won first, that one stands.
+   A long-lived engine waits on both at once: an out-of-band answer while the door's form
+   is still open wins, and the form is given up;
    an approver answering ``channel="host"`` defers to the host's native ask (the bridge
    answers ``ask``; the chain goes on so a later hook can still deny);
 3. else the store is polled every ``POLL`` seconds (``mcp-hooks approve``, the HTTP
@@ -213,17 +215,61 @@ class Asker:
         # the links after this one a little of it; the door's approver included
         reserve = min(RESERVE, chain.budget * 0.1)
         until = time.monotonic() + min(timeout, max(chain.left() - reserve, 0.0))
-        if approve is not None:
-            given = await _within(approve(request), until, self._one_shot)
-            if given is not None and given.channel == HOST:
-                self._log("ask_answer", request, approved=None, channel=HOST, by="")
-                return given
-            if given is not None and given.channel == NOBODY:
-                return None
-            if given is not None:
-                recorded: AskAnswer | None = await self._blocking(self._record, request, given)
-                return recorded
-        return await self._wait(request, until)
+        if approve is None:
+            return await self._wait(request, until)
+        if not self._one_shot and _on_a_loop():
+            return await self._race(request, approve, until)
+        done, given = await self._door(request, approve, until)
+        return given if done else await self._wait(request, until)
+
+    async def _door(self, request: AskRequest, approve: Approver, until: float
+                    ) -> tuple[bool, AskAnswer | None]:
+        """The door's approver: (True, its answer as the chain takes it), or (False, None)
+        when it reached nobody (the store is the way left)."""
+        given = await _within(approve(request), until, self._one_shot)
+        if given is None:
+            return False, None
+        if given.channel == HOST:
+            self._log("ask_answer", request, approved=None, channel=HOST, by="")
+            return True, given
+        if given.channel == NOBODY:
+            return True, None
+        recorded: AskAnswer | None = await self._blocking(self._record, request, given)
+        return True, recorded
+
+    async def _race(self, request: AskRequest, approve: Approver, until: float
+                    ) -> AskAnswer | None:
+        """The door's approver (an elicitation form, a callback) and the store (``mcp-hooks
+        approve``, the dashboard, another replica) at once: the first answer wins and the
+        other wait is cancelled (an open form is given up); an approver that reaches nobody
+        leaves the store to answer until ``until``."""
+        import anyio  # lazy: 2.2 ms of a one-shot `fire`, which never calls this (-X importtime)
+
+        won: list[AskAnswer | None] = []
+        failed: list[Exception] = []  # raised as itself, never inside an exception group
+        async with anyio.create_task_group() as race:
+            async def door() -> None:
+                try:
+                    done, given = await self._door(request, approve, until)
+                except Exception as exc:  # the approver's own error: the caller's to see
+                    failed.append(exc)
+                    done, given = True, None
+                if done:
+                    won.append(given)
+                    race.cancel_scope.cancel()
+
+            async def store() -> None:
+                try:
+                    won.append(await self._wait(request, until))
+                except Exception as exc:  # a store that fails while polled
+                    failed.append(exc)
+                race.cancel_scope.cancel()
+
+            race.start_soon(door)
+            race.start_soon(store)
+        if failed:
+            raise failed[0]
+        return won[0] if won else None
 
     def _record(self, request: AskRequest, given: AskAnswer) -> AskAnswer | None:
         """Store the door's answer (an out-of-band one that came first stands instead) and

@@ -22,6 +22,8 @@ from mcp_hooks.server import build_server
 from mcp_hooks.server.approval import FORM, ROUND_KEY
 from mcp_hooks.service import HookService
 from mcp_hooks.settings import Settings
+from mcp_hooks.spec.asking import AskAnswer
+from mcp_hooks.state.asks import answer
 from tests.conftest import write_hook
 from tests.helpers.elicit import Person, never
 from tests.helpers.transports import TOKEN, served
@@ -239,3 +241,41 @@ async def test_a_person_who_never_answers_holds_the_call_no_longer_than_the_ask_
     assert outcome["decision"] == "deny", outcome
     assert "mcp-hooks approve" in outcome["reason"], outcome
     assert [r["kind"] for r in log_kinds(tmp_path)][-1] == "ask_timeout"
+
+
+@pytest.mark.parametrize("approve", [True, False])
+async def test_an_out_of_band_answer_wins_while_the_form_is_open(
+        project: Path, user_dir: Path, tmp_path: Path, approve: bool) -> None:
+    """The client shows the form and nobody answers it, while a person answers the ask out
+    of band (``mcp-hooks approve``'s path, ``asks.answer``): that answer decides the call at
+    once (the form is given up), not the ask timeout (600 s here)."""
+    write_hook(user_dir, "patient-asker", script=ASKS,
+               extra="matcher:\n  tool: Shell\nmetadata:\n  ask_timeout: 600\n")
+    settings = Settings.from_env(project_dir=project, user_dir=user_dir,
+                                 log=tmp_path / "events.jsonl")
+    opened = anyio.Event()
+
+    async def form_left_open(context: Any, params: types.ElicitRequestParams
+                             ) -> types.ElicitResult:
+        opened.set()
+        return await never(context, params)
+
+    got: dict[str, Any] = {}
+    async with HookService(settings) as svc, Client(
+            build_server(svc), mode="legacy", elicitation_callback=form_left_open) as client:
+        with anyio.fail_after(60):  # a hang stops here; the answer is out of band at once
+            async with anyio.create_task_group() as tg:
+                async def call() -> None:
+                    got.update(await fired(client))
+
+                tg.start_soon(call)
+                await opened.wait()
+                [waiting] = await anyio.to_thread.run_sync(svc.store.pending_asks)
+                given = AskAnswer(approve, "" if approve else "not on a Friday", "ann", "cli")
+                await anyio.to_thread.run_sync(answer, svc.store, waiting.id, given)
+    assert got["decision"] == ("allow" if approve else "deny"), got
+    if not approve:
+        assert "not on a Friday" in got["reason"]
+    answers = [r for r in log_kinds(tmp_path) if r["kind"] == "ask_answer"]
+    assert [(a["channel"], a["by"]) for a in answers] == [("cli", "ann")]
+
