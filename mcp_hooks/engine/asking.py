@@ -222,10 +222,12 @@ class Asker:
         done, given = await self._door(request, approve, until)
         return given if done else await self._wait(request, until)
 
-    async def _door(self, request: AskRequest, approve: Approver, until: float
-                    ) -> tuple[bool, AskAnswer | None]:
+    async def _door(self, request: AskRequest, approve: Approver, until: float,
+                    take: bool = True) -> tuple[bool, AskAnswer | None]:
         """The door's approver: (True, its answer as the chain takes it), or (False, None)
-        when it reached nobody (the store is the way left)."""
+        when it reached nobody (the store is the way left). ``take`` False (racing the
+        store's poll): a person's answer is only stored, and the poll takes it, so a one-run
+        approval has one taker."""
         given = await _within(approve(request), until, self._one_shot)
         if given is None:
             return False, None
@@ -234,15 +236,19 @@ class Asker:
             return True, given
         if given.channel == NOBODY:
             return True, None
+        if not take:
+            await self._blocking(self._store_answer, request, given)
+            return False, None
         recorded: AskAnswer | None = await self._blocking(self._record, request, given)
         return True, recorded
 
     async def _race(self, request: AskRequest, approve: Approver, until: float
                     ) -> AskAnswer | None:
         """The door's approver (an elicitation form, a callback) and the store (``mcp-hooks
-        approve``, the dashboard, another replica) at once: the first answer wins and the
-        other wait is cancelled (an open form is given up); an approver that reaches nobody
-        leaves the store to answer until ``until``."""
+        approve``, the dashboard, another replica) at once: the first answer stored wins, the
+        poll takes it (the only taker) and the approver's wait is cancelled (an open form is
+        given up); an approver that reaches nobody leaves the store to answer until
+        ``until``."""
         import anyio  # lazy: 2.2 ms of a one-shot `fire`, which never calls this (-X importtime)
 
         won: list[AskAnswer | None] = []
@@ -250,7 +256,7 @@ class Asker:
         async with anyio.create_task_group() as race:
             async def door() -> None:
                 try:
-                    done, given = await self._door(request, approve, until)
+                    done, given = await self._door(request, approve, until, take=False)
                 except Exception as exc:  # the approver's own error: the caller's to see
                     failed.append(exc)
                     done, given = True, None
@@ -271,12 +277,15 @@ class Asker:
             raise failed[0]
         return won[0] if won else None
 
-    def _record(self, request: AskRequest, given: AskAnswer) -> AskAnswer | None:
-        """Store the door's answer (an out-of-band one that came first stands instead) and
-        take it for this run."""
+    def _store_answer(self, request: AskRequest, given: AskAnswer) -> None:
+        """Store the door's answer; an out-of-band one that came first stands instead."""
         # an answer stored first (or an expiry) decides: never a second decision
         with contextlib.suppress(AskAnswered, AskExpired):
             answer(self.store, request.id, given)
+
+    def _record(self, request: AskRequest, given: AskAnswer) -> AskAnswer | None:
+        """Store the door's answer (``_store_answer``) and take it for this run."""
+        self._store_answer(request, given)
         return self.store.approval_for(request.binding, request.session_id)
 
     async def _wait(self, request: AskRequest, until: float) -> AskAnswer | None:
