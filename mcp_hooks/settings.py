@@ -138,13 +138,16 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("MCP_HOOKS_TRUST_KEY", "trust_key", None, "none",
              "the key that signs and checks the trust records of a shared --state store, "
              f"at least {MIN_TRUST_KEY} characters (the same wherever the store is used)"),
+    Variable("MCP_HOOKS_ASK_KEY", "ask_key", None, "from MCP_HOOKS_TRUST_KEY, else per process",
+             "the key that seals an ask's input_required round (2026-07-28 clients), at least "
+             f"{MIN_TRUST_KEY} characters, the same on every replica so a retry may reach any"),
 )}
 
 
 def _trust_key(value: object, source: str) -> str | None:
     key = str(value).strip()
     if key and len(key) < MIN_TRUST_KEY:
-        raise _bad(source, "***", f"a trust key needs at least {MIN_TRUST_KEY} characters; "
+        raise _bad(source, "***", f"a key needs at least {MIN_TRUST_KEY} characters; "
                    "make one with `openssl rand -hex 32`")
     return key or None
 
@@ -370,6 +373,9 @@ class Settings:
             ``MCP_HOOKS_WATCH=0``: list them once, for a folder shipped read-only).
         trust_key: the key that signs and checks trust records in a shared store
             (``MCP_HOOKS_TRUST_KEY``; ``registry/trust.py``); None: records are unsigned.
+        ask_key: the key that seals the ``requestState`` of an ask's ``input_required``
+            round (``MCP_HOOKS_ASK_KEY``; ``server/approval.py``); None: one derived from
+            ``trust_key``, else a key of the process (a retry must reach the same one).
         ask_timeout: seconds a door waits for a person's answer to an ask
             (``MCP_HOOKS_ASK_TIMEOUT``; ``engine/asking.py``).
         on_ask_unavailable: ``deny`` or ``allow`` when nobody answered in time
@@ -408,6 +414,7 @@ class Settings:
     replica_id: str | None = None
     watch: bool = True
     trust_key: str | None = field(default=None, repr=False)  # never printed
+    ask_key: str | None = field(default=None, repr=False)  # never printed
     ask_timeout: float = DEFAULT_ASK_TIMEOUT_S
     on_ask_unavailable: OnAskUnavailable = "deny"
     ask_webhook: str | None = field(default=None, repr=False)  # a URL may carry a token
@@ -425,10 +432,11 @@ class Settings:
         object.__setattr__(self, "replica_id", _replica(self.replica_id, "replica_id"))
         object.__setattr__(self, "secrets", tuple(s for s in self.secrets if s))
         object.__setattr__(self, "trust_key", _trust_key(self.trust_key or "", "trust_key"))
+        object.__setattr__(self, "ask_key", _trust_key(self.ask_key or "", "ask_key"))
         object.__setattr__(self, "ask_timeout", _ask_seconds(self.ask_timeout, "ask_timeout"))
         object.__setattr__(self, "on_ask_unavailable", _on_ask_unavailable(
             str(self.on_ask_unavailable), "on_ask_unavailable"))
-        for secret in (self.token, self.trust_key):
+        for secret in (self.token, self.trust_key, self.ask_key):
             if secret and secret not in self.secrets:
                 object.__setattr__(self, "secrets", (*self.secrets, secret))
         shared = None if self.state.strip().lower().startswith("file:") else self.state
@@ -505,6 +513,7 @@ _PARSE: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
     "replica_id": (_replica, None),
     "watch": (_trust, True),
     "trust_key": (_trust_key, None),
+    "ask_key": (_trust_key, None),
     "ask_timeout": (lambda value, source: _ask_seconds(value, source), DEFAULT_ASK_TIMEOUT_S),
     "on_ask_unavailable": (lambda value, source: _on_ask_unavailable(str(value), source),
                            "deny"),

@@ -36,7 +36,7 @@ from anyio.abc import TaskGroup
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.request_state import RequestStateBoundary
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ListenHandler,
@@ -67,7 +67,7 @@ from mcp_hooks.proxy.upstream import (
     UpstreamError,
 )
 from mcp_hooks.server import transport
-from mcp_hooks.server.approval import RoundGuard, RoundRefused, take_round
+from mcp_hooks.server.approval import RoundGuard, RoundRefused, state_security, take_round
 from mcp_hooks.server.health import health_routes
 from mcp_hooks.server.stdio import stdio_transport
 from mcp_hooks.settings import Settings
@@ -207,7 +207,7 @@ class Proxy:
         # an ask's input_required round: its requestState sealed under this process's key,
         # bound to the tool and its exact arguments (``server/approval.py``)
         self.server.middleware += [RoundGuard(lambda: engine.store), RequestStateBoundary(
-            RequestStateSecurity.ephemeral(), default_audience="mcp-hooks-proxy")]
+            state_security(engine.settings), default_audience="mcp-hooks-proxy")]
         self._fast = FastPath(self.catalog, self.sessions, self.gate,
                               lambda: self.server.server_info_stamp)
 

@@ -61,7 +61,13 @@ from mcp_hooks.errors import InvalidEventError, MCPHooksError
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.hosts.forward import bridge_routes, register_bridge_tool
 from mcp_hooks.server import prompts
-from mcp_hooks.server.approval import RoundGuard, door_approver, input_required, take_round
+from mcp_hooks.server.approval import (
+    RoundGuard,
+    door_approver,
+    input_required,
+    state_security,
+    take_round,
+)
 from mcp_hooks.server.asks import ask_routes, register_ask_tools
 from mcp_hooks.server.health import health_routes, store_ready
 from mcp_hooks.server.results import (
@@ -376,6 +382,7 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
     server = _HooksServer(
         service, name=name, title=prompts.SERVER_TITLE, version=__version__,
         instructions=prompts.INSTRUCTIONS, tools=tools, subscriptions=notifier.bus,
+        request_state_security=state_security(service.settings),  # one key for replicas
     )
     server.middleware.append(notifier.track)
     server.middleware.insert(0, RoundGuard(lambda: service.store))  # outside the SDK's seal

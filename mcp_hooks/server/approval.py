@@ -28,9 +28,11 @@ elicitation the door answers ``input_required`` with the same form instead (``De
 ``input_required``); the client retries the same call with the person's answer, and the door
 stores it on the ask (``answered_round``) before firing again, so the engine takes the stored
 answer. The ``requestState`` is sealed by the SDK (``mcp.server.request_state``: AES-GCM under
-a key of the server process, bound to the tool and its exact arguments, expiring in 10
-minutes): a client can neither forge an approval nor move it to other arguments; a replayed
-retry finds its ask already answered, an error, never a second decision.
+``state_security``'s key: ``MCP_HOOKS_ASK_KEY``, else derived from the trust key, else the
+process's own; bound to the tool and its exact arguments, expiring in 10 minutes): a client
+can neither forge an approval nor move it to other arguments, and with a shared key the
+retry may reach any replica; a replayed retry finds its ask already answered, an error,
+never a second decision.
 
 The engine bounds the wait (the ask timeout); the approver never outlives the request it
 belongs to. ``channel`` of every answer is ``elicitation``; ``by`` is the client's name (the
@@ -39,6 +41,7 @@ MCP client does not say which person answered).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Callable
@@ -47,6 +50,7 @@ from typing import Any, Protocol, TypeVar
 import anyio
 import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.request_state import RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -55,6 +59,7 @@ from pydantic import BaseModel
 from mcp_hooks.engine.asking import HOST  # the channel that defers an ask to the door
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.service import BadRequest
+from mcp_hooks.settings import Settings
 from mcp_hooks.spec.asking import Approver, AskAnswer, AskRequest, canonical_json
 from mcp_hooks.state import asks
 from mcp_hooks.state.eventlog import now
@@ -190,6 +195,21 @@ def request_approver(ctx: ServerRequestContext[Any, Any]) -> Approver:
 
 
 # -- 2026-07-28: the input_required round ----------------------------------------------------
+
+_DERIVED = "mcp-hooks ask requestState v1:"  # the trust key's use here is its own
+
+
+def state_security(settings: Settings) -> RequestStateSecurity:
+    """How the ``requestState`` of an ``input_required`` round is sealed: under
+    ``MCP_HOOKS_ASK_KEY``, else a key derived from ``MCP_HOOKS_TRUST_KEY`` (a fleet's
+    replicas share it already), else a key of this process (a retry must reach it)."""
+    if settings.ask_key:
+        return RequestStateSecurity(keys=[settings.ask_key])
+    if settings.trust_key:
+        derived = hashlib.sha256((_DERIVED + settings.trust_key).encode()).hexdigest()
+        return RequestStateSecurity(keys=[derived])
+    return RequestStateSecurity.ephemeral()
+
 
 ROUND_KEY = "mcp-hooks-approval"  # the key of the form in ``inputRequests``
 

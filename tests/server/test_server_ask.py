@@ -18,6 +18,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from mcp_hooks.errors import ConfigError
 from mcp_hooks.server import build_server
 from mcp_hooks.server.approval import FORM, ROUND_KEY
 from mcp_hooks.service import HookService
@@ -279,3 +280,41 @@ async def test_an_out_of_band_answer_wins_while_the_form_is_open(
     answers = [r for r in log_kinds(tmp_path) if r["kind"] == "ask_answer"]
     assert [(a["channel"], a["by"]) for a in answers] == [("cli", "ann")]
 
+
+
+@pytest.mark.parametrize("key", ["ask_key", "trust_key", None])
+async def test_a_retry_on_another_replica_is_honoured_with_a_shared_key(
+        project: Path, user_dir: Path, tmp_path: Path, asker: Path, key: str | None) -> None:
+    """Two replicas (two servers, one store): the client gets the form from the first and
+    retries with the person's answer on the second. With a shared MCP_HOOKS_ASK_KEY (or the
+    fleet's trust key, from which one is derived) the second takes the approval; with each
+    process's own key it refuses the state, and nothing is approved."""
+    shared = {key: "k" * 32} if key else {}
+
+    def replica() -> HookService:
+        return HookService(Settings.from_env(project_dir=project, user_dir=user_dir,
+                                             log=tmp_path / "events.jsonl", **shared))
+
+    async with replica() as one, replica() as two, \
+            Client(build_server(one), elicitation_callback=Person().elicit) as first, \
+            Client(build_server(two), elicitation_callback=Person().elicit) as second:
+        round_one = await _first_round(first)
+        if key is None:
+            with pytest.raises(MCPError) as refused:
+                await second.session.call_tool(
+                    "fire_hook_event", CALL, request_state=round_one.request_state,
+                    input_responses=APPROVED, allow_input_required=True)
+            assert "requestState" in refused.value.error.message
+            assert two.store.pending_asks()  # still waiting: nothing was approved
+            return
+        done = await second.session.call_tool(
+            "fire_hook_event", CALL, request_state=round_one.request_state,
+            input_responses=APPROVED, allow_input_required=True)
+        assert isinstance(done, types.CallToolResult) and not done.is_error, done
+        assert done.structured_content is not None
+        assert done.structured_content["decision"] == "allow"
+
+
+def test_a_short_ask_key_is_refused_naming_it() -> None:
+    with pytest.raises(ConfigError, match=r"MCP_HOOKS_ASK_KEY.*16 characters"):
+        Settings.from_env({"MCP_HOOKS_ASK_KEY": "short"})
