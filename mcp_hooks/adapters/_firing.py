@@ -27,6 +27,7 @@ into event fields and back.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from collections.abc import Callable
@@ -36,10 +37,13 @@ from typing import Any
 from mcp_hooks.api import Hooks, Told
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
 from mcp_hooks.guard import callers_own, named, passes_through
-from mcp_hooks.spec.asking import AskRequest
+from mcp_hooks.spec.asking import AskAnswer, AskRequest
 from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.outcome import OnFault, Outcome, fault_outcome
+from mcp_hooks.state.asks import answer
 from mcp_hooks.state.eventlog import EventLog
+from mcp_hooks.state.store import AskAnswered, AskExpired, StateStore
+from mcp_hooks.state.url import close_store, store_for
 
 # the logger each adapter says what it skipped through: under the framework's own logger
 LOGGERS: dict[str, str] = {
@@ -101,6 +105,7 @@ class Firing:
         self.session_id = session_id or f"{framework}-{uuid.uuid4().hex[:12]}"
         self.logger = logging.getLogger(LOGGERS.get(framework, f"{framework}.mcp_hooks"))
         self._told = Told(self.logger)
+        self._store: StateStore | None = None  # for the framework's own approvals
 
     async def fire(self, event_type: str, **fields: Any) -> Outcome:
         """Fire one event from a coroutine; a fault of ours is ``fault_outcome``."""
@@ -126,6 +131,16 @@ class Firing:
                 raise
             return self._fault(event_type, exc, fields["session_id"])
 
+    def approved_natively(self, request: AskRequest) -> None:
+        """The framework's own approval step let the call of ``request`` run (the SDK only
+        runs an approved call): stored as the person's answer, ``channel`` the framework, so
+        the engine takes it when the call fires; an answer given first stands."""
+        if self._store is None:
+            settings = self.hooks.settings
+            self._store = store_for(settings.state, self.hooks.log, settings.replica_id)
+        with contextlib.suppress(AskAnswered, AskExpired):
+            answer(self._store, request.id, AskAnswer(True, channel=self.framework))
+
     def tell(self, outcome: Outcome, session_id: Any) -> Outcome:
         """Log each warning of ``outcome`` not yet logged for this session; the outcome."""
         return self._told.tell(outcome, session_id)
@@ -141,13 +156,20 @@ class Firing:
 
     async def aclose(self) -> None:
         """Stop the hook processes of the ``Hooks`` this adapter made (not of one given)."""
+        self._close_store()
         if self.owned:
             await self.hooks.aclose()
 
     def close(self) -> None:
         """``aclose`` from synchronous code."""
+        self._close_store()
         if self.owned:
             self.hooks.close()
+
+    def _close_store(self) -> None:
+        if self._store is not None:
+            close_store(self._store)
+            self._store = None
 
 
 def refusal(outcome: Outcome, what: str = "tool call") -> str:

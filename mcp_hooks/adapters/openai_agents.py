@@ -53,8 +53,9 @@ from typing import Any
 from mcp_hooks.adapters import requires_framework
 from mcp_hooks.adapters._firing import Firing
 from mcp_hooks.api import Hooks
+from mcp_hooks.engine.asking import HOST
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
-from mcp_hooks.spec.asking import AskRequest
+from mcp_hooks.spec.asking import AskAnswer, AskRequest
 from mcp_hooks.spec.outcome import OnFault, Outcome
 from mcp_hooks.state.eventlog import EventLog
 
@@ -88,6 +89,12 @@ class AgentsHooks:
         approve: how a hook's ask reaches a person (``Hooks(approve=...)``, docs/ask.md): a
             callback, sync or async, given the ``AskRequest``; an ask refused (or unanswered)
             is a deny the model reads as the tool's output.
+        native_approval: a hook's ask becomes the SDK's own tool approval instead: each
+            wrapped tool's ``needs_approval`` fires ``before_tool``, an ask there makes the
+            run stop with ``result.interruptions``; ``state.approve(item)`` and a new
+            ``Runner.run(agent, state)`` run exactly that call (the approval is stored on the
+            ask: channel ``openai-agents``), ``state.reject(item)`` never runs it (the ask is
+            left to expire). Not with ``approve=`` or ``hooks=``.
     """
 
     def __init__(
@@ -102,12 +109,18 @@ class AgentsHooks:
         hooks: Hooks | None = None,
         trust_project_hooks: bool | None = None,
         approve: Callable[[AskRequest], Any] | None = None,
+        native_approval: bool = False,
     ) -> None:
+        if native_approval and (approve is not None or hooks is not None):
+            raise ValueError("native_approval is the SDK's own approval step: give it without "
+                             "approve= and hooks= (the adapter makes its Hooks for it)")
         self.firing = Firing(project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
                              stop_block_cap=stop_block_cap, session_id=session_id,
                              hooks=hooks, framework="openai-agents",
-                             trust_project_hooks=trust_project_hooks, approve=approve)
+                             trust_project_hooks=trust_project_hooks,
+                             approve=_sdk_asks_for_tools if native_approval else approve)
         self.hooks, self.session_id = self.firing.hooks, self.firing.session_id
+        self.native_approval = native_approval
 
     # -- the one place that talks to the engine (adapters/_firing.py) ----------------------
 
@@ -128,11 +141,29 @@ class AgentsHooks:
             return tool
         wrapped = copy.copy(tool)
         invoke = wrapped.on_invoke_tool
+        asked: dict[str, Outcome] = {}  # native approval: before_tool fired, by call id
+
+        async def needs_approval(ctx: Any, params: dict[str, Any], call_id: str) -> bool:
+            if len(asked) > 1000:  # rejected calls never come back for theirs
+                asked.clear()
+            outcome = asked[call_id] = await self.afire(
+                "before_tool", tool_name=wrapped.name, tool_input=dict(params),
+                tool_use_id=call_id)
+            return outcome.ask is not None and not outcome.denied
 
         async def on_invoke_tool(ctx: Any, arguments: str) -> Any:
             fields = {"tool_name": wrapped.name, "tool_input": _tool_input(arguments),
                       "tool_use_id": getattr(ctx, "tool_call_id", None)}
-            before = await self.afire("before_tool", **fields)
+            before = asked.pop(str(fields["tool_use_id"]), None)
+            if before is not None and before.ask is not None:  # approved in the SDK
+                await asyncio.to_thread(self.firing.approved_natively, before.ask)
+                before = None  # fired again: the stored approval is taken
+            if before is None:
+                before = await self.afire("before_tool", **fields)
+            if self.native_approval and before.ask is not None and not before.denied:
+                # an ask the SDK's approval step never saw (deferred to it): not run
+                return (f"a person must approve this call (ask {before.ask.id}, "
+                        f"{before.ask.reason}); it was not run")
             if before.denied:
                 return before.reason or f"blocked by hook {before.blocked_by}"
             if before.modified_input is not None:
@@ -143,6 +174,8 @@ class AgentsHooks:
             return _judged(output, before, after)
 
         wrapped.on_invoke_tool = on_invoke_tool
+        if self.native_approval:
+            wrapped.needs_approval = needs_approval
         wrapped.__dict__["_mcp_hooks"] = self  # a mark, not a field: wrapped once
         return wrapped
 
@@ -186,6 +219,12 @@ class AgentsHooks:
 
 
 # -- translation ------------------------------------------------------------------------------
+
+
+async def _sdk_asks_for_tools(request: AskRequest) -> AskAnswer | None:
+    """``native_approval``'s approver: a tool call's ask is the SDK's to ask (``HOST``: the
+    chain goes on, the ask pending); any other ask (a stop) goes out of band, as without."""
+    return AskAnswer(True, channel=HOST) if request.event_type == "before_tool" else None
 
 
 def _tool_input(arguments: str) -> dict[str, Any]:

@@ -154,3 +154,32 @@ def test_an_audit_guard_lets_the_call_run_and_logs_what_it_would_have_denied(
                 if r.get("event") == "before_tool"]
     assert record["decision"] == "allow"
     assert record["hooks"][0]["would"]["decision"] == "deny"
+
+
+@pytest.mark.parametrize("answer", ["approve", "reject"])
+def test_native_approval_is_the_sdks_interruption(
+        python: Path, user_dir: Path, project: Path, sandbox: Path, answer: str) -> None:
+    """``native_approval=True``: a hook's ask stops the run with the SDK's own
+    ``interruptions``; ``RunState.approve`` runs exactly that call (the approval is logged on
+    the ask, channel ``openai-agents``), ``reject`` never runs it and the model reads the
+    rejection. An allowed call needs no approval."""
+    write_hook(user_dir, "asker", script=ASKS_FOR_DANGER, extra=WRITE_TOOL_ONLY)
+    log = sandbox.parent / "events.jsonl"
+    script = [ToolCall("write_file", {"path": "danger.txt", "text": "boom"}),
+              ToolCall("write_file", {"path": "fine.txt", "text": "ok"}), Text("all done")]
+    with ScriptedModel(script) as model:
+        result = run(python, model, user_dir, project, sandbox, native=answer, log=str(log))
+    [interrupted] = result["asked"]
+    assert interrupted["tool"] == "write_file"
+    assert json.loads(interrupted["arguments"]) == {"path": "danger.txt", "text": "boom"}
+    assert (sandbox / "danger.txt").exists() is (answer == "approve")
+    assert (sandbox / "fine.txt").read_text() == "ok"  # no ask, no interruption
+    assert result["final"] == "all done"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    answers = [r for r in records if r.get("kind") == "ask_answer" and r.get("approved")]
+    if answer == "approve":
+        assert [(a["channel"], a["tool_name"]) for a in answers] == [
+            ("openai-agents", "write_file")]
+    else:
+        assert answers == []
+        assert "the person said no" in model.tool_results()[0]

@@ -8,9 +8,12 @@ Run by tests/adapters/test_adapter_openai_agents.py in the framework's venv
 
 Its one tool, ``write_file(path, text)``, writes ``text`` to ``sandbox/path`` (the side effect
 a test looks for). With ``"approve": true|false`` a callback answers a hook's ask (and the
-asks it saw are printed under ``asked``). ``run`` is ``await AgentsHooks.run``, ``sync`` is
-``run_sync`` and ``streamed`` is ``Runner.run_streamed`` on ``wrap_agent`` (tools gated, no
-stop gate). Prints one JSON line: the final output.
+asks it saw are printed under ``asked``); with ``"native": "approve"|"reject"`` the adapter's
+``native_approval`` turns an ask into the SDK's interruption, answered with
+``RunState.approve``/``reject`` and resumed (the interruptions under ``asked``). ``run`` is
+``await AgentsHooks.run``, ``sync`` is ``run_sync`` and ``streamed`` is
+``Runner.run_streamed`` on ``wrap_agent`` (tools gated, no stop gate). Prints one JSON line:
+the final output.
 """
 
 from __future__ import annotations
@@ -54,9 +57,24 @@ def main() -> None:
             return bool(args["approve"])
     hooks = AgentsHooks(project_dir=args["project_dir"], user_dir=args["user_dir"],
                         session_id="scenario", stop_block_cap=int(args.get("stop_block_cap", 8)),
-                        approve=approve, log=args.get("log"))
+                        approve=approve, log=args.get("log"),
+                        native_approval="native" in args)
     mode = args.get("mode", "run")
-    if mode == "sync":
+    if "native" in args:  # the SDK's own approval step: interruptions, then approve/reject
+        async def native() -> str:
+            gated = hooks.wrap_agent(agent)
+            result = await Runner.run(gated, "do the task")
+            state = result.to_state()
+            for item in result.interruptions:
+                asked.append({"tool": item.tool_name, "arguments": item.arguments})
+                if args["native"] == "approve":
+                    state.approve(item)
+                else:
+                    state.reject(item, rejection_message="the person said no")
+            return str((await Runner.run(gated, state)).final_output)
+
+        final = asyncio.run(native())
+    elif mode == "sync":
         final = hooks.run_sync(agent, "do the task").final_output
     elif mode == "streamed":
         async def streamed() -> str:
