@@ -32,7 +32,13 @@ from typing import Any
 import pytest
 
 from tests.conftest import write_hook
-from tests.helpers.framework_venv import REPO, SCENARIOS, broken_stop_hook, framework_python
+from tests.helpers.framework_venv import (
+    ASKS_FOR_DANGER,
+    REPO,
+    SCENARIOS,
+    broken_stop_hook,
+    framework_python,
+)
 from tests.helpers.scripted_model import ScriptedModel, Text, ToolCall
 
 V1_PINS = ("agentscope==1.0.21", "openai==2.54.0", "greenlet", "tqdm")
@@ -143,6 +149,32 @@ def test_the_engines_loop_guard_ends_a_stop_gate_that_keeps_failing(
     assert model.turns_used == 3  # asked again twice, then the third stop passed
     assert "failed to load" in model.completions()[1].text()
     assert json.loads(done.stdout.strip().splitlines()[-1])["reply"] == "stop three"
+
+
+@pytest.mark.parametrize("approved", [True, False])
+@pytest.mark.parametrize("generation", ["1", "2"])
+def test_an_ask_goes_to_the_approve_callback(
+        request: pytest.FixtureRequest, tmp_path: Path, generation: str, approved: bool) -> None:
+    """A hook's ask, answered by ``Hooks(approve=callback)`` given to the adapter: approved,
+    the call runs; refused, it never runs and the model reads the refusal as its result."""
+    hooks, work = tmp_path / "hooks", tmp_path / "work"
+    work.mkdir()
+    write_hook(hooks, "asker", script=ASKS_FOR_DANGER)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MCP_HOOKS")},
+           "SCENARIO_APPROVE": "yes" if approved else "no"}
+    python: Path = request.getfixturevalue(f"v{generation}_python")
+    script = [ToolCall("write_file", {"path": "danger.txt", "text": "boom"}), Text("done")]
+    with ScriptedModel(script) as model:
+        done = subprocess.run(
+            [str(python), str(SCENARIOS / "agentscope_agent.py"), generation, "instance",
+             "whole", model.base_url, str(hooks), str(work)],
+            capture_output=True, text=True, env=env, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"scenario failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["asked"] == ["danger files need a person"]
+    assert (work / "danger.txt").exists() is approved
+    if not approved:
+        assert "refused by the approve callback" in model.completions()[1].tool_results()[-1]
 
 
 def test_import_mcp_hooks_loads_no_framework() -> None:

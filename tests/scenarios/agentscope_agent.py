@@ -10,19 +10,38 @@ GENERATION is ``1`` (``AgentScopeHooks``; INSTALL ``instance`` or ``class``) or 
 tool, ``write_file(path, text)``, which writes into WORK_DIR and answers ``wrote <path>``;
 the model is the scripted one at BASE_URL. The last line printed is a JSON object:
 ``{"reply": <final text>, "written": [<files the tool wrote>]}``. CAP is the adapter's
-``stop_block_cap`` (default 8).
+``stop_block_cap`` (default 8). With ``SCENARIO_APPROVE=yes|no`` in the environment the
+adapter fires through a ``Hooks(approve=callback)`` that answers a hook's ask so, and the
+reasons it was asked with are printed under ``asked``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 GENERATION, INSTALL, STREAM, BASE_URL, HOOKS_DIR, WORK_DIR = sys.argv[1:7]
 CAP = int(sys.argv[7]) if len(sys.argv) > 7 else 8
+APPROVE = os.environ.get("SCENARIO_APPROVE")  # yes | no: a callback answers a hook's ask
 WRITTEN: list[str] = []
+ASKED: list[str] = []
+
+
+def _adapter_options() -> dict[str, Any]:
+    """The adapter's hook options: its own ``Hooks``, or one with the approve callback."""
+    if APPROVE is None:
+        return {"user_dir": HOOKS_DIR, "stop_block_cap": CAP}
+    from mcp_hooks import Hooks
+
+    def approve(request: Any) -> bool:
+        ASKED.append(request.reason)
+        return APPROVE == "yes"
+
+    return {"hooks": Hooks(WORK_DIR, user_dir=HOOKS_DIR, stop_block_cap=CAP, approve=approve)}
 
 
 def _write(path: str, text: str) -> str:
@@ -59,7 +78,7 @@ async def run_v1() -> str:
                        formatter=OpenAIChatFormatter(), toolkit=toolkit,
                        memory=InMemoryMemory())
     agent.set_console_output_enabled(False)
-    hooks = AgentScopeHooks(WORK_DIR, user_dir=HOOKS_DIR, stop_block_cap=CAP)
+    hooks = AgentScopeHooks(WORK_DIR, **_adapter_options())
     if INSTALL == "class":
         hooks.install_class()
     else:
@@ -96,7 +115,7 @@ async def run_v2() -> str:
     allowed = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="test tool")
     credential = OpenAICredential(api_key="test", base_url=BASE_URL)
     model = OpenAIChatModel(credential, "scripted-model", stream=STREAM == "stream")
-    middleware = HooksMiddleware(WORK_DIR, user_dir=HOOKS_DIR, stop_block_cap=CAP)
+    middleware = HooksMiddleware(WORK_DIR, **_adapter_options())
     agent = Agent(name="worker", system_prompt="You write files.", model=model,
                   toolkit=Toolkit(tools=[FunctionTool(write_file, permission=allowed)]),
                   middlewares=[middleware])
@@ -110,7 +129,8 @@ async def run_v2() -> str:
 
 def main() -> None:
     reply = asyncio.run(run_v1() if GENERATION == "1" else run_v2())
-    print(json.dumps({"reply": reply, "written": WRITTEN}))
+    print(json.dumps({"reply": reply, "written": WRITTEN,
+                      **({"asked": ASKED} if APPROVE is not None else {})}))
 
 
 if __name__ == "__main__":
