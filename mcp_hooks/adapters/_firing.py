@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hooks.api import Hooks, Told
+from mcp_hooks.engine.asking import HOST
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
 from mcp_hooks.guard import callers_own, named, passes_through
 from mcp_hooks.spec.asking import AskAnswer, AskRequest
@@ -131,15 +132,17 @@ class Firing:
                 raise
             return self._fault(event_type, exc, fields["session_id"])
 
-    def approved_natively(self, request: AskRequest) -> None:
-        """The framework's own approval step let the call of ``request`` run (the SDK only
-        runs an approved call): stored as the person's answer, ``channel`` the framework, so
-        the engine takes it when the call fires; an answer given first stands."""
+    def answered_natively(self, request: AskRequest, approved: bool = True,
+                          reason: str = "") -> None:
+        """The framework's own approval step answered the ask of ``request`` (the OpenAI
+        SDK runs only an approved call; a LangGraph interrupt is resumed with the answer):
+        stored as the person's answer, ``channel`` the framework, so the engine takes it
+        when the call fires again; an answer given first stands."""
         if self._store is None:
             settings = self.hooks.settings
             self._store = store_for(settings.state, self.hooks.log, settings.replica_id)
         with contextlib.suppress(AskAnswered, AskExpired):
-            answer(self._store, request.id, AskAnswer(True, channel=self.framework))
+            answer(self._store, request.id, AskAnswer(approved, reason, channel=self.framework))
 
     def tell(self, outcome: Outcome, session_id: Any) -> Outcome:
         """Log each warning of ``outcome`` not yet logged for this session; the outcome."""
@@ -170,6 +173,14 @@ class Firing:
         if self._store is not None:
             close_store(self._store)
             self._store = None
+
+
+async def framework_asks_for_tools(request: AskRequest) -> AskAnswer | None:
+    """The approver of an adapter whose framework asks the person itself (its native
+    approval step): a tool call's ask is deferred to it (``HOST``: the chain goes on, the ask
+    pending, the adapter hands it to the framework); any other ask (a stop) goes out of
+    band, as without."""
+    return AskAnswer(True, channel=HOST) if request.event_type == "before_tool" else None
 
 
 def refusal(outcome: Outcome, what: str = "tool call") -> str:

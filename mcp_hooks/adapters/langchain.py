@@ -49,12 +49,13 @@ is one, else one id per middleware instance.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from mcp_hooks.adapters import requires_framework
-from mcp_hooks.adapters._firing import Firing, stop_feedback
+from mcp_hooks.adapters._firing import Firing, framework_asks_for_tools, stop_feedback
 from mcp_hooks.api import Hooks
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
 from mcp_hooks.spec.asking import AskRequest
@@ -78,6 +79,7 @@ with requires_framework(__name__):
         convert_to_messages,
         convert_to_openai_messages,
     )
+    from langgraph.types import interrupt  # type: ignore[import-not-found, unused-ignore]
 
 
 class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
@@ -101,6 +103,13 @@ class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
         approve: how a hook's ask reaches a person (``Hooks(approve=...)``, docs/ask.md): a
             callback, sync or async, given the ``AskRequest``; an ask refused (or unanswered)
             is a deny the model reads as the tool's result.
+        native_approval: a tool call's ask becomes LangGraph's human-in-the-loop
+            ``interrupt`` instead (the agent needs a checkpointer): the run pauses with the
+            ask (``mcp_hooks_ask``, ``tool``, ``arguments``, ``reason``, ``hook``) and is
+            resumed with ``Command(resume=True | False | {"approve": bool, "reason": ...})``;
+            the answer is stored on the ask (channel ``langchain``) and the call fires again:
+            approved, exactly that call runs; refused, the model reads the reason. Not with
+            ``approve=`` or ``hooks=``.
     """
 
     def __init__(
@@ -115,13 +124,19 @@ class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
         hooks: Hooks | None = None,
         trust_project_hooks: bool | None = None,
         approve: Callable[[AskRequest], Any] | None = None,
+        native_approval: bool = False,
     ) -> None:
         super().__init__()
+        if native_approval and (approve is not None or hooks is not None):
+            raise ValueError("native_approval is LangGraph's interrupt: give it without "
+                             "approve= and hooks= (the middleware makes its Hooks for it)")
         self.firing = Firing(project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
                              stop_block_cap=stop_block_cap, session_id=session_id,
                              hooks=hooks, framework="langchain",
-                             trust_project_hooks=trust_project_hooks, approve=approve)
+                             trust_project_hooks=trust_project_hooks,
+                             approve=framework_asks_for_tools if native_approval else approve)
         self.hooks, self.session_id = self.firing.hooks, self.firing.session_id
+        self.native_approval = native_approval
 
     # -- the one place that talks to the engine (adapters/_firing.py) ----------------------
 
@@ -168,6 +183,12 @@ class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         session = _session(request.runtime, self.session_id)
         before = self.fire("before_tool", **_tool_fields(request, session))
+        for _ in range(MAX_ROUNDS):  # each deferred ask: the graph's interrupt, then again
+            if not self._interrupts(before):
+                break
+            assert before.ask is not None
+            self.firing.answered_natively(before.ask, *_resumed(interrupt(_shown(before.ask))))
+            before = self.fire("before_tool", **_tool_fields(request, session))
         if before.denied:
             return _refused(request, before)
         request = _rewritten(request, before)
@@ -182,6 +203,13 @@ class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
                               handler: Callable[[Any], Awaitable[Any]]) -> Any:
         session = _session(request.runtime, self.session_id)
         before = await self.afire("before_tool", **_tool_fields(request, session))
+        for _ in range(MAX_ROUNDS):  # as in wrap_tool_call
+            if not self._interrupts(before):
+                break
+            assert before.ask is not None
+            given = _resumed(interrupt(_shown(before.ask)))
+            await asyncio.to_thread(self.firing.answered_natively, before.ask, *given)
+            before = await self.afire("before_tool", **_tool_fields(request, session))
         if before.denied:
             return _refused(request, before)
         request = _rewritten(request, before)
@@ -191,6 +219,10 @@ class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
         after = await self.afire("after_tool", **_tool_fields(request, session),
                                  tool_output=result.content)
         return _judged(result, before, after)
+
+    def _interrupts(self, outcome: Outcome) -> bool:
+        """Whether ``outcome`` holds an ask deferred to LangGraph's interrupt."""
+        return self.native_approval and outcome.ask is not None and not outcome.denied
 
     # -- the stop gate -----------------------------------------------------------------------
 
@@ -203,6 +235,27 @@ class HooksMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
     async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         session = _session(runtime, self.session_id)
         return _gate(await self.afire("before_stop", **_stop_fields(state, session)))
+
+
+MAX_ROUNDS = 4  # interrupts one tool call may raise (each a hook's ask, answered in turn)
+
+
+def _shown(ask: AskRequest) -> dict[str, Any]:
+    """What the interrupt shows the person: the exact call, who asks, why."""
+    return {"mcp_hooks_ask": ask.id, "tool": ask.tool_name, "arguments": ask.tool_input,
+            "reason": ask.reason, "hook": ask.hook}
+
+
+def _resumed(value: Any) -> tuple[bool, str]:
+    """The person's answer in a resume value: ``True``/``False``, or ``{"approve": bool,
+    "reason": ...}`` (also the HITL middleware's ``{"type": "approve"|"reject", "message":
+    ...}``); anything else refuses, saying so."""
+    if isinstance(value, bool):
+        return value, ""
+    if isinstance(value, dict):
+        approved = value.get("approve") is True or value.get("type") == "approve"
+        return approved, str(value.get("reason") or value.get("message") or "")
+    return False, f"the resume value {str(value)[:80]!r} is not an answer; nothing approved"
 
 
 def _gate(outcome: Outcome) -> dict[str, Any] | None:

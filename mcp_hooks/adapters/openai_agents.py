@@ -51,11 +51,10 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hooks.adapters import requires_framework
-from mcp_hooks.adapters._firing import Firing
+from mcp_hooks.adapters._firing import Firing, framework_asks_for_tools
 from mcp_hooks.api import Hooks
-from mcp_hooks.engine.asking import HOST
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
-from mcp_hooks.spec.asking import AskAnswer, AskRequest
+from mcp_hooks.spec.asking import AskRequest
 from mcp_hooks.spec.outcome import OnFault, Outcome
 from mcp_hooks.state.eventlog import EventLog
 
@@ -118,7 +117,7 @@ class AgentsHooks:
                              stop_block_cap=stop_block_cap, session_id=session_id,
                              hooks=hooks, framework="openai-agents",
                              trust_project_hooks=trust_project_hooks,
-                             approve=_sdk_asks_for_tools if native_approval else approve)
+                             approve=framework_asks_for_tools if native_approval else approve)
         self.hooks, self.session_id = self.firing.hooks, self.firing.session_id
         self.native_approval = native_approval
 
@@ -156,7 +155,7 @@ class AgentsHooks:
                       "tool_use_id": getattr(ctx, "tool_call_id", None)}
             before = asked.pop(str(fields["tool_use_id"]), None)
             if before is not None and before.ask is not None:  # approved in the SDK
-                await asyncio.to_thread(self.firing.approved_natively, before.ask)
+                await asyncio.to_thread(self.firing.answered_natively, before.ask)
                 before = None  # fired again: the stored approval is taken
             if before is None:
                 before = await self.afire("before_tool", **fields)
@@ -221,10 +220,6 @@ class AgentsHooks:
 # -- translation ------------------------------------------------------------------------------
 
 
-async def _sdk_asks_for_tools(request: AskRequest) -> AskAnswer | None:
-    """``native_approval``'s approver: a tool call's ask is the SDK's to ask (``HOST``: the
-    chain goes on, the ask pending); any other ask (a stop) goes out of band, as without."""
-    return AskAnswer(True, channel=HOST) if request.event_type == "before_tool" else None
 
 
 def _tool_input(arguments: str) -> dict[str, Any]:

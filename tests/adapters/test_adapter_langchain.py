@@ -6,6 +6,7 @@ temporary folders. The scenario runs as a subprocess (``tests/scenarios/langchai
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -159,3 +160,31 @@ def test_an_ask_goes_to_the_approve_callback(
     assert (sandbox / "danger.txt").exists() is approved  # the call ran only once approved
     if not approved:
         assert "refused by the approve callback" in model.tool_results()[0]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("answer", ["approve", "reject"])
+def test_native_approval_is_langgraphs_interrupt(
+        python: Path, user_dir: Path, project: Path, sandbox: Path, answer: str,
+        mode: str) -> None:
+    """``native_approval=True``: a hook's ask pauses the graph with LangGraph's interrupt
+    (the exact call shown); ``Command(resume=...)`` answers it: approved, exactly that call
+    runs (the approval logged on the ask, channel ``langchain``); refused, it never runs
+    and the model reads the person's reason."""
+    write_hook(user_dir, "asker", script=ASKS_FOR_DANGER, extra=WRITE_TOOL_ONLY)
+    log = sandbox.parent / "events.jsonl"
+    script = [ToolCall("write_file", {"path": "danger.txt", "text": "boom"}), Text("all done")]
+    with ScriptedModel(script) as model:
+        result = run(python, model, user_dir, project, sandbox, native=answer, mode=mode,
+                     log=str(log))
+    [shown] = result["asked"]
+    assert shown["tool"] == "write_file" and shown["reason"] == "danger files need a person"
+    assert shown["arguments"] == {"path": "danger.txt", "text": "boom"}
+    assert (sandbox / "danger.txt").exists() is (answer == "approve")
+    assert result["final"] == "all done"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    answers = [(r["channel"], r["approved"]) for r in records if r.get("kind") == "ask_answer"
+               and r["channel"] != "host"]  # "host": each deferral to the interrupt, logged
+    assert answers == [("langchain", answer == "approve")]
+    if answer == "reject":
+        assert "the person said no" in model.tool_results()[0]

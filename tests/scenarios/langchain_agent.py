@@ -21,6 +21,8 @@ from pathlib import Path
 from langchain.agents import create_agent
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from mcp_hooks.adapters.langchain import HooksMiddleware
 
@@ -46,10 +48,28 @@ def main() -> None:
     middleware = HooksMiddleware(project_dir=args["project_dir"], user_dir=args["user_dir"],
                                  session_id="scenario",
                                  stop_block_cap=int(args.get("stop_block_cap", 8)),
-                                 approve=approve)
-    agent = create_agent(model, [write_file], middleware=[middleware])
+                                 approve=approve, log=args.get("log"),
+                                 native_approval="native" in args)
+    agent = create_agent(model, [write_file], middleware=[middleware],
+                         checkpointer=InMemorySaver() if "native" in args else None)
     request = {"messages": [{"role": "user", "content": "do the task"}]}
-    if args.get("mode") == "async":
+    if "native" in args:  # LangGraph's interrupt: shown, then resumed with the answer
+        config = {"configurable": {"thread_id": "scenario-thread"}}
+        answer = ({"approve": True} if args["native"] == "approve"
+                  else {"approve": False, "reason": "the person said no"})
+
+        async def resumed() -> dict[str, object]:
+            first = await agent.ainvoke(request, config)
+            asked.extend(i.value for i in first.get("__interrupt__", ()))
+            return await agent.ainvoke(Command(resume=answer), config)
+
+        if args.get("mode") == "async":
+            state = asyncio.run(resumed())
+        else:
+            first = agent.invoke(request, config)
+            asked.extend(i.value for i in first.get("__interrupt__", ()))
+            state = agent.invoke(Command(resume=answer), config)
+    elif args.get("mode") == "async":
         state = asyncio.run(agent.ainvoke(request))
     else:
         state = agent.invoke(request)
