@@ -5,10 +5,7 @@ Events: ``BeforeTool``/``AfterTool`` (an ``AfterTool`` whose ``tool_response`` c
 ``AfterAgent`` -> ``before_stop`` (a deny makes Gemini retry with the reason as the prompt;
 ``stop_hook_active`` is set on the retry), session start/end, ``PreCompress``.
 
-Carries over: deny (``decision: deny`` + ``reason``), a hook's ask on ``BeforeTool``
-(``decision: ask``, the reason in ``systemMessage``: Gemini CLI forces its own confirmation,
-``ask_user``, over its policy, yolo included: gemini-cli ``scheduler/hook-utils.ts`` and
-``scheduler.ts``; headless, with no one to confirm, it refuses the call), a rewrite
+Carries over: deny (``decision: deny`` + ``reason``), a rewrite
 (``hookSpecificOutput.tool_input``, merged by Gemini over the arguments), context
 (``hookSpecificOutput.additionalContext`` on AfterTool, BeforeAgent, SessionStart),
 warnings (``systemMessage``). MCP tools are named ``mcp__<server>__<tool>`` from the
@@ -20,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from mcp_hooks.hosts.asking import asks_natively, native_ask_reason
 from mcp_hooks.hosts.base import (
     HOOK_TIMEOUT_S,
     Call,
@@ -47,7 +43,6 @@ class GeminiCli(Host):
     user_config = ("GEMINI_CLI_HOME", "", ".gemini/settings.json")
     programs = ("gemini",)
     gate_event = "BeforeTool"
-    native_ask = frozenset({"BeforeTool"})  # forces ask_user, even in yolo (no mode sent)
     shell_tool = "run_shell_command"
     events: ClassVar[dict[str, str]] = {
         "SessionStart": "session_start",
@@ -117,7 +112,11 @@ class GeminiCli(Host):
                 notes.append(f"Gemini CLI cannot block {event}; {outcome.blocked_by} said: "
                              f"{reason}")
         elif event == "BeforeTool":
-            self._let_through(call, outcome, out, specific, notes)
+            rewritten, why = self.host_input(call, outcome)
+            if why:
+                notes.append(why)
+            if rewritten is not None:
+                specific["tool_input"] = rewritten
         if outcome.modified_output is not None and not outcome.denied:
             notes.append(f"Gemini CLI cannot rewrite the output of {event}; ignored")
         if contexts:
@@ -128,19 +127,6 @@ class GeminiCli(Host):
         if len(specific) > 1:
             out["hookSpecificOutput"] = specific
         return json_reply(out, outcome, notes, system_message=True)
-
-    def _let_through(self, call: Call, outcome: Outcome, out: dict[str, Any],
-                     specific: dict[str, Any], notes: list[str]) -> None:
-        """A ``BeforeTool`` not denied: Gemini's own ask for a hook's ask, and the rewrite."""
-        if outcome.ask is not None and asks_natively(self, call):
-            out["decision"] = "ask"  # Gemini shows systemMessage in its confirmation
-            out["reason"] = native_ask_reason(outcome.ask)
-            notes.insert(0, native_ask_reason(outcome.ask))
-        rewritten, why = self.host_input(call, outcome)
-        if why:
-            notes.append(why)
-        if rewritten is not None:
-            specific["tool_input"] = rewritten
 
 
 HOST = GeminiCli()

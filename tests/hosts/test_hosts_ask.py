@@ -1,8 +1,8 @@
 """A hook's ask through the host bridges (``docs/ask.md``): the real console script, a new
-process per call, the host's payload on stdin. Claude Code, Qwen Code, Copilot CLI and Gemini
-CLI answer with their own ask and the hook's reason; the other hosts (Codex's PreToolUse
-rejects ``ask`` as unsupported) get a deny naming the pending ask,
-and the same call passes after ``mcp-hooks approve`` (block now, approve, re-run); a
+process per call, the host's payload on stdin. Claude Code, Qwen Code and Copilot CLI answer
+with their own ask and the hook's reason; the other hosts (Codex's PreToolUse rejects ``ask``
+as unsupported; Gemini CLI's ``decision: ask`` hangs a headless run, see docs/ask.md) get a
+deny naming the pending ask, and the same call passes after ``mcp-hooks approve`` (block now, approve, re-run); a
 permission mode that asks nobody (``bypassPermissions``) never gets an ask."""
 
 from __future__ import annotations
@@ -76,7 +76,8 @@ def test_claude_code_in_bypass_mode_is_denied_not_asked(
 
 
 @pytest.mark.parametrize(("host", "name"), [
-    ("codex", "PreToolUse.bash"), ("kimi-cli", "PreToolUse.rm")])
+    ("gemini-cli", "BeforeTool.rm"), ("codex", "PreToolUse.bash"),
+    ("kimi-cli", "PreToolUse.rm")])
 def test_a_host_without_an_ask_is_denied_with_the_id_and_a_retry_after_approval_passes(
         asker: Path, user_dir: Path, project: Path, host: str, name: str) -> None:
     payload, flags = rm_call(host, name, project)
@@ -100,27 +101,8 @@ def test_a_bridge_never_waits_past_the_chain_deadline(
     """A host with no ask, a person who never answers, an ask_timeout far beyond the chain
     deadline: the bridge answers (a deny naming the ask) within the deadline, not the ask's
     timeout (the subprocess timeout only stops a hang)."""
-    payload, flags = rm_call("codex", "PreToolUse.bash", project)
-    done = _bridge("codex", payload, user_dir, flags,
-                   {"MCP_HOOKS_ASK_TIMEOUT": "3600", "MCP_HOOKS_CHAIN_TIMEOUT": "2"})
-    specific = json.loads(done.stdout)["hookSpecificOutput"]
-    assert specific["permissionDecision"] == "deny"
-    assert "mcp-hooks approve ask-" in specific["permissionDecisionReason"]
-
-
-def test_gemini_cli_gets_its_own_ask_with_the_reason_and_no_wait(
-        asker: Path, user_dir: Path, project: Path) -> None:
-    """Gemini CLI's BeforeTool honours ``decision: ask`` (it forces its confirmation,
-    ``ask_user``); the reason goes in ``systemMessage``, which that confirmation shows. The
-    bridge does not wait out of band (an ask_timeout of an hour, a chain deadline of an hour:
-    it answers at once), and the ask stays pending for a headless run."""
     payload, flags = rm_call("gemini-cli", "BeforeTool.rm", project)
     done = _bridge("gemini-cli", payload, user_dir, flags,
-                   {"MCP_HOOKS_ASK_TIMEOUT": "3600", "MCP_HOOKS_CHAIN_TIMEOUT": "3600"})
-    assert done.returncode == 0, done.stderr
+                   {"MCP_HOOKS_ASK_TIMEOUT": "3600", "MCP_HOOKS_CHAIN_TIMEOUT": "2"})
     answer = json.loads(done.stdout)
-    assert answer["decision"] == "ask"
-    ask_id = _pending()[0]["id"]
-    for text in (answer["systemMessage"], answer["reason"]):
-        assert "asker: deletes need a person" in text
-        assert f"mcp-hooks approve {ask_id}" in text
+    assert answer["decision"] == "deny" and "mcp-hooks approve ask-" in answer["reason"]

@@ -347,9 +347,9 @@ def test_the_script_splits_and_encodes_urls_by_hand() -> None:
 
 async def test_a_forwarded_ask_is_the_hosts_own_or_the_fallback_at_once(
         http: httpx2.AsyncClient, project: Path, project_hooks: Path) -> None:
-    """Through ``serve``: Claude Code and Gemini CLI get their own ask; Codex (no ask) the
-    deny naming the ask at once (the forward client would give up on a wait), and the same
-    call passes once approved."""
+    """Through ``serve``: Claude Code gets its own ask; Gemini CLI (no ask) the deny naming
+    the ask at once (the forward client would give up on a wait), and the same call passes
+    once approved."""
     from mcp_hooks.spec.asking import AskAnswer
     from mcp_hooks.state.asks import answer
     from mcp_hooks.state.files import FileStore
@@ -359,16 +359,12 @@ async def test_a_forwarded_ask_is_the_hosts_own_or_the_fallback_at_once(
     claude = await http.post("/hooks/bridge/claude-code", headers=AUTH,
                              json=fixture("claude-code", "PreToolUse.bash", project))
     assert claude.json()["hookSpecificOutput"]["permissionDecision"] == "ask"
-    gemini = await http.post("/hooks/bridge/gemini-cli", headers=AUTH,
-                             json=fixture("gemini-cli", "BeforeTool.shell", project))
-    assert gemini.json()["decision"] == "ask"
-    codex_call = fixture("codex", "PreToolUse.bash", project)
-    codex = await http.post("/hooks/bridge/codex", headers=AUTH, json=codex_call)
-    denied = codex.json()["hookSpecificOutput"]
-    assert denied["permissionDecision"] == "deny"
+    gemini_call = fixture("gemini-cli", "BeforeTool.shell", project)
+    gemini = await http.post("/hooks/bridge/gemini-cli", headers=AUTH, json=gemini_call)
+    assert gemini.json()["decision"] == "deny"
     store = FileStore()
     ask_id = next(a.id for a in store.pending_asks() if a.tool_name == "Shell"
-                  and a.id in denied["permissionDecisionReason"])
+                  and a.id in gemini.json()["reason"])
     answer(store, ask_id, AskAnswer(True, channel="test"))
-    again = await http.post("/hooks/bridge/codex", headers=AUTH, json=codex_call)
+    again = await http.post("/hooks/bridge/gemini-cli", headers=AUTH, json=gemini_call)
     assert again.status_code == 200 and "deny" not in again.text
