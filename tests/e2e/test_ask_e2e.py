@@ -57,7 +57,7 @@ def test_claude_code_headless_never_runs_an_asked_command(
     install(mcp_hooks_exe, host, box, fake_model, "user")
     env = host.env(box, fake_model.url, [str(mcp_hooks_exe.parent)])
     result = host.run(box, fake_model.url, extra_path=[str(mcp_hooks_exe.parent)],
-                      pre_approved=pre_approved)
+                      pre_approved=True)
     why = context(host, box, fake_model, result)
     assert not result.timed_out, why
     assert seen.exists() and list(seen.glob("*.json")), f"the asking hook never ran\n{why}"
@@ -89,3 +89,40 @@ def test_claude_code_headless_never_runs_an_asked_command(
         assert not (box.project / "ask-marker.txt").exists(), why
         last = tool_results(model_requests(fake_model)[-1])[-1]
         assert "E2E-ASK" not in last and "mcp-hooks" not in last, why
+
+
+@needs_bridges
+def test_gemini_cli_headless_never_runs_an_asked_command(
+    host_factory: Callable[[str], Host],
+    mcp_hooks_exe: Path,
+    fake_model: FakeModelServer,
+    box: Sandbox,
+) -> None:
+    """Gemini CLI gets the deny naming the pending ask, not its own ``decision: ask`` (which
+    a headless run waits on forever: Gemini CLI 0.61.0 hung until killed): headless, with
+    ``--yolo`` (without it, headless Gemini never offers the shell tool), the run ends, the
+    command never runs, the model reads the id, and the ask stays pending with the exact
+    command for an out-of-band answer. The hook's ask_timeout is 1 s: nobody answers here."""
+    host = host_factory("gemini-cli")
+    seen = write_asker(box)
+    hook_md = box.user_hooks / "asker" / "HOOK.md"
+    hook_md.write_text(hook_md.read_text().replace(
+        "priority: 100\n", 'priority: 100\nmetadata: {"ask_timeout": 1}\n', 1))
+    command = "echo asked > ask-marker.txt"
+    fake_model.script = Script(commands=[command])
+    host.configure(box, fake_model.url)
+    install(mcp_hooks_exe, host, box, fake_model, "user")
+    env = host.env(box, fake_model.url, [str(mcp_hooks_exe.parent)])
+    result = host.run(box, fake_model.url, extra_path=[str(mcp_hooks_exe.parent)],
+                      pre_approved=True)
+    why = context(host, box, fake_model, result)
+    assert not result.timed_out, why
+    assert seen.exists() and list(seen.glob("*.json")), f"the asking hook never ran\n{why}"
+    assert not (box.project / "ask-marker.txt").exists(), f"an asked command ran headless\n{why}"
+    pending = subprocess.run([str(mcp_hooks_exe), "pending", "--json"], capture_output=True,
+                             text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
+    asks = [json.loads(line) for line in pending.stdout.splitlines()]
+    assert len(asks) == 1 and asks[0]["tool_input"]["command"] == command, pending
+    after = [r for r in model_requests(fake_model) if tool_results(r)]
+    assert after, f"the model was never told\n{why}"
+    assert asks[0]["id"] in " ".join(tool_results(after[0])), f"the model was not told\n{why}"

@@ -1,8 +1,9 @@
 """A hook's ask through the host bridges (``docs/ask.md``): the real console script, a new
 process per call, the host's payload on stdin. Claude Code, Qwen Code and Copilot CLI answer
-with their own ask and the hook's reason; the other hosts get a deny naming the pending ask,
-and the same call passes after ``mcp-hooks approve`` (block now, approve, re-run); a
-permission mode that asks nobody (``bypassPermissions``) never gets an ask."""
+with their own ask and the hook's reason; the other hosts (Codex's PreToolUse rejects ``ask``
+as unsupported; Gemini CLI's ``decision: ask`` hangs a headless run, see docs/ask.md) get a
+deny naming the pending ask, and the same call passes after ``mcp-hooks approve`` (block now,
+approve, re-run); a permission mode that asks nobody (``bypassPermissions``) never gets an ask."""
 
 from __future__ import annotations
 
