@@ -122,7 +122,7 @@ class HooksMiddleware(MiddlewareBase):  # type: ignore[misc, unused-ignore]
                                             tool_input=args, tool_use_id=call.id)
         if self._native(before):
             assert before.ask is not None
-            self._checked[call.id] = before
+            self._keep(call.id, before)
             return PermissionDecision(behavior=PermissionBehavior.ASK,
                                       message=f"{before.ask.reason} (mcp-hooks ask "
                                       f"{before.ask.id}, hook {before.ask.hook})",
@@ -130,13 +130,17 @@ class HooksMiddleware(MiddlewareBase):  # type: ignore[misc, unused-ignore]
         if before.denied:
             return PermissionDecision(behavior=PermissionBehavior.DENY,
                                       message=refusal(before), decision_reason="mcp-hooks")
-        if call.id is not None:
-            if len(self._checked) >= _CHECKED_CAP:  # calls asked about and never resumed
-                self._checked.pop(next(iter(self._checked)))
-            self._checked[call.id] = before
+        self._keep(call.id, before)
         if before.modified_input is not None:  # the permission step judges what will run
             return await next_handler(tool_input=before.modified_input)
         return await next_handler()
+
+    def _keep(self, call_id: str | None, before: Outcome) -> None:
+        """``before`` for ``on_acting`` (or the confirmed call's return), by call id."""
+        if call_id is not None:
+            if len(self._checked) >= _CHECKED_CAP:  # calls asked about and never resumed
+                self._checked.pop(next(iter(self._checked)))
+            self._checked[call_id] = before
 
     def _native(self, outcome: Outcome) -> bool:
         """Whether ``outcome`` holds an ask deferred to AgentScope's permission step."""
