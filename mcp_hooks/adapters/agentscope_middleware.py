@@ -25,6 +25,10 @@ event               middleware point, and what the outcome does
                     outcome (a call approved by the user passes the permission step, and
                     so the hooks, again when it resumes); a call whose permission step an
                     outer middleware answered without us fires ``before_tool`` there
+                    ``native_approval=True``: a hook's ask is an ``ASK`` decision (the
+                    user confirms through AgentScope); a confirmed call comes back to the
+                    permission step, where its approval is stored on the ask (channel
+                    ``agentscope2``) and ``before_tool`` fires again and takes it
 ``after_tool``      ``on_acting``, on the final ``ToolResponse``: ``modified_output`` replaces
                     its text, a deny replaces it by the reason; hook context is appended
 ``before_stop``     ``on_reply``, on a ``ReplyEndEvent`` of a completed reply: a deny appends
@@ -41,13 +45,21 @@ one it made (never of one given); a fault of ours is a deny saying what broke.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from mcp_hooks.adapters import requires_framework
-from mcp_hooks.adapters._firing import Firing, refusal, stop_feedback, tool_input, with_context
+from mcp_hooks.adapters._firing import (
+    Firing,
+    framework_asks_for_tools,
+    refusal,
+    stop_feedback,
+    tool_input,
+    with_context,
+)
 from mcp_hooks.api import Hooks
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP
 from mcp_hooks.spec.outcome import OnFault, Outcome
@@ -77,12 +89,18 @@ class HooksMiddleware(MiddlewareBase):  # type: ignore[misc, unused-ignore]
         session_id: str | None = None,
         hooks: Hooks | None = None,
         trust_project_hooks: bool | None = None,
+        native_approval: bool = False,
     ) -> None:
         super().__init__()
+        if native_approval and hooks is not None:
+            raise ValueError("native_approval is AgentScope's own permission step: give it "
+                             "without hooks= (the middleware makes its Hooks for it)")
         self.firing = Firing(project_dir, user_dir=user_dir, log=log, on_fault=on_fault,
                              stop_block_cap=stop_block_cap, session_id=session_id,
                              hooks=hooks, framework="agentscope2",
-                             trust_project_hooks=trust_project_hooks)
+                             trust_project_hooks=trust_project_hooks,
+                             approve=framework_asks_for_tools if native_approval else None)
+        self.native_approval = native_approval
         self._checked: dict[str, Outcome] = {}  # tool call id -> its before_tool outcome
 
     async def on_check_permission(self, agent: Any, input_kwargs: dict[str, Any],
@@ -94,16 +112,39 @@ class HooksMiddleware(MiddlewareBase):  # type: ignore[misc, unused-ignore]
         args = tool_input(given if isinstance(given, dict) else _parsed(call.input))
         before = await self.firing.fire("before_tool", tool_name=call.name, tool_input=args,
                                         tool_use_id=call.id)
+        asked = self._checked.get(call.id) if call.id is not None else None
+        if self._native(before) and asked is not None and asked.ask == before.ask:
+            # the same call back at the permission step: the user confirmed it (a rejected
+            # call never comes back); stored on the ask, it fires again and is taken
+            assert before.ask is not None
+            await asyncio.to_thread(self.firing.answered_natively, before.ask)
+            before = await self.firing.fire("before_tool", tool_name=call.name,
+                                            tool_input=args, tool_use_id=call.id)
+        if self._native(before):
+            assert before.ask is not None
+            self._keep(call.id, before)
+            return PermissionDecision(behavior=PermissionBehavior.ASK,
+                                      message=f"{before.ask.reason} (mcp-hooks ask "
+                                      f"{before.ask.id}, hook {before.ask.hook})",
+                                      decision_reason="mcp-hooks")
         if before.denied:
             return PermissionDecision(behavior=PermissionBehavior.DENY,
                                       message=refusal(before), decision_reason="mcp-hooks")
-        if call.id is not None:
-            if len(self._checked) >= _CHECKED_CAP:  # calls asked about and never resumed
-                self._checked.pop(next(iter(self._checked)))
-            self._checked[call.id] = before
+        self._keep(call.id, before)
         if before.modified_input is not None:  # the permission step judges what will run
             return await next_handler(tool_input=before.modified_input)
         return await next_handler()
+
+    def _keep(self, call_id: str | None, before: Outcome) -> None:
+        """``before`` for ``on_acting`` (or the confirmed call's return), by call id."""
+        if call_id is not None:
+            if len(self._checked) >= _CHECKED_CAP:  # calls asked about and never resumed
+                self._checked.pop(next(iter(self._checked)))
+            self._checked[call_id] = before
+
+    def _native(self, outcome: Outcome) -> bool:
+        """Whether ``outcome`` holds an ask deferred to AgentScope's permission step."""
+        return self.native_approval and outcome.ask is not None and not outcome.denied
 
     async def aclose(self) -> None:
         """Stop the hook processes of the ``Hooks`` this middleware made (not of one given)."""

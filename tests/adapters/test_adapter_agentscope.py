@@ -247,3 +247,32 @@ def test_the_documented_imports_survive_import_sorting(v1_python: Path, tmp_path
             assert (done.returncode == 0) is runs, (where, split, text, done.stderr[-2000:])
             if not runs:
                 assert "streamablehttp_client" in done.stderr, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("confirmed", [True, False])
+def test_native_approval_is_agentscopes_user_confirmation(
+        v2_python: Path, tmp_path: Path, confirmed: bool) -> None:
+    """2.x ``native_approval=True``: a hook's ask is an ``ASK`` permission decision, so the
+    reply stops with ``RequireUserConfirmEvent``; confirmed, exactly that call runs (the
+    approval stored on the ask); rejected, it never runs."""
+    hooks, work = tmp_path / "hooks", tmp_path / "work"
+    work.mkdir()
+    write_hook(hooks, "asker", script=ASKS_FOR_DANGER)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MCP_HOOKS")},
+           "SCENARIO_NATIVE": "yes" if confirmed else "no"}
+    script = [ToolCall("write_file", {"path": "danger.txt", "text": "boom"}), Text("done")]
+    with ScriptedModel(script) as model:
+        done = subprocess.run(
+            [str(v2_python), str(SCENARIOS / "agentscope_agent.py"), "2", "instance",
+             "whole", model.base_url, str(hooks), str(work)],
+            capture_output=True, text=True, env=env, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"scenario failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    [asked] = result["asked"]  # the user was asked once, for that call
+    assert json.loads(asked) == {"path": "danger.txt", "text": "boom"}
+    assert (work / "danger.txt").exists() is confirmed
+    assert result["reply"] == "done"
+    records = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    answers = [r["channel"] for r in records
+               if r.get("kind") == "ask_answer" and r["channel"] != "host"]
+    assert answers == (["agentscope2"] if confirmed else [])  # the confirmation, on the ask

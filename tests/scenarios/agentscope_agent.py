@@ -12,7 +12,11 @@ the model is the scripted one at BASE_URL. The last line printed is a JSON objec
 ``{"reply": <final text>, "written": [<files the tool wrote>]}``. CAP is the adapter's
 ``stop_block_cap`` (default 8). With ``SCENARIO_APPROVE=yes|no`` in the environment the
 adapter fires through a ``Hooks(approve=callback)`` that answers a hook's ask so, and the
-reasons it was asked with are printed under ``asked``.
+reasons it was asked with are printed under ``asked``. With ``SCENARIO_NATIVE=yes|no``
+(2.x): ``HooksMiddleware(native_approval=True)``; the reply stops at AgentScope's
+``RequireUserConfirmEvent`` and is resumed with a ``UserConfirmResultEvent`` answering so;
+each confirmation asked for is printed under ``asked`` (its tool call's input); events are
+logged to ``events.jsonl`` next to WORK_DIR.
 """
 
 from __future__ import annotations
@@ -27,12 +31,16 @@ from typing import Any
 GENERATION, INSTALL, STREAM, BASE_URL, HOOKS_DIR, WORK_DIR = sys.argv[1:7]
 CAP = int(sys.argv[7]) if len(sys.argv) > 7 else 8
 APPROVE = os.environ.get("SCENARIO_APPROVE")  # yes | no: a callback answers a hook's ask
+NATIVE = os.environ.get("SCENARIO_NATIVE")  # yes | no: the 2.x user confirmation answers it
 WRITTEN: list[str] = []
 ASKED: list[str] = []
 
 
 def _adapter_options() -> dict[str, Any]:
     """The adapter's hook options: its own ``Hooks``, or one with the approve callback."""
+    if NATIVE is not None:
+        return {"user_dir": HOOKS_DIR, "stop_block_cap": CAP, "native_approval": True,
+                "log": str(Path(WORK_DIR).parent / "events.jsonl")}
     if APPROVE is None:
         return {"user_dir": HOOKS_DIR, "stop_block_cap": CAP}
     from mcp_hooks import Hooks
@@ -120,17 +128,40 @@ async def run_v2() -> str:
                   toolkit=Toolkit(tools=[FunctionTool(write_file, permission=allowed)]),
                   middlewares=[middleware])
     try:
-        reply = await agent.reply(
-            Msg(name="user", role="user", content=[TextBlock(text="write the files")]))
+        first = Msg(name="user", role="user", content=[TextBlock(text="write the files")])
+        reply = await (_confirming(agent, first) if NATIVE else agent.reply(first))
     finally:
         await middleware.aclose()
     return str(reply.get_text_content() or "")
 
 
+async def _confirming(agent: Any, first: Any) -> Any:
+    """Run until AgentScope asks the user to confirm tool calls; answer them (``NATIVE``)."""
+    from agentscope.event import ConfirmResult, RequireUserConfirmEvent, UserConfirmResultEvent
+    from agentscope.message import Msg
+
+    inputs: Any = first
+    final = None
+    for _ in range(4):
+        asking = None
+        async for event in agent.reply_stream(inputs, yield_final_msg=True):
+            if isinstance(event, RequireUserConfirmEvent):
+                asking = event
+            elif isinstance(event, Msg):
+                final = event
+        if asking is None:
+            break
+        ASKED.extend(call.input for call in asking.tool_calls)
+        inputs = UserConfirmResultEvent(reply_id=asking.reply_id, confirm_results=[
+            ConfirmResult(confirmed=NATIVE == "yes", tool_call=call)
+            for call in asking.tool_calls])
+    return final
+
+
 def main() -> None:
     reply = asyncio.run(run_v1() if GENERATION == "1" else run_v2())
     print(json.dumps({"reply": reply, "written": WRITTEN,
-                      **({"asked": ASKED} if APPROVE is not None else {})}))
+                      **({"asked": ASKED} if APPROVE or NATIVE else {})}))
 
 
 if __name__ == "__main__":
