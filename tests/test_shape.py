@@ -36,7 +36,6 @@ CORE_EXCEPTIONS: dict[str, str] = {}
 DOOR_EXCEPTIONS: dict[str, str] = {
     'hosts/install.py:_change': _TODO,
     'proxy/config.py:parse_server': _TODO,
-    'cli/report.py:format_hooks': _TODO,
     'server/stdio.py:_streams.read_lines': _TODO,
     'hosts/doctor.py:read_entries': _TODO,
     'hosts/base.py:Host.translate': _TODO,
