@@ -51,7 +51,6 @@ DOOR_EXCEPTIONS: dict[str, str] = {
     'hosts/cline.py:Cline.reply': _TODO,
     'server/results.py:listing': _TODO,
     'proxy/upstream.py:Upstream._run': _TODO,
-    'proxy/config.py:upstream_secrets': _TODO,
     'hosts/forward.py:mcp_tool_payload': _TODO,
 }
 
