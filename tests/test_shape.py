@@ -49,7 +49,6 @@ DOOR_EXCEPTIONS: dict[str, str] = {
     'server/results.py:portable_schema.walk': _TODO,
     'proxy/upstream.py:Upstream._describe': _TODO,
     'hosts/cline.py:Cline.reply': _TODO,
-    'server/results.py:listing': _TODO,
     'proxy/upstream.py:Upstream._run': _TODO,
     'hosts/forward.py:mcp_tool_payload': _TODO,
 }
