@@ -119,21 +119,30 @@ def format_hooks(registry: Registry, hooks: list[HookSpec]) -> str:
              else "project hooks: (none)", ""]
     if registry.managed_dir is not None:  # above both (docs/policy.md)
         lines.insert(0, f"managed hooks: {registry.managed_dir}")
+    lines += _hook_table(registry, hooks)
+    if registry.replaced:
+        lines += ["", "project* replaces the user hook of the same name: " + ", ".join(
+            f"{name} ({user.dir})" for name, user in sorted(registry.replaced.items()))]
+    if registry.untrusted:
+        project = registry.untrusted[0].project_dir
+        lines += ["", f"{len(registry.untrusted)} project hook(s) do not run until you have "
+                  f"read and trusted them: mcp-hooks trust {project}"]
+    lines += _invalid_lines(registry)
+    if registry.warnings:
+        lines += ["", "warnings:"] + [f"  {w}" for w in registry.warnings]
+    return "\n".join(lines)
+
+
+def _hook_table(registry: Registry, hooks: list[HookSpec]) -> list[str]:
+    """The table of the hooks that run and the untrusted ones, or how to add the first."""
     # every hook that runs is trusted; a managed one by where it is (registry/managed.py)
     shown = [(h, "location" if h.scope == "managed" else "trusted") for h in hooks]
     shown += [(u.spec, u.status) for u in registry.untrusted]
+    lines: list[str] = []
     if shown:
-        rows = [("NAME", "TRIGGER", "SCOPE", "TRUST", "PRIO", "MODE", "TIMEOUT", "MATCHER")]
-        for h, trust in shown:
-            matcher = " ".join(
-                f"{k}={v}" for k, v in (("tool", h.matcher_tool), ("pattern", h.matcher_pattern))
-                if v
-            ) or "-"
-            scope = "project*" if h.scope == "project" and h.name in registry.replaced \
-                else h.scope
-            rows.append((h.name, h.trigger, scope, trust, str(h.priority),
-                         ("async" if h.is_async else "sync") + ("/audit" if h.audit else ""),
-                         f"{h.timeout / 1000:g}s", matcher))
+        rows: list[tuple[str, ...]] = [
+            ("NAME", "TRIGGER", "SCOPE", "TRUST", "PRIO", "MODE", "TIMEOUT", "MATCHER")]
+        rows += [_hook_row(registry, h, trust) for h, trust in shown]
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
         for row in rows:
             cells = [cell.ljust(w) for cell, w in zip(row, widths, strict=False)]
@@ -142,13 +151,25 @@ def format_hooks(registry: Registry, hooks: list[HookSpec]) -> str:
         lines.append("no hooks installed: add the bundled guards with `mcp-hooks init` (or pick "
                      "from `mcp-hooks add --list`), or write one with `mcp-hooks new NAME "
                      "--trigger EVENT`")
-    if registry.replaced:
-        lines += ["", "project* replaces the user hook of the same name: " + ", ".join(
-            f"{name} ({user.dir})" for name, user in sorted(registry.replaced.items()))]
-    if registry.untrusted:
-        project = registry.untrusted[0].project_dir
-        lines += ["", f"{len(registry.untrusted)} project hook(s) do not run until you have "
-                  f"read and trusted them: mcp-hooks trust {project}"]
+    return lines
+
+
+def _hook_row(registry: Registry, h: HookSpec, trust: str) -> tuple[str, ...]:
+    """One hook's row of the table."""
+    matcher = " ".join(
+        f"{k}={v}" for k, v in (("tool", h.matcher_tool), ("pattern", h.matcher_pattern))
+        if v
+    ) or "-"
+    scope = "project*" if h.scope == "project" and h.name in registry.replaced \
+        else h.scope
+    return (h.name, h.trigger, scope, trust, str(h.priority),
+            ("async" if h.is_async else "sync") + ("/audit" if h.audit else ""),
+            f"{h.timeout / 1000:g}s", matcher)
+
+
+def _invalid_lines(registry: Registry) -> list[str]:
+    """The invalid hooks, each with the events it blocks until fixed."""
+    lines: list[str] = []
     if registry.invalid:
         lines += ["", f"invalid hooks ({len(registry.invalid)}), not loaded; each blocks the "
                   "events it could handle until fixed (--on-fault warn lets them through):"]
@@ -160,9 +181,7 @@ def format_hooks(registry: Registry, hooks: list[HookSpec]) -> str:
                 wakes += f" matching {', '.join(said)}"
             held = "" if invalid.in_scope else ", untrusted: blocks nothing"
             lines.append(f"  {invalid}  [{wakes}{held}]")
-    if registry.warnings:
-        lines += ["", "warnings:"] + [f"  {w}" for w in registry.warnings]
-    return "\n".join(lines)
+    return lines
 
 
 def _hook_word(hook: dict[str, Any]) -> str:

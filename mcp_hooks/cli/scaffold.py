@@ -91,29 +91,41 @@ def example_of(pattern: str, *, spaced: bool = True) -> str | None:
         if item is None:
             stack.pop()
             continue
-        op, arg = str(item[0]), item[1]
-        if op == "LITERAL":
-            out.append(chr(arg))
-        elif op == "NOT_LITERAL":
-            out.append("y" if chr(arg) == "x" else "x")
-        elif op == "ANY":
-            out.append("x")
-        elif op == "IN":
-            out.append(_member(arg))
-        elif op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-            low, _, sub = arg
-            if spaced and int(low) == 0 and out and out[-1] != " " and _any_char(sub):
-                out.append(" ")
-            for _ in range(min(int(low), 64)):
-                stack.append(iter(sub))
-        elif op in ("SUBPATTERN", "ATOMIC_GROUP"):
-            stack.append(iter(arg[-1] if isinstance(arg, tuple) else arg))
-        elif op == "BRANCH":
-            stack.append(iter(arg[1][0]))
-        elif op not in ("AT", "ASSERT", "ASSERT_NOT"):
+        if not _example_step(str(item[0]), item[1], out, stack, spaced):
             return None
     text = "".join(out)
     return text.rstrip(" ") if spaced else text  # no space after the last word
+
+
+# What one plain item of the parse adds to the example (its argument in, the text out).
+_EXAMPLE_TEXT: dict[str, Any] = {
+    "LITERAL": chr,
+    "NOT_LITERAL": lambda arg: "y" if chr(arg) == "x" else "x",
+    "ANY": lambda arg: "x",
+    "IN": lambda arg: _member(arg),
+}
+_REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+_ZERO_WIDTH = ("AT", "ASSERT", "ASSERT_NOT")
+
+
+def _example_step(op: str, arg: Any, out: list[str], stack: list[Any], spaced: bool) -> bool:
+    """Add one parsed item of the pattern to ``out`` (text) or ``stack`` (its parts to
+    walk); False when the item is a construct no example is built for."""
+    if op in _EXAMPLE_TEXT:
+        out.append(_EXAMPLE_TEXT[op](arg))
+    elif op in _REPEATS:
+        low, _, sub = arg
+        if spaced and int(low) == 0 and out and out[-1] != " " and _any_char(sub):
+            out.append(" ")
+        for _ in range(min(int(low), 64)):
+            stack.append(iter(sub))
+    elif op in ("SUBPATTERN", "ATOMIC_GROUP"):
+        stack.append(iter(arg[-1] if isinstance(arg, tuple) else arg))
+    elif op == "BRANCH":
+        stack.append(iter(arg[1][0]))
+    else:
+        return op in _ZERO_WIDTH
+    return True
 
 
 def _any_char(sub: Any) -> bool:

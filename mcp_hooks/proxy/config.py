@@ -29,7 +29,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -127,6 +127,16 @@ def _looks_like_token(value: str) -> bool:
             and any(c.isdigit() for c in value) and any(c.isalpha() for c in value))
 
 
+def _header_secrets(spec: UpstreamSpec, add: Callable[..., None]) -> None:
+    """``add`` every header value of ``spec``, and the credential after its scheme."""
+    for name, value in spec.headers.items():
+        always = bool(_SECRET_WORD.search(name)) or name.lower() in ("cookie", "x-api-key")
+        add(value, always=always)
+        scheme = _SCHEME.match(value.strip())
+        if scheme is not None:
+            add(scheme.group(1), always=always)
+
+
 def upstream_secrets(specs: Iterable[UpstreamSpec]) -> list[str]:
     """The configured values no hook may see in its environment.
 
@@ -150,12 +160,7 @@ def upstream_secrets(specs: Iterable[UpstreamSpec]) -> list[str]:
             found.append(value)
 
     for spec in specs:
-        for name, value in spec.headers.items():
-            always = bool(_SECRET_WORD.search(name)) or name.lower() in ("cookie", "x-api-key")
-            add(value, always=always)
-            scheme = _SCHEME.match(value.strip())
-            if scheme is not None:
-                add(scheme.group(1), always=always)
+        _header_secrets(spec, add)
         for name, value in spec.env.items():
             if _SECRET_WORD.search(name):
                 add(value, always=True)

@@ -121,13 +121,20 @@ def _admits(hook: HookSpec, tool_name: str) -> bool:
     return matcher is None or matching.fullmatch(matcher, tool_name)
 
 
+def _held_and_invalid(registry: Registry,
+                      event: str | None) -> tuple[list[UntrustedHook], list[Any]]:
+    """The untrusted and the invalid hooks of ``registry`` (of ``event``, or all)."""
+    held = [u for u in registry.untrusted if event is None or u.spec.event == event]
+    invalid = [bad for bad in registry.invalid if event is None or bad.event in (None, event)]
+    return held, invalid
+
+
 def listing(
     registry: Registry, event: str | None = None, tool_name: str | None = None
 ) -> HookListing:
     """The hooks of ``registry`` (of one canonical ``event``, admitting ``tool_name``)."""
     hooks = registry.for_event(event) if event is not None else registry.hooks()
-    held = [u for u in registry.untrusted if event is None or u.spec.event == event]
-    invalid = [bad for bad in registry.invalid if event is None or bad.event in (None, event)]
+    held, invalid = _held_and_invalid(registry, event)
     if tool_name is not None:
         hooks = [h for h in hooks if _admits(h, tool_name)]
         held = [u for u in held if _admits(u.spec, tool_name)]

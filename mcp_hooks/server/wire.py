@@ -186,17 +186,18 @@ def without_lone_surrogates(value: Any) -> Any:
                 fixed = {(_fix(k) if isinstance(k, str) else k): v for k, v in item.items()}
                 item.clear()
                 item.update(fixed)
-            for key, child in item.items():
-                if isinstance(child, str):
-                    if _LONE.search(child):
-                        item[key] = _fix(child)
-                elif isinstance(child, (dict, list)):
-                    stack.append(child)
+            _fix_children(item, item.items(), stack)
         elif isinstance(item, list):
-            for index, child in enumerate(item):
-                if isinstance(child, str):
-                    if _LONE.search(child):
-                        item[index] = _fix(child)
-                elif isinstance(child, (dict, list)):
-                    stack.append(child)
+            _fix_children(item, enumerate(item), stack)
     return value
+
+
+def _fix_children(container: Any, pairs: Any, stack: list[Any]) -> None:
+    """Fix the string children of ``container`` (its ``(key, child)`` ``pairs``) in place;
+    push its child containers on ``stack``."""
+    for key, child in pairs:
+        if isinstance(child, str):
+            if _LONE.search(child):
+                container[key] = _fix(child)
+        elif isinstance(child, (dict, list)):
+            stack.append(child)
