@@ -54,7 +54,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from mcp_hooks.control.ladder import Ladder
 from mcp_hooks.engine.asking import Asker
@@ -84,7 +84,9 @@ from mcp_hooks.spec.events import can_block, canonical_event, is_notification
 from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.outcome import FAULT_SOURCE, Event, HookRun, OnFault, Outcome, fault_outcome
 from mcp_hooks.state.eventlog import EventLog
+from mcp_hooks.state.files import FileStore
 from mcp_hooks.state.inbox import AidInbox
+from mcp_hooks.state.memory import MemoryStore
 from mcp_hooks.state.signallog import SignalLog, signal_record
 from mcp_hooks.state.spool import after_event, failures
 from mcp_hooks.state.store import StateStore
@@ -102,11 +104,28 @@ async def _run_blocking(argv: tuple[str, ...], stdin: bytes, **options: Any) -> 
     return run_hook_blocking(argv, stdin, **options)
 
 
+_T = TypeVar("_T")
+
+
 def _event_log(settings: Settings, log: EventLog | None) -> EventLog | None:
     """The event log as given, else one at ``settings.log`` (None: none)."""
     if log is None and settings.log is not None:
         return EventLog(settings.log)
     return log
+
+
+class _Caller(Protocol):
+    def __call__(self, work: Callable[[], _T]) -> Awaitable[_T]: ...
+
+
+def _store_caller(store: StateStore, one_shot: bool) -> _Caller:
+    """Where the store calls around each event run: off the event loop for a shared store
+    (Redis, PostgreSQL: a slow one holds no other session); in place for a local one (files,
+    memory: it answers in µs, less than a worker thread's hop; bench/RESULTS.md
+    `## persistent`) and in a one-shot engine."""
+    if one_shot or isinstance(store, (FileStore, MemoryStore)):
+        return call_here
+    return call_off_loop
 
 
 class Engine:
@@ -194,7 +213,8 @@ class Engine:
             replica=settings.replica_id)
         # a one-shot engine never suspends: big inputs are matched in place, not in a thread
         self._select = self._select_here if one_shot else self._select_off_loop
-        self._blocking = call_here if one_shot else call_off_loop  # oracles, store calls
+        self._blocking = call_here if one_shot else call_off_loop  # oracles, asks
+        self._store_call = _store_caller(self.store, one_shot)  # store calls around each event
         self._envs = HookEnvs(hook_environment(os.environ, settings.secrets))
         if control is None:
             control = ControlLayer(registry.project_dir, watch=not one_shot and registry.watching,
@@ -291,16 +311,16 @@ class Engine:
         work_dir = self._work_dir(event)
         payload = event_payload(name, event, work_dir)
         if name == "session_end" and hooks:  # every replica's records (sessionlog.py)
-            payload["session_log"] = await self._blocking(lambda: session_log(self.store, event))
+            payload["session_log"] = await self._store_call(lambda: session_log(self.store, event))
         notes = self._notes(name, event)
-        ticket, lost = await self._blocking(functools.partial(
+        ticket, lost = await self._store_call(functools.partial(
             before_event, self.stop_guard, self.store, name, event, payload))
         fault = self._fault(name, event, hooks, payload, work_dir, lost)
         mark = failures(self.store)  # a store call failing from here on fails it closed
         if fault is not None:
             outcome = fault_outcome(name, fault, on_fault=self.on_fault, warnings=notes)
             if outcome.denied or not os.path.isdir(work_dir):  # 4. guard (a fault counts too)
-                return await self._blocking(lambda: self._fault_only(
+                return await self._store_call(lambda: self._fault_only(
                     event, name, work_dir, outcome, ticket))
             notes = outcome.warnings  # warn: the valid hooks (and hooks.yaml) run, warned
         # 2. start async hooks, 3. run, judge, apply: the HOOK.md links, then hooks.yaml's
@@ -310,13 +330,13 @@ class Engine:
         if fault is not None:  # on_fault: warn let the fault through
             chain.failed.append(FAULT_SOURCE)
         if not hold_aid:
-            chain.deliver(await self._blocking(lambda: self._inbox.take(event.session_id)))
+            chain.deliver(await self._store_call(lambda: self._inbox.take(event.session_id)))
         if hooks:
             await self._run_chain(name, event, hooks, payload, work_dir, chain, on_hook_done)
         if self.control is not None and self.control.wakes(name):
             await self._run_control(name, event, payload, chain)
         outcome = after_event(self.store, mark, name, chain.outcome(name), self.on_fault)
-        return await self._blocking(lambda: self._finish(  # 4. guard, 5. log
+        return await self._store_call(lambda: self._finish(  # 4. guard, 5. log
             event, name, work_dir, outcome, ticket, chain))
 
     def _finish(self, event: Event, name: str, work_dir: str, outcome: Outcome,
