@@ -2,7 +2,9 @@
 (around each event in ``Engine._fire``, and an async hook's record and aid in ``launch.py``).
 
 A long-lived engine (``serve``, the proxy, ``Hooks``' worker loop) runs it in a worker thread
-(``call_off_loop``), so a slow oracle or a slow store never holds another client's event;
+(``call_off_loop``), so a slow oracle or a slow store never holds another client's event
+(the store calls around an event run in place for a local store, files or memory, whose calls
+take less than the thread's hop: ``engine._store_caller``);
 a one-shot engine (``fire``, the host bridges), which never suspends, runs it in place
 (``call_here``); and so does a long-lived engine whose chain is driven with no event loop at
 all (``Hooks.fire``'s inline chain of sync callables, ``engine.run_unsuspended``).
