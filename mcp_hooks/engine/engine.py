@@ -54,7 +54,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal
 
 from mcp_hooks.control.ladder import Ladder
 from mcp_hooks.engine.asking import Asker
@@ -65,7 +65,7 @@ from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.engine.judge import Verdict, judge, out_of_time
 from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
 from mcp_hooks.engine.observe import EventObserver, reporting
-from mcp_hooks.engine.offloop import call_here, call_off_loop
+from mcp_hooks.engine.offloop import call_here, call_off_loop, store_caller
 from mcp_hooks.engine.payload import Stdin, event_payload, stdin_for
 from mcp_hooks.engine.record import event_record
 from mcp_hooks.engine.sessionlog import session_log
@@ -84,9 +84,7 @@ from mcp_hooks.spec.events import can_block, canonical_event, is_notification
 from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.outcome import FAULT_SOURCE, Event, HookRun, OnFault, Outcome, fault_outcome
 from mcp_hooks.state.eventlog import EventLog
-from mcp_hooks.state.files import FileStore
 from mcp_hooks.state.inbox import AidInbox
-from mcp_hooks.state.memory import MemoryStore
 from mcp_hooks.state.signallog import SignalLog, signal_record
 from mcp_hooks.state.spool import after_event, failures
 from mcp_hooks.state.store import StateStore
@@ -104,28 +102,11 @@ async def _run_blocking(argv: tuple[str, ...], stdin: bytes, **options: Any) -> 
     return run_hook_blocking(argv, stdin, **options)
 
 
-_T = TypeVar("_T")
-
-
 def _event_log(settings: Settings, log: EventLog | None) -> EventLog | None:
     """The event log as given, else one at ``settings.log`` (None: none)."""
     if log is None and settings.log is not None:
         return EventLog(settings.log)
     return log
-
-
-class _Caller(Protocol):
-    def __call__(self, work: Callable[[], _T]) -> Awaitable[_T]: ...
-
-
-def _store_caller(store: StateStore, one_shot: bool) -> _Caller:
-    """Where the store calls around each event run: off the event loop for a shared store
-    (Redis, PostgreSQL: a slow one holds no other session); in place for a local one (files,
-    memory: it answers in µs, less than a worker thread's hop; bench/RESULTS.md
-    `## persistent`) and in a one-shot engine."""
-    if one_shot or isinstance(store, (FileStore, MemoryStore)):
-        return call_here
-    return call_off_loop
 
 
 class Engine:
@@ -214,7 +195,7 @@ class Engine:
         # a one-shot engine never suspends: big inputs are matched in place, not in a thread
         self._select = self._select_here if one_shot else self._select_off_loop
         self._blocking = call_here if one_shot else call_off_loop  # oracles, asks
-        self._store_call = _store_caller(self.store, one_shot)  # store calls around each event
+        self._store_call = store_caller(self.store, one_shot)  # store calls around each event
         self._envs = HookEnvs(hook_environment(os.environ, settings.secrets))
         if control is None:
             control = ControlLayer(registry.project_dir, watch=not one_shot and registry.watching,
