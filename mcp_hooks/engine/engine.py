@@ -65,7 +65,7 @@ from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.engine.judge import Verdict, judge, out_of_time
 from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
 from mcp_hooks.engine.observe import EventObserver, reporting
-from mcp_hooks.engine.offloop import call_here, call_off_loop
+from mcp_hooks.engine.offloop import call_here, call_off_loop, store_caller
 from mcp_hooks.engine.payload import Stdin, event_payload, stdin_for
 from mcp_hooks.engine.record import event_record
 from mcp_hooks.engine.sessionlog import session_log
@@ -194,7 +194,8 @@ class Engine:
             replica=settings.replica_id)
         # a one-shot engine never suspends: big inputs are matched in place, not in a thread
         self._select = self._select_here if one_shot else self._select_off_loop
-        self._blocking = call_here if one_shot else call_off_loop  # oracles, store calls
+        self._blocking = call_here if one_shot else call_off_loop  # oracles, asks
+        self._store_call = store_caller(self.store, one_shot)  # store calls around each event
         self._envs = HookEnvs(hook_environment(os.environ, settings.secrets))
         if control is None:
             control = ControlLayer(registry.project_dir, watch=not one_shot and registry.watching,
@@ -291,16 +292,16 @@ class Engine:
         work_dir = self._work_dir(event)
         payload = event_payload(name, event, work_dir)
         if name == "session_end" and hooks:  # every replica's records (sessionlog.py)
-            payload["session_log"] = await self._blocking(lambda: session_log(self.store, event))
+            payload["session_log"] = await self._store_call(lambda: session_log(self.store, event))
         notes = self._notes(name, event)
-        ticket, lost = await self._blocking(functools.partial(
+        ticket, lost = await self._store_call(functools.partial(
             before_event, self.stop_guard, self.store, name, event, payload))
         fault = self._fault(name, event, hooks, payload, work_dir, lost)
         mark = failures(self.store)  # a store call failing from here on fails it closed
         if fault is not None:
             outcome = fault_outcome(name, fault, on_fault=self.on_fault, warnings=notes)
             if outcome.denied or not os.path.isdir(work_dir):  # 4. guard (a fault counts too)
-                return await self._blocking(lambda: self._fault_only(
+                return await self._store_call(lambda: self._fault_only(
                     event, name, work_dir, outcome, ticket))
             notes = outcome.warnings  # warn: the valid hooks (and hooks.yaml) run, warned
         # 2. start async hooks, 3. run, judge, apply: the HOOK.md links, then hooks.yaml's
@@ -310,13 +311,13 @@ class Engine:
         if fault is not None:  # on_fault: warn let the fault through
             chain.failed.append(FAULT_SOURCE)
         if not hold_aid:
-            chain.deliver(await self._blocking(lambda: self._inbox.take(event.session_id)))
+            chain.deliver(await self._store_call(lambda: self._inbox.take(event.session_id)))
         if hooks:
             await self._run_chain(name, event, hooks, payload, work_dir, chain, on_hook_done)
         if self.control is not None and self.control.wakes(name):
             await self._run_control(name, event, payload, chain)
         outcome = after_event(self.store, mark, name, chain.outcome(name), self.on_fault)
-        return await self._blocking(lambda: self._finish(  # 4. guard, 5. log
+        return await self._store_call(lambda: self._finish(  # 4. guard, 5. log
             event, name, work_dir, outcome, ticket, chain))
 
     def _finish(self, event: Event, name: str, work_dir: str, outcome: Outcome,

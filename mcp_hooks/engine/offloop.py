@@ -2,7 +2,9 @@
 (around each event in ``Engine._fire``, and an async hook's record and aid in ``launch.py``).
 
 A long-lived engine (``serve``, the proxy, ``Hooks``' worker loop) runs it in a worker thread
-(``call_off_loop``), so a slow oracle or a slow store never holds another client's event;
+(``call_off_loop``), so a slow oracle or a slow store never holds another client's event
+(the store calls around an event run in place for a local store, files or memory, whose calls
+take less than the thread's hop: ``store_caller``);
 a one-shot engine (``fire``, the host bridges), which never suspends, runs it in place
 (``call_here``); and so does a long-lived engine whose chain is driven with no event loop at
 all (``Hooks.fire``'s inline chain of sync callables, ``engine.run_unsuspended``).
@@ -12,10 +14,28 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
+
+from mcp_hooks.state.files import FileStore
+from mcp_hooks.state.memory import MemoryStore
+from mcp_hooks.state.store import StateStore
 
 _T = TypeVar("_T")
+
+
+class Caller(Protocol):
+    def __call__(self, work: Callable[[], _T]) -> Awaitable[_T]: ...
+
+
+def store_caller(store: StateStore, one_shot: bool) -> Caller:
+    """Where an engine's store calls around each event run: off the event loop for a shared
+    store (Redis, PostgreSQL: a slow one holds no other session); in place for a local one
+    (files, memory: it answers in µs, less than a worker thread's hop; bench/RESULTS.md
+    ``## fast lane: engine``) and in a one-shot engine."""
+    if one_shot or isinstance(store, (FileStore, MemoryStore)):
+        return call_here
+    return call_off_loop
 
 
 async def call_here(work: Callable[[], _T]) -> _T:
@@ -56,4 +76,4 @@ def _on_a_loop() -> bool:
     return asyncio is not None and asyncio._get_running_loop() is not None
 
 
-__all__ = ["call_here", "call_off_loop", "pause"]
+__all__ = ["Caller", "call_here", "call_off_loop", "pause", "store_caller"]

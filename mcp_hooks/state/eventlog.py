@@ -77,17 +77,24 @@ class EventLog:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._warned = False
+        self._held: tuple[int, bool, int, int, int] | None = None  # fd, readable, dev, ino, pid
 
     def append(self, record: dict[str, Any]) -> None:
-        """Append one record; never raises."""
+        """Append one record; never raises.
+
+        The descriptor stays open between appends (an open and a close per event saved); it
+        is opened afresh when the path names another file (moved away, removed, replaced)
+        or in a forked child. The line is still written before ``append`` returns."""
         try:
             line = encode_record(record)
             with self._lock:
-                fd, readable = self._open_file()
+                fd, readable = self._descriptor()
+                locked = _lock(fd)
                 try:
-                    _write_line(fd, line, readable, locked=_lock(fd))
+                    _write_line(fd, line, readable, locked=locked)
                 finally:
-                    os.close(fd)  # closing releases the lock
+                    if locked:
+                        _unlock(fd)
         except Exception as exc:  # a failing log never fails an event
             if not self._warned:
                 self._warned = True
@@ -148,6 +155,35 @@ class EventLog:
                         yield record
         finally:
             os.close(fd)
+
+    def _descriptor(self) -> tuple[int, bool]:
+        """The held descriptor if the path still names its file in this process, else the
+        log opened afresh (the old descriptor closed)."""
+        held = self._held
+        if held is not None:
+            try:
+                info = os.stat(self.path)
+            except OSError:
+                info = None
+            if (info is not None and info.st_ino == held[3] and info.st_dev == held[2]
+                    and held[4] == os.getpid()):
+                return held[0], held[1]
+            self.close()
+        fd, readable = self._open_file()
+        info = os.fstat(fd)
+        self._held = (fd, readable, info.st_dev, info.st_ino, os.getpid())
+        return fd, readable
+
+    def close(self) -> None:
+        """Close the held descriptor (the next append opens the log again)."""
+        held, self._held = self._held, None
+        if held is not None and held[4] == os.getpid():
+            with contextlib.suppress(OSError):
+                os.close(held[0])
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
 
     def _open_file(self) -> tuple[int, bool]:
         """The log open for appending (its folder made if missing); see ``_open``."""
@@ -233,6 +269,12 @@ def _lock(fd: int) -> bool:
     except OSError:  # a file system without locks: the O_APPEND write alone
         return False
     return True
+
+
+def _unlock(fd: int) -> None:
+    """Release the lock ``_lock`` took (the descriptor stays open)."""
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _write_line(fd: int, line: bytes, readable: bool = True, locked: bool = False) -> None:

@@ -268,3 +268,24 @@ def test_read_takes_the_end_of_a_log_too_big_to_read_whole(tmp_path: Path) -> No
     assert records[-1] == {"n": "last"} and {"n": "first"} not in records
     assert all(r["n"] == "filler" for r in records[:-1])  # the window's cut line is skipped
     assert len(records) - 1 < READ_LIMIT // len(filler) + 10
+
+
+def test_a_moved_or_removed_log_is_opened_afresh_and_one_descriptor_is_kept(
+        tmp_path: Path) -> None:
+    """The descriptor is kept between appends (no open per event), yet a log moved away
+    (rotated) or removed gets the next record at its path, never the old file."""
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path)
+    log.append({"n": 1})
+    before = set(os.listdir("/proc/self/fd"))
+    for n in range(2, 6):
+        log.append({"n": n})
+    assert set(os.listdir("/proc/self/fd")) == before  # the same descriptor, no new one
+    path.rename(tmp_path / "events.1.jsonl")
+    log.append({"n": 6})
+    path.unlink()
+    log.append({"n": 7})
+    assert [r["n"] for r in EventLog(tmp_path / "events.1.jsonl").read()] == [1, 2, 3, 4, 5]
+    assert [r["n"] for r in log.read()] == [7]
+    log.close()
+    assert len(set(os.listdir("/proc/self/fd"))) == len(before) - 1
