@@ -320,6 +320,9 @@ BROAD = ("Exception", "BaseException")
 # else below the doors that catches ``Exception``/``BaseException`` (or a bare ``except:``,
 # or ``contextlib.suppress`` of them) must re-raise: the door's one guard answers it.
 ALLOWED: dict[tuple[str, str, str], str] = {
+    ("mcp_hooks.state.eventlog", "EventLog.__del__", "suppress Exception"):
+        "a finalizer closing the log's held descriptor: at interpreter exit anything may be "
+        "gone already, and a finalizer has no one to tell",
     ("mcp_hooks.engine.asking", "Asker._race.door", "Exception"):
         "the door's approver and the store poll race in a task group: the approver's error "
         "is kept and raised as itself after the group, never inside an exception group",
