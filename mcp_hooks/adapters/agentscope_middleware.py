@@ -163,6 +163,13 @@ class HooksMiddleware(MiddlewareBase):  # type: ignore[misc, unused-ignore]
         if before is None:  # an outer middleware answered the permission step without us
             before = await self.firing.fire("before_tool", tool_name=call.name,
                                             tool_input=args, tool_use_id=call.id)
+        if self._native(before):  # an ask the user was never shown: the call does not run
+            assert before.ask is not None
+            yield ToolResponse(content=[TextBlock(
+                text=f"a person must approve this call ({before.ask.reason}; mcp-hooks ask "
+                f"{before.ask.id}); the permission step did not ask, so it was not run")],
+                state=ToolResultState.DENIED)
+            return
         if before.denied:
             yield ToolResponse(content=[TextBlock(text=refusal(before))],
                                state=ToolResultState.DENIED)
