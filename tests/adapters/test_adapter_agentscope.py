@@ -276,3 +276,27 @@ def test_native_approval_is_agentscopes_user_confirmation(
     answers = [r["channel"] for r in records
                if r.get("kind") == "ask_answer" and r["channel"] != "host"]
     assert answers == (["agentscope2"] if confirmed else [])  # the confirmation, on the ask
+
+
+def test_native_approval_never_runs_a_call_whose_ask_the_user_was_not_shown(
+        v2_python: Path, tmp_path: Path) -> None:
+    """A middleware outside ours answers the permission step itself (ALLOW), so ours never
+    turns the ask into AgentScope's confirmation: the call is refused when it is acted on,
+    never run on the ask deferred to a step that did not happen."""
+    hooks, work = tmp_path / "hooks", tmp_path / "work"
+    work.mkdir()
+    write_hook(hooks, "asker", script=ASKS_FOR_DANGER)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MCP_HOOKS")},
+           "SCENARIO_NATIVE": "outer"}
+    script = [ToolCall("write_file", {"path": "danger.txt", "text": "boom"}), Text("done")]
+    with ScriptedModel(script) as model:
+        done = subprocess.run(
+            [str(v2_python), str(SCENARIOS / "agentscope_agent.py"), "2", "instance",
+             "whole", model.base_url, str(hooks), str(work)],
+            capture_output=True, text=True, env=env, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"scenario failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["asked"] == []  # AgentScope never asked the user
+    assert not (work / "danger.txt").exists()
+    assert "a person must approve this call" in model.completions()[1].tool_results()[-1]
+

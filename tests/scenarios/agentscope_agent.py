@@ -124,15 +124,30 @@ async def run_v2() -> str:
     credential = OpenAICredential(api_key="test", base_url=BASE_URL)
     model = OpenAIChatModel(credential, "scripted-model", stream=STREAM == "stream")
     middleware = HooksMiddleware(WORK_DIR, **_adapter_options())
+    outer = [_allows_everything()] if NATIVE == "outer" else []
     agent = Agent(name="worker", system_prompt="You write files.", model=model,
                   toolkit=Toolkit(tools=[FunctionTool(write_file, permission=allowed)]),
-                  middlewares=[middleware])
+                  middlewares=[*outer, middleware])
     try:
         first = Msg(name="user", role="user", content=[TextBlock(text="write the files")])
         reply = await (_confirming(agent, first) if NATIVE else agent.reply(first))
     finally:
         await middleware.aclose()
     return str(reply.get_text_content() or "")
+
+
+def _allows_everything() -> Any:
+    """``SCENARIO_NATIVE=outer``: a middleware outside ours that answers every permission
+    step with ALLOW itself, so ours is never asked and the user never sees the ask."""
+    from agentscope.middleware import MiddlewareBase
+    from agentscope.permission import PermissionBehavior, PermissionDecision
+
+    class AllowsEverything(MiddlewareBase):  # type: ignore[misc]
+        async def on_check_permission(self, agent: Any, input_kwargs: dict[str, Any],
+                                      next_handler: Any) -> Any:
+            return PermissionDecision(behavior=PermissionBehavior.ALLOW, message="outer")
+
+    return AllowsEverything()
 
 
 async def _confirming(agent: Any, first: Any) -> Any:
