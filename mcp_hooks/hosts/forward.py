@@ -186,17 +186,16 @@ TOO_LARGE = (f"the request body is over the cap of {MAX_REQUEST_BYTES} bytes "
              f"({MAX_REQUEST_BYTES >> 20} MiB) this server reads")
 
 
-async def read_capped(request: Request) -> bytes | None:
-    """The request's body, or None when it is over ``MAX_REQUEST_BYTES``: refused on its
+async def read_capped(request: Request, limit: int = MAX_REQUEST_BYTES) -> bytes | None:
+    """The request's body, or None when it is over ``limit`` bytes: refused on its
     ``Content-Length`` before any of it is read, or as soon as more has come (chunked)."""
     said = request.headers.get("content-length")
-    if said is not None and (not said.isdigit() or len(said) > 18
-                             or int(said) > MAX_REQUEST_BYTES):
+    if said is not None and (not said.isdigit() or len(said) > 18 or int(said) > limit):
         return None
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
-        if len(body) > MAX_REQUEST_BYTES:
+        if len(body) > limit:
             return None
     return bytes(body)
 

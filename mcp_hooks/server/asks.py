@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from mcp_hooks.errors import RunError
+from mcp_hooks.hosts.forward import read_capped
 from mcp_hooks.spec.asking import AskAnswer, answer_of
 from mcp_hooks.state.asks import answer
 from mcp_hooks.state.store import AskAnswered, AskExpired, StateStore, UnknownAsk
@@ -67,8 +68,8 @@ def ask_routes(store: StateStore, token: str | None) -> list[Route]:
         verb = request.path_params["verb"]
         if verb not in ("approve", "refuse"):
             return PlainTextResponse("use /asks/<id>/approve or /asks/<id>/refuse\n", 404)
-        raw = await request.body()
-        if len(raw) > MAX_BODY:
+        raw = await read_capped(request, MAX_BODY)  # never read past the cap
+        if raw is None:
             return PlainTextResponse(f"the body is over {MAX_BODY} bytes\n", 413)
         try:
             data = json.loads(raw) if raw.strip() else {}

@@ -151,26 +151,36 @@ def test_the_engines_loop_guard_ends_a_stop_gate_that_keeps_failing(
     assert json.loads(done.stdout.strip().splitlines()[-1])["reply"] == "stop three"
 
 
+DANGER = [ToolCall("write_file", {"path": "danger.txt", "text": "boom"}), Text("done")]
+
+
+def run_asked(python: Path, generation: str, tmp_path: Path, **switch: str
+              ) -> tuple[dict[str, Any], ScriptedModel, Path]:
+    """The scenario with a hook that asks before ``danger.txt``, the scripted model asking
+    for it once, and ``switch`` (``SCENARIO_APPROVE`` or ``SCENARIO_NATIVE``) in its
+    environment: its result, the model, the work folder."""
+    hooks, work = tmp_path / "hooks", tmp_path / "work"
+    work.mkdir()
+    write_hook(hooks, "asker", script=ASKS_FOR_DANGER)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MCP_HOOKS")}, **switch}
+    with ScriptedModel(DANGER) as model:
+        done = subprocess.run(
+            [str(python), str(SCENARIOS / "agentscope_agent.py"), generation, "instance",
+             "whole", model.base_url, str(hooks), str(work)],
+            capture_output=True, text=True, env=env, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"scenario failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1]), model, work
+
+
 @pytest.mark.parametrize("approved", [True, False])
 @pytest.mark.parametrize("generation", ["1", "2"])
 def test_an_ask_goes_to_the_approve_callback(
         request: pytest.FixtureRequest, tmp_path: Path, generation: str, approved: bool) -> None:
     """A hook's ask, answered by ``Hooks(approve=callback)`` given to the adapter: approved,
     the call runs; refused, it never runs and the model reads the refusal as its result."""
-    hooks, work = tmp_path / "hooks", tmp_path / "work"
-    work.mkdir()
-    write_hook(hooks, "asker", script=ASKS_FOR_DANGER)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MCP_HOOKS")},
-           "SCENARIO_APPROVE": "yes" if approved else "no"}
     python: Path = request.getfixturevalue(f"v{generation}_python")
-    script = [ToolCall("write_file", {"path": "danger.txt", "text": "boom"}), Text("done")]
-    with ScriptedModel(script) as model:
-        done = subprocess.run(
-            [str(python), str(SCENARIOS / "agentscope_agent.py"), generation, "instance",
-             "whole", model.base_url, str(hooks), str(work)],
-            capture_output=True, text=True, env=env, timeout=600, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, f"scenario failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result, model, work = run_asked(python, generation, tmp_path,
+                                    SCENARIO_APPROVE="yes" if approved else "no")
     assert result["asked"] == ["danger files need a person"]
     assert (work / "danger.txt").exists() is approved
     if not approved:
@@ -255,19 +265,8 @@ def test_native_approval_is_agentscopes_user_confirmation(
     """2.x ``native_approval=True``: a hook's ask is an ``ASK`` permission decision, so the
     reply stops with ``RequireUserConfirmEvent``; confirmed, exactly that call runs (the
     approval stored on the ask); rejected, it never runs."""
-    hooks, work = tmp_path / "hooks", tmp_path / "work"
-    work.mkdir()
-    write_hook(hooks, "asker", script=ASKS_FOR_DANGER)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MCP_HOOKS")},
-           "SCENARIO_NATIVE": "yes" if confirmed else "no"}
-    script = [ToolCall("write_file", {"path": "danger.txt", "text": "boom"}), Text("done")]
-    with ScriptedModel(script) as model:
-        done = subprocess.run(
-            [str(v2_python), str(SCENARIOS / "agentscope_agent.py"), "2", "instance",
-             "whole", model.base_url, str(hooks), str(work)],
-            capture_output=True, text=True, env=env, timeout=600, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, f"scenario failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result, _, work = run_asked(v2_python, "2", tmp_path,
+                                SCENARIO_NATIVE="yes" if confirmed else "no")
     [asked] = result["asked"]  # the user was asked once, for that call
     assert json.loads(asked) == {"path": "danger.txt", "text": "boom"}
     assert (work / "danger.txt").exists() is confirmed
@@ -283,19 +282,7 @@ def test_native_approval_never_runs_a_call_whose_ask_the_user_was_not_shown(
     """A middleware outside ours answers the permission step itself (ALLOW), so ours never
     turns the ask into AgentScope's confirmation: the call is refused when it is acted on,
     never run on the ask deferred to a step that did not happen."""
-    hooks, work = tmp_path / "hooks", tmp_path / "work"
-    work.mkdir()
-    write_hook(hooks, "asker", script=ASKS_FOR_DANGER)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MCP_HOOKS")},
-           "SCENARIO_NATIVE": "outer"}
-    script = [ToolCall("write_file", {"path": "danger.txt", "text": "boom"}), Text("done")]
-    with ScriptedModel(script) as model:
-        done = subprocess.run(
-            [str(v2_python), str(SCENARIOS / "agentscope_agent.py"), "2", "instance",
-             "whole", model.base_url, str(hooks), str(work)],
-            capture_output=True, text=True, env=env, timeout=600, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, f"scenario failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result, model, work = run_asked(v2_python, "2", tmp_path, SCENARIO_NATIVE="outer")
     assert result["asked"] == []  # AgentScope never asked the user
     assert not (work / "danger.txt").exists()
     assert "a person must approve this call" in model.completions()[1].tool_results()[-1]
