@@ -2,7 +2,7 @@
 
 A host module maps three things at run time:
 
-1. the host's event name -> our canonical event (``Host.events``);
+1. the host's event name -> our canonical event (``Host.events``; ``prompts.py``);
 2. the host's payload -> the fields of an engine ``Event`` (``Host.translate``), the tool
    renamed into the shared vocabulary and the host's own view kept under ``host``;
 3. our ``Outcome`` -> the host's stdout JSON, stderr and exit code (``Host.reply``);
@@ -90,8 +90,7 @@ class Call:
         event: our canonical event.
         fields: keyword arguments for ``Event.create`` (all but ``event_type``).
         tool: the vocabulary entry of the host's tool, when it has a canonical name.
-        host_tool_name: the tool's name as the host sent it.
-        host_tool_input: the tool's input as the host sent it.
+        host_tool_name, host_tool_input: the tool's name and input as the host sent them.
         payload: the host's whole payload.
         notes: warnings from the translation itself (for stderr and the user).
     """
@@ -107,8 +106,7 @@ class Call:
 
     @property
     def session_id(self) -> str | None:
-        value = self.fields.get("session_id")
-        return value if isinstance(value, str) else None
+        return v if isinstance(v := self.fields.get("session_id"), str) else None
 
 
 @dataclass
@@ -335,6 +333,7 @@ class Host:
     # how long the host waits for the bridge (bridge.chain_deadline): what install writes
     hook_timeout_s: ClassVar[float] = HOOK_TIMEOUT_S
     native_ask: ClassVar[frozenset[str]] = frozenset()  # events with its own ask (asking.py)
+    prompt_events: ClassVar[dict[str, str]] = {}  # its prompt event -> gate event (prompts.py)
     no_ask_modes: ClassVar[frozenset[str]] = frozenset({"bypassPermissions", "yolo"})
 
     # -- in ------------------------------------------------------------------------------
@@ -350,7 +349,7 @@ class Host:
             raise BridgeInputError(
                 f"no event name: the payload has no {self.event_key!r} and no --event was given"
             )
-        if name not in self.events:
+        if name not in self.events and name not in self.prompt_events:
             raise BridgeInputError(
                 f"{self.title} event {name!r} is not bridged; known: {', '.join(self.events)}"
             )

@@ -57,6 +57,7 @@ from mcp_hooks.hosts.base import (
     shows_aid,
     unreadable,
 )
+from mcp_hooks.hosts.prompts import answer_prompt, close_answered, prompt_of, unanswered
 from mcp_hooks.options import CommonOptions, log_of
 from mcp_hooks.options import on_fault as configured_fault
 from mcp_hooks.options import settings as read_settings
@@ -120,8 +121,13 @@ def answer(host: Host, raw: bytes | Callable[[], bytes], options: BridgeOptions)
     try:
         payload = load_payload(raw if isinstance(raw, bytes) else raw())
         host_event = host.event_of(payload, flag)
+        if host_event in host.prompt_events:  # the host's own dialog: no hook runs
+            return answer_prompt(host, host_event, payload, options.common,
+                                 chain_deadline(host))
         call = host.translate(host_event, payload)
     except BaseException as exc:  # a payload we cannot read (or SIGINT while reading): ours
+        if (prompt := prompt_of(host, flag, payload)) is not None:
+            return unanswered(prompt, exc)  # the host's own dialog decides, never our deny
         return host.fault_reply(unreadable(host, exc), host.known_event(flag, payload),
                                 on_fault, payload)
     outcome: Outcome | BaseException
@@ -131,7 +137,12 @@ def answer(host: Host, raw: bytes | Callable[[], bytes], options: BridgeOptions)
                             approve=call_host_asks if asks_natively(host, call) else None)
     except BaseException as exc:  # whatever it was (SystemExit, KeyboardInterrupt): a fault
         outcome = exc
-    return answer_outcome(host, call, outcome, on_fault, payload)
+    reply = answer_outcome(host, call, outcome, on_fault, payload)
+    if host.prompt_events and call.event == "after_tool":  # answered in the host's dialog?
+        trouble = close_answered(host, call, options.common)
+        if trouble:
+            reply = replace(reply, stderr=f"{reply.stderr}mcp-hooks bridge: {trouble}\n")
+    return reply
 
 
 def chain_deadline(host: Host) -> float:
@@ -146,8 +157,10 @@ def fault_exit(host_name: str, options: BridgeOptions, what: str) -> int:
     """Answer the host with a fault (``what`` broke) when the bridge could not run to its
     answer (the command line's boundary calls this); the exit code."""
     host = get_host(host_name)
-    reply = host.fault_reply(f"{what}; {FAULT_FIX}", host.known_event(options.event, None),
-                             fault_mode(options.common), None)
+    prompt = prompt_of(host, options.event, None)
+    reply = (unanswered(prompt, RuntimeError(what)) if prompt is not None else
+             host.fault_reply(f"{what}; {FAULT_FIX}", host.known_event(options.event, None),
+                              fault_mode(options.common), None))
     with owned_stdout() as out:
         _write(reply, out)
     return reply.exit_code

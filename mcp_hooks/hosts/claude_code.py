@@ -109,8 +109,9 @@ class ClaudeCode(ClaudeShaped):
     programs = ("claude",)
     native_vias = frozenset({"http", "mcp"})
     native_ask = frozenset({"PreToolUse"})
+    prompt_events: ClassVar[dict[str, str]] = {"PermissionRequest": "PreToolUse"}
     events: ClassVar[dict[str, str]] = dict(CLAUDE_EVENTS)
-    install_events = tuple(events)
+    install_events = (*events, *prompt_events)
     tool_events = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
     vocabulary: ClassVar[Vocabulary] = CLAUDE_CODE
     project_env = ("CLAUDE_PROJECT_DIR",)

@@ -386,6 +386,15 @@ def _project(options: InstallOptions) -> Path:
 
 
 def _events(options: InstallOptions, host: Host) -> list[str]:
+    if (options.via or "command") != "command":  # a prompt event is the bridge's own (prompts.py)
+        if any(p in str(e).split(",") for e in options.events for p in host.prompt_events):
+            raise InstallOptionError(f"{', '.join(host.prompt_events)} is answered by the bridge "
+                                     "itself: install it with --via command")
+        return [e for e in _chosen(options, host) if e not in host.prompt_events]
+    return _chosen(options, host)
+
+
+def _chosen(options: InstallOptions, host: Host) -> list[str]:
     if not options.events:
         return list(host.install_events)
     chosen: list[str] = []
@@ -394,7 +403,8 @@ def _events(options: InstallOptions, host: Host) -> list[str]:
             part = part.strip()
             if not part:
                 continue
-            matches = [e for e, c in host.events.items() if part in (e, c)]
+            matches = [e for e, c in [*host.events.items(), *host.prompt_events.items()]
+                       if part == e or (part == c and e in host.events)]
             if not matches:
                 raise InstallOptionError(f"{host.title} has no event {part!r}; use a host "
                                          f"event ({', '.join(host.events)}) or a canonical name")
@@ -450,7 +460,7 @@ def _native_maker(options: InstallOptions, host: Host, via: str,
             "with --via command (or --via server, which falls back to the bridge); use "
             "--via mcp only for events that cannot block, e.g. " + " ".join(
                 f"--event {e}" for e in host.install_events
-                if not can_block(host.events[e])))
+                if e in host.events and not can_block(host.events[e])))
     server = options.server_name or "mcp-hooks"
     return lambda event: claude.mcp_tool_entry(event, server, TOOL_NAME)
 
@@ -499,7 +509,7 @@ def _change(options: InstallOptions, install: bool) -> int:
         where = target(host, scope, _project(options))
         if options.config is not None:
             where = Target(Path(options.config).expanduser().resolve(), where.format)
-        events = _events(options, host) if install else list(host.events)
+        events = _events(options, host) if install else [*host.events, *host.prompt_events]
         make = handler_maker(options, host, scope, events) if install else None
         changes = {path: (old, new) for path, (old, new)
                    in edit_all(where, events, make, host).items() if old != new}

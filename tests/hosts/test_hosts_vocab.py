@@ -43,7 +43,8 @@ def all_fixtures() -> list[tuple[str, str]]:
 def event_of(name: str, host: str = "") -> str:
     """The host event a fixture is named after (OpenCode's event names hold dots)."""
     if host:
-        events = sorted(get_host(host).events, key=len, reverse=True)
+        known = get_host(host)
+        events = sorted([*known.events, *known.prompt_events], key=len, reverse=True)
         return next(e for e in events if name == e or name.startswith(e + "."))
     return name.split(".")[0]
 
@@ -189,7 +190,9 @@ def test_unknown_or_missing_event_is_an_input_error() -> None:
 def test_every_fixture_translates(host_label: str, name: str, tmp_path: Path) -> None:
     host = get_host(host_label)
     payload = fixture(host_label, name, tmp_path)
-    call = host.translate(host.event_of(payload, event_of(name, host_label)), payload)
+    named = host.event_of(payload, event_of(name, host_label))
+    # a permission prompt (hosts/prompts.py) is read as the gate call whose ask it answers
+    call = host.translate(host.prompt_events.get(named, named), payload)
     fields = call.fields
     assert call.event in {"session_start", "session_end", "before_agent", "after_agent",
                           "before_stop", "before_tool", "after_tool", "after_tool_failure",
@@ -198,7 +201,8 @@ def test_every_fixture_translates(host_label: str, name: str, tmp_path: Path) ->
     assert fields["work_dir"] == str(tmp_path)
     assert fields["session_id"]
     host_view = fields["payload"]["host"]
-    assert host_view["name"] == host_label and host_view["event"] == event_of(name, host_label)
+    assert host_view["name"] == host_label
+    assert host_view["event"] == host.prompt_events.get(named, event_of(name, host_label))
     if call.event in ("before_tool", "after_tool", "after_tool_failure"):
         assert isinstance(fields["tool_input"], dict)
         assert host_view["tool_name"] == call.host_tool_name
