@@ -65,6 +65,7 @@ from mcp_hooks.hosts.base import (
     shows_aid,
     unreadable,
 )
+from mcp_hooks.hosts.fire_ask import fire_approver
 from mcp_hooks.hosts.forward_auth import (
     AUTH_HEADER,
     NONCE_HEADER,
@@ -329,7 +330,8 @@ def fire_route(engine_for: EngineFor, token: str,
                claim: Claim | None = None) -> Route:
     """``POST /hooks/fire``: one event fired at the server's engine, answered with the
     outcome's JSON; v2 signed requests only (``verifier``: the replay guard to share;
-    ``claim`` as for ``bridge_routes``)."""
+    ``claim`` as for ``bridge_routes``). The query says how a hook's ask reaches a person
+    (``fire_ask.py``: out of band by default, ``?ask=now``, ``?ask=native&channel=...``)."""
     # lazy: 170 ms of cold `fire` and `bridge` (starlette); only the server routes
     from starlette.routing import Route
 
@@ -344,6 +346,7 @@ def fire_route(engine_for: EngineFor, token: str,
             return door.answer(413, f"{TOO_LARGE}\n")
         try:
             event = read_fire_body(body)
+            approve = fire_approver(request.query_params)  # a hook's ask: fire_ask.py
         except ConfigError as exc:
             return door.answer(400, f"{exc}\n")
         try:
@@ -357,7 +360,7 @@ def fire_route(engine_for: EngineFor, token: str,
             return door.answer(422, f"{other}\n")
         outcome: Outcome
         try:  # the endpoint's one guard: the engine under it raises (``guard.py``)
-            outcome = await engine.fire(event)
+            outcome = await engine.fire(event, approve=approve)
         except BaseException as exc:  # ours: a deny saying what broke, never a silent allow
             if passes_through(exc):  # the request was cancelled, or the server stops
                 raise

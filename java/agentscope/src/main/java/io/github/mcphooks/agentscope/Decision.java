@@ -28,11 +28,29 @@ public final class Decision {
     private final List<String> warnings;
     private final String forwardFailure;
     private final Integer stopBlockCount;
+    private final Ask ask;
+
+    /**
+     * A hook's ask still waiting for a person (the outcome's {@code ask}, docs/ask.md): its
+     * id ({@code mcp-hooks approve ID}), the hook that asked, its reason, and the tool input
+     * it is about (canonical keys, as the tool would get it).
+     */
+    public record Ask(String id, String hook, String reason, Map<String, Object> toolInput) {
+    }
 
     Decision(String eventType, boolean denied, String reason, String blockedBy,
              Map<String, Object> modifiedInput, Object modifiedOutput,
              List<String> additionalContext, boolean continueWorking, List<String> warnings,
              String forwardFailure, Integer stopBlockCount) {
+        this(eventType, denied, reason, blockedBy, modifiedInput, modifiedOutput,
+                additionalContext, continueWorking, warnings, forwardFailure, stopBlockCount,
+                null);
+    }
+
+    Decision(String eventType, boolean denied, String reason, String blockedBy,
+             Map<String, Object> modifiedInput, Object modifiedOutput,
+             List<String> additionalContext, boolean continueWorking, List<String> warnings,
+             String forwardFailure, Integer stopBlockCount, Ask ask) {
         this.eventType = eventType;
         this.denied = denied;
         this.reason = reason;
@@ -45,6 +63,16 @@ public final class Decision {
         this.warnings = List.copyOf(warnings);
         this.forwardFailure = forwardFailure;
         this.stopBlockCount = stopBlockCount;
+        this.ask = ask;
+    }
+
+    /**
+     * The ask a hook left pending, or null: with a deny, the fallback (its reason names the
+     * id); with an allow, an ask the caller's framework is to put to a person ({@code
+     * McpHooksMiddleware.Builder.nativeApproval}), or one the fallback let through.
+     */
+    public Ask ask() {
+        return ask;
     }
 
     /** The canonical event these hooks answered ({@code before_tool}, ...). */
@@ -162,7 +190,26 @@ public final class Decision {
                 text(map.get("blocked_by")), modifiedInput, map.get("modified_output"),
                 strings(map.get("additional_context"), "additional_context"),
                 Boolean.TRUE.equals(map.get("continue_working")),
-                strings(map.get("warnings"), "warnings"), null, (Integer) count);
+                strings(map.get("warnings"), "warnings"), null, (Integer) count,
+                ask(map.get("ask")));
+    }
+
+    private static Ask ask(Object value) {
+        if (value == null) {
+            return null;
+        }
+        if (!(value instanceof Map<?, ?> ask) || !(ask.get("id") instanceof String id)
+                || id.isEmpty()) {
+            throw new IllegalArgumentException("outcome.ask: must be null or an object with an id");
+        }
+        Object input = ask.get("tool_input");
+        if (input != null && !(input instanceof Map)) {
+            throw new IllegalArgumentException("outcome.ask.tool_input: must be an object");
+        }
+        @SuppressWarnings("unchecked")
+        Map<String, Object> toolInput = input == null ? Map.of()
+                : Collections.unmodifiableMap(new LinkedHashMap<>((Map<String, Object>) input));
+        return new Ask(id, text(ask.get("hook")), text(ask.get("reason")), toolInput);
     }
 
     /** The client's own answer when the forward failed: fail closed, or open if asked. */
@@ -203,6 +250,7 @@ public final class Decision {
                 + (reason == null ? "" : ", reason=" + reason)
                 + (modifiedInput == null ? "" : ", modified_input=" + modifiedInput)
                 + (continueWorking ? ", continue_working" : "")
+                + (ask == null ? "" : ", ask=" + ask.id())
                 + (forwardFailure == null ? "" : ", forward failed: " + forwardFailure) + "}";
     }
 }

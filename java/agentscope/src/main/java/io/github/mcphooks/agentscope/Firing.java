@@ -31,6 +31,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class Firing {
     /** The default stop cap: consecutive before_stop blocks, as the server's default. */
     static final int DEFAULT_STOP_BLOCK_CAP = 8;
+    /**
+     * How a hook's ask reaches a person when nothing else is said: the deny at once, naming
+     * the pending ask (the client gives up within seconds, so the server must not wait);
+     * {@code mcp-hooks approve ID}, then the same call passes when the model makes it again.
+     */
+    static final String ASK_NOW = "ask=now";
 
     final McpHooksClient client;
     final String sessionId;
@@ -62,6 +68,11 @@ final class Firing {
     }
 
     CompletableFuture<Decision> fire(String event, Map<String, Object> fields) {
+        return fire(event, fields, ASK_NOW);
+    }
+
+    /** {@link #fire(String, Map)} with the query saying how a hook's ask is answered. */
+    CompletableFuture<Decision> fire(String event, Map<String, Object> fields, String query) {
         Map<String, Object> all = new LinkedHashMap<>();
         all.put("event_type", event);
         all.put("session_id", sessionId);
@@ -76,7 +87,8 @@ final class Firing {
             return CompletableFuture.completedFuture(Decision.of(client,
                     client.failed(event, "the event could not be sent: " + exc)));
         }
-        return client.sendAsync(event, json).thenApply(answer -> Decision.of(client, answer));
+        return client.sendAsync(event, json, query)
+                .thenApply(answer -> Decision.of(client, answer));
     }
 
     // -- before_agent ------------------------------------------------------------------------
@@ -101,28 +113,36 @@ final class Firing {
         if (DeniedTool.NAME.equals(call.getName())) {
             return CompletableFuture.completedFuture(call);
         }
+        return beforeToolDecision(call, ASK_NOW)
+                .thenApply(decision -> applied(toolkit, call, decision));
+    }
+
+    /** {@code before_tool} for {@code call}, the ask answered as {@code query} says. */
+    CompletableFuture<Decision> beforeToolDecision(ToolUseBlock call, String query) {
         Map<String, Object> input = call.getInput() == null ? Map.of() : call.getInput();
-        Map<String, Object> fields = toolFields(call.getName(), input, call.getId());
-        return fire(Events.BEFORE_TOOL, fields).thenApply(decision -> {
-            if (decision.denied()) {
-                return denied(toolkit, call, decision.refusal("tool call"));
-            }
-            if (!decision.additionalContext().isEmpty() && call.getId() != null) {
-                contextById.put(call.getId(), decision.additionalContext());
-            }
-            if (decision.modifiedInput() == null) {
-                return call;
-            }
-            Map<String, Object> rewritten = ToolNames.hostInput(call.getName(),
-                    decision.modifiedInput());
-            return ToolUseBlock.builder()
-                    .id(call.getId())
-                    .name(call.getName())
-                    .input(rewritten)
-                    .content(Jackson.write(rewritten))
-                    .metadata(call.getMetadata())
-                    .build();
-        });
+        return fire(Events.BEFORE_TOOL, toolFields(call.getName(), input, call.getId()), query);
+    }
+
+    /** The call {@code decision} lets run in place of {@code call} (see beforeTool). */
+    ToolUseBlock applied(Toolkit toolkit, ToolUseBlock call, Decision decision) {
+        if (decision.denied()) {
+            return denied(toolkit, call, decision.refusal("tool call"));
+        }
+        if (!decision.additionalContext().isEmpty() && call.getId() != null) {
+            contextById.put(call.getId(), decision.additionalContext());
+        }
+        if (decision.modifiedInput() == null) {
+            return call;
+        }
+        Map<String, Object> rewritten = ToolNames.hostInput(call.getName(),
+                decision.modifiedInput());
+        return ToolUseBlock.builder()
+                .id(call.getId())
+                .name(call.getName())
+                .input(rewritten)
+                .content(Jackson.write(rewritten))
+                .metadata(call.getMetadata())
+                .build();
     }
 
     static ToolUseBlock denied(Toolkit toolkit, ToolUseBlock call, String reason) {

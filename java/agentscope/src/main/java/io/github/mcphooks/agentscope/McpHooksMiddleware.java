@@ -35,7 +35,9 @@ import reactor.core.publisher.Mono;
  *       {@link McpHooksDeniedException}; context is added as a user message after the input.
  *   <li>{@code onActing}: {@code before_tool} for each call; a deny replaces it by a call
  *       (same id) of the stand-in tool {@code mcp_hooks_denied}, which answers with the
- *       reason; a rewrite sets its {@code input} and {@code content}.
+ *       reason; a rewrite sets its {@code input} and {@code content}; a hook's ask is a deny
+ *       naming the pending ask, or, with {@link Builder#nativeApproval(boolean)}, AgentScope's
+ *       own user confirmation ({@link MiddlewareAsk}).
  *   <li>{@code onAgent}, on the call's final answer: {@code before_stop}; a deny runs the
  *       agent again on the reason (as a user message), while the session's blocked stops in
  *       a row, as the server's answer counts them, are at most {@code stopBlockCap}; the
@@ -48,9 +50,12 @@ import reactor.core.publisher.Mono;
  */
 public final class McpHooksMiddleware implements MiddlewareBase {
     private final Firing firing;
+    /** The asks put to AgentScope's user confirmation, or null (the deny naming the ask). */
+    private final MiddlewareAsk asking;
 
     private McpHooksMiddleware(Builder b) {
         this.firing = new Firing(b.client, b.sessionId, b.workDir, b.stopBlockCap);
+        this.asking = b.nativeApproval ? new MiddlewareAsk(firing) : null;
     }
 
     /** A middleware with the defaults (a fresh session id, the server's project). */
@@ -134,7 +139,8 @@ public final class McpHooksMiddleware implements MiddlewareBase {
                                      Function<ActingInput, Flux<AgentEvent>> next) {
         Toolkit toolkit = agent instanceof ReActAgent react ? react.getToolkit() : null;
         return Flux.fromIterable(input.toolCalls())
-                .concatMap(call -> Mono.fromFuture(() -> firing.beforeTool(toolkit, call)))
+                .concatMap(call -> Mono.fromFuture(() -> asking != null
+                        ? asking.beforeTool(toolkit, call) : firing.beforeTool(toolkit, call)))
                 .collectList()
                 .flatMapMany(calls -> next.apply(new ActingInput(calls)));
     }
@@ -145,6 +151,7 @@ public final class McpHooksMiddleware implements MiddlewareBase {
         private String sessionId;
         private String workDir;
         private int stopBlockCap = Firing.DEFAULT_STOP_BLOCK_CAP;
+        private boolean nativeApproval;
 
         private Builder(McpHooksClient client) {
             this.client = client;
@@ -168,6 +175,21 @@ public final class McpHooksMiddleware implements MiddlewareBase {
          */
         public Builder stopBlockCap(int cap) {
             this.stopBlockCap = cap;
+            return this;
+        }
+
+        /**
+         * A hook's ask on a tool call becomes AgentScope's own user confirmation (default
+         * false: a deny whose reason names the pending ask, for {@code mcp-hooks approve ID}
+         * and a retry). The run pauses with {@code GenerateReason.PERMISSION_ASKING} and a
+         * {@code RequireUserConfirmEvent} (the call stands in as {@code mcp_hooks_ask} with the
+         * tool, its input, the hook's reason and the ask id); resumed with a confirming {@code
+         * ConfirmResult}, the call's ask is approved on the server (channel {@code
+         * agentscope-java}) and exactly that call runs; rejected, it never runs. A stop's ask
+         * is the deny naming the ask, as without.
+         */
+        public Builder nativeApproval(boolean nativeApproval) {
+            this.nativeApproval = nativeApproval;
             return this;
         }
 

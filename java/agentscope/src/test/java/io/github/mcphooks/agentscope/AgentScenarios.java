@@ -17,6 +17,8 @@ import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -133,6 +135,31 @@ abstract class AgentScenarios {
         assertEquals(9, model.turns(), "eight blocks honoured, then the server's guard");
         call(agent, "fix the other bug");
         assertEquals(18, model.turns(), "the second call was not gated as the first");
+    }
+
+    @Test
+    void anAskIsADenyNamingThePendingAskAndAfterApprovalTheSameCallRuns() throws Exception {
+        // no native approval: the server answers at once (the client gives up within
+        // seconds), the model reads how a person approves; approved out of band, the model's
+        // retry of the same call in the same session runs
+        ScriptedModel model = new ScriptedModel(
+                ScriptedModel.shell("call-ask-1", "please-ask deploy"),
+                ScriptedModel.say("a person must approve"),
+                ScriptedModel.shell("call-ask-2", "please-ask deploy"),
+                ScriptedModel.say("deployed"));
+        ReActAgent agent = agent(model);
+        call(agent, "deploy");
+        assertEquals(List.of(), shell.commands(), "an unanswered ask ran the tool");
+        String refused = Firing.text(model.toolResults(2).get(0));
+        Matcher id = Pattern.compile("mcp-hooks approve (ask-[0-9a-f]{10})").matcher(refused);
+        assertTrue(refused.contains("deploys need a person") && id.find(), refused);
+        assertEquals(200, served.approve(id.group(1)));
+        call(agent, "deploy now");
+        assertEquals(List.of("please-ask deploy"), shell.commands());
+        List<String> answered = served.logged("ask_answer").stream()
+                .filter(r -> id.group(1).equals(r.get("ask_id")))
+                .map(r -> r.get("channel") + ":" + r.get("approved")).toList();
+        assertEquals(List.of("http:true"), answered);
     }
 
     @Test

@@ -44,6 +44,21 @@ class DecisionTest {
     }
 
     @Test
+    void aPendingAskComesWithItsIdHookReasonAndInput() {
+        Decision d = of("before_tool", "{\"event_type\": \"before_tool\", \"decision\": "
+                + "\"allow\", \"ask\": {\"id\": \"ask-0123456789\", \"hook\": \"h\", "
+                + "\"reason\": \"a person\", \"tool_input\": {\"command\": \"deploy\"}}}", null);
+        assertFalse(d.denied());
+        assertEquals(new Decision.Ask("ask-0123456789", "h", "a person",
+                Map.of("command", "deploy")), d.ask());
+        assertNull(of("before_tool", "{\"event_type\": \"before_tool\", \"ask\": null}",
+                null).ask());
+        Decision bad = of("before_tool", "{\"event_type\": \"before_tool\", \"ask\": "
+                + "{\"reason\": \"no id\"}}", null);
+        assertTrue(bad.denied() && bad.reason().contains("outcome.ask"), bad.toString());
+    }
+
+    @Test
     void aRewriteComesBackAsModifiedInput() {
         Decision d = of("before_tool", "{\"event_type\": \"before_tool\", "
                 + "\"decision\": \"allow\", \"modified_input\": {\"command\": \"ls -la\"}}", null);

@@ -5,11 +5,16 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -120,6 +125,35 @@ final class ServedHooks implements AutoCloseable {
         return out;
     }
 
+    /** The records of the server's event log of {@code kind} ({@code ask}, {@code ask_answer}). */
+    List<Map<?, ?>> logged(String kind) throws IOException {
+        List<Map<?, ?>> out = new ArrayList<>();
+        if (Files.exists(log)) {
+            for (String line : Files.readAllLines(log)) {
+                if (Jackson.parse(line) instanceof Map<?, ?> m && kind.equals(m.get("kind"))) {
+                    out.add(m);
+                }
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Approve the ask {@code askId} as an operator would, out of band: {@code POST
+     * /asks/<id>/approve} with the server's token (docs/ask.md); the HTTP status.
+     */
+    int approve(String askId) throws IOException, InterruptedException {
+        HttpRequest request = HttpRequest.newBuilder(URI.create(url + "/asks/" + askId
+                        + "/approve"))
+                .header("Authorization", "Bearer " + TOKEN)
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"by\": \"ann\"}"))
+                .timeout(Duration.ofSeconds(60)) // a guard against a hang only
+                .build();
+        return HttpClient.newHttpClient().send(request, HttpResponse.BodyHandlers.ofString())
+                .statusCode();
+    }
+
     @Override
     public void close() throws InterruptedException {
         process.destroy();
@@ -140,6 +174,8 @@ final class ServedHooks implements AutoCloseable {
         hook("stop-gate", "pre-agent-turn-stop", "",
                 "payload=$(cat)\ncase \"$payload\" in *gate-me*) ;; *) exit 0 ;; esac\n"
                         + "echo 'the tests have not run yet: run them before you stop' >&2\nexit 2\n");
+        hook("ask-marked", "pre-tool-call", "matcher:\n  tool: Shell\n  pattern: 'please-ask'\n",
+                "cat >/dev/null\necho '{\"decision\": \"ask\", \"reason\": \"deploys need a person\"}'\n");
         hook("house-rules", "pre-agent-turn", "",
                 "payload=$(cat)\ncase \"$payload\" in *context-please*) ;; *) exit 0 ;; esac\n"
                         + "echo '{\"additional_context\": \"house rule: answer in French\"}'\n");

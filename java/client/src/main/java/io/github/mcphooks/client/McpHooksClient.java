@@ -24,6 +24,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.regex.Pattern;
 
 /**
  * Sends one event to a running {@code mcp-hooks serve --transport http} ({@code POST
@@ -75,6 +76,9 @@ public final class McpHooksClient {
     static final String USER_DIR_HEADER = "X-MCP-Hooks-User-Dir";
     static final String PROJECT_DIR_HEADER = "X-MCP-Hooks-Project-Dir";
     static final int MAX_ANSWER = 16 << 20;
+    /** A query of {@link #sendAsync(String, String, String)}: plain name=value pairs. */
+    private static final Pattern QUERY = Pattern.compile(
+            "(?:[A-Za-z0-9._-]+=[A-Za-z0-9._-]*(?:&(?!$)|$))*");
 
     private static final System.Logger LOG = System.getLogger("mcp-hooks");
 
@@ -141,13 +145,31 @@ public final class McpHooksClient {
 
     /** {@link #send} without blocking: the future always completes normally. */
     public CompletableFuture<Answer> sendAsync(String eventType, String eventJson) {
+        return sendAsync(eventType, eventJson, null);
+    }
+
+    /**
+     * {@link #sendAsync(String, String)} with a query on {@code /hooks/fire} (covered by the
+     * request's MAC): how a hook's ask reaches a person. {@code null} or empty: none, the
+     * server waits out of band until the ask's timeout; {@code "ask=now"}: the fallback at
+     * once, a deny naming the pending ask; {@code "ask=native&channel=NAME"} (and {@code
+     * "&confirmed=ask-ID"}): the caller's framework asks the person (docs/ask.md).
+     */
+    public CompletableFuture<Answer> sendAsync(String eventType, String eventJson,
+                                               String query) {
         if (eventType == null || eventType.isEmpty()) {
             return CompletableFuture.completedFuture(Answer.failed("before_tool",
                     "the event has no event_type (a bug in the caller)"));
         }
+        if (query != null && !QUERY.matcher(query).matches()) {
+            return CompletableFuture.completedFuture(Answer.failed(eventType,
+                    "the query " + query + " is not name=value pairs of letters, digits and"
+                            + " . _ - joined by & (a bug in the caller)"));
+        }
         Sent sent;
         try {
-            sent = request(eventJson);
+            sent = request(eventJson, query == null || query.isEmpty() ? fireUri
+                    : URI.create(fireUri + "?" + query));
         } catch (RuntimeException exc) {
             return CompletableFuture.completedFuture(failed(eventType,
                     "the event could not be sent: " + exc));
@@ -182,16 +204,16 @@ public final class McpHooksClient {
     private record Sent(HttpRequest request, String nonce, String mac) {
     }
 
-    private Sent request(String eventJson) {
+    private Sent request(String eventJson, URI uri) {
         byte[] body = eventJson.getBytes(StandardCharsets.UTF_8);
         String nonce = ForwardAuth.nonce();
         String time = Long.toString(Instant.now().getEpochSecond());
-        String target = fireUri.getRawPath()
-                + (fireUri.getRawQuery() == null ? "" : "?" + fireUri.getRawQuery());
+        String target = uri.getRawPath()
+                + (uri.getRawQuery() == null ? "" : "?" + uri.getRawQuery());
         String mac = ForwardAuth.requestMac(token, "POST", target, nonce, time,
                 userDirHeader == null ? "" : userDirHeader,
                 projectDirHeader == null ? "" : projectDirHeader, body);
-        HttpRequest.Builder request = HttpRequest.newBuilder(fireUri)
+        HttpRequest.Builder request = HttpRequest.newBuilder(uri)
                 .timeout(timeout)
                 .header("Content-Type", "application/json")
                 .header(NONCE_HEADER, nonce)

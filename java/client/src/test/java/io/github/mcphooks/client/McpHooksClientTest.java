@@ -107,14 +107,17 @@ class McpHooksClientTest {
                 String auth = h.getFirst(McpHooksClient.AUTH_HEADER);
                 String user = h.getFirst(McpHooksClient.USER_DIR_HEADER);
                 String project = h.getFirst(McpHooksClient.PROJECT_DIR_HEADER);
+                String query = exchange.getRequestURI().getRawQuery();
                 String mac = ForwardAuth.requestMac(TOKEN, exchange.getRequestMethod(),
-                        exchange.getRequestURI().getRawPath(), nonce,
+                        exchange.getRequestURI().getRawPath()
+                                + (query == null ? "" : "?" + query), nonce,
                         h.getFirst(McpHooksClient.TIME_HEADER), user == null ? "" : user,
                         project == null ? "" : project, body);
                 synchronized (seen) {
                     seen.add(Map.of("auth", String.valueOf(auth), "expected", "v2=" + mac,
                             "authorization", String.valueOf(h.getFirst("Authorization")),
                             "path", exchange.getRequestURI().getRawPath(),
+                            "query", String.valueOf(query),
                             "user", String.valueOf(user), "body", new String(body,
                                     StandardCharsets.UTF_8)));
                 }
@@ -234,6 +237,28 @@ class McpHooksClientTest {
         Answer a = client.send("before_tool", RM_RF);
         assertNull(a.outcome());
         assertTrue(a.failure().contains("connection refused"), a.failure());
+    }
+
+    @Test
+    void aQueryGoesOnTheRequestLineAndIntoItsMac() throws IOException {
+        String outcome = "{\"event_type\": \"before_tool\", \"decision\": \"allow\"}";
+        McpHooksClient client = serve(x -> Reply.ok(outcome), McpHooksClient.builder());
+        String query = "ask=native&channel=agentscope-java&confirmed=ask-0123456789";
+        Answer a = client.sendAsync("before_tool", RM_RF, query).join();
+        assertEquals(outcome, a.outcome(), a.failure());
+        assertEquals(query, seen.get(0).get("query"));
+        assertEquals(seen.get(0).get("expected"), seen.get(0).get("auth"));
+    }
+
+    @Test
+    void aQueryThatIsNotPlainPairsIsNotSent() throws IOException {
+        McpHooksClient client = serve(x -> Reply.ok("{}"), McpHooksClient.builder());
+        for (String bad : List.of("ask=now&", "ask=a b", "ask=%41", "&ask=now")) {
+            Answer a = client.sendAsync("before_tool", RM_RF, bad).join();
+            assertTrue(a.failure() != null && a.failure().contains("not name=value pairs"),
+                    bad + ": " + a);
+        }
+        assertEquals(List.of(), seen);
     }
 
     @Test
