@@ -154,7 +154,9 @@ def forward_fire(server: Server, fields: dict[str, Any], *, user_dir: Path,
     if len(payload) > MAX_REQUEST_BYTES:
         return Forwarded(None, f"the event is {len(payload)} bytes of JSON, over the cap of "
                          f"{MAX_REQUEST_BYTES} bytes the server reads")
-    target = parts.path.rstrip("/") + FIRE_PATH
+    # ask=now: a hook's ask is the deny naming the pending id at once (fire_ask.py), never a
+    # wait on the server that outlives this client's deadline
+    target = parts.path.rstrip("/") + FIRE_PATH + "?ask=now"
     signed = sign_request(server.token, target, payload, user_dir=quote(str(user_dir)),
                           project_dir=quote(str(project_dir)))
     deadline = time.monotonic() + server.timeout

@@ -168,6 +168,19 @@ def test_json_output_has_the_local_shape(server: str, project: Path, user_dir: P
         assert where(json.dumps(ours))[0] == "one-shot"
 
 
+def test_a_hook_s_ask_is_the_server_s_deny_naming_the_pending_id_at_once(
+        server: str, project: Path, user_dir: Path, project_hooks: Path) -> None:
+    """The server does not wait out of band past this client's deadline (``?ask=now``): the
+    deny names the ask, which stays pending on the server's store for ``mcp-hooks approve``."""
+    write_hook(project_hooks, "asker", extra="matcher:\n  tool: Shell\n  pattern: deploy\n",
+               script='cat >/dev/null\necho \'{"decision": "ask", "reason": "a person"}\'\n')
+    asked = fire(project, user_dir, '{"command": "deploy"}', "--server", server, "--token",
+                 TOKEN, env={"MCP_HOOKS_ASK_TIMEOUT": "600"})
+    assert asked.returncode == 2, asked.stderr
+    assert NOTE not in asked.stderr  # the server's answer, not a local run
+    assert re.search(r"mcp-hooks approve ask-[0-9a-f]{10}", asked.stdout), asked.stdout
+
+
 # -- answered locally, with a note ---------------------------------------------------------------
 
 
