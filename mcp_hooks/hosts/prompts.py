@@ -141,9 +141,11 @@ def _wait(store: StateStore, call: Call, seconds: float) -> AskAnswer | None:
     while True:
         record = store.get_ask(request.id)
         if record is not None and record.answer is not None:
-            if record.answer.approved:  # a one-run approval covers this run: taken
-                store.approval_for(request.binding, request.session_id)
-            return record.answer
+            if not record.answer.approved or record.answer.for_session:
+                return record.answer
+            # a one-run approval covers one run: this one if it is still there to take (a
+            # retry of the same call elsewhere may have used it: then the dialog decides)
+            return store.approval_for(request.binding, request.session_id)
         if time.monotonic() >= until:
             return None
         time.sleep(min(POLL, max(until - time.monotonic(), 0.0)))
