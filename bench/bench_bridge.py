@@ -21,7 +21,7 @@ the ``## bridge`` section of bench/RESULTS.md.
 
 If ``mcp-hooks serve`` does not (yet) mount the forwarding endpoint, the benchmark serves
 the same endpoint itself (``--serve``: the server's ``HookService`` and MCP app over the
-shared transport, plus ``mcp_hooks.hosts.forward.bridge_routes``) and says so.
+shared transport, plus ``mcp_hooks.server.forward.bridge_routes``) and says so.
 """
 
 from __future__ import annotations
@@ -167,8 +167,8 @@ def serve_forwarding(port: int, project: str, user: str, log: str) -> None:
     """``--serve``: the MCP server app plus the forwarding endpoint, as serve would mount it."""
     import anyio
 
-    from mcp_hooks.hosts.forward import bridge_routes
     from mcp_hooks.server import build_server
+    from mcp_hooks.server.forward import bridge_routes
     from mcp_hooks.server.transport import ServeOptions, serve
     from mcp_hooks.service import HookService
     from mcp_hooks.settings import Settings

@@ -11,7 +11,7 @@ proxy ``tools/call``        ``proxy.gate.Gate.fire`` (builds and fires every eve
 ``bridge <host>``           ``hosts.bridge.answer`` (the host's form; never raises)
 ``fire``                    ``cli.main`` (``GATES``: ``fire``'s deny, exit 2)
 ``/hooks/bridge/<host>``    ``hosts.forward.answer_payload``
-``/hooks/fire``             ``hosts.forward.fire_route``'s endpoint
+``/hooks/fire``             ``server.forward.fire_route``'s endpoint
 ``Hooks.fire``/``afire``    ``api.Hooks.fire``/``afire``
 each framework adapter      ``adapters._firing.Firing`` (over ``Hooks`` unguarded)
 ==========================  ==========================================================

@@ -59,7 +59,6 @@ from pydantic import Field, ValidationError
 from mcp_hooks import __version__
 from mcp_hooks.errors import InvalidEventError, MCPHooksError
 from mcp_hooks.guard import named, passes_through
-from mcp_hooks.hosts.forward import bridge_routes, register_bridge_tool
 from mcp_hooks.server import prompts
 from mcp_hooks.server.approval import (
     RoundGuard,
@@ -69,6 +68,7 @@ from mcp_hooks.server.approval import (
     take_round,
 )
 from mcp_hooks.server.asks import ask_routes, register_ask_tools
+from mcp_hooks.server.forward import bridge_routes, register_bridge_tool
 from mcp_hooks.server.health import health_routes, store_ready
 from mcp_hooks.server.results import (
     HookDocument,

@@ -177,7 +177,7 @@ _OAUTH_PREFIXES = ("/.well-known/oauth-protected-resource",
                    "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")
 _OAUTH_FALLBACKS = ("/register", "/authorize", "/token")
 # Requests the routes authenticate themselves: a POST to a forwarding endpoint
-# (hosts/forward.py: /hooks/fire, /hooks/bridge/<host>) carrying X-MCP-Hooks-Auth (forward
+# (server/forward.py: /hooks/fire, /hooks/bridge/<host>) carrying X-MCP-Hooks-Auth (forward
 # protocol v2: a MAC over the request, its time and a nonce, checked there before the body
 # is read) needs no bearer token here. Any other request, under /hooks/ or not, needs the
 # bearer (Claude Code's own http hooks send it to /hooks/bridge/).

@@ -84,7 +84,7 @@ Queue (the aid waiting for a session's next event):
   is taken by exactly one caller however many race (delivered once). Never raises: a queue
   that cannot be read yields nothing.
 
-Once-only names (a forwarded request's nonce, ``hosts/forward.py``):
+Once-only names (a forwarded request's nonce, ``server/forward.py``):
 
 - ``claim(name, ttl=...)``: True for the first claim of ``name``, and again only once that
   claim is ``ttl`` seconds old; False while it lives. Exactly one of any number of racing

@@ -229,7 +229,7 @@ def test_another_program_on_the_port_is_not_believed(headers: dict[str, str], ho
     allow = Outcome(event_type="before_tool").to_json().encode()  # a well-formed allow
     with fake_listener(allow, headers) as (url, seen):
         done = fire(project, user_dir, DENY, "--server", url, "--token", TOKEN)
-    assert seen == [FIRE_PATH]
+    assert seen == [FIRE_PATH + "?ask=now"]
     assert_local_deny(done, "so it is not believed")
 
 

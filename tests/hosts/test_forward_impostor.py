@@ -288,7 +288,7 @@ def test_fire_believes_no_impostor(kind: str, hooks: None, project: Path,
     with listener(make(FIRE_ALLOW)) as port:
         done = fire(project, user_dir, port.url, DENY)
     assert_no_secret(port.got)
-    assert [r.target for r in port.got] == ["/hooks/fire"]
+    assert [r.target for r in port.got] == ["/hooks/fire?ask=now"]
     assert_fire_denied_here(done, why)
 
 
@@ -734,7 +734,7 @@ def test_a_captured_request_is_refused_by_every_other_replica(
                                "PreToolUse.bash")
             assert script.returncode == 0 and SCRIPT_NOTE not in script.stderr, script.stderr
         assert [r.target for r in port.got] == [
-            "/hooks/fire", "/hooks/bridge/claude-code?event=PreToolUse"]
+            "/hooks/fire?ask=now", "/hooks/bridge/claude-code?event=PreToolUse"]
         for captured in port.got:
             status, body = status_of(exchange(second, captured.raw))
             assert status == 401 and b"replayed nonce" in body, body

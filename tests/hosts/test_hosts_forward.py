@@ -14,8 +14,9 @@ import pytest
 from mcp import Client, types
 from starlette.applications import Starlette
 
-from mcp_hooks.hosts.forward import bridge_routes, mcp_tool_payload, register_bridge_tool
+from mcp_hooks.hosts.forward import mcp_tool_payload
 from mcp_hooks.server import build_server
+from mcp_hooks.server.forward import bridge_routes, register_bridge_tool
 from mcp_hooks.service import HookService
 from mcp_hooks.settings import Settings
 from tests.conftest import write_hook

@@ -1,7 +1,7 @@
 """The state store's once-only names (``StateStore.claim``, ``mcp_hooks/state/store.py``) on
 every backend of ``conftest.BACKENDS``: the first claim wins until it expires, exactly one of
 16 threads or two processes racing wins, and a store that cannot answer raises rather than
-guess (a forwarded request's nonce is claimed there: ``hosts/forward.py``)."""
+guess (a forwarded request's nonce is claimed there: ``server/forward.py``)."""
 
 from __future__ import annotations
 

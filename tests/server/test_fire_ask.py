@@ -1,4 +1,4 @@
-"""A hook's ask at ``POST /hooks/fire``, as the request's query says (``hosts/fire_ask.py``):
+"""A hook's ask at ``POST /hooks/fire``, as the request's query says (``server/fire_ask.py``):
 the fallback at once (``ask=now``), or the client's framework asks (``ask=native``) and a
 call it confirmed is approved (``confirmed=ID``) for exactly that call. Through the real
 endpoint on a real ``HookService``, signed as the forward clients sign (the Java client's
@@ -15,9 +15,9 @@ import httpx2
 import pytest
 from starlette.applications import Starlette
 
-from mcp_hooks.hosts.fire_ask import fire_approver
-from mcp_hooks.hosts.forward import bridge_routes
 from mcp_hooks.hosts.forward_auth import sign_request
+from mcp_hooks.server.fire_ask import fire_approver
+from mcp_hooks.server.forward import bridge_routes
 from mcp_hooks.service import HookService
 from mcp_hooks.settings import Settings
 from tests.conftest import write_hook
