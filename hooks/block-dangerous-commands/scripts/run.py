@@ -7,6 +7,6 @@ from mcp_hooks.hookkit import deny, hook
 
 
 @hook(unreadable=deny(UNREADABLE))  # fails closed: an event it cannot read is refused
-def main(event: dict) -> dict | None:
+def main(event: dict[str, object]) -> dict[str, object] | None:
     why = check(event)
     return deny(why) if why else None
