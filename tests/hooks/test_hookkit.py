@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from mcp_hooks.hookkit import allow, context, deny, hook, replace_output, rewrite, serve, warn
+from tests.helpers.guard_cases import ALLOWED as HOOKS_ALLOWED
 from tests.helpers.guard_cases import (
     DANGEROUS,
     LOOK_ALIKES,
@@ -32,7 +33,6 @@ from tests.helpers.guard_cases import (
     SECRET_LOOK_ALIKES,
     SECRET_WRITES,
 )
-from tests.helpers.guard_cases import ALLOWED as HOOKS_ALLOWED
 from tests.helpers.guard_cases import DENIED as HOOKS_DENIED
 
 LIBRARY = Path(__file__).resolve().parents[2] / "hooks"
