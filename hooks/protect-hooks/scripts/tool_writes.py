@@ -217,8 +217,8 @@ def _patch_writes(guard: Guard, tool_input: object, bases: list[str]) -> Found |
 
 def _host_file_tool(tool: str) -> bool:
     """A host's own file, patch or shell tool, by its whole name (the engine's vocabulary)."""
-    # imported only when a declared reader would let a write through: ~50 ms of a cold start
-    # (python -X importtime), never paid on an ordinary event
+    # imported only when a declared reader would let a write through, never paid on an
+    # ordinary event (python -X importtime: ~50 ms of a cold start)
     from mcp_hooks.spec.vocabulary import writing_tool_names
 
     return tool.lower() in {n.lower() for n in writing_tool_names()}
