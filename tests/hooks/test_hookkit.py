@@ -3,8 +3,8 @@
 The generic part drives a small hookkit script (one-shot: exit codes, stdout, stderr;
 persistent: one line in, one answer line out, same process). The bundled part runs every
 bundled Python hook, copied alone out of the library, over a table of events both ways and
-checks the decisions are the same (the guards' tables are test_guards.py's and
-test_protect_hooks.py's, imported).
+checks the decisions are the same (the guards' tables are tests/helpers/guard_cases.py's;
+the persistent process is tests/helpers/resident.py's ``Resident``).
 """
 
 from __future__ import annotations
