@@ -10,6 +10,8 @@
    ``if TYPE_CHECKING`` or with a comment (on the line above or at its end) giving the measured
    cold-start cost it saves, in ms (``python -X importtime``). "cycle" is not a reason: fix the
    cycle.
+3. The bundled hooks (``hooks/``: standalone scripts, each folder its own import root) keep the
+   same two rules, with no exception, and no module of theirs is over ``HOOK_LINES`` lines.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mcp_hooks"
+HOOKS = PACKAGE.parent / "hooks"
 CAP = 15
+HOOK_LINES = 500
 DOORS = frozenset({"hosts", "adapters", "server", "proxy", "cli"})
 
 # Functions over the cap in files other helpers rewrite this session (issue 20): they split
@@ -201,3 +205,41 @@ def test_the_import_check_sees_a_hidden_import_and_accepts_a_measured_one() -> N
               "        import os\n")
     lines = source.splitlines()
     assert list(_hidden_imports(ast.parse(source), lines)) == [(3, "import json")]
+
+
+@functools.lru_cache(maxsize=1)
+def _hook_files() -> tuple[tuple[str, ast.Module, list[str]], ...]:
+    """Every module of the bundled hooks (``hooks/<name>/scripts/*.py``), parsed once."""
+    return tuple((path.relative_to(HOOKS).as_posix(), ast.parse(text), text.splitlines())
+                 for path in sorted(HOOKS.rglob("*.py"))
+                 for text in [path.read_text(encoding="utf-8")])
+
+
+def test_the_bundled_hooks_are_read() -> None:
+    names = {rel for rel, _, _ in _hook_files()}
+    assert {"protect-hooks/scripts/run.py", "block-dangerous-commands/scripts/run.py"} <= names
+
+
+def test_no_bundled_hook_function_is_over_the_cap() -> None:
+    over = sorted(((score, f"{rel}:{name}") for rel, tree, _ in _hook_files()
+                   for name, score in _functions(tree) if score > CAP), reverse=True)
+    worst = "\n".join(f"  {score:3d}  {key}" for score, key in over[:20])
+    assert not over, (f"{len(over)} bundled hook function(s) over complexity {CAP} (no "
+                      f"exceptions here); split them into named steps, worst first:\n{worst}")
+
+
+def test_no_bundled_hook_module_is_over_the_line_cap() -> None:
+    big = {rel: len(lines) for rel, _, lines in _hook_files() if len(lines) > HOOK_LINES}
+    assert not big, (f"bundled hook modules over {HOOK_LINES} lines: {big}; split each by what "
+                     "it owns into modules beside it in scripts/ (imported by name: the folder "
+                     "is the hook's import root)")
+
+
+def test_every_import_inside_a_bundled_hook_function_gives_its_measured_reason() -> None:
+    found = [f"  {rel}:{line}: {text}" for rel, tree, lines in _hook_files()
+             for line, text in _hidden_imports(tree, lines)]
+    assert not found, (
+        f"{len(found)} import(s) inside a bundled hook's function without a measured reason: "
+        "a hook pays its imports on every one-shot run, so say on the line above (or at its "
+        "end) what it saves, e.g. '# lazy: 5 ms of cold start (python -X importtime)', or "
+        "move it to the module's top:\n" + "\n".join(found))

@@ -18,7 +18,14 @@ from typing import Any
 import pytest
 
 from mcp_hooks import Engine, Event, Outcome, Registry
-from tests.helpers.guard_cases import DANGEROUS, LOOK_ALIKES, PROD_CHANGES, PROD_LOOK_ALIKES, SECRET_LOOK_ALIKES, SECRET_WRITES
+from tests.helpers.guard_cases import (
+    DANGEROUS,
+    LOOK_ALIKES,
+    PROD_CHANGES,
+    PROD_LOOK_ALIKES,
+    SECRET_LOOK_ALIKES,
+    SECRET_WRITES,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -80,7 +87,8 @@ CD_FORMS = [
     "cd / && (cd /tmp/x) && rm -rf *", "cd / && cd /tmp/x | true && rm -rf *",
     "cd / ; cd /tmp/x & rm -rf *", "true | cd / ; rm -rf *", "cd / && echo | cd /tmp/x; rm -rf *",
     # a cd that may fail: what follows without && runs where the command was
-    "cd / ; cd no-such-dir ; rm -rf *", "cd /\ncd /tmp/x\nrm -rf *", "cd / && cd /tmp/x || rm -rf *",
+    "cd / ; cd no-such-dir ; rm -rf *", "cd /\ncd /tmp/x\nrm -rf *",
+    "cd / && cd /tmp/x || rm -rf *",
     "d=$'/'; cd $d && rm -rf *",
 ]
 

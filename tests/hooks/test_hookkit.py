@@ -3,16 +3,14 @@
 The generic part drives a small hookkit script (one-shot: exit codes, stdout, stderr;
 persistent: one line in, one answer line out, same process). The bundled part runs every
 bundled Python hook, copied alone out of the library, over a table of events both ways and
-checks the decisions are the same (the guards' tables are test_guards.py's and
-test_protect_hooks.py's, imported).
+checks the decisions are the same (the guards' tables are tests/helpers/guard_cases.py's;
+the persistent process is tests/helpers/resident.py's ``Resident``).
 """
 
 from __future__ import annotations
 
 import io
 import json
-import os
-import select
 import shutil
 import subprocess
 import sys
@@ -24,6 +22,7 @@ from typing import Any
 import pytest
 
 from mcp_hooks.hookkit import allow, context, deny, hook, replace_output, rewrite, serve, warn
+from tests.helpers.guard_cases import ALLOWED as HOOKS_ALLOWED
 from tests.helpers.guard_cases import (
     DANGEROUS,
     LOOK_ALIKES,
@@ -32,12 +31,12 @@ from tests.helpers.guard_cases import (
     SECRET_LOOK_ALIKES,
     SECRET_WRITES,
 )
-from tests.helpers.guard_cases import ALLOWED as HOOKS_ALLOWED
 from tests.helpers.guard_cases import DENIED as HOOKS_DENIED
+from tests.helpers.resident import WAIT, Resident
+from tests.helpers.resident import hook_env as _env
 
 LIBRARY = Path(__file__).resolve().parents[2] / "hooks"
 BUNDLED_PYTHON = sorted(p.parent.parent.name for p in LIBRARY.glob("*/scripts/run.py"))
-WAIT = 120  # seconds: only to stop a hang, never a speed check
 
 SCRIPT = '''\
 import os
@@ -79,12 +78,6 @@ def main(event):
                        f"{os.environ.get('MCP_HOOKS_PERSISTENT')}")
     return None
 '''
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "MCP_HOOKS_PERSISTENT"}
-    env.update(extra)
-    return env
 
 
 @pytest.fixture
@@ -168,48 +161,6 @@ def test_one_shot_child_output_goes_to_the_log(script: Path) -> None:
 
 
 # -- persistent -------------------------------------------------------------------------------
-
-ID = "_mcp_hooks_event_id"
-
-
-class Resident:
-    """A persistent hook process, driven one line at a time; an event that is a JSON object
-    gets an id, which its answer must echo (it is taken out of the answer ``ask`` returns)."""
-
-    def __init__(self, script: Path, log: Path, env: dict[str, str] | None = None,
-                 cwd: Path | None = None) -> None:
-        self.log = log.open("wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.log, cwd=cwd, env={**(env or _env()), "MCP_HOOKS_PERSISTENT": "1"})
-
-    def ask(self, line: bytes) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        event_id = None
-        if line.startswith(b"{") and line.endswith(b"}"):
-            event_id = os.urandom(8).hex()
-            line = line[:-1] + (b", " if line != b"{}" else b"") + json.dumps(
-                {ID: event_id})[1:].encode()
-        self.proc.stdin.write(line + b"\n")
-        self.proc.stdin.flush()
-        ready, _, _ = select.select([self.proc.stdout], [], [], WAIT)
-        assert ready, f"no answer to {line[:80]!r}"
-        answer = json.loads(self.proc.stdout.readline())
-        assert isinstance(answer, dict)
-        assert answer.pop(ID, None) == event_id, answer
-        return answer
-
-    def close(self) -> int:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        code = self.proc.wait(timeout=WAIT)
-        assert self.proc.stdout is not None
-        rest = self.proc.stdout.read()
-        self.proc.stdout.close()
-        self.log.close()
-        assert rest == b"", f"output after the last answer: {rest[:200]!r}"
-        return code
-
 
 def test_persistent_answers_each_line_in_one_process(script: Path, tmp_path: Path) -> None:
     hook_process = Resident(script, tmp_path / "stderr.log")

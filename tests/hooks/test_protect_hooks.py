@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers.guard_cases import ALLOWED, DENIED
-from tests.helpers.guard_cases import sh
+
+from tests.helpers.guard_cases import ALLOWED, DENIED, sh
 
 LIBRARY = Path(__file__).resolve().parents[2] / "hooks"
 SCRIPT = LIBRARY / "protect-hooks" / "scripts" / "run.py"

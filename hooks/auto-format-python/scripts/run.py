@@ -1,5 +1,7 @@
 """Format the Python file a tool just wrote, with ruff or black, if either is installed."""
 
+from __future__ import annotations
+
 import os
 import shutil
 import subprocess
@@ -8,9 +10,13 @@ from pathlib import Path
 
 from mcp_hooks.hookkit import allow, hook
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 @hook
-def main(payload: dict) -> dict | None:
+def main(payload: dict[str, Any]) -> dict[str, Any] | None:
     tool_input = payload.get("tool_input") or {}
     raw = next((tool_input[k] for k in ("path", "file_path", "filename", "target_file")
                 if isinstance(tool_input.get(k), str)), None)

@@ -254,8 +254,9 @@ class Folders:
         m = _ASSIGNED.fullmatch(word)
         if m is None or m.group(2):
             return None
-        name, plus, value = m.group(1), m.group(3), ansi_c(m.group(4))
-        if "$" in value:
+        name, plus = m.group(1), m.group(3)
+        value: str | None = ansi_c(m.group(4))
+        if value is not None and "$" in value:
             expanded = self.expand(value, self.vars)
             value = expanded if isinstance(expanded, str) and "$" not in expanded else None
         if plus and value is not None and name in self.vars:

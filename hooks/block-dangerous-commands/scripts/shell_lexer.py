@@ -25,6 +25,7 @@ EXPANSION = re.compile(r"\$(?:[A-Za-z_0-9{(@*#?$!-]|$)")  # $NAME, ${...}, $(...
 EVERYTHING = r"[.\[\]!^]*[*?][.*?\[\]!^]*"  # *, .*, .[!.]*, ?* ...
 DISK = re.compile(r"/dev/(?:sd[a-z]|nvme\d|hd[a-z]|vd[a-z]|xvd[a-z]|mmcblk\d|disk\d|mapper/)")
 HARMLESS_DEV = re.compile(r"/dev/(?:null|zero|stdout|stderr|stdin|tty|fd/\d+|full|u?random)$")
+PLAIN = re.compile(r"[^'\"\\`$<>#\n]+")  # characters no quote state reads specially
 HEREDOC = r"<<(-?)[ \t]*((?:'[^'\n]*'|\"[^\"\n]*\"|[^\s;&|<>()])+)"  # compiled when used
 
 
@@ -70,11 +71,32 @@ def protected(word: str, here: bool = True) -> str | None:
 def _protected(word: str, here: bool) -> str | None:
     if not word:
         return None
+    start = _root(word)
+    if start is None:
+        return None  # ~user or $HOMEDIR
+    root, rest = start
+    parts, above = _components(rest)
+    if root == ".":
+        return word if here and not parts and ("." in word) else None
+    while parts and re.fullmatch(EVERYTHING, parts[-1]):
+        parts.pop()  # /* and ~/.* empty the folder
+    if root == "~":
+        return "~" if not parts or above else None
+    return _system(parts)
+
+
+def _root(word: str) -> tuple[str, str] | None:
+    """(where ``word`` starts: ``~``, ``/`` or ``.``, the rest of it); None for ``~user``."""
     m = HOME.match(word)
     root, rest = (("~", word[m.end():]) if m else ("/", word) if word.startswith("/")
                   else (".", word))
     if rest and not rest.startswith("/") and root == "~":
-        return None  # ~user or $HOMEDIR
+        return None
+    return root, rest
+
+
+def _components(rest: str) -> tuple[list[str], bool]:
+    """(the components of a path, ``.`` and ``..`` applied; whether ``..`` went above it)."""
     parts: list[str] = []
     above = False
     for part in rest.split("/"):
@@ -87,12 +109,12 @@ def _protected(word: str, here: bool) -> str | None:
                 above = True
         else:
             parts.append(part)
-    if root == ".":
-        return word if here and not parts and ("." in word) else None
-    while parts and re.fullmatch(EVERYTHING, parts[-1]):
-        parts.pop()  # /* and ~/.* empty the folder
-    if root == "~":
-        return "~" if not parts or (above and root == "~") else None
+    return parts, above
+
+
+def _system(parts: list[str]) -> str | None:
+    """``/``, a system folder or the user's home by its path, from the components of an
+    absolute path."""
     if not parts:
         return "/"
     path = "/" + "/".join(parts)
@@ -215,53 +237,94 @@ def prescan(text: str) -> tuple[str, list[str], list[str]]:
     """One pass over a command line, quote-aware: (the line without comments and heredoc
     bodies, the heredoc bodies in order, the bodies of $(...), <(...), >(...) and `...`,
     which stand in the line as ``$(:)``: they are read on their own)."""
-    text = text.replace("\\\r\n", "").replace("\\\n", "")
-    out: list[str] = []
-    bodies: list[str] = []
-    inner: list[str] = []
-    pending: list[tuple[str, bool]] = []
-    i, n, quote = 0, len(text), ""
-    while i < n:
-        c = text[i]
+    return _Prescan(text.replace("\\\r\n", "").replace("\\\n", "")).run()
+
+
+class _Prescan:
+    """The state of ``prescan``'s pass: where it is, in which quote, what it has kept."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.out: list[str] = []
+        self.bodies: list[str] = []
+        self.inner: list[str] = []
+        self.pending: list[tuple[str, bool]] = []
+        self.i = 0
+        self.quote = ""
+
+    def run(self) -> tuple[str, list[str], list[str]]:
+        text, n = self.text, len(self.text)
+        while self.i < n:
+            plain = PLAIN.match(text, self.i)  # nothing special in any quote: kept as it is
+            if plain:
+                self.out.append(plain.group(0))
+                self.i = plain.end()
+            elif not self.step(text[self.i]):
+                self.out.append(text[self.i])
+                self.i += 1
+        self.bodies.extend("" for _ in self.pending)
+        return "".join(self.out), self.bodies, self.inner
+
+    def step(self, c: str) -> bool:
+        """Read the special character ``c``; False when it is kept as it is (and passed)."""
+        quote = self.quote
         if quote == "'":
-            quote = "" if c == "'" else quote
+            self.quote = _closed(quote, c, "'")
         elif c == "\\":  # escapes the next character everywhere but inside '...'
-            out.append(text[i:i + 2])
-            i += 2
-            continue
+            self.out.append(self.text[self.i:self.i + 2])
+            self.i += 2
+            return True
         elif quote == "$'":
-            quote = "" if c == "'" else quote
-        elif c == "`" or (c in "$<>" and text.startswith("(", i + 1)
-                          and (c == "$" or not quote)):
-            start = i + (1 if c == "`" else 2)
-            end = closing(text, start, "`" if c == "`" else ")")
-            inner.append(text[start:end])
-            out.append("$(:)")
-            i = end + 1
-            continue
+            self.quote = _closed(quote, c, "'")
+        elif _substitution_at(self.text, self.i, quote):
+            self.substitution(c)
+            return True
         elif quote == '"':
-            quote = "" if c == '"' else quote
+            self.quote = _closed(quote, c, '"')
         elif c in "'\"":
-            quote = "$'" if c == "'" and out and out[-1] == "$" else c
-        elif c == "#" and (i == 0 or text[i - 1] in " \t\n;&|()"):
-            while i < n and text[i] != "\n":
+            self.quote = "$'" if c == "'" and self.out and self.out[-1] == "$" else c
+        else:
+            return self.unquoted(c)
+        return False
+
+    def substitution(self, c: str) -> None:
+        """``$(``, ``<(``, ``>(`` or a backtick at ``i``: its body read on its own."""
+        start = self.i + (1 if c == "`" else 2)
+        end = closing(self.text, start, "`" if c == "`" else ")")
+        self.inner.append(self.text[start:end])
+        self.out.append("$(:)")
+        self.i = end + 1
+
+    def unquoted(self, c: str) -> bool:
+        """A comment, a heredoc operator or the newline that starts the heredocs' bodies."""
+        text, i = self.text, self.i
+        if c == "#" and (i == 0 or text[i - 1] in " \t\n;&|()"):
+            while i < len(text) and text[i] != "\n":
                 i += 1
-            continue
         elif c == "<" and (found := heredoc_at(text, i)):
-            pending.append(found[:2])
-            out.append(text[i:found[2]])
+            self.pending.append(found[:2])
+            self.out.append(text[i:found[2]])
             i = found[2]
-            continue
-        elif c == "\n" and pending:
-            out.append("\n")
-            i, read = read_bodies(text, i + 1, pending)
-            bodies.extend(read)
-            pending = []
-            continue
-        out.append(c)
-        i += 1
-    bodies.extend("" for _ in pending)
-    return "".join(out), bodies, inner
+        elif c == "\n" and self.pending:
+            self.out.append("\n")
+            i, read = read_bodies(text, i + 1, self.pending)
+            self.bodies.extend(read)
+            self.pending = []
+        else:
+            return False
+        self.i = i
+        return True
+
+
+def _closed(quote: str, c: str, closer: str) -> str:
+    """The quote after ``c`` inside ``quote``: none once ``closer`` closes it."""
+    return "" if c == closer else quote
+
+
+def _substitution_at(text: str, i: int, quote: str) -> bool:
+    """A backtick, or ``$(`` (also in double quotes), ``<(`` or ``>(`` outside quotes."""
+    c = text[i]
+    return c == "`" or (c in "$<>" and text.startswith("(", i + 1) and (c == "$" or not quote))
 
 
 def unescape(text: str) -> str:

@@ -1,5 +1,7 @@
 """Run the project's tests before the agent stops; deny the stop while they fail."""
 
+from __future__ import annotations
+
 import json
 import os
 import re
@@ -8,6 +10,10 @@ import sys
 from pathlib import Path
 
 from mcp_hooks.hookkit import allow, deny, hook
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 TAIL_LINES = 40
 
@@ -35,7 +41,8 @@ def test_command(root: Path) -> list[str] | None:
                 return ["npm", "test", "--silent"]
         except ValueError:
             pass
-    if any((root / f).exists() for f in ("pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini", "tests")):
+    if any((root / f).exists()
+           for f in ("pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini", "tests")):
         return [sys.executable, "-m", "pytest", "-q"]
     if (root / "Cargo.toml").is_file():
         return ["cargo", "test"]
@@ -45,7 +52,7 @@ def test_command(root: Path) -> list[str] | None:
 
 
 @hook
-def main(payload: dict) -> dict | None:
+def main(payload: dict[str, Any]) -> dict[str, Any] | None:
     root = Path(payload.get("work_dir") or os.getcwd())
     command = test_command(root)
     if command is None:

@@ -1,12 +1,16 @@
 """protect-hooks' entry: the check is in protect_hooks.py, served per event by mcp_hooks.hookkit
 (one-shot, or persistent under MCP_HOOKS_PERSISTENT=1)."""
 
+from __future__ import annotations
+
 from protect_hooks import UNREADABLE, check
 
 from mcp_hooks.hookkit import deny, hook
 
 
-@hook(unreadable=deny(UNREADABLE))  # fails closed: an event it cannot read is refused
-def main(event: dict) -> dict | None:
+def main(event: dict[str, object]) -> dict[str, object] | None:
     why = check(event)
     return deny(why) if why else None
+
+
+hook(main, unreadable=deny(UNREADABLE))  # fails closed: an event it cannot read is refused

@@ -30,6 +30,10 @@ from mcp_hooks.spec.patchtext import (
     patch_strings,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 MAX_COMMAND = 1_000_000
 
 SAFE_ENV = {".env.example", ".env.sample", ".env.template", ".env.dist"}
@@ -97,32 +101,42 @@ def shell_targets(command: str) -> list[str]:
     targets = [m for text in (command, re.sub(r"['\"\\]", "", flat))
                for m in SHELL_WRITE.findall(text)]
     for segment in re.split(r"[;&|\n()`]|\$\(", re.sub(r"['\"\\]", "", flat)):
-        words = segment.split()
-        verbs = [k for k, word in enumerate(words) if word.rsplit("/", 1)[-1] in WRITERS]
-        for n, k in enumerate(verbs):
-            end = verbs[n + 1] if n + 1 < len(verbs) else len(words)
-            word = words[k]
-            how = WRITERS[word.rsplit("/", 1)[-1]]
-            args = words[k + 1:min(end, k + 257)]  # up to the next writer: linear in all
-            if word.endswith(("sed", "perl")) and not any(
-                    re.match(r"^-[a-zA-Z]*i", a) or a.startswith("--in-place") for a in args):
-                continue
-            operands = [a for a in args if not a.startswith("-")]
-            if how == "last":
-                targets += operands[-1:]
-            elif how == "all":
-                targets += operands
-            elif how == "of=":
-                targets += [a[3:] for a in args if a.startswith("of=")]
-            else:
-                targets += [args[j + 1] for j, a in enumerate(args[:-1])
-                            if a == how or a in ("--output", "--output-document")]
-                targets += [a[2:] for a in args if a.startswith(how) and len(a) > 2]
+        targets += segment_targets(segment.split())
     if INTERPRETER.search(command) and re.search(WRITE_API, command):
         targets += [m.group(1) or m.group(2) for m in re.finditer(LITERAL, command)]
     if applies_patch(command):
         targets += patch_paths(command)
     return targets
+
+
+def segment_targets(words: list[str]) -> list[str]:
+    """The files the writers among one segment's ``words`` write."""
+    targets: list[str] = []
+    verbs = [k for k, word in enumerate(words) if word.rsplit("/", 1)[-1] in WRITERS]
+    for n, k in enumerate(verbs):
+        end = verbs[n + 1] if n + 1 < len(verbs) else len(words)
+        word = words[k]
+        args = words[k + 1:min(end, k + 257)]  # up to the next writer: linear in all
+        if word.endswith(("sed", "perl")) and not any(
+                re.match(r"^-[a-zA-Z]*i", a) or a.startswith("--in-place") for a in args):
+            continue
+        targets += written(WRITERS[word.rsplit("/", 1)[-1]], args)
+    return targets
+
+
+def written(how: str, args: list[str]) -> list[str]:
+    """What a writer's ``args`` write: its ``last`` operand, ``all`` of them, or an
+    option's value (``of=``, ``-o``, ``-O``)."""
+    operands = [a for a in args if not a.startswith("-")]
+    if how == "last":
+        return operands[-1:]
+    if how == "all":
+        return operands
+    if how == "of=":
+        return [a[3:] for a in args if a.startswith("of=")]
+    return ([args[j + 1] for j, a in enumerate(args[:-1])
+             if a == how or a in ("--output", "--output-document")]
+            + [a[2:] for a in args if a.startswith(how) and len(a) > 2])
 
 
 def content_of(tool_input: dict[str, object]) -> str:
@@ -134,7 +148,7 @@ def content_of(tool_input: dict[str, object]) -> str:
     return "\n".join(p for p in parts if isinstance(p, str))
 
 
-def patch_refusal(tool_input: object) -> dict | None:
+def patch_refusal(tool_input: object) -> dict[str, Any] | None:
     """A patch tool's call: every string of its input read as a patch."""
     try:
         texts = patch_strings(tool_input)
@@ -154,28 +168,22 @@ def patch_refusal(tool_input: object) -> dict | None:
     return None
 
 
-@hook
-def main(payload: dict) -> dict | None:
-    tool_input = payload.get("tool_input") or {}
-    if is_patch_tool(payload.get("tool_name")):
-        return patch_refusal(tool_input)
-    command = tool_input.get("command") or tool_input.get("cmd")
-    if isinstance(command, list) and all(isinstance(c, str) for c in command):
-        import shlex  # only for a list command: its import is not free
+def shell_refusal(command: str) -> dict[str, Any] | None:
+    """A shell command's: a secret file it writes, or a secret it carries."""
+    for target in shell_targets(command):
+        why = secret_path(target)
+        if why:
+            return deny(f"Secret file protected: {why}; the shell command would write it. "
+                        "Ask the user to edit secrets by hand.")
+    what = carries(command)
+    if what:
+        return deny(f"Secret protected: the command carries {what}. Never put secrets in "
+                    "commands or files; reference an environment variable instead.")
+    return None
 
-        command = shlex.join(command)
-    if isinstance(command, str):
-        command = command[:MAX_COMMAND]
-        for target in shell_targets(command):
-            why = secret_path(target)
-            if why:
-                return deny(f"Secret file protected: {why}; the shell command would write it. "
-                            "Ask the user to edit secrets by hand.")
-        what = carries(command)
-        if what:
-            return deny(f"Secret protected: the command carries {what}. Never put secrets in "
-                        "commands or files; reference an environment variable instead.")
-        return None
+
+def file_refusal(tool_input: dict[str, Any]) -> dict[str, Any] | None:
+    """A file tool's: the secret file it names, or a secret in the content it writes."""
     path = next((tool_input[k] for k in ("path", "file_path", "filename", "target_file")
                  if isinstance(tool_input.get(k), str)), "")
     why = secret_path(path) if path else None
@@ -188,3 +196,19 @@ def main(payload: dict) -> dict | None:
         return deny(f"Secret protected: the content for {path or 'this file'} carries {what}. "
                     "Do not write secrets into files; read them from the environment.")
     return None
+
+
+@hook
+def main(payload: dict[str, Any]) -> dict[str, Any] | None:
+    tool_input = payload.get("tool_input") or {}
+    if is_patch_tool(payload.get("tool_name")):
+        return patch_refusal(tool_input)
+    command = tool_input.get("command") or tool_input.get("cmd")
+    if isinstance(command, list) and all(isinstance(c, str) for c in command):
+        # lazy: only for a list command (python -X importtime: shlex is 0.2 ms of a cold start)
+        import shlex
+
+        command = shlex.join(command)
+    if isinstance(command, str):
+        return shell_refusal(command[:MAX_COMMAND])
+    return file_refusal(tool_input)
