@@ -86,7 +86,7 @@ from mcp_hooks.spec.outcome import FAULT_SOURCE, Event, HookRun, OnFault, Outcom
 from mcp_hooks.state.eventlog import EventLog
 from mcp_hooks.state.inbox import AidInbox
 from mcp_hooks.state.signallog import SignalLog, signal_record
-from mcp_hooks.state.spool import after_event, failures
+from mcp_hooks.state.spool import after_event, event_mark
 from mcp_hooks.state.store import StateStore
 from mcp_hooks.state.url import close_store, scheme, store_for
 
@@ -297,10 +297,11 @@ class Engine:
         ticket, lost = await self._store_call(functools.partial(
             before_event, self.stop_guard, self.store, name, event, payload))
         fault = self._fault(name, event, hooks, payload, work_dir, lost)
-        mark = failures(self.store)  # a store call failing from here on fails it closed
+        mark = event_mark()  # a store call failing for this event from here fails it closed
         if fault is not None:
             outcome = fault_outcome(name, fault, on_fault=self.on_fault, warnings=notes)
             if outcome.denied or not os.path.isdir(work_dir):  # 4. guard (a fault counts too)
+                mark.open = False
                 return await self._store_call(lambda: self._fault_only(
                     event, name, work_dir, outcome, ticket))
             notes = outcome.warnings  # warn: the valid hooks (and hooks.yaml) run, warned

@@ -46,6 +46,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,27 @@ def record_id(record: dict[str, Any]) -> dict[str, Any]:
     return {**record, ID: uuid.uuid4().hex}
 
 
+class Mark:
+    """The failed store calls made for one event (``event_mark``): counted where the event's
+    own work runs (its task, and the worker threads its store calls run in, which carry its
+    context), so a call that fails for another session's event never fails this one. An
+    event fired inside another's still open work counts for both (``parent``; at most
+    ``NESTED`` deep, so marks an exception left open never make a long chain)."""
+
+    NESTED = 8
+
+    def __init__(self, parent: Mark | None) -> None:
+        self.count = 0
+        self.open = True
+        self.parent: Mark | None = parent if parent is not None and parent.open else None
+        self.depth: int = 0 if self.parent is None else self.parent.depth + 1
+        if self.depth > self.NESTED:
+            self.parent, self.depth = None, 0
+
+
+_THIS_EVENT: ContextVar[Mark | None] = ContextVar("mcp_hooks_event_mark", default=None)
+
+
 class Health:
     """A shared store's failures: how many, and what broke last (None once a call worked)."""
 
@@ -81,6 +103,10 @@ class Health:
         with self._lock:
             self.failures += 1
             self.lost = what
+            mark = _THIS_EVENT.get()
+            while mark is not None:  # the event whose work made this call (and its outer)
+                mark.count += 1
+                mark = mark.parent
 
     def back(self) -> None:
         self.lost = None
@@ -298,13 +324,22 @@ def spooled(store: StateStore) -> int:
     return spool.count() if isinstance(spool, Spool) else 0
 
 
-def after_event(store: StateStore, mark: int, name: str, outcome: Outcome,
+def event_mark() -> Mark:
+    """Start counting the store calls that fail for this event's own work (``Mark``), from
+    here on: the mark ``after_event`` reads."""
+    mark = Mark(_THIS_EVENT.get())
+    _THIS_EVENT.set(mark)
+    return mark
+
+
+def after_event(store: StateStore, mark: Mark, name: str, outcome: Outcome,
                 on_fault: str) -> Outcome:
-    """``outcome``, or the fault answer when a call of ``store`` failed since ``mark``
-    (``failures`` before the event) and ``name`` can block: a deny naming the store under
+    """``outcome``, or the fault answer when a call of ``store`` made for this event failed
+    since ``mark`` (``event_mark``) and ``name`` can block: a deny naming the store under
     ``on_fault: block``; under ``warn`` the outcome with the warning added."""
+    mark.open = False
     health = getattr(store, "health", None)
-    if not isinstance(health, Health) or health.failures == mark or not can_block(name):
+    if not isinstance(health, Health) or mark.count == 0 or not can_block(name):
         return outcome
     what = health.lost or "a call of the state store failed while this event ran"
     if on_fault == "warn":
@@ -313,4 +348,5 @@ def after_event(store: StateStore, mark: int, name: str, outcome: Outcome,
     return fault_outcome(name, what, on_fault=on_fault, warnings=list(outcome.warnings))
 
 
-__all__ = ["ID", "Health", "Spool", "after_event", "failures", "record_id", "store_fault"]
+__all__ = ["ID", "Health", "Mark", "Spool", "after_event", "event_mark", "failures",
+           "record_id", "store_fault"]
