@@ -525,7 +525,7 @@ class Engine:
             more = f" (and {len(broken) - 5} more)" if len(broken) > 5 else ""
             return (f"{len(broken)} hook(s) that could handle {name} failed to load: {shown}"
                     f"{more}. Fix or remove them (`mcp-hooks validate` shows each problem)")
-        if all(isinstance(h, CallableHook) for h in hooks):
+        if not [h for h in hooks if not isinstance(h, CallableHook)]:
             return None  # nothing to encode, no folder to run in (callables copy the input)
         deepest = matching.depth(payload)
         if deepest > matching.MAX_DEPTH:

@@ -553,6 +553,8 @@ class Registry:
     def held_notes(self, event: str, tool_name: str | None = None,
                    tool_input: Any = None) -> list[str]:
         """The warning an event carries for the project hooks trust held back, if any."""
+        if not self.untrusted:
+            return []
         held = self.untrusted_for(event, tool_name, tool_input)
         return [held_note(held)] if held else []
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from mcp_hooks.errors import ConfigError, InvalidEventError
 from mcp_hooks.settings import OnFault as OnFault  # re-exported: the outcome's policy
@@ -152,7 +152,7 @@ class Event:
         return cls(**fields)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class HookRun:
     """What one hook did in one event."""
 
@@ -167,6 +167,15 @@ class HookRun:
     # audit mode (engine/audit.py): what it would have done; in the log and the trace only,
     # never in ``as_dict`` (what a door hands the agent)
     would: dict[str, Any] | None = None
+
+    @classmethod
+    def whole(cls, **values: Any) -> HookRun:
+        """``HookRun(**values)`` given every field, built at once (the engine's, per link).
+
+        Raises:
+            TypeError: a field missing or unknown.
+        """
+        return _at_once(cls, _RUN_FIELDS, values)
 
     def as_dict(self) -> dict[str, Any]:
         # by hand: dataclasses.asdict deep-copies, which costs more than the rest of an event
@@ -213,6 +222,16 @@ class Outcome:
     signals: list[Signal] = field(default_factory=list)
     ask: AskRequest | None = None
     stop_block_count: int | None = None
+
+    @classmethod
+    def whole(cls, **values: Any) -> Outcome:
+        """``Outcome(**values)`` given every field, built at once (its ``__dict__`` set, not
+        one ``setattr`` per field: the engine makes one per event).
+
+        Raises:
+            TypeError: a field missing or unknown.
+        """
+        return _at_once(cls, _OUTCOME_FIELDS, values)
 
     @property
     def denied(self) -> bool:
@@ -261,6 +280,21 @@ class Outcome:
         except (ValueError, RecursionError) as exc:
             raise ConfigError(f"an outcome must be JSON ({exc})") from None
         return cls.from_dict(data)
+
+
+_RUN_FIELDS = frozenset(f.name for f in fields(HookRun))
+_OUTCOME_FIELDS = frozenset(f.name for f in fields(Outcome))
+_Made = TypeVar("_Made")
+
+
+def _at_once(cls: type[_Made], names: frozenset[str], values: dict[str, Any]) -> _Made:
+    """An instance of the frozen dataclass ``cls`` (no ``__post_init__``, no slots) given
+    every field: its ``__dict__`` set at once."""
+    if values.keys() != names:
+        raise TypeError(f"{cls.__name__}.whole takes every field: {', '.join(sorted(names))}")
+    made = object.__new__(cls)
+    object.__setattr__(made, "__dict__", values)
+    return made
 
 
 def cap_text(text: str, limit: int = AGENT_TEXT_CAP) -> str:
