@@ -332,7 +332,7 @@ class Engine:
         """Steps 3 to 5: the session's aid, the HOOK.md links, hooks.yaml's, the guard, the
         log (``marks``: the stop's ticket and the store's failures before the event). A
         local store's calls run in place (``_in_place``), a shared one's off the loop."""
-        if not hold_aid:
+        if not hold_aid and event.session_id:  # no session: no aid waits
             take = functools.partial(self._inbox.take, event.session_id)
             chain.deliver(take() if self._in_place else await self._store_call(take))
         if hooks:
