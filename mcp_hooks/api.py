@@ -80,19 +80,25 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp_hooks.engine.asking import as_approver
-from mcp_hooks.engine.callables import CallableHook, CallableView, HookTable, make_hook
-from mcp_hooks.engine.engine import Engine, run_unsuspended
+from mcp_hooks.engine.callables import (
+    CallableHook,
+    CallableView,
+    HookTable,
+    make_hook,
+    tables_generation,
+)
+from mcp_hooks.engine.engine import Engine
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
 from mcp_hooks.errors import ConfigError, InvalidEventError, UnknownEventError
 from mcp_hooks.guard import callers_own, named, passes_through
-from mcp_hooks.lanes import Lane, LoopLauncher, ReentryError, Worker
+from mcp_hooks.lanes import Lane, LoopLauncher, ReentryError, Worker, run_inline
 from mcp_hooks.registry.discovery import Registry, find_project_dir
 from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.settings import Settings, mode_from_env, trust_all_from_env
 from mcp_hooks.spec.asking import AskRequest
 from mcp_hooks.spec.events import TOOL_EVENTS, canonical_event
-from mcp_hooks.spec.outcome import EVENT_FIELDS, Event, OnFault, Outcome, fault_outcome
+from mcp_hooks.spec.outcome import Event, OnFault, Outcome, fault_outcome
 from mcp_hooks.spec.vocabulary import answered, read_tool_call, tool_name_of
 from mcp_hooks.state.eventlog import EventLog, default_log_path
 from mcp_hooks.state.remote import redact
@@ -226,6 +232,7 @@ class Hooks:
         self._guard = StopGuard(settings.stop_block_cap, self._store)
         self._table = HookTable()
         self._view = CallableView(self._tables)
+        self._inlines: dict[tuple[str, bool], tuple[tuple[int, int], bool]] = {}  # _inline
         self._lock = threading.Lock()
         self._engine = self._make_engine()  # the fast path's and the inline chains' engine
         self._seen = self._engine.registry.generation  # the hooks as the lanes last pruned
@@ -285,8 +292,8 @@ class Hooks:
             self._prune_worker()
         built = _build(event, fields)
         if not control and self._inline(name, sync=True):
-            return _step(self._inside(engine.fire(built, approve=self._approve)), name,
-                         self.on_fault)
+            return run_inline(self._inside(engine.fire(built, approve=self._approve,
+                                                       woken=False)), name, self.on_fault)
         with self._lock:
             if self._worker is None:
                 self._worker = Worker(self._make_lane())
@@ -326,7 +333,7 @@ class Hooks:
             await self._prune_here()
         built = _build(event, fields)
         if not control and self._inline(name, sync=False):
-            return await self._inside(engine.fire(built, approve=self._approve))
+            return await self._inside(engine.fire(built, approve=self._approve, woken=False))
         import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
 
         loop = asyncio.get_running_loop()
@@ -393,7 +400,17 @@ class Hooks:
 
     def _inline(self, name: str, *, sync: bool) -> bool:
         """Whether the chain is Python callables only (and, for ``fire``, none async); the
-        caller has asked hooks.yaml already."""
+        caller has asked hooks.yaml already. Known until the hooks on disk (the registry's
+        ``generation``) or a callable table change."""
+        seen = (self._engine.registry.generation, tables_generation())
+        known = self._inlines.get((name, sync))
+        if known is not None and known[0] == seen:
+            return known[1]
+        inline = self._only_callables(name, sync)
+        self._inlines[(name, sync)] = (seen, inline)
+        return inline
+
+    def _only_callables(self, name: str, sync: bool) -> bool:
         registry = self._engine.registry
         if (registry.for_event(name) or registry.faults_for(name)
                 or any(u.spec.event == name for u in registry.untrusted)):
@@ -555,21 +572,7 @@ def _build(event: str | Event, fields: dict[str, Any]) -> Event:
             raise InvalidEventError("fields", "fire(Event) takes no further fields; put them "
                                     "in the Event")
         return event
-    known = {k: v for k, v in fields.items() if k in EVENT_FIELDS}
-    extra = {k: v for k, v in fields.items() if k not in EVENT_FIELDS}
-    if extra:
-        known["payload"] = {**(known.get("payload") or {}), **extra}
-    return Event(event_type=event, **known)
-
-
-def _step(step: Coroutine[Any, Any, Outcome], name: str, on_fault: OnFault) -> Outcome:
-    """Run a chain of sync callables to its end in this thread (it never suspends)."""
-    outcome = run_unsuspended(step)
-    if outcome is not None:
-        return outcome
-    return fault_outcome(name, "a callable hook waited on an event loop inside Hooks.fire; "
-                         "make it `async def` (fire then runs it on the worker loop)",
-                         on_fault=on_fault)
+    return Event.of(event, fields)
 
 
 _DEFAULT: list[Hooks] = []

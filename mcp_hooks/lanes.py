@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.engine.launch import AsyncJob, InProcessLauncher
+from mcp_hooks.engine.offloop import run_unsuspended
 from mcp_hooks.errors import RunError
 from mcp_hooks.guard import mark_callers_own
 from mcp_hooks.runner.persistent import PersistentPool
-from mcp_hooks.spec.outcome import Outcome
+from mcp_hooks.spec.outcome import OnFault, Outcome, fault_outcome
 from mcp_hooks.state.eventlog import EventLog
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
     from mcp_hooks.state.store import StateStore
 
-__all__ = ["Lane", "LoopLauncher", "ReentryError", "Worker"]
+__all__ = ["Lane", "LoopLauncher", "ReentryError", "Worker", "run_inline"]
 
 
 class ReentryError(RunError, RuntimeError):
@@ -147,3 +148,14 @@ class Worker:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join()
             self.loop.close()
+
+
+def run_inline(step: Coroutine[Any, Any, Outcome], name: str, on_fault: OnFault) -> Outcome:
+    """Run a chain of sync callables to its end in the caller's thread (``fire``'s inline
+    lane: it never suspends); one that tried to wait on an event loop is a fault."""
+    outcome = run_unsuspended(step)
+    if outcome is not None:
+        return outcome
+    return fault_outcome(name, "a callable hook waited on an event loop inside Hooks.fire; "
+                         "make it `async def` (fire then runs it on the worker loop)",
+                         on_fault=on_fault)

@@ -41,6 +41,33 @@ def test_nothing_to_wake_is_one_shared_allow(user_dir: Path, tmp_path: Path) -> 
         assert json.loads(log.read_text().splitlines()[-1])["hooks"][0]["name"] == "new-hook"
 
 
+def test_a_callable_event_looks_at_the_disk_once(user_dir: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34 item 5: the door's ``wakes`` and the engine share one look per event at each
+    change watcher (the hook folders', hooks.yaml's), and a change is still seen at once."""
+    from mcp_hooks.registry.watch import ChangeWatcher
+
+    asked: list[int] = []
+    changed = ChangeWatcher.changed
+
+    def counted(watcher: ChangeWatcher) -> bool:
+        asked.append(id(watcher))
+        return changed(watcher)
+
+    monkeypatch.setattr(ChangeWatcher, "changed", counted)
+    call = {"tool_name": "Shell", "tool_input": {"command": "ls"}, "work_dir": str(tmp_path)}
+    with Hooks(tmp_path, user_dir=user_dir) as hooks:
+        hooks.before_tool(lambda tool_input: None, tool="Shell", name="guard")
+        hooks.fire("before_tool", **call)  # the watchers are made
+        asked.clear()
+        for _ in range(5):
+            assert [h.status for h in hooks.fire("before_tool", **call).hooks] == ["allow"]
+        assert len(asked) == 10 and len(set(asked)) == 2
+        write_hook(user_dir, "new-hook")
+        assert [h.name for h in hooks.fire("before_tool", **call).hooks] == [
+            "new-hook", "guard"]
+
+
 def test_sync_and_async_give_the_same_outcome(user_dir: Path, tmp_path: Path) -> None:
     write_hook(user_dir, "deny-rm", extra="priority: 300\n",
                script='grep -q "rm -rf" && { echo "no rm -rf" >&2; exit 2; }\nexit 0\n')

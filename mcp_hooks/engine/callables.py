@@ -300,6 +300,11 @@ def _takes_two(fn: Callable[..., Any]) -> bool:
     return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
 
 
+def tables_generation() -> int:
+    """A number every change to any callable table (``HookTable``) moves."""
+    return _GENERATION[0]
+
+
 class HookTable:
     """Callable hooks of one level (one ``Hooks`` object, or one class), by event."""
 

@@ -78,9 +78,10 @@ class Chain:
     def apply(self, hook: HookSpec, result: RunResult, verdict: Verdict) -> HookRun:
         """Record one sync hook's run and verdict; returns its ``HookRun``."""
         self.outputs[hook.name] = result
-        run = HookRun(name=hook.name, scope=hook.scope, priority=hook.priority, mode="sync",
-                      status=verdict.status, exit_code=result.exit_code,
-                      duration_ms=round(result.duration_ms, 3), message=verdict.message)
+        run = HookRun.whole(name=hook.name, scope=hook.scope, priority=hook.priority,
+                            mode="sync", status=verdict.status, exit_code=result.exit_code,
+                            duration_ms=round(result.duration_ms, 3), message=verdict.message,
+                            would=None)
         self.runs.append(run)
         if verdict.status in ("error", "timeout") and not verdict.deny:
             self.failed.append(hook.name)
@@ -167,7 +168,7 @@ class Chain:
 
     def outcome(self, name: str) -> Outcome:
         allowed = self.decision == "allow"
-        return Outcome(
+        return Outcome.whole(
             event_type=name,
             decision=self.decision,
             reason=self.reason,
@@ -180,6 +181,7 @@ class Chain:
             warnings=self.warnings,
             signals=sorted(self.signals, key=lambda s: INTENSITIES.index(s.intensity)),
             ask=self.ask,
+            stop_block_count=None,
         )
 
 

@@ -52,7 +52,7 @@ import dataclasses
 import functools
 import os
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any, Literal
 
@@ -65,7 +65,7 @@ from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.engine.judge import Verdict, judge, out_of_time
 from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
 from mcp_hooks.engine.observe import EventObserver, reporting
-from mcp_hooks.engine.offloop import call_here, call_off_loop, store_caller
+from mcp_hooks.engine.offloop import call_here, call_off_loop, run_unsuspended, store_caller
 from mcp_hooks.engine.payload import Stdin, event_payload, stdin_for
 from mcp_hooks.engine.record import event_record
 from mcp_hooks.engine.sessionlog import session_log
@@ -193,9 +193,10 @@ class Engine:
             log, detached=detach_async or one_shot, store=self.store, state=settings.state,
             replica=settings.replica_id)
         # a one-shot engine never suspends: big inputs are matched in place, not in a thread
-        self._select = self._select_here if one_shot else self._select_off_loop
+        self._select = self._select_here if one_shot else self._select_on_loop
         self._blocking = call_here if one_shot else call_off_loop  # oracles, asks
         self._store_call = store_caller(self.store, one_shot)  # store calls around each event
+        self._in_place = self._store_call is call_here  # those calls made without awaiting
         self._envs = HookEnvs(hook_environment(os.environ, settings.secrets))
         if control is None:
             control = ControlLayer(registry.project_dir, watch=not one_shot and registry.watching,
@@ -232,7 +233,8 @@ class Engine:
     # -- firing --------------------------------------------------------------------------
 
     async def fire(self, event: Event, *, on_hook_done: HookDone | None = None,
-                   hold_aid: bool = False, approve: Approver | None = None) -> Outcome:
+                   hold_aid: bool = False, approve: Approver | None = None,
+                   woken: bool | None = None) -> Outcome:
         """Run the hooks an event wakes and return the one decision.
 
         What it cannot process but expects (a payload too deep or unencodable, a hook in
@@ -253,6 +255,10 @@ class Engine:
                 to this one cannot show it: a host event with no context form).
             approve: the door's way to ask a person when a hook answers ``ask``
                 (``spec/asking.py``, ``engine/asking.py``); None: out of band only.
+            woken: the door has just asked ``wakes(name, control=False)`` (changes on disk
+                picked up) and ``control.wakes(name)``, this being the latter's answer: the
+                engine asks neither again (one poll of each watcher per event). None: it
+                asks both itself.
 
         Raises:
             UnknownEventError: the event type is not in the catalogue.
@@ -262,7 +268,8 @@ class Engine:
         trace = self._observer.event(name, event) if self._observer is not None else None
         try:
             outcome = await self._fire(name, event, on_hook_done if trace is None
-                                       else reporting(trace, on_hook_done), hold_aid, approve)
+                                       else reporting(trace, on_hook_done), hold_aid, approve,
+                                       woken)
         except BaseException as exc:  # recorded, then raised to the door's guard
             if not passes_through(exc):
                 self._note_fault(event, name, exc)
@@ -281,21 +288,26 @@ class Engine:
             self._logged(event, name, self._work_dir(event), outcome, {})
 
     async def _fire(self, name: str, event: Event, on_hook_done: HookDone | None,
-                    hold_aid: bool = False, approve: Approver | None = None) -> Outcome:
+                    hold_aid: bool = False, approve: Approver | None = None,
+                    woken: bool | None = None) -> Outcome:
         # 1. select (each store call off the event loop: a slow store holds no other event;
         # the chain deadline counts from here)
         start = time.monotonic()
-        self.registry.refresh()
+        if woken is None:  # else the door has just picked up changes (``wakes``)
+            self.registry.refresh()
         if self._pool is not None:  # stop processes of hooks gone since (runner.persistent)
             await self._pool.prune(self.registry)
-        hooks = await self._select(name, event)
+        hooks = self._select(name, event)
+        if hooks is None:  # a big input is matched off the event loop
+            hooks = await self._select_off_loop(name, event)
         work_dir = self._work_dir(event)
         payload = event_payload(name, event, work_dir)
         if name == "session_end" and hooks:  # every replica's records (sessionlog.py)
             payload["session_log"] = await self._store_call(lambda: session_log(self.store, event))
         notes = self._notes(name, event)
-        ticket, lost = await self._store_call(functools.partial(
-            before_event, self.stop_guard, self.store, name, event, payload))
+        before = functools.partial(before_event, self.stop_guard, self.store, name, event,
+                                   payload)
+        ticket, lost = before() if self._in_place else await self._store_call(before)
         fault = self._fault(name, event, hooks, payload, work_dir, lost)
         mark = event_mark()  # a store call failing for this event from here fails it closed
         if fault is not None:
@@ -311,15 +323,27 @@ class Engine:
         chain.approve = approve
         if fault is not None:  # on_fault: warn let the fault through
             chain.failed.append(FAULT_SOURCE)
-        if not hold_aid:
-            chain.deliver(await self._store_call(lambda: self._inbox.take(event.session_id)))
+        return await self._decide(name, event, hooks, payload, work_dir, chain, (ticket, mark),
+                                  on_hook_done, hold_aid, woken)
+
+    async def _decide(self, name: str, event: Event, hooks: list[HookSpec],
+                      payload: dict[str, Any], work_dir: str, chain: Chain,
+                      marks: tuple[StopTicket | None, int], on_hook_done: HookDone | None,
+                      hold_aid: bool, woken: bool | None) -> Outcome:
+        """Steps 3 to 5: the session's aid, the HOOK.md links, hooks.yaml's, the guard, the
+        log (``marks``: the stop's ticket and the store's failures before the event). A
+        local store's calls run in place (``_in_place``), a shared one's off the loop."""
+        if not hold_aid and event.session_id:  # no session: no aid waits
+            take = functools.partial(self._inbox.take, event.session_id)
+            chain.deliver(take() if self._in_place else await self._store_call(take))
         if hooks:
             await self._run_chain(name, event, hooks, payload, work_dir, chain, on_hook_done)
-        if self.control is not None and self.control.wakes(name):
+        if self.control is not None and (self.control.wakes(name) if woken is None else woken):
             await self._run_control(name, event, payload, chain)
-        outcome = after_event(self.store, mark, name, chain.outcome(name), self.on_fault)
-        return await self._store_call(lambda: self._finish(  # 4. guard, 5. log
-            event, name, work_dir, outcome, ticket, chain))
+        outcome = after_event(self.store, marks[1], name, chain.outcome(name), self.on_fault)
+        finish = functools.partial(self._finish, event, name, work_dir, outcome, marks[0],
+                                   chain)  # 4. guard, 5. log
+        return finish() if self._in_place else await self._store_call(finish)
 
     def _finish(self, event: Event, name: str, work_dir: str, outcome: Outcome,
                 ticket: StopTicket | None, chain: Chain) -> Outcome:
@@ -374,19 +398,23 @@ class Engine:
             return True
         return control and self.control is not None and self.control.wakes(name)
 
-    async def _select_here(self, name: str, event: Event) -> list[HookSpec]:
+    def _select_here(self, name: str, event: Event) -> list[HookSpec] | None:
+        return self.registry.select(name, event.tool_name, event.tool_input)
+
+    def _select_on_loop(self, name: str, event: Event) -> list[HookSpec] | None:
+        """The selection, or None when the input is big enough to be matched off the event
+        loop (``_select_off_loop``): other clients go on meanwhile."""
+        if (event.tool_input and self.registry.has_patterns(name)
+                and matching.larger_than(event.tool_input, _THREAD_MATCH)):
+            return None
         return self.registry.select(name, event.tool_name, event.tool_input)
 
     async def _select_off_loop(self, name: str, event: Event) -> list[HookSpec]:
-        if (event.tool_input and self.registry.has_patterns(name)
-                and matching.larger_than(event.tool_input, _THREAD_MATCH)):
-            # a big input is matched off the event loop: other clients go on (a one-shot
-            # `fire` never comes here). lazy: 1.3 ms of cold fire (python -X importtime)
-            import anyio
+        # a one-shot `fire` never comes here. lazy: 1.3 ms of cold fire (python -X importtime)
+        import anyio
 
-            return await anyio.to_thread.run_sync(
-                self.registry.select, name, event.tool_name, event.tool_input)
-        return self.registry.select(name, event.tool_name, event.tool_input)
+        return await anyio.to_thread.run_sync(
+            self.registry.select, name, event.tool_name, event.tool_input)
 
     def _start_async(self, name: str, event: Event, hooks: list[HookSpec],
                      payload: dict[str, Any], work_dir: str) -> list[HookRun]:
@@ -498,7 +526,7 @@ class Engine:
             more = f" (and {len(broken) - 5} more)" if len(broken) > 5 else ""
             return (f"{len(broken)} hook(s) that could handle {name} failed to load: {shown}"
                     f"{more}. Fix or remove them (`mcp-hooks validate` shows each problem)")
-        if all(isinstance(h, CallableHook) for h in hooks):
+        if not [h for h in hooks if not isinstance(h, CallableHook)]:
             return None  # nothing to encode, no folder to run in (callables copy the input)
         deepest = matching.depth(payload)
         if deepest > matching.MAX_DEPTH:
@@ -568,14 +596,3 @@ class Engine:
             event, name, work_dir, outcome, outputs, fail_open, hooks_digest=digest,
             layer_digests=layers, secrets=self.settings.secrets, door=self.settings.door))
 
-
-def run_unsuspended(step: Coroutine[Any, Any, Outcome]) -> Outcome | None:
-    """Drive ``fire``'s coroutine to its end in this thread, with no event loop: its
-    ``Outcome``, or None (the coroutine closed) if it tried to wait on a loop."""
-    try:
-        step.send(None)
-    except StopIteration as done:
-        outcome: Outcome = done.value
-        return outcome
-    step.close()
-    return None

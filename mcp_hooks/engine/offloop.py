@@ -7,15 +7,15 @@ A long-lived engine (``serve``, the proxy, ``Hooks``' worker loop) runs it in a 
 take less than the thread's hop: ``store_caller``);
 a one-shot engine (``fire``, the host bridges), which never suspends, runs it in place
 (``call_here``); and so does a long-lived engine whose chain is driven with no event loop at
-all (``Hooks.fire``'s inline chain of sync callables, ``engine.run_unsuspended``).
+all (``Hooks.fire``'s inline chain of sync callables, driven by ``run_unsuspended``).
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Protocol, TypeVar
 
 from mcp_hooks.state.files import FileStore
 from mcp_hooks.state.memory import MemoryStore
@@ -76,4 +76,16 @@ def _on_a_loop() -> bool:
     return asyncio is not None and asyncio._get_running_loop() is not None
 
 
-__all__ = ["Caller", "call_here", "call_off_loop", "pause", "store_caller"]
+def run_unsuspended(step: Coroutine[Any, Any, _T]) -> _T | None:
+    """Drive a coroutine (``Engine.fire``'s) to its end in this thread, with no event loop:
+    its result, or None (the coroutine closed) if it tried to wait on a loop."""
+    try:
+        step.send(None)
+    except StopIteration as done:
+        result: _T = done.value
+        return result
+    step.close()
+    return None
+
+
+__all__ = ["Caller", "call_here", "call_off_loop", "pause", "run_unsuspended", "store_caller"]

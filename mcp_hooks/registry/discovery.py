@@ -248,10 +248,11 @@ class Registry:
         selected = self._select(event, tool_name, tool_input)
         if self._deep and not self.trust_project_hooks:
             selected = [h for h in selected if self.recheck(h)]
-        if self.callables is not None and self.callables.wakes(event):
-            return sorted([*selected, *self.callables.select(event, tool_name, tool_input)],
-                          key=run_order)
-        return selected
+        calls = ([] if self.callables is None
+                 else self.callables.select(event, tool_name, tool_input))
+        if calls and selected:
+            return sorted([*selected, *calls], key=run_order)
+        return list(calls) if calls else selected  # callables alone: in run order already
 
     def wakes(self, event: str) -> bool:
         """Whether a canonical event has anything here: a hook (or callable), a hook that
@@ -552,6 +553,8 @@ class Registry:
     def held_notes(self, event: str, tool_name: str | None = None,
                    tool_input: Any = None) -> list[str]:
         """The warning an event carries for the project hooks trust held back, if any."""
+        if not self.untrusted:
+            return []
         held = self.untrusted_for(event, tool_name, tool_input)
         return [held_note(held)] if held else []
 

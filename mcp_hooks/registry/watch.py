@@ -104,6 +104,8 @@ class ChangeWatcher:
     def changed(self) -> bool:
         """Whether something changed since the last call (may say yes spuriously)."""
         with self._lock:
+            if self._fd >= 0 and not self._missing and not self._poller.poll(0):
+                return False  # nothing queued, no root to look for: the answer of every event
             return self._changed()
 
     def _changed(self) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from mcp_hooks.errors import ConfigError, InvalidEventError
 from mcp_hooks.settings import OnFault as OnFault  # re-exported: the outcome's policy
@@ -48,6 +48,8 @@ _KINDS: dict[str, tuple[type, str]] = {
 }
 _CHECKED = tuple((name, *_KINDS[kind], nullable) for name, (kind, nullable)
                  in EVENT_FIELDS.items() if kind != "any")
+_FIELD_NAMES = EVENT_FIELDS.keys()
+_UNSET = dict.fromkeys(EVENT_FIELDS)  # ``Event.of``: a field not given is None ({} below)
 
 
 def _type_name(value: Any) -> str:
@@ -101,17 +103,39 @@ class Event:
     context: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        values = self.__dict__  # frozen: read (and the two defaults set) in place
         for name, want, words, nullable in _CHECKED:
-            value = getattr(self, name)
+            value = values[name]
             if not isinstance(value, want) and not (value is None and nullable):
                 raise InvalidEventError(name, f"must be {words}, got {_type_name(value)}")
-        for name in ("payload", "context"):
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, {})
-        if "issue" in self.payload:
-            problem = issue_problem(self.payload["issue"])
+        if values["payload"] is None:
+            values["payload"] = {}
+        if values["context"] is None:
+            values["context"] = {}
+        if "issue" in values["payload"]:
+            problem = issue_problem(values["payload"]["issue"])
             if problem:
                 raise InvalidEventError("payload.issue", problem)
+
+    @classmethod
+    def of(cls, event_type: str, fields: dict[str, Any]) -> Event:
+        """``fire``'s event: ``event_type`` and its keywords, any keyword that is not a field
+        going into the payload; checked as ``Event(...)`` checks, once, and built at once
+        (one update of its ``__dict__``, not one ``setattr`` per field: this is per event).
+
+        Raises:
+            InvalidEventError: a field has the wrong type; the message names it.
+        """
+        if fields.keys() <= _FIELD_NAMES:
+            known = fields
+        else:
+            known = {k: v for k, v in fields.items() if k in EVENT_FIELDS}
+            extra = {k: v for k, v in fields.items() if k not in EVENT_FIELDS}
+            known["payload"] = {**(known.get("payload") or {}), **extra}
+        event = object.__new__(cls)
+        event.__dict__.update(_UNSET, **known, event_type=event_type)
+        event.__post_init__()
+        return event
 
     @classmethod
     def create(cls, **fields: Any) -> Event:
@@ -128,7 +152,7 @@ class Event:
         return cls(**fields)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class HookRun:
     """What one hook did in one event."""
 
@@ -143,6 +167,15 @@ class HookRun:
     # audit mode (engine/audit.py): what it would have done; in the log and the trace only,
     # never in ``as_dict`` (what a door hands the agent)
     would: dict[str, Any] | None = None
+
+    @classmethod
+    def whole(cls, **values: Any) -> HookRun:
+        """``HookRun(**values)`` given every field, built at once (the engine's, per link).
+
+        Raises:
+            TypeError: a field missing or unknown.
+        """
+        return _at_once(cls, _RUN_FIELDS, values)
 
     def as_dict(self) -> dict[str, Any]:
         # by hand: dataclasses.asdict deep-copies, which costs more than the rest of an event
@@ -189,6 +222,16 @@ class Outcome:
     signals: list[Signal] = field(default_factory=list)
     ask: AskRequest | None = None
     stop_block_count: int | None = None
+
+    @classmethod
+    def whole(cls, **values: Any) -> Outcome:
+        """``Outcome(**values)`` given every field, built at once (its ``__dict__`` set, not
+        one ``setattr`` per field: the engine makes one per event).
+
+        Raises:
+            TypeError: a field missing or unknown.
+        """
+        return _at_once(cls, _OUTCOME_FIELDS, values)
 
     @property
     def denied(self) -> bool:
@@ -237,6 +280,21 @@ class Outcome:
         except (ValueError, RecursionError) as exc:
             raise ConfigError(f"an outcome must be JSON ({exc})") from None
         return cls.from_dict(data)
+
+
+_RUN_FIELDS = frozenset(f.name for f in fields(HookRun))
+_OUTCOME_FIELDS = frozenset(f.name for f in fields(Outcome))
+_Made = TypeVar("_Made")
+
+
+def _at_once(cls: type[_Made], names: frozenset[str], values: dict[str, Any]) -> _Made:
+    """An instance of the frozen dataclass ``cls`` (no ``__post_init__``, no slots) given
+    every field: its ``__dict__`` set at once."""
+    if values.keys() != names:
+        raise TypeError(f"{cls.__name__}.whole takes every field: {', '.join(sorted(names))}")
+    made = object.__new__(cls)
+    object.__setattr__(made, "__dict__", values)
+    return made
 
 
 def cap_text(text: str, limit: int = AGENT_TEXT_CAP) -> str:

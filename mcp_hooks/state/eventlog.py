@@ -54,18 +54,26 @@ def default_log_path() -> Path:
     return paths.log_path()
 
 
-_SECOND: list[Any] = [None, ""]  # the last whole second formatted, and its text
+# the last millisecond and the last whole second formatted, each with its text (one tuple:
+# threads read and replace it whole)
+_MILLI: list[tuple[int, str]] = [(-1, "")]
+_SECOND: list[tuple[int, str]] = [(-1, "")]
 
 
 def now() -> str:
-    """ISO 8601 UTC with milliseconds, e.g. 2026-01-15T10:30:00.123Z."""
-    stamp = time.time()
-    second = int(stamp)
-    cached = _SECOND
-    if cached[0] != second:  # strftime once a second, not once an event
-        cached[1] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        cached[0] = second
-    return f"{cached[1]}.{int((stamp - second) * 1000):03d}Z"
+    """ISO 8601 UTC with milliseconds, e.g. 2026-01-15T10:30:00.123Z (formatted once a
+    millisecond, ``strftime`` once a second: this is on every event's path)."""
+    milli = int(time.time() * 1000)
+    cached = _MILLI[0]
+    if cached[0] == milli:
+        return cached[1]
+    second, fraction = divmod(milli, 1000)
+    day = _SECOND[0]
+    if day[0] != second:
+        day = _SECOND[0] = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    text = f"{day[1]}.{fraction:03d}Z"
+    _MILLI[0] = (milli, text)
+    return text
 
 
 class EventLog:
