@@ -86,7 +86,7 @@ from mcp_hooks.spec.outcome import FAULT_SOURCE, Event, HookRun, OnFault, Outcom
 from mcp_hooks.state.eventlog import EventLog
 from mcp_hooks.state.inbox import AidInbox
 from mcp_hooks.state.signallog import SignalLog, signal_record
-from mcp_hooks.state.spool import after_event, event_mark
+from mcp_hooks.state.spool import Mark, after_event, event_mark
 from mcp_hooks.state.store import StateStore
 from mcp_hooks.state.url import close_store, scheme, store_for
 
@@ -328,10 +328,10 @@ class Engine:
 
     async def _decide(self, name: str, event: Event, hooks: list[HookSpec],
                       payload: dict[str, Any], work_dir: str, chain: Chain,
-                      marks: tuple[StopTicket | None, int], on_hook_done: HookDone | None,
+                      marks: tuple[StopTicket | None, Mark], on_hook_done: HookDone | None,
                       hold_aid: bool, woken: bool | None) -> Outcome:
         """Steps 3 to 5: the session's aid, the HOOK.md links, hooks.yaml's, the guard, the
-        log (``marks``: the stop's ticket and the store's failures before the event). A
+        log (``marks``: the stop's ticket and the event's count of failed store calls). A
         local store's calls run in place (``_in_place``), a shared one's off the loop."""
         if not hold_aid and event.session_id:  # no session: no aid waits
             take = functools.partial(self._inbox.take, event.session_id)
