@@ -428,8 +428,7 @@ class PostgresStore(AskBook, SpoolingLog):
     def put(self, session: str, items: list[dict[str, Any]]) -> None:
         if not items:
             return
-        try:
-            self._hold()
+        try:  # never held (remote.HOLD): an async hook's aid, no event waits on it
             with self._pool.connection() as conn:
                 conn.execute(_PUT, (_t(session), self.ttls.queue,
                                     [dumps(item) for item in items]))

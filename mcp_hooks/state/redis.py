@@ -336,8 +336,7 @@ class RedisStore(AskBook, SpoolingLog):
         if not items:
             return
         key = f"{self.prefix}q:{_q(session)}"
-        try:
-            self._hold()
+        try:  # never held (remote.HOLD): an async hook's aid, no event waits on it
             with self._redis.pipeline(transaction=True) as pipe:
                 pipe.rpush(key, *(dumps(item) for item in items))
                 pipe.pexpire(key, _ms(self.ttls.queue))

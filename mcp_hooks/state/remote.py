@@ -14,7 +14,8 @@
 - ``HOLD``: for that long after a call timed out (a store that accepts and never answers),
   the never-raising calls of a lost store take their fallback at once (``Held``) instead of
   each waiting out a deadline: an event costs one deadline, not one per call. The check of
-  a lost store before an event that can block (``fault``) always asks the store.
+  a lost store before an event that can block (``fault``) always asks the store; queueing
+  an async hook's aid (``put``: no event waits on it) is always sent too.
 - :class:`SpoolingLog`: the log half both backends share: stamp a record, send it, spool it
   when the store cannot take it, and replay the spool when the store answers again.
 """

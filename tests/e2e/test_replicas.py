@@ -203,9 +203,19 @@ async def aid_made_on_one_reaches_the_next_event_on_another(dep: Deployment) -> 
                     await anyio.sleep(0.05)
         finally:
             close_store(store)
-        nxt = await call(second, "fire_hook_event", {"event_type": "before_agent",
-                                                     "session_id": session})
-        assert any(AID in c and "advisor" in c for c in nxt["additional_context"]), nxt
+        # the next event on another replica takes it; under load a store call past its
+        # deadline may hold that replica's take back for a few seconds (the aid then waits
+        # in the store for the event after: docs/settings.md), so events go on until one has
+        # it, within the call timeout; it is shown once, never again on a third replica
+        shown = []
+        with anyio.fail_after(CALL_TIMEOUT):
+            while not shown:
+                nxt = await call(second, "fire_hook_event", {"event_type": "before_agent",
+                                                             "session_id": session})
+                shown = [c for c in nxt.get("additional_context", []) if AID in c]
+                if not shown:
+                    await anyio.sleep(0.5)
+        assert len(shown) == 1 and "advisor" in shown[0], nxt
         later = await call(third, "fire_hook_event", {"event_type": "before_agent",
                                                       "session_id": session})
         assert not any(AID in c for c in later.get("additional_context", [])), later

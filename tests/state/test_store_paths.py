@@ -73,3 +73,17 @@ def test_a_timeout_that_is_not_one_is_a_usage_error_naming_it(
     with pytest.raises(ConfigError, match=said) as failed:
         factory(f"{scheme}://u:pw@127.0.0.1:1/db?timeout={given}")
     assert f"timeout={given!r}" in str(failed.value) and ":pw@" not in str(failed.value)
+
+
+def test_an_async_hook_s_aid_is_queued_even_right_after_a_timeout(
+        behind: tuple[Any, Proxy]) -> None:
+    """For a few seconds after a call timed out, the calls an event makes take their fallback
+    at once (remote.HOLD); queueing an async hook's aid is not one of them (no event waits on
+    it, and held it would be lost): the next event of the session takes it."""
+    store, proxy = behind
+    proxy.blackhole()
+    bounded(lambda: store.increment("stop", "s", ttl=HOUR))  # times out: the store is lost
+    proxy.restore()
+    store.put("s", [{"aid": "advice"}])  # well within HOLD of the timeout
+    assert bounded(store.fault) is None  # what the next event that can block asks first
+    assert store.take_all("s") == [{"aid": "advice"}]
