@@ -36,6 +36,7 @@ import argparse
 import http.client
 import json
 import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -77,6 +78,7 @@ IMPORTS_OF_A_RUN = (
     "sys.modules}) + '\\n')\n"
 )
 FLOOR = "python -I -S -c pass"
+Sample = tuple[float, bytes, "float | None"]  # wall seconds, stdout, CPU seconds (None: none)
 PYDANTIC = "import pydantic\nclass M(pydantic.BaseModel):\n    x: int = 0\nM()"
 
 
@@ -109,16 +111,23 @@ def setup(tmp: Path) -> tuple[Path, Path, dict[str, str]]:
     return project, user, env
 
 
-def timed(argv: list[str], data: bytes, env: dict[str, str], cwd: Path) -> tuple[float, bytes]:
-    t0 = time.perf_counter()
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of every child process reaped so far."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timed(argv: list[str], data: bytes, env: dict[str, str], cwd: Path) -> Sample:
+    """(wall seconds, stdout, CPU seconds of the process and what it waited for)."""
+    cpu0, t0 = _children_cpu(), time.perf_counter()
     done = subprocess.run(argv, input=data, capture_output=True, env=env, cwd=cwd, check=False)
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
     if done.returncode != 0:
         raise SystemExit(f"{argv[0]} exited {done.returncode}: {done.stderr.decode()[-400:]}")
-    return elapsed, done.stdout
+    return elapsed, done.stdout, cpu
 
 
-def timed_http(base: str, data: bytes) -> tuple[float, bytes]:
+def timed_http(base: str, data: bytes) -> Sample:
     """One Claude Code ``http`` hook call: the hook input POSTed with the bearer token."""
     host, _, port = base.removeprefix("http://").partition(":")
     t0 = time.perf_counter()
@@ -134,7 +143,7 @@ def timed_http(base: str, data: bytes) -> tuple[float, bytes]:
     elapsed = time.perf_counter() - t0
     if response.status != 200:
         raise SystemExit(f"the http hook got HTTP {response.status}: {body[-400:]!r}")
-    return elapsed, body
+    return elapsed, body, None  # no process of its own: the server's CPU is not counted
 
 
 def free_port() -> int:
@@ -246,7 +255,7 @@ def bench(runs: int) -> None:
             forward = forward_command(tmp, env, base, project)
             imports = "import " + ", ".join(bridge_imports(data, env, tmp, user))
             library = {**env, "MCP_HOOKS_FORWARD_HTTP": "library"}
-            cases: dict[str, Callable[[], tuple[float, bytes]]] = {
+            cases: dict[str, Callable[[], Sample]] = {
                 "bridge": lambda: timed([MCP_HOOKS, "bridge", "claude-code", "--user-dir",
                                          str(user)], data, env, tmp),
                 "forward": lambda: timed(["sh", "-c", forward], data, env, tmp),
@@ -267,33 +276,41 @@ def bench(runs: int) -> None:
             # the answers must be a plain allow: no output at all
             for label in ("bridge", "forward", "forward (http.client)",
                           "http hook (no process)"):
-                _, out = cases[label]()
+                out = cases[label]()[1]
                 assert out.strip() == b"", (label, out)
             for _ in range(3):  # warm the page cache and the server
                 for run in cases.values():
                     run()
             samples: dict[str, list[float]] = {label: [] for label in cases}
+            cpu: dict[str, list[float]] = {label: [] for label in cases}
             for _ in range(runs):
                 for label, run in cases.items():
-                    samples[label].append(run()[0])
+                    elapsed, _, used = run()
+                    samples[label].append(elapsed)
+                    if used is not None:
+                        cpu[label].append(used)
         finally:
             proc.terminate()
             proc.wait(10)
         log = (tmp / "server-events.jsonl").read_text().splitlines()
         served = sum(1 for line in log if '"before_tool"' in line)
-    report(runs, samples, which, served, forward, imports.count(",") + 1)
+    report(runs, samples, cpu, which, served, forward, imports.count(",") + 1)
 
 
-def report(runs: int, samples: dict[str, list[float]], which: str, served: int,
-           forward: str, modules: int) -> None:
+def report(runs: int, samples: dict[str, list[float]], cpu: dict[str, list[float]],
+           which: str, served: int, forward: str, modules: int) -> None:
     med = {k: statistics.median(v) * 1000 for k, v in samples.items()}
+    cpu_med = {k: statistics.median(v) * 1000 for k, v in cpu.items() if v}
     p90 = {k: sorted(v)[int(len(v) * 0.9) - 1] * 1000 for k, v in samples.items()}
     floor = med[FLOOR]
     bridge_ok = med["bridge"] <= 60
     forward_ok = med["forward"] <= 10
+    cpu_floor = cpu_med[FLOOR]
     rows = "\n".join(
         f"| {label} | {med[label]:.1f} | {p90[label]:.1f} | {med[label] / floor:.2f}x "
-        f"| {med[label] / med['shell hook']:.0f}x |"
+        f"| {med[label] / med['shell hook']:.0f}x | "
+        + (f"{cpu_med[label]:.1f} | {cpu_med[label] / cpu_floor:.2f}x |" if label in cpu_med
+           else "— | — |")
         for label in samples
     )
     http = med["http hook (no process)"]
@@ -305,12 +322,17 @@ forwarding path and the http hook: {which} (it answered {served} calls). Load av
 {os.getloadavg()[0]:.2f} at the end: other work shared the 2 cores, so read the ratios to the
 floor (`{FLOOR}`, {floor:.1f} ms here) first.
 
-| per hook call | median ms | p90 ms | vs floor | vs shell hook |
-|---|---|---|---|---|
+| per hook call | median ms | p90 ms | vs floor | vs shell hook | CPU ms | CPU vs floor |
+|---|---|---|---|---|---|---|
 {rows}
 
+CPU is user + system time of the process and the processes it waited for (the hook): the
+figure other work on the machine disturbs least. The forward rows run through `sh -c`, as a
+host runs them, and their CPU leaves out the server's; the http hook has no process of its own.
+
 - `mcp-hooks bridge claude-code`: **{med['bridge']:.1f} ms** median
-  ({med['bridge'] / floor:.1f}x the floor), target <= 60 ms: {verdict(bridge_ok)}. Where it
+  ({med['bridge'] / floor:.1f}x the floor; CPU {cpu_med['bridge']:.1f} ms,
+  {cpu_med['bridge'] / cpu_floor:.1f}x the floor's), target <= 60 ms: {verdict(bridge_ok)}. Where it
   goes: a bare `python -c pass` costs {med['python -c pass']:.1f} ms; starting it and importing
   the {modules} `mcp_hooks` modules a bridge run loads (read from a real run; no asyncio, no
   pydantic: pydantic with one model costs {med['import pydantic']:.1f} ms on its own)
@@ -326,7 +348,9 @@ floor (`{FLOOR}`, {floor:.1f} ms here) first.
   graph) or fewer dataclasses there, not another small cut.
 - `install --via server` command (the forward script to the running server, falling back to
   the bridge if the server does not answer): **{med['forward']:.1f} ms** median
-  ({med['forward'] / floor:.2f}x the floor), target <= 10 ms: {verdict(forward_ok)}. It runs as
+  ({med['forward'] / floor:.2f}x the floor; its own CPU {cpu_med['forward']:.1f} ms,
+  {cpu_med['forward'] / cpu_floor:.2f}x the floor's), target <= 10 ms: {verdict(forward_ok)}.
+  It runs as
   `python -I -S` (no site-packages) and runs its body from cached bytecode; over its floor
   it spends {med['forward'] - floor:.1f} ms: the server's answer (the http hook row,
   {http:.1f} ms) and the script's own work, about {med['forward'] - floor - http:.1f} ms
