@@ -273,7 +273,7 @@ def _script_functions() -> dict[str, Any]:
 
     namespace: dict[str, Any] = {"HEADER": "/nonexistent", "BRIDGE": ["true"],
                                  "DEFAULT_TIMEOUT": 5.0}  # the script's settings
-    exec(compile(body_text().replace("sys.exit(main())", ""), "forward", "exec"), namespace)
+    exec(compile(body_text().replace("finish(main())", ""), "forward", "exec"), namespace)
     return namespace
 
 
