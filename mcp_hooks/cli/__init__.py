@@ -61,7 +61,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from mcp_hooks import __version__, options
 from mcp_hooks.cli import hooks, logs
@@ -84,7 +84,26 @@ Command = Callable[[argparse.Namespace], int]
 _INVALID_CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)")
 
 
+def _terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns`` without importing shutil (2 ms of every bridge
+    start: it imports zlib, bz2 and lzma): ``COLUMNS``, else the terminal's, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0 and sys.__stdout__ is not None:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)  # argparse's, sized without shutil
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         found = _INVALID_CHOICE.search(message)
         if found:  # a mistyped command or choice: say which one was meant
@@ -97,6 +116,11 @@ class _Parser(argparse.ArgumentParser):
 
 class _HelpFormatter(argparse.HelpFormatter):
     """Wraps descriptions as usual, but keeps an examples epilog line for line."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         _terminal_columns() - 2 if width is None else width)
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         if text.startswith("examples:"):
