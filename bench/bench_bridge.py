@@ -343,7 +343,7 @@ host runs them, and their CPU leaves out the server's; the http hook has no proc
   `Settings` alone, 30 fields, 3 ms), the standard library under them (`re`, `enum`,
   `typing`, `pathlib` with `urllib.parse` and `ipaddress`, `inspect` with `ast` and `dis`
   under `dataclasses`, `hashlib` loading OpenSSL, `ctypes` for the subreaper), argparse
-  (its formatter imports `shutil`, its messages `locale`), and the package's own module
+  (its messages import `locale` unless the language is C), and the package's own module
   bodies. Moving it further means fewer modules on the bridge's path (a bridge-only import
   graph) or fewer dataclasses there, not another small cut.
 - `install --via server` command (the forward script to the running server, falling back to
