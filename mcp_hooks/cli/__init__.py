@@ -61,7 +61,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from mcp_hooks import __version__, options
 from mcp_hooks.cli import hooks, logs
@@ -84,7 +84,26 @@ Command = Callable[[argparse.Namespace], int]
 _INVALID_CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)")
 
 
+def _terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns`` without importing shutil (2 ms of every bridge
+    start: it imports zlib, bz2 and lzma): ``COLUMNS``, else the terminal's, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0 and sys.__stdout__ is not None:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)  # argparse's, sized without shutil
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         found = _INVALID_CHOICE.search(message)
         if found:  # a mistyped command or choice: say which one was meant
@@ -97,6 +116,11 @@ class _Parser(argparse.ArgumentParser):
 
 class _HelpFormatter(argparse.HelpFormatter):
     """Wraps descriptions as usual, but keeps an examples epilog line for line."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         _terminal_columns() - 2 if width is None else width)
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         if text.startswith("examples:"):
@@ -273,7 +297,8 @@ _PARSERS: dict[str, tuple[str, str]] = {
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; given the arguments, only the command they name gets its options beyond
-    the hook commands' (see ``_PARSERS``)."""
+    the hook commands' (see ``_PARSERS``), and a command of ``_PARSERS`` is the one command
+    it has."""
     parser = _Parser(
         prog="mcp-hooks",
         description="Run HOOK.md lifecycle hooks for any AI agent.",
@@ -285,13 +310,15 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     options.add_common_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     command = _command_word(sys.argv[1:] if argv is None else argv)
-    hooks.add_parsers(sub)
+    alone = command in _PARSERS  # a bridge, every tool call: its parser only (4 ms less)
+    if not alone:
+        hooks.add_parsers(sub)
     built = set(sub.choices)
     for name, (module, func) in _PARSERS.items():
         if command in (None, name):
             getattr(importlib.import_module(module), func)(sub)
             built.add(name)
-        else:  # another command runs (a bridge, every tool call): not imported, not built
+        elif not alone:  # another command runs: not imported, not built
             sub.add_parser(name)
     for name in built:
         command_parser = sub.choices[name]

@@ -17,7 +17,6 @@ Exit codes: 0 ok; 64 an unknown, expired or already answered id (``UnknownAsk``,
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import select
 import sys
@@ -114,8 +113,16 @@ def _answer(args: argparse.Namespace, given: AskAnswer) -> AskRequest:
         close_store(store)
 
 
+def _user() -> str:
+    """Who answers here: the login name."""
+    # lazy: 0.9 ms of every bridge and fire start (getpass, termios); an answer only
+    import getpass
+
+    return getpass.getuser()
+
+
 def approve_command(args: argparse.Namespace) -> int:
-    request = _answer(args, AskAnswer(True, by=args.by or getpass.getuser(), channel="cli",
+    request = _answer(args, AskAnswer(True, by=args.by or _user(), channel="cli",
                                       for_session=args.for_session))
     scope = " for the rest of the session" if args.for_session else " (one run)"
     print(f"approved {request.id}{scope}: {request.tool_name or request.event_type} in session "
@@ -125,7 +132,7 @@ def approve_command(args: argparse.Namespace) -> int:
 
 def refuse_command(args: argparse.Namespace) -> int:
     request = _answer(args, AskAnswer(False, reason=args.reason,
-                                      by=args.by or getpass.getuser(), channel="cli"))
+                                      by=args.by or _user(), channel="cli"))
     print(f"refused {request.id}: {request.tool_name or request.event_type} in session "
           f"{request.session_id or '-'}")
     return EXIT_OK
@@ -151,7 +158,7 @@ def tty_approver(timeout: float) -> Approver | None:
             return AskAnswer(False, channel=NOBODY)
         approved = line.strip().lower() in ("y", "yes")
         return AskAnswer(approved, reason="" if approved else "refused at the terminal",
-                         by=getpass.getuser(), channel="tty")
+                         by=_user(), channel="tty")
 
     return ask_here
 

@@ -40,7 +40,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -480,6 +479,7 @@ class Host:
     def installed(self, home: Path, path: str | None = None) -> str | None:
         """Why the host looks installed here (its program on ``path``, default ``$PATH``; or
         its config folder under ``home``), or None."""
+        import shutil  # lazy: 2 ms of every bridge start (zlib, bz2, lzma); doctor, init only
         for program in self.programs:
             found = shutil.which(program, path=path)
             if found:

@@ -16,6 +16,15 @@ path is broken, and the hook must not be decided quietly on this machine. The ex
 serves every host installed that way: ``paths.config_dir()/mcp-hooks-forward.py``, with the
 token in a 0600 header file beside it. ``uninstall`` removes the host entries that call it,
 not these files.
+
+Start-up (issue 34): the host runs it as ``python -I -S`` (no site-packages, nothing from the
+current folder) and it is two files: the script, a few lines that load the body
+(``mcp-hooks-forward-body.py`` beside it) from its cached bytecode, which Python's own
+loader writes to ``__pycache__/`` on the first run and checks on every run (a new
+interpreter compiles its own), so no call pays for compiling 300 lines; once its answer is
+flushed it leaves with ``os._exit`` (the interpreter's teardown was half of its own CPU
+time). A body that cannot be loaded blocks the call (exit 2, 1 under
+``MCP_HOOKS_ON_FAULT=warn``), naming the file and the fix.
 """
 
 from __future__ import annotations
@@ -37,11 +46,17 @@ from mcp_hooks.hosts.forward_auth import (
 )
 
 HEADER_FILE = "forward.header"
+BODY_FILE = "mcp-hooks-forward-body.py"  # beside the script, which runs it
 
 
 def script_path() -> Path:
     """Where the forward script is written."""
     return paths.config_dir() / FORWARD_SCRIPT
+
+
+def body_path() -> Path:
+    """Where the forward script's body is written."""
+    return paths.config_dir() / BODY_FILE
 
 
 def header_path() -> Path:
@@ -59,7 +74,7 @@ def read_token() -> str | None:
     return text.strip().partition("Bearer ")[2].strip() or None
 
 
-FORWARD_SCRIPT_TEXT = '''\
+STUB_TEXT = '''\
 # mcp-hooks forward: hand an agent host's hook payload to a running `mcp-hooks serve`
 # (HTTP transport) and print its answer, if and only if the answer proves it comes from that
 # server in answer to this very request (forward protocol v2, docs/safety.md "Forward path").
@@ -79,15 +94,44 @@ FORWARD_SCRIPT_TEXT = '''\
 # hashlib costs more than the whole exchange. https://, or MCP_HOOKS_FORWARD_HTTP=library,
 # uses http.client. Either way only a signed answer counts. The exchange below the line
 # "the forward script carries this module" is mcp_hooks/hosts/forward_http.py, copied.
+# This file is the small part the host runs (`python -I -S`: the standard library only, no
+# site-packages, nothing from the current folder) and holds this installation's settings;
+# the code is in {body_name} beside it, which it runs from its cached bytecode
+# (__pycache__/, written on the first run), so no call pays for compiling it. If that file
+# cannot be loaded, the call is blocked (exit 2), naming it.
+import sys
+
+HEADER = {header!r}
+BRIDGE = {bridge!r}
+DEFAULT_TIMEOUT = {timeout!r}
+BODY = {body!r}
+
+try:
+    from _frozen_importlib_external import SourceFileLoader  # CPython: already loaded
+except ImportError:
+    from importlib.machinery import SourceFileLoader
+try:
+    CODE = SourceFileLoader("mcp_hooks_forward_body", BODY).get_code("mcp_hooks_forward_body")
+except Exception as exc:
+    sys.stderr.write("mcp-hooks forward: cannot load " + BODY + " (" + type(exc).__name__
+                     + ": " + str(exc) + "); blocked. Fix: mcp-hooks install "
+                     + (sys.argv[2] if len(sys.argv) > 2 else "HOST")
+                     + " --via server (writes it again)\\n")
+    import os
+
+    sys.exit(1 if os.environ.get("MCP_HOOKS_ON_FAULT", "").strip().lower() == "warn" else 2)
+exec(CODE)
+'''
+
+BODY_TEXT = '''\
+# mcp-hooks forward, its code: run by mcp-hooks-forward.py beside it, which defines HEADER,
+# BRIDGE and DEFAULT_TIMEOUT (see its comments); not a program of its own. Written by
+# `mcp-hooks install --via server`; the same for every installation of one mcp-hooks.
 from __future__ import annotations
 
 import os
 import sys
 import time
-
-HEADER = {header!r}
-BRIDGE = {bridge!r}
-DEFAULT_TIMEOUT = {timeout!r}
 
 
 UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
@@ -261,7 +305,15 @@ def main():
     return done.returncode
 
 
-sys.exit(main())
+def finish(code):
+    \"\"\"Exit with ``code`` once the answer is out, without the interpreter's teardown
+    (half of the script's own CPU time): nothing is left to clean up.\"\"\"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+finish(main())
 '''
 
 
@@ -271,19 +323,29 @@ def http_text() -> str:
     return source[source.index("\n" + forward_http.EMBED_FROM + "\n") + 1:].rstrip() + "\n"
 
 
-def script_text(header: str, bridge: list[str]) -> str:
-    """The forward script reading its token from ``header`` and falling back to ``bridge``."""
-    return FORWARD_SCRIPT_TEXT.format(
-        timeout=DEFAULT_FORWARD_TIMEOUT_S, timeout_env=FORWARD_TIMEOUT_ENV, header=header,
-        path=FORWARD_PATH, bridge=bridge, nonce_header=NONCE_HEADER, time_header=TIME_HEADER,
-        auth_header=AUTH_HEADER, signature_header=SIGNATURE_HEADER, http="{http}",
+def script_text(header: str, bridge: list[str], body: str) -> str:
+    """The forward script a host runs: reading its token from ``header``, falling back to
+    ``bridge``, running the code at ``body`` (``body_text``)."""
+    return STUB_TEXT.format(timeout=DEFAULT_FORWARD_TIMEOUT_S, timeout_env=FORWARD_TIMEOUT_ENV,
+                            header=header, bridge=bridge, body=body, body_name=BODY_FILE)
+
+
+def body_text() -> str:
+    """The forward script's code (``forward_http``'s exchange included)."""
+    return BODY_TEXT.format(
+        timeout_env=FORWARD_TIMEOUT_ENV, path=FORWARD_PATH, nonce_header=NONCE_HEADER,
+        time_header=TIME_HEADER, auth_header=AUTH_HEADER, signature_header=SIGNATURE_HEADER,
+        http="{http}",
     ).replace("{http}", http_text(), 1)
 
 
 def write_forward_files(token: str, bridge: list[str], *, dry_run: bool) -> Path:
-    """Write the forward script (falling back to ``bridge``, an argv that starts mcp-hooks)
-    and its token file, unless ``dry_run``; returns the script's path. Raises OSError."""
-    script, header = script_path(), header_path()
+    """Write the forward script and its body (falling back to ``bridge``, an argv that
+    starts mcp-hooks) and its token file, unless ``dry_run``; returns the script's path.
+    The body's cached bytecode is removed, so its next run compiles the new text (a cache
+    is checked by the source's mtime in seconds and size: a body rewritten within the
+    second could pass as the old one). Raises OSError."""
+    script, header, body = script_path(), header_path(), body_path()
     if dry_run:
         return script
     script.parent.mkdir(parents=True, exist_ok=True)
@@ -291,9 +353,14 @@ def write_forward_files(token: str, bridge: list[str], *, dry_run: bool) -> Path
     with os.fdopen(fd, "w") as f:
         f.write(f"Authorization: Bearer {token}\n")
     os.chmod(header, 0o600)
-    script.write_text(script_text(str(header), bridge))
+    body.write_text(body_text())  # before the script that runs it
+    os.chmod(body, 0o644)
+    for cached in (body.parent / "__pycache__").glob(body.stem + ".*.pyc"):
+        cached.unlink(missing_ok=True)
+    script.write_text(script_text(str(header), bridge, str(body)))
     os.chmod(script, 0o644)
     return script
 
 
-__all__ = ["header_path", "read_token", "script_path", "script_text", "write_forward_files"]
+__all__ = ["body_path", "body_text", "header_path", "read_token", "script_path", "script_text",
+           "write_forward_files"]

@@ -37,12 +37,15 @@ import errno
 import os
 import resource
 import select
-import subprocess
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mcp_hooks.settings import env_value
+
+if TYPE_CHECKING:
+    import subprocess
 
 HAS_PIDFD = hasattr(os, "pidfd_open")
 HAS_POSIX_SPAWN = hasattr(os, "posix_spawn") and hasattr(os, "POSIX_SPAWN_DUP2")
@@ -211,6 +214,10 @@ def spawn(argv: Sequence[str], cwd: str, env: Mapping[str, str],
 
 
 def _popen(argv: Sequence[str], cwd: str, env: Mapping[str, str], nofile: int | None) -> Child:
+    # posix_spawn starts most runs, so subprocess (and selectors, locale) waits until here:
+    # lazy: 4 ms of every bridge and fire start (python -X importtime)
+    import subprocess
+
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()

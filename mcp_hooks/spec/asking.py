@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,7 +54,8 @@ def binding_of(session_id: str | None, event_type: str, tool_name: str | None,
 
 def new_ask_id(binding: str, created: float) -> str:
     """A fresh id for an ask of this binding (unguessable: 16 random bytes go in)."""
-    seed = f"{binding}:{created!r}:{secrets.token_hex(16)}".encode()
+    # os.urandom, as secrets.token_hex does (importing secrets: 1.5 ms of every bridge start)
+    seed = f"{binding}:{created!r}:{os.urandom(16).hex()}".encode()
     return ID_PREFIX + hashlib.sha256(seed).hexdigest()[:ID_HEX]
 
 

@@ -18,7 +18,6 @@ imported only for their own scheme.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,6 @@ from urllib.parse import urlsplit
 
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.state.files import FileStore
-from mcp_hooks.state.remote import redact, split_ttls
 from mcp_hooks.state.store import StateStore
 
 SCHEMES = {"file": "file", "redis": "redis", "rediss": "redis", "postgresql": "postgres",
@@ -38,6 +36,9 @@ def scheme(url: str) -> str:
     the URL (without its password) and the schemes for any other."""
     name = url.strip().partition(":")[0].lower() if ":" in url else ""
     if name not in SCHEMES:
+        # lazy: 6 ms of every bridge and fire start (socket, uuid, platform); shared stores only
+        from mcp_hooks.state.remote import redact
+
         raise ConfigError(f"state store {redact(url)!r}: not a URL mcp-hooks can use; give "
                           "file:, redis://[:password@]host[:port][/db] or "
                           "postgresql://user:password@host[:port]/db")
@@ -55,6 +56,9 @@ def check_port(url: str) -> None:
     except ValueError:
         port = 0
     if port == 0:
+        # lazy: 6 ms of every bridge and fire start (socket, uuid, platform); shared stores only
+        from mcp_hooks.state.remote import redact
+
         given = urlsplit(url.strip()).netloc.rpartition("@")[2].rpartition(":")[2]
         raise ConfigError(f"state store {redact(url)}: the port {given!r} is not a number "
                           "from 1 to 65535; fix the URL (e.g. redis://host:6379/0, "
@@ -69,6 +73,8 @@ def open_store(url: str, *, replica: str | None = None, log: Any = None,
     backend = scheme(url)
     if backend != "file":
         check_port(url)
+        # lazy: 6 ms of every bridge and fire start (socket, uuid, platform); shared stores only
+        from mcp_hooks.state.remote import split_ttls
     if backend == "redis":
         # lazy: 31 ms (python -X importtime), and the extra's client may not be installed
         from mcp_hooks.state.redis import RedisStore
@@ -88,6 +94,9 @@ def open_store(url: str, *, replica: str | None = None, log: Any = None,
 
 def replica_name() -> str:
     """This process as a shared store's records name it: ``hostname:pid``."""
+    # lazy: 1.5 ms of every bridge and fire start; shared stores only
+    import socket
+
     return f"{socket.gethostname()}:{os.getpid()}"
 
 

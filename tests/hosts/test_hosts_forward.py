@@ -270,11 +270,11 @@ def test_mcp_tool_payload_parses_substituted_values() -> None:
 
 def _script_functions() -> dict[str, Any]:
     """The forward script's functions, loaded without running its main."""
-    from mcp_hooks.hosts.forward_script import script_text
+    from mcp_hooks.hosts.forward_script import body_text
 
-    namespace: dict[str, Any] = {}
-    exec(compile(script_text("/nonexistent", ["true"]).replace("sys.exit(main())", ""),
-                 "forward", "exec"), namespace)
+    namespace: dict[str, Any] = {"HEADER": "/nonexistent", "BRIDGE": ["true"],
+                                 "DEFAULT_TIMEOUT": 5.0}  # the script's settings
+    exec(compile(body_text().replace("finish(main())", ""), "forward", "exec"), namespace)
     return namespace
 
 

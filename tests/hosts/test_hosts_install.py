@@ -306,7 +306,8 @@ def test_via_server_falls_back_to_the_bridge_when_no_server_answers(
     command = json.loads(text)["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     folder = Path(env["XDG_CONFIG_HOME"]) / "mcp-hooks"
     script, header = folder / "mcp-hooks-forward.py", folder / "forward.header"
-    assert command.startswith(f"{sys.executable} -I {script} http://127.0.0.1:9 codex PreToolUse")
+    assert command.startswith(f"{sys.executable} -I -S {script} http://127.0.0.1:9 codex "
+                              "PreToolUse")
     assert stat.S_IMODE(header.stat().st_mode) == 0o600
     assert header.read_text() == "Authorization: Bearer s3cret\n"
     assert "s3cret" not in text and "s3cret" not in script.read_text()
