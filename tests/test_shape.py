@@ -42,7 +42,6 @@ DOOR_EXCEPTIONS: dict[str, str] = {
     'proxy/config.py:parse_server': _TODO,
     'server/stdio.py:_streams.read_lines': _TODO,
     'proxy/fast.py:FastPath.__call__': "owned by the guard helper this session (the proxy's guard)",
-    'cli/report.py:format_outcome': _TODO,
     'cli/hooks.py:_fire': "owned by the guard helper this session (fire's guard)",
     'cli/scaffold.py:new_command': _TODO,
     'cli/hooks.py:_why_none': _TODO,
