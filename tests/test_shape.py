@@ -45,7 +45,6 @@ DOOR_EXCEPTIONS: dict[str, str] = {
     'cli/hooks.py:_fire': "owned by the guard helper this session (fire's guard)",
     'cli/scaffold.py:new_command': _TODO,
     'cli/hooks.py:_why_none': _TODO,
-    'hosts/claude_code.py:ClaudeShaped.reply': _TODO,
     'server/results.py:portable_schema.walk': _TODO,
     'proxy/upstream.py:Upstream._describe': _TODO,
     'hosts/cline.py:Cline.reply': _TODO,
