@@ -47,7 +47,6 @@ DOOR_EXCEPTIONS: dict[str, str] = {
     'cli/hooks.py:_why_none': _TODO,
     'server/results.py:portable_schema.walk': _TODO,
     'proxy/upstream.py:Upstream._describe': _TODO,
-    'hosts/cline.py:Cline.reply': _TODO,
     'proxy/upstream.py:Upstream._run': _TODO,
     'hosts/forward.py:mcp_tool_payload': _TODO,
 }
