@@ -48,7 +48,6 @@ DOOR_EXCEPTIONS: dict[str, str] = {
     'server/results.py:portable_schema.walk': _TODO,
     'proxy/upstream.py:Upstream._describe': _TODO,
     'proxy/upstream.py:Upstream._run': _TODO,
-    'hosts/forward.py:mcp_tool_payload': _TODO,
 }
 
 _MEASURED = re.compile(r"#.*\b\d+(\.\d+)?\s*ms\b")
