@@ -42,7 +42,6 @@ DOOR_EXCEPTIONS: dict[str, str] = {
     'proxy/config.py:parse_server': _TODO,
     'server/stdio.py:_streams.read_lines': _TODO,
     'proxy/fast.py:FastPath.__call__': "owned by the guard helper this session (the proxy's guard)",
-    'cli/scaffold.py:new_command': _TODO,
     'server/results.py:portable_schema.walk': _TODO,
     'proxy/upstream.py:Upstream._describe': _TODO,
     'proxy/upstream.py:Upstream._run': _TODO,
