@@ -40,7 +40,6 @@ CORE_EXCEPTIONS: dict[str, str] = {}
 DOOR_EXCEPTIONS: dict[str, str] = {
     'hosts/install.py:_change': _TODO,
     'proxy/config.py:parse_server': _TODO,
-    'server/stdio.py:_streams.read_lines': _TODO,
     'proxy/fast.py:FastPath.__call__': "owned by the guard helper this session (the proxy's guard)",
     'server/results.py:portable_schema.walk': _TODO,
     'proxy/upstream.py:Upstream._describe': _TODO,
