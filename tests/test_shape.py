@@ -41,7 +41,6 @@ DOOR_EXCEPTIONS: dict[str, str] = {
     'hosts/install.py:_change': _TODO,
     'proxy/config.py:parse_server': _TODO,
     'proxy/fast.py:FastPath.__call__': "owned by the guard helper this session (the proxy's guard)",
-    'server/results.py:portable_schema.walk': _TODO,
     'proxy/upstream.py:Upstream._describe': _TODO,
     'proxy/upstream.py:Upstream._run': _TODO,
 }
