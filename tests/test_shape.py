@@ -40,21 +40,9 @@ CORE_EXCEPTIONS: dict[str, str] = {}
 DOOR_EXCEPTIONS: dict[str, str] = {
     'hosts/install.py:_change': _TODO,
     'proxy/config.py:parse_server': _TODO,
-    'server/stdio.py:_streams.read_lines': _TODO,
-    'hosts/doctor.py:read_entries': _TODO,
-    'hosts/base.py:Host.translate': _TODO,
     'proxy/fast.py:FastPath.__call__': "owned by the guard helper this session (the proxy's guard)",
-    'cli/report.py:format_outcome': _TODO,
-    'cli/hooks.py:_fire': "owned by the guard helper this session (fire's guard)",
-    'cli/scaffold.py:new_command': _TODO,
-    'cli/hooks.py:_why_none': _TODO,
-    'hosts/doctor.py:check_host': _TODO,
-    'hosts/claude_code.py:ClaudeShaped.reply': _TODO,
-    'server/results.py:portable_schema.walk': _TODO,
     'proxy/upstream.py:Upstream._describe': _TODO,
-    'hosts/cline.py:Cline.reply': _TODO,
     'proxy/upstream.py:Upstream._run': _TODO,
-    'hosts/forward.py:mcp_tool_payload': _TODO,
 }
 
 _MEASURED = re.compile(r"#.*\b\d+(\.\d+)?\s*ms\b")

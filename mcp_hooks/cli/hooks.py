@@ -195,10 +195,7 @@ def cmd_fire(args: argparse.Namespace) -> int:
 
 def _fire(args: argparse.Namespace) -> int:
     event_type = canonical_event(args.event)
-    if args.input == "-" and args.payload == "-":
-        raise UsageError("only one of --input and --payload can read stdin")
-    if args.work_dir and not Path(args.work_dir).is_dir():
-        raise UsageError(f"--work-dir {args.work_dir}: not an existing folder")
+    _check_sources(args)
     values, fault = _json_args(args)
     if event_type in NAMED_TOOL_EVENTS and not args.tool:
         raise UsageError(
@@ -210,38 +207,7 @@ def _fire(args: argparse.Namespace) -> int:
     if fault is not None:
         outcome = fault_outcome(event_type, fault, on_fault=options.on_fault(args))
     else:
-        fields: dict[str, Any] = {
-            "event_type": args.event,
-            "session_id": args.session,
-            "work_dir": str(Path(args.work_dir).resolve()) if args.work_dir else None,
-            "tool_name": args.tool,
-            "tool_input": values["tool_input"],
-            "tool_output": values["tool_output"],
-            "error": args.error,
-            "tool_use_id": args.tool_use_id,
-            "payload": values["payload"] or {},
-        }
-        # one vocabulary: --tool Bash reaches hooks as Shell (api.read_tool_call), as it does
-        # through fire_hook_event and the bridges; a rewrite goes back in the --input keys
-        _, fields, call = read_tool_call(args.event, fields)
-        event = Event.create(**fields)
-        served = _fire_on_server(args, fields | {"event_type": event_type})
-        if served is not None:
-            outcome = served
-        else:
-            settings = options.settings(args, door="fire")
-            registry = options.registry_of(settings, watch=False)
-            engine = Engine(registry, settings, one_shot=True)
-            outcome = engine.fire_blocking(event, on_hook_done=_progress(event_type),
-                                           approve=tty_approver(settings.ask_timeout))
-        outcome = answered(event_type, outcome, call, options.on_fault(args), args.tool)
-        if getattr(args, "verbose", False):
-            # lazy: 10 ms of cold bridge (python -X importtime)
-            from mcp_hooks.cli.report import format_considered
-
-            registry = registry or options.registry(args, watch=False)
-            print(format_considered(registry, event_type, event.tool_name, event.tool_input),
-                  file=sys.stderr)
+        outcome, registry, served = _fire_event(args, event_type, values)
     # a hook that would have run but did not is said on stderr: held back by trust always;
     # a fault that let the event through also under --json (the text report shows it)
     skipped = [w for w in outcome.warnings if _untrusted(w) or (args.json and _faulted(w))]
@@ -251,6 +217,54 @@ def _fire(args: argparse.Namespace) -> int:
         registry, event_type, args, outcome)
     answerable = served is not None or options.event_log(args) is not None
     return _answer(args, outcome, why, notes, answerable=answerable, skipped=skipped)
+
+
+def _check_sources(args: argparse.Namespace) -> None:
+    """``fire``'s input sources usable: stdin read once at most, the work dir a folder."""
+    if args.input == "-" and args.payload == "-":
+        raise UsageError("only one of --input and --payload can read stdin")
+    if args.work_dir and not Path(args.work_dir).is_dir():
+        raise UsageError(f"--work-dir {args.work_dir}: not an existing folder")
+
+
+def _fire_event(args: argparse.Namespace, event_type: str, values: dict[str, Any]
+                ) -> tuple[Outcome, Registry | None, Outcome | None]:
+    """The event run on the server or here: ``(outcome, the registry loaded, if any, the
+    server's outcome, if it answered)``."""
+    registry: Registry | None = None
+    fields: dict[str, Any] = {
+        "event_type": args.event,
+        "session_id": args.session,
+        "work_dir": str(Path(args.work_dir).resolve()) if args.work_dir else None,
+        "tool_name": args.tool,
+        "tool_input": values["tool_input"],
+        "tool_output": values["tool_output"],
+        "error": args.error,
+        "tool_use_id": args.tool_use_id,
+        "payload": values["payload"] or {},
+    }
+    # one vocabulary: --tool Bash reaches hooks as Shell (api.read_tool_call), as it does
+    # through fire_hook_event and the bridges; a rewrite goes back in the --input keys
+    _, fields, call = read_tool_call(args.event, fields)
+    event = Event.create(**fields)
+    served = _fire_on_server(args, fields | {"event_type": event_type})
+    if served is not None:
+        outcome = served
+    else:
+        settings = options.settings(args, door="fire")
+        registry = options.registry_of(settings, watch=False)
+        engine = Engine(registry, settings, one_shot=True)
+        outcome = engine.fire_blocking(event, on_hook_done=_progress(event_type),
+                                       approve=tty_approver(settings.ask_timeout))
+    outcome = answered(event_type, outcome, call, options.on_fault(args), args.tool)
+    if getattr(args, "verbose", False):
+        # lazy: 10 ms of cold bridge (python -X importtime)
+        from mcp_hooks.cli.report import format_considered
+
+        registry = registry or options.registry(args, watch=False)
+        print(format_considered(registry, event_type, event.tool_name, event.tool_input),
+              file=sys.stderr)
+    return outcome, registry, served
 
 
 def _answer(args: argparse.Namespace, outcome: Outcome, why: str = "",
@@ -363,19 +377,8 @@ def _why_none(registry: Registry | None, event_type: str, args: argparse.Namespa
     if registry is None:
         registry = options.registry(args, watch=False)
     if not registry.hooks() and not registry.untrusted and not registry.invalid:
-        searched = [f"{registry.user_dir} (user)"]
-        if registry.project_dir is not None:
-            searched.append(f"{project_hooks_dir(registry.project_dir)} (project)")
-        return "no hooks installed", [
-            f"searched: {', '.join(searched)}",
-            "add the bundled guards with `mcp-hooks init` (or pick from `mcp-hooks add "
-            "--list`), or write one with `mcp-hooks new NAME --trigger EVENT`",
-        ]
-    held = [u for u in registry.untrusted if u.spec.event == event_type]
-    states = {"changed since trusted" if u.status == "changed" else "untrusted" for u in held}
-    skipped = (f"; {len(held)} skipped: {' or '.join(sorted(states))} project hook"
-               f"{'s' if len(held) > 1 else ''} {', '.join(u.name for u in held)}"
-               if held else "")  # how to trust them: the engine's warning says
+        return _none_installed(registry)
+    skipped = _held_back(registry, event_type)
     candidates = registry.for_event(event_type)
     if not candidates:
         return f"no {event_type} hooks{skipped}", [
@@ -385,6 +388,27 @@ def _why_none(registry: Registry | None, event_type: str, args: argparse.Namespa
     more = "" if getattr(args, "verbose", False) else "; --verbose shows why"
     return f"no hook matched{skipped}", [
         f"{len(candidates)} {event_type} hook(s), none matched ({given}){more}"]
+
+
+def _none_installed(registry: Registry) -> tuple[str, list[str]]:
+    """No hook at all: the folders searched, and how to add one."""
+    searched = [f"{registry.user_dir} (user)"]
+    if registry.project_dir is not None:
+        searched.append(f"{project_hooks_dir(registry.project_dir)} (project)")
+    return "no hooks installed", [
+        f"searched: {', '.join(searched)}",
+        "add the bundled guards with `mcp-hooks init` (or pick from `mcp-hooks add "
+        "--list`), or write one with `mcp-hooks new NAME --trigger EVENT`",
+    ]
+
+
+def _held_back(registry: Registry, event_type: str) -> str:
+    """The project hooks for ``event_type`` held back by trust, as a clause ("" when none)."""
+    held = [u for u in registry.untrusted if u.spec.event == event_type]
+    states = {"changed since trusted" if u.status == "changed" else "untrusted" for u in held}
+    return (f"; {len(held)} skipped: {' or '.join(sorted(states))} project hook"
+            f"{'s' if len(held) > 1 else ''} {', '.join(u.name for u in held)}"
+            if held else "")  # how to trust them: the engine's warning says
 
 
 def _what_spoke(outcome: Outcome) -> str:

@@ -39,15 +39,7 @@ def format_outcome(outcome: Outcome, *, color: bool = False, why_none: str = "",
     it; both only for an allowed event that no hook ran on. ``answerable``: the signals were
     logged, so ``mcp-hooks respond`` can answer them.
     """
-    if outcome.denied:
-        head = _paint("DENIED", "1;31", color) + f"  {outcome.event_type}  by {outcome.blocked_by}"
-        if outcome.continue_working:
-            head += "  (keep working)"
-    else:
-        head = _paint("ALLOWED", "1;32", color) + f"  {outcome.event_type}"
-        if not outcome.hooks:
-            head += f"  ({why_none or 'no hook matched'})"
-    lines = [head]
+    lines = [_head(outcome, color, why_none)]
     if not outcome.hooks and not outcome.denied:
         lines += [f"  {note}" for note in notes]
     if outcome.reason:
@@ -56,26 +48,41 @@ def format_outcome(outcome: Outcome, *, color: bool = False, why_none: str = "",
         lines.append(f"  modified input: {outcome.modified_input}")
     if outcome.modified_output is not None:
         lines.append(f"  modified output: {outcome.modified_output}")
-    for text in outcome.additional_context:
-        lines.append(_indent("context: ", text))
-    for run in outcome.hooks:
-        code = "-" if run.exit_code is None else str(run.exit_code)
-        line = (f"  {_MARK[run.status]:<4} {run.name:<28} {run.scope:<7} p{run.priority:<4} "
-                f"{run.mode:<5} exit {code:<3} {run.duration_ms:8.1f} ms")
-        if run.message:
-            first = run.message.strip().splitlines()[0] if run.message.strip() else ""
-            if run.status in ("error", "timeout") and _said(run.message, outcome.reason):
-                first = "(the reason above)"  # a fault's text is printed once
-            line += f"  {first[:80]}"
-        lines.append(line)
-    for warning in outcome.warnings:
-        if warning.startswith("fault: ") and _said(
-                warning[len("fault: "):].rsplit("; ", 1)[0], outcome.reason):
-            continue  # the reason says it already
-        lines.append(_paint(f"  warning: {warning}", "33", color))
+    lines += [_indent("context: ", text) for text in outcome.additional_context]
+    lines += [_run_line(run, outcome.reason) for run in outcome.hooks]
+    lines += [_paint(f"  warning: {warning}", "33", color) for warning in outcome.warnings
+              if not _fault_told(warning, outcome.reason)]
     lines += [format_signal(signal.id, signal.intensity, signal.source, answerable)
               for signal in outcome.signals]
     return "\n".join(lines)
+
+
+def _head(outcome: Outcome, color: bool, why_none: str) -> str:
+    """The decision, the event and who decided (or why no hook ran)."""
+    if outcome.denied:
+        head = _paint("DENIED", "1;31", color) + f"  {outcome.event_type}  by {outcome.blocked_by}"
+        return head + ("  (keep working)" if outcome.continue_working else "")
+    head = _paint("ALLOWED", "1;32", color) + f"  {outcome.event_type}"
+    return head + ("" if outcome.hooks else f"  ({why_none or 'no hook matched'})")
+
+
+def _run_line(run: HookRun, reason: str | None) -> str:
+    """One hook's run: status, name, scope, priority, mode, exit code, time, first message line."""
+    code = "-" if run.exit_code is None else str(run.exit_code)
+    line = (f"  {_MARK[run.status]:<4} {run.name:<28} {run.scope:<7} p{run.priority:<4} "
+            f"{run.mode:<5} exit {code:<3} {run.duration_ms:8.1f} ms")
+    if not run.message:
+        return line
+    first = run.message.strip().splitlines()[0] if run.message.strip() else ""
+    if run.status in ("error", "timeout") and _said(run.message, reason):
+        first = "(the reason above)"  # a fault's text is printed once
+    return line + f"  {first[:80]}"
+
+
+def _fault_told(warning: str, reason: str | None) -> bool:
+    """Whether ``warning`` is a fault the reason already says (so it is not printed twice)."""
+    return warning.startswith("fault: ") and _said(
+        warning[len("fault: "):].rsplit("; ", 1)[0], reason)
 
 
 def _said(text: str, reason: str | None) -> bool:

@@ -182,6 +182,26 @@ def fire_line(spec: HookSpec, folders: list[str]) -> tuple[str, bool]:
 
 def new_command(args: argparse.Namespace) -> int:
     """``mcp-hooks new``."""
+    name, event = args.name, _checked_event(args)
+    project = options.project_dir(args) if _scope(args) == "project" else None
+    root = project_hooks_dir(project) if project is not None else options.user_hooks_dir(args)
+    hook_dir = root / name
+    if hook_dir.exists():
+        print(f"mcp-hooks: {hook_dir} already exists; nothing written", file=sys.stderr)
+        return EXIT_FAILURE
+    trigger = spec_trigger(event)
+    (hook_dir / "scripts").mkdir(parents=True)
+    (hook_dir / "HOOK.md").write_text("\n".join(_hook_md(args, trigger)), encoding="utf-8")
+    script = hook_dir / "scripts" / "run"
+    script.write_text(_SCRIPT.format(name=name, trigger=trigger), encoding="utf-8")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    print(f"created {hook_dir}/HOOK.md and {script}")
+    _print_try_it(args, hook_dir, project)
+    return EXIT_OK
+
+
+def _checked_event(args: argparse.Namespace) -> str:
+    """``new``'s arguments checked (name, event, priority, matcher): the canonical event."""
     name = args.name
     if not NAME_RE.match(name) or len(name) > 64:
         raise UsageError(f"{name!r}: a hook name is 1-64 lowercase letters, digits and hyphens")
@@ -190,13 +210,12 @@ def new_command(args: argparse.Namespace) -> int:
         raise UsageError("--priority must be from 0 to 1000")
     if (args.tool or args.pattern) and not EVENTS[event].is_tool_event:
         raise UsageError("--tool and --pattern apply to tool events only")
-    project = options.project_dir(args) if _scope(args) == "project" else None
-    root = project_hooks_dir(project) if project is not None else options.user_hooks_dir(args)
-    hook_dir = root / name
-    if hook_dir.exists():
-        print(f"mcp-hooks: {hook_dir} already exists; nothing written", file=sys.stderr)
-        return EXIT_FAILURE
-    trigger = spec_trigger(event)
+    return event
+
+
+def _hook_md(args: argparse.Namespace, trigger: str) -> list[str]:
+    """The new hook's HOOK.md, line by line: frontmatter from the arguments, a body to fill."""
+    name = args.name
     lines = ["---", f"name: {yaml_scalar(name)}",
              f"description: {yaml_scalar(f'TODO say what {name} checks and why')}",
              f"trigger: {yaml_scalar(trigger)}"]
@@ -209,12 +228,11 @@ def new_command(args: argparse.Namespace) -> int:
     lines += ["timeout: 30000", f"async: {'true' if args.is_async else 'false'}",
               f"priority: {args.priority}", "---", "", f"# {name}", "",
               "What this hook checks, when it denies, and what the agent should do then.", ""]
-    (hook_dir / "scripts").mkdir(parents=True)
-    (hook_dir / "HOOK.md").write_text("\n".join(lines), encoding="utf-8")
-    script = hook_dir / "scripts" / "run"
-    script.write_text(_SCRIPT.format(name=name, trigger=trigger), encoding="utf-8")
-    script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    print(f"created {hook_dir}/HOOK.md and {script}")
+    return lines
+
+
+def _print_try_it(args: argparse.Namespace, hook_dir: Path, project: Path | None) -> None:
+    """The ``mcp-hooks fire`` line that runs the new hook (a project hook trusted first)."""
     spec, _ = load_hook(hook_dir, "project" if project is not None else "user")
     folders: list[str] = []
     if options.user_dir(args) is not None:
@@ -229,8 +247,7 @@ def new_command(args: argparse.Namespace) -> int:
               "matches in --input)")
     if project is not None:
         print(f"  (trusted as written; after an edit, trust it again: mcp-hooks trust "
-              f"{shlex.quote(str(project))} --hook {name})")
-    return EXIT_OK
+              f"{shlex.quote(str(project))} --hook {hook_dir.name})")
 
 
 def _scope(args: argparse.Namespace) -> str:

@@ -51,6 +51,7 @@ from mcp_hooks.spec.events import can_block
 from mcp_hooks.spec.signals import ACTIONS
 from mcp_hooks.spec.vocabulary import (
     MCP_CLIENTS,
+    NAMED_TOOL_EVENTS,
     RewriteError,
     ToolMap,
     Vocabulary,
@@ -372,41 +373,14 @@ class Host:
         """The host's payload as the fields of one engine ``Event``."""
         event = self.events[host_event]
         fields: dict[str, Any] = {}
-        session = _first(payload, self.session_keys)
-        if session is not None:
+        if (session := _first(payload, self.session_keys)) is not None:
             fields["session_id"] = str(session)
-        work_dir = self.work_dir(payload)
-        if work_dir is not None:
+        if (work_dir := self.work_dir(payload)) is not None:
             fields["work_dir"] = work_dir
-        extra: dict[str, Any] = {}
-        for host_key, our_key in self.field_map.items():
-            if host_key in payload:
-                extra[our_key] = payload[host_key]
+        extra = {ours: payload[key] for key, ours in self.field_map.items() if key in payload}
         call = Call(host_event, event, fields, payload=payload)
-        tool_name, tool_input = self.host_tool(host_event, payload)
         host: dict[str, Any] = {"name": self.name, "event": host_event}
-        if tool_name is not None or event in ("before_tool", "after_tool", "after_tool_failure"):
-            if tool_name is not None and not isinstance(tool_name, str):
-                raise BridgeInputError(f"the tool name must be a string, got "
-                                       f"{type(tool_name).__name__}")
-            if tool_input is not None and not isinstance(tool_input, dict):
-                raise BridgeInputError(f"the tool input must be a JSON object, got "
-                                       f"{type(tool_input).__name__}")
-            tool_input = tool_input if isinstance(tool_input, dict) else {}
-            call.host_tool_name, call.host_tool_input = tool_name, tool_input
-            name, canonical_input = self.canonical_tool(tool_name or "", tool_input, payload)
-            call.tool = self.tool_map(host_event, tool_name or "")
-            command = canonical_input.get("command")
-            if name == "Shell" and command is not None and not isinstance(command, str):
-                raise BridgeInputError(f"the shell command must be a string, got "
-                                       f"{type(command).__name__}")
-            fields["tool_name"] = name
-            fields["tool_input"] = canonical_input
-            use_id = _first(payload, self.tool_use_id_keys)
-            if use_id is not None:
-                fields["tool_use_id"] = str(use_id)
-            host["tool_name"] = tool_name
-            host["tool_input"] = tool_input
+        self._translate_tool(call, host)
         if event == "after_tool":
             fields["tool_output"] = _first(payload, self.output_keys)
         if event == "after_tool_failure":
@@ -419,6 +393,32 @@ class Host:
         fields["payload"] = extra
         self.adjust(call)
         return call
+
+    def _translate_tool(self, call: Call, host: dict[str, Any]) -> None:
+        """The tool's fields of ``call`` (canonical name and input), when its event has a tool."""
+        payload, fields = call.payload, call.fields
+        tool_name, tool_input = self.host_tool(call.host_event, payload)
+        if tool_name is None and call.event not in NAMED_TOOL_EVENTS:
+            return
+        if tool_name is not None and not isinstance(tool_name, str):
+            raise BridgeInputError(f"the tool name must be a string, got "
+                                   f"{type(tool_name).__name__}")
+        if tool_input is not None and not isinstance(tool_input, dict):
+            raise BridgeInputError(f"the tool input must be a JSON object, got "
+                                   f"{type(tool_input).__name__}")
+        tool_input = tool_input if isinstance(tool_input, dict) else {}
+        call.host_tool_name, call.host_tool_input = tool_name, tool_input
+        name, canonical_input = self.canonical_tool(tool_name or "", tool_input, payload)
+        call.tool = self.tool_map(call.host_event, tool_name or "")
+        command = canonical_input.get("command")
+        if name == "Shell" and command is not None and not isinstance(command, str):
+            raise BridgeInputError(f"the shell command must be a string, got "
+                                   f"{type(command).__name__}")
+        fields["tool_name"], fields["tool_input"] = name, canonical_input
+        use_id = _first(payload, self.tool_use_id_keys)
+        if use_id is not None:
+            fields["tool_use_id"] = str(use_id)
+        host["tool_name"], host["tool_input"] = tool_name, tool_input
 
     def host_tool(self, host_event: str, payload: Mapping[str, Any]) -> tuple[str | None, Any]:
         """The tool name and input as the host sent them (None when the event has none)."""

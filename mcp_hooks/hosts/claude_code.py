@@ -52,53 +52,67 @@ class ClaudeShaped(Host):
         specific: dict[str, Any] = {"hookEventName": event}
         notes = list(call.notes)
         contexts = list(outcome.additional_context)
-        reason = outcome.reason or denied_by(outcome)
-
         if outcome.denied:
-            if event == "PreToolUse":
-                specific["permissionDecision"] = "deny"
-                specific["permissionDecisionReason"] = reason
-            elif event in self.decision_events:
-                out["decision"] = "block"
-                out["reason"] = joined([reason, *contexts]) if event in self.stop_events else reason
-                if event in self.stop_events:
-                    contexts = []
-            elif event in self.context_events:
-                contexts.insert(0, reason)  # the model reads the reason beside the result
-            else:
-                notes.append(f"{self.title} cannot block {event}; {outcome.blocked_by} said: "
-                             f"{reason}")
+            contexts = self._deny(event, outcome, out, specific, notes, contexts)
         else:
-            if event == "PreToolUse" and outcome.ask is not None and asks_natively(self, call):
-                specific["permissionDecision"] = "ask"  # the host asks the person itself
-                specific["permissionDecisionReason"] = native_ask_reason(outcome.ask)
-            if event == "PreToolUse":
-                rewritten, why = self.host_input(call, outcome)
-                if why:
-                    notes.append(why)
-                if rewritten is not None:
-                    specific["updatedInput"] = rewritten
-                    if self.rewrite_decision and "permissionDecision" not in specific:
-                        specific["permissionDecision"] = self.rewrite_decision
-            elif outcome.modified_output is not None:
-                if event == "PostToolUse" and self.output_rewrite:
-                    specific["updatedToolOutput"] = outcome.modified_output
-                else:
-                    notes.append(f"{self.title} cannot rewrite the output of {event}; ignored")
-
+            self._allow(call, outcome, specific, notes)
         if contexts:
-            if event in self.context_events:
-                specific["additionalContext"] = joined(contexts)
-            elif event in self.stop_events:
-                # additionalContext on a stop keeps the agent working: only a block may do that
-                notes.append("context from a stop hook that allowed the stop is not passed on "
-                             f"(on {event} it would keep the agent working): {joined(contexts)}")
-            else:
-                notes.append(f"{self.title} takes no context on {event}: {joined(contexts)}")
-
+            self._pass_context(event, specific, notes, contexts)
         if len(specific) > 1:
             out["hookSpecificOutput"] = specific
         return json_reply(out, outcome, notes, system_message=True)
+
+    def _deny(self, event: str, outcome: Outcome, out: dict[str, Any],
+              specific: dict[str, Any], notes: list[str], contexts: list[str]) -> list[str]:
+        """A block as ``event`` can carry it; the contexts still to pass on."""
+        reason = outcome.reason or denied_by(outcome)
+        if event == "PreToolUse":
+            specific["permissionDecision"] = "deny"
+            specific["permissionDecisionReason"] = reason
+        elif event in self.decision_events:
+            out["decision"] = "block"
+            out["reason"] = joined([reason, *contexts]) if event in self.stop_events else reason
+            if event in self.stop_events:
+                return []
+        elif event in self.context_events:
+            return [reason, *contexts]  # the model reads the reason beside the result
+        else:
+            notes.append(f"{self.title} cannot block {event}; {outcome.blocked_by} said: "
+                         f"{reason}")
+        return contexts
+
+    def _allow(self, call: Call, outcome: Outcome, specific: dict[str, Any],
+               notes: list[str]) -> None:
+        """An allow: a native ask, a rewritten input or output, where ``event`` takes them."""
+        event = call.host_event
+        if event == "PreToolUse" and outcome.ask is not None and asks_natively(self, call):
+            specific["permissionDecision"] = "ask"  # the host asks the person itself
+            specific["permissionDecisionReason"] = native_ask_reason(outcome.ask)
+        if event == "PreToolUse":
+            rewritten, why = self.host_input(call, outcome)
+            if why:
+                notes.append(why)
+            if rewritten is not None:
+                specific["updatedInput"] = rewritten
+                if self.rewrite_decision and "permissionDecision" not in specific:
+                    specific["permissionDecision"] = self.rewrite_decision
+        elif outcome.modified_output is not None:
+            if event == "PostToolUse" and self.output_rewrite:
+                specific["updatedToolOutput"] = outcome.modified_output
+            else:
+                notes.append(f"{self.title} cannot rewrite the output of {event}; ignored")
+
+    def _pass_context(self, event: str, specific: dict[str, Any], notes: list[str],
+                      contexts: list[str]) -> None:
+        """The hooks' context for the model, or a note saying why ``event`` cannot take it."""
+        if event in self.context_events:
+            specific["additionalContext"] = joined(contexts)
+        elif event in self.stop_events:
+            # additionalContext on a stop keeps the agent working: only a block may do that
+            notes.append("context from a stop hook that allowed the stop is not passed on "
+                         f"(on {event} it would keep the agent working): {joined(contexts)}")
+        else:
+            notes.append(f"{self.title} takes no context on {event}: {joined(contexts)}")
 
 
 class ClaudeCode(ClaudeShaped):

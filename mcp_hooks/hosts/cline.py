@@ -177,24 +177,9 @@ class Cline(Host):
         contexts = list(outcome.additional_context)
         reason = outcome.reason or denied_by(outcome)
         if event not in _ANSWERED:
-            if outcome.denied:
-                notes.append(f"Cline cannot block {event} (it does not wait for this hook); "
-                             f"{outcome.blocked_by} said: {reason}")
-            if contexts:
-                notes.append(f"Cline takes no context on {event}: {joined(contexts)}")
-            return json_reply(out, outcome, notes)
+            return self._unanswered(event, outcome, notes, contexts, reason)
         if event == "PreToolUse" and outcome.denied:
-            tool = call.host_tool_name or "tool"
-            if tool in REFUSABLE:
-                out = {"overrideInput": None, "context": joined(
-                    [f"mcp-hooks refused this {tool} call, so it did not run: {reason}",
-                     *contexts])}
-                return json_reply(out, outcome, notes)
-            what = (f"{tool} (Cline can only for its own tools)" if call.host_tool_name
-                    else "a call it could not read")
-            notes.append(f"Cline cannot refuse {what} and carry on, so the run is cancelled; "
-                         "the model does not see the reason")
-            return json_reply({"cancel": True, "errorMessage": reason}, outcome, notes)
+            return self._refuse(call, outcome, notes, contexts, reason)
         if event == "PreToolUse":
             rewritten, why = self.host_input(call, outcome)
             if why:
@@ -208,6 +193,33 @@ class Cline(Host):
         if contexts:
             out["context"] = joined(contexts)
         return json_reply(out, outcome, notes)
+
+    @staticmethod
+    def _unanswered(event: str, outcome: Outcome, notes: list[str], contexts: list[str],
+                    reason: str) -> Reply:
+        """An event Cline does not wait for: nothing to answer, notes on what was lost."""
+        if outcome.denied:
+            notes.append(f"Cline cannot block {event} (it does not wait for this hook); "
+                         f"{outcome.blocked_by} said: {reason}")
+        if contexts:
+            notes.append(f"Cline takes no context on {event}: {joined(contexts)}")
+        return json_reply({}, outcome, notes)
+
+    @staticmethod
+    def _refuse(call: Call, outcome: Outcome, notes: list[str], contexts: list[str],
+                reason: str) -> Reply:
+        """A denied tool call: refused in place when Cline can, else the run is cancelled."""
+        tool = call.host_tool_name or "tool"
+        if tool in REFUSABLE:
+            out = {"overrideInput": None, "context": joined(
+                [f"mcp-hooks refused this {tool} call, so it did not run: {reason}",
+                 *contexts])}
+            return json_reply(out, outcome, notes)
+        what = (f"{tool} (Cline can only for its own tools)" if call.host_tool_name
+                else "a call it could not read")
+        notes.append(f"Cline cannot refuse {what} and carry on, so the run is cancelled; "
+                     "the model does not see the reason")
+        return json_reply({"cancel": True, "errorMessage": reason}, outcome, notes)
 
     def fault_call(self, host_event: str, event: str, payload: Any) -> Call:
         call = Call(host_event, event, {})

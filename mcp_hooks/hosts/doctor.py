@@ -244,20 +244,29 @@ def _targets(host: Host, project: Path) -> list[tuple[str, Target]]:
 def read_entries(host: Host, where: Target, text: str) -> list[Entry]:
     """Our handlers in a host config's text (JSON, Kimi's TOML, a generated module) or, for
     the ``files`` format, in the folder ``where.path``."""
-    entries: list[Entry] = []
     if where.format in ("files", "module"):
         found = ({e: c for e, (_p, _t, c) in our_files(where.path, host).items()}
                  if where.format == "files" else generated(host).config_commands(text) or {})
         return [_entry(host, event, {"command": command}) for event, command in found.items()]
     if where.format == "toml":
-        toml = toml_reader()
-        if toml is None:  # pragma: no cover - Python 3.10 without tomli
-            raise ValueError("reading TOML needs Python 3.11 or tomli")
-        data: Any = toml.loads(text)
-        for hook in data.get("hooks", []) if isinstance(data, dict) else []:
-            if isinstance(hook, dict) and is_ours(hook, host):
-                entries.append(_entry(host, str(hook.get("event")), hook))
-        return entries
+        return _toml_entries(host, text)
+    return _json_entries(host, where.format == "grouped", text)
+
+
+def _toml_entries(host: Host, text: str) -> list[Entry]:
+    """Our handlers in Kimi's TOML config: ``[[hooks]]`` tables, each naming its event."""
+    toml = toml_reader()
+    if toml is None:  # pragma: no cover - Python 3.10 without tomli
+        raise ValueError("reading TOML needs Python 3.11 or tomli")
+    data: Any = toml.loads(text)
+    return [_entry(host, str(hook.get("event")), hook)
+            for hook in (data.get("hooks", []) if isinstance(data, dict) else [])
+            if isinstance(hook, dict) and is_ours(hook, host)]
+
+
+def _json_entries(host: Host, grouped: bool, text: str) -> list[Entry]:
+    """Our handlers in a JSON config's ``hooks`` map (event to handlers, or to groups of them)."""
+    entries: list[Entry] = []
     data = json.loads(text) if text.strip() else {}
     hooks = data.get("hooks") if isinstance(data, dict) else None
     if not isinstance(hooks, dict):
@@ -266,8 +275,7 @@ def read_entries(host: Host, where: Target, text: str) -> list[Entry]:
         if not isinstance(groups, list):
             continue
         for group in groups:
-            handlers = group.get("hooks") if where.format == "grouped" and isinstance(
-                group, dict) else [group]
+            handlers = group.get("hooks") if grouped and isinstance(group, dict) else [group]
             for handler in handlers if isinstance(handlers, list) else []:
                 if is_ours(handler, host):
                     entries.append(_entry(host, event, handler))
@@ -292,56 +300,64 @@ def _executable(word: str) -> bool:
 
 def check_host(report: Report, host: Host, project: Path, probe_root: Path) -> None:
     for scope, where in _targets(host, project):
-        if not where.path.exists():
-            continue
-        try:
-            text = "" if where.format == "files" else where.path.read_text(encoding="utf-8")
-            entries = read_entries(host, where, text)
-        except (OSError, ValueError) as exc:
-            report.problem(f"{where.path} cannot be read ({exc}); the host may not run any "
-                           "hook from it", f"fix or restore the file, then mcp-hooks install "
-                           f"{host.name} --scope {scope}", host.name)
-            continue
-        if not entries:
-            continue
-        wiring = Wiring(host.name, scope, where.path, entries)
-        report.wirings.append(wiring)
-        _check_commands(report, wiring, host)
-        check_cwd_imports(report, host, scope, where.path,
-                          {e.event: e.command for e in entries if e.command})
-        check_generated(report, host, scope, where, text)
-        gate = host.gate_event
-        gate_entries = [e for e in entries if e.event == gate]
-        if not gate_entries:
-            report.warn(f"wired in {where.path} but not for {gate}: its tool calls are not "
-                        "checked", f"mcp-hooks install {host.name} --scope {scope}", host.name)
-            continue
-        entry = gate_entries[0]
-        if entry.kind in ("command", "server") and entry.command:
-            wiring.probe = probe(host, entry, gate, probe_root)
-            if not wiring.probe["ok"]:
-                report.problem(
-                    f"the {gate} entry in {where.path} did not deny the probe tool call: "
-                    f"{wiring.probe['why']}",
-                    f"mcp-hooks install {host.name} --scope {scope} (rewrites the entries); "
-                    "if that does not help, run the command by hand to see its error", host.name)
-        if entry.kind == "server" and entry.command:
-            words = shlex.split(entry.command)
-            found = forward_words(words)
-            url = found[1] if found else ""
-            if found:
-                check_forward_script(report, host, Path(words[found[0]]), scope)
-            wiring.server = check_server(report, host, url, read_token(), gate,
-                                         fallback=True)
-        elif entry.kind == "http" and entry.url:
-            url = entry.url.split(FORWARD_PATH)[0]
-            wiring.server = check_server(report, host, url, env_value("MCP_HOOKS_TOKEN") or None,
-                                         gate, fallback=False)
-        elif entry.kind == "mcp_tool":
-            report.warn(f"the {gate} entry in {where.path} is an mcp_tool hook, which doctor "
-                        "cannot probe (and which does not run until Claude Code has connected "
-                        "the server)", f"mcp-hooks install {host.name} --scope {scope}",
-                        host.name)
+        if where.path.exists():
+            _check_target(report, host, scope, where, probe_root)
+
+
+def _check_target(report: Report, host: Host, scope: str, where: Target,
+                  probe_root: Path) -> None:
+    """One config file of ``host``: read, its commands found, its gate entry probed."""
+    try:
+        text = "" if where.format == "files" else where.path.read_text(encoding="utf-8")
+        entries = read_entries(host, where, text)
+    except (OSError, ValueError) as exc:
+        report.problem(f"{where.path} cannot be read ({exc}); the host may not run any "
+                       "hook from it", f"fix or restore the file, then mcp-hooks install "
+                       f"{host.name} --scope {scope}", host.name)
+        return
+    if not entries:
+        return
+    wiring = Wiring(host.name, scope, where.path, entries)
+    report.wirings.append(wiring)
+    _check_commands(report, wiring, host)
+    check_cwd_imports(report, host, scope, where.path,
+                      {e.event: e.command for e in entries if e.command})
+    check_generated(report, host, scope, where, text)
+    gate_entries = [e for e in entries if e.event == host.gate_event]
+    if not gate_entries:
+        report.warn(f"wired in {where.path} but not for {host.gate_event}: its tool calls are "
+                    "not checked", f"mcp-hooks install {host.name} --scope {scope}", host.name)
+        return
+    _check_gate(report, host, wiring, gate_entries[0], probe_root)
+
+
+def _check_gate(report: Report, host: Host, wiring: Wiring, entry: Entry,
+                probe_root: Path) -> None:
+    """The gate event's entry: a command probed, a server's health asked, an mcp_tool named."""
+    gate, scope = host.gate_event, wiring.scope
+    if entry.kind in ("command", "server") and entry.command:
+        wiring.probe = probe(host, entry, gate, probe_root)
+        if not wiring.probe["ok"]:
+            report.problem(
+                f"the {gate} entry in {wiring.file} did not deny the probe tool call: "
+                f"{wiring.probe['why']}",
+                f"mcp-hooks install {host.name} --scope {scope} (rewrites the entries); "
+                "if that does not help, run the command by hand to see its error", host.name)
+    if entry.kind == "server" and entry.command:
+        words = shlex.split(entry.command)
+        found = forward_words(words)
+        url = found[1] if found else ""
+        if found:
+            check_forward_script(report, host, Path(words[found[0]]), scope)
+        wiring.server = check_server(report, host, url, read_token(), gate, fallback=True)
+    elif entry.kind == "http" and entry.url:
+        url = entry.url.split(FORWARD_PATH)[0]
+        wiring.server = check_server(report, host, url, env_value("MCP_HOOKS_TOKEN") or None,
+                                     gate, fallback=False)
+    elif entry.kind == "mcp_tool":
+        report.warn(f"the {gate} entry in {wiring.file} is an mcp_tool hook, which doctor "
+                    "cannot probe (and which does not run until Claude Code has connected "
+                    "the server)", f"mcp-hooks install {host.name} --scope {scope}", host.name)
 
 
 def _check_commands(report: Report, wiring: Wiring, host: Host) -> None:

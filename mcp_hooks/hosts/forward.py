@@ -124,19 +124,19 @@ def mcp_tool_payload(arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     whole = _unstring(args.pop("payload", None))
     if isinstance(whole, dict):
         payload.update(whole)
-    leaves = {k[len(_LEAF_PREFIX):]: v for k, v in list(args.items())
-              if k.startswith(_LEAF_PREFIX)}
-    for key in list(args):
-        if key.startswith(_LEAF_PREFIX):
-            del args[key]
+    leaves = {k[len(_LEAF_PREFIX):]: v for k, v in args.items() if k.startswith(_LEAF_PREFIX)}
     for key, value in args.items():
-        if value == "" and key not in payload:
-            continue  # a field the hook input did not have substitutes to ""
+        if key.startswith(_LEAF_PREFIX) or (value == "" and key not in payload):
+            continue  # a leaf, or a field the hook input did not have (substituted to "")
         payload[key] = _unstring(value)
     if "tool_name" in payload and not isinstance(payload.get("tool_input"), dict):
-        payload["tool_input"] = {k: _unstring(v) for k, v in leaves.items()
-                                 if v not in ("", None, "undefined")}
+        payload["tool_input"] = _input_from_leaves(leaves)
     return host, payload
+
+
+def _input_from_leaves(leaves: dict[str, Any]) -> dict[str, Any]:
+    """``tool_input`` rebuilt from its ``input_<key>`` leaves, those the host filled in."""
+    return {k: _unstring(v) for k, v in leaves.items() if v not in ("", None, "undefined")}
 
 
 async def bridge_hook(engine_for: EngineFor, arguments: dict[str, Any],

@@ -253,36 +253,44 @@ def portable_schema(schema: dict[str, Any]) -> dict[str, Any]:
     a ``type`` array becomes ``anyOf`` branches of one type each, and a schema that accepts
     anything (no validation keyword: a field typed ``Any``) says so with ``ANY_JSON``.
     Descriptions, defaults and every other keyword are kept."""
-
-    def walk(node: Any, keyword: str | None) -> Any:
-        if not isinstance(node, dict):
-            return node
-        out = dict(node)
-        for key in _NAMED:
-            if isinstance(out.get(key), dict):
-                out[key] = {name: walk(sub, key) for name, sub in out[key].items()}
-        for key in _MANY:
-            if isinstance(out.get(key), list):
-                out[key] = [walk(sub, key) for sub in out[key]]
-        for key in _ONE:
-            if key in out:
-                sub = out[key]
-                out[key] = [walk(s, key) for s in sub] if isinstance(sub, list) \
-                    else walk(sub, key)
-        types = out.get("type")
-        if isinstance(types, list):
-            del out["type"]
-            branches = [{"type": t} for t in types]
-            if "anyOf" in out:  # the value must pass both: the branches join allOf
-                out["allOf"] = [*out.get("allOf", []), {"anyOf": branches}]
-            else:
-                out["anyOf"] = branches
-        elif keyword != "not" and not _constrains(out):
-            out["anyOf"] = [dict(branch) for branch in ANY_JSON]
-        return out
-
-    result: dict[str, Any] = walk(schema, None)
+    result: dict[str, Any] = _portable(schema, None)
     return result
+
+
+def _portable(node: Any, keyword: str | None) -> Any:
+    """One schema node made portable (``keyword``: the one it sits under), its subschemas
+    first."""
+    if not isinstance(node, dict):
+        return node
+    out = _with_portable_subschemas(node)
+    types = out.get("type")
+    if isinstance(types, list):
+        del out["type"]
+        branches = [{"type": t} for t in types]
+        if "anyOf" in out:  # the value must pass both: the branches join allOf
+            out["allOf"] = [*out.get("allOf", []), {"anyOf": branches}]
+        else:
+            out["anyOf"] = branches
+    elif keyword != "not" and not _constrains(out):
+        out["anyOf"] = [dict(branch) for branch in ANY_JSON]
+    return out
+
+
+def _with_portable_subschemas(node: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``node`` whose subschemas (by name, in a list, or one) are made portable."""
+    out = dict(node)
+    for key in _NAMED:
+        if isinstance(out.get(key), dict):
+            out[key] = {name: _portable(sub, key) for name, sub in out[key].items()}
+    for key in _MANY:
+        if isinstance(out.get(key), list):
+            out[key] = [_portable(sub, key) for sub in out[key]]
+    for key in _ONE:
+        if key in out:
+            sub = out[key]
+            out[key] = [_portable(s, key) for s in sub] if isinstance(sub, list) \
+                else _portable(sub, key)
+    return out
 
 
 def simplify_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -196,6 +196,47 @@ async def _streams(
         scope.cancel()
         return True
 
+    async def fast_answered(fast: FastPath, raw: dict[str, Any],
+                            tg: anyio.abc.TaskGroup) -> bool:
+        """Whether the fast path took the message: a cancellation it knows, or a request it
+        answers (in its own task); else the SDK server gets it."""
+        if raw.get("method") == "notifications/cancelled" and cancelled(raw):
+            return True
+        try:
+            response = fast(raw)
+        except Exception:
+            logger.exception("the fast path failed; the SDK server answers")
+            response = None
+        if response is None:
+            return False
+        rid = raw.get("id")
+        # Registered before the task starts, so a cancellation that follows
+        # at once still finds it.
+        scope = in_flight[rid] = anyio.CancelScope()
+        tg.start_soon(answer, rid, scope, response)
+        return True
+
+    async def admitted(raw: Any, line: bytes) -> types.JSONRPCMessage | None:
+        """The message as the SDK's model, or None: an invalid request answered with its
+        error, or a message that is not JSON-RPC dropped (logged)."""
+        if isinstance(raw, dict) and "id" in raw and "method" in raw and (
+                isinstance(raw["id"], bool) or not isinstance(raw["id"], (str, int))):
+            # it would pass as a notification and never be answered
+            await reply(wire.error_response(None, types.INVALID_REQUEST, "Invalid request: "
+                                       "the id must be a string or an integer"))
+            return None
+        try:
+            return wire.to_model(raw)
+        except (ValueError, RecursionError) as exc:
+            if isinstance(raw, dict) and "method" in raw and "id" in raw:
+                rid = raw["id"]
+                await reply(wire.error_response(
+                    rid if isinstance(rid, (str, int)) else None,
+                    types.INVALID_REQUEST, f"Invalid request: {_first_error(exc)}"))
+            else:
+                logger.warning("dropped a message that is not JSON-RPC: %.200r", line)
+            return None
+
     async def read_lines(tg: anyio.abc.TaskGroup) -> None:
         async with to_server:
             while True:
@@ -211,39 +252,12 @@ async def _streams(
                     continue
                 if replace_lone_surrogates and wire.has_lone_surrogate_escape(line):
                     raw = wire.without_lone_surrogates(raw)
-                if fast is not None and isinstance(raw, dict):
-                    if raw.get("method") == "notifications/cancelled" and cancelled(raw):
-                        continue
-                    try:
-                        response = fast(raw)
-                    except Exception:
-                        logger.exception("the fast path failed; the SDK server answers")
-                        response = None
-                    if response is not None:
-                        rid = raw.get("id")
-                        # Registered before the task starts, so a cancellation that follows
-                        # at once still finds it.
-                        scope = in_flight[rid] = anyio.CancelScope()
-                        tg.start_soon(answer, rid, scope, response)
-                        continue
-                if isinstance(raw, dict) and "id" in raw and "method" in raw and (
-                        isinstance(raw["id"], bool) or not isinstance(raw["id"], (str, int))):
-                    # it would pass as a notification and never be answered
-                    await reply(wire.error_response(None, types.INVALID_REQUEST, "Invalid request: "
-                                               "the id must be a string or an integer"))
+                if (fast is not None and isinstance(raw, dict)
+                        and await fast_answered(fast, raw, tg)):
                     continue
-                try:
-                    message = wire.to_model(raw)
-                except (ValueError, RecursionError) as exc:
-                    if isinstance(raw, dict) and "method" in raw and "id" in raw:
-                        rid = raw["id"]
-                        await reply(wire.error_response(
-                            rid if isinstance(rid, (str, int)) else None,
-                            types.INVALID_REQUEST, f"Invalid request: {_first_error(exc)}"))
-                    else:
-                        logger.warning("dropped a message that is not JSON-RPC: %.200r", line)
-                    continue
-                await to_server.send(SessionMessage(message))
+                message = await admitted(raw, line)
+                if message is not None:
+                    await to_server.send(SessionMessage(message))
 
     async def write_lines() -> None:
         async with from_server:
