@@ -456,6 +456,7 @@ class Proxy:
                 "timeout_seconds": self.settings.timeout,
                 "startup_timeout_seconds": self.settings.startup_timeout,
                 "tools": len(self.catalog.tools),
+                "fast_path_calls": self._fast.served,
                 "upstreams_starting": [u.name for u in self.startup.starting()],
                 "hooks_user_dir": str(registry.user_dir),
                 "project_dir": str(registry.project_dir) if registry.project_dir else None,

@@ -55,6 +55,7 @@ class FastPath:
         self._gate = gate
         self._server_stamp = server_stamp
         self._stamp: dict[str, Any] | None = None
+        self.served = 0  # calls answered here (``hooks://proxy/status``: ``fast_path_calls``)
 
     def __call__(self, message: dict[str, Any], *, http: bool = False
                  ) -> Awaitable[dict[str, Any]] | None:
@@ -98,6 +99,7 @@ class FastPath:
         self, rid: str | int, session: DownstreamSession, name: str,
         arguments: dict[str, Any], modern: bool, peer: Peer,
     ) -> dict[str, Any]:
+        self.served += 1
         try:
             result = await self._gate.call_tool(session, name, arguments, peer=peer)
         except MCPError as exc:
