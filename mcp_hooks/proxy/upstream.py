@@ -49,7 +49,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp_hooks.errors import RunError
 from mcp_hooks.proxy.config import UpstreamSpec
 from mcp_hooks.proxy.relay import Peer, Relay
-from mcp_hooks.proxy.upstream_http import HttpChannel, raw_call
+from mcp_hooks.proxy.upstream_http import raw_call, raw_channel
 from mcp_hooks.proxy.upstream_stdio import Run, StderrTail, exited, stdio_upstream
 from mcp_hooks.server.sdk_compat import TransportStreams, create_mcp_http_client
 from mcp_hooks.state.eventlog import EventLog
@@ -288,9 +288,8 @@ class Upstream:
                 yield _WatchedReadStream(read, run.closed), write
         elif spec.transport == "http":
             async with create_mcp_http_client(headers=spec.headers or None) as http, \
-                    streamable_http_client(spec.url or "", http_client=http) as (read, write):
-                run.channel = HttpChannel(http, spec.url or "", run.closed) \
-                    if self._fast_http else None
+                    streamable_http_client(spec.url or "", http_client=http) as (read, write), \
+                    raw_channel(http, spec, run, self._fast_http):
                 yield _WatchedReadStream(read, run.closed), write
         else:
             async with sse_client(spec.url or "", headers=spec.headers or None) as (read, write):
@@ -336,6 +335,7 @@ class Upstream:
             self.next_attempt = time.monotonic() + backoff(self.failures)
             self._set_state("dead" if run.ready else "failed", error)
         attempt.set()
+        run.settled.set()
 
     async def _connect(
         self, run: Run, deadline: float, attempt: anyio.Event, stop: anyio.Event

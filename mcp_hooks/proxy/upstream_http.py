@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -31,10 +34,14 @@ from mcp.client.streamable_http import DEFAULT_MAX_SSE_EVENT_SIZE
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_hooks.proxy.upstream_stdio import Channel, RawChannel
+from mcp_hooks.proxy.config import UpstreamSpec
+from mcp_hooks.proxy.http_wire import HttpWire, plain_http
+from mcp_hooks.proxy.upstream_stdio import Channel, RawChannel, Run
 from mcp_hooks.server import wire
 from mcp_hooks.server.sdk_compat import request_stamp
 
+_EVENT_END = re.compile(rb"\r?\n\r?\n")
+_LINE_END = re.compile(rb"\r?\n")
 _ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
@@ -42,20 +49,27 @@ class HttpChannel:
     """``tools/call`` requests POSTed straight to a 2026-07-28 streamable-HTTP upstream.
 
     Args:
-        http: the SDK transport's ``httpx2`` client (its pool, its headers, its timeouts).
-        url: the upstream's endpoint.
-        lost: set when a POST cannot reach the upstream (the connection's ``Run.closed``:
-            the upstream is then dead, and started again on the next call, as when the SDK
-            transport loses it).
+        http: the SDK transport's ``httpx2`` client (``https://`` upstreams).
+        url: the upstream's endpoint; a plain ``http://`` one is reached by ``HttpWire``.
+        headers: the upstream's configured headers.
+        run: the connection: a POST that cannot reach the upstream closes it (the upstream
+            is then dead, and started again on the next call, as when the SDK transport
+            loses it), and the call's error waits until the state says so.
     """
 
     closed = False  # a POST fails on its own; there is no stream to lose
 
-    def __init__(self, http: httpx2.AsyncClient, url: str, lost: anyio.Event) -> None:
+    def __init__(self, http: httpx2.AsyncClient, url: str, headers: dict[str, str],
+                 run: Run) -> None:
         self._http = http
         self._url = url
-        self._lost = lost
+        self._wire = HttpWire(url, headers) if plain_http(url) else None
+        self._run = run
         self._ids = itertools.count(1)
+
+    def close(self) -> None:
+        if self._wire is not None:
+            self._wire.close()
 
     async def call_tool(self, client: Any, tool: str, arguments: dict[str, Any]
                         ) -> dict[str, Any] | None:
@@ -75,17 +89,15 @@ class HttpChannel:
         except (RecursionError, ValueError):
             raise MCPError(types.INVALID_PARAMS, "the arguments nest too deep to be sent "
                            "upstream; the request was not sent") from None
-        request = self._http.build_request("POST", self._url, content=body,
-                                           headers={**_ACCEPT, **opts.get("headers", {})})
+        headers = {**_ACCEPT, **opts.get("headers", {})}
         try:
-            response = await self._http.send(request, stream=True, follow_redirects=False)
-            try:
-                answer = await _answer(response, rid)
-            finally:
-                await response.aclose()
-        except httpx2.TransportError as exc:
-            self._lost.set()
+            status, kind, answered = await self._post(body, headers)
+        except (httpx2.TransportError, OSError, ValueError) as exc:
+            self._run.closed.set()
+            with anyio.move_on_after(5):
+                await self._run.settled.wait()
             raise MCPError(types.CONNECTION_CLOSED, f"Connection closed: {exc}") from None
+        answer = _answer(status, kind, answered, rid)
         error = answer.get("error")
         if error is not None:
             if not isinstance(error, dict):
@@ -97,35 +109,67 @@ class HttpChannel:
             raise MCPError(types.INTERNAL_ERROR, "tools/call returned no result object")
         return None if result.get("resultType") == "input_required" else result
 
+    async def _post(self, body: bytes, headers: dict[str, str]) -> tuple[int, str, bytes]:
+        """The answer's status, content type and whole body."""
+        if self._wire is not None:
+            status, head, data = await self._wire.post(body, headers)
+            return status, head.get("content-type", "").lower(), data
+        request = self._http.build_request("POST", self._url, content=body, headers=headers)
+        response = await self._http.send(request, stream=True, follow_redirects=False)
+        try:
+            data = await response.aread()
+        finally:
+            await response.aclose()
+        return response.status_code, response.headers.get("content-type", "").lower(), data
 
-async def _answer(response: httpx2.Response, rid: str) -> dict[str, Any]:
-    """The JSON-RPC answer to ``rid`` in a POST's response."""
-    kind = response.headers.get("content-type", "").lower()
-    if response.status_code >= 300:
-        if kind.startswith("application/json"):
-            answer = _message(await response.aread())
-            if answer is not None and "error" in answer:
-                return answer
-        code, text = ((types.METHOD_NOT_FOUND, "Not Found") if response.status_code == 404
+
+@asynccontextmanager
+async def raw_channel(http: httpx2.AsyncClient, spec: UpstreamSpec, run: Run, on: bool
+                      ) -> AsyncIterator[None]:
+    """``run.channel``: an ``HttpChannel`` while the SDK transport is up (``on``)."""
+    channel = HttpChannel(http, spec.url or "", dict(spec.headers or {}), run) \
+        if on else None
+    run.channel = channel
+    try:
+        yield
+    finally:
+        if channel is not None:
+            channel.close()
+
+
+def _answer(status: int, kind: str, data: bytes, rid: str) -> dict[str, Any]:
+    """The JSON-RPC answer to ``rid`` in a POST's answer, read as the SDK client reads it."""
+    if status >= 300:
+        answer = _message(data) if kind.startswith("application/json") else None
+        if answer is not None and "error" in answer:
+            return answer
+        code, text = ((types.METHOD_NOT_FOUND, "Not Found") if status == 404
                       else (types.INTERNAL_ERROR, "Server returned an error response"))
         raise MCPError(code, text)
     if kind.startswith("application/json"):
-        answer = _message(await response.aread())
+        answer = _message(data)
         if answer is None:
             raise MCPError(types.PARSE_ERROR, "Failed to parse JSON response")
         return answer
     if kind.startswith("text/event-stream"):
-        try:
-            async for event in httpx2.EventSource(response,
-                                                  max_event_size=DEFAULT_MAX_SSE_EVENT_SIZE):
-                message = _message(event.data.encode()) if event.data else None
-                # notifications (logging) are dropped, as the proxy's SDK client drops them
-                if message is not None and message.get("id") == rid and "method" not in message:
-                    return message
-        except httpx2.SSEError as exc:
-            raise MCPError(types.CONNECTION_CLOSED, f"SSE stream failed: {exc}") from None
-        raise MCPError(types.CONNECTION_CLOSED, "Connection closed")
+        return _sse_answer(data, rid)
     raise MCPError(types.INVALID_REQUEST, f"Unexpected content type: {kind}")
+
+
+def _sse_answer(data: bytes, rid: str) -> dict[str, Any]:
+    """The answer to ``rid`` among the events of a whole SSE stream."""
+    for event in _EVENT_END.split(data):
+        lines = [line[5:].removeprefix(b" ") for line in _LINE_END.split(event)
+                 if line.startswith(b"data:")]
+        payload = b"\n".join(lines)
+        if len(payload) > DEFAULT_MAX_SSE_EVENT_SIZE:
+            raise MCPError(types.CONNECTION_CLOSED, "SSE stream failed: an event exceeds "
+                           f"{DEFAULT_MAX_SSE_EVENT_SIZE} bytes")
+        message = _message(payload) if payload else None
+        # notifications (logging) are dropped, as the proxy's SDK client drops them
+        if message is not None and message.get("id") == rid and "method" not in message:
+            return message
+    raise MCPError(types.CONNECTION_CLOSED, "Connection closed")
 
 
 def _message(data: bytes) -> dict[str, Any] | None:

@@ -184,9 +184,11 @@ class Channel(Protocol):
 @dataclass
 class Run:
     """One connection attempt: what its transport learned (``process`` and ``channel`` on
-    this module's transport only; ``closed`` on every transport)."""
+    this module's transport and ``upstream_http``'s; ``closed`` and ``settled``, set once the
+    upstream's state says how the attempt ended, on every transport)."""
 
     closed: anyio.Event = field(default_factory=anyio.Event)
+    settled: anyio.Event = field(default_factory=anyio.Event)  # its end is in the state
     process: asyncio.subprocess.Process | None = None
     channel: Channel | None = None
     ready: bool = False
