@@ -2,11 +2,12 @@
 
 A streamable-HTTP upstream that speaks 2026-07-28 answers each request on its own POST, with
 no session. The SDK's client builds, validates and re-reads full models for every call;
-``HttpChannel`` instead POSTs the request on the SDK transport's own pooled ``httpx2``
-client (its connections kept alive, shared by every downstream session), stamped exactly as
-the client's session stamps it (the envelope in ``params._meta``, the routing headers;
-``sdk_compat.request_stamp``), and reads the answer (JSON, or an SSE stream up to the
-request's answer) with ``json`` only. ``raw_call`` picks the channel of a connection: this
+``HttpChannel`` instead POSTs the request itself, stamped exactly as the client's session
+stamps it (the envelope in ``params._meta``, the routing headers;
+``sdk_compat.request_stamp``), on kept-alive connections shared by every downstream session
+(``http_wire.HttpWire`` for a plain ``http://`` upstream, the SDK transport's ``httpx2``
+pool for ``https://``), and reads the whole answer (JSON, or an SSE stream, which ends with
+the request's answer) with ``json`` only. ``raw_call`` picks the channel of a connection: this
 one, the stdio upstream's ``RawChannel``, or none (the SDK client then calls).
 
 Left to the SDK client: a call with a progress callback, an upstream of the handshake era
