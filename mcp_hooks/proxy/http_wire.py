@@ -23,10 +23,16 @@ POOL_SIZE = 32  # idle connections kept per upstream
 _LINE_LIMIT = 1 << 16
 
 
-def plain_http(url: str) -> bool:
-    """Whether ``url`` is one this client serves (``http://``, no user info)."""
+def plain_http(url: str, headers: dict[str, str]) -> bool:
+    """Whether this client serves ``url`` (``http://``, no user info) with ``headers`` (each
+    one line of latin-1: anything else is left to ``httpx2``, which says what is wrong)."""
     parts = urlsplit(url)
-    return parts.scheme == "http" and bool(parts.hostname) and parts.username is None
+    try:
+        text = "".join(f"{k}{v}" for k, v in headers.items()).encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return parts.scheme == "http" and bool(parts.hostname) and parts.username is None \
+        and b"\r" not in text and b"\n" not in text
 
 
 class HttpWire:

@@ -64,7 +64,7 @@ class HttpChannel:
                  run: Run) -> None:
         self._http = http
         self._url = url
-        self._wire = HttpWire(url, headers) if plain_http(url) else None
+        self._wire = HttpWire(url, headers) if plain_http(url, headers) else None
         self._run = run
         self._ids = itertools.count(1)
 
