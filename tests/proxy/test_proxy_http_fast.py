@@ -166,3 +166,17 @@ async def test_sixteen_clients_at_once(
         assert got[n][:10] == [f"{n}-{i}" for i in range(10)]
         assert "no secrets" in got[n][10]
 
+
+
+async def test_a_kept_alive_connection_the_upstream_closed_is_replaced(
+    tmp_path: Path, project: Path, user_dir: Path
+) -> None:
+    """uvicorn closes a connection idle for 5 s: the next raw call takes a new one
+    (``http_wire``) instead of failing or marking the upstream dead."""
+    with _proxies(tmp_path, project, user_dir) as urls:
+        async with _client(urls["fast"]) as client:
+            assert text_of(await client.call_tool("echo", {"text": "first"})) == "first"
+            await anyio.sleep(6)  # past uvicorn's keep-alive timeout
+            assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"
+            assert "mcp-hooks-" in text_of(await client.call_tool("request_id", {}))
+            assert await _fast_calls(client) == 3
