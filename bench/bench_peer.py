@@ -7,7 +7,9 @@ rounds interleaved (the side going first rotates every round):
 - **direct**: the client talks to the upstream itself;
 - **proxy, no hook**: through ``mcp-hooks proxy --transport http`` with no hook at all;
 - **proxy, persistent hook**: through a second proxy with one matching ``before_tool`` hook,
-  a persistent ``sh`` loop (``metadata.persistent: true``) answering ``{}`` per event.
+  a persistent ``sh`` loop (``metadata.persistent: true``) answering ``{}`` per event;
+- **proxy, persistent hook, SDK path**: the same with ``MCP_HOOKS_PROXY_HTTP=sdk`` (no
+  streamable-HTTP fast path: the SDK's server and client on both sides), the A/B.
 
 Figures: the median latency of one call (p50) and its ratio to direct; the calls per second
 of 8 clients at once (each on its own session, all calling as fast as they can for the same
@@ -104,21 +106,23 @@ def servers(tmp: Path) -> Iterator[dict[str, str]]:
     bare, hooked = tmp / "bare", tmp / "hooked"
     bare.mkdir()
     persistent_hook(hooked)
-    up, p_bare, p_hooked = free_port(), free_port(), free_port()
+    up, p_bare, p_hooked, p_sdk = free_port(), free_port(), free_port(), free_port()
     upstream_url = f"http://127.0.0.1:{up}/mcp"
     procs = [subprocess.Popen([sys.executable, __file__, "--echo-http", str(up)], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     try:
         wait_listening(up, procs[0])
-        for port, project in ((p_bare, bare), (p_hooked, hooked)):
+        for port, project, extra in ((p_bare, bare, {}), (p_hooked, hooked, {}),
+                                     (p_sdk, hooked, {"MCP_HOOKS_PROXY_HTTP": "sdk"})):
             procs.append(subprocess.Popen(
                 [MCP_HOOKS, "proxy", "--transport", "http", "--port", str(port),
                  "--upstream", f"echo={upstream_url}", "--project-dir", str(project)],
-                cwd=project, env=env, stderr=subprocess.DEVNULL))
+                cwd=project, env={**env, **extra}, stderr=subprocess.DEVNULL))
             wait_listening(port, procs[-1])
         yield {"direct": upstream_url,
                "proxy, no hook": f"http://127.0.0.1:{p_bare}/mcp",
-               "proxy, persistent hook": f"http://127.0.0.1:{p_hooked}/mcp"}
+               "proxy, persistent hook": f"http://127.0.0.1:{p_hooked}/mcp",
+               "proxy, persistent hook, SDK path": f"http://127.0.0.1:{p_sdk}/mcp"}
     finally:
         for proc in procs:
             proc.terminate()

@@ -110,6 +110,8 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
              "sdk: serve stdio with the MCP SDK's transport"),
     Variable("MCP_HOOKS_PROXY_STDIO", "proxy_stdio", None, "event-loop",
              "sdk: the proxy serves and reaches stdio with the MCP SDK's transports"),
+    Variable("MCP_HOOKS_PROXY_HTTP", "proxy_http", None, "event-loop",
+             "sdk: the proxy serves and calls streamable HTTP tools/call through the MCP SDK"),
     Variable("MCP_HOOKS_STATE", "state", "--state", "file:",
              "where per-session state lives: file: (the files under $XDG_STATE_HOME/mcp-hooks), "
              "redis://, rediss:// or postgresql:// (shared by every replica)"),
@@ -260,14 +262,14 @@ def _replica(value: object, source: str) -> str | None:
                       "printable characters, e.g. --replica-id web-1 (default hostname:pid)")
 
 
-def _stdio(value: str, source: str) -> Literal["event-loop", "sdk"]:
+def _stdio(value: str, source: str, what: str = "stdio transport") -> Literal["event-loop", "sdk"]:
     word = value.strip().lower()
     if word in ("", "event-loop", "fast"):
         return "event-loop"
     if word == "sdk":
         return "sdk"
-    raise _bad(source, value, "use sdk (the MCP SDK's stdio transport), or fast (the event "
-               "loop's, the default)")
+    raise _bad(source, value, f"use sdk (the MCP SDK's {what}), or fast (the proxy's or the "
+               "event loop's, the default)")
 
 
 _OTLP_ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
@@ -355,8 +357,8 @@ class Settings:
             ``MCP_HOOKS_BRIDGE_COMMAND``); None: the running one.
         environment: the deployment environment (``MCP_HOOKS_ENVIRONMENT``).
         runner: the spawn strategy's words (``MCP_HOOKS_RUNNER``), checked by the runner.
-        serve_stdio, proxy_stdio: ``event-loop`` or ``sdk`` (``MCP_HOOKS_SERVE_STDIO``,
-            ``MCP_HOOKS_PROXY_STDIO``).
+        serve_stdio, proxy_stdio, proxy_http: ``event-loop`` or ``sdk``
+            (``MCP_HOOKS_SERVE_STDIO``, ``MCP_HOOKS_PROXY_STDIO``, ``MCP_HOOKS_PROXY_HTTP``).
         state: where per-session state lives (``--state``, ``MCP_HOOKS_STATE``): ``file:``
             (the files under ``$XDG_STATE_HOME/mcp-hooks``), or a shared store's URL
             (``redis://``, ``rediss://``, ``postgresql://``; never printed: it may hold a
@@ -409,6 +411,7 @@ class Settings:
     runner: str = ""
     serve_stdio: Literal["event-loop", "sdk"] = "event-loop"
     proxy_stdio: Literal["event-loop", "sdk"] = "event-loop"
+    proxy_http: Literal["event-loop", "sdk"] = "event-loop"
     state: str = field(default="file:", repr=False)  # a URL may carry a password
     otel: Literal["off", "on", "auto"] = "off"
     replica_id: str | None = None
@@ -452,6 +455,11 @@ class Settings:
     def fast_proxy_stdio(self) -> bool:
         """Whether the proxy uses the event loop's stdio transports (not the SDK's)."""
         return self.proxy_stdio != "sdk"
+
+    @property
+    def fast_proxy_http(self) -> bool:
+        """Whether the proxy's streamable-HTTP fast paths are on (``proxy/http_fast.py``)."""
+        return self.proxy_http != "sdk"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **flags: Any) -> Settings:
@@ -508,6 +516,8 @@ _PARSE: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
     "runner": (lambda value, source: str(value), ""),
     "serve_stdio": (lambda value, source: _stdio(str(value), source), "event-loop"),
     "proxy_stdio": (lambda value, source: _stdio(str(value), source), "event-loop"),
+    "proxy_http": (lambda value, source: _stdio(str(value), source, "streamable HTTP"),
+                   "event-loop"),
     "state": (lambda value, source: _state(str(value), source), "file:"),
     "otel": (_otel, "off"),
     "replica_id": (_replica, None),

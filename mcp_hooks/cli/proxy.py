@@ -13,6 +13,8 @@ boundary (:func:`mcp_hooks.cli.main`), which prints them on one line.
 
 ``MCP_HOOKS_PROXY_STDIO=sdk`` serves and reaches stdio with the SDK's own transports instead
 of the hand-written ones (``ProxySettings.fast_stdio``); ``bench/bench_proxy.py`` compares.
+``MCP_HOOKS_PROXY_HTTP=sdk`` does the same for streamable HTTP (``ProxySettings.fast_http``:
+``proxy/http_fast.py``, ``proxy/upstream_http.py``); ``bench/bench_peer.py`` compares.
 
 Started from a terminal (stdin a TTY) on stdio, it first says on stderr that it waits for an
 MCP client and how to connect one (``cli.serve.announce_stdio``); over HTTP/SSE the
@@ -135,6 +137,7 @@ def options_from_args(
         timeout=float(getattr(args, "timeout", None) or DEFAULT_TIMEOUT),
         startup_timeout=float(getattr(args, "startup_timeout", None) or DEFAULT_STARTUP_TIMEOUT),
         fast_stdio=hooks.fast_proxy_stdio,
+        fast_http=hooks.fast_proxy_http,
     )
     metrics = bool(getattr(args, "metrics", False))
     return ProxyOptions(

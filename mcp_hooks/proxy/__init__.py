@@ -36,7 +36,10 @@ Speed: over stdio, ``tools/call`` requests are answered on a fast path that skip
 per-message validation on both sides (``fast``, ``upstream_stdio``, and the event-loop
 ``server.stdio`` transport and ``server.wire`` codec it shares with ``serve``); the hooks,
 results and errors are the same on either path. ``MCP_HOOKS_PROXY_STDIO=sdk`` switches both
-sides back to the SDK's stdio transports; ``bench/bench_proxy.py`` measures both.
+sides back to the SDK's stdio transports; ``bench/bench_proxy.py`` measures both. Over
+streamable HTTP, 2026-07-28 ``tools/call`` POSTs take the same way in (``http_fast``) and go
+out raw on kept-alive connections (``upstream_http``, ``http_wire``);
+``MCP_HOOKS_PROXY_HTTP=sdk`` switches back, and ``bench/bench_peer.py`` measures both.
 """
 
 from __future__ import annotations

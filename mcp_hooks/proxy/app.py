@@ -9,7 +9,7 @@ resources, resource templates and prompts, unchanged (``catalog``), and passes e
           ── catalog   names -> upstreams (aggregation, prefixes, routes)
           ── gate      before_tool -> upstream -> after_tool / after_tool_failure
           ── sessions  downstream sessions: session_start, session_end
-          ── fast      the stdio fast path's own answers to plain tools/call requests
+          ── fast      the fast paths' own answers to plain tools/call (stdio; http_fast)
           └─ upstreams one ``Upstream`` (its state machine) per server
 
 Use as an async context manager inside an entered ``Engine``; upstream connections run in
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary
@@ -55,9 +55,10 @@ from mcp_hooks.proxy.catalog import STATUS_URI, Catalog, NameMemory
 from mcp_hooks.proxy.config import UpstreamSpec, upstream_secrets
 from mcp_hooks.proxy.fast import FastPath
 from mcp_hooks.proxy.gate import Gate
+from mcp_hooks.proxy.http_fast import HttpFastPath
 from mcp_hooks.proxy.relay import request_peer
 from mcp_hooks.proxy.results import error_result, strip_stamp
-from mcp_hooks.proxy.sessions import DownstreamSession, Sessions
+from mcp_hooks.proxy.sessions import DownstreamSession, SessionMiddleware, Sessions
 from mcp_hooks.proxy.startup import LISTING_WINDOW, Startup
 from mcp_hooks.proxy.upstream import (
     DEFAULT_STARTUP_TIMEOUT,
@@ -75,7 +76,7 @@ from mcp_hooks.state.eventlog import EventLog
 
 if TYPE_CHECKING:
     from mcp_hooks.registry.discovery import Registry
-    from mcp_hooks.server.transport import ServeOptions
+    from mcp_hooks.server.transport import FastPathWrap, ServeOptions
 
 logger = logging.getLogger("mcp_hooks.proxy")
 
@@ -97,6 +98,8 @@ class ProxySettings:
         fast_stdio: the hand-written stdio paths (the downstream fast path, the upstreams'
             raw channel); False uses the SDK's stdio transports on both sides
             (``MCP_HOOKS_PROXY_STDIO=sdk``), for comparison or as a way out of a bug.
+        fast_http: the streamable-HTTP fast paths (downstream ``http_fast``, the upstreams'
+            ``upstream_http``); False: the SDK on both sides (``MCP_HOOKS_PROXY_HTTP=sdk``).
         routes: Starlette routes served beside ``/healthz`` over HTTP/SSE (``--metrics``).
     """
 
@@ -105,21 +108,8 @@ class ProxySettings:
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     startup_wait: float = LISTING_WINDOW
     fast_stdio: bool = True
+    fast_http: bool = True
     routes: tuple[Any, ...] = ()
-
-
-class _SessionMiddleware:
-    """Opens a downstream session at a connection's first request (its ``initialize`` on the
-    handshake era) and closes it when the connection closes."""
-
-    def __init__(self, sessions: Sessions) -> None:
-        self.sessions = sessions
-
-    async def __call__(
-        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
-    ) -> HandlerResult:
-        self.sessions.of(ctx)
-        return await call_next(ctx)
 
 
 class _ProxyServer(Server[Any]):
@@ -173,7 +163,7 @@ class Proxy:
             Upstream(spec, timeout=self.settings.timeout,
                      startup_timeout=self.settings.startup_timeout,
                      on_change=self._upstream_changed, log=log,
-                     fast_stdio=self.settings.fast_stdio)
+                     fast_stdio=self.settings.fast_stdio, fast_http=self.settings.fast_http)
             for spec in specs
         ]
         self.startup = Startup(self.upstreams, window=self.settings.startup_wait,
@@ -203,7 +193,7 @@ class Proxy:
             on_completion=self._complete,
             on_subscriptions_listen=ListenHandler(self._bus),
         )
-        self.server.middleware.append(_SessionMiddleware(self.sessions))
+        self.server.middleware.append(SessionMiddleware(self.sessions))
         # an ask's input_required round: its requestState sealed under this process's key,
         # bound to the tool and its exact arguments (``server/approval.py``)
         self.server.middleware += [RoundGuard(lambda: engine.store), RequestStateBoundary(
@@ -331,6 +321,12 @@ class Proxy:
         """The stdio fast path (``fast.FastPath``): a ``tools/call`` request the proxy
         answers itself (as its JSON-RPC response), or None to leave it to the SDK server."""
         return self._fast(message)
+
+    def http_fast_path(self) -> FastPathWrap | None:
+        """The streamable-HTTP fast path's wrapper (``http_fast``), None when it is off."""
+        if not self.settings.fast_http:
+            return None
+        return lambda app, security, path: HttpFastPath(app, self._fast, security, path)
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -460,6 +456,7 @@ class Proxy:
                 "timeout_seconds": self.settings.timeout,
                 "startup_timeout_seconds": self.settings.startup_timeout,
                 "tools": len(self.catalog.tools),
+                "fast_path_calls": self._fast.served,
                 "upstreams_starting": [u.name for u in self.startup.starting()],
                 "hooks_user_dir": str(registry.user_dir),
                 "project_dir": str(registry.project_dir) if registry.project_dir else None,
@@ -556,7 +553,8 @@ async def _run(
                         await server.run(read, write, server.create_initialization_options())
                 else:
                     await transport.serve(server, serve_options, shutdown=shutdown, sock=sock,
-                                          routes=[*health_routes(), *settings.routes])
+                                          routes=[*health_routes(), *settings.routes],
+                                          fast_path=proxy.http_fast_path())
             if proxy.shutdown_reason is None and stdio:
                 proxy.shutdown_reason = "client_disconnected"
         outer.cancel_scope.cancel()

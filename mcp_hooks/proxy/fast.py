@@ -55,9 +55,13 @@ class FastPath:
         self._gate = gate
         self._server_stamp = server_stamp
         self._stamp: dict[str, Any] | None = None
+        self.served = 0  # calls answered here (``hooks://proxy/status``: ``fast_path_calls``)
 
-    def __call__(self, message: dict[str, Any]) -> Awaitable[dict[str, Any]] | None:
-        """The JSON-RPC response to ``message``, to be awaited, or None: the SDK answers."""
+    def __call__(self, message: dict[str, Any], *, http: bool = False
+                 ) -> Awaitable[dict[str, Any]] | None:
+        """The JSON-RPC response to ``message``, to be awaited, or None: the SDK answers.
+        ``http``: a streamable-HTTP POST (``http_fast``): only 2026-07-28 requests, whose
+        handshake-era connections elsewhere on the server do not matter."""
         rid = message.get("id")
         if message.get("method") != "tools/call" or isinstance(rid, bool) \
                 or not isinstance(rid, (str, int)):
@@ -74,7 +78,7 @@ class FastPath:
         sessions = self._sessions
         version = meta.get(types.PROTOCOL_VERSION_META_KEY)
         if version is None:
-            if len(sessions.connections) != 1:
+            if http or len(sessions.connections) != 1:
                 return None
             connection = next(iter(sessions.connections.values()))
             session = sessions.on_connection(connection)
@@ -83,8 +87,8 @@ class FastPath:
                 return None
             modern, peer = False, connection_peer(connection, session.id)
         elif version in MODERN_PROTOCOL_VERSIONS and sessions.modern_seen \
-                and types.CLIENT_CAPABILITIES_META_KEY in meta and not sessions.connections \
-                and not _elicits(meta):
+                and types.CLIENT_CAPABILITIES_META_KEY in meta \
+                and (http or not sessions.connections) and not _elicits(meta):
             session, modern = sessions.shared(None), True
             peer = modern_peer(session.id)
         else:
@@ -95,6 +99,7 @@ class FastPath:
         self, rid: str | int, session: DownstreamSession, name: str,
         arguments: dict[str, Any], modern: bool, peer: Peer,
     ) -> dict[str, Any]:
+        self.served += 1
         try:
             result = await self._gate.call_tool(session, name, arguments, peer=peer)
         except MCPError as exc:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hooks.proxy.upstream import now_iso
@@ -175,6 +175,20 @@ class Sessions:
                 "exit_reason": reason,
             },
         ))
+
+
+class SessionMiddleware:
+    """Opens a downstream session at a connection's first request (its ``initialize`` on the
+    handshake era) and closes it when the connection closes."""
+
+    def __init__(self, sessions: Sessions) -> None:
+        self.sessions = sessions
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        self.sessions.of(ctx)
+        return await call_next(ctx)
 
 
 def _client_of(ctx: ServerRequestContext[Any, Any]) -> types.Implementation | None:

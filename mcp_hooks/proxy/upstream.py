@@ -15,7 +15,8 @@ proxy never hangs.
 
 Transports: stdio upstreams are spawned by ``upstream_stdio.stdio_upstream`` (raw ``tools/call``
 requests, exit status and stderr in errors), or by the SDK's ``stdio_client`` with
-``fast_stdio=False`` (``MCP_HOOKS_PROXY_STDIO=sdk``) and on Windows; HTTP and SSE by the SDK.
+``fast_stdio=False`` (``MCP_HOOKS_PROXY_STDIO=sdk``) and on Windows; HTTP and SSE by the SDK,
+plain ``tools/call`` of a 2026-07-28 HTTP upstream POSTed raw (``upstream_http``).
 What an upstream asks of the user during a call goes to that call's client (``relay``).
 """
 
@@ -48,6 +49,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp_hooks.errors import RunError
 from mcp_hooks.proxy.config import UpstreamSpec
 from mcp_hooks.proxy.relay import Peer, Relay
+from mcp_hooks.proxy.upstream_http import raw_call, raw_channel
 from mcp_hooks.proxy.upstream_stdio import Run, StderrTail, exited, stdio_upstream
 from mcp_hooks.server.sdk_compat import TransportStreams, create_mcp_http_client
 from mcp_hooks.state.eventlog import EventLog
@@ -187,8 +189,8 @@ class Upstream:
         startup_timeout: seconds a start (spawn or connect, handshake, listing) may take.
         on_change: awaited when the upstream's listing changed (list-changed, restart).
         log: the event log, for state changes.
-        fast_stdio: a stdio server on the proxy's own transport (raw ``tools/call``
-            requests, exit status and stderr in errors); False: the SDK's ``stdio_client``.
+        fast_stdio, fast_http: raw ``tools/call`` on a stdio server (the proxy's transport,
+            exit status and stderr in errors) / a 2026-07-28 HTTP one (``upstream_http``).
     """
 
     def __init__(
@@ -200,6 +202,7 @@ class Upstream:
         on_change: OnChange | None = None,
         log: EventLog | None = None,
         fast_stdio: bool = True,
+        fast_http: bool = True,
     ) -> None:
         self.spec = spec
         self.name = spec.name
@@ -228,7 +231,7 @@ class Upstream:
         # The handshake era: stdio servers speak the 2025 handshake (every SDK serves it, and
         # the raw fast path speaks it); a server that refuses it is retried with "auto".
         self._mode = "legacy" if spec.transport == "stdio" else "auto"
-        self._fast_stdio = fast_stdio and sys.platform != "win32"
+        self._fast_stdio, self._fast_http = fast_stdio and sys.platform != "win32", fast_http
         self.relay = Relay(spec.name, self.timeout)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -285,7 +288,8 @@ class Upstream:
                 yield _WatchedReadStream(read, run.closed), write
         elif spec.transport == "http":
             async with create_mcp_http_client(headers=spec.headers or None) as http, \
-                    streamable_http_client(spec.url or "", http_client=http) as (read, write):
+                    streamable_http_client(spec.url or "", http_client=http) as (read, write), \
+                    raw_channel(http, spec, run, self._fast_http):
                 yield _WatchedReadStream(read, run.closed), write
         else:
             async with sse_client(spec.url or "", headers=spec.headers or None) as (read, write):
@@ -331,6 +335,7 @@ class Upstream:
             self.next_attempt = time.monotonic() + backoff(self.failures)
             self._set_state("dead" if run.ready else "failed", error)
         attempt.set()
+        run.settled.set()
 
     async def _connect(
         self, run: Run, deadline: float, attempt: anyio.Event, stop: anyio.Event
@@ -559,14 +564,10 @@ class Upstream:
         """
         async def send(client: Client) -> dict[str, Any]:
             run = self._run_state
-            channel = run.channel if run is not None else None
-            if progress is None and channel is not None and not channel.closed \
-                    and self.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-                result = await channel.request("tools/call", {"name": tool,
-                                                              "arguments": arguments})
-                if not isinstance(result, dict):
-                    raise MCPError(types.INTERNAL_ERROR, "tools/call returned no result object")
-                return result
+            if progress is None and run is not None:  # the raw channel (``upstream_http``)
+                raw = await raw_call(run.channel, client, self.protocol_version, tool, arguments)
+                if raw is not None:
+                    return raw
             typed = await client.call_tool(tool, arguments, progress_callback=progress)
             dumped: dict[str, Any] = typed.model_dump(by_alias=True, mode="json",
                                                       exclude_none=True)

@@ -40,7 +40,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import anyio
 import mcp_types as types
@@ -175,14 +175,22 @@ class RawChannel:
         return answer.get("result")
 
 
+class Channel(Protocol):
+    """A connection's raw channel: ``RawChannel`` here, ``upstream_http.HttpChannel``."""
+
+    closed: bool
+
+
 @dataclass
 class Run:
     """One connection attempt: what its transport learned (``process`` and ``channel`` on
-    this module's transport only; ``closed`` on every transport)."""
+    this module's transport and ``upstream_http``'s; ``closed`` and ``settled``, set once the
+    upstream's state says how the attempt ended, on every transport)."""
 
     closed: anyio.Event = field(default_factory=anyio.Event)
+    settled: anyio.Event = field(default_factory=anyio.Event)  # its end is in the state
     process: asyncio.subprocess.Process | None = None
-    channel: RawChannel | None = None
+    channel: Channel | None = None
     ready: bool = False
 
 

@@ -15,6 +15,7 @@ here                                    private name it covers
 ``asgi_send(request)``                  Starlette's ``Request._send``
 ``TransportStreams``                    ``mcp.client._transport.TransportStreams``
 ``create_mcp_http_client``              ``mcp.shared._httpx_utils.create_mcp_http_client``
+``request_stamp(client)``               ``ClientSession._stamp``
 ======================================  =============================================
 
 This module imports only what its names need, so importing it costs the SDK, which every
@@ -23,6 +24,7 @@ caller has loaded already.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 # A type alias: (read stream, write stream) of a client transport, as every SDK transport's
@@ -52,6 +54,7 @@ __all__ = [
     "create_mcp_http_client",
     "default_notification_options",
     "lowlevel_server",
+    "request_stamp",
     "session_connection",
 ]
 
@@ -128,3 +131,21 @@ def asgi_send(request: Request) -> Send:
     """
     send: Send = request._send
     return send
+
+
+def request_stamp(client: Any) -> Callable[[dict[str, Any], dict[str, Any]], None]:
+    """How a connected ``Client`` stamps a request it sends: the 2026-07-28 envelope in
+    ``params._meta`` (version, client info, capabilities) and the routing headers
+    (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``) in
+    ``opts["headers"]``.
+
+    Gap: the proxy's raw streamable-HTTP channel to an upstream (``proxy/upstream_http.py``)
+    sends ``tools/call`` itself, and must send exactly what the client's session would; the
+    session keeps its stamp private.
+
+    Breaks if: ``ClientSession`` renames ``_stamp`` or changes its signature (AttributeError
+    or TypeError on the first raw call, which the proxy reports as an upstream failure);
+    ``tests/proxy/test_proxy_http_fast.py`` calls through the channel.
+    """
+    stamp: Callable[[dict[str, Any], dict[str, Any]], None] = client.session._stamp
+    return stamp

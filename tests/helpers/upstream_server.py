@@ -85,6 +85,12 @@ def build(name: str, root: Path, keep: set[str] | None = None) -> MCPServer:
             await anyio.sleep(0.02)
         return f"met {count}"
 
+    async def request_id(ctx: Context) -> str:
+        """The JSON-RPC id of this call's request, as the server received it."""
+        return repr(ctx.request_id)
+
+    if keep is not None and "request_id" in keep:  # only on request: not in the default set
+        server.add_tool(request_id, description=request_id.__doc__)
     if keep is not None and "rendezvous" in keep:  # only on request: not in the default set
         server.add_tool(rendezvous, description="Wait until COUNT calls sharing FOLDER are "
                         "under way at once.")
