@@ -61,8 +61,6 @@ mcp-hooks to point at, ``InstallError`` (exit 1). Nothing is changed in either c
 
 from __future__ import annotations
 
-import contextlib
-import difflib
 import os
 import re
 import shlex
@@ -86,6 +84,7 @@ from mcp_hooks.errors import (
     install_command,
 )
 from mcp_hooks.hosts import UnknownHostError, get_host
+from mcp_hooks.hosts.applying import Changes, done, show_diff, unchanged, written
 from mcp_hooks.hosts.base import Host
 from mcp_hooks.hosts.claude_code import ClaudeCode
 from mcp_hooks.hosts.configfile import (
@@ -93,10 +92,8 @@ from mcp_hooks.hosts.configfile import (
     InstallError,
     InstallOptionError,
     Target,
-    backup_path,
     cwd_import_reason,
     edit_all,
-    replace,
     target,
 )
 from mcp_hooks.hosts.doctor import read_entries
@@ -507,13 +504,7 @@ def _change(options: InstallOptions, install: bool) -> int:
     scope = options.scope or host.default_scope
     verb = "install" if install else "uninstall"
     try:
-        where = target(host, scope, _project(options))
-        if options.config is not None:
-            where = Target(Path(options.config).expanduser().resolve(), where.format)
-        events = _events(options, host) if install else [*host.events, *host.prompt_events]
-        make = handler_maker(options, host, scope, events) if install else None
-        changes = {path: (old, new) for path, (old, new)
-                   in edit_all(where, events, make, host).items() if old != new}
+        where, events, changes = _planned(options, host, scope, install)
     except MCPHooksError as exc:
         print(f"mcp-hooks {verb}: {exc}", file=sys.stderr)
         return exit_code(exc)
@@ -521,55 +512,36 @@ def _change(options: InstallOptions, install: bool) -> int:
         print(f"mcp-hooks {verb}: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     notes = install_notes(host, scope, options) if install else []
-
-    if not install and where.format not in ("files", "module"):
-        # a file with no entry of ours is left exactly as it is (not even reformatted, nor
-        # removed when empty)
-        changes = {path: change for path, change in changes.items()
-                   if change[0] and _has_ours(host, where, change[0])}
-    if not changes and not install:
-        print(f"{where.path}: " + ("does not exist" if not where.path.exists() else
-                                   "holds no entries of mcp-hooks")
-              + f", nothing to uninstall ({host.title}, {scope} scope)")
-        return EXIT_OK
     if not changes:
-        print(f"{where.path}: already up to date ({host.title}, {scope} scope)")
-        for note in notes:
-            print(note)
+        unchanged(host, scope, where, install, notes)
         return EXIT_OK
     if options.dry_run:
-        for path, (old, new) in changes.items():
-            diff = difflib.unified_diff(
-                old.splitlines(keepends=True), new.splitlines(keepends=True),
-                fromfile=str(path), tofile=f"{path} (after {verb})",
-            )
-            sys.stdout.writelines(diff)
-        print(f"(dry run: {where.path} was not changed)")
+        show_diff(changes, where, verb)
         return EXIT_OK
-    # a folder of executables (the "files" format): each one is run by the host
-    mode = 0o755 if where.format == "files" else None
-    backups: list[Path] = []
-    for path, (old, new) in changes.items():
-        try:
-            backup = replace(path, old, new, backup_path(host, scope, path), mode)
-        except OSError as exc:
-            print(f"mcp-hooks {verb}: cannot write {path}: {exc}", file=sys.stderr)
-            return EXIT_FAILURE
-        if backup is not None:
-            backups.append(backup)
-    if where.format in ("files", "module") and not install:
-        # the folder of our generated files goes too, if that leaves it empty
-        folder = where.path if where.format == "files" else where.path.parent
-        with contextlib.suppress(OSError):
-            folder.rmdir()
-    done = "installed into" if install else "removed from"
-    what = f"{len(events)} {host.title} event(s)" if install else f"our {host.title} entries"
-    saved = (f" (previous file saved as {backups[0]})" if len(backups) == 1 else
-             f" (previous files saved in {backups[0].parent})" if backups else "")
-    print(f"{what} {done} {where.path}{saved}")
-    for note in notes:
-        print(note)
+    backups = written(host, scope, where, changes, verb)
+    if backups is None:
+        return EXIT_FAILURE
+    done(host, where, f"{len(events)} {host.title} event(s)" if install else None, backups,
+         notes)
     return EXIT_OK
+
+
+def _planned(options: InstallOptions, host: Host, scope: str, install: bool
+             ) -> tuple[Target, list[str], Changes]:
+    """Where the host's config is, the events, and each file's change (only real ones;
+    an uninstall leaves a file with no entry of ours exactly as it is: not even reformatted,
+    nor removed when empty)."""
+    where = target(host, scope, _project(options))
+    if options.config is not None:
+        where = Target(Path(options.config).expanduser().resolve(), where.format)
+    events = _events(options, host) if install else [*host.events, *host.prompt_events]
+    make = handler_maker(options, host, scope, events) if install else None
+    changes = {path: (old, new) for path, (old, new)
+               in edit_all(where, events, make, host).items() if old != new}
+    if not install and where.format not in ("files", "module"):
+        changes = {path: change for path, change in changes.items()
+                   if change[0] and _has_ours(host, where, change[0])}
+    return where, events, changes
 
 
 def _has_ours(host: Host, where: Target, text: str) -> bool:
