@@ -38,7 +38,6 @@ _TODO = "a door: the cap of 15 binds the core (issue 20); split it when it is ne
 CORE_EXCEPTIONS: dict[str, str] = {}
 # Door functions over the cap, each with why it stays as it is for now.
 DOOR_EXCEPTIONS: dict[str, str] = {
-    'proxy/config.py:parse_server': _TODO,
     'proxy/fast.py:FastPath.__call__': "owned by the guard helper this session (the proxy's guard)",
     'proxy/upstream.py:Upstream._describe': _TODO,
     'proxy/upstream.py:Upstream._run': _TODO,

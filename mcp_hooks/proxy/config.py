@@ -209,6 +209,73 @@ def _string_map(value: Any, where: str) -> dict[str, str]:
     return out
 
 
+def _text(entry: dict[str, Any], key: str, where: str, environ: Mapping[str, str]) -> str | None:
+    """``entry[key]``, a string with ``${VAR}`` expanded, or None when absent."""
+    value = entry.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ProxyConfigError(f"{where}.{key}: must be a string")
+    return _expand(value, f"{where}.{key}", environ)
+
+
+def _transport(kind: Any, command: str | None, url: str | None, where: str) -> UpstreamTransport:
+    """The entry's ``type`` (or ``transport``), or the one its ``command``/``url`` implies."""
+    if kind is None and command is None and url is None:
+        raise ProxyConfigError(
+            f"{where}: needs 'command' (a stdio server) or 'url' (a streamable HTTP server)"
+        )
+    if kind is None:
+        return "stdio" if command is not None else "http"
+    if isinstance(kind, str) and kind.lower() in _TYPES:
+        return _TYPES[kind.lower()]
+    raise ProxyConfigError(
+        f"{where}.type: {kind!r} is not a transport; use \"stdio\", \"http\" or \"sse\""
+    )
+
+
+def _timeout(entry: dict[str, Any], where: str) -> float | None:
+    """The entry's ``timeout`` in seconds, None when absent."""
+    timeout = entry.get("timeout")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+    ):
+        raise ProxyConfigError(f"{where}.timeout: must be a positive number of seconds")
+    return timeout
+
+
+def _stdio_server(name: str, entry: dict[str, Any], command: str | None, timeout: float | None,
+                  where: str, base_dir: Path | None, environ: Mapping[str, str]) -> UpstreamSpec:
+    """A stdio entry: its command, args, env and cwd (relative to ``base_dir``)."""
+    if not command:
+        raise ProxyConfigError(
+            f"{where}: a stdio server needs 'command' (or give 'url' for an HTTP server)"
+        )
+    args = [_expand(a, f"{where}.args", environ)
+            for a in _strings(entry.get("args", []), f"{where}.args")]
+    env = {k: _expand(v, f"{where}.env.{k}", environ)
+           for k, v in _string_map(entry.get("env", {}), f"{where}.env").items()}
+    cwd = _text(entry, "cwd", where, environ)
+    if cwd is not None and base_dir is not None and not os.path.isabs(cwd):
+        cwd = str((base_dir / cwd).resolve())
+    return UpstreamSpec(name=name, transport="stdio", command=command, args=tuple(args),
+                        env=env, cwd=cwd, timeout=timeout)
+
+
+def _remote_server(name: str, entry: dict[str, Any], transport: UpstreamTransport,
+                   url: str | None, timeout: float | None, where: str,
+                   environ: Mapping[str, str]) -> UpstreamSpec:
+    """A streamable HTTP or SSE entry: its url and headers."""
+    if not url:
+        raise ProxyConfigError(f"{where}: an {transport} server needs 'url'")
+    if not url.startswith(("http://", "https://")):
+        raise ProxyConfigError(f"{where}.url: {url!r} must start with http:// or https://")
+    headers = {k: _expand(v, f"{where}.headers.{k}", environ)
+               for k, v in _string_map(entry.get("headers", {}), f"{where}.headers").items()}
+    return UpstreamSpec(name=name, transport=transport, url=url, headers=headers,
+                        timeout=timeout)
+
+
 def parse_server(
     name: str,
     entry: Any,
@@ -236,57 +303,13 @@ def parse_server(
         raise ProxyConfigError(f"{where}: must be an object with 'command' or 'url'")
     if entry.get("disabled") is True:
         return None
-
-    def text(key: str) -> str | None:
-        value = entry.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            raise ProxyConfigError(f"{where}.{key}: must be a string")
-        return _expand(value, f"{where}.{key}", env_vars)
-
-    kind = entry.get("type", entry.get("transport"))
-    command, url = text("command"), text("url") or text("serverUrl")
-    if kind is None and command is None and url is None:
-        raise ProxyConfigError(
-            f"{where}: needs 'command' (a stdio server) or 'url' (a streamable HTTP server)"
-        )
-    if kind is None:
-        transport: UpstreamTransport = "stdio" if command is not None else "http"
-    elif isinstance(kind, str) and kind.lower() in _TYPES:
-        transport = _TYPES[kind.lower()]
-    else:
-        raise ProxyConfigError(
-            f"{where}.type: {kind!r} is not a transport; use \"stdio\", \"http\" or \"sse\""
-        )
-    timeout = entry.get("timeout")
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
-    ):
-        raise ProxyConfigError(f"{where}.timeout: must be a positive number of seconds")
-
+    command = _text(entry, "command", where, env_vars)
+    url = _text(entry, "url", where, env_vars) or _text(entry, "serverUrl", where, env_vars)
+    transport = _transport(entry.get("type", entry.get("transport")), command, url, where)
+    timeout = _timeout(entry, where)
     if transport == "stdio":
-        if not command:
-            raise ProxyConfigError(
-                f"{where}: a stdio server needs 'command' (or give 'url' for an HTTP server)"
-            )
-        args = [_expand(a, f"{where}.args", env_vars)
-                for a in _strings(entry.get("args", []), f"{where}.args")]
-        env = {k: _expand(v, f"{where}.env.{k}", env_vars)
-               for k, v in _string_map(entry.get("env", {}), f"{where}.env").items()}
-        cwd = text("cwd")
-        if cwd is not None and base_dir is not None and not os.path.isabs(cwd):
-            cwd = str((base_dir / cwd).resolve())
-        return UpstreamSpec(name=name, transport="stdio", command=command, args=tuple(args),
-                            env=env, cwd=cwd, timeout=timeout)
-    if not url:
-        raise ProxyConfigError(f"{where}: an {transport} server needs 'url'")
-    if not url.startswith(("http://", "https://")):
-        raise ProxyConfigError(f"{where}.url: {url!r} must start with http:// or https://")
-    headers = {k: _expand(v, f"{where}.headers.{k}", env_vars)
-               for k, v in _string_map(entry.get("headers", {}), f"{where}.headers").items()}
-    return UpstreamSpec(name=name, transport=transport, url=url, headers=headers,
-                        timeout=timeout)
+        return _stdio_server(name, entry, command, timeout, where, base_dir, env_vars)
+    return _remote_server(name, entry, transport, url, timeout, where, env_vars)
 
 
 def load_config(path: Path, environ: Mapping[str, str] | None = None) -> list[UpstreamSpec]:

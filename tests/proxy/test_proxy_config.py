@@ -46,6 +46,16 @@ def test_the_shapes_hosts_use(tmp_path: Path) -> None:
     assert specs["streamable"].transport == "http"
 
 
+def test_server_url_transport_key_and_absolute_cwd(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "mcp.json", {
+        "w": {"serverUrl": "https://h.example/mcp", "transport": "SSE"},
+        "s": {"transport": "stdio", "command": "srv", "cwd": str(tmp_path / "abs")},
+    })
+    specs = {s.name: s for s in load_config(config, environ={})}
+    assert (specs["w"].transport, specs["w"].url) == ("sse", "https://h.example/mcp")
+    assert (specs["s"].transport, specs["s"].cwd) == ("stdio", str(tmp_path / "abs"))
+
+
 def test_vs_code_servers_key(tmp_path: Path) -> None:
     config = write_config(tmp_path / "mcp.json", {"fs": {"type": "stdio", "command": "fs"}},
                           key="servers")
@@ -79,6 +89,14 @@ def test_environment_variables_are_expanded(tmp_path: Path) -> None:
     ({"a": {"command": "x", "env": {"K": ["v"]}}}, "mcpServers.a.env.K: must be a string"),
     ({"a": {"command": "x", "timeout": -1}}, "mcpServers.a.timeout: must be a positive"),
     ({"a": "srv"}, "mcpServers.a: must be an object"),
+    ({"": {"command": "x"}}, "mcpServers.: a server needs a non-empty name"),
+    ({"a": {"command": 3}}, "mcpServers.a.command: must be a string"),
+    ({"a": {"command": "x", "cwd": 5}}, "mcpServers.a.cwd: must be a string"),
+    ({"a": {"url": "https://h/mcp", "headers": {"K": None}}},
+     "mcpServers.a.headers.K: must be a string"),
+    ({"a": {"transport": "bogus", "command": "x"}}, "mcpServers.a.type: 'bogus' is not a "),
+    ({"a": {"type": "stdio", "timeout": 0}}, "mcpServers.a.timeout: must be a positive"),
+    ({"a": {"type": "sse", "timeout": True}}, "mcpServers.a.timeout: must be a positive"),
 ])
 def test_malformed_entries_name_the_field(tmp_path: Path, servers: object, needle: str) -> None:
     config = write_config(tmp_path / "mcp.json", servers)
