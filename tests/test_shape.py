@@ -39,8 +39,6 @@ CORE_EXCEPTIONS: dict[str, str] = {}
 # Door functions over the cap, each with why it stays as it is for now.
 DOOR_EXCEPTIONS: dict[str, str] = {
     'proxy/fast.py:FastPath.__call__': "owned by the guard helper this session (the proxy's guard)",
-    'proxy/upstream.py:Upstream._describe': _TODO,
-    'proxy/upstream.py:Upstream._run': _TODO,
 }
 
 _MEASURED = re.compile(r"#.*\b\d+(\.\d+)?\s*ms\b")

@@ -31,7 +31,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from types import TracebackType
 from typing import IO, Any, Literal, TextIO, TypeVar, cast
 
 import anyio
@@ -50,7 +49,8 @@ from mcp_hooks.errors import RunError
 from mcp_hooks.proxy.config import UpstreamSpec
 from mcp_hooks.proxy.relay import Peer, Relay
 from mcp_hooks.proxy.upstream_http import raw_call, raw_channel
-from mcp_hooks.proxy.upstream_stdio import Run, StderrTail, exited, stdio_upstream
+from mcp_hooks.proxy.upstream_stdio import Run, StderrTail, exited, start_error, stdio_upstream
+from mcp_hooks.proxy.watched import WatchedReadStream
 from mcp_hooks.server.sdk_compat import TransportStreams, create_mcp_http_client
 from mcp_hooks.state.eventlog import EventLog
 
@@ -86,58 +86,18 @@ def _leaves(exc: BaseException) -> Iterator[BaseException]:
         yield exc
 
 
+def _only_cancelled(exc: BaseException) -> bool:
+    """``exc`` is a cancellation (or a group of nothing else), to be raised on as it is."""
+    return not isinstance(exc, Exception) and all(
+        not isinstance(e, Exception) for e in _leaves(exc))
+
+
 def backoff(failures: int) -> float:
     """Seconds before the next start after ``failures`` consecutive failures: the first
     restart is immediate, then 1, 2, 4 ... up to ``BACKOFF_MAX``."""
     if failures <= 1:
         return 0.0
     return min(BACKOFF_MAX, 2.0 ** (failures - 2))
-
-
-class _WatchedReadStream:
-    """An HTTP/SSE transport's read stream that sets ``closed`` when it ends, so the proxy
-    notices a dropped upstream at once, not at its next call."""
-
-    def __init__(self, inner: Any, closed: anyio.Event) -> None:
-        self._inner = inner
-        self._closed = closed
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> Any:
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._closed.set()
-            raise
-
-    def __aiter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self._inner.__anext__()
-        except (StopAsyncIteration, anyio.ClosedResourceError):
-            self._closed.set()
-            raise
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        self._closed.set()
-        await self._inner.aclose()
-        return None
 
 
 # -- listings --------------------------------------------------------------------------------
@@ -285,15 +245,15 @@ class Upstream:
                                            env={**os.environ, **spec.env}, cwd=spec.cwd)
             log = cast(TextIO, errlog) if errlog is not None else sys.stderr
             async with stdio_client(params, errlog=log) as (read, write):
-                yield _WatchedReadStream(read, run.closed), write
+                yield WatchedReadStream(read, run.closed), write
         elif spec.transport == "http":
             async with create_mcp_http_client(headers=spec.headers or None) as http, \
                     streamable_http_client(spec.url or "", http_client=http) as (read, write), \
                     raw_channel(http, spec, run, self._fast_http):
-                yield _WatchedReadStream(read, run.closed), write
+                yield WatchedReadStream(read, run.closed), write
         else:
             async with sse_client(spec.url or "", headers=spec.headers or None) as (read, write):
-                yield _WatchedReadStream(read, run.closed), write
+                yield WatchedReadStream(read, run.closed), write
 
     async def _run(self, attempt: anyio.Event, stop: anyio.Event) -> None:
         error: str | None = None
@@ -302,23 +262,15 @@ class Upstream:
         try:
             for _ in range(2):
                 run = self._run_state = Run()
-                try:
-                    await self._connect(run, deadline, attempt, stop)
-                except MCPError as exc:
-                    if exc.code == types.UNSUPPORTED_PROTOCOL_VERSION and self._mode == "legacy":
-                        self._mode = "auto"  # a server of the 2026 era only
-                        continue
-                    raise
-                break
+                if await self._connect_in_its_era(run, deadline, attempt, stop):
+                    break
             if not run.ready and not stop.is_set():
                 error = (f"did not finish starting (spawn or connect, handshake, listing) "
                          f"within {self.startup_timeout:g} s")
         except BaseException as exc:
             # A group that mixes a cancellation with real errors must not escape: it would
             # take the proxy's task group, and every other upstream, down with it.
-            leaves = list(_leaves(exc))
-            if not isinstance(exc, Exception) and all(
-                    not isinstance(e, Exception) for e in leaves):
+            if _only_cancelled(exc):
                 raise
             # Once the connection has dropped, errors while tearing it down (an HTTP server
             # that cannot take the session's DELETE) say less than the drop itself.
@@ -336,6 +288,20 @@ class Upstream:
             self._set_state("dead" if run.ready else "failed", error)
         attempt.set()
         run.settled.set()
+
+    async def _connect_in_its_era(
+        self, run: Run, deadline: float, attempt: anyio.Event, stop: anyio.Event
+    ) -> bool:
+        """``_connect``; False when a server of the 2026 era only refused the 2025 handshake:
+        the mode is "auto" now, and the caller connects again."""
+        try:
+            await self._connect(run, deadline, attempt, stop)
+        except MCPError as exc:
+            if exc.code == types.UNSUPPORTED_PROTOCOL_VERSION and self._mode == "legacy":
+                self._mode = "auto"
+                return False
+            raise
+        return True
 
     async def _connect(
         self, run: Run, deadline: float, attempt: anyio.Event, stop: anyio.Event
@@ -381,15 +347,8 @@ class Upstream:
     async def _describe(self, exc: BaseException, run: Run, *, starting: bool) -> str:
         leaves = [e for e in _leaves(exc) if not isinstance(e, anyio.get_cancelled_exc_class())]
         first = leaves[0] if leaves else exc
-        command, cwd = self.spec.command, self.spec.cwd
         if isinstance(first, OSError) and self.spec.transport == "stdio":
-            if cwd and first.filename is not None and os.fspath(first.filename) == cwd:
-                return f"cannot start in {cwd!r}: {first.strerror or first}"
-            if isinstance(first, FileNotFoundError):
-                return f"cannot run {command!r}: no such file or command (is it installed?)"
-            if isinstance(first, PermissionError):
-                return f"cannot run {command!r}: permission denied"
-            return f"cannot run {command!r}: {first.strerror or first}"
+            return start_error(first, self.spec)
         if isinstance(first, MCPError) and first.code == types.CONNECTION_CLOSED:
             return await self._describe_exit(run, starting=starting)
         what = f"{type(first).__name__}: {first}" if str(first) else type(first).__name__

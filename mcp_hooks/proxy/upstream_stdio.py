@@ -194,6 +194,18 @@ class Run:
     ready: bool = False
 
 
+def start_error(error: OSError, spec: UpstreamSpec) -> str:
+    """Why a stdio server could not be spawned, naming its ``cwd`` or its command."""
+    command, cwd = spec.command, spec.cwd
+    if cwd and error.filename is not None and os.fspath(error.filename) == cwd:
+        return f"cannot start in {cwd!r}: {error.strerror or error}"
+    if isinstance(error, FileNotFoundError):
+        return f"cannot run {command!r}: no such file or command (is it installed?)"
+    if isinstance(error, PermissionError):
+        return f"cannot run {command!r}: permission denied"
+    return f"cannot run {command!r}: {error.strerror or error}"
+
+
 def _killpg(pgid: int, sig: int) -> None:
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)

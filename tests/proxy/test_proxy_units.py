@@ -12,12 +12,14 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.proxy.app import Proxy, ProxySettings
 from mcp_hooks.proxy.config import UpstreamSpec, parse_upstream
 from mcp_hooks.proxy.results import apply_modified_output, clean_result, error_result, error_text
 from mcp_hooks.proxy.upstream import Upstream, UpstreamError, backoff
+from mcp_hooks.proxy.upstream_stdio import Run
 from mcp_hooks.registry.discovery import Registry
 from mcp_hooks.state.eventlog import EventLog
 from tests.conftest import write_hook
@@ -191,3 +193,33 @@ def test_the_stdio_switch_is_read_from_the_environment(tmp_path: Path) -> None:
     sdk = options_from_args(args, environ={"MCP_HOOKS_PROXY_STDIO": "sdk"})
     assert sdk.settings.fast_stdio is False
     assert [s.name for s in sdk.upstreams] == ["a"] and sdk.serve.transport == "stdio"
+
+
+_NOWHERE = "/no/such/folder"
+
+
+@pytest.mark.parametrize(("transport", "exc", "said"), [
+    ("stdio", FileNotFoundError(2, "No such file or directory", _NOWHERE),
+     f"cannot start in '{_NOWHERE}': No such file or directory"),
+    ("stdio", FileNotFoundError(2, "No such file or directory", "srv"),
+     "cannot run 'srv': no such file or command (is it installed?)"),
+    ("stdio", PermissionError(13, "Permission denied", "srv"),
+     "cannot run 'srv': permission denied"),
+    ("stdio", OSError(8, "Exec format error"), "cannot run 'srv': Exec format error"),
+    ("stdio", OSError("plain"), "cannot run 'srv': plain"),
+    ("stdio", ValueError("bad"), "ValueError: bad"),
+    ("stdio", ValueError(), "ValueError"),
+    ("http", OSError(111, "Connection refused"),
+     "cannot talk to https://h.example/mcp: ConnectionRefusedError: [Errno 111] "
+     "Connection refused"),
+    ("http", ValueError(), "cannot talk to https://h.example/mcp: ValueError"),
+    ("http", MCPError(types.CONNECTION_CLOSED, "Connection closed"),
+     "the server closed the connection while starting"),
+])
+async def test_what_a_failed_start_is_said_to_be(transport: str, exc: BaseException,
+                                                 said: str) -> None:
+    """The messages a failed start leaves in ``last_error``, case by case."""
+    spec = (UpstreamSpec(name="u", transport="stdio", command="srv", cwd=_NOWHERE)
+            if transport == "stdio" else
+            UpstreamSpec(name="u", transport="http", url="https://h.example/mcp"))
+    assert await Upstream(spec)._describe(exc, Run(), starting=True) == said
