@@ -37,9 +37,7 @@ OWNED_ELSEWHERE: dict[str, str] = {}
 _TODO = "a door: the cap of 15 binds the core (issue 20); split it when it is next changed"
 CORE_EXCEPTIONS: dict[str, str] = {}
 # Door functions over the cap, each with why it stays as it is for now.
-DOOR_EXCEPTIONS: dict[str, str] = {
-    'proxy/fast.py:FastPath.__call__': "owned by the guard helper this session (the proxy's guard)",
-}
+DOOR_EXCEPTIONS: dict[str, str] = {}
 
 _MEASURED = re.compile(r"#.*\b\d+(\.\d+)?\s*ms\b")
 

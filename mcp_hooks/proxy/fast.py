@@ -35,6 +35,25 @@ def _elicits(meta: dict[str, Any]) -> bool:
     return isinstance(capabilities, dict) and capabilities.get("elicitation") is not None
 
 
+def _plain_call(message: dict[str, Any]
+                ) -> tuple[str | int, str, dict[str, Any], dict[str, Any]] | None:
+    """A ``tools/call`` request's id, tool name, arguments and ``_meta``, when it is plain:
+    a string or integer id, no params but those, no progress token; None otherwise."""
+    rid = message.get("id")
+    if message.get("method") != "tools/call" or isinstance(rid, bool) \
+            or not isinstance(rid, (str, int)):
+        return None
+    params = message.get("params")
+    if not isinstance(params, dict) or not _FAST_PARAMS.issuperset(params):
+        return None
+    name, arguments = params.get("name"), params.get("arguments") or {}
+    meta = params.get("_meta") or {}
+    if not isinstance(name, str) or not isinstance(arguments, dict) \
+            or not isinstance(meta, dict) or "progressToken" in meta:
+        return None
+    return rid, name, arguments, meta
+
+
 class FastPath:
     """Answers eligible ``tools/call`` requests (call it with the parsed message).
 
@@ -62,38 +81,43 @@ class FastPath:
         """The JSON-RPC response to ``message``, to be awaited, or None: the SDK answers.
         ``http``: a streamable-HTTP POST (``http_fast``): only 2026-07-28 requests, whose
         handshake-era connections elsewhere on the server do not matter."""
-        rid = message.get("id")
-        if message.get("method") != "tools/call" or isinstance(rid, bool) \
-                or not isinstance(rid, (str, int)):
+        call = _plain_call(message)
+        if call is None or call[1] not in self._catalog.tool_routes:
             return None
-        params = message.get("params")
-        if not isinstance(params, dict) or not _FAST_PARAMS.issuperset(params):
+        rid, name, arguments, meta = call
+        route = self._route(meta, http)
+        if route is None:
             return None
-        name, arguments = params.get("name"), params.get("arguments") or {}
-        meta = params.get("_meta") or {}
-        if not isinstance(name, str) or not isinstance(arguments, dict) \
-                or not isinstance(meta, dict) or "progressToken" in meta \
-                or name not in self._catalog.tool_routes:
-            return None
+        session, modern, peer = route
+        return self._answer(rid, session, name, dict(arguments), modern, peer)
+
+    def _route(self, meta: dict[str, Any], http: bool
+               ) -> tuple[DownstreamSession, bool, Peer] | None:
+        """The session, era (modern or not) and peer of a plain call, or None: the SDK
+        answers (an era it has not settled, or a client it must serve itself)."""
         sessions = self._sessions
         version = meta.get(types.PROTOCOL_VERSION_META_KEY)
         if version is None:
-            if http or len(sessions.connections) != 1:
-                return None
-            connection = next(iter(sessions.connections.values()))
-            session = sessions.on_connection(connection)
-            if session is None or not connection.initialize_accepted \
-                    or connection.protocol_version < _STRUCTURED_SINCE:
-                return None
-            modern, peer = False, connection_peer(connection, session.id)
-        elif version in MODERN_PROTOCOL_VERSIONS and sessions.modern_seen \
+            return None if http else self._handshake_route()
+        if version in MODERN_PROTOCOL_VERSIONS and sessions.modern_seen \
                 and types.CLIENT_CAPABILITIES_META_KEY in meta \
                 and (http or not sessions.connections) and not _elicits(meta):
-            session, modern = sessions.shared(None), True
-            peer = modern_peer(session.id)
-        else:
+            session = sessions.shared(None)
+            return session, True, modern_peer(session.id)
+        return None
+
+    def _handshake_route(self) -> tuple[DownstreamSession, bool, Peer] | None:
+        """The one handshake-era connection's session, once ``initialize`` settled it at a
+        version with structured content; None otherwise."""
+        sessions = self._sessions
+        if len(sessions.connections) != 1:
             return None
-        return self._answer(rid, session, name, dict(arguments), modern, peer)
+        connection = next(iter(sessions.connections.values()))
+        session = sessions.on_connection(connection)
+        if session is None or not connection.initialize_accepted \
+                or connection.protocol_version < _STRUCTURED_SINCE:
+            return None
+        return session, False, connection_peer(connection, session.id)
 
     async def _answer(
         self, rid: str | int, session: DownstreamSession, name: str,

@@ -95,6 +95,17 @@ async def test_fast_path_answers_plain_calls_only(proxy: Proxy) -> None:
         call(9, name="echo", arguments={}, _meta=envelope, inputResponses={}),
         {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "echo"}},  # no id
         {"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {"_meta": envelope}},
+        call(True, name="echo", arguments={}, _meta=envelope),  # a bool is no id
+        call(9.5, name="echo", arguments={}, _meta=envelope),
+        {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": ["echo"]},
+        call(9, name=5, arguments={}, _meta=envelope),
+        call(9, name="echo", arguments={}, _meta="not an object"),
+        call(9, name="echo", arguments={},
+             _meta={**envelope, types.CLIENT_CAPABILITIES_META_KEY: {"elicitation": {}}}),
+        call(9, name="echo", arguments={},
+             _meta={types.PROTOCOL_VERSION_META_KEY: "2026-07-28"}),  # no capabilities
+        call(9, name="echo", arguments={},
+             _meta={**envelope, types.PROTOCOL_VERSION_META_KEY: "1999-01-01"}),
     ):
         assert proxy.fast_request(message) is None, message
 
