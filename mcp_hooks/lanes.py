@@ -137,6 +137,8 @@ class Worker:
                 if future is not None:  # the chain stops with it, and the interrupt goes on
                     future.cancel()
                 mark_callers_own(exc)
+            elif future.cancelled() or future.exception() is not exc:
+                mark_callers_own(exc)  # raised here (Ctrl-C) just as the chain ended: ours
             raise
 
     def close(self) -> None:
