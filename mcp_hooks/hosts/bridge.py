@@ -34,6 +34,7 @@ reports as not being a continuation resets the count, as does any stop that is a
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from dataclasses import dataclass, field, replace
@@ -131,17 +132,20 @@ def answer(host: Host, raw: bytes | Callable[[], bytes], options: BridgeOptions)
         return host.fault_reply(unreadable(host, exc), host.known_event(flag, payload),
                                 on_fault, payload)
     outcome: Outcome | BaseException
+    troubles: list[str] = []
+    # a call that ran while its ask waited was answered in the host's dialog (prompts.py)
+    closing = (functools.partial(close_answered, host, call, troubles)
+               if host.prompt_events and call.event == "after_tool" else None)
     try:
         outcome = fire_call(call, options.common, hold_aid=not shows_aid(host, call),
                             deadline=chain_deadline(host), door=f"bridge/{host.name}",
-                            approve=call_host_asks if asks_natively(host, call) else None)
+                            approve=call_host_asks if asks_natively(host, call) else None,
+                            then=closing)
     except BaseException as exc:  # whatever it was (SystemExit, KeyboardInterrupt): a fault
         outcome = exc
     reply = answer_outcome(host, call, outcome, on_fault, payload)
-    if host.prompt_events and call.event == "after_tool":  # answered in the host's dialog?
-        trouble = close_answered(host, call, options.common)
-        if trouble:
-            reply = replace(reply, stderr=f"{reply.stderr}mcp-hooks bridge: {trouble}\n")
+    if troubles:
+        reply = replace(reply, stderr=f"{reply.stderr}mcp-hooks bridge: {troubles[0]}\n")
     return reply
 
 
@@ -187,7 +191,8 @@ def _write(reply: Reply, out: BinaryIO) -> None:
 
 def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False,
               deadline: float | None = None, approve: Approver | None = None,
-              door: str = "bridge") -> Outcome:
+              door: str = "bridge", then: Callable[[StateStore], None] | None = None
+              ) -> Outcome:
     """Fire the translated call at a fresh engine over the registry the options describe
     (``hold_aid``: the host's reply cannot show waiting aid, leave it for a later event;
     ``deadline``: the host's chain deadline, ``Host.chain_deadline``, when it is shorter
@@ -214,7 +219,10 @@ def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False,
     engine = Engine(registry, settings, log=log, one_shot=True,
                     stop_guard=stop_guard(call, settings.stop_block_cap, store), store=store)
     try:
-        return engine.fire_blocking(event, hold_aid=hold_aid, approve=approve)
+        outcome = engine.fire_blocking(event, hold_aid=hold_aid, approve=approve)
+        if then is not None:  # more work on the same store, after the event (never raises)
+            then(store)
+        return outcome
     finally:
         registry.close()
         close_store(store)

@@ -34,7 +34,7 @@ from mcp_hooks.engine.asking import POLL
 from mcp_hooks.hosts.base import Host, Reply
 from mcp_hooks.options import CommonOptions, log_of
 from mcp_hooks.options import settings as read_settings
-from mcp_hooks.spec.asking import AskAnswer, AskRequest, binding_of
+from mcp_hooks.spec.asking import AskAnswer, binding_of
 from mcp_hooks.spec.outcome import Event, cap_text
 from mcp_hooks.state.asks import answer
 from mcp_hooks.state.store import AskAnswered, AskExpired, UnknownAsk
@@ -82,25 +82,22 @@ def unanswered(prompt_event: str, exc: BaseException) -> Reply:
                      f"{DIALOG}\n", 0)
 
 
-def close_answered(host: Host, call: Call, common: CommonOptions) -> str | None:
-    """After a call ran (the host's ``PostToolUse``): the ask of ours still pending for it was
-    answered in the host's dialog; store that answer and take it (it covered that run only).
-    Returns a warning when that could not be done, else None."""
+def close_answered(host: Host, call: Call, troubles: list[str], store: StateStore) -> None:
+    """After a call ran (the host's ``PostToolUse``, on the bridge's own ``store``): the ask
+    of ours still pending for it was answered in the host's dialog; store that answer and
+    take it (it covered that run only). Never raises: what went wrong goes to ``troubles``."""
     gate = next(iter(host.prompt_events.values()))
     try:
         asked = host.translate(gate, {**call.payload, host.event_key: gate})
-        settings = read_settings(common)
-        with _opened(settings) as store:
-            request = _pending(store, asked)
-            if request is None:
-                return None
-            with contextlib.suppress(AskAnswered, AskExpired, UnknownAsk):  # answered first
-                answer(store, request.id, AskAnswer(True, by=f"{host.title}'s dialog",
-                                                    channel=host.name))
-            store.approval_for(request.binding, request.session_id)  # taken: that run
+        request = store.pending_for(*_bound(asked))
+        if request is None:
+            return
+        with contextlib.suppress(AskAnswered, AskExpired, UnknownAsk):  # answered first
+            answer(store, request.id, AskAnswer(True, by=f"{host.title}'s dialog",
+                                                channel=host.name))
+        store.approval_for(request.binding, request.session_id)  # taken: that run
     except Exception as exc:  # advisory: the call has run; only the record is missing
-        return f"the ask pending for this call could not be closed ({exc})"
-    return None
+        troubles.append(f"the ask pending for this call could not be closed ({exc})")
 
 
 @contextlib.contextmanager
@@ -119,20 +116,16 @@ def _bound(call: Call) -> tuple[str, str | None]:
             event.session_id)
 
 
-def _pending(store: StateStore, call: Call) -> AskRequest | None:
-    """The ask of ours still pending for exactly this call, if any."""
-    return store.pending_for(*_bound(call))
-
-
 def _wait(store: StateStore, call: Call, seconds: float) -> AskAnswer | None:
     """The answer to the ask of ours for this call, within ``seconds``; None: no such ask,
     or no answer in time. An answer given since our ``PreToolUse`` deferred to this dialog
     (a one-run answer nobody took yet) is taken at once; a for-session approval is not an
     answer to the dialog (it passes our gate, never the host's own permission)."""
-    given = store.approval_for(*_bound(call))
+    bound = _bound(call)
+    given = store.approval_for(*bound)
     if given is not None and not given.for_session:
         return given
-    request = _pending(store, call)
+    request = store.pending_for(*bound)
     if request is None:
         return None
     until = time.monotonic() + max(min(seconds, request.expires - time.time()), 0.0)
