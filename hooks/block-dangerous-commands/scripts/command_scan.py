@@ -34,19 +34,11 @@ from command_words import (
 from folders import Folders
 from program_calls import DELETE_CALLS, call_args, path_values, split_args
 from program_rules import code, interpreter
-from shell_lexer import (
-    DISK,
-    ansi_c,
-    is_operator,
-    prescan,
-    protected,
-    read_option,
-    separates,
-    tokens,
-    unescape,
-)
+from shell_lexer import DISK, ansi_c, prescan, protected, read_option, unescape
 from text_rules import DOWNLOAD, rule_hit
 from verb_rules import check_verb
+
+from mcp_hooks.spec.shellwords import is_operator, separates, tokens
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -2,9 +2,10 @@
 
 ``prescan`` is one quote-aware pass over a line: it drops comments, cuts heredoc bodies out
 (returned in order, for the command that reads them) and returns the bodies of ``$(...)``,
-``<(...)``, ``>(...)`` and backticks, which shlex cannot see into. ``tokens`` then splits the
-line as a POSIX shell would (operators apart), or returns None when it cannot. ``protected``
-says whether a word names a folder whose deletion wrecks the system or the user's files.
+``<(...)``, ``>(...)`` and backticks, which shlex cannot see into.
+``mcp_hooks.spec.shellwords.tokens`` then splits the line as a POSIX shell would (operators
+apart), or returns None when it cannot. ``protected`` says whether a word names a folder
+whose deletion wrecks the system or the user's files.
 Every loop here is linear in its input.
 """
 
@@ -14,7 +15,6 @@ import fnmatch
 import os
 import posixpath
 import re
-import shlex
 
 SYSTEM_DIRS = ("bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "opt",
                "root", "sbin", "srv", "sys", "usr", "var", "mnt", "media", "snap", "nix",
@@ -149,27 +149,6 @@ def read_option(words: list[str], i: int,
                 return "-" + letter, words[i], option[1:j], i + 1
             return "-" + letter, None, option[1:j], i
     return option, None, option[1:], i
-
-
-def tokens(text: str) -> list[str] | None:
-    lexer = shlex.shlex(text, posix=True, punctuation_chars="();<>|&\n")
-    lexer.whitespace = " \t\r"
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError:
-        return None
-
-
-def is_operator(token: str) -> bool:
-    return bool(token) and all(c in "();<>|&\n" for c in token)
-
-
-def separates(token: str) -> bool:
-    redirect = ">" in token or "<" in token
-    return (any(c in token for c in ";\n()") or "&&" in token or "||" in token
-            or ("|" in token and token != ">|") or ("&" in token and not redirect))
 
 
 def heredoc_at(text: str, i: int) -> tuple[str, bool, int] | None:

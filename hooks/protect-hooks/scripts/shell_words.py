@@ -1,11 +1,11 @@
-"""The words of a shell command: split into tokens, operators told apart, substitutions and
-braces expanded, GNU-style options read, and the verbs that write files. Standard library only.
+"""The words of a shell command: substitutions and braces expanded, GNU-style options read,
+and the verbs that write files (split into tokens by ``mcp_hooks.spec.shellwords``, shared with
+block-dangerous-commands). Standard library only.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 
 SUBST = re.compile(r"[$<>]\(")
 SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "busybox"}
@@ -18,29 +18,6 @@ WRITE_VERBS = {
     "apply_patch", "python", "python3", "node", "gio", "rename", "xargs", "cpio", "7z", "bsdtar",
 }
 Option = tuple[str, str]  # (name, value: "" for a flag)
-
-
-def tokens_of(text: str) -> list[str] | None:
-    """``text`` split as a POSIX shell splits it, operators as their own tokens; None on
-    unbalanced quotes."""
-    lexer = shlex.shlex(text, posix=True, punctuation_chars="();<>|&\n")
-    lexer.whitespace = " \t\r"
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError:
-        return None
-
-
-def is_operator(token: str) -> bool:
-    return bool(token) and all(c in "();<>|&\n" for c in token)
-
-
-def separates(token: str) -> bool:
-    redirect = ">" in token or "<" in token
-    return (any(c in token for c in ";\n()") or "&&" in token or "||" in token
-            or ("|" in token and token not in (">|",)) or ("&" in token and not redirect))
 
 
 def substitutions(text: str) -> list[str]:

@@ -14,18 +14,12 @@ import os
 import re
 
 from protected_paths import MAGIC, Guard, Whole
-from shell_words import (
-    SHELLS,
-    WRITE_VERBS,
-    braces,
-    is_operator,
-    separates,
-    substitutions,
-    tokens_of,
-)
+from shell_words import SHELLS, WRITE_VERBS, braces, substitutions
 from verb_writes import VERBS, users_command
 
 from mcp_hooks.spec.patchtext import applies_patch, patch_paths
+from mcp_hooks.spec.shellwords import is_operator, separates
+from mcp_hooks.spec.shellwords import tokens as tokens_of
 
 MAX_SHELL = 100_000  # longer commands get the conservative scan, not shlex
 MAX_DEPTH = 8  # nested sh -c / $(...) / eval levels before the conservative scan
