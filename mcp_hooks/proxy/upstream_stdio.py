@@ -272,85 +272,103 @@ async def stdio_upstream(
         start_new_session=True, limit=wire.LINE_LIMIT,
     )
     run.process = process
-    stdin, stdout = process.stdin, process.stdout
-    assert stdin is not None and stdout is not None
-    to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
-
-    async def write(data: bytes) -> None:
-        if stdin.is_closing():
-            raise anyio.BrokenResourceError
-        stdin.write(data)
-        await stdin.drain()
-
-    channel = run.channel = RawChannel(write)
-
-    async def dispatch(line: bytes) -> None:
-        try:
-            message = wire.decode(line)
-        except ValueError:
-            logger.warning("upstream %s wrote a line that is not JSON: %.200r", spec.name, line)
-            return
-        except RecursionError:  # valid JSON, nested past Python's parser: its caller fails
-            message = _too_deep(spec.name, wire.message_id(line))
-            if message is None:
-                return
-        if isinstance(message, dict) and "method" not in message and channel.owns(message):
-            channel.deliver(message)
-            return
-        try:
-            parsed = wire.to_model(message)
-        except (ValidationError, RecursionError) as exc:
-            if isinstance(exc, ValidationError):
-                await to_session.send(exc)
-            return
-        await to_session.send(SessionMessage(parsed))
-
-    async def read_lines() -> None:
-        try:
-            async with to_session:
-                while (line := await wire.read_line(stdout, f"upstream {spec.name}")) \
-                        is not None:
-                    if line.strip():
-                        await dispatch(line)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            pass
-        finally:
-            run.closed.set()
-            channel.close()
-
-    async def write_session() -> None:
-        try:
-            async with from_session:
-                async for session_message in from_session:
-                    message = session_message.message
-                    try:
-                        data = wire.encode_model(message)
-                    except (RecursionError, ValueError):
-                        await refuse(message)
-                        continue
-                    await write(data)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            run.closed.set()
-
-    async def refuse(message: Any) -> None:
-        """A request that cannot be written fails for its caller, with a reason."""
-        rid = getattr(message, "id", None)
-        if rid is None or not hasattr(message, "method"):
-            logger.warning("upstream %s: a message could not be encoded; dropped", spec.name)
-            return
-        error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
-            code=types.INVALID_PARAMS,
-            message="the arguments nest too deep to be sent upstream; the request was not sent"))
-        await to_session.send(SessionMessage(error))
-
+    assert process.stdin is not None and process.stdout is not None
+    pipes = _ServerPipes(spec.name, process.stdin, process.stdout, run)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(read_lines)
-        tg.start_soon(write_session)
+        tg.start_soon(pipes.read_lines)
+        tg.start_soon(pipes.write_session)
         try:
-            yield from_server, to_server
+            yield pipes.from_server, pipes.to_server
         finally:
             with anyio.CancelScope(shield=True):
                 await _stop_process(process)
             tg.cancel_scope.cancel()
 
+
+class _ServerPipes:
+    """A spawned server's two pipes as the SDK session's streams, with the raw channel
+    (``run.channel``) beside them: each line from the server parsed once, an answer to a raw
+    request to its caller, everything else to the session.
+
+    Args:
+        name: the upstream's name, for the log and errors.
+        stdin, stdout: the server's pipes.
+        run: the connection attempt: its ``channel`` is set here, ``closed`` when stdout ends.
+    """
+
+    def __init__(self, name: str, stdin: asyncio.StreamWriter, stdout: asyncio.StreamReader,
+                 run: Run) -> None:
+        self.name = name
+        self.stdin = stdin
+        self.stdout = stdout
+        self.run = run
+        self.to_session, self.from_server = \
+            anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        self.to_server, self.from_session = \
+            anyio.create_memory_object_stream[SessionMessage](0)
+        self.channel = run.channel = RawChannel(self.write)
+
+    async def write(self, data: bytes) -> None:
+        if self.stdin.is_closing():
+            raise anyio.BrokenResourceError
+        self.stdin.write(data)
+        await self.stdin.drain()
+
+    async def dispatch(self, line: bytes) -> None:
+        try:
+            message = wire.decode(line)
+        except ValueError:
+            logger.warning("upstream %s wrote a line that is not JSON: %.200r", self.name, line)
+            return
+        except RecursionError:  # valid JSON, nested past Python's parser: its caller fails
+            message = _too_deep(self.name, wire.message_id(line))
+            if message is None:
+                return
+        if isinstance(message, dict) and "method" not in message and self.channel.owns(message):
+            self.channel.deliver(message)
+            return
+        try:
+            parsed = wire.to_model(message)
+        except (ValidationError, RecursionError) as exc:
+            if isinstance(exc, ValidationError):
+                await self.to_session.send(exc)
+            return
+        await self.to_session.send(SessionMessage(parsed))
+
+    async def read_lines(self) -> None:
+        try:
+            async with self.to_session:
+                while (line := await wire.read_line(self.stdout, f"upstream {self.name}")) \
+                        is not None:
+                    if line.strip():
+                        await self.dispatch(line)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            pass
+        finally:
+            self.run.closed.set()
+            self.channel.close()
+
+    async def write_session(self) -> None:
+        try:
+            async with self.from_session:
+                async for session_message in self.from_session:
+                    message = session_message.message
+                    try:
+                        data = wire.encode_model(message)
+                    except (RecursionError, ValueError):
+                        await self.refuse(message)
+                        continue
+                    await self.write(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            self.run.closed.set()
+
+    async def refuse(self, message: Any) -> None:
+        """A request that cannot be written fails for its caller, with a reason."""
+        rid = getattr(message, "id", None)
+        if rid is None or not hasattr(message, "method"):
+            logger.warning("upstream %s: a message could not be encoded; dropped", self.name)
+            return
+        error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
+            code=types.INVALID_PARAMS,
+            message="the arguments nest too deep to be sent upstream; the request was not sent"))
+        await self.to_session.send(SessionMessage(error))

@@ -80,34 +80,10 @@ async def run_hook_library(
         return started
     loop = asyncio.get_running_loop()
     waiter = loop.create_task(proc.wait())
-    writing = -1  # the stdin fd a writer is registered on
-    reading = False
+    pipes = _LoopPipes(loop, hook)
     timed_out = False
-
-    def on_readable(stream: Stream) -> None:
-        if stream.read_once():
-            loop.remove_reader(stream.fd)
-            stream.eof = True
-
-    def stop_writing() -> None:
-        nonlocal writing
-        if writing >= 0:
-            loop.remove_writer(writing)
-            writing = -1
-
-    def on_writable() -> None:
-        if hook.feed():
-            stop_writing()
-            hook.close_stdin()
-
     try:
-        if not hook.begin_stdin(payload):
-            assert hook.in_fd is not None
-            writing = hook.in_fd
-            loop.add_writer(writing, on_writable)
-        for stream in (hook.out, hook.err):
-            loop.add_reader(stream.fd, on_readable, stream)
-        reading = True
+        pipes.start(payload)
         done, _ = await asyncio.wait({waiter}, timeout=timeout)
         if not done:
             timed_out = True
@@ -116,8 +92,7 @@ async def run_hook_library(
             if not done:
                 killpg(child.pid, signal.SIGKILL)
         returncode = await waiter
-        _stop_reading(loop, hook)
-        reading = False
+        pipes.stop_reading()
         hook.drain()  # what the child wrote is here; a grandchild cannot hang us
         child.set_returncode(returncode)
         hook.retire()
@@ -132,19 +107,57 @@ async def run_hook_library(
             killpg(child.pid, signal.SIGKILL)
             hook.retire()
             hook.reaper.sweep_pass(set())
-        stop_writing()
-        if reading:
-            _stop_reading(loop, hook)
+        pipes.stop_writing()
+        pipes.stop_reading()
         hook.close()
     await hook.reaper.sweep_async()
     return hook.result(timed_out)
 
 
-def _stop_reading(loop: asyncio.AbstractEventLoop, hook: Run) -> None:
-    """Take the run's output pipes not at their end yet off the event loop."""
-    for stream in (hook.out, hook.err):
-        if not stream.eof:
-            loop.remove_reader(stream.fd)
+class _LoopPipes:
+    """The run's pipes on the event loop: the payload written to stdin as the pipe takes it,
+    stdout and stderr read as they fill, each taken off the loop at its end or when stopped."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, hook: Run) -> None:
+        self.loop = loop
+        self.hook = hook
+        self.writing = -1  # the stdin fd a writer is registered on
+        self.reading = False
+
+    def start(self, payload: bytes) -> None:
+        """Write what ``payload`` stdin does not take at once as it can, read both outputs."""
+        hook = self.hook
+        if not hook.begin_stdin(payload):
+            assert hook.in_fd is not None
+            self.writing = hook.in_fd
+            self.loop.add_writer(self.writing, self._on_writable)
+        for stream in (hook.out, hook.err):
+            self.loop.add_reader(stream.fd, self._on_readable, stream)
+        self.reading = True
+
+    def _on_readable(self, stream: Stream) -> None:
+        if stream.read_once():
+            self.loop.remove_reader(stream.fd)
+            stream.eof = True
+
+    def _on_writable(self) -> None:
+        if self.hook.feed():
+            self.stop_writing()
+            self.hook.close_stdin()
+
+    def stop_writing(self) -> None:
+        if self.writing >= 0:
+            self.loop.remove_writer(self.writing)
+            self.writing = -1
+
+    def stop_reading(self) -> None:
+        """Take the output pipes not at their end yet off the event loop (once)."""
+        if not self.reading:
+            return
+        self.reading = False
+        for stream in (self.hook.out, self.hook.err):
+            if not stream.eof:
+                self.loop.remove_reader(stream.fd)
 
 
 def _limiter(plan: tuple[tuple[int, int, int], ...]) -> Callable[[], None]:

@@ -160,19 +160,53 @@ async def _streams(
     write_transport, write_protocol = await loop.connect_write_pipe(
         lambda: asyncio.streams.FlowControlMixin(loop=loop), os.fdopen(out_fd, "wb", 0))
     writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
-    to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
-    in_flight: dict[Any, anyio.CancelScope] = {}
+    pipes = _Pipes(reader, writer, fast, replace_lone_surrogates)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pipes.read_lines, tg)
+            tg.start_soon(pipes.write_lines)
+            try:
+                yield pipes.from_client, pipes.to_client
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        read_transport.close()
+        write_transport.close()
+        os.dup2(saved_in, 0)
+        os.close(saved_in)
 
-    async def reply(message: dict[str, Any]) -> None:
+
+class _Pipes:
+    """The client's lines in (each to the fast path or the SDK server, or answered with its
+    error) and the SDK server's messages out, over the two event-loop pipes of ``_streams``.
+
+    Args:
+        reader, writer: the duplicated stdin and the owned stdout, on the event loop.
+        fast: the proxy's fast path, if any.
+        replace_lone_surrogates: read each lone surrogate escape as U+FFFD.
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 fast: FastPath | None, replace_lone_surrogates: bool) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.fast = fast
+        self.replace_lone_surrogates = replace_lone_surrogates
+        self.to_server, self.from_client = \
+            anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        self.to_client, self.from_server = anyio.create_memory_object_stream[SessionMessage](0)
+        # the fast path's requests being answered, by id (a cancellation finds its scope)
+        self.in_flight: dict[Any, anyio.CancelScope] = {}
+
+    async def reply(self, message: dict[str, Any]) -> None:
         with suppress(ConnectionError, OSError):
-            await write(wire.encode_answer(message))
+            await self.write(wire.encode_answer(message))
 
-    async def write(data: bytes) -> None:
-        writer.write(data)
-        await writer.drain()
+    async def write(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
 
-    async def answer(rid: Any, scope: anyio.CancelScope,
+    async def answer(self, rid: Any, scope: anyio.CancelScope,
                      response: Awaitable[dict[str, Any]]) -> None:
         with scope:
             try:
@@ -182,25 +216,25 @@ async def _streams(
                 message = {"jsonrpc": "2.0", "id": rid, "error": {
                     "code": types.INTERNAL_ERROR, "message": "Internal error in mcp-hooks proxy"}}
             finally:
-                in_flight.pop(rid, None)
-            await reply(message)
+                self.in_flight.pop(rid, None)
+            await self.reply(message)
         if scope.cancelled_caught and inspect.iscoroutine(response):
             response.close()  # cancelled before it ever ran: no "never awaited" warning
 
-    def cancelled(message: dict[str, Any]) -> bool:
+    def cancelled(self, message: dict[str, Any]) -> bool:
         params = message.get("params")
         rid = params.get("requestId") if isinstance(params, dict) else None
-        scope = in_flight.get(rid) if isinstance(rid, (str, int)) else None
+        scope = self.in_flight.get(rid) if isinstance(rid, (str, int)) else None
         if scope is None:
             return False
         scope.cancel()
         return True
 
-    async def fast_answered(fast: FastPath, raw: dict[str, Any],
+    async def fast_answered(self, fast: FastPath, raw: dict[str, Any],
                             tg: anyio.abc.TaskGroup) -> bool:
         """Whether the fast path took the message: a cancellation it knows, or a request it
         answers (in its own task); else the SDK server gets it."""
-        if raw.get("method") == "notifications/cancelled" and cancelled(raw):
+        if raw.get("method") == "notifications/cancelled" and self.cancelled(raw):
             return True
         try:
             response = fast(raw)
@@ -212,35 +246,35 @@ async def _streams(
         rid = raw.get("id")
         # Registered before the task starts, so a cancellation that follows
         # at once still finds it.
-        scope = in_flight[rid] = anyio.CancelScope()
-        tg.start_soon(answer, rid, scope, response)
+        scope = self.in_flight[rid] = anyio.CancelScope()
+        tg.start_soon(self.answer, rid, scope, response)
         return True
 
-    async def admitted(raw: Any, line: bytes) -> types.JSONRPCMessage | None:
+    async def admitted(self, raw: Any, line: bytes) -> types.JSONRPCMessage | None:
         """The message as the SDK's model, or None: an invalid request answered with its
         error, or a message that is not JSON-RPC dropped (logged)."""
         if isinstance(raw, dict) and "id" in raw and "method" in raw and (
                 isinstance(raw["id"], bool) or not isinstance(raw["id"], (str, int))):
             # it would pass as a notification and never be answered
-            await reply(wire.error_response(None, types.INVALID_REQUEST, "Invalid request: "
-                                       "the id must be a string or an integer"))
+            await self.reply(wire.error_response(None, types.INVALID_REQUEST, "Invalid request: "
+                                            "the id must be a string or an integer"))
             return None
         try:
             return wire.to_model(raw)
         except (ValueError, RecursionError) as exc:
             if isinstance(raw, dict) and "method" in raw and "id" in raw:
                 rid = raw["id"]
-                await reply(wire.error_response(
+                await self.reply(wire.error_response(
                     rid if isinstance(rid, (str, int)) else None,
                     types.INVALID_REQUEST, f"Invalid request: {_first_error(exc)}"))
             else:
                 logger.warning("dropped a message that is not JSON-RPC: %.200r", line)
             return None
 
-    async def read_lines(tg: anyio.abc.TaskGroup) -> None:
-        async with to_server:
+    async def read_lines(self, tg: anyio.abc.TaskGroup) -> None:
+        async with self.to_server:
             while True:
-                line = await wire.read_line(reader, "stdin")
+                line = await wire.read_line(self.reader, "stdin")
                 if line is None:
                     return
                 if not line.strip():
@@ -248,35 +282,21 @@ async def _streams(
                 try:
                     raw = wire.decode(line)
                 except (ValueError, RecursionError) as exc:
-                    await reply(wire.unreadable(line, exc))
+                    await self.reply(wire.unreadable(line, exc))
                     continue
-                if replace_lone_surrogates and wire.has_lone_surrogate_escape(line):
+                if self.replace_lone_surrogates and wire.has_lone_surrogate_escape(line):
                     raw = wire.without_lone_surrogates(raw)
-                if (fast is not None and isinstance(raw, dict)
-                        and await fast_answered(fast, raw, tg)):
+                if (self.fast is not None and isinstance(raw, dict)
+                        and await self.fast_answered(self.fast, raw, tg)):
                     continue
-                message = await admitted(raw, line)
+                message = await self.admitted(raw, line)
                 if message is not None:
-                    await to_server.send(SessionMessage(message))
+                    await self.to_server.send(SessionMessage(message))
 
-    async def write_lines() -> None:
-        async with from_server:
-            async for session_message in from_server:
+    async def write_lines(self) -> None:
+        async with self.from_server:
+            async for session_message in self.from_server:
                 try:
-                    await write(_encode(session_message))
+                    await self.write(_encode(session_message))
                 except (ConnectionError, OSError):
                     return
-
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(read_lines, tg)
-            tg.start_soon(write_lines)
-            try:
-                yield from_client, to_client
-            finally:
-                tg.cancel_scope.cancel()
-    finally:
-        read_transport.close()
-        write_transport.close()
-        os.dup2(saved_in, 0)
-        os.close(saved_in)
