@@ -6,7 +6,7 @@ the fail-closed answer in that door's form:
 ==========================  ==========================================================
 door                        its one guard
 ==========================  ==========================================================
-MCP ``fire_hook_event``     ``server.app`` (the tool function)
+MCP ``fire_hook_event``     ``server.tools`` (the tool function)
 proxy ``tools/call``        ``proxy.gate.Gate.fire`` (builds and fires every event)
 ``bridge <host>``           ``hosts.bridge.answer`` (the host's form; never raises)
 ``fire``                    ``cli.main`` (``GATES``: ``fire``'s deny, exit 2)

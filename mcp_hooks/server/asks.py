@@ -13,7 +13,7 @@ route                                    what
 =======================================  ==================================================
 
 Mounted only when the server has a token, behind the same bearer check as every route
-(``transport.BearerTokenMiddleware``): an ask must never be answerable by whoever reaches the
+(``bearer.BearerTokenMiddleware``): an ask must never be answerable by whoever reaches the
 port (the agent itself could). Errors: ``404`` an unknown id, ``410`` an expired one, ``409``
 one answered already (the first answer stands), ``400`` a body that is not that JSON object,
 ``503`` a store that cannot be reached; each with a one-line message. Each answer is logged

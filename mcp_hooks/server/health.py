@@ -8,7 +8,7 @@ The contract (``serve --transport http|sse``, and ``proxy`` on HTTP/SSE):
   its default project are loaded (the first probe loads them) and, with a shared ``--state``,
   the store answers one bounded call now; else ``503`` and ``not ready``. Why it is not ready
   goes to the server's log, never into the answer.
-- Both answer without ``Authorization`` (``transport.BearerTokenMiddleware`` lets exactly
+- Both answer without ``Authorization`` (``bearer.BearerTokenMiddleware`` lets exactly
   these two paths through, for ``GET`` and ``HEAD``) and say nothing but that one word:
   no version, no hook, no folder, no store URL. Answers are ``Cache-Control: no-store``.
 
