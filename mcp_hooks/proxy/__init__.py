@@ -17,9 +17,11 @@ server)::
     results         tool results in wire form: cleaned, shown to hooks, rewritten, refused
     sessions        downstream sessions and their session_start / session_end
     fast            the stdio fast path's own answers to plain tools/call requests
-    relay           an upstream's elicitation and sampling, passed to the client of the call
+    passthrough     resources, templates, prompts and completions, to their upstream
+    relay           an upstream's elicitation, sampling and progress, passed to the call's client
     startup         serving at once: the listing window, requests that wait for a start
     upstream        one upstream's state machine: start, list, call, watch, restart
+    listing         what an upstream lists (every page), and how a change of it is heard
     upstream_stdio  the stdio transport to an upstream, with the raw tools/call channel
     config          the mcpServers config file and --upstream values
 

@@ -10,6 +10,7 @@ resources, resource templates and prompts, unchanged (``catalog``), and passes e
           ── gate      before_tool -> upstream -> after_tool / after_tool_failure
           ── sessions  downstream sessions: session_start, session_end
           ── fast      the fast paths' own answers to plain tools/call (stdio; http_fast)
+          ── passthrough  resources, templates, prompts, completions to their upstream
           └─ upstreams one ``Upstream`` (its state machine) per server
 
 Use as an async context manager inside an entered ``Engine``; upstream connections run in
@@ -21,7 +22,6 @@ the client goes or the process is told to stop; ``serve_proxy`` is the command's
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import signal
 import socket
@@ -46,26 +46,25 @@ from mcp.server.subscriptions import (
     ToolsListChanged,
 )
 from mcp.shared.dispatcher import ProgressFnT
-from mcp.shared.exceptions import MCPError
 
 from mcp_hooks import __version__
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.engine.observe import EventObserver
-from mcp_hooks.proxy.catalog import STATUS_URI, Catalog, NameMemory
+from mcp_hooks.proxy.catalog import Catalog, NameMemory
 from mcp_hooks.proxy.config import UpstreamSpec, upstream_secrets
 from mcp_hooks.proxy.fast import FastPath
 from mcp_hooks.proxy.gate import Gate
 from mcp_hooks.proxy.http_fast import HttpFastPath
-from mcp_hooks.proxy.relay import request_peer
-from mcp_hooks.proxy.results import error_result, strip_stamp
+from mcp_hooks.proxy.listing import Kind
+from mcp_hooks.proxy.passthrough import Passthrough
+from mcp_hooks.proxy.relay import progress_forwarder, request_peer
+from mcp_hooks.proxy.results import error_result
 from mcp_hooks.proxy.sessions import DownstreamSession, SessionMiddleware, Sessions
 from mcp_hooks.proxy.startup import LISTING_WINDOW, Startup
 from mcp_hooks.proxy.upstream import (
     DEFAULT_STARTUP_TIMEOUT,
     DEFAULT_TIMEOUT,
-    Kind,
     Upstream,
-    UpstreamError,
 )
 from mcp_hooks.server import transport
 from mcp_hooks.server.approval import RoundGuard, RoundRefused, state_security, take_round
@@ -79,9 +78,6 @@ if TYPE_CHECKING:
     from mcp_hooks.server.transport import FastPathWrap, ServeOptions
 
 logger = logging.getLogger("mcp_hooks.proxy")
-
-RESOURCE_NOT_FOUND = -32002
-
 
 @dataclass(frozen=True)
 class ProxySettings:
@@ -176,6 +172,7 @@ class Proxy:
         self._bus = InMemorySubscriptionBus()
         self._up_tg: TaskGroup | None = None
         self._ev_tg: TaskGroup | None = None
+        passthrough = Passthrough(self.catalog, self.upstreams, self.startup, self.status)
 
         self.server = _ProxyServer(
             "mcp-hooks-proxy",
@@ -185,12 +182,12 @@ class Proxy:
             get_tool_input_schema=self.catalog.input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            on_list_resources=self._list_resources,
-            on_list_resource_templates=self._list_templates,
-            on_read_resource=self._read_resource,
-            on_list_prompts=self._list_prompts,
-            on_get_prompt=self._get_prompt,
-            on_completion=self._complete,
+            on_list_resources=passthrough.list_resources,
+            on_list_resource_templates=passthrough.list_templates,
+            on_read_resource=passthrough.read_resource,
+            on_list_prompts=passthrough.list_prompts,
+            on_get_prompt=passthrough.get_prompt,
+            on_completion=passthrough.complete,
             on_subscriptions_listen=ListenHandler(self._bus),
         )
         self.server.middleware.append(SessionMiddleware(self.sessions))
@@ -346,103 +343,10 @@ class Proxy:
             except RoundRefused as exc:
                 return types.CallToolResult.model_validate(error_result(str(exc)))
         result = await self.gate.call_tool(session, params.name, dict(params.arguments or {}),
-                                           _progress_forwarder(ctx), request_peer(ctx, session.id))
+                                           progress_forwarder(ctx), request_peer(ctx, session.id))
         if result.get("resultType") == "input_required":
             return types.InputRequiredResult.model_validate(result, by_name=False)
         return types.CallToolResult.model_validate(result, by_name=False)
-
-    # -- resources ------------------------------------------------------------------------
-
-    async def _list_resources(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListResourcesResult:
-        await self.startup.before_listing()
-        status = types.Resource(
-            uri=STATUS_URI, name="proxy-status", title="mcp-hooks proxy status",
-            description="Each upstream server's state, last error, restarts and tools.",
-            mime_type="application/json",
-        )
-        return types.ListResourcesResult(resources=[*self.catalog.resources, status])
-
-    async def _list_templates(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListResourceTemplatesResult:
-        await self.startup.before_listing()
-        return types.ListResourceTemplatesResult(resource_templates=self.catalog.templates)
-
-    async def _read_resource(
-        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        uri = str(params.uri)
-        if uri == STATUS_URI:
-            return types.ReadResourceResult(contents=[types.TextResourceContents(
-                uri=STATUS_URI, mime_type="application/json",
-                text=json.dumps(self.status(), indent=2),
-            )])
-        upstream = self.catalog.resource_owner(uri, self.upstreams)
-        if upstream is None:
-            await self.startup.await_known(
-                lambda: self.catalog.resource_owner(uri, self.upstreams) is not None)
-            upstream = self.catalog.resource_owner(uri, self.upstreams)
-        if upstream is None:
-            raise MCPError(RESOURCE_NOT_FOUND, f"Unknown resource {uri}: no upstream server "
-                           "of this proxy lists it or a template that matches it")
-        try:
-            result = await upstream.request(f"resources/read {uri}",
-                                            lambda client: client.read_resource(uri))
-        except UpstreamError as exc:
-            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
-        return result.model_copy(update={"meta": strip_stamp(result.meta)})
-
-    # -- prompts and completion -----------------------------------------------------------
-
-    async def _list_prompts(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListPromptsResult:
-        await self.startup.before_listing()
-        return types.ListPromptsResult(prompts=self.catalog.prompts)
-
-    async def _get_prompt(
-        self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
-        if params.name not in self.catalog.prompt_routes:
-            await self.startup.await_known(lambda: params.name in self.catalog.prompt_routes)
-        route = self.catalog.prompt_routes.get(params.name)
-        if route is None:
-            raise MCPError(types.INVALID_PARAMS, f"Unknown prompt {params.name!r}")
-        upstream, prompt = route
-        arguments = params.arguments
-        try:
-            result = await upstream.request(
-                f"prompts/get {prompt!r}", lambda client: client.get_prompt(prompt, arguments))
-        except UpstreamError as exc:
-            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
-        return result.model_copy(update={"meta": strip_stamp(result.meta)})
-
-    async def _complete(
-        self, ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
-    ) -> types.CompleteResult:
-        ref = params.ref
-        upstream: Upstream | None = None
-        if isinstance(ref, types.PromptReference):
-            route = self.catalog.prompt_routes.get(ref.name)
-            if route is not None:
-                upstream = route[0]
-                ref = ref.model_copy(update={"name": route[1]})
-        else:
-            upstream = self.catalog.template_owner(ref.uri)
-        empty = types.CompleteResult(completion=types.Completion(values=[]))
-        if upstream is None or upstream.capabilities is None \
-                or upstream.capabilities.completions is None:
-            return empty
-        argument = {"name": params.argument.name, "value": params.argument.value}
-        context = params.context.arguments if params.context else None
-        target = ref
-        try:
-            return await upstream.request(
-                "completion/complete", lambda client: client.complete(target, argument, context))
-        except UpstreamError:
-            return empty
 
     # -- status ---------------------------------------------------------------------------
 
@@ -464,19 +368,6 @@ class Proxy:
             "upstreams": [u.status() for u in self.upstreams],
             "sessions": self.sessions.status(),
         }
-
-
-def _progress_forwarder(ctx: ServerRequestContext[Any, Any]) -> ProgressFnT | None:
-    """Pass the upstream's progress on, when the client asked for progress."""
-    meta = ctx.meta
-    if not meta or meta.get("progress_token") is None:
-        return None
-    session = ctx.session
-
-    async def forward(progress: float, total: float | None, message: str | None) -> None:
-        await session.report_progress(progress, total, message)
-
-    return forward
 
 
 # -- serving -------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""What an upstream asks of the user, passed on to the client whose ``tools/call`` it serves.
+"""What an upstream asks of the user, passed on to the client whose ``tools/call`` it serves
+(and its progress, ``progress_forwarder``).
 
 An upstream server may ask, while it runs a tool, for a person's input (``elicitation/create``,
 form or URL mode) or for a completion of the client's model (``sampling/createMessage``). The
@@ -37,6 +38,7 @@ import mcp_types as types
 from mcp.client.session import ClientRequestContext
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
@@ -240,6 +242,19 @@ def connection_peer(connection: Connection, key: str) -> Peer:
 def modern_peer(key: str) -> Peer:
     """The client of a 2026-07-28 ``tools/call``: it cannot be sent requests."""
     return Peer(key, None, None, None, _MODERN)
+
+
+def progress_forwarder(ctx: ServerRequestContext[Any, Any]) -> ProgressFnT | None:
+    """Pass the upstream's progress during a call on to its client, when it asked for it."""
+    meta = ctx.meta
+    if not meta or meta.get("progress_token") is None:
+        return None
+    session = ctx.session
+
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        await session.report_progress(progress, total, message)
+
+    return forward
 
 
 def approvers(peer: Peer | None) -> tuple[Approver | None, Approver | None]:

@@ -17,7 +17,8 @@ Transports: stdio upstreams are spawned by ``upstream_stdio.stdio_upstream`` (ra
 requests, exit status and stderr in errors), or by the SDK's ``stdio_client`` with
 ``fast_stdio=False`` (``MCP_HOOKS_PROXY_STDIO=sdk``) and on Windows; HTTP and SSE by the SDK,
 plain ``tools/call`` of a 2026-07-28 HTTP upstream POSTed raw (``upstream_http``).
-What an upstream asks of the user during a call goes to that call's client (``relay``).
+What an upstream asks of the user during a call goes to that call's client (``relay``); what
+it lists, and how a change of it is heard, is ``listing``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import IO, Any, Literal, TextIO, TypeVar, cast
 
@@ -42,11 +42,18 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_hooks.errors import RunError
 from mcp_hooks.proxy.config import UpstreamSpec
+from mcp_hooks.proxy.listing import (
+    ALL_KINDS,
+    Kind,
+    Listing,
+    fetch_listing,
+    listen_for_changes,
+    notified_kinds,
+)
 from mcp_hooks.proxy.relay import Peer, Relay
 from mcp_hooks.proxy.upstream_http import raw_call, raw_channel
 from mcp_hooks.proxy.upstream_stdio import Run, StderrTail, exited, start_error, stdio_upstream
@@ -59,10 +66,7 @@ logger = logging.getLogger("mcp_hooks.proxy")
 DEFAULT_TIMEOUT = 60.0  # seconds per upstream request
 DEFAULT_STARTUP_TIMEOUT = 30.0  # seconds for one upstream to start and list what it has
 BACKOFF_MAX = 30.0
-_PAGE_CAP = 100
 
-Kind = Literal["tools", "resources", "prompts"]
-ALL_KINDS: frozenset[Kind] = frozenset(("tools", "resources", "prompts"))
 State = Literal["stopped", "starting", "ready", "failed", "dead"]
 _T = TypeVar("_T")
 
@@ -98,41 +102,6 @@ def backoff(failures: int) -> float:
     if failures <= 1:
         return 0.0
     return min(BACKOFF_MAX, 2.0 ** (failures - 2))
-
-
-# -- listings --------------------------------------------------------------------------------
-
-
-@dataclass
-class Listing:
-    """What one upstream serves, as it last listed it."""
-
-    tools: list[types.Tool] = field(default_factory=list)
-    resources: list[types.Resource] = field(default_factory=list)
-    templates: list[types.ResourceTemplate] = field(default_factory=list)
-    prompts: list[types.Prompt] = field(default_factory=list)
-
-    def differs(self, other: Listing) -> set[Kind]:
-        changed: set[Kind] = set()
-        if self.tools != other.tools:
-            changed.add("tools")
-        if self.resources != other.resources or self.templates != other.templates:
-            changed.add("resources")
-        if self.prompts != other.prompts:
-            changed.add("prompts")
-        return changed
-
-
-async def _all_pages(fetch: Callable[[str | None], Awaitable[Any]], attr: str) -> list[Any]:
-    items: list[Any] = []
-    cursor: str | None = None
-    for _ in range(_PAGE_CAP):
-        page = await fetch(cursor)
-        items.extend(getattr(page, attr))
-        cursor = page.next_cursor
-        if not cursor:
-            break
-    return items
 
 
 # -- the upstream ----------------------------------------------------------------------------
@@ -317,7 +286,7 @@ class Upstream:
                     if errlog is not None:
                         errlog.close()  # the server has its copy; EOF comes when it exits
                         errlog = None
-                    listing = await self._fetch(client, ALL_KINDS)
+                    listing = await fetch_listing(client, ALL_KINDS, self.listing)
                     scope.deadline = math.inf
                     changed = self.listing.differs(listing)
                     self._client, self.listing, run.ready = client, listing, True
@@ -338,7 +307,7 @@ class Upstream:
                         tg.start_soon(until, run.closed)
                         tg.start_soon(until, stop)
                         if self.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                            tg.start_soon(self._listen, client)
+                            tg.start_soon(listen_for_changes, client, self.name, self.refresh)
                     self._client = None
         finally:
             if errlog is not None:
@@ -372,65 +341,17 @@ class Upstream:
         tail = self._stderr.tail()
         return f"{text}; its last words on stderr: {tail}" if tail else text
 
-    async def _fetch(self, client: Client, kinds: frozenset[Kind] | set[Kind]) -> Listing:
-        caps = client.server_capabilities
-        listing = Listing(tools=self.listing.tools, resources=self.listing.resources,
-                          templates=self.listing.templates, prompts=self.listing.prompts)
-        if "tools" in kinds:
-            listing.tools = (await _all_pages(
-                lambda c: client.list_tools(cursor=c, cache_mode="refresh"), "tools")
-                if caps.tools is not None else [])
-        if "resources" in kinds:
-            if caps.resources is not None:
-                listing.resources = await _all_pages(
-                    lambda c: client.list_resources(cursor=c, cache_mode="refresh"), "resources")
-                listing.templates = await _all_pages(
-                    lambda c: client.list_resource_templates(cursor=c, cache_mode="refresh"),
-                    "resource_templates")
-            else:
-                listing.resources, listing.templates = [], []
-        if "prompts" in kinds:
-            listing.prompts = (await _all_pages(
-                lambda c: client.list_prompts(cursor=c, cache_mode="refresh"), "prompts")
-                if caps.prompts is not None else [])
-        return listing
-
     # -- list changes ---------------------------------------------------------------------
 
     async def _on_message(self, message: Any) -> None:
-        """Handshake-era change notifications (2026-07-28 ones arrive on ``_listen``)."""
-        if isinstance(message, types.ToolListChangedNotification):
-            kinds: set[Kind] = {"tools"}
-        elif isinstance(message, types.ResourceListChangedNotification):
-            kinds = {"resources"}
-        elif isinstance(message, types.PromptListChangedNotification):
-            kinds = {"prompts"}
-        else:
+        """Handshake-era change notifications (2026-07-28 ones: ``listen_for_changes``)."""
+        kinds = notified_kinds(message)
+        if kinds is None:
             return
         if self._tg is not None:
             # Not awaited here: this runs in the session's receive loop, which must stay
             # free to read the answer to the listing that refresh sends.
             self._tg.start_soon(self.refresh, kinds)
-
-    async def _listen(self, client: Client) -> None:
-        caps = client.server_capabilities
-        tools = bool(caps.tools and caps.tools.list_changed)
-        resources = bool(caps.resources and caps.resources.list_changed)
-        prompts = bool(caps.prompts and caps.prompts.list_changed)
-        if not (tools or resources or prompts):
-            return
-        try:
-            async with client.listen(tools_list_changed=tools, resources_list_changed=resources,
-                                     prompts_list_changed=prompts) as subscription:
-                async for event in subscription:
-                    if isinstance(event, ToolsListChanged):
-                        await self.refresh({"tools"})
-                    elif isinstance(event, ResourcesListChanged):
-                        await self.refresh({"resources"})
-                    elif isinstance(event, PromptsListChanged):
-                        await self.refresh({"prompts"})
-        except Exception as exc:  # a lost stream must not take the connection down
-            logger.info("upstream %s: list-changed stream ended: %s", self.name, exc)
 
     async def refresh(self, kinds: set[Kind]) -> None:
         """List again what changed, and tell the proxy."""
@@ -439,7 +360,7 @@ class Upstream:
             return
         try:
             with anyio.fail_after(self.timeout):
-                listing = await self._fetch(client, kinds)
+                listing = await fetch_listing(client, kinds, self.listing)
         except Exception as exc:
             logger.warning("upstream %s: cannot list %s again: %s", self.name,
                            ", ".join(sorted(kinds)), exc)
