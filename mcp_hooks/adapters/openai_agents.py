@@ -151,32 +151,38 @@ class AgentsHooks:
             return outcome.ask is not None and not outcome.denied
 
         async def on_invoke_tool(ctx: Any, arguments: str) -> Any:
-            fields = {"tool_name": wrapped.name, "tool_input": _tool_input(arguments),
-                      "tool_use_id": getattr(ctx, "tool_call_id", None)}
-            before = asked.pop(str(fields["tool_use_id"]), None)
-            if before is not None and before.ask is not None:  # approved in the SDK
-                await asyncio.to_thread(self.firing.answered_natively, before.ask)
-                before = None  # fired again: the stored approval is taken
-            if before is None:
-                before = await self.afire("before_tool", **fields)
-            if self.native_approval and before.ask is not None and not before.denied:
-                # an ask the SDK's approval step never saw (deferred to it): not run
-                return (f"a person must approve this call (ask {before.ask.id}, "
-                        f"{before.ask.reason}); it was not run")
-            if before.denied:
-                return before.reason or f"blocked by hook {before.blocked_by}"
-            if before.modified_input is not None:
-                arguments = json.dumps(before.modified_input)
-                fields["tool_input"] = before.modified_input
-            output = await invoke(ctx, arguments)
-            after = await self.afire("after_tool", **fields, tool_output=_jsonable(output))
-            return _judged(output, before, after)
+            return await self._invoke(invoke, wrapped.name, asked, ctx, arguments)
 
         wrapped.on_invoke_tool = on_invoke_tool
         if self.native_approval:
             wrapped.needs_approval = needs_approval
         wrapped.__dict__["_mcp_hooks"] = self  # a mark, not a field: wrapped once
         return wrapped
+
+    async def _invoke(self, invoke: Any, name: str, asked: dict[str, Outcome], ctx: Any,
+                      arguments: str) -> Any:
+        """One call of a wrapped tool: ``before_tool`` (or the approval the SDK asked for),
+        the tool unless denied, then ``after_tool``; what the model reads back."""
+        fields = {"tool_name": name, "tool_input": _tool_input(arguments),
+                  "tool_use_id": getattr(ctx, "tool_call_id", None)}
+        before = asked.pop(str(fields["tool_use_id"]), None)
+        if before is not None and before.ask is not None:  # approved in the SDK
+            await asyncio.to_thread(self.firing.answered_natively, before.ask)
+            before = None  # fired again: the stored approval is taken
+        if before is None:
+            before = await self.afire("before_tool", **fields)
+        if self.native_approval and before.ask is not None and not before.denied:
+            # an ask the SDK's approval step never saw (deferred to it): not run
+            return (f"a person must approve this call (ask {before.ask.id}, "
+                    f"{before.ask.reason}); it was not run")
+        if before.denied:
+            return before.reason or f"blocked by hook {before.blocked_by}"
+        if before.modified_input is not None:
+            arguments = json.dumps(before.modified_input)
+            fields["tool_input"] = before.modified_input
+        output = await invoke(ctx, arguments)
+        after = await self.afire("after_tool", **fields, tool_output=_jsonable(output))
+        return _judged(output, before, after)
 
     def wrap_agent(self, agent: Any) -> Any:
         """A clone of ``agent`` whose function tools, and those of its handoff agents, are

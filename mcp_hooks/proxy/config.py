@@ -161,20 +161,30 @@ def upstream_secrets(specs: Iterable[UpstreamSpec]) -> list[str]:
 
     for spec in specs:
         _header_secrets(spec, add)
-        for name, value in spec.env.items():
-            if _SECRET_WORD.search(name):
-                add(value, always=True)
-            elif _looks_like_token(value):
-                add(value)
-        argv = [spec.command or "", *spec.args, spec.url or ""]
-        for arg, masked in zip(argv[1:], _masked(argv)[1:], strict=False):
-            if masked != arg:
-                name, eq, rest = arg.partition("=")
-                add(rest if eq and masked == f"{name}=***" else arg)
-            userinfo = re.search(r"\w+://([^/@\s]+)@", arg)
-            if userinfo is not None:
-                add(userinfo.group(1).partition(":")[2] or userinfo.group(1))
+        _env_secrets(spec, add)
+        _argument_secrets(spec, add)
     return found
+
+
+def _env_secrets(spec: UpstreamSpec, add: Callable[..., None]) -> None:
+    """``add`` every ``env`` value of ``spec`` whose name looks secret, or that looks a key."""
+    for name, value in spec.env.items():
+        if _SECRET_WORD.search(name):
+            add(value, always=True)
+        elif _looks_like_token(value):
+            add(value)
+
+
+def _argument_secrets(spec: UpstreamSpec, add: Callable[..., None]) -> None:
+    """``add`` the values of ``spec``'s secret-looking arguments and its URLs' passwords."""
+    argv = [spec.command or "", *spec.args, spec.url or ""]
+    for arg, masked in zip(argv[1:], _masked(argv)[1:], strict=False):
+        if masked != arg:
+            name, eq, rest = arg.partition("=")
+            add(rest if eq and masked == f"{name}=***" else arg)
+        userinfo = re.search(r"\w+://([^/@\s]+)@", arg)
+        if userinfo is not None:
+            add(userinfo.group(1).partition(":")[2] or userinfo.group(1))
 
 
 def _expand(value: str, where: str, environ: Mapping[str, str]) -> str:
