@@ -64,7 +64,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from mcp_hooks import __version__, options
-from mcp_hooks.cli import hooks, logs
+from mcp_hooks.cli import fire, hooks, logs
 from mcp_hooks.errors import (
     EXIT_OK,
     EXIT_USAGE,
@@ -346,7 +346,7 @@ def _lazy(module: str, func: str) -> Command:
 
 
 COMMANDS: dict[str, Command] = {
-    "fire": hooks.cmd_fire,
+    "fire": fire.cmd_fire,
     "list": hooks.cmd_list,
     "show": hooks.cmd_show,
     "events": hooks.cmd_events,
@@ -374,7 +374,7 @@ COMMANDS: dict[str, Command] = {
 
 # The gates: what answers a deny, in each one's form, when something escapes the command.
 GATES: dict[str, Callable[[argparse.Namespace, str], int]] = {
-    "fire": hooks.fire_fault,
+    "fire": fire.fire_fault,
     "bridge": lambda args, what: importlib.import_module(  # imported when it answers
         "mcp_hooks.cli.hosts").bridge_fault(args, what),
 }
