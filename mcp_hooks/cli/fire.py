@@ -11,12 +11,14 @@ answer when something escaped the command (``cli/__init__.py``).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_hooks import options
 from mcp_hooks.cli.asks import tty_approver
@@ -24,10 +26,13 @@ from mcp_hooks.engine.engine import Engine, HookDone
 from mcp_hooks.errors import EXIT_DENIED, EXIT_OK, UsageError
 from mcp_hooks.ownstdout import owned_stdout
 from mcp_hooks.registry.discovery import Registry, project_hooks_dir
-from mcp_hooks.settings import Settings
+from mcp_hooks.settings import OnFault
 from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome, fault_outcome
-from mcp_hooks.spec.vocabulary import NAMED_TOOL_EVENTS, answered, read_tool_call
+from mcp_hooks.spec.vocabulary import NAMED_TOOL_EVENTS, CallerTool, answered, read_tool_call
+
+if TYPE_CHECKING:
+    from mcp_hooks.hosts.fire_client import Server
 
 PROGRESS_AFTER = 1.0  # seconds: on a terminal, an event running longer shows each hook's end
 
@@ -107,39 +112,104 @@ def _json_args(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
     return values, None
 
 
+@dataclass(frozen=True)
+class FireCall:
+    """What ``fire`` was asked, read from its command line once (the door's typed options).
+
+    Attributes:
+        event_type: the canonical event.
+        event: the event to fire (None when ``fault``); its tool call in one vocabulary.
+        fields: the fields it was made of (what a server is sent).
+        call: how a rewrite goes back in the caller's tool's keys (``read_tool_call``).
+        tool: ``--tool`` as given.
+        json, verbose, no_server: the flags.
+        fault: why the event cannot be read (a JSON argument nested too deep): its deny.
+    """
+
+    event_type: str
+    event: Event | None
+    fields: dict[str, Any]
+    call: CallerTool | None
+    tool: str | None
+    json: bool = False
+    verbose: bool = False
+    no_server: bool = False
+    fault: str | None = None
+
+    @classmethod
+    def read(cls, args: argparse.Namespace) -> FireCall:
+        """The call a parsed ``fire`` command line makes. Raises UsageError (and the event's
+        own ConfigErrors) for a command line that cannot be fired."""
+        event_type = canonical_event(args.event)
+        _check_sources(args)
+        values, fault = _json_args(args)
+        if event_type in NAMED_TOOL_EVENTS and not args.tool:
+            raise UsageError(
+                f"{args.event} is a tool event: name the tool with --tool NAME (e.g. --tool "
+                "Shell; a host's own name such as Bash is read as Shell), or no hook with a "
+                "tool matcher can match it")
+        fields, call = ({}, None) if fault is not None else _fields(args, values)
+        event = None if fault is not None else Event.create(**fields)
+        return cls(event_type, event, fields, call, args.tool, json=bool(args.json),
+                   verbose=bool(getattr(args, "verbose", False)),
+                   no_server=bool(getattr(args, "no_server", False)), fault=fault)
+
+
 def cmd_fire(args: argparse.Namespace) -> int:
     with owned_stdout():  # from the start: an oracle printing at import lands on stderr
         return _fire(args)
 
 
 def _fire(args: argparse.Namespace) -> int:
-    """The command's body: the arguments checked, then the one ``Settings`` of this door
-    built (flags, then ``MCP_HOOKS_*``) and passed down."""
-    event_type = canonical_event(args.event)
-    _check_sources(args)
-    values, fault = _json_args(args)
-    if event_type in NAMED_TOOL_EVENTS and not args.tool:
-        raise UsageError(
-            f"{args.event} is a tool event: name the tool with --tool NAME (e.g. --tool Shell; "
-            "a host's own name such as Bash is read as Shell), or no hook with a tool matcher "
-            "can match it")
+    """The command line read, then the one ``Settings`` of this door built (flags, then
+    ``MCP_HOOKS_*``); from there neither goes back to a function of this module (the walk of
+    docs/development.md): what the helpers below need, they are given."""
+    asked = FireCall.read(args)
     settings = options.settings(args, door="fire", server=getattr(args, "server", None),
                                 token=getattr(args, "token", None))
+    load = functools.partial(options.registry_of, settings, watch=False)
     registry: Registry | None = None
     served: Outcome | None = None
-    if fault is not None:
-        outcome = fault_outcome(event_type, fault, on_fault=settings.on_fault)
+    if asked.event is None:  # the fault that stopped the reading: its deny
+        outcome = fault_outcome(asked.event_type, asked.fault or "", on_fault=settings.on_fault)
     else:
-        outcome, registry, served = _fire_event(args, settings, event_type, values)
+        server = None if asked.no_server else _server(
+            settings.server, settings.token, settings.forward_timeout,
+            settings.forward_timeout_warning)
+        if server is not None:
+            served = _fire_on_server(server, asked, options.project_of(settings),
+                                     options.user_hooks_of(settings), settings.on_fault)
+        if served is None:
+            registry = load()
+            engine = Engine(registry, settings, one_shot=True)
+            served_here = engine.fire_blocking(asked.event, on_hook_done=_progress(
+                asked.event_type), approve=tty_approver(settings.ask_timeout))
+        outcome = answered(asked.event_type, served or served_here, asked.call,
+                           settings.on_fault, asked.tool)
+    return _report(asked, outcome, registry, load,
+                   answerable=served is not None or settings.log is not None)
+
+
+def _report(asked: FireCall, outcome: Outcome, registry: Registry | None,
+            load: Callable[[], Registry], *, answerable: bool) -> int:
+    """What ``fire`` prints: with ``--verbose`` the hooks considered, the warnings of hooks
+    held back, the outcome and why no hook ran (``registry``: the one the event ran on; None,
+    ``load`` reads the folders this command would load); the exit code."""
+    if asked.verbose and asked.event is not None:
+        # lazy: 10 ms of cold bridge (python -X importtime)
+        from mcp_hooks.cli.report import format_considered
+
+        registry = registry or load()
+        print(format_considered(registry, asked.event_type, asked.event.tool_name,
+                                asked.event.tool_input), file=sys.stderr)
     # a hook that would have run but did not is said on stderr: held back by trust always;
     # a fault that let the event through also under --json (the text report shows it)
-    skipped = [w for w in outcome.warnings if _untrusted(w) or (args.json and _faulted(w))]
+    skipped = [w for w in outcome.warnings if _untrusted(w) or (asked.json and _faulted(w))]
     for warning in skipped:
         print(f"mcp-hooks fire: {warning}", file=sys.stderr)
-    why, notes = (NOT_RUN, []) if fault is not None else ("", []) if args.json else _why_none(
-        registry, settings, event_type, args, outcome)
-    answerable = served is not None or settings.log is not None
-    return _answer(args, outcome, why, notes, answerable=answerable, skipped=skipped)
+    why, notes = (NOT_RUN, []) if asked.fault is not None else ("", []) if asked.json else (
+        _why_none(registry, load, asked, outcome))
+    return _answer(asked.json, outcome, why, notes, answerable=answerable, skipped=skipped)
 
 
 def _check_sources(args: argparse.Namespace) -> None:
@@ -150,11 +220,11 @@ def _check_sources(args: argparse.Namespace) -> None:
         raise UsageError(f"--work-dir {args.work_dir}: not an existing folder")
 
 
-def _fire_event(args: argparse.Namespace, settings: Settings, event_type: str,
-                values: dict[str, Any]) -> tuple[Outcome, Registry | None, Outcome | None]:
-    """The event run on the server or here: ``(outcome, the registry loaded, if any, the
-    server's outcome, if it answered)``."""
-    registry: Registry | None = None
+def _fields(args: argparse.Namespace, values: dict[str, Any]
+            ) -> tuple[dict[str, Any], CallerTool | None]:
+    """The event's fields the arguments give, its tool call in one vocabulary: ``--tool Bash``
+    reaches hooks as Shell (``read_tool_call``), as through ``fire_hook_event`` and the
+    bridges; a rewrite goes back in the ``--input`` keys (the ``CallerTool``)."""
     fields: dict[str, Any] = {
         "event_type": args.event,
         "session_id": args.session,
@@ -166,37 +236,17 @@ def _fire_event(args: argparse.Namespace, settings: Settings, event_type: str,
         "tool_use_id": args.tool_use_id,
         "payload": values["payload"] or {},
     }
-    # one vocabulary: --tool Bash reaches hooks as Shell (api.read_tool_call), as it does
-    # through fire_hook_event and the bridges; a rewrite goes back in the --input keys
     _, fields, call = read_tool_call(args.event, fields)
-    event = Event.create(**fields)
-    served = _fire_on_server(settings, fields | {"event_type": event_type},
-                             no_server=bool(getattr(args, "no_server", False)))
-    if served is not None:
-        outcome = served
-    else:
-        registry = options.registry_of(settings, watch=False)
-        engine = Engine(registry, settings, one_shot=True)
-        outcome = engine.fire_blocking(event, on_hook_done=_progress(event_type),
-                                       approve=tty_approver(settings.ask_timeout))
-    outcome = answered(event_type, outcome, call, settings.on_fault, args.tool)
-    if getattr(args, "verbose", False):
-        # lazy: 10 ms of cold bridge (python -X importtime)
-        from mcp_hooks.cli.report import format_considered
-
-        registry = registry or options.registry_of(settings, watch=False)
-        print(format_considered(registry, event_type, event.tool_name, event.tool_input),
-              file=sys.stderr)
-    return outcome, registry, served
+    return fields, call
 
 
-def _answer(args: argparse.Namespace, outcome: Outcome, why: str = "",
+def _answer(as_json: bool, outcome: Outcome, why: str = "",
             notes: list[str] | None = None, *, answerable: bool = False,
             skipped: list[str] | None = None) -> int:
     """Print the outcome on the stdout ``fire`` owns (``ownstdout``: nothing else printing
     while it runs lands there), less the warnings said on stderr already; its exit code."""
     with owned_stdout() as out:
-        if args.json:
+        if as_json:
             text = outcome.to_json(indent=2)
         else:
             # lazy: 10 ms of cold bridge (python -X importtime)
@@ -218,8 +268,8 @@ def fire_fault(args: argparse.Namespace, what: str) -> int:
     except Exception:  # an unknown event is one that can block
         event = str(args.event)
     settings = options.settings(args)
-    return _answer(args, fault_outcome(event, what, on_fault=settings.on_fault), NOT_RUN,
-                   answerable=settings.log is not None)
+    return _answer(bool(args.json), fault_outcome(event, what, on_fault=settings.on_fault),
+                   NOT_RUN, answerable=settings.log is not None)
 
 
 # said instead of "no hook matched" when a fault stopped the hooks before they ran (a store
@@ -239,27 +289,33 @@ def _faulted(warning: str) -> bool:
     return warning.startswith("fault: ") and "; allowed (" in warning
 
 
-def _fire_on_server(settings: Settings, fields: dict[str, Any], *,
-                    no_server: bool) -> Outcome | None:
-    """The outcome of a configured server (``--server``/``MCP_HOOKS_SERVER``), or None: no
-    server is configured, or it did not answer for sure (then why, on stderr), and the event
-    runs here. An error status from the server's address is the fault outcome naming it.
-    The work dir sent is the project's when none was given, so the server answers for the
-    project this command would load (and only if it loads the same hooks folders)."""
+def _server(url: str | None, token: str | None, timeout: float,
+            warning: str | None) -> Server | None:
+    """The server to forward to (``hosts/fire_client.configured``); None: none configured."""
+    if not url:
+        return None  # the client is not even imported
     # lazy: 34 ms of cold bridge (python -X importtime)
-    from mcp_hooks.hosts.fire_client import configured, forward_fire
+    from mcp_hooks.hosts.fire_client import configured
 
-    server = configured(settings, no_server=no_server)
-    if server is None:
-        return None
-    project = options.project_of(settings)
-    fields = fields | {"work_dir": fields["work_dir"] or str(project)}
-    answer = forward_fire(server, fields, user_dir=options.user_hooks_of(settings),
-                          project_dir=project)
+    return configured(url, token, timeout, warning=warning)
+
+
+def _fire_on_server(server: Server, asked: FireCall, project: Path, user_dir: Path,
+                    on_fault: OnFault) -> Outcome | None:
+    """The outcome of the configured server (``--server``/``MCP_HOOKS_SERVER``), or None: it
+    did not answer for sure (then why, on stderr), and the event runs here. An error status
+    from the server's address is the fault outcome naming it. The work dir sent is the
+    project's (``project``) when none was given, so the server answers for the project this
+    command would load (and only if it loads the same hooks folders)."""
+    # lazy: 0 ms more (_server imported it)
+    from mcp_hooks.hosts.fire_client import forward_fire
+
+    fields = asked.fields | {"event_type": asked.event_type,
+                             "work_dir": asked.fields["work_dir"] or str(project)}
+    answer = forward_fire(server, fields, user_dir=user_dir, project_dir=project)
     if answer.refused:  # the server's path is broken: deny (fault), never decide here quietly
         print(f"mcp-hooks fire: refused by the server's address: {answer.why}", file=sys.stderr)
-        return fault_outcome(canonical_event(fields["event_type"]), answer.why,
-                             on_fault=settings.on_fault)
+        return fault_outcome(asked.event_type, answer.why, on_fault=on_fault)
     if answer.outcome is None:
         print(f"mcp-hooks fire: not answered by the server: {answer.why}; the hooks run "
               "here instead", file=sys.stderr)
@@ -288,28 +344,29 @@ def _progress(event_type: str) -> HookDone | None:
     return done
 
 
-def _why_none(registry: Registry | None, settings: Settings, event_type: str,
-              args: argparse.Namespace, outcome: Outcome) -> tuple[str, list[str]]:
+def _why_none(registry: Registry | None, load: Callable[[], Registry], asked: FireCall,
+              outcome: Outcome) -> tuple[str, list[str]]:
     """When no hook ran: why (no hooks at all, none for this event, none matched; what the
     hooks.yaml entries did instead; the untrusted ones skipped) and what to do about it;
     ("", []) when a hook ran or the event was denied. ``registry`` None (a server answered):
-    the folders this command would load (``settings``) are read to say why."""
+    the folders this command would load (``load``) are read to say why."""
     if outcome.hooks or outcome.denied:
         return "", []
     if outcome.signals or outcome.additional_context:
         return "no HOOK.md hook ran; " + _what_spoke(outcome), []
     if registry is None:
-        registry = options.registry_of(settings, watch=False)
+        registry = load()
     if not registry.hooks() and not registry.untrusted and not registry.invalid:
         return _none_installed(registry)
+    event_type = asked.event_type
     skipped = _held_back(registry, event_type)
     candidates = registry.for_event(event_type)
     if not candidates:
         return f"no {event_type} hooks{skipped}", [
             f"{len(registry.hooks())} hook(s) installed and trusted, none for {event_type}; "
             "`mcp-hooks list` shows them"]
-    given = f"tool {args.tool!r}" if args.tool else "no --tool given"
-    more = "" if getattr(args, "verbose", False) else "; --verbose shows why"
+    given = f"tool {asked.tool!r}" if asked.tool else "no --tool given"
+    more = "" if asked.verbose else "; --verbose shows why"
     return f"no hook matched{skipped}", [
         f"{len(candidates)} {event_type} hook(s), none matched ({given}){more}"]
 

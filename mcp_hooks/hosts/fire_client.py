@@ -41,7 +41,6 @@ from mcp_hooks.hosts.forward_auth import (
     sign_request,
 )
 from mcp_hooks.hosts.forward_http import MAX_REQUEST_BYTES, post_library, post_plain
-from mcp_hooks.settings import Settings
 from mcp_hooks.spec.outcome import Outcome
 
 SERVER_ENV = "MCP_HOOKS_SERVER"  # named in messages (Settings.server reads it)
@@ -83,17 +82,16 @@ def refused(url: str, status: int, body: bytes) -> str:
     return f"the policy server {url}{FIRE_PATH} answered HTTP {status}{_said(body)}; {fix}"
 
 
-def configured(settings: Settings, *, no_server: bool = False) -> Server | None:
-    """The server ``fire`` should use: ``settings.server`` (``--server``, else
-    ``MCP_HOOKS_SERVER``); None when neither is set or ``no_server``. The token:
-    ``settings.token`` (``--token``, else ``MCP_HOOKS_TOKEN``), else the one ``install --via
-    server`` wrote beside its script. The deadline: ``settings.forward_timeout``
-    (``MCP_HOOKS_FORWARD_TIMEOUT``; an invalid value is said on stderr, and the default
-    used)."""
-    url = (settings.server or "").strip()
+def configured(url: str | None, token: str | None, timeout: float = DEFAULT_FORWARD_TIMEOUT_S,
+               *, warning: str | None = None, no_server: bool = False) -> Server | None:
+    """The server ``fire`` should use: ``url`` (``Settings.server``: ``--server``, else
+    ``MCP_HOOKS_SERVER``); None when it is not set or ``no_server``. The token: ``token``
+    (``Settings.token``: ``--token``, else ``MCP_HOOKS_TOKEN``), else the one ``install --via
+    server`` wrote beside its script. The deadline: ``timeout`` (``Settings.forward_timeout``:
+    ``MCP_HOOKS_FORWARD_TIMEOUT``); ``warning``, what was wrong with it, is said on stderr."""
+    url = (url or "").strip()
     if no_server or not url:
         return None
-    token = settings.token
     if not token:
         # lazy: 28 ms of cold `fire` when the token is in the environment
         from mcp_hooks.hosts.forward_script import read_token
@@ -102,9 +100,9 @@ def configured(settings: Settings, *, no_server: bool = False) -> Server | None:
     base = url.rstrip("/")
     if base.endswith("/mcp"):  # the address `serve` announces
         base = base[: -len("/mcp")]
-    if settings.forward_timeout_warning:
-        print(f"mcp-hooks fire: {settings.forward_timeout_warning}", file=sys.stderr)
-    return Server(base, token, settings.forward_timeout)
+    if warning:
+        print(f"mcp-hooks fire: {warning}", file=sys.stderr)
+    return Server(base, token, timeout)
 
 
 def _said(body: bytes) -> str:

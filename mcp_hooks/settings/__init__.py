@@ -14,10 +14,13 @@ is a ``ConfigError`` naming the flag or variable and the fix. ``Engine``, ``Hook
 (docs/settings.md is the same table); ``settings/values.py`` checks each value. Each door (a
 command, ``Hooks``, the server) builds the record once and passes it down: no other module reads
 an ``MCP_HOOKS_*`` variable, directly or through a helper of this one, and ``_env_value`` is
-this module's own. Exceptions, by design: ``hookkit`` runs inside a hook's own process and
-imports nothing of the package, the generated ``forward.py`` script stands alone, and
-``runner.hookenv`` *removes* our variables from a hook's environment (it names them, it reads no
-setting from them). ``tests/test_settings.py`` checks it (an AST scan of ``mcp_hooks/``).
+this module's own. The helpers ``trust_store_path``, ``trust_all_from_env``,
+``mode_from_env`` and ``managed_dir_from_env`` still serve the few places the record does not
+reach yet (``NOT_YET`` in the test, which only shrinks). Exceptions, by design: ``hookkit``
+runs inside a hook's own process and imports nothing of the package, the generated
+``forward.py`` script stands alone, and ``runner.hookenv`` *removes* our variables from a
+hook's environment (it names them, it reads no setting from them). ``tests/test_settings.py``
+checks it (an AST scan of ``mcp_hooks/``).
 """
 
 from __future__ import annotations
@@ -289,8 +292,8 @@ def _forward_warning(flag: object, env: Mapping[str, str]) -> str | None:
     given, or the variable is unset or valid)."""
     if flag is not None:
         return None
-    name = "MCP_HOOKS_FORWARD_TIMEOUT"
-    return forward_warning(_env_value(name, env), name)
+    return forward_warning(_env_value("MCP_HOOKS_FORWARD_TIMEOUT", env),
+                           "MCP_HOOKS_FORWARD_TIMEOUT")
 
 
 def _logs(flag: Path | str | None, no_log: bool, env: str) -> tuple[Path | None, Path]:
