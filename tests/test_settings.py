@@ -344,3 +344,34 @@ def test_a_bad_variable_under_a_host_bridge_is_a_deny_naming_it(project: Path,
     answer = json.loads(done.stdout)["hookSpecificOutput"]
     assert answer["permissionDecision"] == "deny", done.stdout
     assert "MCP_HOOKS_ON_FAULT='wran'" in answer["permissionDecisionReason"]
+
+
+NO_PRODUCTION = """
+from mcp_hooks.spec.signals import Signal
+
+class NoProduction:
+    def __init__(self, config):
+        pass
+    def evaluate(self, context):
+        return Signal.block("not in production")
+"""
+
+
+@pytest.mark.parametrize(("environment", "code"), [("production", 2), ("", 0)])
+def test_the_deployment_environment_reaches_hooks_yaml_through_settings(
+        environment: str, code: int, tmp_path: Path) -> None:
+    """``MCP_HOOKS_ENVIRONMENT``, read once into the door's Settings, is what a hooks.yaml
+    ``when.environment`` tests (the engine passes it down; the context reads no variable)."""
+    project = tmp_path / "project"
+    (project / ".ahp").mkdir(parents=True)
+    (project / ".ahp" / "oracles.py").write_text(NO_PRODUCTION)
+    (project / ".ahp" / "hooks.yaml").write_text(
+        "hooks:\n  pre-tool-use:\n    - oracle: 'oracles.py:NoProduction'\n"
+        "      when: {environment: production}\n")
+    done = subprocess.run(
+        ["mcp-hooks", "fire", "pre-tool-use", "--tool", "Shell", "--input", '{"command": "ls"}',
+         "--project-dir", str(project), "--user-dir", str(tmp_path / "user"), "--no-log"],
+        env={**os.environ, "MCP_HOOKS_ENVIRONMENT": environment}, capture_output=True,
+        text=True, timeout=120)
+    assert done.returncode == code, done.stdout + done.stderr
+    assert ("not in production" in done.stdout) is (code == 2)
