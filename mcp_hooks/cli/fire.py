@@ -181,11 +181,12 @@ def _fire(args: argparse.Namespace) -> int:
                                      options.user_hooks_of(settings), settings.on_fault)
         if served is None:
             registry = load()
-            engine = Engine(registry, settings, one_shot=True)
-            served_here = engine.fire_blocking(asked.event, on_hook_done=_progress(
-                asked.event_type), approve=tty_approver(settings.ask_timeout))
-        outcome = answered(asked.event_type, served or served_here, asked.call,
-                           settings.on_fault, asked.tool)
+            outcome = Engine(registry, settings, one_shot=True).fire_blocking(
+                asked.event, on_hook_done=_progress(asked.event_type),
+                approve=tty_approver(settings.ask_timeout))
+        else:
+            outcome = served
+        outcome = answered(asked.event_type, outcome, asked.call, settings.on_fault, asked.tool)
     return _report(asked, outcome, registry, load,
                    answerable=served is not None or settings.log is not None)
 
