@@ -222,7 +222,12 @@ def user_dir(args: Given) -> Path | None:
 
 def user_hooks_dir(args: Given) -> Path:
     """The user hooks folder to read or write: as given, else ``paths.user_hooks_dir()``."""
-    return user_dir(args) or paths.user_hooks_dir()
+    return user_hooks_of(settings(args))
+
+
+def user_hooks_of(given: Settings) -> Path:
+    """The settings' user hooks folder, else ``paths.user_hooks_dir()``."""
+    return given.user_dir or paths.user_hooks_dir()
 
 
 def project_of(given: Settings) -> Path:

@@ -3,7 +3,8 @@
 Each command group lives in a module of this package, which parses its arguments, turns
 them into the typed options of its adapter and calls it::
 
-    hooks    fire, list, show, events, validate, new, log   (the core; always imported)
+    hooks    list, show, events, validate, new, log   (the core; always imported)
+    fire     fire: one event, its decision (always imported, with hooks)
     serve    serve: the MCP server (mcp_hooks.server)
     proxy    proxy: the gating proxy (mcp_hooks.proxy)
     hosts    bridge, install, uninstall, doctor (mcp_hooks.hosts)
@@ -15,8 +16,8 @@ them into the typed options of its adapter and calls it::
     dashboard  dashboard: the web pages and /metrics (mcp_hooks.dashboard)
     report   what people read: an outcome, the hook table, event-log lines
 
-Every group but ``hooks`` is imported, and its parser built, only when its command runs, so
-``fire`` and ``bridge`` (run by hosts on every tool call) start fast.
+Every group but ``hooks`` and ``fire`` is imported, and its parser built, only when its
+command runs, so ``fire`` and ``bridge`` (run by hosts on every tool call) start fast.
 
 The shared options (``--user-dir``, ``--project-dir``, ``--log``, ``--on-fault``, ...:
 :func:`mcp_hooks.options.add_common_options`) are accepted before the command as well as
@@ -64,7 +65,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from mcp_hooks import __version__, options
-from mcp_hooks.cli import hooks, logs
+from mcp_hooks.cli import fire, hooks, logs
 from mcp_hooks.errors import (
     EXIT_OK,
     EXIT_USAGE,
@@ -346,7 +347,7 @@ def _lazy(module: str, func: str) -> Command:
 
 
 COMMANDS: dict[str, Command] = {
-    "fire": hooks.cmd_fire,
+    "fire": fire.cmd_fire,
     "list": hooks.cmd_list,
     "show": hooks.cmd_show,
     "events": hooks.cmd_events,
@@ -374,7 +375,7 @@ COMMANDS: dict[str, Command] = {
 
 # The gates: what answers a deny, in each one's form, when something escapes the command.
 GATES: dict[str, Callable[[argparse.Namespace, str], int]] = {
-    "fire": hooks.fire_fault,
+    "fire": fire.fire_fault,
     "bridge": lambda args, what: importlib.import_module(  # imported when it answers
         "mcp_hooks.cli.hosts").bridge_fault(args, what),
 }

@@ -1,5 +1,5 @@
-"""The hook commands: ``fire``, ``list``, ``show``, ``events``, ``validate``, ``new``
-(``log`` is in ``logs.py``).
+"""The hook commands: ``list``, ``show``, ``events``, ``validate``, ``new`` (``fire`` is in
+``fire.py``, ``log`` in ``logs.py``); ``add_parsers`` declares them and ``fire``.
 
 Each ``cmd_*`` reads its parsed arguments, calls the core (``Engine``, ``Registry``,
 ``load_hook``, ``EventLog``) and prints for people or, with ``--json``, for programs. Exit
@@ -17,39 +17,30 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_hooks import options
-from mcp_hooks.cli.asks import tty_approver
+from mcp_hooks.cli import fire
 from mcp_hooks.cli.logs import add_log_parser
-from mcp_hooks.engine.engine import Engine, HookDone
 from mcp_hooks.errors import (
-    EXIT_DENIED,
     EXIT_FAILURE,
     EXIT_OK,
     UsageError,
     did_you_mean,
 )
-from mcp_hooks.ownstdout import owned_stdout
-from mcp_hooks.registry.discovery import Registry, project_hooks_dir
 from mcp_hooks.spec.events import EVENTS, canonical_event, catalogue
-from mcp_hooks.spec.outcome import Event, HookRun, Outcome, fault_outcome
-from mcp_hooks.spec.vocabulary import NAMED_TOOL_EVENTS, answered, read_tool_call
 
 if TYPE_CHECKING:
     pass
 
-PROGRESS_AFTER = 1.0  # seconds: on a terminal, an event running longer shows each hook's end
 
 # -- parsers -----------------------------------------------------------------------------
 
 
 def add_parsers(sub: Any) -> None:
     """Declare the hook commands on the ``mcp-hooks`` subparsers."""
-    for add in (_add_list_parser, _add_show_parser, _add_events_parser, _add_fire_parser,
+    for add in (_add_list_parser, _add_show_parser, _add_events_parser, fire.add_parser,
                 _add_validate_parser, _add_new_parser, add_log_parser):
         add(sub)
 
@@ -72,43 +63,6 @@ def _add_show_parser(sub: Any) -> None:
 def _add_events_parser(sub: Any) -> None:
     p = sub.add_parser("events", help="print the event catalogue with every alias")
     p.add_argument("--json", action="store_true")
-
-
-def _add_fire_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "fire", help="fire one event at the hooks and print the decision (exit 2 when denied)"
-    )
-    p.add_argument("event", help="event type: canonical name or alias (see `mcp-hooks events`)")
-    p.add_argument("--tool", metavar="NAME", help="tool name (tool events)")
-    p.add_argument("--input", metavar="JSON", help="tool input, a JSON object ('-' reads stdin)")
-    p.add_argument("--output", metavar="JSON", help="tool output (after_tool), any JSON")
-    p.add_argument("--error", metavar="TEXT", help="the tool's error (after_tool_failure)")
-    p.add_argument("--tool-use-id", metavar="ID")
-    p.add_argument(
-        "--payload", metavar="JSON",
-        help="further payload fields, a JSON object ('-' reads stdin), e.g. "
-        '\'{"stop_reason": "no_tool_calls"}\'',
-    )
-    p.add_argument("--session", metavar="ID",
-                   help="session id (the stop loop guard counts per session)")
-    p.add_argument("--work-dir", metavar="DIR", help="the hooks' working folder (default: project)")
-    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
-    p.add_argument("--verbose", "-v", action="store_true",
-                   help="also say which hooks were considered and why each did or did not "
-                   "match (on stderr)")
-    server = p.add_mutually_exclusive_group()
-    server.add_argument(
-        "--server", metavar="URL",
-        help="send the event to this running `mcp-hooks serve --transport http --token ...` "
-        "(or MCP_HOOKS_SERVER), where persistent hooks stay resident; no answer there, "
-        "the event runs here instead, with a note on stderr; an error status (a proxy's "
-        "404, a 401) denies it, naming the URL and status")
-    server.add_argument("--no-server", action="store_true",
-                        help="run the hooks in this process even if MCP_HOOKS_SERVER is set")
-    p.add_argument("--token", metavar="TOKEN",
-                   help="the server's bearer token (or MCP_HOOKS_TOKEN, or the one `install "
-                   "--via server` saved)")
-    options.add_common_options(p)
 
 
 def _add_validate_parser(sub: Any) -> None:
@@ -149,281 +103,6 @@ def _add_new_parser(sub: Any) -> None:
 
 
 # -- commands ----------------------------------------------------------------------------
-
-
-def _json_arg(text: str | None, what: str, *, want_object: bool = True) -> Any:
-    """The JSON value of an argument (``-`` reads stdin); None when it was not given.
-
-    Raises:
-        UsageError: not JSON, or not an object where one is needed.
-        RecursionError: valid JSON nested deeper than Python's parser goes.
-    """
-    if text is None:
-        return None
-    if text == "-":
-        text = sys.stdin.read()
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"{what}: not valid JSON ({exc})") from None
-    if want_object and not isinstance(value, dict):
-        raise UsageError(f"{what}: must be a JSON object, got {type(value).__name__}")
-    return value
-
-
-_JSON_ARGS = (("tool_input", "--input", True), ("tool_output", "--output", False),
-              ("payload", "--payload", True))
-
-
-def _json_args(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
-    """``fire``'s JSON arguments by event field, read in order, and the fault that stopped
-    the reading, if any: valid JSON nested too deep to read is input we cannot process,
-    answered as a fault (a deny), not as the caller's mistake."""
-    values: dict[str, Any] = {}
-    for field, flag, want_object in _JSON_ARGS:
-        try:
-            values[field] = _json_arg(getattr(args, flag[2:]), flag, want_object=want_object)
-        except RecursionError:
-            return values, f"{flag}: nested too deep to read"
-    return values, None
-
-
-def cmd_fire(args: argparse.Namespace) -> int:
-    with owned_stdout():  # from the start: an oracle printing at import lands on stderr
-        return _fire(args)
-
-
-def _fire(args: argparse.Namespace) -> int:
-    event_type = canonical_event(args.event)
-    _check_sources(args)
-    values, fault = _json_args(args)
-    if event_type in NAMED_TOOL_EVENTS and not args.tool:
-        raise UsageError(
-            f"{args.event} is a tool event: name the tool with --tool NAME (e.g. --tool Shell; "
-            "a host's own name such as Bash is read as Shell), or no hook with a tool matcher "
-            "can match it")
-    registry: Registry | None = None
-    served: Outcome | None = None
-    if fault is not None:
-        outcome = fault_outcome(event_type, fault, on_fault=options.on_fault(args))
-    else:
-        outcome, registry, served = _fire_event(args, event_type, values)
-    # a hook that would have run but did not is said on stderr: held back by trust always;
-    # a fault that let the event through also under --json (the text report shows it)
-    skipped = [w for w in outcome.warnings if _untrusted(w) or (args.json and _faulted(w))]
-    for warning in skipped:
-        print(f"mcp-hooks fire: {warning}", file=sys.stderr)
-    why, notes = (NOT_RUN, []) if fault is not None else ("", []) if args.json else _why_none(
-        registry, event_type, args, outcome)
-    answerable = served is not None or options.event_log(args) is not None
-    return _answer(args, outcome, why, notes, answerable=answerable, skipped=skipped)
-
-
-def _check_sources(args: argparse.Namespace) -> None:
-    """``fire``'s input sources usable: stdin read once at most, the work dir a folder."""
-    if args.input == "-" and args.payload == "-":
-        raise UsageError("only one of --input and --payload can read stdin")
-    if args.work_dir and not Path(args.work_dir).is_dir():
-        raise UsageError(f"--work-dir {args.work_dir}: not an existing folder")
-
-
-def _fire_event(args: argparse.Namespace, event_type: str, values: dict[str, Any]
-                ) -> tuple[Outcome, Registry | None, Outcome | None]:
-    """The event run on the server or here: ``(outcome, the registry loaded, if any, the
-    server's outcome, if it answered)``."""
-    registry: Registry | None = None
-    fields: dict[str, Any] = {
-        "event_type": args.event,
-        "session_id": args.session,
-        "work_dir": str(Path(args.work_dir).resolve()) if args.work_dir else None,
-        "tool_name": args.tool,
-        "tool_input": values["tool_input"],
-        "tool_output": values["tool_output"],
-        "error": args.error,
-        "tool_use_id": args.tool_use_id,
-        "payload": values["payload"] or {},
-    }
-    # one vocabulary: --tool Bash reaches hooks as Shell (api.read_tool_call), as it does
-    # through fire_hook_event and the bridges; a rewrite goes back in the --input keys
-    _, fields, call = read_tool_call(args.event, fields)
-    event = Event.create(**fields)
-    served = _fire_on_server(args, fields | {"event_type": event_type})
-    if served is not None:
-        outcome = served
-    else:
-        settings = options.settings(args, door="fire")
-        registry = options.registry_of(settings, watch=False)
-        engine = Engine(registry, settings, one_shot=True)
-        outcome = engine.fire_blocking(event, on_hook_done=_progress(event_type),
-                                       approve=tty_approver(settings.ask_timeout))
-    outcome = answered(event_type, outcome, call, options.on_fault(args), args.tool)
-    if getattr(args, "verbose", False):
-        # lazy: 10 ms of cold bridge (python -X importtime)
-        from mcp_hooks.cli.report import format_considered
-
-        registry = registry or options.registry(args, watch=False)
-        print(format_considered(registry, event_type, event.tool_name, event.tool_input),
-              file=sys.stderr)
-    return outcome, registry, served
-
-
-def _answer(args: argparse.Namespace, outcome: Outcome, why: str = "",
-            notes: list[str] | None = None, *, answerable: bool = False,
-            skipped: list[str] | None = None) -> int:
-    """Print the outcome on the stdout ``fire`` owns (``ownstdout``: nothing else printing
-    while it runs lands there), less the warnings said on stderr already; its exit code."""
-    with owned_stdout() as out:
-        if args.json:
-            text = outcome.to_json(indent=2)
-        else:
-            # lazy: 10 ms of cold bridge (python -X importtime)
-            from mcp_hooks.cli.report import format_outcome
-
-            shown = replace(outcome, warnings=[w for w in outcome.warnings
-                                               if w not in (skipped or ())])
-            text = format_outcome(shown, color=out.isatty(), why_none=why, notes=notes or [],
-                                  answerable=answerable)
-        out.write((text + "\n").encode("utf-8", "backslashreplace"))
-    return EXIT_DENIED if outcome.denied else EXIT_OK
-
-
-def fire_fault(args: argparse.Namespace, what: str) -> int:
-    """``fire``'s deny when something escaped it (the command line's boundary calls this:
-    Ctrl-C outside the hooks, a bug): ``fault_outcome`` in ``fire``'s own form, exit 2."""
-    try:
-        event = canonical_event(args.event)
-    except Exception:  # an unknown event is one that can block
-        event = str(args.event)
-    return _answer(args, fault_outcome(event, what, on_fault=options.on_fault(args)), NOT_RUN,
-                   answerable=options.event_log(args) is not None)
-
-
-# said instead of "no hook matched" when a fault stopped the hooks before they ran (a store
-# that cannot be used, input too deep to read): hooks may well match, and did not run
-NOT_RUN = "no hook ran: mcp-hooks could not run this event's hooks; the warning says why"
-
-
-def _untrusted(warning: str) -> bool:
-    """Whether a warning says hooks were held back by trust (the engine's and hooks.yaml's
-    "..., so not run: ...")."""
-    return ", so not run: " in warning
-
-
-def _faulted(warning: str) -> bool:
-    """Whether a warning says a fault let the event through (``fault_outcome``: under
-    ``--on-fault warn``, or on an event that cannot block)."""
-    return warning.startswith("fault: ") and "; allowed (" in warning
-
-
-def _fire_on_server(args: argparse.Namespace, fields: dict[str, Any]) -> Outcome | None:
-    """The outcome of a configured server (``--server``/``MCP_HOOKS_SERVER``), or None: no
-    server is configured, or it did not answer for sure (then why, on stderr), and the event
-    runs here. An error status from the server's address is the fault outcome naming it.
-    The work dir sent is the project's when none was given, so the server answers for the
-    project this command would load (and only if it loads the same hooks folders)."""
-    # lazy: 34 ms of cold bridge (python -X importtime)
-    from mcp_hooks.hosts.fire_client import configured, forward_fire
-
-    server = configured(getattr(args, "server", None), getattr(args, "token", None),
-                        no_server=getattr(args, "no_server", False))
-    if server is None:
-        return None
-    project = options.project_dir(args)
-    fields = fields | {"work_dir": fields["work_dir"] or str(project)}
-    answer = forward_fire(server, fields, user_dir=options.user_hooks_dir(args),
-                          project_dir=project)
-    if answer.refused:  # the server's path is broken: deny (fault), never decide here quietly
-        print(f"mcp-hooks fire: refused by the server's address: {answer.why}", file=sys.stderr)
-        return fault_outcome(canonical_event(fields["event_type"]), answer.why,
-                             on_fault=options.on_fault(args))
-    if answer.outcome is None:
-        print(f"mcp-hooks fire: not answered by the server: {answer.why}; the hooks run "
-              "here instead", file=sys.stderr)
-    return answer.outcome
-
-
-def _progress(event_type: str) -> HookDone | None:
-    """On a terminal (stderr), a callback that shows each sync hook as it finishes once the
-    event has run for ``PROGRESS_AFTER`` seconds (the ones before, at that moment); None
-    otherwise, so nothing is added where no one watches."""
-    if not sys.stderr.isatty():
-        return None
-    # lazy: 10 ms of cold bridge (python -X importtime)
-    from mcp_hooks.cli.report import format_progress
-
-    start = time.monotonic()
-    waiting: list[HookRun] = []
-
-    async def done(run: HookRun) -> None:  # awaits nothing: fire_blocking runs it in step
-        waiting.append(run)
-        if time.monotonic() - start >= PROGRESS_AFTER:
-            for finished in waiting:
-                print(format_progress(event_type, finished), file=sys.stderr, flush=True)
-            waiting.clear()
-
-    return done
-
-
-def _why_none(registry: Registry | None, event_type: str, args: argparse.Namespace,
-              outcome: Outcome) -> tuple[str, list[str]]:
-    """When no hook ran: why (no hooks at all, none for this event, none matched; what the
-    hooks.yaml entries did instead; the untrusted ones skipped) and what to do about it;
-    ("", []) when a hook ran or the event was denied. ``registry`` None (a server answered):
-    the folders this command would load are read to say why."""
-    if outcome.hooks or outcome.denied:
-        return "", []
-    if outcome.signals or outcome.additional_context:
-        return "no HOOK.md hook ran; " + _what_spoke(outcome), []
-    if registry is None:
-        registry = options.registry(args, watch=False)
-    if not registry.hooks() and not registry.untrusted and not registry.invalid:
-        return _none_installed(registry)
-    skipped = _held_back(registry, event_type)
-    candidates = registry.for_event(event_type)
-    if not candidates:
-        return f"no {event_type} hooks{skipped}", [
-            f"{len(registry.hooks())} hook(s) installed and trusted, none for {event_type}; "
-            "`mcp-hooks list` shows them"]
-    given = f"tool {args.tool!r}" if args.tool else "no --tool given"
-    more = "" if getattr(args, "verbose", False) else "; --verbose shows why"
-    return f"no hook matched{skipped}", [
-        f"{len(candidates)} {event_type} hook(s), none matched ({given}){more}"]
-
-
-def _none_installed(registry: Registry) -> tuple[str, list[str]]:
-    """No hook at all: the folders searched, and how to add one."""
-    searched = [f"{registry.user_dir} (user)"]
-    if registry.project_dir is not None:
-        searched.append(f"{project_hooks_dir(registry.project_dir)} (project)")
-    return "no hooks installed", [
-        f"searched: {', '.join(searched)}",
-        "add the bundled guards with `mcp-hooks init` (or pick from `mcp-hooks add "
-        "--list`), or write one with `mcp-hooks new NAME --trigger EVENT`",
-    ]
-
-
-def _held_back(registry: Registry, event_type: str) -> str:
-    """The project hooks for ``event_type`` held back by trust, as a clause ("" when none)."""
-    held = [u for u in registry.untrusted if u.spec.event == event_type]
-    states = {"changed since trusted" if u.status == "changed" else "untrusted" for u in held}
-    return (f"; {len(held)} skipped: {' or '.join(sorted(states))} project hook"
-            f"{'s' if len(held) > 1 else ''} {', '.join(u.name for u in held)}"
-            if held else "")  # how to trust them: the engine's warning says
-
-
-def _what_spoke(outcome: Outcome) -> str:
-    """What sent the signals of an outcome no HOOK.md hook ran on: hooks.yaml entries, or
-    an async hook's result arriving."""
-    said: list[str] = []
-    for signal in outcome.signals:
-        a = "an" if signal.intensity == "aid" else "a"
-        kind = signal.header.type
-        said.append(f"{signal.source}'s async result arrived ({signal.intensity})"
-                    if kind == "async_result"
-                    else "hooks.yaml has problems, let through with the warning below"
-                    if kind == "config_error"
-                    else f"hooks.yaml: {signal.source} sent {a} {signal.intensity}")
-    return "; ".join(dict.fromkeys(said)) or "context was added"
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -182,13 +182,17 @@ def _as_json(verb: str, opts: InstallOptions, change: Callable[[InstallOptions],
     # lazy: 47 ms of cold start (cli.setup, the bundled library) for install --json only
     from mcp_hooks.cli.setup import init_project
 
+    # lazy: 0 ms more (install_command and uninstall_command imported it already)
+    from mcp_hooks.hosts.install import with_settings
+
     config = Path(opts.config).expanduser().resolve() if opts.config is not None else None
     name, scope = opts.host, opts.scope
     try:
         host = get_host(opts.host)
         name, scope = host.name, opts.scope or host.default_scope
-        if config is None:
-            config = host.config_path(scope, init_project(opts.common))
+        opts = with_settings(opts)  # built once: the command reads the same record
+        if config is None and opts.settings is not None:
+            config = host.config_path(scope, init_project(opts.settings))
     except (UnknownHostError, MCPHooksError):  # the command itself says so
         pass
     before = _fingerprint(config)

@@ -26,7 +26,7 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ from mcp_hooks.hosts import HOSTS, get_host, host_name
 from mcp_hooks.options import CommonOptions
 from mcp_hooks.registry import bundle
 from mcp_hooks.registry.discovery import project_hooks_dir
-from mcp_hooks.settings import env_value
+from mcp_hooks.settings import Settings
 
 PROOF_INPUT = '{"command": "rm -rf /"}'
 
@@ -205,6 +205,8 @@ class InitOptions:
         path: where their programs are looked for (default: ``$PATH``).
         common: the shared options (folders, log, ...), passed on to the host entries.
         json: print one JSON document on stdout (``init_json``); the text goes to stderr.
+        settings: the door's record (flags, then ``MCP_HOOKS_*``); None: ``init`` builds it
+            once from ``common`` and hands it to each host's ``install``.
     """
 
     hosts: tuple[str, ...] = ()
@@ -214,6 +216,12 @@ class InitOptions:
     path: str | None = None
     common: CommonOptions = field(default_factory=CommonOptions)
     json: bool = False
+    settings: Settings | None = None
+
+    @property
+    def record(self) -> Settings:
+        """The settings ``init`` reads (``settings``, built by ``init`` when not given)."""
+        return self.settings if self.settings is not None else options.settings(self.common)
 
 
 def found_hosts(home: Path, path: str | None = None) -> list[tuple[str, str]]:
@@ -226,20 +234,20 @@ def found_hosts(home: Path, path: str | None = None) -> list[tuple[str, str]]:
     return found
 
 
-def init_project(common: CommonOptions) -> Path:
+def init_project(settings: Settings) -> Path:
     """The project ``init --scope project`` sets up: ``--project-dir``, else
-    ``$MCP_HOOKS_PROJECT_DIR``, else the current folder (where ``install`` writes too)."""
-    given = common.project_dir or env_value("MCP_HOOKS_PROJECT_DIR") or Path.cwd()
-    return Path(given).expanduser().resolve()
+    ``$MCP_HOOKS_PROJECT_DIR`` (``settings.project_dir``), else the current folder (where
+    ``install`` writes too)."""
+    return settings.project_dir or Path.cwd().resolve()
 
 
 def _folders(opts: InitOptions) -> list[str]:
     """The folder options a check of what init wrote needs (none for the defaults)."""
     words = []
     if opts.common.user_dir is not None:
-        words += ["--user-dir", str(options.user_hooks_dir(opts.common))]
+        words += ["--user-dir", str(options.user_hooks_of(opts.record))]
     if opts.common.project_dir is not None:
-        words += ["--project-dir", str(init_project(opts.common))]
+        words += ["--project-dir", str(init_project(opts.record))]
     return words
 
 
@@ -260,6 +268,7 @@ def init(opts: InitOptions) -> int:
     Raises:
         UnknownHostError: a ``--host`` that is not bridged (exit 64).
     """
+    opts = replace(opts, settings=opts.record)  # built once, passed down
     if not opts.json:
         return _init(opts, {})
     record: dict[str, Any] = {"dry_run": opts.dry_run, "scope": opts.scope}
@@ -273,7 +282,7 @@ def _init(opts: InitOptions, record: dict[str, Any]) -> int:
     named = [host_name(h) for h in opts.hosts]  # every name checked before anything is done
     if opts.dry_run:
         print("(dry run: nothing is written; this is what init would do)\n")
-    project = init_project(opts.common) if opts.scope == "project" else None
+    project = init_project(opts.record) if opts.scope == "project" else None
     results = _add_guards(opts, project, record)
     code = EXIT_FAILURE if any(r.status == "conflict" for r in results) else EXIT_OK
     changed = any(r.status != "same" for r in results)
@@ -309,7 +318,7 @@ def _add_guards(opts: InitOptions, project: Path | None,
                 record: dict[str, Any]) -> list[bundle.Added]:
     """Step 1: the recommended guards into the hooks folder of ``opts.scope``."""
     target = project_hooks_dir(project) if project is not None else \
-        options.user_hooks_dir(opts.common)
+        options.user_hooks_of(opts.record)
     print(f"1. The recommended guards, into {target}:")
     for name, why in bundle.RECOMMENDED.items():
         print(f"   {name}: {why}")
@@ -344,11 +353,11 @@ def _wire(opts: InitOptions, name: str, why: str, project: Path | None) -> dict[
     scope = opts.scope if opts.scope == "user" or host.project_config else "user"
     print(f"   {host.title} ({why})" + ("" if scope == opts.scope else
                                        ": it has no project config, so user scope"))
-    config = host.config_path(scope, project or init_project(opts.common))
+    config = host.config_path(scope, project or init_project(opts.record))
     before = _snapshot([config])
     sys.stdout.flush()
     result = install(InstallOptions(host=name, scope=scope, dry_run=opts.dry_run,
-                                    common=opts.common))
+                                    common=opts.common, settings=opts.record))
     sys.stdout.flush()
     return {"host": name, "why": why, "scope": scope,
             "config": str(config) if config is not None else None, "exit_code": result,

@@ -17,7 +17,8 @@ Contracts a caller may rely on:
   (``git rev-parse --verify --end-of-options``) before it reaches another git command, and
   only the commit id it resolved to does.
 - ``environment`` (the deployment environment ``when.environment`` tests) is the payload's
-  ``environment``, else ``$MCP_HOOKS_ENVIRONMENT``, else ``development``.
+  ``environment``, else the process's (``deployment``: ``Settings.environment``, which is
+  ``$MCP_HOOKS_ENVIRONMENT``, passed down by the engine), else ``development``.
 - ``view()`` is the object ``when`` conditions read with dotted paths: ``tool``,
   ``tool_input.*``, ``issue.*``, ``files.changed``, ``files.changed_count``, ``environment``,
   ``env.NAME`` (the process environment), ``session_id``.
@@ -35,10 +36,8 @@ from typing import Any, NamedTuple
 from mcp_hooks.control import runtime
 from mcp_hooks.control.files import SAFE_GIT_CONFIG, SAFE_GIT_ENV
 from mcp_hooks.errors import ConfigError
-from mcp_hooks.settings import env_value
+from mcp_hooks.settings import DEFAULT_ENVIRONMENT
 
-ENVIRONMENT_ENV = "MCP_HOOKS_ENVIRONMENT"
-DEFAULT_ENVIRONMENT = "development"
 GIT_TIMEOUT = 30.0
 
 
@@ -166,17 +165,21 @@ class OracleContext:
         trigger: the canonical event name (``before_issue_submit``, ``before_tool``, ...).
         work_dir: the project folder (the hooks' cwd).
         payload: the whole event payload, as hooks receive it.
+        deployment: the process's deployment environment (``Settings.environment``), for a
+            payload that names none.
     """
 
     trigger: str
     work_dir: Path
     payload: Mapping[str, Any] = field(default_factory=dict)
+    deployment: str = DEFAULT_ENVIRONMENT
 
     @classmethod
     def from_payload(cls, trigger: str, payload: Mapping[str, Any],
-                     work_dir: Path | str | None = None) -> OracleContext:
+                     work_dir: Path | str | None = None,
+                     environment: str = DEFAULT_ENVIRONMENT) -> OracleContext:
         where = work_dir or payload.get("work_dir") or os.getcwd()
-        return cls(trigger, Path(where), dict(payload))
+        return cls(trigger, Path(where), dict(payload), environment)
 
     @property
     def session_id(self) -> str | None:
@@ -203,7 +206,7 @@ class OracleContext:
 
     @property
     def environment(self) -> str:
-        value = self.payload.get("environment") or env_value(ENVIRONMENT_ENV)
+        value = self.payload.get("environment") or self.deployment
         return str(value) if value else DEFAULT_ENVIRONMENT
 
     @cached_property

@@ -55,6 +55,7 @@ from mcp_hooks.control.config import (
 from mcp_hooks.control.context import OracleContext
 from mcp_hooks.control.ladder import Ladder, convert
 from mcp_hooks.control.oracles.base import EVALUATION_TIMEOUT
+from mcp_hooks.settings import DEFAULT_ENVIRONMENT
 from mcp_hooks.spec.signals import Signal
 
 CLEANUP_GRACE = 2.0  # seconds a timed-out oracle's command may take to be killed
@@ -214,7 +215,8 @@ def evaluate(trigger: str, context: OracleContext | Mapping[str, Any], *,
              config: ControlConfig | None = None, project_dir: Path | None = None,
              ladder: Ladder | None = None, background: bool = False,
              correlation_id: str | None = None, secrets: Collection[str] = (),
-             deadline: float | None = None) -> list[Signal]:
+             deadline: float | None = None, environment: str = DEFAULT_ENVIRONMENT
+             ) -> list[Signal]:
     """The signals of ``trigger``'s hooks.yaml entries for one event (see the module doc).
 
     Args:
@@ -226,10 +228,12 @@ def evaluate(trigger: str, context: OracleContext | Mapping[str, Any], *,
             ``MCP_HOOKS_TOKEN``, always left out).
         deadline: the event's chain deadline (``time.monotonic()``): each oracle gets at most
             what is left of it; one with none left is not started, a fault of its own.
+        environment: the process's deployment environment (``Settings.environment``), which
+            ``when.environment`` tests when the payload names none.
     """
     trigger = canonical_trigger(trigger)
     if not isinstance(context, OracleContext):
-        context = OracleContext.from_payload(trigger, context)
+        context = OracleContext.from_payload(trigger, context, environment=environment)
     if config is None:
         config = load_config(project_dir or context.work_dir)
     broken = config_signals(config, trigger, correlation_id=correlation_id)

@@ -74,7 +74,7 @@ from mcp_hooks.engine.webhook import ask_notifier
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.registry.discovery import Registry
 from mcp_hooks.registry.index import runs_after
-from mcp_hooks.runner import RunResult, run_hook, run_hook_blocking
+from mcp_hooks.runner import RunResult, adopt, run_hook, run_hook_blocking
 from mcp_hooks.runner.hookenv import HookEnvs, hook_environment
 from mcp_hooks.runner.persistent import PersistentPool, default_processes
 from mcp_hooks.settings import Settings
@@ -186,6 +186,7 @@ class Engine:
         self.stop_guard = stop_guard if stop_guard is not None else StopGuard(
             settings.stop_block_cap, self.store)
         self._runner: Runner = runner or (_run_blocking if one_shot else run_hook)
+        adopt(settings.runner)  # the process's spawn strategy (MCP_HOOKS_RUNNER)
         self._pool, self._owns_pool = pool, False
         # metadata.processes when a hook does not say: more for a replica on a shared store
         self._processes = default_processes(scheme(settings.state) != "file")
@@ -200,7 +201,7 @@ class Engine:
         self._envs = HookEnvs(hook_environment(os.environ, settings.secrets))
         if control is None:
             control = ControlLayer(registry.project_dir, watch=not one_shot and registry.watching,
-                                   secrets=settings.secrets,
+                                   secrets=settings.secrets, environment=settings.environment,
                                    trust_project=registry.trust_project_hooks,
                                    trust_store=registry.shared_trust,
                                    ladder=Ladder(store=self.store),

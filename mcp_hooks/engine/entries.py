@@ -56,7 +56,7 @@ from mcp_hooks.engine.launch import Launcher, run_background
 from mcp_hooks.paths import ahp_user_file
 from mcp_hooks.registry.managed import managed_layer
 from mcp_hooks.registry.trust import set_digest
-from mcp_hooks.settings import trust_store_path
+from mcp_hooks.settings import DEFAULT_ENVIRONMENT, trust_store_path
 from mcp_hooks.spec.signals import Signal
 
 if TYPE_CHECKING:
@@ -98,6 +98,8 @@ class ControlLayer:
         load_timeout: seconds reading the layers may take (``_load``).
         trust_project: trust the project layers without the store (``--trust-project-hooks``,
             as the registry's project hooks); None reads ``MCP_HOOKS_TRUST_PROJECT_HOOKS``.
+        environment: the deployment environment (``Settings.environment``) a
+            ``when.environment`` tests when the payload names none.
     """
 
     def __init__(self, project_dir: Path | None, *, user_file: Path | None = None,
@@ -105,7 +107,8 @@ class ControlLayer:
                  secrets: Collection[str] = (), load_timeout: float = LOAD_TIMEOUT,
                  trust_project: bool | None = None,
                  trust_store: TrustStore | None = None, managed_dir: Path | None = None,
-                 mode: str = "enforce") -> None:
+                 mode: str = "enforce", environment: str = DEFAULT_ENVIRONMENT) -> None:
+        self.environment = environment  # Settings.environment, for when.environment
         self.mode = mode  # audit: every entry but the managed ones is audited (audit.py)
         self.managed_dir = managed_dir  # its hooks.yaml is read first (control/config.py)
         self.project_dir = Path(project_dir) if project_dir is not None else None
@@ -321,7 +324,8 @@ class ControlLayer:
             notes.append(_skipped_note(skipped, self.project_dir))
         signals = evaluate(trigger, payload, config=config, ladder=self.ladder,
                            project_dir=self.project_dir, correlation_id=correlation_id,
-                           secrets=self._secrets, deadline=deadline)
+                           secrets=self._secrets, deadline=deadline,
+                           environment=self.environment)
         rewrites = trigger == "before_tool"
         verdicts = [_verdict(s, can_block=can_block, fail_closed=fail_closed, rewrites=rewrites)
                     for s in signals]
@@ -347,7 +351,8 @@ class ControlLayer:
                "project_dir": str(self.project_dir) if self.project_dir else None,
                "user_file": str(self.user_file), "correlation_id": correlation_id,
                "managed_dir": str(self.managed_dir) if self.managed_dir else None,
-               "log": str(log_path) if log_path is not None else None}
+               "log": str(log_path) if log_path is not None else None,
+               "environment": self.environment}
         launcher.launch_entries(job, functools.partial(run_background, job, config, self.ladder,
                                                        self._secrets))
 

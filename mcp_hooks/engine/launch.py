@@ -40,7 +40,9 @@ from mcp_hooks.engine.offloop import call_off_loop
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.registry.managed import managed_layer
 from mcp_hooks.runner import RunResult, run_hook
+from mcp_hooks.runner import spawn as strategy
 from mcp_hooks.runner.hookenv import hook_environment
+from mcp_hooks.settings import DEFAULT_ENVIRONMENT
 from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.limits import Limits
 from mcp_hooks.spec.signals import Signal
@@ -193,6 +195,7 @@ class DetachedLauncher:
             "log": str(self.log.path) if self.log is not None else None,
             "state": self.state,
             "replica": self.replica,
+            "runner": strategy.current.words,  # the spawn strategy in force here
             "jobs": [{
                 "hook": {"name": job.hook.name, "scope": job.hook.scope,
                          "priority": job.hook.priority},
@@ -341,7 +344,8 @@ def run_background(job: dict[str, Any], config: ControlConfig | None = None,
                                  **managed_layer(Path(managed) if managed else None))
         signals = evaluate(job["trigger"], job["payload"], config=config, ladder=ladder,
                            project_dir=project, background=True,
-                           correlation_id=job.get("correlation_id"), secrets=secrets)
+                           correlation_id=job.get("correlation_id"), secrets=secrets,
+                           environment=job.get("environment") or DEFAULT_ENVIRONMENT)
     except Exception as exc:  # a background fault is reported, never raised
         print(f"mcp-hooks: background hooks.yaml entries failed: {exc}", file=sys.stderr)
         return []
@@ -361,6 +365,7 @@ def run_background(job: dict[str, Any], config: ControlConfig | None = None,
 def main() -> None:
     """``python -m mcp_hooks.engine.launch``: one background job as JSON on stdin."""
     job = json.loads(sys.stdin.buffer.read())
+    strategy.adopt(job.get("runner") or "")
     store: StateStore | None = None
     if job.get("state"):  # a shared store, opened again here (the caller has exited)
         # lazy: only a job with a shared store opens one (the backend's own import, 31 ms)

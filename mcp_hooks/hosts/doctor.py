@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_hooks import options
-from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, MissingExtraError
+from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK
 from mcp_hooks.hosts import HOSTS, get_host, host_name
 from mcp_hooks.hosts.base import Host
 from mcp_hooks.hosts.configfile import (
@@ -54,96 +54,22 @@ from mcp_hooks.hosts.doctor_commands import (
     check_generated,
     forward_words,
 )
+from mcp_hooks.hosts.doctor_files import check_files, check_hooks
+from mcp_hooks.hosts.doctor_report import Entry, Report, Wiring, format_report
 from mcp_hooks.hosts.doctor_server import check_forward_script, check_server
 from mcp_hooks.hosts.doctor_state import check_state
 from mcp_hooks.hosts.forward import FORWARD_PATH
 from mcp_hooks.hosts.forward_script import read_token
 from mcp_hooks.options import CommonOptions
-from mcp_hooks.registry.trust import UNVERIFIABLE_DIGEST, TrustStore, hook_digest
-from mcp_hooks.settings import env_value, trust_store_path
-from mcp_hooks.state.remote import redact
-from mcp_hooks.state.store import StateUnavailable
+from mcp_hooks.settings import Settings
 
 EXIT_BROKEN = EXIT_FAILURE
 PROBE_HOOK = "mcp-hooks-doctor-probe"
 PROBE_MARKER = "echo mcp-hooks-doctor-probe-7f3a"
 PROBE_REASON = "mcp-hooks doctor probe: denied as expected"
 PROBE_SESSION = "mcp-hooks-doctor"
-STATE_ENV = "MCP_HOOKS_STATE"  # settings.VARIABLES: --state
 PROBE_TIMEOUT_S = 60.0
 UNREACHABLE = "http://127.0.0.1:9"  # no server: a forward script's local fallback answers
-
-
-@dataclass
-class Finding:
-    """One problem (breaks the gate) or warning, with how to fix it."""
-
-    what: str
-    fix: str | None = None
-    host: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"host": self.host, "what": self.what, "fix": self.fix}
-
-    def __str__(self) -> str:
-        where = f"{self.host}: " if self.host else ""
-        return f"{where}{self.what}" + (f"\n    fix: {self.fix}" if self.fix else "")
-
-
-@dataclass
-class Entry:
-    """One of our handlers in a host config."""
-
-    event: str
-    kind: str  # command, server, http, mcp_tool
-    command: str | None = None
-    url: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"event": self.event, "via": self.kind, "command": self.command, "url": self.url}
-
-
-@dataclass
-class Wiring:
-    """Our entries in one config file of one host."""
-
-    host: str
-    scope: str
-    file: Path
-    entries: list[Entry] = field(default_factory=list)
-    resolves: dict[str, bool] = field(default_factory=dict)  # executable -> found
-    probe: dict[str, Any] | None = None
-    server: dict[str, Any] | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"host": self.host, "scope": self.scope, "file": str(self.file),
-                "events": [e.event for e in self.entries],
-                "entries": [e.as_dict() for e in self.entries],
-                "resolves": self.resolves, "probe": self.probe, "server": self.server}
-
-
-@dataclass
-class Report:
-    wirings: list[Wiring] = field(default_factory=list)
-    problems: list[Finding] = field(default_factory=list)
-    warnings: list[Finding] = field(default_factory=list)
-    notes: list[Finding] = field(default_factory=list)  # facts worth knowing, nothing to fix
-    hooks: dict[str, Any] = field(default_factory=dict)
-    files: dict[str, Any] = field(default_factory=dict)
-
-    def problem(self, what: str, fix: str | None = None, host: str | None = None) -> None:
-        self.problems.append(Finding(what, fix, host))
-
-    def warn(self, what: str, fix: str | None = None, host: str | None = None) -> None:
-        self.warnings.append(Finding(what, fix, host))
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"ok": not self.problems,
-                "problems": [p.as_dict() for p in self.problems],
-                "warnings": [w.as_dict() for w in self.warnings],
-                "notes": [n.as_dict() for n in self.notes],
-                "hosts": [w.as_dict() for w in self.wirings],
-                "hooks": self.hooks, "files": self.files}
 
 
 # -- the command ---------------------------------------------------------------------------
@@ -157,11 +83,14 @@ class DoctorOptions:
         hosts: only these hosts (names or aliases); empty: every host.
         json: print a machine-readable report.
         common: the shared options as given (hook folders, log, trust).
+        settings: the door's record (flags, then ``MCP_HOOKS_*``); None: ``run_doctor``
+            builds it once from ``common``.
     """
 
     hosts: tuple[str, ...] = ()
     json: bool = False
     common: CommonOptions = field(default_factory=CommonOptions)
+    settings: Settings | None = None
 
 
 def run_doctor(given: DoctorOptions) -> int:
@@ -171,21 +100,22 @@ def run_doctor(given: DoctorOptions) -> int:
         UnknownHostError: a host in ``given.hosts`` that is not bridged.
     """
     report = Report()
+    settings = given.settings or options.settings(given.common)  # built once, passed down
     names = [host_name(h) for h in (given.hosts or HOSTS)]
-    project = options.project_dir(given.common)
+    project = options.project_of(settings)
     with tempfile.TemporaryDirectory(prefix="mcp-hooks-doctor-") as tmp:
         probe_root = Path(tmp)
         _write_probe(probe_root)
         for name in names:
-            check_host(report, get_host(name), project, probe_root)
+            check_host(report, get_host(name), project, probe_root, settings.token)
     if report.wirings:
         check_environment(report)
     else:
         report.warn("no agent host is wired to mcp-hooks (looked in the project and user "
                     "configs)", "mcp-hooks install <host> (" + ", ".join(HOSTS) + ")")
-    check_hooks(report, given.common)
-    check_files(report, given.common)
-    state = options.settings(given.common).state
+    check_hooks(report, settings, given.common.state)
+    check_files(report, settings, given.common.state)
+    state = settings.state
     if state and not state.startswith("file:"):  # a shared store (doctor_state.py)
         report.files["state_store"] = check_state(report, state)
     if given.json:
@@ -193,44 +123,6 @@ def run_doctor(given: DoctorOptions) -> int:
     else:
         print(format_report(report))
     return EXIT_BROKEN if report.problems else EXIT_OK
-
-
-def format_report(report: Report) -> str:
-    lines: list[str] = []
-    for w in report.wirings:
-        events = ", ".join(e.event for e in w.entries)
-        lines.append(f"{w.host} ({w.scope}): {w.file}")
-        lines.append(f"    events: {events}")
-        if w.probe is not None:
-            lines.append(f"    probe ({w.probe['event']}): "
-                         + ("denied, as it should" if w.probe.get("ok") else "FAILED"))
-        if w.server is not None:
-            lines.append(f"    server {w.server['url']}: {w.server['status']}")
-    hooks = report.hooks
-    if hooks:
-        same = len(hooks.get("identical", []))
-        lines.append(f"hooks: {hooks.get('valid', 0)} valid, {len(hooks.get('invalid', []))} "
-                     f"invalid, {len(hooks.get('untrusted', []))} untrusted, "
-                     f"{len(hooks.get('replaced', []))} replaced"
-                     + (f" ({same} by an identical copy)" if same else ""))
-    for key, info in report.files.items():
-        lines.append(f"{key.replace('_', ' ')}: {info['path']} ({info['status']})")
-    for finding in report.notes:
-        lines.append(f"note: {finding}")
-    for finding in report.warnings:
-        lines.append(f"warning: {finding}")
-    for finding in report.problems:
-        lines.append(f"PROBLEM: {finding}")
-    lines.append(f"{len(report.problems)} problem(s), {len(report.warnings)} warning(s): "
-                 + verdict(report))
-    return "\n".join(lines)
-
-
-def verdict(report: Report) -> str:
-    """The last word: whether the gate is whole, and that there is none without a host."""
-    return ("the gate is NOT whole" if report.problems else "the gate is whole"
-            if report.wirings else "no host is wired, so no agent's tool calls are checked "
-            "yet (the hooks run only from `mcp-hooks fire`, `serve` and `proxy`)")
 
 
 # -- host wiring ----------------------------------------------------------------------------
@@ -298,14 +190,18 @@ def _executable(word: str) -> bool:
     return shutil.which(word) is not None
 
 
-def check_host(report: Report, host: Host, project: Path, probe_root: Path) -> None:
+def check_host(report: Report, host: Host, project: Path, probe_root: Path,
+               token: str | None = None) -> None:
+    """``host``'s configs in ``project`` and the user's: read, found, probed; a server they
+    name checked with ``token`` (``Settings.token``: ``MCP_HOOKS_TOKEN``) where the entry
+    carries none."""
     for scope, where in _targets(host, project):
         if where.path.exists():
-            _check_target(report, host, scope, where, probe_root)
+            _check_target(report, host, scope, where, probe_root, token)
 
 
 def _check_target(report: Report, host: Host, scope: str, where: Target,
-                  probe_root: Path) -> None:
+                  probe_root: Path, token: str | None) -> None:
     """One config file of ``host``: read, its commands found, its gate entry probed."""
     try:
         text = "" if where.format == "files" else where.path.read_text(encoding="utf-8")
@@ -328,11 +224,11 @@ def _check_target(report: Report, host: Host, scope: str, where: Target,
         report.warn(f"wired in {where.path} but not for {host.gate_event}: its tool calls are "
                     "not checked", f"mcp-hooks install {host.name} --scope {scope}", host.name)
         return
-    _check_gate(report, host, wiring, gate_entries[0], probe_root)
+    _check_gate(report, host, wiring, gate_entries[0], probe_root, token)
 
 
 def _check_gate(report: Report, host: Host, wiring: Wiring, entry: Entry,
-                probe_root: Path) -> None:
+                probe_root: Path, token: str | None) -> None:
     """The gate event's entry: a command probed, a server's health asked, an mcp_tool named."""
     gate, scope = host.gate_event, wiring.scope
     if entry.kind in ("command", "server") and entry.command:
@@ -352,8 +248,7 @@ def _check_gate(report: Report, host: Host, wiring: Wiring, entry: Entry,
         wiring.server = check_server(report, host, url, read_token(), gate, fallback=True)
     elif entry.kind == "http" and entry.url:
         url = entry.url.split(FORWARD_PATH)[0]
-        wiring.server = check_server(report, host, url, env_value("MCP_HOOKS_TOKEN") or None,
-                                     gate, fallback=False)
+        wiring.server = check_server(report, host, url, token, gate, fallback=False)
     elif entry.kind == "mcp_tool":
         report.warn(f"the {gate} entry in {wiring.file} is an mcp_tool hook, which doctor "
                     "cannot probe (and which does not run until Claude Code has connected "
@@ -444,153 +339,6 @@ def probe(host: Host, entry: Entry, event: str, root: Path) -> dict[str, Any]:
         result["why"] = (f"exit {done.returncode}, no deny in {host.title}'s form"
                          + (f": {tail}" if tail else ""))
     return result
-
-
-# -- hooks and files ------------------------------------------------------------------------
-
-
-def _layers(report: Report, registry: Any) -> None:
-    """Each hook's layer (managed, user, project), the managed folder, and the hooks a
-    managed hook's name keeps from running (docs/policy.md)."""
-    managed = getattr(registry, "managed_dir", None)
-    report.hooks["managed_dir"] = str(managed) if managed else None
-    report.hooks["layers"] = {h.name: h.scope for h in registry.hooks()}
-    for hook in getattr(registry, "shadowed", []) or []:
-        report.warn(f"{hook.scope} hook {hook.name!r} does not run: a managed hook has that "
-                    "name, and managed hooks cannot be replaced",
-                    f"rename {hook.dir} if both should run")
-
-
-def check_hooks(report: Report, given: CommonOptions) -> None:
-    try:
-        registry = options.registry(given, watch=False)
-    except (StateUnavailable, MissingExtraError):  # the trust store is the shared store
-        report.notes.append(Finding("the hooks' trust is not checked: it is kept in the state "
-                                    "store, which cannot be used (its problem is below)"))
-        return
-    except Exception as exc:
-        report.problem(f"the hook folders cannot be read: {type(exc).__name__}: {exc}",
-                       "fix the folder permissions, then mcp-hooks validate")
-        return
-    try:
-        invalid = list(registry.invalid)
-        untrusted = list(getattr(registry, "untrusted", []) or [])
-        replaced: dict[str, Any] = dict(getattr(registry, "replaced", {}) or {})
-        report.hooks = {
-            "user_dir": str(registry.user_dir),
-            "project_dir": str(registry.project_dir) if registry.project_dir else None,
-            "valid": len(registry.hooks()),
-            "invalid": [i.as_dict() for i in invalid],
-            "untrusted": [_as_dict(u) for u in untrusted],
-            "replaced": sorted(replaced),
-            "identical": [],
-        }
-        _layers(report, registry)
-        for hook in invalid:
-            report.problem(f"invalid hook {hook.name!r}: {hook}",
-                           f"fix {hook.file}, then check it with `mcp-hooks validate`")
-        _untrusted_problems(report, untrusted, given)
-        for name in sorted(replaced):
-            project_copy = registry.get(name)
-            if project_copy is not None and _identical(project_copy.dir, replaced[name].dir):
-                report.hooks["identical"].append(name)
-                report.notes.append(Finding(f"hook {name!r} is in both the user and the project "
-                                            "folder, byte for byte the same: it runs once"))
-                continue
-            report.warn(f"project hook {name!r} replaces (shadows) the user hook of that name, "
-                        "which differs from it: only the project's copy runs",
-                        "rename one of them if both should run; make them the same (or remove "
-                        "one) if only one should")
-    finally:
-        close = getattr(registry, "close", None)
-        if close is not None:
-            close()
-
-
-def _untrusted_problems(report: Report, untrusted: list[Any], given: CommonOptions) -> None:
-    """A problem per untrusted project hook, its fix the `trust` command that reaches the
-    trust the replicas read: with ``--state`` when the store is shared."""
-    state = shared_state(given)
-    for hook in untrusted:
-        status = getattr(hook, "status", "untrusted")
-        fix = getattr(hook, "fix", None) or "review it, then trust it (mcp-hooks trust)"
-        if state is not None:  # trusted in the store the replicas read, not trust.json
-            fix = fix.replace("mcp-hooks trust ", f"mcp-hooks trust --state {state} ", 1)
-        report.problem(f"project hook {getattr(hook, 'name', hook)!r} is {status} and does "
-                       "not run", f"read it, then: {fix}")
-
-
-def _identical(one: Path, other: Path) -> bool:
-    """Whether two hook folders hold the same content (the digest trust uses: relative
-    paths, modes and bytes); a folder that cannot be hashed in full is never the same."""
-    digest = hook_digest(one)
-    return digest != UNVERIFIABLE_DIGEST and digest == hook_digest(other)
-
-
-def _as_dict(item: Any) -> Any:
-    as_dict = getattr(item, "as_dict", None)
-    return as_dict() if as_dict is not None else str(item)
-
-
-def _writable(path: Path) -> bool:
-    """Whether ``path`` can be written: the file if it exists, else its nearest folder."""
-    if path.exists():
-        return os.access(path, os.W_OK)
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    return parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)
-
-
-def _trust_store() -> tuple[Path, str | None]:
-    """The trust store's path, and why it cannot be read (None: it can, or is absent)."""
-    path = trust_store_path()
-    try:
-        return path, TrustStore(path).problem
-    except Exception as exc:
-        return path, f"{path}: {exc}"
-
-
-def shared_state(given: CommonOptions) -> str | None:
-    """The ``--state`` argument that names the shared store as the user gave it, shell-quoted,
-    for a command to print: ``"$MCP_HOOKS_STATE"`` when it came from there, else the URL
-    without its password (``***``: put it back); None for ``file:``."""
-    state = options.settings(given).state
-    if state.strip().lower().startswith("file:"):
-        return None
-    if env_value(STATE_ENV) == state:
-        return f'"${STATE_ENV}"'
-    return shlex.quote(redact(state))
-
-
-def check_files(report: Report, given: CommonOptions) -> None:
-    log = options.event_log(given)
-    if log is None:
-        report.files["event_log"] = {"path": None, "status": "off"}
-    else:
-        path = Path(log.path)
-        ok = _writable(path)
-        report.files["event_log"] = {"path": str(path),
-                                     "status": "writable" if ok else "NOT writable"}
-        if not ok:
-            report.problem(f"the event log {path} cannot be written: hook runs go unrecorded",
-                           f"fix the permissions of {path} (or its folder), or point --log / "
-                           "MCP_HOOKS_LOG elsewhere")
-    if shared_state(given) is not None:  # trust is kept in the shared store (check_state)
-        report.files["trust_store"] = {"path": redact(options.settings(given).state),
-                                       "status": "the state store's trust (below)"}
-        return
-    store, problem = _trust_store()
-    ok = _writable(store)
-    report.files["trust_store"] = {"path": str(store),
-                                   "status": "writable" if ok else "NOT writable"}
-    if not ok:
-        report.problem(f"the trust store {store} cannot be written: project hooks cannot be "
-                       "trusted", f"fix the permissions of {store} (or its folder)")
-    if problem:
-        report.files["trust_store"]["status"] = "unreadable"
-        report.problem(f"the trust store cannot be read: {problem}",
-                       "fix or move the file away, then trust the project hooks again")
 
 
 __all__ = ["DoctorOptions", "host_deny_reason", "run_doctor"]

@@ -38,15 +38,13 @@ from mcp_hooks.hosts.forward_auth import (
     DEFAULT_FORWARD_TIMEOUT_S,
     FORWARD_TIMEOUT_ENV,
     answer_problem,
-    forward_timeout,
     sign_request,
 )
 from mcp_hooks.hosts.forward_http import MAX_REQUEST_BYTES, post_library, post_plain
-from mcp_hooks.settings import env_value
 from mcp_hooks.spec.outcome import Outcome
 
-SERVER_ENV = "MCP_HOOKS_SERVER"
-TOKEN_ENV = "MCP_HOOKS_TOKEN"
+SERVER_ENV = "MCP_HOOKS_SERVER"  # named in messages (Settings.server reads it)
+TOKEN_ENV = "MCP_HOOKS_TOKEN"  # named in the fix of a 401
 
 
 @dataclass(frozen=True)
@@ -84,19 +82,16 @@ def refused(url: str, status: int, body: bytes) -> str:
     return f"the policy server {url}{FIRE_PATH} answered HTTP {status}{_said(body)}; {fix}"
 
 
-def configured(url: str | None, token: str | None, *, no_server: bool = False) -> Server | None:
-    """The server ``fire`` should use: ``url`` (``--server``), else ``MCP_HOOKS_SERVER``;
-    None when neither is set or ``no_server``. The token: ``token`` (``--token``), else
-    ``MCP_HOOKS_TOKEN``, else the one ``install --via server`` wrote beside its script. The
-    deadline: ``MCP_HOOKS_FORWARD_TIMEOUT`` (an invalid value is said on stderr, and the
-    default used)."""
-    if no_server:
+def configured(url: str | None, token: str | None, timeout: float = DEFAULT_FORWARD_TIMEOUT_S,
+               *, warning: str | None = None, no_server: bool = False) -> Server | None:
+    """The server ``fire`` should use: ``url`` (``Settings.server``: ``--server``, else
+    ``MCP_HOOKS_SERVER``); None when it is not set or ``no_server``. The token: ``token``
+    (``Settings.token``: ``--token``, else ``MCP_HOOKS_TOKEN``), else the one ``install --via
+    server`` wrote beside its script. The deadline: ``timeout`` (``Settings.forward_timeout``:
+    ``MCP_HOOKS_FORWARD_TIMEOUT``); ``warning``, what was wrong with it, is said on stderr."""
+    url = (url or "").strip()
+    if no_server or not url:
         return None
-    url = (url or env_value(SERVER_ENV)).strip()
-    if not url:
-        return None
-    if not token:
-        token = env_value(TOKEN_ENV) or None
     if not token:
         # lazy: 28 ms of cold `fire` when the token is in the environment
         from mcp_hooks.hosts.forward_script import read_token
@@ -105,7 +100,6 @@ def configured(url: str | None, token: str | None, *, no_server: bool = False) -
     base = url.rstrip("/")
     if base.endswith("/mcp"):  # the address `serve` announces
         base = base[: -len("/mcp")]
-    timeout, warning = forward_timeout()
     if warning:
         print(f"mcp-hooks fire: {warning}", file=sys.stderr)
     return Server(base, token, timeout)

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import math
 import os
 import re
 import time
@@ -45,7 +44,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from mcp_hooks.settings import env_value
+# far below the hosts' hook timeout (HOOK_TIMEOUT_S, 600); Settings.forward_timeout reads it
+from mcp_hooks.settings import DEFAULT_FORWARD_TIMEOUT_S
 
 NONCE_HEADER = "X-MCP-Hooks-Nonce"
 TIME_HEADER = "X-MCP-Hooks-Time"
@@ -60,7 +60,6 @@ MAX_SKEW_S = 300  # the most a request's time may differ from the server's clock
 NONCE_TTL_S = 600  # how long an accepted nonce is remembered: 2 x MAX_SKEW_S covers any replay
 MAX_NONCES = 200_000  # live nonces kept (some 40 MB at most); beyond, refused, never evicted
 FORWARD_TIMEOUT_ENV = "MCP_HOOKS_FORWARD_TIMEOUT"
-DEFAULT_FORWARD_TIMEOUT_S = 5.0  # far below the hosts' hook timeout (HOOK_TIMEOUT_S, 600)
 
 REPLAYED = "replayed nonce: this request was already answered"
 SHARED_NONCE = "forward-nonce:"  # + nonce: its name in a shared store (``StateStore.claim``)
@@ -141,23 +140,6 @@ def answer_problem(token: str, request: SignedRequest, status: int,
     return None
 
 
-def forward_timeout(environ: Mapping[str, str] | None = None) -> tuple[float, str | None]:
-    """``(seconds, warning)``: the deadline of a whole forward, ``MCP_HOOKS_FORWARD_TIMEOUT``
-    (a positive number of seconds) or the default, with a warning when the value is invalid."""
-    value = env_value(FORWARD_TIMEOUT_ENV, environ)
-    if not value:
-        return DEFAULT_FORWARD_TIMEOUT_S, None
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = math.nan
-    if not (0 < seconds < math.inf):
-        return DEFAULT_FORWARD_TIMEOUT_S, (
-            f"{FORWARD_TIMEOUT_ENV}={value!r} is not a positive number of seconds; using "
-            f"{DEFAULT_FORWARD_TIMEOUT_S:g}")
-    return seconds, None
-
-
 # -- the server side --------------------------------------------------------------------------
 
 
@@ -235,5 +217,5 @@ __all__ = ["AUTH_HEADER", "DEFAULT_FORWARD_TIMEOUT_S", "FORWARD_TIMEOUT_ENV", "M
            "NONCE_HEADER", "NONCE_TTL_S", "PROJECT_DIR_HEADER", "REPLAYED", "SHARED_NONCE",
            "SIGNATURE_HEADER",
            "TIME_HEADER", "USER_DIR_HEADER", "Checked", "RequestVerifier", "SignedRequest",
-           "answer_problem", "answer_signature", "forward_timeout", "request_mac",
+           "answer_problem", "answer_signature", "request_mac",
            "sign_request"]

@@ -23,17 +23,9 @@ the diff and writes nothing; ``uninstall`` removes only our entries (``configfil
 formats and recognises our entries by their shape; Cline's folder of executables and
 OpenCode's plugin are files we generate whole, and only ours are ever replaced or removed).
 
-The command written must keep working (``bridge_prefix``): never a path inside a throwaway
-environment (uv's cache or an ``archive-v0``/``.tmp`` folder, a ``pipx run`` cache, anything
-under the temp dir), and never one that loads code from the folder the host runs it in (the
-project: a clone's own ``mcp_hooks/`` must not answer for us). User scope gets an
-``mcp-hooks`` found outside such places (this one, the one on PATH, the one beside this
-Python), else ``<python> -I -m mcp_hooks.cli`` of a stable interpreter (``-P`` when only that
-imports this package: ``python_prefix``), else (once the package is on PyPI: ``ON_PYPI``)
-``uvx mcp-hooks==<version>``, else install refuses and says how to install mcp-hooks for
-good. Project scope (a file teams commit) gets plain ``mcp-hooks``, found on PATH by the
-host. ``--bridge-command`` (or ``MCP_HOOKS_BRIDGE_COMMAND``) overrides both, unless it would
-load from the project folder (``configfile.cwd_import_reason``): refused.
+The command written must keep working (``bridge_prefix``; ``host_command`` checks it):
+never a throwaway path, never one that loads code from the project folder. ``--bridge-command`` (or
+``MCP_HOOKS_BRIDGE_COMMAND``) overrides the one chosen, unless it would: refused.
 
 ``--via`` chooses what the host runs:
 
@@ -61,57 +53,37 @@ mcp-hooks to point at, ``InstallError`` (exit 1). Nothing is changed in either c
 
 from __future__ import annotations
 
-import os
-import re
 import shlex
 import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mcp_hooks import __version__
-from mcp_hooks.errors import (
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_USAGE,
-    ON_PYPI,
-    MCPHooksError,
-    exit_code,
-    install_command,
-)
+from mcp_hooks import options as shared
+from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, MCPHooksError, exit_code
 from mcp_hooks.hosts import UnknownHostError, get_host
 from mcp_hooks.hosts.applying import Changes, done, show_diff, unchanged, written
 from mcp_hooks.hosts.base import Host
 from mcp_hooks.hosts.claude_code import ClaudeCode
-from mcp_hooks.hosts.configfile import (
-    SAFE_FLAGS,
-    InstallError,
-    InstallOptionError,
-    Target,
-    cwd_import_reason,
-    edit_all,
-    target,
-)
+from mcp_hooks.hosts.configfile import InstallError, InstallOptionError, Target, edit_all, target
 from mcp_hooks.hosts.doctor import read_entries
 from mcp_hooks.hosts.forward import FORWARD_PATH, TOOL_NAME
 from mcp_hooks.hosts.forward_script import script_path, write_forward_files
+from mcp_hooks.hosts.host_command import (
+    HOW_TO_INSTALL,
+    INSTALL_FOR_GOOD,
+    explicit_prefix,
+    forward_python,
+    stable_prefix,
+)
 from mcp_hooks.options import CommonOptions
-from mcp_hooks.settings import env_value
+from mcp_hooks.settings import Settings
 from mcp_hooks.spec.events import can_block
 
-BRIDGE_COMMAND_ENV = "MCP_HOOKS_BRIDGE_COMMAND"
-TOKEN_ENV = "MCP_HOOKS_TOKEN"
-PROJECT_DIR_ENV = "MCP_HOOKS_PROJECT_DIR"
 DEFAULT_URL = "http://127.0.0.1:8765"
 VIAS = ("command", "server", "http", "mcp")
-# How to put mcp-hooks on PATH for good: from a checkout today; the PyPI name once published.
-HOW_TO_INSTALL = install_command(tool=True)
-INSTALL_FOR_GOOD = (f"install mcp-hooks for good ({HOW_TO_INSTALL}) and run install again from "
-                    "it, or pass --bridge-command")
 
 
 @dataclass(frozen=True)
@@ -132,6 +104,9 @@ class InstallOptions:
         common: the shared options as given: the folders, log, stop cap and fault mode are
             passed on to every bridge run the entries start (``project_dir`` also chooses the
             project whose config is written); ``trust_project_hooks`` is not.
+        settings: the door's record, whose ``token``, ``bridge_command`` and
+            ``project_dir`` (flags, then ``MCP_HOOKS_*``) install reads; None: ``install``
+            and ``uninstall`` build it once from the options above (``with_settings``).
     """
 
     host: str
@@ -145,162 +120,28 @@ class InstallOptions:
     server_name: str | None = None
     bridge_command: str | None = None
     common: CommonOptions = field(default_factory=CommonOptions)
+    settings: Settings | None = None
+
+
+def with_settings(options: InstallOptions) -> InstallOptions:
+    """``options`` with its ``Settings``: the one given, else the one its flags and the
+    environment give (``options.settings``: flags, then ``MCP_HOOKS_*``). Raises ConfigError
+    for a bad value, naming its flag or variable."""
+    if options.settings is not None:
+        return options
+    return replace(options, settings=shared.settings(
+        options.common, token=options.token, bridge_command=options.bridge_command))
+
+
+def _settings(options: InstallOptions) -> Settings:
+    """The options' record (``install``/``uninstall`` built it once; a caller of the
+    functions below who passed none gets it built now)."""
+    settings = with_settings(options).settings
+    assert settings is not None  # with_settings sets it
+    return settings
 
 
 # -- what the host runs -------------------------------------------------------------------
-
-
-def throwaway_reason(path: str | os.PathLike[str]) -> str | None:
-    """Why ``path`` lies in an environment that may vanish (None: it does not).
-
-    Throwaway: uv's cache (``$UV_CACHE_DIR``, ``~/.cache/uv``), any ``archive-v0`` or
-    ``.tmp*`` folder, a ``pipx run`` cache (``~/.local/pipx/.cache``, ``pipx/.cache``),
-    anything under the system temp dir (a venv made there included).
-    """
-    text = os.path.abspath(os.fspath(path))
-    forms = {text, os.path.realpath(text)}
-    caches: list[tuple[str, str]] = []
-    if os.environ.get("UV_CACHE_DIR"):
-        caches.append((os.environ["UV_CACHE_DIR"], "uv's cache ($UV_CACHE_DIR)"))
-    xdg_cache = os.environ.get("XDG_CACHE_HOME")
-    home = os.environ.get("HOME") or None
-    if xdg_cache:
-        caches.append((os.path.join(xdg_cache, "uv"), "uv's cache"))
-        caches.append((os.path.join(xdg_cache, "pipx"), "pipx's cache"))
-    if home:
-        caches.append((os.path.join(home, ".cache", "uv"), "uv's cache"))
-        caches.append((os.path.join(home, ".local", "pipx", ".cache"), "a `pipx run` cache"))
-        caches.append((os.path.join(home, ".cache", "pipx"), "pipx's cache"))
-    caches.append((tempfile.gettempdir(), "the temp dir"))
-    for form in forms:
-        parts = Path(form).parts
-        for part in parts:
-            if part == "archive-v0":
-                return f"{form} is in uv's cache (archive-v0), which uv may clear"
-            if part.startswith(".tmp"):
-                return f"{form} is in a temporary folder ({part})"
-        if "pipx" in parts and ".cache" in parts:
-            return f"{form} is in a `pipx run` cache"
-        for base, what in caches:
-            for root in {os.path.abspath(base), os.path.realpath(base)}:
-                if form == root or form.startswith(root.rstrip(os.sep) + os.sep):
-                    return f"{form} is in {what} ({root}), which may be cleared"
-    return None
-
-
-# Whether ``mcp-hooks==<version>`` can be fetched from PyPI, for the ``uvx`` form: not until
-# the package is published (a uvx command written before then fails at every hook call):
-# errors.ON_PYPI, the one switch.
-
-
-def _release_version() -> str | None:
-    if not ON_PYPI:
-        return None
-    return __version__ if re.fullmatch(r"\d+(?:\.\d+)*", __version__) else None
-
-
-def stable_prefix() -> list[str]:
-    """An argv that starts ``mcp-hooks`` and keeps working after this process has gone, and
-    never loads code from the folder the host runs it in (``python_prefix``).
-
-    Raises:
-        InstallError: only throwaway copies were found, or this Python imports mcp-hooks only
-            from the current folder; says how to install for good.
-    """
-    seen: list[str] = []
-    for candidate in _scripts():
-        why = throwaway_reason(candidate)
-        if why is None:
-            return [os.path.abspath(candidate)]
-        seen.append(why)
-    package = Path(__file__).resolve().parent.parent
-    why = throwaway_reason(sys.executable) or throwaway_reason(package)
-    prefix = python_prefix(sys.executable) if why is None else None
-    if prefix is not None:
-        return prefix
-    seen.append(why or f"{sys.executable} imports mcp-hooks ({package}) only from the current "
-                "folder, not with -I or -P from any other")
-    uvx = shutil.which("uvx")
-    version = _release_version()
-    if uvx and version and throwaway_reason(uvx) is None:
-        return [os.path.abspath(uvx), f"mcp-hooks=={version}"]
-    raise InstallError(
-        "refusing to write a command that would stop working, or work only in one folder: "
-        f"this mcp-hooks runs from a throwaway environment, or imports only from the current "
-        f"folder ({'; '.join(dict.fromkeys(seen))}). To fix: "
-        + INSTALL_FOR_GOOD + ".")
-
-
-def _scripts() -> list[str]:
-    """The ``mcp-hooks`` scripts to write, best first: the one running, the one on PATH, the
-    one beside this Python (its environment's own)."""
-    argv0 = sys.argv[0] if sys.argv else ""
-    found = []
-    if os.path.basename(argv0) in ("mcp-hooks", "mcp-hooks.exe") and os.path.isfile(argv0):
-        found.append(argv0)
-    on_path = shutil.which("mcp-hooks")
-    if on_path:
-        found.append(on_path)
-    beside = Path(sys.executable).parent / "mcp-hooks"
-    if os.access(beside, os.X_OK) and beside.is_file():
-        found.append(str(beside))
-    return found
-
-
-# What python_prefix runs to see where a flag's import of mcp_hooks comes from.
-_WHERE = "import mcp_hooks, sys; sys.stdout.write(mcp_hooks.__file__)"
-
-
-def python_prefix(python: str) -> list[str] | None:
-    """``<python> <flag> -m mcp_hooks.cli`` with the first flag of ``SAFE_FLAGS`` under which
-    ``python``, started in an empty folder, imports this very package; None when neither does.
-
-    ``-m`` alone puts the current folder first on ``sys.path``, and hosts run our command in
-    the project: a cloned repository shipping ``mcp_hooks/__init__.py`` would run in our
-    place. ``-I`` (isolated: no current or script folder, no ``PYTHON*`` variables, no user
-    site-packages) is preferred; ``-P`` (Python 3.11+: only the folders left out) serves a
-    package found through ``PYTHONPATH`` or the user site. Run once per install (~30 ms each).
-    """
-    here = Path(__file__).resolve().parent.parent / "__init__.py"
-    with tempfile.TemporaryDirectory(prefix="mcp-hooks-install-") as empty:
-        for flag in SAFE_FLAGS:
-            try:
-                done = subprocess.run([python, flag, "-c", _WHERE], cwd=empty, timeout=60,
-                                      capture_output=True, text=True, env=_without_cwd_paths())
-            except (OSError, subprocess.TimeoutExpired):
-                continue
-            if done.returncode == 0 and done.stdout and Path(done.stdout).resolve() == here:
-                return [python, flag, "-m", "mcp_hooks.cli"]
-    return None
-
-
-def _without_cwd_paths() -> dict[str, str]:
-    """This environment, with the empty and relative ``PYTHONPATH`` entries (which Python
-    reads as the current folder) left out, so a check never passes through them."""
-    env = dict(os.environ)
-    if "PYTHONPATH" in env:
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in env["PYTHONPATH"].split(os.pathsep) if os.path.isabs(p))
-    return env
-
-
-def explicit_prefix(options: InstallOptions) -> list[str] | None:
-    """``--bridge-command`` (or ``$MCP_HOOKS_BRIDGE_COMMAND``), split; None when not given.
-
-    Raises:
-        InstallOptionError: it would load code from the folder the host runs it in.
-    """
-    given = options.bridge_command or env_value(BRIDGE_COMMAND_ENV)
-    if not given:
-        return None
-    why = cwd_import_reason(given)
-    if why:
-        raise InstallOptionError(
-            f"--bridge-command {given!r} (or ${BRIDGE_COMMAND_ENV}) would run code from the "
-            f"project folder: {why}. Hosts run it there, so a cloned repository could stand in "
-            "for mcp-hooks. Pass an absolute path, or start Python with -I (or -P on 3.11+): "
-            "e.g. `python3 -I -m mcp_hooks.cli`")
-    return shlex.split(given)
 
 
 def bridge_prefix(options: InstallOptions, scope: str = "user") -> list[str]:
@@ -310,7 +151,7 @@ def bridge_prefix(options: InstallOptions, scope: str = "user") -> list[str]:
     found on PATH where the host runs; user scope a stable absolute command
     (``stable_prefix``).
     """
-    given = explicit_prefix(options)
+    given = explicit_prefix(_settings(options).bridge_command)
     if given:
         return given
     if scope == "project":
@@ -336,33 +177,12 @@ def passed_options(options: InstallOptions) -> list[str]:
     return extra
 
 
-def forward_python(bridge: list[str]) -> str:
-    """The interpreter that runs the forward script: the one of the stable ``mcp-hooks``
-    (its script's ``#!`` line), else this one if stable, else ``python3`` on PATH."""
-    first = bridge[0] if bridge else ""
-    if first and os.path.basename(first).startswith("python"):
-        return first
-    try:
-        with open(first, "rb") as f:
-            line = f.readline(512)
-    except OSError:
-        line = b""
-    if line.startswith(b"#!"):
-        words = line[2:].decode(errors="replace").split()
-        if len(words) == 1 and os.path.isabs(words[0]) and os.path.exists(words[0]) \
-                and throwaway_reason(words[0]) is None:
-            return words[0]
-    if throwaway_reason(sys.executable) is None:
-        return sys.executable
-    return shutil.which("python3") or "python3"
-
-
 def _url(options: InstallOptions) -> str:
     return (options.url or DEFAULT_URL).rstrip("/")
 
 
 def _token(options: InstallOptions) -> str:
-    token = options.token or env_value(TOKEN_ENV)
+    token = _settings(options).token
     if not token:
         raise InstallOptionError(
             "--via server needs the server's bearer token: pass --token or set MCP_HOOKS_TOKEN "
@@ -376,10 +196,8 @@ def _token(options: InstallOptions) -> str:
 
 
 def _project(options: InstallOptions) -> Path:
-    if options.common.project_dir is not None:
-        return Path(options.common.project_dir).expanduser().resolve()
-    env = env_value(PROJECT_DIR_ENV)
-    return Path(env).expanduser().resolve() if env else Path.cwd().resolve()
+    """``--project-dir``, else ``MCP_HOOKS_PROJECT_DIR`` (made absolute), else this folder."""
+    return _settings(options).project_dir or Path.cwd().resolve()
 
 
 def _events(options: InstallOptions, host: Host) -> list[str]:
@@ -421,7 +239,8 @@ def handler_maker(options: InstallOptions, host: Host, scope: str,
         return _native_maker(options, host, via, events)
     if via == "server":
         token = _token(options)
-        bridge = explicit_prefix(options) or stable_prefix()  # the fallback: absolute, stable
+        # the fallback: absolute, stable
+        bridge = explicit_prefix(_settings(options).bridge_command) or stable_prefix()
         python = forward_python(bridge)
         script = write_forward_files(token, bridge, dry_run=options.dry_run)
         # -I: the script needs the standard library only, never a module of the project;
@@ -467,7 +286,8 @@ def install_notes(host: Host, scope: str, options: InstallOptions) -> list[str]:
     """What to tell the user after an install: ours about the command, then the host's."""
     notes = []
     via = options.via or "command"
-    if via == "command" and scope == "project" and explicit_prefix(options) is None:
+    if via == "command" and scope == "project" and explicit_prefix(
+            _settings(options).bridge_command) is None:
         notes.append(
             "Project scope: the entries run plain `mcp-hooks`, which the host finds on PATH, "
             "so the file holds no path of this machine and can be committed. Everyone who "
@@ -504,6 +324,7 @@ def _change(options: InstallOptions, install: bool) -> int:
     scope = options.scope or host.default_scope
     verb = "install" if install else "uninstall"
     try:
+        options = with_settings(options)  # the door's record, built once
         where, events, changes = _planned(options, host, scope, install)
     except MCPHooksError as exc:
         print(f"mcp-hooks {verb}: {exc}", file=sys.stderr)

@@ -36,7 +36,7 @@ from __future__ import annotations
 from mcp_hooks.runner.blocking import run_hook_blocking
 from mcp_hooks.runner.core import KILL_GRACE, OUTPUT_CAP, RunResult
 from mcp_hooks.runner.eventloop import run_hook
-from mcp_hooks.runner.spawn import STRATEGY_VAR, Strategy, using
+from mcp_hooks.runner.spawn import STRATEGY_VAR, Strategy, adopt, using
 from mcp_hooks.runner.tree import RUN_ID_VAR, SWEEP_LIMIT
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "SWEEP_LIMIT",
     "RunResult",
     "Strategy",
+    "adopt",
     "run_hook",
     "run_hook_blocking",
     "using",

@@ -14,8 +14,9 @@ Two ways to spawn, and the one chosen per run:
 - ``subprocess.Popen`` with ``cwd`` otherwise, and always when posix_spawn is switched off
   (it starts the child with the lowered soft RLIMIT_NOFILE too).
 
-How a run starts and how its exit is told are chosen by one ``Strategy``, read once from the
-environment variable ``MCP_HOOKS_RUNNER`` (comma-separated words, empty for the default):
+How a run starts and how its exit is told are chosen by one ``Strategy`` per process, which the
+door's ``Settings.runner`` (``MCP_HOOKS_RUNNER``: comma-separated words, empty for the default)
+names: the engine hands it to ``adopt`` when it is built. The words:
 
 ``library``
     the event-loop driver hands spawning, exit-watching and reaping to asyncio's subprocess
@@ -26,8 +27,9 @@ environment variable ``MCP_HOOKS_RUNNER`` (comma-separated words, empty for the 
 ``no-posix-spawn``
     spawn every run through ``subprocess.Popen``.
 
-Words this machine cannot honour (a pidfd on an old kernel) are dropped, never faked. Tests
-and benches set the strategy for a block of code with ``using(Strategy(...))``.
+Words this machine cannot honour (a pidfd on an old kernel) are dropped, never faked; an unknown
+word leaves the default (a typo must not stop hooks from running). Tests and benches set the
+strategy for a block of code with ``using(Strategy(...))``, which ``adopt`` does not undo.
 """
 
 from __future__ import annotations
@@ -41,8 +43,6 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from mcp_hooks.settings import env_value
 
 if TYPE_CHECKING:
     import subprocess
@@ -83,36 +83,50 @@ class Strategy:
                    library="library" in words)
 
     @property
+    def words(self) -> str:
+        """The words that give this strategy (``MCP_HOOKS_RUNNER``'s form; "" for the
+        default)."""
+        return ",".join(word for word, on in (
+            ("library", self.library), ("no-pidfd", HAS_PIDFD and not self.pidfd),
+            ("no-posix-spawn", HAS_POSIX_SPAWN and not self.posix_spawn)) if on)
+
+    @property
     def name(self) -> str:
         """The words that give this strategy (``"default"`` when none)."""
-        words = [word for word, on in (("library", self.library),
-                                       ("no-pidfd", HAS_PIDFD and not self.pidfd),
-                                       ("no-posix-spawn", HAS_POSIX_SPAWN and not self.posix_spawn))
-                 if on]
-        return ",".join(words) or "default"
+        return self.words or "default"
 
 
-def _from_environment() -> Strategy:
-    try:
-        return Strategy.parse(env_value(STRATEGY_VAR))
-    except ValueError:  # a typo must not stop hooks from running: the default, as documented
-        return Strategy()
+# Read by every run (one attribute lookup); set by ``adopt`` and, for a block, ``using``.
+current = Strategy()
+_using = 0  # ``using`` blocks open: ``adopt`` leaves their strategy alone
 
 
-# Read by every run (one attribute lookup); replaced only through ``using``.
-current = _from_environment()
+def adopt(words: str) -> Strategy:
+    """Make the strategy ``words`` names (``Settings.runner``) the process's, unless a
+    ``using`` block has set one; the strategy in force. Empty words change nothing (the
+    default, or what an earlier record named, stays); an unknown word is ignored, leaving
+    the default, as documented (a typo must not stop hooks from running)."""
+    global current
+    if words.strip() and not _using:
+        try:
+            current = Strategy.parse(words)
+        except ValueError:
+            current = Strategy()
+    return current
 
 
 @contextlib.contextmanager
 def using(strategy: Strategy) -> Iterator[Strategy]:
     """Run the block's hooks with ``strategy`` (for tests and benches; not thread-safe)."""
-    global current
+    global current, _using
     before = current
     current = Strategy(posix_spawn=strategy.posix_spawn and HAS_POSIX_SPAWN,
                        pidfd=strategy.pidfd and HAS_PIDFD, library=strategy.library)
+    _using += 1
     try:
         yield current
     finally:
+        _using -= 1
         current = before
 
 

@@ -17,6 +17,7 @@ from mcp_hooks.control import (
 )
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.registry.trust import TrustStore
+from mcp_hooks.settings import Settings
 from tests.helpers.control_helpers import make_repo, write
 
 
@@ -206,7 +207,9 @@ hooks:
     issue = {"type": "feature", "files_changed": ["a", "b", "c"]}
 
     def chosen(trigger: str, **payload: object) -> list[str]:
-        ctx = OracleContext.from_payload(trigger, {"work_dir": str(repo), **payload})
+        # the deployment environment as the engine passes it: the door's Settings
+        ctx = OracleContext.from_payload(trigger, {"work_dir": str(repo), **payload},
+                                         environment=Settings.from_env().environment)
         return [e.id for e in config.for_trigger(trigger, ctx)]
 
     assert chosen("before_issue_submit", issue=issue) == ["FileChangeLimiter"]

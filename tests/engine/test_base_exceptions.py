@@ -370,10 +370,10 @@ def test_a_bug_escaping_a_gate_is_still_its_deny(user_dir: Path, tmp_path: Path)
     code = (
         "import sys\n"
         "from mcp_hooks import cli\n"
-        "from mcp_hooks.cli import hooks\n"
+        "from mcp_hooks.cli import fire\n"
         "def leave(*args, **kwargs):\n"
         "    sys.exit(0)\n"
-        "hooks.Engine = leave\n"
+        "fire.Engine = leave\n"
         f"sys.exit(cli.main(['fire', 'before_tool', '--tool', 'Shell', '--json', "
         f"'--user-dir', {str(user_dir)!r}]))\n"
     )

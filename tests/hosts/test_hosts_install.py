@@ -414,7 +414,7 @@ def test_install_from_a_throwaway_environment_finds_a_stable_one(env: dict[str, 
 
 
 def test_throwaway_places_are_recognised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_hooks.hosts.install import throwaway_reason
+    from mcp_hooks.hosts.host_command import throwaway_reason
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))

@@ -63,12 +63,26 @@ def test_strategy_words() -> None:
 @pytest.mark.parametrize(("value", "name"), [
     ("", "default"), ("library", "library"), ("no-such-word", "default"),
 ])
-def test_strategy_is_read_from_the_environment(value: str, name: str) -> None:
-    code = "from mcp_hooks.runner import spawn; print(spawn.current.name)"
+def test_strategy_is_the_doors_settings(value: str, name: str, tmp_path: Path) -> None:
+    """``MCP_HOOKS_RUNNER`` reaches the runner through the door's ``Settings`` (the engine
+    adopts ``settings.runner``), not by a read of the runner's own; a ``using`` block wins."""
+    code = (
+        "from mcp_hooks.engine.engine import Engine\n"
+        "from mcp_hooks.registry.discovery import Registry\n"
+        "from mcp_hooks.runner import Strategy, spawn, using\n"
+        "from mcp_hooks.settings import Settings\n"
+        "before = spawn.current.name\n"
+        f"registry = Registry({str(tmp_path)!r})\n"
+        "Engine(registry, Settings.from_env())\n"
+        "with using(Strategy(pidfd=False)) as held:\n"
+        "    Engine(registry, Settings.from_env())\n"
+        "    kept = spawn.current == held\n"
+        "print(before, spawn.current.name, kept)\n"
+    )
     env = {**os.environ, runner.STRATEGY_VAR: value}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, check=True)
-    assert done.stdout.strip() == name
+    assert done.stdout.split() == ["default", name, "True"]
 
 
 def _refuse(*args: object, **kwargs: object) -> Any:
