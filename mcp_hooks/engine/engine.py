@@ -289,7 +289,7 @@ class Engine:
         payload = event_payload(name, event, work_dir)
         if name == "session_end" and hooks:  # every replica's records (sessionlog.py)
             payload["session_log"] = await self._store_call(lambda: session_log(self.store, event))
-        notes = self._notes(name, event)
+        notes = self.registry.held_notes(name, event.tool_name, event.tool_input)  # trust's
         before = functools.partial(before_event, self.stop_guard, self.store, name, event,
                                    payload)
         ticket, lost = before() if self._in_place else await self._store_call(before)
@@ -315,17 +315,15 @@ class Engine:
                       chain: Chain, marks: tuple[StopTicket | None, Mark],
                       on_hook_done: HookDone | None, hold_aid: bool, woken: bool | None
                       ) -> Outcome:
-        """Steps 3 to 5: the session's aid, the chain's links (HOOK.md's, then hooks.yaml's, in
-        one loop), the guard, the log (``marks``: the stop's ticket and the event's count of
-        failed store calls). A local store's calls run in place (``_in_place``), a shared
-        one's off the loop."""
+        """Steps 3 to 5: the session's aid, the chain's links in one loop, the guard, the log
+        (``marks``: the stop's ticket and the event's count of failed store calls). A local
+        store's calls run in place (``_in_place``), a shared one's off the loop."""
         if not hold_aid and event.session_id:  # no session: no aid waits
             take = functools.partial(self._inbox.take, event.session_id)
             chain.deliver(take() if self._in_place else await self._store_call(take))
-        todo = sync_links(name, hooks)  # 3. the one loop over every link (links.py)
+        todo = sync_links(name, hooks) if hooks else []  # 3. the chain's links (links.py)
         if self.control is not None and (self.control.wakes(name) if woken is None else woken):
-            todo.append(HooksYaml(self.control, self._blocking, self._launcher,
-                                  self.log.path if self.log is not None else None))
+            todo.append(HooksYaml(self.control, self._blocking, self._launcher, self.log))
         if todo:
             await ChainRun(name, event, work_dir, chain, todo, registry=self.registry,
                            run_script=self._run_one, asker=self._asker, on_fault=self.on_fault,
@@ -407,8 +405,8 @@ class Engine:
 
     async def _run_one(self, hook: HookSpec, stdin: bytes, work_dir: str,
                        event: Event, timeout: float) -> RunResult:
-        """Run one sync hook: the one place that chooses how (a process per event today;
-        a persistent process or an in-process callable are chosen here too)."""
+        """Run one sync script hook: the one place that chooses how (its resident process
+        when persistent, else a process of its own; ``links.HookLink`` calls a callable)."""
         if hook.persistent and not self.one_shot:  # its resident process (runner.persistent)
             if self._pool is None:
                 self._pool, self._owns_pool = PersistentPool(one_shot=self._runner), True
@@ -443,10 +441,6 @@ class Engine:
         if not os.path.isdir(work_dir):
             return f"work_dir {work_dir!r} is not an existing folder, so no hook can run in it"
         return None
-
-    def _notes(self, name: str, event: Event) -> list[str]:
-        """The warnings every outcome of this event carries: hooks held back by trust."""
-        return self.registry.held_notes(name, event.tool_name, event.tool_input)
 
     def _work_dir(self, event: Event) -> str:
         if event.work_dir is not None:

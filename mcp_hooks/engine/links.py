@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any, ClassVar
 
 from mcp_hooks.engine.asking import Asker
@@ -57,6 +56,7 @@ from mcp_hooks.runner import RunResult
 from mcp_hooks.spec.events import can_block, is_notification
 from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.outcome import Event, HookRun, OnFault
+from mcp_hooks.state.eventlog import EventLog
 
 _NOT_RUN = RunResult(None)  # a link the chain deadline left no time to run
 
@@ -76,30 +76,26 @@ class HookLink:
         self.hook, self.source, self.metadata = hook, hook.name, hook.metadata
 
     async def decide(self, run: ChainRun) -> Step | None:
-        """Run the hook (unless it changed since it was selected: None) and record its run;
-        its verdict, audited."""
+        """Run the hook within what is left of the chain deadline (a script's timeout cut to
+        it; past it, the link is its failure, ``out_of_time``) and record its run; its
+        verdict, audited. None: not run, the hook changed since it was selected."""
         hook, chain = self.hook, run.chain
         if not run.registry.recheck(hook, chain.warnings):  # changed since selected
             return None
-        result, verdict = await self._judged(run)
-        verdict, would = audited(hook, run.name, verdict, run.mode)  # audit: only recorded
-        return verdict, chain.ran(hook, result, verdict, would)
-
-    async def _judged(self, run: ChainRun) -> tuple[RunResult, Verdict]:
-        """The hook's run and verdict within what is left of the chain deadline: a script's
-        timeout is cut to it; past it, the link is its failure (``out_of_time``)."""
-        hook, chain = self.hook, run.chain
         left = chain.left()
         if left <= 0:
-            return _NOT_RUN, out_of_time(hook, chain.budget, ran=False)
-        if isinstance(hook, CallableHook):  # in process: no stdin, its verdict built directly
-            return await hook.call(run.name, chain.payload)
-        timeout = hook.timeout / 1000
-        result = await run.run_script(hook, chain.stdin(hook), run.work_dir, run.event,
-                                      min(timeout, left))
-        if result.timed_out and left < timeout:  # the deadline, not its own timeout, hit
-            return result, out_of_time(hook, chain.budget, ran=True)
-        return result, judge(hook, run.name, result, run.on_fault, run.registry.replaced)
+            result, verdict = _NOT_RUN, out_of_time(hook, chain.budget, ran=False)
+        elif isinstance(hook, CallableHook):  # in process: no stdin, its verdict built directly
+            result, verdict = await hook.call(run.name, chain.payload)
+        else:
+            timeout = hook.timeout / 1000
+            result = await run.run_script(hook, chain.stdin(hook), run.work_dir, run.event,
+                                          min(timeout, left))
+            verdict = (out_of_time(hook, chain.budget, ran=True)  # the deadline hit, not its own
+                       if result.timed_out and left < timeout
+                       else judge(hook, run.name, result, run.on_fault, run.registry.replaced))
+        verdict, would = audited(hook, run.name, verdict, run.mode)  # audit: only recorded
+        return verdict, chain.ran(hook, result, verdict, would)
 
     def passed(self, run: ChainRun) -> None:
         """Reached after the chain stopped: not run."""
@@ -132,8 +128,9 @@ class HooksYaml:
     metadata: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, control: ControlLayer, blocking: Blocking, launcher: Launcher,
-                 log: Path | None) -> None:
-        self.control, self.blocking, self.launcher, self.log = control, blocking, launcher, log
+                 log: EventLog | None) -> None:
+        self.control, self.blocking, self.launcher = control, blocking, launcher
+        self.log = log.path if log is not None else None  # where background aid is logged
 
     async def decide(self, run: ChainRun) -> None:
         """Decide the sync entries in one blocking call (``ControlLayer.decide``), hand the
