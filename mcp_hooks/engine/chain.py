@@ -5,7 +5,8 @@ chain's links are the HOOK.md hooks (scripts and callables, by run order), then 
 entries (in their own priority order); each gives a ``judge.Verdict``. What a link did is
 recorded by its kind (``Chain.ran``: a hook's run, its output and its signals, from
 ``signals.from_hook_run``: a deny is a block, a rewrite a control, context or a hook's warning
-a prompt, or the signal the hook printed itself; ``Chain.heard``: an entry's oracle signal);
+a prompt, or the signal the hook printed itself; ``Chain.heard``: the entries' oracle
+signals);
 what its verdict does to the event is applied in one place for every kind (``Chain.apply``):
 warnings, context, a deny, an ask, and the rewrites of the input and output.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from mcp_hooks.engine.judge import Verdict
@@ -115,14 +117,16 @@ class Chain:
             self._signal(hook, verdict)
         return run
 
-    def heard(self, verdict: Verdict) -> None:
-        """Record one hooks.yaml entry's verdict: its oracle's signal (what ran), and the
-        entry's fault when it let the event through. Recorded whether or not the chain has
-        stopped (the entries are decided as a group, ``links.HooksYaml``)."""
-        if verdict.signal is not None:
-            self.signals.append(verdict.signal)
-            if verdict.status == "error" and not verdict.deny:  # a fault let through
-                self.failed.append(verdict.signal.source)
+    def heard(self, verdicts: Iterable[Verdict]) -> None:
+        """Record hooks.yaml entries' verdicts, in order: each oracle's signal (what ran),
+        and the entry's fault when it let the event through. An entry decided with its group
+        (``links.HooksYaml``) is heard whether or not a link before it in the group blocks
+        the chain; only its effect waits for its turn (``apply``)."""
+        for verdict in verdicts:
+            if verdict.signal is not None:
+                self.signals.append(verdict.signal)
+                if verdict.status == "error" and not verdict.deny:  # a fault let through
+                    self.failed.append(verdict.signal.source)
 
     def entries(self, verdicts: list[Verdict]) -> list[Verdict]:
         """The hooks.yaml entries' verdicts (``entries.ControlLayer.decide``) as the chain's
@@ -130,7 +134,7 @@ class Chain:
         each one heard, applied until the chain stops. Returns the verdicts after the first
         one that asks."""
         for position, verdict in enumerate(verdicts):
-            self.heard(verdict)
+            self.heard((verdict,))
             if not self.stopped:
                 self.apply(verdict, verdict.blocked_by or "hooks.yaml")
                 if self.asking is not None:

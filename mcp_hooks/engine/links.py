@@ -7,12 +7,13 @@ them, and for every kind alike:
 
 - **stop**: before each link, the chain is asked whether a link has blocked
   (``Chain.stopped``); the first block stops every later link. A link reached after the
-  stop does not run (``passed``: a hooks.yaml entry already decided with its group still has
-  its signal recorded, and the group still hands its ``async: true`` entries on);
-- **apply**: each link records what ran by its kind (a hook's run and signals,
-  ``Chain.ran``; an entry's oracle signal, ``Chain.heard``), then its verdict acts on the
-  event in one place (``Chain.apply``): warnings, context, a deny, an ask, and the rewrites,
-  which the chain carries into the payload every later link reads (``Chain.payload``);
+  stop does not run (``passed``; the hooks.yaml group still hands its ``async: true``
+  entries on);
+- **apply**: what ran is recorded by its kind (a hook's run and signals, ``Chain.ran``;
+  the entries' oracle signals, ``Chain.heard``, when their group is decided), then each
+  link's verdict acts on the event in one place (``Chain.apply``): warnings, context, a
+  deny, an ask, and the rewrites, which the chain carries into the payload every later link
+  reads (``Chain.payload``);
 - **ask**: a link that asks a person is settled there and then (``asking.Asker.settle``,
   with the hook's ``metadata``, an entry's none); approved, the next link runs;
 - **rewrite**: a rewritten input chooses again the HOOK.md links still to come
@@ -33,8 +34,9 @@ The hooks.yaml entries keep their cost model: when the loop reaches them, they a
 as a group in one blocking call off the event loop (``entries.ControlLayer.decide``: the
 oracles share the chain deadline), on the payload as the HOOK.md links left it; the group
 then puts one ``EntryLink`` per verdict in its place, which the loop takes as it takes a
-hook's. Their ``async: true`` entries go to the launcher when the group is reached, blocked or
-not, with that same payload.
+hook's (an entry after a block in the group ran, so its signal is recorded; its effect is
+not applied). Their ``async: true`` entries go to the launcher when the group is reached,
+blocked or not, with that same payload.
 """
 
 from __future__ import annotations
@@ -105,26 +107,25 @@ class EntryLink:
     """One hooks.yaml entry's verdict (decided with its group, ``HooksYaml``) as a link."""
 
     __slots__ = ("source", "verdict")
+    hook = None  # not a HOOK.md hook
     metadata: ClassVar[dict[str, Any]] = {}  # an entry's ask takes the settings' policy
 
     def __init__(self, verdict: Verdict) -> None:
         self.verdict, self.source = verdict, verdict.blocked_by or "hooks.yaml"
 
     async def decide(self, run: ChainRun) -> Step:
-        run.chain.heard(self.verdict)
-        return self.verdict, None
+        return self.verdict, None  # heard with its group (``HooksYaml.decide``)
 
     def passed(self, run: ChainRun) -> None:
-        """Reached after the chain stopped: its oracle ran with the group, so its signal is
-        recorded; its effect is not applied."""
-        run.chain.heard(self.verdict)
+        """Reached after the chain stopped: its effect is not applied (its oracle ran with
+        the group, and its signal is recorded)."""
 
 
 class HooksYaml:
     """The trigger's hooks.yaml entries, decided as a group when the loop reaches them."""
 
     __slots__ = ("blocking", "control", "launcher", "log")
-    source = "hooks.yaml"
+    source, hook = "hooks.yaml", None
     metadata: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, control: ControlLayer, blocking: Blocking, launcher: Launcher,
@@ -142,6 +143,7 @@ class HooksYaml:
             deadline=chain.deadline)
         verdicts: list[Verdict] = await self.blocking(decide)
         chain.runs.extend(would_runs(verdicts))  # audited entries (engine/audit.py)
+        chain.heard(verdicts)  # what ran, blocked after or not; each applied in its turn
         self.passed(run)
         run.todo[0:0] = [EntryLink(verdict) for verdict in verdicts]
 
@@ -203,7 +205,7 @@ class ChainRun:
             chain.apply(verdict, link.source)  # the one place a verdict acts on the event
             if chain.asking is not None:  # the chain waits for a person (asking.py)
                 await self.asker.settle(chain, self.event, link.metadata, chain.approve)
-            if verdict.modified_input is not None and isinstance(link, HookLink):
+            if verdict.modified_input is not None and link.hook is not None:
                 self._choose_again(link.hook)
             if run is not None and self.on_hook_done is not None:
                 await self.on_hook_done(run)
@@ -212,6 +214,6 @@ class ChainRun:
         """The HOOK.md links after ``rewriter`` are chosen by what the tool will now receive;
         the links of other kinds keep their place after them."""
         later = self.registry.select(self.name, self.event.tool_name, self.chain.tool_input)
-        rest = [link for link in self.todo if not isinstance(link, HookLink)]
+        rest = [link for link in self.todo if link.hook is None]
         self.todo[:] = [HookLink(h) for h in later if not h.is_async and runs_after(h, rewriter)]
         self.todo += rest
