@@ -6,9 +6,8 @@ entries (in their own priority order); each gives a ``judge.Verdict``. What a li
 recorded by its kind (``Chain.ran``: a hook's run, its output and its signals, from
 ``signals.from_hook_run``: a deny is a block, a rewrite a control, context or a hook's warning
 a prompt, or the signal the hook printed itself; ``Chain.heard``: the entries' oracle
-signals);
-what its verdict does to the event is applied in one place for every kind (``Chain.apply``):
-warnings, context, a deny, an ask, and the rewrites of the input and output.
+signals); what its verdict does to the event is applied in one place for every kind
+(``Chain.apply``): warnings, context, a deny, an ask, and the rewrites of the input and output.
 
 The chain owns the event's payload (``payload.event_payload``): a rewrite is carried into it
 where it is applied (``payload.rewritten``), so every later link, of any kind, reads the
