@@ -13,11 +13,10 @@ The entries are the last links of the event's one chain, after the HOOK.md hooks
 ``ControlLayer.decide`` runs one event's sync entries (``evaluation.evaluate``) and returns
 one ``judge.Verdict`` per signal, the type a hook run gives, which the chain's one loop
 applies in order until one blocks (``links.HooksYaml``, ``Chain.apply``, ``Chain.stopped``).
-``ControlLayer.background``
-hands the ``async: true`` entries to the engine's launcher (``launch.py``: a thread in a
-long-lived engine, a detached process for a one-shot caller), which runs them after the reply
-(``run_background``), logging their aid signals and leaving them in the session's inbox
-(``inbox.py``) for its next event.
+``ControlLayer.background`` hands the ``async: true`` entries to the engine's launcher
+(``launch.py``: a thread in a long-lived engine, a detached process for a one-shot caller),
+which runs them beside the chain and the reply (``run_background``), logging their aid
+signals and leaving them in the session's inbox (``inbox.py``) for its next event.
 
 How a signal acts on the event (``_verdict``, in one place):
 
