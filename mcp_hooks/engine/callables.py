@@ -3,7 +3,7 @@
 A callable hook is a ``CallableHook``, a ``HookSpec`` whose "script" is a Python function, so
 the registry selects it (``Registry.select`` merges a ``CallableView``), its matcher is read as
 a HOOK.md matcher (``tool``, ``pattern``) and ``discovery.run_order`` places it in the chain.
-The engine calls it where it would spawn a process (``Engine._run_chain``): no stdin, no JSON,
+The engine calls it where it would spawn a process (``links.HookLink``): no stdin, no JSON,
 no process; its verdict is built here, directly.
 
 What a callable gets and may return (the AgentScope 1.x contract, seed 003):

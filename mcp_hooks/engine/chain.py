@@ -1,11 +1,19 @@
-"""What the links of one event's chain have decided so far: one ordered chain, one verdict type.
+"""One event's chain: its payload, and what its links have decided so far.
 
-The engine's step 3 accumulator (``engine.py``). The chain's links are the HOOK.md hooks
-(scripts and callables, by run order), then the hooks.yaml entries (in their own priority
-order); each gives a ``judge.Verdict``, and one method (``_take``) applies any verdict's effect.
-A hook run's verdict (``Chain.apply``) is also turned into signals (``signals.from_hook_run``:
-a deny is a block, a rewrite a control, context or a hook's warning a prompt, or the signal the
-hook printed itself); an entry's verdict carries its oracle's signal (``Chain.entries``).
+The engine's step 3 accumulator (``engine.py``), run by the one loop of ``links.py``. The
+chain's links are the HOOK.md hooks (scripts and callables, by run order), then the hooks.yaml
+entries (in their own priority order); each gives a ``judge.Verdict``. What a link did is
+recorded by its kind (``Chain.ran``: a hook's run, its output and its signals, from
+``signals.from_hook_run``: a deny is a block, a rewrite a control, context or a hook's warning
+a prompt, or the signal the hook printed itself; ``Chain.heard``: the entries' oracle
+signals); what its verdict does to the event is applied in one place for every kind
+(``Chain.apply``): warnings, context, a deny, an ask, and the rewrites of the input and output.
+
+The chain owns the event's payload (``payload.event_payload``): a rewrite is carried into it
+where it is applied (``payload.rewritten``), so every later link, of any kind, reads the
+input as rewritten; ``Chain.stdin`` is its bytes on a script hook's stdin, encoded again only
+when the payload changed or the hook spells its trigger otherwise.
+
 ``Chain.stopped`` is the one rule "the first block stops the rest". Delivered aid joins too;
 ``Chain.outcome`` is the one ``Outcome``. ``Chain.left`` is what remains of the chain deadline
 (``budget`` seconds from the event's start for all its links together).
@@ -15,12 +23,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from mcp_hooks.engine.judge import Verdict
+from mcp_hooks.engine.payload import rewritten, stdin_for
 from mcp_hooks.runner import RunResult
 from mcp_hooks.spec.asking import Approver, AskRequest
-from mcp_hooks.spec.events import can_block, is_notification
+from mcp_hooks.spec.events import can_block
 from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome, cap_text
 from mcp_hooks.spec.signals import INTENSITIES, Signal, from_hook_run, new_id
@@ -28,17 +38,23 @@ from mcp_hooks.state.inbox import aid_context
 
 
 class Chain:
-    """What the sync hooks of one event have decided so far (step 3's accumulator)."""
+    """One event's payload and what its links have decided so far (step 3's accumulator).
 
-    __slots__ = ("_correlation", "approve", "ask", "asking", "blocked_by", "budget", "contexts",
-                 "deadline", "decision", "delivered", "failed", "files", "input_changed",
-                 "issue_id", "name", "output_changed", "outputs", "reason", "runs", "signals",
-                 "tool_input", "tool_output", "warnings")
+    ``payload``: the event's payload (``payload.event_payload``), owned by the chain from
+    here on; None: an empty one (a chain whose links read no payload).
+    """
+
+    __slots__ = ("_correlation", "_stdin", "approve", "ask", "asking", "blocked_by", "budget",
+                 "contexts", "deadline", "decision", "delivered", "failed", "files",
+                 "input_changed", "issue_id", "name", "output_changed", "outputs", "payload",
+                 "reason", "runs", "signals", "tool_input", "tool_output", "warnings")
 
     def __init__(self, name: str, event: Event, runs: list[HookRun],
                  warnings: list[str], budget: float = math.inf,
-                 start: float | None = None) -> None:
+                 start: float | None = None, payload: dict[str, Any] | None = None) -> None:
         self.name = name
+        self.payload: dict[str, Any] = payload if payload is not None else {}
+        self._stdin: tuple[str, bytes] | None = None  # (trigger spelling, its encoding)
         self.budget = budget  # seconds the links may take together (the chain deadline)
         self.deadline = (time.monotonic() if start is None else start) + budget
         self.failed: list[str] = []  # links that failed and were let through (fail open)
@@ -70,44 +86,63 @@ class Chain:
     @property
     def stopped(self) -> bool:
         """Whether a link of the chain has blocked: the first block stops the rest (scripts,
-        callables and hooks.yaml entries alike). The one place this rule lives: the engine
-        asks it after every link, ``entries`` before every entry's effect. An ask stops it
-        too, until ``asking.Asker.settle`` has the answer."""
+        callables and hooks.yaml entries alike). The one place this rule lives: the chain's
+        loop asks it before every link (``links.ChainRun.run``). An ask stops it too, until
+        ``asking.Asker.settle`` has the answer."""
         return self.decision == "deny" or self.asking is not None
 
-    def apply(self, hook: HookSpec, result: RunResult, verdict: Verdict) -> HookRun:
-        """Record one sync hook's run and verdict; returns its ``HookRun``."""
+    def stdin(self, hook: HookSpec) -> bytes:
+        """The payload as ``hook``'s stdin (``payload.stdin_for``), kept until it changes."""
+        kept = self._stdin
+        if kept is None or kept[0] != hook.trigger:
+            kept = self._stdin = (hook.trigger, stdin_for(hook, self.payload))
+        return kept[1]
+
+    def ran(self, hook: HookSpec, result: RunResult, verdict: Verdict,
+            would: dict[str, Any] | None = None) -> HookRun:
+        """Record one HOOK.md link's run, its output and its signals (before ``apply`` changes
+        ``tool_input``); ``would``: what an audited hook would have done. Returns its
+        ``HookRun``."""
         self.outputs[hook.name] = result
         run = HookRun.whole(name=hook.name, scope=hook.scope, priority=hook.priority,
                             mode="sync", status=verdict.status, exit_code=result.exit_code,
                             duration_ms=round(result.duration_ms, 3), message=verdict.message,
-                            would=None)
+                            would=would)
         self.runs.append(run)
         if verdict.status in ("error", "timeout") and not verdict.deny:
             self.failed.append(hook.name)
         if (verdict.deny or verdict.context or verdict.signal is not None
                 or verdict.modified_input is not None or verdict.modified_output is not None):
             self._signal(hook, verdict)
-        self._take(verdict, hook.name)
         return run
 
-    def entries(self, verdicts: list[Verdict]) -> list[Verdict]:
-        """Apply the hooks.yaml entries' verdicts (``entries.ControlLayer.decide``) in their
-        order: each one's signal is recorded (what ran), its effect only until one blocks.
-        Returns the verdicts after the first one that asks (applied once it is approved)."""
-        for position, verdict in enumerate(verdicts):
+    def heard(self, verdicts: Iterable[Verdict]) -> None:
+        """Record hooks.yaml entries' verdicts, in order: each oracle's signal (what ran),
+        and the entry's fault when it let the event through. An entry decided with its group
+        (``links.HooksYaml``) is heard whether or not a link before it in the group blocks
+        the chain; only its effect waits for its turn (``apply``)."""
+        for verdict in verdicts:
             if verdict.signal is not None:
                 self.signals.append(verdict.signal)
                 if verdict.status == "error" and not verdict.deny:  # a fault let through
                     self.failed.append(verdict.signal.source)
+
+    def entries(self, verdicts: list[Verdict]) -> list[Verdict]:
+        """The hooks.yaml entries' verdicts (``entries.ControlLayer.decide``) as the chain's
+        loop takes them (``links.ChainRun``), for a caller with no engine to settle an ask:
+        each one heard, applied until the chain stops. Returns the verdicts after the first
+        one that asks."""
+        for position, verdict in enumerate(verdicts):
+            self.heard((verdict,))
             if not self.stopped:
-                self._take(verdict, verdict.blocked_by or "hooks.yaml")
+                self.apply(verdict, verdict.blocked_by or "hooks.yaml")
                 if self.asking is not None:
                     return verdicts[position + 1:]
         return []
 
-    def _take(self, verdict: Verdict, source: str) -> None:
-        """One link's effect on the event: warning, context, rewrites, a deny."""
+    def apply(self, verdict: Verdict, source: str) -> None:
+        """The one place a link's verdict acts on the event, whatever the link: warning,
+        context, the rewrites (carried into the payload later links read), a deny, an ask."""
         if verdict.warning:
             self.warnings.append(verdict.warning)
         if verdict.context:
@@ -116,6 +151,10 @@ class Chain:
             self.tool_input, self.input_changed = verdict.modified_input, True
         if verdict.modified_output is not None:
             self.tool_output, self.output_changed = verdict.modified_output, True
+        if (verdict.modified_input is not None or verdict.modified_output is not None) and (
+                rewritten(self.name, self.payload, verdict.modified_input, self.tool_input,
+                          verdict.modified_output)):
+            self._stdin = None  # encoded again for the next script
         if verdict.deny:
             self.refuse(verdict.blocked_by or source,
                         cap_text(verdict.reason or f"blocked by hook {source}"))
@@ -184,8 +223,3 @@ class Chain:
             stop_block_count=None,
         )
 
-
-def sync_links(name: str, hooks: list[HookSpec]) -> list[HookSpec]:
-    """The hooks of an event's chain that run in turn (none for a notification: every hook
-    of one is started beside the caller, ``Engine._start_async``)."""
-    return [] if is_notification(name) else [h for h in hooks if not h.is_async]

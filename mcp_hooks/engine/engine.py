@@ -11,25 +11,15 @@ Running an event (``Engine.fire``):
 2. **Start async hooks** at once with the original payload, through the engine's
    ``Launcher`` (``launch.py``); they cannot block or modify, and their results go
    to the event log when they finish, after the reply.
-3. **Run, judge, apply**: sync hooks run one after another in ``discovery.run_order``; each
-   sees ``tool_input`` (and, after a tool, ``tool_output``) as modified by the hooks before
-   it. ``judge.judge`` turns each run into a verdict (exit 0 allows, exit 2 denies, anything
-   else fails open unless the hook fails closed), and the chain's accumulator applies it.
-   The first deny ends the chain (``Chain.stopped``, the one place of that rule). The
-   links share one deadline (``Settings.chain_timeout`` from the event's start, ``Chain.left``):
-   each script's timeout (and each oracle's, 3b) is cut to what is left, and a link left with
-   none is its failure under its ``on_error`` (``judge.out_of_time``), never run.
-   Each run's verdict is also turned into signals (``signals.from_hook_run``: a deny is a
-   block, a rewrite a control, context or a hook's warning a prompt, or the signal the hook
-   printed itself), one ``correlation_id`` per event, with the issue's id and changed files
-   when the payload has an ``issue``; the outcome lists them strongest first.
-   Aid left for the session by an earlier event (``inbox.py``: async hooks' advice) joins
-   this outcome as context.
-3b. **hooks.yaml**: the trigger's control-layer entries are the chain's last links, in their
-   own order (``entries.py``: each signal a ``Verdict`` as a hook run's is; a block signal
-   denies, prompts and adjustments are context, a ``tool_input`` control rewrites; oracles
-   run off the event loop); a block before them means they do not run. Their ``async:
-   true`` entries go to the launcher, and their aid waits in the inbox.
+3. **The chain**: one ordered list of links, the sync HOOK.md hooks (scripts and callables,
+   in ``discovery.run_order``) then the trigger's hooks.yaml entries (``entries.py``, decided
+   as a group off the event loop), run by one loop (``links.py``) within one deadline
+   (``Settings.chain_timeout`` from the event's start): each link sees the payload as the
+   links before it rewrote it (the chain owns it, ``chain.py``), its verdict is applied in one
+   place (``Chain.apply``), and the first block stops every later link (``Chain.stopped``).
+   Each verdict also becomes signals (one ``correlation_id`` per event; the outcome lists
+   them strongest first). Aid left for the session by an earlier event (``inbox.py``: async
+   hooks' and entries' advice) joins this outcome as context.
 4. **Guard**: ``before_stop`` denied -> ``continue_working``; the ``StopGuard``
    (``stopguard.py``) counts consecutive blocks per session (a fault's deny too) and lets
    the stop through at its cap, saying so (its block signals become prompts then).
@@ -48,7 +38,6 @@ bridges).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import os
 import time
@@ -58,22 +47,21 @@ from typing import Any, Literal
 
 from mcp_hooks.control.ladder import Ladder
 from mcp_hooks.engine.asking import Asker
-from mcp_hooks.engine.audit import audited, would_runs
 from mcp_hooks.engine.callables import CallableHook, notify
-from mcp_hooks.engine.chain import Chain, sync_links
+from mcp_hooks.engine.chain import Chain
 from mcp_hooks.engine.entries import ControlLayer
-from mcp_hooks.engine.judge import Verdict, judge, out_of_time
 from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
+from mcp_hooks.engine.links import ChainRun, HooksYaml, sync_links
+from mcp_hooks.engine.links import HookDone as HookDone  # the doors' name for it
 from mcp_hooks.engine.observe import EventObserver, reporting
 from mcp_hooks.engine.offloop import call_here, call_off_loop, run_unsuspended, store_caller
-from mcp_hooks.engine.payload import Stdin, event_payload, stdin_for
+from mcp_hooks.engine.payload import event_payload, stdin_for
 from mcp_hooks.engine.record import event_record
 from mcp_hooks.engine.sessionlog import session_log
 from mcp_hooks.engine.stopguard import StopGuard, StopTicket, before_event
 from mcp_hooks.engine.webhook import ask_notifier
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.registry.discovery import Registry
-from mcp_hooks.registry.index import runs_after
 from mcp_hooks.runner import RunResult, adopt, run_hook, run_hook_blocking
 from mcp_hooks.runner.hookenv import HookEnvs, hook_environment
 from mcp_hooks.runner.persistent import PersistentPool, default_processes
@@ -91,9 +79,6 @@ from mcp_hooks.state.store import StateStore
 from mcp_hooks.state.url import close_store, scheme, store_for
 
 _THREAD_MATCH = 1 << 16  # characters of tool input past which matching leaves the event loop
-_NOT_RUN = RunResult(None)  # a link the chain deadline left no time to run
-
-HookDone = Callable[[HookRun], Awaitable[None]]
 Runner = Callable[..., Awaitable[RunResult]]
 
 async def _run_blocking(argv: tuple[str, ...], stdin: bytes, **options: Any) -> RunResult:
@@ -305,7 +290,7 @@ class Engine:
         payload = event_payload(name, event, work_dir)
         if name == "session_end" and hooks:  # every replica's records (sessionlog.py)
             payload["session_log"] = await self._store_call(lambda: session_log(self.store, event))
-        notes = self._notes(name, event)
+        notes = self.registry.held_notes(name, event.tool_name, event.tool_input)  # trust's
         before = functools.partial(before_event, self.stop_guard, self.store, name, event,
                                    payload)
         ticket, lost = before() if self._in_place else await self._store_call(before)
@@ -318,29 +303,32 @@ class Engine:
                 return await self._store_call(lambda: self._fault_only(
                     event, name, work_dir, outcome, ticket))
             notes = outcome.warnings  # warn: the valid hooks (and hooks.yaml) run, warned
-        # 2. start async hooks, 3. run, judge, apply: the HOOK.md links, then hooks.yaml's
+        # 2. start async hooks; the chain (3.) owns the payload from here
         chain = Chain(name, event, self._start_async(name, event, hooks, payload, work_dir), notes,
-                      self.settings.chain_timeout, start)
+                      self.settings.chain_timeout, start, payload)  # the payload is the chain's
         chain.approve = approve
         if fault is not None:  # on_fault: warn let the fault through
             chain.failed.append(FAULT_SOURCE)
-        return await self._decide(name, event, hooks, payload, work_dir, chain, (ticket, mark),
+        return await self._decide(name, event, hooks, work_dir, chain, (ticket, mark),
                                   on_hook_done, hold_aid, woken)
 
-    async def _decide(self, name: str, event: Event, hooks: list[HookSpec],
-                      payload: dict[str, Any], work_dir: str, chain: Chain,
-                      marks: tuple[StopTicket | None, Mark], on_hook_done: HookDone | None,
-                      hold_aid: bool, woken: bool | None) -> Outcome:
-        """Steps 3 to 5: the session's aid, the HOOK.md links, hooks.yaml's, the guard, the
-        log (``marks``: the stop's ticket and the event's count of failed store calls). A
-        local store's calls run in place (``_in_place``), a shared one's off the loop."""
+    async def _decide(self, name: str, event: Event, hooks: list[HookSpec], work_dir: str,
+                      chain: Chain, marks: tuple[StopTicket | None, Mark],
+                      on_hook_done: HookDone | None, hold_aid: bool, woken: bool | None
+                      ) -> Outcome:
+        """Steps 3 to 5: the session's aid, the chain's links in one loop, the guard, the log
+        (``marks``: the stop's ticket and the event's count of failed store calls). A local
+        store's calls run in place (``_in_place``), a shared one's off the loop."""
         if not hold_aid and event.session_id:  # no session: no aid waits
             take = functools.partial(self._inbox.take, event.session_id)
             chain.deliver(take() if self._in_place else await self._store_call(take))
-        if hooks:
-            await self._run_chain(name, event, hooks, payload, work_dir, chain, on_hook_done)
+        todo = sync_links(name, hooks) if hooks else []  # 3. the chain's links (links.py)
         if self.control is not None and (self.control.wakes(name) if woken is None else woken):
-            await self._run_control(name, event, payload, chain)
+            todo.append(HooksYaml(self.control, self._blocking, self._launcher, self.log))
+        if todo:
+            await ChainRun(name, event, work_dir, chain, todo, registry=self.registry,
+                           run_script=self._run_one, asker=self._asker, on_fault=self.on_fault,
+                           mode=self.settings.mode, on_hook_done=on_hook_done).run()
         outcome = after_event(self.store, marks[1], name, chain.outcome(name), self.on_fault)
         finish = functools.partial(self._finish, event, name, work_dir, outcome, marks[0],
                                    chain)  # 4. guard, 5. log
@@ -362,29 +350,6 @@ class Engine:
         passed = not outcome.denied and can_block(name)
         return self._logged(event, name, work_dir, outcome, {},
                             fail_open=[FAULT_SOURCE] if passed else [])
-
-    async def _run_control(self, name: str, event: Event, payload: dict[str, Any],
-                           chain: Chain) -> None:
-        """Step 3b: the hooks.yaml entries, the chain's last links (``entries.py``), unless a
-        HOOK.md link blocked; then their ``async: true`` entries go to the launcher."""
-        assert self.control is not None
-        if not chain.stopped:
-            payload["event_type"] = name
-            if "tool_input" in payload:
-                payload["tool_input"] = chain.tool_input
-            decide = functools.partial(
-                self.control.decide, name, payload, can_block=can_block(name),
-                fail_closed=self.on_fault == "block", correlation_id=chain.correlation,
-                deadline=chain.deadline)
-            verdicts = await self._blocking(decide)
-            chain.runs.extend(would_runs(verdicts))  # audited entries (engine/audit.py)
-            rest = chain.entries(verdicts)
-            while chain.asking is not None:  # an entry asked: settled, then the rest applied
-                await self._asker.settle(chain, event, {}, chain.approve)
-                rest = chain.entries(rest) if not chain.stopped else []
-        self.control.background(name, payload, session_id=event.session_id,
-                                log_path=self.log.path if self.log is not None else None,
-                                correlation_id=chain.correlation, launcher=self._launcher)
 
     def wakes(self, name: str, *, control: bool = True) -> bool:
         """Whether firing this canonical event could do anything but allow: a hook or
@@ -439,69 +404,10 @@ class Engine:
         return [HookRun(name=hook.name, scope=hook.scope, priority=hook.priority,
                         mode="async", status="scheduled") for hook in started]
 
-    async def _run_chain(self, name: str, event: Event, hooks: list[HookSpec],
-                         payload: dict[str, Any], work_dir: str, chain: Chain,
-                         on_hook_done: HookDone | None) -> None:
-        """The HOOK.md links (scripts and callables) by run order, until one blocks."""
-        stdin = Stdin(payload)
-        todo = sync_links(name, hooks)
-        position = 0
-        while position < len(todo) and not chain.stopped:  # the first block stops the rest
-            hook = todo[position]
-            position += 1
-            if not self.registry.recheck(hook, chain.warnings):  # changed since selected
-                continue
-            result, verdict = await self._link(name, event, hook, payload, stdin, work_dir,
-                                               chain)
-            verdict, would = audited(hook, name, verdict, self.settings.mode)
-            run = chain.apply(hook, result, verdict)
-            if would is not None:  # audit mode: recorded, not enforced (engine/audit.py)
-                run = chain.runs[-1] = dataclasses.replace(run, would=would)
-            if chain.asking is not None:  # the chain waits for a person (asking.py)
-                await self._asker.settle(chain, event, hook.metadata, chain.approve)
-            if verdict.modified_input is not None:
-                self._carry_input(name, verdict, payload, chain, stdin)
-                # the hooks after this one are chosen by what the tool will now receive
-                later = self.registry.select(name, event.tool_name, chain.tool_input)
-                todo = todo[:position] + [
-                    h for h in later if not h.is_async and runs_after(h, hook)]
-            if verdict.modified_output is not None and name in ("after_tool", "after_model"):
-                payload["tool_output" if name == "after_tool" else "response"] = chain.tool_output
-                stdin.changed()
-            if on_hook_done is not None:
-                await on_hook_done(run)
-
-    async def _link(self, name: str, event: Event, hook: HookSpec, payload: dict[str, Any],
-                    stdin: Stdin, work_dir: str, chain: Chain) -> tuple[RunResult, Verdict]:
-        """One HOOK.md link's run and verdict, within what is left of the chain deadline: a
-        script's timeout is cut to it; past it, the link is its failure (``out_of_time``)."""
-        left = chain.left()
-        if left <= 0:
-            return _NOT_RUN, out_of_time(hook, chain.budget, ran=False)
-        if isinstance(hook, CallableHook):  # in process: no stdin, its verdict built directly
-            return await hook.call(name, payload)
-        timeout = hook.timeout / 1000
-        result = await self._run_one(hook, stdin.bytes_for(hook), work_dir, event,
-                                     min(timeout, left))
-        if result.timed_out and left < timeout:  # the deadline, not its own timeout, hit
-            return result, out_of_time(hook, chain.budget, ran=True)
-        return result, judge(hook, name, result, self.on_fault, self.registry.replaced)
-
-    @staticmethod
-    def _carry_input(name: str, verdict: Verdict, payload: dict[str, Any], chain: Chain,
-                     stdin: Stdin) -> None:
-        """A rewritten input, into the payload the next links get."""
-        if "tool_input" in payload:
-            payload["tool_input"] = chain.tool_input
-            stdin.changed()
-        elif name == "before_model" and verdict.modified_input is not None:
-            payload["messages"] = verdict.modified_input["messages"]  # the new model input
-            stdin.changed()
-
     async def _run_one(self, hook: HookSpec, stdin: bytes, work_dir: str,
                        event: Event, timeout: float) -> RunResult:
-        """Run one sync hook: the one place that chooses how (a process per event today;
-        a persistent process or an in-process callable are chosen here too)."""
+        """Run one sync script hook: the one place that chooses how (its resident process
+        when persistent, else a process of its own; ``links.HookLink`` calls a callable)."""
         if hook.persistent and not self.one_shot:  # its resident process (runner.persistent)
             if self._pool is None:
                 self._pool, self._owns_pool = PersistentPool(one_shot=self._runner), True
@@ -536,10 +442,6 @@ class Engine:
         if not os.path.isdir(work_dir):
             return f"work_dir {work_dir!r} is not an existing folder, so no hook can run in it"
         return None
-
-    def _notes(self, name: str, event: Event) -> list[str]:
-        """The warnings every outcome of this event carries: hooks held back by trust."""
-        return self.registry.held_notes(name, event.tool_name, event.tool_input)
 
     def _work_dir(self, event: Event) -> str:
         if event.work_dir is not None:

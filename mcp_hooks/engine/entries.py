@@ -9,14 +9,14 @@ Reading the layers has a deadline too (``LOAD_TIMEOUT``, in a worker thread): a 
 cannot be read in time (a FIFO among the ``.py`` files the trust digest reads) is a problem
 of every trigger, so events that can block are denied saying so, never hung.
 
-The entries are the last links of the event's one chain (``chain.py``), after the HOOK.md
-hooks: ``ControlLayer.decide`` runs one event's sync entries (``evaluation.evaluate``) and
-returns one ``judge.Verdict`` per signal, the type a hook run gives, which the chain applies
-in order until one blocks (``Chain.entries``, ``Chain.stopped``). ``ControlLayer.background``
-hands the ``async: true`` entries to the engine's launcher (``launch.py``: a thread in a
-long-lived engine, a detached process for a one-shot caller), which runs them after the reply
-(``run_background``), logging their aid signals and leaving them in the session's inbox
-(``inbox.py``) for its next event.
+The entries are the last links of the event's one chain, after the HOOK.md hooks:
+``ControlLayer.decide`` runs one event's sync entries (``evaluation.evaluate``) and returns
+one ``judge.Verdict`` per signal, the type a hook run gives, which the chain's one loop
+applies in order until one blocks (``links.HooksYaml``, ``Chain.apply``, ``Chain.stopped``).
+``ControlLayer.background`` hands the ``async: true`` entries to the engine's launcher
+(``launch.py``: a thread in a long-lived engine, a detached process for a one-shot caller),
+which runs them beside the chain and the reply (``run_background``), logging their aid
+signals and leaving them in the session's inbox (``inbox.py``) for its next event.
 
 How a signal acts on the event (``_verdict``, in one place):
 
@@ -304,8 +304,8 @@ class ControlLayer:
                fail_closed: bool, correlation_id: str | None = None,
                deadline: float | None = None) -> list[Verdict]:
         """Run ``trigger``'s sync entries on ``payload`` (the payload hooks get, as the
-        HOOK.md chain left it): one ``Verdict`` per note and signal, in order, for the chain
-        to apply (``Chain.entries``; see the module doc). ``deadline``: the event's chain
+        HOOK.md links left it): one ``Verdict`` per note and signal, in order, for the chain
+        to apply (``links.HooksYaml``; see the module doc). ``deadline``: the event's chain
         deadline (``time.monotonic()``), which the oracles share with the HOOK.md links."""
         # lazy: 44 ms of cold fire (python -X importtime), as in ``_load``
         from mcp_hooks.control.evaluation import evaluate, source_name  # lazy: as in ``_load``

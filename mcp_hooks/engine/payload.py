@@ -1,10 +1,12 @@
 """The event as hooks get it: one payload per event, and its bytes on a script hook's stdin.
 
 ``event_payload`` builds the payload every link of the chain reads (the base fields, the tool
-call, the caller's extra fields, ``context``); the engine changes it in place as the chain
-goes (a rewritten ``tool_input``, ``tool_output``, ``messages``). ``stdin_for`` encodes it for
-one hook, with ``event_type`` as that hook's trigger spells it; ``Stdin`` keeps the last
-encoding and encodes again only when the spelling asked for or the payload changed.
+call, the caller's extra fields, ``context``); the event's ``Chain`` owns it from then on and
+carries each link's rewrite into it (``tool_input``, ``tool_output``, ``response``,
+``messages``: ``rewritten``), in one place (``Chain.apply``). ``stdin_for`` encodes it for one
+hook, with ``event_type`` as that hook's trigger spells it, leaving the payload's own
+``event_type`` (the canonical name) as it is; ``Chain.stdin`` keeps the last encoding and
+encodes again only when the spelling asked for or the payload changed.
 
 Encoding never fails on valid JSON: a lone surrogate (``"\\udcff"``, which JavaScript hosts
 emit) cannot be UTF-8, so such a payload is written as escaped ASCII, which round-trips.
@@ -21,6 +23,7 @@ from mcp_hooks.state.eventlog import now
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 _TOOL_EVENTS = ("before_tool", "after_tool", "after_tool_failure")
+_OUTPUTS = {"after_tool": "tool_output", "after_model": "response"}  # what a rewrite replaces
 
 
 def encode(payload: dict[str, Any]) -> bytes:
@@ -50,23 +53,20 @@ def event_payload(name: str, event: Event, work_dir: str) -> dict[str, Any]:
 
 def stdin_for(hook: HookSpec, payload: dict[str, Any]) -> bytes:
     """``payload`` as ``hook``'s stdin: ``event_type`` as its own trigger spells it."""
-    payload["event_type"] = hook.trigger
-    return encode(payload)
+    return encode({**payload, "event_type": hook.trigger})
 
 
-class Stdin:
-    """The event's payload as a script hook's stdin, encoded again only when the trigger
-    spelling asked for (``stdin_for``) or the payload changed."""
-
-    __slots__ = ("_bytes", "_for", "_payload")
-
-    def __init__(self, payload: dict[str, Any]) -> None:
-        self._payload, self._bytes, self._for = payload, b"", ""
-
-    def bytes_for(self, hook: HookSpec) -> bytes:
-        if self._for != hook.trigger:
-            self._bytes, self._for = stdin_for(hook, self._payload), hook.trigger
-        return self._bytes
-
-    def changed(self) -> None:
-        self._for = ""
+def rewritten(name: str, payload: dict[str, Any], modified_input: dict[str, Any] | None,
+              tool_input: dict[str, Any] | None, tool_output: Any) -> bool:
+    """Carry a link's rewrite into the payload of canonical event ``name`` (``tool_input`` as
+    the chain now holds it, a model call's ``messages``, a tool's output or a model's
+    response as ``tool_output``); whether the payload changed."""
+    changed = False
+    if modified_input is not None:
+        if "tool_input" in payload:
+            payload["tool_input"], changed = tool_input, True
+        elif name == "before_model":
+            payload["messages"], changed = modified_input["messages"], True  # the new model input
+    if tool_output is not None and name in _OUTPUTS:
+        payload[_OUTPUTS[name]], changed = tool_output, True
+    return changed
