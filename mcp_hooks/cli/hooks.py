@@ -37,7 +37,7 @@ from mcp_hooks.ownstdout import owned_stdout
 from mcp_hooks.registry.discovery import Registry, project_hooks_dir
 from mcp_hooks.spec.events import EVENTS, canonical_event, catalogue
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome, fault_outcome
-from mcp_hooks.spec.vocabulary import NAMED_TOOL_EVENTS, answered, read_tool_call
+from mcp_hooks.spec.toolcall import NAMED_TOOL_EVENTS, answered, read_tool_call
 
 if TYPE_CHECKING:
     pass

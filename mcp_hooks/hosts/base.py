@@ -49,15 +49,8 @@ from mcp_hooks.errors import RunError
 from mcp_hooks.spec import outcome
 from mcp_hooks.spec.events import can_block
 from mcp_hooks.spec.signals import ACTIONS
-from mcp_hooks.spec.vocabulary import (
-    MCP_CLIENTS,
-    NAMED_TOOL_EVENTS,
-    RewriteError,
-    ToolMap,
-    Vocabulary,
-    rewrite_failed,
-    unexpressible,
-)
+from mcp_hooks.spec.toolcall import NAMED_TOOL_EVENTS, rewrite_failed, unexpressible
+from mcp_hooks.spec.vocabulary import MCP_CLIENTS, RewriteError, ToolMap, Vocabulary
 
 if TYPE_CHECKING:
     from mcp_hooks.spec.outcome import Outcome

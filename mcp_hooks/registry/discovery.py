@@ -54,7 +54,8 @@ from mcp_hooks.registry.trust import TrustStore, hook_digest, set_digest, trust_
 from mcp_hooks.settings import managed_dir_from_env
 from mcp_hooks.settings import trust_store_path as store_path
 from mcp_hooks.spec.events import canonical_event
-from mcp_hooks.spec.hookfile import HOOK_FILES, HookFileProblems, HookSpec, Scope, load_hook
+from mcp_hooks.spec.hookfields import HookFileProblems
+from mcp_hooks.spec.hookfile import HOOK_FILES, HookSpec, Scope, load_hook
 from mcp_hooks.spec.toolmatch import ToolMatcher
 
 if TYPE_CHECKING:
