@@ -44,9 +44,10 @@ from mcp_hooks.cli.report import emit_json
 from mcp_hooks.control.config import TRUST_NAME, load_config, needs_trust
 from mcp_hooks.control.files import AhpFile, ahp_snapshot
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, HookFileError, UsageError
+from mcp_hooks.registry.digest import UNVERIFIABLE_DIGEST, digest_report
 from mcp_hooks.registry.discovery import project_hooks_dir
 from mcp_hooks.registry.signing import unsigned_warning
-from mcp_hooks.registry.trust import UNVERIFIABLE_DIGEST, Status, TrustStore, digest_report
+from mcp_hooks.registry.trust import Status, TrustStore
 from mcp_hooks.spec.hookfile import HookSpec, load_hook
 
 # The keys of ``trust --json`` per action, in order (docs/cli.md); absent ones are null.

@@ -59,7 +59,8 @@ from mcp_hooks.hosts.doctor_state import check_state
 from mcp_hooks.hosts.forward import FORWARD_PATH
 from mcp_hooks.hosts.forward_script import read_token
 from mcp_hooks.options import CommonOptions
-from mcp_hooks.registry.trust import UNVERIFIABLE_DIGEST, TrustStore, hook_digest
+from mcp_hooks.registry.digest import UNVERIFIABLE_DIGEST, hook_digest
+from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.settings import env_value, trust_store_path
 from mcp_hooks.state.remote import redact
 from mcp_hooks.state.store import StateUnavailable

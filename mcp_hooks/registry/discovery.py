@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_hooks import paths
 from mcp_hooks.errors import HookFileError, UnknownEventError
+from mcp_hooks.registry.digest import hook_digest, set_digest
 from mcp_hooks.registry.gate import (
     Known,
     TrustStatus,
@@ -50,7 +51,7 @@ from mcp_hooks.registry.gate import UntrustedHook as UntrustedHook  # its old ho
 from mcp_hooks.registry.index import EventIndex, build_index
 from mcp_hooks.registry.index import run_order as run_order  # its old home, still public
 from mcp_hooks.registry.managed import location_problem, read_settings, tree_problem
-from mcp_hooks.registry.trust import TrustStore, hook_digest, set_digest, trust_all_from_env
+from mcp_hooks.registry.trust import TrustStore, trust_all_from_env
 from mcp_hooks.settings import managed_dir_from_env
 from mcp_hooks.settings import trust_store_path as store_path
 from mcp_hooks.spec.events import canonical_event
@@ -285,7 +286,7 @@ class Registry:
         return self._watcher is not None
 
     def hooks_digest(self) -> str:
-        """``trust.set_digest`` of the hooks that decide, made once per scan (a project
+        """``digest.set_digest`` of the hooks that decide, made once per scan (a project
         hook's folder digest is trust's, already made)."""
         return self._digests()[""]
 
