@@ -21,8 +21,8 @@ Signals (``signals.py``) reach a host through the forms it has, with no host-spe
   the context the engine wrote for it;
 - **prompt**: its message is in ``additional_context``, so it goes to the host's context
   field; a warning (severity medium or high) is also shown to the user, with its signal id
-  and the ``mcp-hooks respond`` actions that answer it (``signal_notes``: ``systemMessage``
-  where the host shows one, stderr everywhere);
+  and the ``mcp-hooks respond`` actions that answer it (``replies.signal_notes``:
+  ``systemMessage`` where the host shows one, stderr everywhere);
 - **aid**: the engine hands it over as ``additional_context`` of the session's next event
   whose reply shows the model that context, so it reaches the host as that event's context;
   an event whose reply has no context form (Claude Code's Stop, most of Cursor's events)
@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcp_hooks.errors import RunError
 from mcp_hooks.spec import outcome
-from mcp_hooks.spec.signals import ACTIONS
 from mcp_hooks.spec.toolcall import NAMED_TOOL_EVENTS, rewrite_failed
 from mcp_hooks.spec.vocabulary import MCP_CLIENTS, RewriteError, ToolMap, Vocabulary
 
@@ -132,53 +131,6 @@ def fault_outcome(event: str, what: str, *, on_fault: str = "block") -> Outcome:
 
 def text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def joined(parts: list[str]) -> str:
-    return "\n\n".join(p for p in parts if p)
-
-
-def signal_notes(outcome: Outcome) -> list[str]:
-    """What the user should see of the outcome's signals beyond its decision: each warning
-    (a prompt of severity medium or high) and each adjustment other than a rewrite the host
-    carries (a control signal not on ``tool_input``/``tool_output``), with the signal's id
-    and the actions ``mcp-hooks respond`` takes for it. Blocks are the deny itself, aid and
-    plain context (severity low) only the model's."""
-    notes: list[str] = []
-    for signal in outcome.signals:
-        if signal.intensity == "prompt" and signal.payload.get("severity") != "low":
-            what = "warning"
-        elif signal.intensity == "control" and any(
-                not isinstance(m, dict) or m.get("field") not in ("tool_input", "tool_output")
-                for m in signal.payload.get("modifications", ())):
-            what = "adjusted"
-        else:
-            continue
-        actions = "|".join(ACTIONS[signal.intensity])
-        notes.append(f"{what} from {signal.source or 'a hook'}: {signal.text()} [{signal.intensity}"
-                     f" signal {signal.id}; answer: mcp-hooks respond {signal.id} {actions}]")
-    return notes
-
-
-def warning_text(outcome: Outcome, notes: list[str]) -> str:
-    """One line per warning, for stderr and the user-facing message fields: the host's own
-    notes, the outcome's warnings, then its signals' (``signal_notes``)."""
-    return "\n".join(f"mcp-hooks: {w}"
-                     for w in (*notes, *outcome.warnings, *signal_notes(outcome)))
-
-
-def json_reply(out: dict[str, Any], outcome: Outcome, notes: list[str], *,
-               system_message: bool = False) -> Reply:
-    """The host's JSON answer, with the warnings on stderr (and in ``systemMessage`` for hosts
-    that show it to the user)."""
-    warnings = warning_text(outcome, notes)
-    if warnings and system_message:
-        out["systemMessage"] = warnings
-    return Reply.json(out, stderr=warnings + "\n" if warnings else "")
-
-
-def denied_by(outcome: Outcome) -> str:
-    return f"mcp-hooks: {outcome.event_type} denied by {outcome.blocked_by or 'a hook'}"
 
 
 class Host:
