@@ -103,7 +103,7 @@ def clean_ladder(data: Any) -> dict[str, Any]:
     return out
 
 
-class FileStore(AskBook):
+class FileStore(QueueFiles, AskBook):
     """The state store in files (see the module docstring; asks: ``asktables.FileTable``
     in ``root/asks``).
 
@@ -136,10 +136,9 @@ class FileStore(AskBook):
             self.signals = EventLog(Path(signals))
             self.signals.what = "signal log"
         self.ladder_path = Path(ladder) if ladder is not None else self.root / "ladder.json"
-        self.queues = Path(queues) if queues is not None else self.root / "aid"
+        QueueFiles.__init__(self, Path(queues) if queues is not None else self.root / "aid")
         self.ask_table = FileTable(self.root / "asks")
         self.counters = Path(counters) if counters is not None else self.root / "stop"
-        self._queues = QueueFiles(self.queues)
         self._ladder_memory = MemoryStore()  # the ladder's counts while ladder.json fails
         self._told_ladder = False
         self._purged = 0.0  # when expired claims were last removed
@@ -350,17 +349,6 @@ class FileStore(AskBook):
             return record
         finally:
             os.close(fd)  # closing releases the lock
-
-    # -- queues ----------------------------------------------------------------------------
-
-    def queue_path(self, session: str) -> Path:
-        return self._queues.path(session)
-
-    def put(self, session: str, items: list[dict[str, Any]]) -> None:
-        self._queues.put(session, items)
-
-    def take_all(self, session: str) -> list[dict[str, Any]]:
-        return self._queues.take_all(session)
 
     # -- once-only names --------------------------------------------------------------------
 

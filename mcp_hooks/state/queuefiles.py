@@ -7,7 +7,7 @@ A queue that cannot be written loses the items (the store's contract: aid is adv
 that cannot be read is put back in place, unread. ``take_all`` on a folder unchanged since
 this session last found nothing costs one ``stat``.
 
-``files.FileStore`` keeps one ``QueueFiles`` for its ``aid`` folder.
+``files.FileStore`` is a ``QueueFiles`` over its ``aid`` folder.
 """
 
 from __future__ import annotations
@@ -28,24 +28,25 @@ MAX_QUEUE_BYTES = 1 << 20  # bytes read from one session's queue
 
 
 class QueueFiles:
-    """Every session's aid queue in ``folder``."""
+    """Every session's aid queue in the folder ``queues`` (``FileStore`` is one: its own
+    methods, so taking a session's aid costs the engine no call more)."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
+    def __init__(self, queues: Path) -> None:
+        self.queues = queues
         self._empty: dict[str, int] = {}  # session -> folder mtime when it had nothing
 
-    def path(self, session: str) -> Path:
+    def queue_path(self, session: str) -> Path:
         """The queue file of ``session``."""
-        return self.folder / f"{name_digest(session)}.jsonl"
+        return self.queues / f"{name_digest(session)}.jsonl"
 
     def put(self, session: str, items: list[dict[str, Any]]) -> None:
         if not items:
             return
         data = b"".join(json.dumps(item, ensure_ascii=True, default=str).encode() + b"\n"
                         for item in items)
-        path = self.path(session)
+        path = self.queue_path(session)
         with contextlib.suppress(OSError, TimeoutError):
-            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self.queues.mkdir(parents=True, exist_ok=True, mode=0o700)
             for _ in range(100):
                 fd = open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
                 try:
@@ -65,7 +66,7 @@ class QueueFiles:
         ``stat`` instead of a ``rename`` that fails. A folder changed in the last 50 ms is
         checked anyway (its mtime may not move again for a write in the same tick)."""
         try:
-            mtime = os.stat(self.folder).st_mtime_ns
+            mtime = os.stat(self.queues).st_mtime_ns
         except OSError:
             return True  # no folder: nothing ever waited
         settled = time.time_ns() - mtime > 50_000_000
@@ -82,7 +83,7 @@ class QueueFiles:
     def take_all(self, session: str) -> list[dict[str, Any]]:
         if self._nothing_new(session):
             return []
-        path = self.path(session)
+        path = self.queue_path(session)
         claimed = path.with_name(f"{path.stem}.{os.getpid()}.{threading.get_ident()}.taking")
         try:
             os.rename(path, claimed)
