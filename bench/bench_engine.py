@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results import make_hook, median_us, say, verdict, write_section
 
 from mcp_hooks import Engine, Event, Registry
-from mcp_hooks.registry.trust import TrustStore, hook_digest
+from mcp_hooks.registry.digest import hook_digest
+from mcp_hooks.registry.trust import TrustStore
 
 QUICK = "--quick" in sys.argv
 N = 60 if QUICK else 400

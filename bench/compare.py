@@ -54,16 +54,25 @@ OLD_NAMES = {
     "mcp_hooks.spec.hookfile": "mcp_hooks.hookfile",
     "mcp_hooks.spec.outcome": "mcp_hooks.outcome",
     "mcp_hooks.state.eventlog": "mcp_hooks.eventlog",
+    "mcp_hooks.registry.digest": "mcp_hooks.trust",
 }
+# new name -> the module that held its names before the split of issue 33 (<= 500 lines)
+SPLIT_NAMES = {"mcp_hooks.registry.digest": "mcp_hooks.registry.trust"}
 
 
 def _alias_old_layout() -> str:
     """Under the old layout, make the new module names import the old modules; the layout."""
     try:
         importlib.import_module("mcp_hooks.spec.outcome")
-        return "new"
     except ImportError:
         pass
+    else:
+        for new, before in SPLIT_NAMES.items():
+            try:
+                importlib.import_module(new)
+            except ImportError:
+                sys.modules[new] = importlib.import_module(before)
+        return "new"
     for new, old in OLD_NAMES.items():
         parent = new.rsplit(".", 1)[0]
         if parent not in sys.modules:
@@ -151,7 +160,8 @@ def probe_nomatch(tmp: Path, n: int) -> dict[str, float]:
     """10,000 installed hooks (made once by the driver, in ``many/``): an event none matches,
     with 20 trusted project hooks and an untrusted one checked every event; index build."""
     from mcp_hooks import Engine, Event, Registry
-    from mcp_hooks.registry.trust import TrustStore, hook_digest
+    from mcp_hooks.registry.digest import hook_digest
+    from mcp_hooks.registry.trust import TrustStore
 
     shared = tmp.parent
     project = shared / "trusted-project"

@@ -33,7 +33,7 @@ _EXPORTS = {
     "Hooks": "mcp_hooks.api",
     "HookSpec": "mcp_hooks.spec.hookfile",
     "InvalidEventError": "mcp_hooks.errors",
-    "InvalidHook": "mcp_hooks.registry.discovery",
+    "InvalidHook": "mcp_hooks.registry.folders",
     "MCPHooksError": "mcp_hooks.errors",
     "Outcome": "mcp_hooks.spec.outcome",
     "Registry": "mcp_hooks.registry.discovery",
@@ -92,11 +92,11 @@ if TYPE_CHECKING:
         UnknownEventError,
     )
     from mcp_hooks.registry.discovery import (
-        InvalidHook,
         Registry,
         default_user_dir,
         project_hooks_dir,
     )
+    from mcp_hooks.registry.folders import InvalidHook
     from mcp_hooks.settings import Settings
     from mcp_hooks.spec.asking import Ask, AskAnswer, AskRequest
     from mcp_hooks.spec.events import EVENTS, canonical_event

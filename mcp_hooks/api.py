@@ -99,7 +99,7 @@ from mcp_hooks.settings import Settings, mode_from_env, trust_all_from_env
 from mcp_hooks.spec.asking import AskRequest
 from mcp_hooks.spec.events import TOOL_EVENTS, canonical_event
 from mcp_hooks.spec.outcome import Event, OnFault, Outcome, fault_outcome
-from mcp_hooks.spec.vocabulary import answered, read_tool_call, tool_name_of
+from mcp_hooks.spec.toolcall import answered, read_tool_call, tool_name_of
 from mcp_hooks.state.eventlog import EventLog, default_log_path
 from mcp_hooks.state.remote import redact
 from mcp_hooks.state.url import close_store, store_for

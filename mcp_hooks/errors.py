@@ -72,7 +72,7 @@ and ``SourceError`` in ``dashboard/``; ``signals.py`` and
 the signal's intensity, an unknown or already answered signal id: exit 64).
 
 Each class here is defined where its knowledge lives when it needs more than a message
-(``HookFileError`` here, ``HookFileProblems`` in ``hookfile.py``, ``ProxyConfigError`` in
+(``HookFileError`` here, ``HookFileProblems`` in ``hookfields.py``, ``ProxyConfigError`` in
 the proxy's config); all of them derive from
 :class:`ConfigError` or :class:`RunError`, so a command boundary maps any of them to an exit
 code with :func:`exit_code` and never prints a traceback for one.

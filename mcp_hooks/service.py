@@ -40,11 +40,11 @@ from mcp_hooks.engine.observe import EventObserver
 from mcp_hooks.errors import ConfigError, HookFileError, RunError
 from mcp_hooks.options import trust_store_of
 from mcp_hooks.registry.discovery import (
-    InvalidHook,
     Registry,
     find_project_dir,
     project_hooks_dir,
 )
+from mcp_hooks.registry.folders import InvalidHook
 from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.settings import Settings
 from mcp_hooks.spec.asking import Approver

@@ -117,7 +117,8 @@ def test_each_branch_has_its_exit_code() -> None:
     assert errors.exit_code(AddressInUseError("127.0.0.1", 1)) == errors.EXIT_FAILURE == 1
     assert errors.exit_code(HookFileError(Path("HOOK.md"), "name", "missing")) == 64
     assert errors.exit_code(ValueError("not ours")) == 1
-    from mcp_hooks.registry.trust import TrustError, TrustStoreError, UnhashableError
+    from mcp_hooks.registry.digest import TrustError, UnhashableError
+    from mcp_hooks.registry.trust import TrustStoreError
     from mcp_hooks.spec.matching import MatcherError
 
     assert issubclass(MatcherError, ConfigError) and issubclass(MatcherError, ValueError)

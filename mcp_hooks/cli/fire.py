@@ -29,7 +29,7 @@ from mcp_hooks.registry.discovery import Registry, project_hooks_dir
 from mcp_hooks.settings import OnFault
 from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome, fault_outcome
-from mcp_hooks.spec.vocabulary import NAMED_TOOL_EVENTS, CallerTool, answered, read_tool_call
+from mcp_hooks.spec.toolcall import NAMED_TOOL_EVENTS, CallerTool, answered, read_tool_call
 
 if TYPE_CHECKING:
     from mcp_hooks.hosts.fire_client import Server

@@ -30,8 +30,9 @@ from typing import Any
 
 from mcp_hooks import options
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, UsageError
+from mcp_hooks.registry.digest import hook_digest
 from mcp_hooks.registry.discovery import project_hooks_dir
-from mcp_hooks.registry.trust import TrustStore, hook_digest
+from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.spec.events import EVENTS, canonical_event
 from mcp_hooks.spec.hookfile import LITERAL_TOOLS, NAME_RE, HookSpec, load_hook
 

@@ -35,19 +35,29 @@ import argparse
 import contextlib
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from mcp_hooks import options
 from mcp_hooks.cli.report import emit_json
-from mcp_hooks.control.config import TRUST_NAME, load_config, needs_trust
-from mcp_hooks.control.files import AhpFile, ahp_snapshot
-from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, HookFileError, UsageError
+from mcp_hooks.cli.trustreview import (
+    ReviewedAhp,
+    ReviewedHook,
+    describe_ahp,
+    describe_hook,
+    file_lines,
+    hook_folders,
+    inspect_ahp,
+    inspect_hook,
+    project_has_ahp,
+)
+from mcp_hooks.control.config import TRUST_NAME
+from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, UsageError
+from mcp_hooks.registry.digest import UNVERIFIABLE_DIGEST
 from mcp_hooks.registry.discovery import project_hooks_dir
 from mcp_hooks.registry.signing import unsigned_warning
-from mcp_hooks.registry.trust import UNVERIFIABLE_DIGEST, Status, TrustStore, digest_report
-from mcp_hooks.spec.hookfile import HookSpec, load_hook
+from mcp_hooks.registry.trust import TrustStore
 
 # The keys of ``trust --json`` per action, in order (docs/cli.md); absent ones are null.
 JSON_KEYS = {
@@ -87,192 +97,6 @@ def add_parser(sub: Any) -> None:
                    "never asks: without --yes nothing is trusted (exit 1, as without a "
                    "terminal)")
     options.add_common_options(p)
-
-
-@dataclass
-class _Hook:
-    """One folder of ``.agents/hooks``: its spec (or why it is invalid) and its digest."""
-
-    name: str
-    dir: Path
-    spec: HookSpec | None = None
-    error: str | None = None
-    digest: str = UNVERIFIABLE_DIGEST
-    notes: list[str] = field(default_factory=list)
-    status: Status = "untrusted"
-
-    @property
-    def trustable(self) -> bool:
-        return self.spec is not None and self.digest != UNVERIFIABLE_DIGEST
-
-    def as_dict(self) -> dict[str, Any]:
-        """``trust --json``'s record of one hook."""
-        spec = self.spec
-        return {"name": self.name, "kind": "hook", "dir": str(self.dir), "status": self.status,
-                "trustable": self.trustable, "sha256": _digest(self.digest),
-                "error": self.error, "notes": list(self.notes),
-                "trigger": spec.trigger if spec else None,
-                "event": spec.event if spec else None,
-                "matcher": {"tool": spec.matcher_tool, "pattern": spec.matcher_pattern}
-                if spec else None,
-                "runs": list(spec.entry) if spec else None}
-
-
-def _digest(digest: str) -> str | None:
-    return None if digest == UNVERIFIABLE_DIGEST else digest
-
-
-def _hook_folders(root: Path) -> list[Path]:
-    """The hook folders the Registry would load from ``root`` (same rule: no dot names)."""
-    try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError:
-        return []
-    return [Path(e.path) for e in entries if not e.name.startswith(".") and e.is_dir()]
-
-
-def _inspect(folder: Path, project: Path, store: TrustStore) -> _Hook:
-    hook = _Hook(folder.name, folder)
-    before, _ = digest_report(folder)
-    try:
-        hook.spec, _ = load_hook(folder, "project")
-    except HookFileError as exc:
-        hook.error = str(exc)
-    hook.digest, hook.notes = digest_report(folder)
-    if hook.digest != before:  # what is shown must be what is trusted
-        hook.digest = UNVERIFIABLE_DIGEST
-        hook.notes.append("the folder changed while being read; run this again")
-    hook.status = store.status(project, hook.name, hook.digest)
-    return hook
-
-
-@dataclass
-class _Ahp:
-    """The project's control layer (``.ahp``): its files, entries, digest and trust."""
-
-    dir: Path
-    files: list[AhpFile] = field(default_factory=list)  # every file trust covers
-    oracles: dict[Path, str] = field(default_factory=dict)  # .py file -> the entry naming it
-    runs: list[str] = field(default_factory=list)  # entries that run commands or custom code
-    changes: list[str] = field(default_factory=list)  # user entries it changes once trusted
-    reads: list[str] = field(default_factory=list)  # entries that only read
-    problems: list[str] = field(default_factory=list)
-    digest: str = UNVERIFIABLE_DIGEST
-    status: Status = "untrusted"
-    name: str = TRUST_NAME
-
-    @property
-    def trustable(self) -> bool:
-        return not self.problems and self.digest != UNVERIFIABLE_DIGEST
-
-    def as_dict(self) -> dict[str, Any]:
-        """``trust --json``'s record of the control layer."""
-        return {"name": self.name, "kind": "control_layer", "dir": str(self.dir),
-                "status": self.status, "trustable": self.trustable,
-                "sha256": _digest(self.digest), "problems": list(self.problems),
-                "files": [{"path": f.rel, "kind": f.kind,
-                           "oracle_of": self.oracles.get(f.path.resolve())}
-                          for f in self.files],
-                "runs": list(self.runs), "changes": list(self.changes),
-                "reads": list(self.reads)}
-
-
-def _has_ahp(project: Path) -> bool:
-    return any(os.path.lexists(project / ".ahp" / f) for f in ("hooks.yaml", "hooks.local.yaml"))
-
-
-def _inspect_ahp(project: Path, store: TrustStore) -> _Ahp | None:
-    """The project's hooks.yaml layers as trust sees them, read without importing anything;
-    None when it has none."""
-    # lazy: 84 ms of cold start (the oracles) for every trust command but --ahp
-    from mcp_hooks.control.oracles import HeldBack, UnknownOracleError, inspect_reference
-
-    root = project / ".ahp"
-    if not _has_ahp(project):
-        return None
-    ahp = _Ahp(root)
-    before = ahp_snapshot(project)
-    config = load_config(project, trust_project=True, resolve=False)  # every entry, as if
-    for entry in config.entries:                                       # trusted, no code run
-        if entry.layer == "user":
-            continue
-        label = f"{entry.label}{'' if entry.enabled else ' (disabled)'}"
-        if isinstance(entry.oracle, HeldBack):
-            base = entry.file.parent
-            try:
-                what = inspect_reference(entry.oracle_name, base, roots=[base],
-                                         project_dir=project)
-            except UnknownOracleError as exc:
-                ahp.problems.append(f"{entry.file}: {entry.label}: {exc}")
-                what = "refused"
-            ahp.runs.append(f"{label}: custom code: {what}")
-            where = entry.oracle_name.rpartition(":")[0]
-            if where.endswith(".py"):
-                ahp.oracles[(base / where).resolve()] = entry.label
-        elif needs_trust(entry):
-            command = entry.config.get("command")
-            ahp.runs.append(label + (f": {command}" if command else ""))
-        else:
-            ahp.reads.append(label)
-    ahp.changes = [str(note) for note in config.overrides]
-    ahp.problems += [str(p) for p in config.problems if p.file.is_relative_to(root)]
-    after = ahp_snapshot(project)
-    ahp.files = list(after.files)
-    if after.problem:
-        ahp.problems.append(after.problem)
-    elif after.digest == before.digest:  # what is shown must be what is trusted
-        ahp.digest = after.digest
-    else:
-        ahp.problems.append(f"{root} changed while being read; run this again")
-    ahp.status = store.status(project, TRUST_NAME, after.digest)
-    return ahp
-
-
-def _file_lines(ahp: _Ahp) -> list[str]:
-    """Each file trust covers: hooks*.yaml first, then the Python files."""
-    files = sorted(ahp.files, key=lambda f: (not f.rel.endswith(".yaml"), f.rel != "hooks.yaml",
-                                             f.rel))
-    lines = []
-    for i, f in enumerate(files):
-        named = ahp.oracles.get(f.path.resolve()) if f.kind in ("file", "symlink") else None
-        role = f"  oracle of {named}" if named else ""
-        lines.append(f"    {'files:' if i == 0 else '':<10}{f.describe()}{role}")
-    return lines
-
-
-def _describe_ahp(ahp: _Ahp) -> list[str]:
-    lines = [f"  {ahp.name}  [{ahp.status}]  the control layer (hooks.yaml and its Python "
-             "files)", *_file_lines(ahp)]
-    lines.extend(f"    runs:     {label}" for label in ahp.runs)
-    if not ahp.runs:
-        lines.append("    runs:     (no entry runs a command or custom code)")
-    lines.extend(f"    changes:  {label} (your own entry, once trusted)" for label in ahp.changes)
-    lines.extend(f"    reads:    {label} (applies untrusted too)" for label in ahp.reads)
-    lines.extend(f"    INVALID, will not be trusted: {problem}" for problem in ahp.problems)
-    if ahp.digest != UNVERIFIABLE_DIGEST:
-        lines.append(f"    sha256:   {ahp.digest}")
-    return lines
-
-
-def _describe(hook: _Hook) -> list[str]:
-    lines = [f"  {hook.name}  [{hook.status}]"]
-    if hook.spec is None:
-        lines.append(f"    INVALID, will not be trusted: {hook.error}")
-    else:
-        spec = hook.spec
-        lines.append(f"    trigger:  {spec.trigger}"
-                     + (f" ({spec.event})" if spec.event != spec.trigger else ""))
-        matcher = [f"{k}={v!r}" for k, v in (("tool", spec.matcher_tool),
-                                              ("pattern", spec.matcher_pattern)) if v]
-        lines.append(f"    matcher:  {'  '.join(matcher) if matcher else '(none: every event)'}")
-        lines.append(f"    runs:     {' '.join(spec.entry)}")
-        lines.append(f"    about:    {spec.description}")
-    if hook.digest == UNVERIFIABLE_DIGEST:
-        lines.append("    sha256:   (cannot be hashed in full: will not be trusted)")
-    else:
-        lines.append(f"    sha256:   {hook.digest}")
-    lines.extend(f"    note:     {note}" for note in hook.notes)
-    return lines
 
 
 @dataclass(frozen=True)
@@ -369,8 +193,8 @@ def _fail(record: dict[str, Any], text: str) -> int:
     return EXIT_FAILURE
 
 
-def _select(hooks: list[_Hook], names: list[str] | None, root: Path,
-            also: set[str] | None = None) -> list[_Hook]:
+def _select(hooks: list[ReviewedHook], names: list[str] | None, root: Path,
+            also: set[str] | None = None) -> list[ReviewedHook]:
     if not names:
         return hooks
     known = {h.name for h in hooks} | (also or set())
@@ -384,14 +208,14 @@ def _select(hooks: list[_Hook], names: list[str] | None, root: Path,
 
 
 def _review(store: TrustStore, project: Path, names: list[str] | None,
-            record: dict[str, Any]) -> list[_Hook | _Ahp] | int:
+            record: dict[str, Any]) -> list[ReviewedHook | ReviewedAhp] | int:
     """The hooks (and control layer) to review, inspected; or the exit code of why none.
 
     Raises:
         UsageError: ``names`` has a hook the project has not.
     """
     root = project_hooks_dir(project)
-    has_ahp = _has_ahp(project)
+    has_ahp = project_has_ahp(project)
     record.update(project=str(project), hooks=[], control_layer=None, trusted=[],
                   already_trusted=[], not_trustable=[], pending=[])
     if not root.is_dir() and not has_ahp:
@@ -401,8 +225,8 @@ def _review(store: TrustStore, project: Path, names: list[str] | None,
                      f"{project / '.ahp' / 'hooks.yaml'}")
     if store.problem:
         return _fail(record, store.problem)
-    hooks = [_inspect(f, project, store) for f in _chosen(root, names, has_ahp)]
-    ahp = _inspect_ahp(project, store) if not names or TRUST_NAME in names else None
+    hooks = [inspect_hook(f, project, store) for f in _chosen(root, names, has_ahp)]
+    ahp = inspect_ahp(project, store) if not names or TRUST_NAME in names else None
     if not hooks and ahp is None:
         return _fail(record, f"no hooks in {root}")
     record.update(hooks=[h.as_dict() for h in hooks],
@@ -417,15 +241,16 @@ def _chosen(root: Path, names: list[str] | None, has_ahp: bool) -> list[Path]:
     Raises:
         UsageError: an unknown name (before any hashing).
     """
-    folders = _hook_folders(root)
+    folders = hook_folders(root)
     if not names:
         return folders
-    _select([_Hook(f.name, f) for f in folders], names, root,
+    _select([ReviewedHook(f.name, f) for f in folders], names, root,
             also={TRUST_NAME} if has_ahp else None)
     return [f for f in folders if f.name in set(names)]
 
 
-def _print_review(root: Path, store: TrustStore, hooks: list[_Hook], ahp: _Ahp | None) -> None:
+def _print_review(root: Path, store: TrustStore, hooks: list[ReviewedHook],
+                  ahp: ReviewedAhp | None) -> None:
     if hooks:
         print(f"Project hooks in {root}")
     if ahp is not None:
@@ -433,9 +258,9 @@ def _print_review(root: Path, store: TrustStore, hooks: list[_Hook], ahp: _Ahp |
     print(f"Trust store: {store.where}")
     print()
     for hook in hooks:
-        print("\n".join(_describe(hook)))
+        print("\n".join(describe_hook(hook)))
     if ahp is not None:
-        print("\n".join(_describe_ahp(ahp)))
+        print("\n".join(describe_ahp(ahp)))
     print()
 
 
@@ -461,8 +286,8 @@ def _trust(store: TrustStore, project: Path, names: list[str] | None, yes: bool,
     return EXIT_FAILURE if bad else EXIT_OK
 
 
-def _sorted_out(items: list[_Hook | _Ahp], record: dict[str, Any],
-                ) -> tuple[list[_Hook | _Ahp], list[_Hook | _Ahp]]:
+def _sorted_out(items: list[ReviewedHook | ReviewedAhp], record: dict[str, Any],
+                ) -> tuple[list[ReviewedHook | ReviewedAhp], list[ReviewedHook | ReviewedAhp]]:
     """(not trustable, still to trust) of the reviewed items; the names of each, and of the
     ones already trusted, in ``record``."""
     bad = [h for h in items if not h.trustable]
@@ -472,7 +297,7 @@ def _sorted_out(items: list[_Hook | _Ahp], record: dict[str, Any],
     return bad, todo
 
 
-def _agreed(todo: list[_Hook | _Ahp], ask: bool, record: dict[str, Any]) -> bool:
+def _agreed(todo: list[ReviewedHook | ReviewedAhp], ask: bool, record: dict[str, Any]) -> bool:
     """Whether the user agreed, at the terminal, to trust ``todo`` (``ask`` False: the
     question is not asked, as without a terminal)."""
     if not ask or not sys.stdin.isatty():
@@ -491,9 +316,9 @@ def _agreed(todo: list[_Hook | _Ahp], ask: bool, record: dict[str, Any]) -> bool
     return True
 
 
-def _count(items: list[_Hook | _Ahp]) -> str:
+def _count(items: list[ReviewedHook | ReviewedAhp]) -> str:
     """``2 hook(s)``, ``the hooks.yaml``, ``1 hook(s) and the hooks.yaml``."""
-    hooks = sum(1 for i in items if isinstance(i, _Hook))
+    hooks = sum(1 for i in items if isinstance(i, ReviewedHook))
     parts = ([f"{hooks} hook(s)"] if hooks else []) + (
         ["the hooks.yaml (.ahp)"] if len(items) > hooks else [])
     return " and ".join(parts)
@@ -525,8 +350,8 @@ def _list_project(store: TrustStore, project: Path) -> dict[str, Any]:
     """``--list PROJECT``: the status of each of its hooks and of its control layer."""
     root = project_hooks_dir(project)
     print()
-    folders = _hook_folders(root)
-    hooks = [_inspect(f, project, store) for f in folders]
+    folders = hook_folders(root)
+    hooks = [inspect_hook(f, project, store) for f in folders]
     if not hooks:
         print(f"no hooks in {root}")
     else:
@@ -537,11 +362,11 @@ def _list_project(store: TrustStore, project: Path) -> dict[str, Any]:
             if h.digest == UNVERIFIABLE_DIGEST:
                 extra += "  (cannot be hashed)"
             print(f"  {h.name.ljust(width)}  {h.status}{extra}")
-    ahp = _inspect_ahp(project, store)
+    ahp = inspect_ahp(project, store)
     if ahp is not None:
         extra = "  (invalid)" if ahp.problems else ""
         print(f"Control layer {ahp.dir}: {TRUST_NAME}  {ahp.status}{extra}")
-        print("\n".join(_file_lines(ahp)))
+        print("\n".join(file_lines(ahp)))
     return {"path": str(project), "hooks": [h.as_dict() for h in hooks],
             "control_layer": ahp.as_dict() if ahp is not None else None}
 
@@ -553,7 +378,7 @@ def _revoke(store: TrustStore, project: Path, names: list[str] | None,
     if store.problem:
         return _fail(record, store.problem)
     if names:
-        on_disk = [_Hook(f.name, f) for f in _hook_folders(project_hooks_dir(project))]
+        on_disk = [ReviewedHook(f.name, f) for f in hook_folders(project_hooks_dir(project))]
         _select(on_disk, names, project_hooks_dir(project),
                 also={*store.entries().get(key, {}), TRUST_NAME})
     removed = store.revoke(project, names or None)

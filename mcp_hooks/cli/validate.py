@@ -23,7 +23,8 @@ from mcp_hooks import options
 from mcp_hooks.cli.report import emit_json
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, HookFileError
 from mcp_hooks.registry.discovery import project_hooks_dir
-from mcp_hooks.spec.hookfile import find_hook_file, load_hook, problems_of, warnings_of
+from mcp_hooks.spec.hookfields import problems_of, warnings_of
+from mcp_hooks.spec.hookfile import find_hook_file, load_hook
 
 # The keys of ``validate --json``, stable: a new key may be added, none renamed or removed.
 JSON_KEYS = ("ok", "checked", "problem_count", "hooks", "entries", "problems", "warnings",

@@ -39,12 +39,12 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from mcp_hooks.errors import ConfigError
-from mcp_hooks.registry.trust import UnhashableError
+from mcp_hooks.registry.digest import UnhashableError
 
 MAX_ENTRIES = 20_000  # entries under .ahp walked (archives included) before giving up
 MAX_COVERED = 1000  # hooks*.yaml and *.py files trust covers
-MAX_FILE_BYTES = 16 * 1024 * 1024  # as a hook folder's files (trust.MAX_FILE_BYTES)
-UNVERIFIABLE_DIGEST = "0" * 64  # trust.UNVERIFIABLE_DIGEST: never recorded, never trusted
+MAX_FILE_BYTES = 16 * 1024 * 1024  # as a hook folder's files (digest.MAX_FILE_BYTES)
+UNVERIFIABLE_DIGEST = "0" * 64  # digest.UNVERIFIABLE_DIGEST: never recorded, never trusted
 GIT_TIMEOUT = 3.0
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _CHUNK = 1 << 16

@@ -54,8 +54,8 @@ from mcp_hooks.engine.audit import audited_entries
 from mcp_hooks.engine.judge import Verdict
 from mcp_hooks.engine.launch import Launcher, run_background
 from mcp_hooks.paths import ahp_user_file
+from mcp_hooks.registry.digest import set_digest
 from mcp_hooks.registry.managed import managed_layer
-from mcp_hooks.registry.trust import set_digest
 from mcp_hooks.settings import DEFAULT_ENVIRONMENT, trust_store_path
 from mcp_hooks.spec.signals import Signal
 
@@ -130,7 +130,7 @@ class ControlLayer:
 
     def digest(self, hooks: str) -> str:
         """``hooks`` (the hook folders' ``Registry.hooks_digest``) with the hooks.yaml files
-        as last read folded in (``trust.set_digest``); ``hooks`` alone when none was read.
+        as last read folded in (``digest.set_digest``); ``hooks`` alone when none was read.
         Made once per load: the event log's ``hooks_digest``."""
         config, cached = self._config, self._digested
         if config is None or not config.sources:

@@ -21,12 +21,13 @@ Signals (``signals.py``) reach a host through the forms it has, with no host-spe
   the context the engine wrote for it;
 - **prompt**: its message is in ``additional_context``, so it goes to the host's context
   field; a warning (severity medium or high) is also shown to the user, with its signal id
-  and the ``mcp-hooks respond`` actions that answer it (``signal_notes``: ``systemMessage``
-  where the host shows one, stderr everywhere);
+  and the ``mcp-hooks respond`` actions that answer it (``replies.signal_notes``:
+  ``systemMessage`` where the host shows one, stderr everywhere);
 - **aid**: the engine hands it over as ``additional_context`` of the session's next event
   whose reply shows the model that context, so it reaches the host as that event's context;
   an event whose reply has no context form (Claude Code's Stop, most of Cursor's events)
-  leaves it waiting (``shows_aid``, ``Engine.fire(hold_aid=True)``): taken once, shown once.
+  leaves it waiting (``answering.shows_aid``, ``Engine.fire(hold_aid=True)``): taken once,
+  shown once.
 
 Where a host has no form for the event (no context field, no rewrite), the bridge says so
 on stderr as for any other outcome: docs/bridges.md has the table.
@@ -39,7 +40,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,17 +47,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcp_hooks.errors import RunError
 from mcp_hooks.spec import outcome
-from mcp_hooks.spec.events import can_block
-from mcp_hooks.spec.signals import ACTIONS
-from mcp_hooks.spec.vocabulary import (
-    MCP_CLIENTS,
-    NAMED_TOOL_EVENTS,
-    RewriteError,
-    ToolMap,
-    Vocabulary,
-    rewrite_failed,
-    unexpressible,
-)
+from mcp_hooks.spec.toolcall import NAMED_TOOL_EVENTS, rewrite_failed
+from mcp_hooks.spec.vocabulary import MCP_CLIENTS, RewriteError, ToolMap, Vocabulary
 
 if TYPE_CHECKING:
     from mcp_hooks.spec.outcome import Outcome
@@ -138,148 +129,8 @@ def fault_outcome(event: str, what: str, *, on_fault: str = "block") -> Outcome:
     return outcome.fault_outcome(event, what, on_fault=on_fault)
 
 
-def unreadable(host: Host, exc: BaseException) -> str:
-    """What broke when a payload could not be translated, and how to fix it."""
-    if isinstance(exc, BridgeInputError):
-        what = str(exc)
-    else:
-        what = f"could not read the {host.title} payload: {type(exc).__name__}: {exc}"
-    return (f"{what}. Check that this hook entry belongs to {host.title} (re-run `mcp-hooks "
-            f"install {host.name}` to rewrite it); {FAULT_FIX}")
-
-
-def answer_outcome(host: Host, call: Call, outcome: Outcome | BaseException, on_fault: str,
-                   payload: Mapping[str, Any]) -> Reply:
-    """The host's reply to a fired call: its outcome in the host's form, or, when firing
-    raised, a fault outcome (never a block that loops a continuing stop); a reply that cannot
-    be built is a fault reply. Shared by the bridge and the forward endpoint."""
-    if isinstance(outcome, BaseException):
-        if call.event == "before_stop" and host.continuing(payload):
-            on_fault = "warn"
-        outcome = fault_outcome(call.event, (
-            f"the engine failed on {call.host_event}: {type(outcome).__name__}: {outcome}. "
-            f"Check the hooks with `mcp-hooks validate`; {FAULT_FIX}"), on_fault=on_fault)
-    elif outcome.modified_input is not None and on_fault != "warn":
-        rewritten, why = host.host_input(call, outcome)
-        if rewritten is None and why:  # never let the input a hook replaced run instead
-            outcome = unexpressible(call.event, outcome, why, on_fault)
-    try:
-        reply = host.reply(call, outcome)
-    except Exception as exc:
-        return host.fault_reply(
-            f"could not answer {call.host_event}: {type(exc).__name__}: {exc}; {FAULT_FIX}",
-            call.host_event, on_fault, payload)
-    return reply
-
-
-_PROBE = "mcp-hooks: does this reply show the context? 7d1f0c"
-
-
-def shows_aid(host: Host, call: Call) -> bool:
-    """Whether the host's reply to this call shows the model the engine's context, allowed
-    or denied (the model reads stdout but ``systemMessage``, and stderr on exit 2). If not
-    (Claude Code's Stop), the door fires with ``hold_aid``: the session's aid waits."""
-    stop = call.event == "before_stop"
-    for deny in (False, True) if can_block(call.event) else (False,):
-        try:
-            probe = outcome.Outcome(call.event, "deny" if deny else "allow", "probe",
-                                    continue_working=deny and stop, additional_context=[_PROBE])
-            reply = host.reply(call, probe)
-            data: Any = json.loads(reply.stdout) if reply.stdout.strip() else {}
-        except Exception:  # a reply that cannot be built or read shows nothing
-            return False
-        if isinstance(data, dict):
-            data.pop("systemMessage", None)
-        if _PROBE not in json.dumps([data, reply.stderr * (reply.exit_code == EXIT_BLOCK)]):
-            return False
-    return True
-
-
-_SURROGATE = re.compile(r"\\u[dD][89abcdefABCDEF]")
-
-
-def load_payload(raw: bytes) -> dict[str, Any]:
-    """The host's payload from stdin bytes.
-
-    Raises:
-        BridgeInputError: empty, not UTF-8, not JSON, nested too deeply, not a JSON object,
-            or holding a lone surrogate escape (text no hook can be shown faithfully).
-    """
-    try:
-        text = raw.decode("utf-8").strip()
-    except UnicodeDecodeError as exc:
-        raise BridgeInputError(f"stdin is not UTF-8 ({exc})") from None
-    if not text:
-        raise BridgeInputError("no payload on stdin (expected the host's hook JSON)")
-    try:
-        data = json.loads(text)
-    except RecursionError:
-        raise BridgeInputError("stdin is JSON nested too deeply to read") from None
-    except ValueError as exc:
-        raise BridgeInputError(f"stdin is not JSON ({exc}): {text[:120]!r}") from None
-    if not isinstance(data, dict):
-        raise BridgeInputError(f"stdin must be a JSON object, got {type(data).__name__}")
-    if _SURROGATE.search(text):  # rare: only then pay for the full check
-        try:
-            json.dumps(data, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            raise BridgeInputError(
-                "stdin holds a lone surrogate escape (not valid Unicode), so the hooks "
-                "cannot be shown the call as the host will run it") from None
-        except RecursionError:
-            raise BridgeInputError("stdin is JSON nested too deeply to read") from None
-    return data
-
-
 def text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def joined(parts: list[str]) -> str:
-    return "\n\n".join(p for p in parts if p)
-
-
-def signal_notes(outcome: Outcome) -> list[str]:
-    """What the user should see of the outcome's signals beyond its decision: each warning
-    (a prompt of severity medium or high) and each adjustment other than a rewrite the host
-    carries (a control signal not on ``tool_input``/``tool_output``), with the signal's id
-    and the actions ``mcp-hooks respond`` takes for it. Blocks are the deny itself, aid and
-    plain context (severity low) only the model's."""
-    notes: list[str] = []
-    for signal in outcome.signals:
-        if signal.intensity == "prompt" and signal.payload.get("severity") != "low":
-            what = "warning"
-        elif signal.intensity == "control" and any(
-                not isinstance(m, dict) or m.get("field") not in ("tool_input", "tool_output")
-                for m in signal.payload.get("modifications", ())):
-            what = "adjusted"
-        else:
-            continue
-        actions = "|".join(ACTIONS[signal.intensity])
-        notes.append(f"{what} from {signal.source or 'a hook'}: {signal.text()} [{signal.intensity}"
-                     f" signal {signal.id}; answer: mcp-hooks respond {signal.id} {actions}]")
-    return notes
-
-
-def warning_text(outcome: Outcome, notes: list[str]) -> str:
-    """One line per warning, for stderr and the user-facing message fields: the host's own
-    notes, the outcome's warnings, then its signals' (``signal_notes``)."""
-    return "\n".join(f"mcp-hooks: {w}"
-                     for w in (*notes, *outcome.warnings, *signal_notes(outcome)))
-
-
-def json_reply(out: dict[str, Any], outcome: Outcome, notes: list[str], *,
-               system_message: bool = False) -> Reply:
-    """The host's JSON answer, with the warnings on stderr (and in ``systemMessage`` for hosts
-    that show it to the user)."""
-    warnings = warning_text(outcome, notes)
-    if warnings and system_message:
-        out["systemMessage"] = warnings
-    return Reply.json(out, stderr=warnings + "\n" if warnings else "")
-
-
-def denied_by(outcome: Outcome) -> str:
-    return f"mcp-hooks: {outcome.event_type} denied by {outcome.blocked_by or 'a hook'}"
 
 
 class Host:

@@ -46,6 +46,7 @@ from mcp_hooks.engine.engine import Engine
 from mcp_hooks.engine.stopguard import StopGuard
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.hosts import UnknownHostError, get_host
+from mcp_hooks.hosts.answering import answer_outcome, load_payload, shows_aid, unreadable
 from mcp_hooks.hosts.asking import asks_natively
 from mcp_hooks.hosts.base import (
     FAULT_FIX,
@@ -53,10 +54,6 @@ from mcp_hooks.hosts.base import (
     Call,
     Host,
     Reply,
-    answer_outcome,
-    load_payload,
-    shows_aid,
-    unreadable,
 )
 from mcp_hooks.hosts.prompts import answer_prompt, close_answered, prompt_of, unanswered
 from mcp_hooks.options import CommonOptions, log_of

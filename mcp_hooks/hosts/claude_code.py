@@ -25,10 +25,8 @@ from mcp_hooks.hosts.base import (
     Call,
     Host,
     Reply,
-    denied_by,
-    joined,
-    json_reply,
 )
+from mcp_hooks.hosts.replies import denied_by, joined, json_reply
 from mcp_hooks.spec.vocabulary import CLAUDE_CODE, Vocabulary
 
 if TYPE_CHECKING:

@@ -26,11 +26,9 @@ from mcp_hooks.hosts.base import (
     Call,
     Host,
     Reply,
-    denied_by,
-    joined,
     json_answer,
-    json_reply,
 )
+from mcp_hooks.hosts.replies import denied_by, joined, json_reply
 from mcp_hooks.spec.vocabulary import CURSOR, CURSOR_EVENT_TOOLS, ToolMap, Vocabulary
 
 if TYPE_CHECKING:

@@ -13,7 +13,8 @@ from typing import Any
 from mcp_hooks import options
 from mcp_hooks.errors import MissingExtraError
 from mcp_hooks.hosts.doctor_report import Finding, Report
-from mcp_hooks.registry.trust import UNVERIFIABLE_DIGEST, TrustStore, hook_digest
+from mcp_hooks.registry.digest import UNVERIFIABLE_DIGEST, hook_digest
+from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.settings import Settings, default_trust_store
 from mcp_hooks.state.remote import redact
 from mcp_hooks.state.store import StateUnavailable

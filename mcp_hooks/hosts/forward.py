@@ -28,15 +28,9 @@ from typing import TYPE_CHECKING, Any
 from mcp_hooks.engine.asking import call_host_asks, nobody_waits
 from mcp_hooks.guard import passes_through
 from mcp_hooks.hosts import UnknownHostError, get_host
+from mcp_hooks.hosts.answering import answer_outcome, shows_aid, unreadable
 from mcp_hooks.hosts.asking import asks_natively
-from mcp_hooks.hosts.base import (
-    Host,
-    Reply,
-    answer_outcome,
-    fail_open,
-    shows_aid,
-    unreadable,
-)
+from mcp_hooks.hosts.base import Host, Reply, fail_open
 from mcp_hooks.spec.outcome import Event
 
 if TYPE_CHECKING:

@@ -22,11 +22,8 @@ from mcp_hooks.hosts.base import (
     Call,
     Host,
     Reply,
-    denied_by,
-    joined,
-    json_reply,
-    warning_text,
 )
+from mcp_hooks.hosts.replies import denied_by, joined, json_reply, warning_text
 from mcp_hooks.spec.vocabulary import KIMI_CLI, Vocabulary
 
 if TYPE_CHECKING:

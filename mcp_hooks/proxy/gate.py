@@ -55,7 +55,8 @@ from mcp_hooks.proxy.sessions import DownstreamSession
 from mcp_hooks.proxy.upstream import UpstreamError
 from mcp_hooks.spec.asking import Approver
 from mcp_hooks.spec.outcome import Event, Outcome, fault_outcome
-from mcp_hooks.spec.vocabulary import MCP_CLIENTS, CallerTool, caller_tool, unexpressible
+from mcp_hooks.spec.toolcall import CallerTool, caller_tool, unexpressible
+from mcp_hooks.spec.vocabulary import MCP_CLIENTS
 
 logger = logging.getLogger("mcp_hooks.proxy")
 

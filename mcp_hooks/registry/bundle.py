@@ -42,7 +42,8 @@ from typing import Literal
 
 from mcp_hooks import paths
 from mcp_hooks.errors import ConfigError, did_you_mean
-from mcp_hooks.registry.trust import TrustStore, hook_digest
+from mcp_hooks.registry.digest import hook_digest
+from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.spec.hookfile import load_hook
 
 

@@ -15,8 +15,9 @@ the user hook of the same name; a trusted one replaces it (listed in ``replaced`
 
 Nothing in a hooks folder makes discovery raise: an entry that cannot be read (a symlink
 loop, a dangling link, a FIFO, an unreadable or malformed HOOK.md) becomes an
-``InvalidHook`` with its reason, and its ``event`` tells which events it could have woken
-(None: any), so the engine can fail closed on exactly those.
+``InvalidHook`` with its reason (``folders.py`` lists and loads the folders), and its
+``event`` tells which events it could have woken (None: any), so the engine can fail closed
+on exactly those.
 
 Changes on disk (a hook added, edited, removed, a script made executable) are seen by the
 next ``refresh()``: a watcher says whether anything changed, and a rescan re-parses only the
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_hooks import paths
-from mcp_hooks.errors import HookFileError, UnknownEventError
+from mcp_hooks.registry.digest import hook_digest, set_digest
+from mcp_hooks.registry.folders import FolderLoader, InvalidHook, Loaded, folders_in, out_of_scope
 from mcp_hooks.registry.gate import (
     Known,
     TrustStatus,
@@ -49,18 +50,15 @@ from mcp_hooks.registry.gate import (
 from mcp_hooks.registry.gate import UntrustedHook as UntrustedHook  # its old home, still public
 from mcp_hooks.registry.index import EventIndex, build_index
 from mcp_hooks.registry.index import run_order as run_order  # its old home, still public
-from mcp_hooks.registry.managed import location_problem, read_settings, tree_problem
-from mcp_hooks.registry.trust import TrustStore, hook_digest, set_digest, trust_all_from_env
+from mcp_hooks.registry.managed import location_problem, read_settings
+from mcp_hooks.registry.trust import TrustStore, trust_all_from_env
 from mcp_hooks.settings import managed_dir_from_env
 from mcp_hooks.settings import trust_store_path as store_path
-from mcp_hooks.spec.events import canonical_event
-from mcp_hooks.spec.hookfile import HOOK_FILES, HookFileProblems, HookSpec, Scope, load_hook
-from mcp_hooks.spec.toolmatch import ToolMatcher
+from mcp_hooks.spec.hookfile import HookSpec, Scope
 
 if TYPE_CHECKING:
     from mcp_hooks.registry.trust import TrustStore
     from mcp_hooks.registry.watch import ChangeWatcher
-
 
 
 class CallableSource(Protocol):
@@ -70,12 +68,6 @@ class CallableSource(Protocol):
 
     def select(self, event: str, tool_name: str | None,
                tool_input: Any) -> Sequence[HookSpec]: ...
-
-
-# What decides whether a hook folder must be read again: its HOOK.md, the scripts folder
-# (an entry script added, removed or renamed changes its mtime) and scripts/run itself
-# (chmod +x). Content edits of run.sh / run.py do not matter: scripts are read when run.
-_SIGNATURE_FILES = ("HOOK.md", "scripts", "scripts/run")
 
 
 def default_user_dir() -> Path:
@@ -97,48 +89,6 @@ def find_project_dir(start: Path, stop: Path | None = None) -> Path:
         if stop is not None and candidate == stop:
             break
     return start
-
-
-@dataclass(frozen=True)
-class InvalidHook:
-    """A hook folder that could not be loaded, and why."""
-
-    name: str
-    scope: Scope
-    file: Path
-    field: str | None
-    reason: str
-    event: str | None = None  # the canonical event its trigger names; None: unreadable, any
-    in_scope: bool = True  # False for a project hook that would not run anyway (untrusted)
-    matcher: ToolMatcher | None = None  # the matcher its HOOK.md declares; None: unreadable
-
-    def __str__(self) -> str:
-        where = f"{self.file}: {self.field}" if self.field else str(self.file)
-        return f"{where}: {self.reason}"
-
-    def wakes(self, event: str) -> bool:
-        """Whether, were it valid, it could subscribe to this canonical event."""
-        return self.in_scope and (self.event is None or self.event == event)
-
-    def guards(self, event: str, tool_name: str | None, tool_input: Any) -> bool:
-        """Whether, were it valid, it could have decided this call: its event, and the
-        matcher it declared admits the call (any call when that cannot be read)."""
-        return self.wakes(event) and (self.matcher is None
-                                      or self.matcher.matches(tool_name, tool_input))
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "scope": self.scope,
-            "file": str(self.file),
-            "field": self.field,
-            "reason": self.reason,
-            "event": self.event,
-            "in_scope": self.in_scope,
-        }
-
-
-_Loaded = tuple[HookSpec, list[str]] | InvalidHook
 
 
 @dataclass
@@ -203,7 +153,7 @@ class Registry:
             self._roots.insert(0, ("managed", self.managed_dir))
         if self.project_dir is not None:
             self._roots.append(("project", project_hooks_dir(self.project_dir)))
-        self._cache: dict[Path, tuple[tuple[Any, ...], _Loaded]] = {}
+        self._folders = FolderLoader(strict)
         self._lock = threading.Lock()  # one refresh/rescan at a time (see the docstring)
         self._watcher: ChangeWatcher | None = None
         if watch:
@@ -284,7 +234,7 @@ class Registry:
         return self._watcher is not None
 
     def hooks_digest(self) -> str:
-        """``trust.set_digest`` of the hooks that decide, made once per scan (a project
+        """``digest.set_digest`` of the hooks that decide, made once per scan (a project
         hook's folder digest is trust's, already made)."""
         return self._digests()[""]
 
@@ -368,68 +318,7 @@ class Registry:
             except ValueError as exc:  # a NUL in the path: no folder of that name can exist
                 yield scope, root, f"the hooks folder path is not valid: {exc}"
                 continue
-            yield from self._folders_in(scope, entries)
-
-    @staticmethod
-    def _folders_in(scope: Scope, entries: list[os.DirEntry[str]],
-                    ) -> Iterator[tuple[Scope, Path, str | None]]:
-        """``_hook_dirs`` for the entries of one root."""
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            path = Path(entry.path)
-            try:
-                if entry.is_dir():
-                    yield scope, path, tree_problem(path) if scope == "managed" else None
-                    continue
-                if entry.is_symlink():
-                    yield scope, path, "a symbolic link to nothing (dangling); remove it " \
-                        "or point it at a hook folder"
-                elif not entry.is_file():
-                    yield scope, path, "not a folder (a FIFO, socket or device); remove it"
-            except OSError as exc:  # a symlink loop, a folder we may not search
-                yield scope, path, f"cannot be read: {exc.strerror}; remove or fix it"
-
-    def _load(self, scope: Scope, hook_dir: Path) -> _Loaded:
-        signature: list[Any] = [scope]
-        base = str(hook_dir)
-        hook_file: Path | None = None
-        for rel in _SIGNATURE_FILES:
-            try:
-                st = os.stat(f"{base}/{rel}")
-            except OSError:
-                if rel != "HOOK.md":
-                    signature.append(None)
-                    continue
-                try:
-                    st = os.stat(f"{base}/hook.md")
-                except OSError:
-                    signature.append(None)
-                    continue
-                rel = "hook.md"
-            if rel in HOOK_FILES and stat.S_ISREG(st.st_mode):
-                hook_file = hook_dir / rel
-            signature.append((st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode))
-        key = tuple(signature)
-        cached = self._cache.get(hook_dir)
-        # an invalid hook is read again on every rescan: they are few, and its fix may be in
-        # a file the signature does not cover (a run.sh converted to LF line endings in place)
-        if cached is not None and cached[0] == key and not isinstance(cached[1], InvalidHook):
-            return cached[1]
-        run = signature[-1]  # scripts/run, as just seen: not looked up again
-        loaded: _Loaded
-        try:
-            loaded = load_hook(hook_dir, scope, strict=self.strict, hook_file=hook_file,
-                               run_is_file=run is not None and stat.S_ISREG(run[3]))
-        except HookFileError as exc:
-            loaded = InvalidHook(hook_dir.name, scope, exc.file, exc.field, exc.reason,
-                                 _event_of(exc.trigger), matcher=exc.matcher
-                                 if isinstance(exc, HookFileProblems) else None)
-        except (OSError, ValueError) as exc:  # never let one folder stop the others loading
-            loaded = InvalidHook(hook_dir.name, scope, hook_dir, None,
-                                 f"cannot be loaded: {exc}")
-        self._cache[hook_dir] = (key, loaded)
-        return loaded
+            yield from folders_in(scope, entries)
 
     def _scan(self, listed: list[tuple[Scope, Path, str | None]] | None = None) -> bool:
         """Read the hook folders (``listed``: these, as listed before; else listed now)."""
@@ -439,8 +328,7 @@ class Registry:
         self._listed = list(self._hook_dirs()) if listed is None else listed
         for scope, hook_dir, problem in self._listed:
             self._take(found, scope, hook_dir, problem)
-        for stale in set(self._cache) - found.seen:
-            del self._cache[stale]
+        self._folders.keep_only(found.seen)
         if self._watcher is not None:
             roots = [root for _, root in self._roots]
             self._watcher.watch(
@@ -458,7 +346,7 @@ class Registry:
         folder = str(hook_dir)
         found.watched.append(folder)
         found.watched.append(f"{folder}/scripts")  # a missing one is skipped by the watcher
-        loaded = self._load(scope, hook_dir)
+        loaded = self._folders.load(scope, hook_dir)
         if scope == "project" and not self.trust_project_hooks:
             gated = self._trust_gate(found, hook_dir, loaded)
             if gated is None:
@@ -479,12 +367,12 @@ class Registry:
             found.replaced[spec.name] = found.valid[spec.name]
         found.valid[spec.name] = spec  # project folders come second: project replaces user
 
-    def _trust_gate(self, found: _Scan, hook_dir: Path, loaded: _Loaded) -> _Loaded | None:
+    def _trust_gate(self, found: _Scan, hook_dir: Path, loaded: Loaded) -> Loaded | None:
         """A project hook as loaded, or None when it waits for trust (``found.untrusted``)."""
         status, digest = self._trust_of(self._store(), hook_dir, found.deep, found.watched)
         if isinstance(loaded, InvalidHook):
             # an untrusted hook would not run, broken or not: it decides nothing
-            return _out_of_scope(loaded) if status == "untrusted" else loaded
+            return out_of_scope(loaded) if status == "untrusted" else loaded
         if status != "trusted":
             found.untrusted.append(UntrustedHook(loaded[0], status, digest,
                                                  project_of(hook_dir)))
@@ -576,20 +464,3 @@ class Registry:
         if self._watcher is not None:
             with self._lock:
                 self._watcher.close()
-
-
-def _event_of(trigger: str | None) -> str | None:
-    """The canonical event a broken hook's trigger names; None when it names none we know
-    (then it could have been any event, and is counted as a fault on each)."""
-    if trigger is None:
-        return None
-    try:
-        return canonical_event(trigger)
-    except UnknownEventError:
-        return None
-
-
-def _out_of_scope(invalid: InvalidHook) -> InvalidHook:
-    return InvalidHook(invalid.name, invalid.scope, invalid.file, invalid.field,
-                       invalid.reason + " (an untrusted project hook: it would not run anyway)",
-                       invalid.event, in_scope=False, matcher=invalid.matcher)

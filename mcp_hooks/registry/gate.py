@@ -1,7 +1,7 @@
 """The trust gate of project hooks: what runs is what was trusted, checked again before it runs.
 
 A project hook runs only while its folder hashes to the digest the trust store holds for it
-(``trust.hook_digest``). ``Registry`` asks ``digest_of`` when it scans, and again just before
+(``digest.hook_digest``). ``Registry`` asks ``digest_of`` when it scans, and again just before
 a hook runs (``Registry.recheck``: when its hooks are selected, and before each sync hook of
 a chain), in every mode, ``--no-watch`` included: a script edited on disk (a ``git pull``)
 makes the hook "changed" at its next run, never run unverified.
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from mcp_hooks.registry.trust import hook_digest
+from mcp_hooks.registry.digest import hook_digest
 from mcp_hooks.spec.hookfile import HookSpec
 
 TrustStatus = Literal["trusted", "untrusted", "changed"]

@@ -78,6 +78,10 @@ caller may rely on:
 
 Known limits: ``metadata.limits.cpu_seconds`` counts over the life of the process, not per
 event (a process that reaches it is killed, and restarted for the next event).
+
+This module runs an event through the processes (taking one, starting, the answer, the
+backoff); the set of processes itself (handing on, pruning, idle, stopping, close) is
+``residentset.ResidentSet``, which ``PersistentPool`` extends.
 """
 
 from __future__ import annotations
@@ -86,8 +90,7 @@ import itertools
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from mcp_hooks.runner.core import KILL_GRACE, OUTPUT_CAP, Run, RunResult
 from mcp_hooks.runner.eventloop import run_hook
@@ -102,9 +105,9 @@ from mcp_hooks.runner.resident import (
     Taken,
     from_answer,
     settle,
-    wait_exit,
     with_id,
 )
+from mcp_hooks.runner.residentset import Key, LiveHooks, ResidentSet, stamp_of
 from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.limits import Limits
 
@@ -118,24 +121,6 @@ IDLE_TIMEOUT = 600.0  # seconds without an event before a process is stopped
 _PER_EVENT_VARS = ("AGENT_HOOKS_SESSION_ID", "AGENT_HOOKS_WORK_DIR")  # in each payload instead
 
 OneShot = Callable[..., Awaitable[RunResult]]
-_Key = tuple[Path, str]
-
-
-class LiveHooks(Protocol):
-    """What ``prune`` reads of a registry (``discovery.Registry`` is one)."""
-
-    @property
-    def generation(self) -> object: ...
-
-    def get(self, name: str) -> HookSpec | None: ...
-
-def _stamp(hook: HookSpec) -> object:
-    """What tells an edited entry script: its stat (a HOOK.md edit makes a new spec)."""
-    try:
-        st = os.stat(hook.entry[-1])
-    except (OSError, IndexError, ValueError):
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 def _note(result: RunResult, note: str) -> RunResult:
@@ -152,7 +137,7 @@ def default_processes(shared_state: bool) -> int:
     return min(4, os.cpu_count() or 1) if shared_state else 1
 
 
-class PersistentPool:
+class PersistentPool(ResidentSet):
     """The resident processes of one engine's persistent hooks (see the module docstring).
 
     Args:
@@ -172,34 +157,14 @@ class PersistentPool:
                  idle_timeout: float | None = IDLE_TIMEOUT) -> None:
         if one_shot is None:
             one_shot = run_hook
+        super().__init__(close_grace=close_grace, idle_timeout=idle_timeout)
         self._one_shot = one_shot
         self.output_cap = output_cap
         self.kill_grace = kill_grace
-        self.close_grace = close_grace
         self.backoff = backoff or (0.0,)
-        self.idle_timeout = idle_timeout
-        self._slots: dict[_Key, Slot] = {}
-        self._stopping: set[Resident] = set()  # taken out of ``_slots``, being stopped
-        self._failures: dict[_Key, tuple[int, float]] = {}  # failures in a row, not before
-        self._idle_stops: set[asyncio.Task[None]] = set()
+        self._failures: dict[Key, tuple[int, float]] = {}  # failures in a row, not before
         self._ids = itertools.count()  # an event's id: this pool's random prefix, a number
         self._id_prefix = os.urandom(4).hex()
-        self._generation: object = None
-        self.closed = False
-
-    def processes(self) -> list[Resident]:
-        """Every resident process the pool keeps now (busy or not)."""
-        return [proc for slot in self._slots.values() for proc in slot.procs]
-
-    def pids(self) -> dict[str, int]:
-        """The running processes: hook name (and folder, when two share a name; ``#2``, ...
-        for a hook's second and later process) -> pid."""
-        found: dict[str, int] = {}
-        for key, slot in self._slots.items():
-            live = [proc for proc in slot.procs if not proc.dead]
-            for n, proc in enumerate(live, 1):
-                found[f"{key[0].parent.name}@{key[1]}{f'#{n}' if n > 1 else ''}"] = proc.pid
-        return found
 
     async def run(self, hook: HookSpec, stdin: bytes, *, cwd: str, env: Mapping[str, str],
                   timeout: float, limits: Limits | None = None,
@@ -225,7 +190,7 @@ class PersistentPool:
         await self._follow(generation)
         home = cwd if root is None else os.fspath(root)
         key = (hook.hook_file, home)
-        stamp = _stamp(hook)
+        stamp = stamp_of(hook)
         taken = await self._take(hook, key, stamp, max(1, processes), time.monotonic() + timeout)
         proc = taken.proc
         if taken.how == "start":
@@ -266,7 +231,7 @@ class PersistentPool:
             note += "this event ran one-shot"
         return await self._fallback(hook, stdin, cwd, env, timeout, limits, note or None)
 
-    async def _take(self, hook: HookSpec, key: _Key, stamp: object, cap: int,
+    async def _take(self, hook: HookSpec, key: Key, stamp: object, cap: int,
                     deadline: float) -> Taken:
         """A process for one event (see ``Taken``): an idle one, room for a new one, else
         (``cap`` > 1) the first one another event frees, waiting until ``deadline``."""
@@ -290,7 +255,7 @@ class PersistentPool:
             if time.monotonic() >= deadline:
                 return Taken("expired", note=note)
 
-    def _choose(self, slot: Slot, key: _Key, cap: int, note: str | None) -> Taken | None:
+    def _choose(self, slot: Slot, key: Key, cap: int, note: str | None) -> Taken | None:
         """``_take``'s step without waiting: what the event gets now, or None to wait."""
         if self.closed:
             return Taken("closed", note=note)
@@ -332,41 +297,7 @@ class PersistentPool:
         finally:
             timer.cancel()
 
-    def _hand_on(self, key: _Key) -> None:
-        """A process of ``key`` came free or went: the events waiting for one get the idle
-        ones (reserved), and one more looks again when there is room for a new process."""
-        slot = self._slots.get(key)
-        if slot is None:
-            return
-        while slot.waiters:
-            proc = slot.idle()
-            room = proc is None and (len(slot.procs) < slot.cap or self.closed
-                                     or any(p.dead and not p.busy for p in slot.procs))
-            if proc is None and not room:
-                return
-            waiter = slot.waiters.popleft()
-            if waiter.done():
-                continue
-            if proc is not None:
-                proc.busy = True
-            waiter.set_result(proc)
-            if proc is None:
-                return
-
-    def _retire(self, proc: Resident) -> None:
-        """Take ``proc`` out of its slot (its place is free; the caller stops it)."""
-        slot = self._slots.get(proc.key)
-        if slot is not None and proc in slot.procs:
-            slot.procs.remove(proc)
-
-    async def _follow(self, generation: object) -> None:
-        """Stop every process when the registry's generation moved (see ``run``)."""
-        if generation != self._generation:
-            if self._slots:
-                await self._stop_all(graceful=False)
-            self._generation = generation
-
-    async def _sweep(self, slot: Slot, hook: HookSpec, key: _Key, stamp: object) -> str | None:
+    async def _sweep(self, slot: Slot, hook: HookSpec, key: Key, stamp: object) -> str | None:
         """Stop the idle processes of ``slot`` that died or whose hook changed (a busy one
         whose hook changed is taken out, and stops after its event); the note of a death
         between events (it counts as a failure for the backoff)."""
@@ -388,7 +319,7 @@ class PersistentPool:
             await self._stop(proc, graceful=False)
         return note
 
-    def _start(self, hook: HookSpec, key: _Key, stamp: object, note: str | None, cwd: str,
+    def _start(self, hook: HookSpec, key: Key, stamp: object, note: str | None, cwd: str,
                env: Mapping[str, str], limits: Limits | None) -> Resident | RunResult:
         import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
 
@@ -408,7 +339,7 @@ class PersistentPool:
             proc.idle = loop.call_later(self.idle_timeout, self._idle, proc)
         return proc
 
-    async def _result(self, proc: Resident, key: _Key, answer: Answer | str,
+    async def _result(self, proc: Resident, key: Key, answer: Answer | str,
                       began: float) -> RunResult:
         ms = (time.perf_counter() - began) * 1000
         if not isinstance(answer, str):
@@ -453,13 +384,13 @@ class PersistentPool:
 
     # -- backoff ---------------------------------------------------------------------------
 
-    def _failed(self, key: _Key, what: str) -> str:
+    def _failed(self, key: Key, what: str) -> str:
         count, _ = self._failures.get(key, (0, 0.0))
         delay = self.backoff[min(count, len(self.backoff) - 1)]
         self._failures[key] = (count + 1, time.monotonic() + delay)
         return f"{what}; restarted for a later event (backoff {delay:g} s)"
 
-    def _waiting(self, key: _Key) -> float | None:
+    def _waiting(self, key: Key) -> float | None:
         failed = self._failures.get(key)
         if failed is None:
             return None
@@ -471,114 +402,6 @@ class PersistentPool:
         result = await self._one_shot(hook.entry, stdin, cwd=cwd, env=env, timeout=timeout,
                                       limits=limits)
         return _note(result, note) if note else result
-
-    # -- idle ------------------------------------------------------------------------------
-
-    def _idle(self, proc: Resident) -> None:
-        """The idle timer of ``proc``: stop it if no event came for ``idle_timeout``."""
-        proc.idle = None
-        slot = self._slots.get(proc.key)
-        if self.closed or slot is None or proc not in slot.procs or self.idle_timeout is None:
-            return
-        left = proc.last_used + self.idle_timeout - time.monotonic()
-        if proc.busy or left > 0:
-            proc.idle = proc.loop.call_later(self.idle_timeout if proc.busy else left,
-                                             self._idle, proc)
-            return
-        slot.procs.remove(proc)
-        task = proc.loop.create_task(self._stop_many([proc], graceful=True))
-        self._idle_stops.add(task)
-        task.add_done_callback(self._idle_stops.discard)
-
-    # -- stopping --------------------------------------------------------------------------
-
-    async def _stop(self, proc: Resident, *, graceful: bool) -> None:
-        self._retire(proc)
-        if graceful and not proc.dead:
-            proc.close_stdin()
-            await wait_exit([proc], self.close_grace)
-        proc.kill()
-        await proc.run.reaper.sweep_async()
-
-    async def _stop_all(self, *, graceful: bool) -> None:
-        """Stop every process: at once, or (``graceful``) after EOF and ``close_grace``. One
-        busy with an event is left to finish it (then stopped, being no longer registered),
-        except on close, where its event fails."""
-        procs = [*self.processes(), *self._stopping]  # a prune's too: the loop may end
-        self._clear()
-        await self._stop_many(procs, graceful=graceful)
-
-    async def _stop_many(self, procs: list[Resident], *, graceful: bool) -> None:
-        """``_stop_all`` for processes already taken out of ``_slots``; until they are
-        killed they are in ``_stopping`` (a close or ``kill_now`` meanwhile kills them too)."""
-        idle = [proc for proc in procs if not proc.busy]
-        self._stopping.update(idle)
-        try:
-            if self.closed:
-                for proc in procs:
-                    proc._wake(CLOSED)
-            if graceful:
-                for proc in idle:
-                    proc.close_stdin()
-                await wait_exit(idle, self.close_grace)
-        finally:
-            for proc in idle:
-                proc.kill()
-                self._stopping.discard(proc)
-        if idle:
-            await idle[0].run.reaper.sweep_async()
-
-    def _clear(self) -> None:
-        """Forget every slot; the events waiting in one look again (and find the pool
-        closed, or a new slot)."""
-        slots = list(self._slots.values())
-        self._slots.clear()
-        for slot in slots:
-            slot.wake_all()
-
-    async def aclose(self) -> None:
-        """Close every process (EOF, ``close_grace``, then kill) and sweep; idempotent. Later
-        runs are one-shot."""
-        self.closed = True
-        await self._stop_all(graceful=True)
-        if self._idle_stops:
-            import asyncio  # lazy: 59 ms of cold fire (python -X importtime)
-
-            await asyncio.gather(*self._idle_stops, return_exceptions=True)
-
-    async def prune(self, hooks: LiveHooks) -> None:
-        """Stop the processes whose hook ``hooks`` no longer has (see the module docstring);
-        one comparison when its generation has not moved since the last ``run`` or ``prune``.
-        A process busy with an event finishes it, then stops."""
-        generation = hooks.generation
-        if generation == self._generation or self.closed:
-            return
-        self._generation = generation
-        stale = [proc for proc in self.processes()
-                 if hooks.get(proc.spec.name) is not proc.spec or proc.stamp != _stamp(proc.spec)]
-        for proc in stale:
-            self._retire(proc)
-            self._hand_on(proc.key)  # an event waiting for it starts a new one
-        if stale:
-            await self._stop_many(stale, graceful=True)
-
-    def kill_now(self) -> None:
-        """Kill every process group and reap it at once, with no wait on an event loop (for an
-        owner whose loop has closed, or that cannot await); idempotent. Later runs are
-        one-shot. Call it from the pool's loop thread, or when that loop no longer runs."""
-        self.closed = True
-        procs = [*self.processes(), *self._stopping]
-        self._clear()
-        self._stopping.clear()
-        for proc in procs:
-            if not proc.loop.is_closed():
-                proc._wake(CLOSED)  # an event in flight on a loop still there fails
-            proc.kill()
-        for task in list(self._idle_stops):
-            if not task.get_loop().is_closed():
-                task.cancel()
-        if procs:
-            procs[0].run.reaper.sweep()
 
 
 __all__ = [

@@ -53,7 +53,7 @@ from urllib.parse import unquote
 from mcp_hooks.errors import ConfigError, InvalidEventError
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.hosts import UnknownHostError, get_host
-from mcp_hooks.hosts.base import load_payload, unreadable
+from mcp_hooks.hosts.answering import load_payload, unreadable
 from mcp_hooks.hosts.forward import (
     BRIDGE_PATH,
     FIRE_PATH,

@@ -64,7 +64,8 @@ from mcp_hooks.service import (
 from mcp_hooks.spec import matching
 from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.outcome import Event, HookRun, Outcome
-from mcp_hooks.spec.vocabulary import MCP_CLIENTS, answered, caller_tool
+from mcp_hooks.spec.toolcall import answered, caller_tool
+from mcp_hooks.spec.vocabulary import MCP_CLIENTS
 from mcp_hooks.state.signallog import respond
 from mcp_hooks.state.store import StateUnavailable, UnknownSignal
 

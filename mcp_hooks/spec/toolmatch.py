@@ -2,7 +2,7 @@
 
 The one implementation of the matcher rule, shared by a valid hook (``HookSpec.matches``)
 and by a hook that did not load but whose HOOK.md declared a readable matcher
-(``discovery.InvalidHook``: its fault counts only on the calls its matcher admits).
+(``folders.InvalidHook``: its fault counts only on the calls its matcher admits).
 
 - ``tool`` must match the whole tool name (``Shell`` does not match ``PowerShell``). A
   names-only one (``Bash|Shell``, ``LITERAL_TOOLS``) is a set, widened with the canonical

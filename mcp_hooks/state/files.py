@@ -16,7 +16,7 @@ Under ``root`` (default ``paths.state_dir()``, ``$XDG_STATE_HOME/mcp-hooks``):
   climbs).
 - ``aid/<digest of the session>.jsonl``: a session's queue, one JSON object a line,
   appended under ``flock``; ``take_all`` claims the whole file by renaming it first, so one
-  caller gets each item.
+  caller gets each item (``queuefiles.QueueFiles``).
 - ``once/<digest of the name>``: a claimed name (``claim``), empty; its mtime is when the
   claim expires, read and set under ``flock``. Expired ones are removed at most once a
   minute, each under its lock.
@@ -29,23 +29,21 @@ Under ``root`` (default ``paths.state_dir()``, ``$XDG_STATE_HOME/mcp-hooks``):
   (``asks.py``, ``asktables.FileTable``).
 
 Every state file is opened without following a final symlink and without blocking (a FIFO
-never hangs a reader), must be a regular file, and is read bounded: anything else where a
-state file belongs counts as empty (a counter that cannot be read is 0; on an increment a
-FIFO or symlink there is replaced by a regular file). A full disk loses an increment or an
-item (``count`` stays what it was), reports a log record once on stderr, and fails
-``answer_once`` with ``StateUnavailable``.
+never hangs a reader), must be a regular file, and is read bounded (``statefile.py``):
+anything else where a state file belongs counts as empty (a counter that cannot be read is
+0; on an increment a FIFO or symlink there is replaced by a regular file). A full disk loses
+an increment or an item (``count`` stays what it was), reports a log record once on stderr,
+and fails ``answer_once`` with ``StateUnavailable``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import json
 import math
 import os
 import re
-import stat
 import sys
 import threading
 import time
@@ -67,6 +65,8 @@ from mcp_hooks.state.eventlog import (
     encode_record,
 )
 from mcp_hooks.state.memory import MemoryStore
+from mcp_hooks.state.queuefiles import QueueFiles
+from mcp_hooks.state.statefile import FLAGS, name_digest, open_regular, read_fd
 from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, UnknownSignal
 
 try:
@@ -77,36 +77,10 @@ except ImportError:  # pragma: no cover - not POSIX
 LADDER = "ladder"  # the namespace kept in ladder.json
 MAX_LADDER_BYTES = 8 << 20  # a bigger ladder.json counts as empty (and is replaced)
 MAX_COUNT = 1 << 20  # a count above it is not one an update wrote
-MAX_QUEUE_BYTES = 1 << 20  # bytes read from one session's queue
-_FLAGS = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_.]{1,64}")
 SIGNAL_LOG_NAME = "signals.jsonl"
 
 _USE_DEFAULT: Any = object()
-
-
-def _digest(*parts: str) -> str:
-    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-def _open_regular(path: Path, flags: int) -> int:
-    """``path`` opened without following a final symlink or blocking; ``OSError`` (ELOOP,
-    EISDIR, ENXIO...) when it is not a regular file."""
-    fd = os.open(path, flags | _FLAGS, 0o600)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(errno.EINVAL, f"{path} is not a regular file")
-    return fd
-
-
-def _read_fd(fd: int, cap: int) -> bytes:
-    out = bytearray()
-    while len(out) < cap:
-        chunk = os.pread(fd, min(1 << 16, cap - len(out)), len(out))
-        if not chunk:
-            break
-        out += chunk
-    return bytes(out)
 
 
 def clean_ladder(data: Any) -> dict[str, Any]:
@@ -129,7 +103,7 @@ def clean_ladder(data: Any) -> dict[str, Any]:
     return out
 
 
-class FileStore(AskBook):
+class FileStore(QueueFiles, AskBook):
     """The state store in files (see the module docstring; asks: ``asktables.FileTable``
     in ``root/asks``).
 
@@ -162,10 +136,9 @@ class FileStore(AskBook):
             self.signals = EventLog(Path(signals))
             self.signals.what = "signal log"
         self.ladder_path = Path(ladder) if ladder is not None else self.root / "ladder.json"
-        self.queues = Path(queues) if queues is not None else self.root / "aid"
+        QueueFiles.__init__(self, Path(queues) if queues is not None else self.root / "aid")
         self.ask_table = FileTable(self.root / "asks")
         self.counters = Path(counters) if counters is not None else self.root / "stop"
-        self._empty: dict[str, int] = {}  # session -> queue folder mtime when it had nothing
         self._ladder_memory = MemoryStore()  # the ladder's counts while ladder.json fails
         self._told_ladder = False
         self._purged = 0.0  # when expired claims were last removed
@@ -174,9 +147,9 @@ class FileStore(AskBook):
 
     def counter_path(self, namespace: str, session: str, key: str = "") -> Path:
         """The file of a counter of a namespace other than ``ladder``."""
-        name = namespace if _SAFE_NAME.fullmatch(namespace) else f"ns{_digest(namespace)[:16]}"
-        path = self.counters / f"{name}-{_digest(namespace, session)}"
-        return path.with_name(f"{path.name}.{_digest(key)[:16]}") if key else path
+        name = namespace if _SAFE_NAME.fullmatch(namespace) else f"ns{name_digest(namespace)[:16]}"
+        path = self.counters / f"{name}-{name_digest(namespace, session)}"
+        return path.with_name(f"{path.name}.{name_digest(key)[:16]}") if key else path
 
     def count(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         if namespace == LADDER:
@@ -186,7 +159,7 @@ class FileStore(AskBook):
                 return kept
             return max(kept, int(entry.get("counts", {}).get(key, 0)))
         try:
-            fd = _open_regular(self.counter_path(namespace, session, key), os.O_RDONLY)
+            fd = open_regular(self.counter_path(namespace, session, key), os.O_RDONLY)
         except OSError:
             return 0
         try:
@@ -199,7 +172,7 @@ class FileStore(AskBook):
         try:
             if time.time() - os.fstat(fd).st_mtime > ttl:
                 return 0
-            value = int(_read_fd(fd, 32).strip() or 0)
+            value = int(read_fd(fd, 32).strip() or 0)
         except (OSError, ValueError):
             return 0
         return value if 0 < value <= MAX_COUNT else 0
@@ -229,14 +202,14 @@ class FileStore(AskBook):
     def _open_counter(self, path: Path) -> int:
         for attempt in (1, 2):
             try:
-                return _open_regular(path, os.O_RDWR | os.O_CREAT)
+                return open_regular(path, os.O_RDWR | os.O_CREAT)
             except FileNotFoundError:
                 path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             except OSError as exc:
                 if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.EINVAL) or attempt == 2:
                     raise
                 os.unlink(path)  # a symlink or FIFO where the count belongs: replaced
-        return _open_regular(path, os.O_RDWR | os.O_CREAT)
+        return open_regular(path, os.O_RDWR | os.O_CREAT)
 
     def reset(self, namespace: str, session: str | None = None, key: str | None = None) -> None:
         if namespace == LADDER:
@@ -259,9 +232,9 @@ class FileStore(AskBook):
 
     def _read_ladder(self) -> dict[str, Any]:
         try:
-            fd = _open_regular(self.ladder_path, os.O_RDONLY)
+            fd = open_regular(self.ladder_path, os.O_RDONLY)
             try:
-                raw = _read_fd(fd, MAX_LADDER_BYTES + 1)
+                raw = read_fd(fd, MAX_LADDER_BYTES + 1)
             finally:
                 os.close(fd)
             if len(raw) > MAX_LADDER_BYTES:
@@ -279,7 +252,7 @@ class FileStore(AskBook):
         try:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             lock = path.with_name(path.name + ".lock")
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | _FLAGS, 0o600)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | FLAGS, 0o600)
         except OSError as exc:
             self._ladder_failed(exc)
             return 0
@@ -291,7 +264,7 @@ class FileStore(AskBook):
             now = time.time()
             keep = ttl if ttl is not None else 30 * 24 * 3600.0
             data["sessions"] = {s: v for s, v in data["sessions"].items() if now - v["at"] < keep}
-            out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _FLAGS, 0o600)
+            out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | FLAGS, 0o600)
             try:
                 view = memoryview(json.dumps(data, sort_keys=True).encode())
                 while view:
@@ -377,89 +350,12 @@ class FileStore(AskBook):
         finally:
             os.close(fd)  # closing releases the lock
 
-    # -- queues ----------------------------------------------------------------------------
-
-    def queue_path(self, session: str) -> Path:
-        return self.queues / f"{_digest(session)}.jsonl"
-
-    def put(self, session: str, items: list[dict[str, Any]]) -> None:
-        if not items:
-            return
-        data = b"".join(json.dumps(item, ensure_ascii=True, default=str).encode() + b"\n"
-                        for item in items)
-        path = self.queue_path(session)
-        with contextlib.suppress(OSError, TimeoutError):
-            self.queues.mkdir(parents=True, exist_ok=True, mode=0o700)
-            for _ in range(100):
-                fd = _open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-                try:
-                    flock_within(fd, path)
-                    # a taker may have claimed the file between the open and the lock:
-                    # then write to a new one, or the item would go out with the claimed
-                    if os.fstat(fd).st_ino == os.stat(path, follow_symlinks=False).st_ino:
-                        _write_all(fd, data)
-                        return
-                except FileNotFoundError:
-                    pass
-                finally:
-                    os.close(fd)
-
-    def _nothing_new(self, session: str) -> bool:
-        """Whether the queue folder is unchanged since this session last found nothing: one
-        ``stat`` instead of a ``rename`` that fails. A folder changed in the last 50 ms is
-        checked anyway (its mtime may not move again for a write in the same tick)."""
-        try:
-            mtime = os.stat(self.queues).st_mtime_ns
-        except OSError:
-            return True  # no folder: nothing ever waited
-        settled = time.time_ns() - mtime > 50_000_000
-        if settled and self._empty.get(session) == mtime:
-            return True
-        if len(self._empty) > 10_000:
-            self._empty.clear()
-        if settled:
-            self._empty[session] = mtime
-        else:
-            self._empty.pop(session, None)
-        return False
-
-    def take_all(self, session: str) -> list[dict[str, Any]]:
-        if self._nothing_new(session):
-            return []
-        path = self.queue_path(session)
-        claimed = path.with_name(f"{path.stem}.{os.getpid()}.{threading.get_ident()}.taking")
-        try:
-            os.rename(path, claimed)
-        except OSError:
-            return []  # nothing waiting (the common case), or another caller took it
-        self._empty.pop(session, None)
-        try:
-            fd = _open_regular(claimed, os.O_RDONLY)
-            try:
-                flock_within(fd, claimed)  # a writer that opened the file before the rename
-                raw = _read_fd(fd, MAX_QUEUE_BYTES)
-            finally:
-                os.close(fd)
-        except (OSError, TimeoutError):
-            with contextlib.suppress(OSError):  # unread: back in place (unless new items
-                os.link(claimed, path)  # came meanwhile: then it waits under its claim)
-                os.unlink(claimed)
-            return []
-        with contextlib.suppress(OSError):
-            os.unlink(claimed)
-        out: list[dict[str, Any]] = []
-        for line in raw.splitlines():
-            item = _parse(line.decode("utf-8", errors="replace"))
-            if item is not None:  # a torn or foreign line is skipped
-                out.append(item)
-        return out
-
     # -- once-only names --------------------------------------------------------------------
 
     def claim(self, name: str, *, ttl: float) -> bool:
         """``once/<digest of the name>``: its mtime is when the claim expires, read and set
         under ``flock``; a file a purge unlinked meanwhile is claimed afresh."""
-        path = self.root / "once" / _digest(name)
+        path = self.root / "once" / name_digest(name)
         try:
             self._purge_claims(path.parent)
             while True:
@@ -501,7 +397,7 @@ def _same_file(fd: int, path: Path) -> bool:
 
 def _unlink_expired(path: Path, now: float) -> None:
     """Unlink a claim's file if it is still expired once locked (never a live claim)."""
-    fd = _open_regular(path, os.O_RDWR)
+    fd = open_regular(path, os.O_RDWR)
     try:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # busy: a claim is being made
@@ -530,15 +426,6 @@ def _forget(data: dict[str, Any], session: str | None, key: str | None) -> int:
     elif session in data["sessions"]:
         data["sessions"][session]["counts"].pop(key, None)
     return 1
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        if not written:
-            raise OSError(errno.ENOSPC, "the file took no bytes")
-        view = view[written:]
 
 
 def _look_up(fd: int, signal_id: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:

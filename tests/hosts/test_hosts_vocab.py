@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from mcp_hooks.hosts import HOSTS, UnknownHostError, get_host, host_name
-from mcp_hooks.hosts.base import BridgeInputError, load_payload
+from mcp_hooks.hosts.answering import load_payload
+from mcp_hooks.hosts.base import BridgeInputError
 from mcp_hooks.spec.vocabulary import (
     CLAUDE_CODE,
     CLINE,

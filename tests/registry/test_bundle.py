@@ -22,7 +22,8 @@ import pytest
 from mcp_hooks.cli import setup
 from mcp_hooks.hosts import HOSTS, get_host
 from mcp_hooks.registry import bundle
-from mcp_hooks.registry.trust import TrustStore, hook_digest
+from mcp_hooks.registry.digest import hook_digest
+from mcp_hooks.registry.trust import TrustStore
 from tests.conftest import MCP_HOOKS
 
 LIBRARY = Path(__file__).resolve().parents[2] / "hooks"

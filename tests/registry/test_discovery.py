@@ -228,7 +228,8 @@ def test_relative_folders_are_resolved_once_at_start(tmp_path: Path,
 
 
 def trust(project: Path, *names: str) -> None:
-    from mcp_hooks.registry.trust import TrustStore, hook_digest
+    from mcp_hooks.registry.digest import hook_digest
+    from mcp_hooks.registry.trust import TrustStore
 
     hooks = project / ".agents" / "hooks"
     TrustStore().trust(project, {n: hook_digest(hooks / n) for n in names})

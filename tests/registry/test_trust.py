@@ -17,18 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from mcp_hooks.registry.trust import (
+from mcp_hooks.registry.digest import (
     MAX_ENTRIES,
     MAX_FILE_BYTES,
-    TRUST_ALL_ENV,
     UNVERIFIABLE_DIGEST,
     TrustError,
-    TrustStore,
-    TrustStoreError,
     digest_report,
     hook_digest,
-    trust_all_from_env,
 )
+from mcp_hooks.registry.trust import TRUST_ALL_ENV, TrustStore, TrustStoreError, trust_all_from_env
 from mcp_hooks.settings import trust_store_path
 from tests.conftest import MCP_HOOKS, write_hook
 
@@ -134,7 +131,7 @@ def _digest_in_subprocess(hook: Path, user: int | None = None, python: str = sys
                           package_root: Path = ROOT) -> tuple[str, list[str]]:
     """digest_report run in a fresh process (so a hang is a timeout, not a stuck test),
     importing mcp_hooks from ``package_root``."""
-    code = ("import json, sys; from pathlib import Path; from mcp_hooks.registry.trust import "
+    code = ("import json, sys; from pathlib import Path; from mcp_hooks.registry.digest import "
             "digest_report; print(json.dumps(digest_report(Path(sys.argv[1]))))")
     done = subprocess.run(
         [python, "-c", code, str(hook)], capture_output=True, text=True, timeout=20,

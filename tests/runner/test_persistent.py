@@ -22,8 +22,9 @@ from mcp import Client
 
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.errors import HookFileError
+from mcp_hooks.registry.digest import hook_digest
 from mcp_hooks.registry.discovery import Registry
-from mcp_hooks.registry.trust import TrustStore, hook_digest
+from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.server import build_server
 from mcp_hooks.service import HookService

@@ -32,7 +32,8 @@ from mcp_hooks.registry.discovery import Registry
 from mcp_hooks.runner.core import RunResult
 from mcp_hooks.runner.persistent import PersistentPool, default_processes
 from mcp_hooks.settings import Settings
-from mcp_hooks.spec.hookfile import MAX_PROCESSES, load_hook
+from mcp_hooks.spec.hookfields import MAX_PROCESSES
+from mcp_hooks.spec.hookfile import load_hook
 from mcp_hooks.spec.outcome import Event, Outcome
 from tests.conftest import write_hook
 from tests.helpers.servers import redis_service, redis_url

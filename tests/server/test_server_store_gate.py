@@ -19,8 +19,8 @@ import pytest
 import redis
 from mcp import Client
 
+from mcp_hooks.registry.digest import hook_digest
 from mcp_hooks.registry.signing import record_signature
-from mcp_hooks.registry.trust import hook_digest
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.mcp_calls import fire
 from tests.helpers.replicas import serving

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from mcp_hooks.errors import HookFileError
-from mcp_hooks.spec.hookfile import HookFileProblems, load_hook, problems_of
+from mcp_hooks.spec.hookfields import HookFileProblems, problems_of
+from mcp_hooks.spec.hookfile import load_hook
 from tests.conftest import write_hook
 
 

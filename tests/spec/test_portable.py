@@ -135,6 +135,6 @@ def test_the_command_prints_one_line_per_problem_and_exits_1(tmp_path: Path) -> 
 
 
 def test_spec_fields_are_our_known_fields() -> None:
-    from mcp_hooks.spec.hookfile import KNOWN_KEYS
+    from mcp_hooks.spec.hookfields import KNOWN_KEYS
 
     assert set(SPEC_FIELDS) == KNOWN_KEYS

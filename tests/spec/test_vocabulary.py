@@ -13,13 +13,13 @@ from mcp_hooks.engine.engine import Engine
 from mcp_hooks.registry.discovery import Registry
 from mcp_hooks.server import prompts
 from mcp_hooks.spec.outcome import Event, Outcome
+from mcp_hooks.spec.toolcall import caller_tool
 from mcp_hooks.spec.vocabulary import (
     CANONICAL_KEYS,
     HOST_TABLES,
     MCP_CLIENTS,
     MCP_SERVER_TOOLS,
     also_named,
-    caller_tool,
     matcher_problem,
     tool,
     tool_catalogue,
