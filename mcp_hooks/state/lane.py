@@ -26,6 +26,11 @@ class Lane:
     async def aclose(self) -> None:
         """Close the asyncio client (on the loop that made it)."""
 
+    def waiting(self, session: str) -> int:
+        """How many calls of ``session`` wait at the gate now (behind the one that runs)."""
+        lock = self._sessions.get(session)
+        return 0 if lock is None else len(getattr(lock, "_waiters", None) or ())
+
     @asynccontextmanager
     async def gate(self, session: str | None) -> AsyncIterator[None]:
         """One call of ``session`` at a time (no session: never gated): a session waiting on

@@ -63,6 +63,7 @@ from typing import Any
 
 from mcp_hooks.state import pgasks
 from mcp_hooks.state.asks import ASK, AskBook
+from mcp_hooks.state.lane import Lane, lane_of
 from mcp_hooks.state.pgpool import DEADLINE, Pool, bounded
 from mcp_hooks.state.pgschema import (
     ANSWER,
@@ -136,10 +137,25 @@ class PostgresStore(AskBook, SpoolingLog):
         except Exception as exc:  # a URL libpq cannot parse (ProgrammingError is an Error)
             raise unreachable(url, exc, "Fix the URL: postgresql://user:password@host[:port]/db"
                               ) from None
-        self._pool = Pool(psycopg, self._conninfo, max(1, pool_size), timeout or DEADLINE)
+        self._size, self._deadline = max(1, pool_size), timeout or DEADLINE
+        self._sync_pool = Pool(psycopg, self._conninfo, self._size, self._deadline)
+
+    @property
+    def _pool(self) -> Any:
+        """The connections of this call: the asyncio ones in ``bridge.run`` (``pglane.py``),
+        else the sync pool's."""
+        lane = lane_of(self)
+        return self._sync_pool if lane is None else lane.pool
+
+    def lane(self) -> Lane:
+        """This store's asyncio side on the running loop (``engine/offloop.py``)."""
+        # lazy: greenlet (2 ms, -X importtime), which a one-shot CLI never needs
+        from mcp_hooks.state.pglane import PgLane
+
+        return PgLane(self, self._conninfo, self._size, self._deadline)
 
     def close(self) -> None:
-        self._pool.close()
+        self._sync_pool.close()
 
     def about(self) -> dict[str, Any]:
         """The server and schema as ``doctor --state`` shows them; ``StateUnavailable`` when

@@ -6,6 +6,7 @@ reply). Made by ``RedisStore.lane``, closed with the engine that made it.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import AsyncIterator, Iterator
 from types import TracebackType
 from typing import Any
@@ -24,7 +25,7 @@ class RedisLane(Lane):
         super().__init__(store)
         asyncio_redis = require("redis.asyncio", "redis", "the redis client",
                                 "the Redis state store")
-        self.client: Any = asyncio_redis.Redis.from_url(url, **options)
+        self.client: Any = asyncio_redis.Redis.from_url(url, **options, **_checked())
         self._scripts = {text: self.client.register_script(text) for text in SCRIPTS}
         self.redis = _Face(self.client)
 
@@ -75,6 +76,17 @@ class _Pipe:
 
     def execute(self) -> Any:
         return wait(self._pipe.execute())
+
+
+def _checked() -> dict[str, Any]:
+    """The option that keeps redis.asyncio's check of a pooled connection before each use
+    (one the server closed, a restart, is replaced, not used): redis 7+ skips that check
+    while it listens for a managed server's maintenance notices, on by default ("auto")."""
+    try:
+        notices = importlib.import_module("redis.maint_notifications")
+    except ImportError:  # an older redis: no notices, the check always made
+        return {}
+    return {"maint_notifications_config": notices.MaintNotificationsConfig(enabled=False)}
 
 
 async def _collect(found: AsyncIterator[Any]) -> list[Any]:
