@@ -12,7 +12,6 @@ import psycopg
 import pytest
 
 from mcp_hooks import Engine, Event, EventLog, Registry
-from mcp_hooks.engine.offloop import LaneCaller
 from mcp_hooks.spec.signals import from_async_result
 from mcp_hooks.state.inbox import AidInbox
 from tests.conftest import write_hook
@@ -35,11 +34,8 @@ async def _waiting(engine: Engine, watcher: psycopg.AsyncConnection[Any], sessio
     cursor = await watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE "
                                   "wait_event_type = 'Lock' AND datname = current_database()")
     row = await cursor.fetchone()
-    gated = 0
-    caller = engine._store_call
-    if isinstance(caller, LaneCaller) and caller._lane is not None:
-        gated = caller._lane.waiting(session)
-    return int(row[0] if row else 0) + gated
+    lane = getattr(engine._store_call, "_lane", None)  # offloop.LaneCaller's, once made
+    return int(row[0] if row else 0) + (lane.waiting(session) if lane is not None else 0)
 
 
 @pytest.mark.anyio
