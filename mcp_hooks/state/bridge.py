@@ -8,7 +8,7 @@ store (a row lock, a slow reply) only suspends its own event.
 The store's operations stay written once, in sync code (``redis.py``, ``postgres.py``):
 :func:`run` runs such code (the engine's store calls around an event: ``Engine._fire``) in a
 greenlet of its own (the ``greenlet`` package, the bridge SQLAlchemy's asyncio support is
-built on); where that code reaches the store, the store asks :func:`lane_of` for the asyncio
+built on); where that code reaches the store, the store asks ``lane.lane_of`` for the asyncio
 side this greenlet runs with, and its client's calls :func:`wait` there: the greenlet hands
 the awaitable to the loop's task that drives it, which awaits it and hands back the result
 (or throws in the error). Outside :func:`run` (a thread, a one-shot CLI) ``lane_of`` is None

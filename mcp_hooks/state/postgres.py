@@ -17,7 +17,9 @@ lost (``spool.py``); the next call connects again. ``?timeout=`` in the URL sets
 most a connect or a call may take). A pooled connection the server closed while it was idle
 (a restarted server: "terminating connection due to administrator command") is noticed when
 it is taken from the pool (it has something to read) and replaced by a new one, so a restart
-between two events fails none of them.
+between two events fails none of them. A serving engine makes its calls around each event
+through psycopg's ``AsyncConnection`` on its loop (``pglane.py``, ``bridge.py``): the same
+code, the same rules.
 
 The schema is created on first use: the ``mcp_hooks_migrations`` table records each migration
 applied (one row per version); a process that finds it behind applies what is missing under
@@ -149,7 +151,7 @@ class PostgresStore(AskBook, SpoolingLog):
 
     def lane(self) -> Lane:
         """This store's asyncio side on the running loop (``engine/offloop.py``)."""
-        # lazy: greenlet (2 ms, -X importtime), which a one-shot CLI never needs
+        # lazy: 3 ms of cold start (greenlet; python -X importtime), which no one-shot CLI needs
         from mcp_hooks.state.pglane import PgLane
 
         return PgLane(self, self._conninfo, self._size, self._deadline)

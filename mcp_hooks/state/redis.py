@@ -9,7 +9,8 @@ bounds a connect and each read of a reply (``socket_timeout`` and ``socket_conne
 which the URL may also give): a server that stops answering costs a call at most that, and
 then the store counts as lost; never a hang. A call is never sent twice (a timeout is not
 retried); a pooled connection the server closed (a restart) is noticed by the client when
-it is taken, and replaced.
+it is taken, and replaced. A serving engine makes its calls around each event through a
+``redis.asyncio`` client of the same URL (``redislane.py``, ``bridge.py``): the same code.
 
 Keys (``<p>`` the prefix; namespaces, sessions and ids are %-quoted, so none holds a ``:``;
 a lone surrogate, which a session id taken from JSON may carry, is quoted as the bytes
@@ -139,7 +140,7 @@ class RedisStore(AskBook, SpoolingLog):
 
     def lane(self) -> Lane:
         """This store's asyncio side on the running loop (``engine/offloop.py``)."""
-        # lazy: redis.asyncio and greenlet, which a one-shot CLI never needs (-X importtime)
+        # lazy: 3 ms of cold start (greenlet; python -X importtime), which no one-shot CLI needs
         from mcp_hooks.state.redislane import RedisLane
 
         return RedisLane(self, *self._client)
