@@ -63,9 +63,10 @@ async def call_off_loop(work: Callable[[], _T], session: str | None = None) -> _
 class LaneCaller:
     """A shared store's calls around each event on its asyncio client (``state/bridge.py``):
     the store's sync code in a greenlet, each wait on the store a suspension of this event's
-    task only, one call of a session at a time (``Lane.gate``). The client (the store's
-    ``lane()``) is made on the loop of the first call and closed by ``aclose`` (the engine's
-    exit); a call on no asyncio loop (an inline chain, trio) runs as ``call_off_loop``."""
+    task only (PostgreSQL's: one call of a session at a time, ``Lane.gate``). The client
+    (the store's ``lane()``) is made on the loop of the first call and closed by ``aclose``
+    (the engine's exit); a call on no asyncio loop (an inline chain, trio) runs as
+    ``call_off_loop``."""
 
     def __init__(self, store: StateStore) -> None:
         self._store = store

@@ -14,12 +14,13 @@ the awaitable to the loop's task that drives it, which awaits it and hands back 
 (or throws in the error). Outside :func:`run` (a thread, a one-shot CLI) ``lane_of`` is None
 and the store uses its sync client: one code, two ways to wait.
 
-A :class:`Lane` is one store's asyncio side on one event loop: made on that loop by the
-first call (``AsyncCaller``, ``engine/offloop.py``), closed with the engine that made it. It
-runs one session's calls one after another (:meth:`Lane.gate`): a session whose call waits
-(its row locked by another connection) holds at most one of the store's connections, never
-the others' events. The calls run with the task's context (``contextvars``), so a call that
-fails is counted for its own event (``spool.Mark``).
+A ``lane.Lane`` is one store's asyncio side on one event loop: made on that loop by the
+first call (``LaneCaller``, ``engine/offloop.py``), closed with the engine that made it.
+PostgreSQL's lane runs one session's calls one after another (``Lane.gate``): a session
+whose call waits (its row locked by another connection) holds at most one of the pool's
+connections, never the others' events (Redis's client grows its pool as needed: no gate).
+The calls run with the task's context (``contextvars``), so a call that fails is counted
+for its own event (``spool.Mark``).
 """
 
 from __future__ import annotations

@@ -14,7 +14,11 @@ from typing import Any
 
 
 class Lane:
-    """One store's asyncio side on one event loop (``redislane.py``, ``pglane.py``)."""
+    """One store's asyncio side on one event loop (``redislane.py``, ``pglane.py``).
+    ``gated``: its connections are few (PostgreSQL's pool), so a session's calls run one
+    at a time; a client whose pool grows as needed (redis.asyncio's) needs no gate."""
+
+    gated = False
 
     def __init__(self, store: object) -> None:
         self.store = store
@@ -35,7 +39,7 @@ class Lane:
     async def gate(self, session: str | None) -> AsyncIterator[None]:
         """One call of ``session`` at a time (no session: never gated): a session waiting on
         the store holds at most one connection."""
-        if session is None:
+        if session is None or not self.gated:
             yield
             return
         lock = self._sessions.get(session)
@@ -44,9 +48,10 @@ class Lane:
         try:
             async with lock:
                 yield
-        finally:
-            if not lock.locked() and self._sessions.get(session) is lock:
-                del self._sessions[session]  # none waits: forgotten
+        finally:  # none runs nor waits (a woken waiter is not yet running: still waiting)
+            if (not lock.locked() and not self.waiting(session)
+                    and self._sessions.get(session) is lock):
+                del self._sessions[session]
 
 
 def lane_of(store: object) -> Any:

@@ -33,6 +33,8 @@ class PgLane(Lane):
     """``store``'s asyncio connections on the running loop (``conninfo`` as the sync
     pool's, at most ``size``, each use bounded by ``deadline`` seconds)."""
 
+    gated = True  # ``size`` connections: a session waiting on a row lock holds one at most
+
     def __init__(self, store: object, conninfo: str, size: int, deadline: float) -> None:
         super().__init__(store)
         psycopg = require("psycopg", "postgres", "psycopg 3", "the PostgreSQL state store")
