@@ -130,10 +130,11 @@ def start_replica(tmp: Path, n: int, url: str, user: Path, project: Path,
     raise RuntimeError(f"replica {n} did not start (exit {proc.wait()})")
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of ``pid`` and every process below it (hooks still running)."""
+def cpu_seconds(pid: int, alone: bool = False) -> float:
+    """utime + stime of ``pid`` and every process below it (hooks still running); of ``pid``
+    only when ``alone``."""
     total = 0.0
-    for task in [pid, *descendants(pid)]:
+    for task in [pid, *([] if alone else descendants(pid))]:
         with contextlib.suppress(OSError):
             fields = Path(f"/proc/{task}/stat").read_text().rsplit(")", 1)[1].split()
             total += (int(fields[11]) + int(fields[12])) / TICKS
@@ -198,11 +199,13 @@ def load(targets: list[str], drivers: int, concurrency: int, seconds: float,
          str(seconds), "--concurrency", str(concurrency), *(door or [])],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True) for i in range(drivers)]
     cpu_before = [cpu_seconds(pid) for pid in pids]
+    own_before = [cpu_seconds(pid, alone=True) for pid in pids]
     spying = profile(pids[0], max(1.0, seconds - 2), spy) if spy else None
     outs = [proc.communicate(timeout=seconds + 300)[0] for proc in procs]
     if spying is not None:
         spying.wait(60)
     cpu_after = [cpu_seconds(pid) for pid in pids]
+    own_after = [cpu_seconds(pid, alone=True) for pid in pids]
     results = [json.loads(out.strip().splitlines()[-1]) for out in outs]
     calls = sum(r["calls"] for r in results)
     return {
@@ -212,6 +215,7 @@ def load(targets: list[str], drivers: int, concurrency: int, seconds: float,
         "all_calls": sum(r["all_calls"] for r in results),
         "driver_cpu_s": sum(r["cpu_s"] for r in results),
         "cpu_s": sum(cpu_after) - sum(cpu_before),
+        "own_cpu_s": sum(own_after) - sum(own_before),  # the replicas alone, no hook
     }
 
 
@@ -371,9 +375,9 @@ def report(args: argparse.Namespace, samples: dict[str, list[float]],
         f"cores of its own, a replica can answer at most {cores / per_event:.0f} events/s "
         f"({per_event * 1000:.2f} ms each); with the MCP SDK clients on the same cores "
         f"({per_call * 1000:.2f} ms a call), {cores / (per_event + per_call):.0f} events/s. "
-        "Both are under 1,000: what a replica spends is in the profile below (the Redis "
-        "client is synchronous, called on the event loop; concurrent events beyond the hook's "
-        "resident processes spawn one each). A second replica on "
+        "Both are under 1,000: what a replica spends is in the profile below (the store's "
+        "calls on redis.asyncio, issue 34; concurrent events beyond the hook's resident "
+        "processes spawn one each; by door: bench_doors.py). A second replica on "
         "the same cores cannot add CPU: its ratio in (c) is about 1 at best on a quiet "
         "machine, below 1 when the cores are already taken.",
     ]
