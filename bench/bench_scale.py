@@ -53,6 +53,12 @@ TICKS = os.sysconf("SC_CLK_TCK")
 EVENTS_PER_AGENT_S = 0.5  # an agent's hook events per second (a tool call every ~4 s: 2 each)
 BUSY = 0.6  # the share of a replica's cores a deployment plans to use
 
+DOORS = ("tool", "forward")  # a driver's door: ``fire_hook_event`` (MCP), ``POST /hooks/fire``
+# ``start_replica(code=DIR)``: a replica run from another source tree (``git archive``), this
+# tree's editable install notwithstanding (bench_doors.py's baseline)
+BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); from mcp_hooks.cli import main; "
+        "sys.exit(main())")
+
 ARGS = {"event_type": "before_tool", "tool_name": "Shell", "tool_input": {"command": "ls"}}
 
 
@@ -100,13 +106,19 @@ async def latency(tmp: Path, urls: dict[str, str], n: int) -> dict[str, list[flo
 # -- (b), (c), (d): serve replicas under load --------------------------------------------------
 
 
-def start_replica(tmp: Path, n: int, url: str, user: Path, project: Path) -> tuple[
+def start_replica(tmp: Path, n: int, url: str, user: Path, project: Path,
+                  token: str | None = None, code: str | None = None) -> tuple[
         subprocess.Popen[str], str]:
+    """A replica (``token``: its forward endpoint mounted; ``code``: run from that source
+    tree, e.g. another commit's ``git archive``, instead of this one)."""
     env = {**os.environ, "XDG_STATE_HOME": str(tmp / f"state-{n}"),
            "XDG_CONFIG_HOME": str(tmp / "config")}
     env.pop("MCP_HOOKS_TOKEN", None)
+    if token is not None:
+        env["MCP_HOOKS_TOKEN"] = token
+    program = [MCP_HOOKS] if code is None else [sys.executable, "-c", BOOT, code]
     proc = subprocess.Popen(
-        [MCP_HOOKS, "serve", "--transport", "http", "--port", "0", "--stateless",
+        [*program, "serve", "--transport", "http", "--port", "0", "--stateless",
          "--project-dir", str(project), "--user-dir", str(user), "--no-log", "--state", url],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         text=True)
@@ -118,10 +130,11 @@ def start_replica(tmp: Path, n: int, url: str, user: Path, project: Path) -> tup
     raise RuntimeError(f"replica {n} did not start (exit {proc.wait()})")
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of ``pid`` and every process below it (hooks still running)."""
+def cpu_seconds(pid: int, alone: bool = False) -> float:
+    """utime + stime of ``pid`` and every process below it (hooks still running); of ``pid``
+    only when ``alone``."""
     total = 0.0
-    for task in [pid, *descendants(pid)]:
+    for task in [pid, *([] if alone else descendants(pid))]:
         with contextlib.suppress(OSError):
             fields = Path(f"/proc/{task}/stat").read_text().rsplit(")", 1)[1].split()
             total += (int(fields[11]) + int(fields[12])) / TICKS
@@ -142,7 +155,10 @@ def descendants(pid: int) -> list[int]:
 # what the profile of (b) names: a frame's share of the replica's samples (inclusive)
 PROFILED = {
     "Engine.fire": "`Engine.fire` (hooks, store, log)",
-    "RedisStore.": "the Redis store's calls, synchronous on the event loop",
+    "RedisStore.": "the Redis store's calls (on its asyncio client since issue 34)",
+    "bridge.py": "the store's calls through state/bridge.py (greenlet, redis.asyncio)",
+    "run_sync_in_worker_thread": "worker-thread hops (anyio.to_thread: nonce claims...)",
+    "server/forward.py": "the forward endpoint (/hooks/fire): MAC, nonce claim, body",
     "_posix_spawn": "spawning a hook process (every resident process of the hook busy)",
     "PersistentPool.": "the persistent hook's pool",
     "StreamableHTTPASGIApp.__call__": "the SDK's streamable HTTP transport (ASGI)",
@@ -174,18 +190,22 @@ def shares(raw: Path) -> dict[str, float]:
 
 
 def load(targets: list[str], drivers: int, concurrency: int, seconds: float,
-         pids: list[int], spy: Path | None = None) -> dict[str, Any]:
-    """``drivers`` driver processes, driver i against ``targets[i % len(targets)]``."""
+         pids: list[int], spy: Path | None = None, door: list[str] | None = None
+         ) -> dict[str, Any]:
+    """``drivers`` driver processes, driver i against ``targets[i % len(targets)]``
+    (``door``: the driver's ``--door`` options, default the MCP tool)."""
     procs = [subprocess.Popen(
         [sys.executable, __file__, "--drive", targets[i % len(targets)], "--seconds",
-         str(seconds), "--concurrency", str(concurrency)],
+         str(seconds), "--concurrency", str(concurrency), *(door or [])],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True) for i in range(drivers)]
     cpu_before = [cpu_seconds(pid) for pid in pids]
+    own_before = [cpu_seconds(pid, alone=True) for pid in pids]
     spying = profile(pids[0], max(1.0, seconds - 2), spy) if spy else None
     outs = [proc.communicate(timeout=seconds + 300)[0] for proc in procs]
     if spying is not None:
         spying.wait(60)
     cpu_after = [cpu_seconds(pid) for pid in pids]
+    own_after = [cpu_seconds(pid, alone=True) for pid in pids]
     results = [json.loads(out.strip().splitlines()[-1]) for out in outs]
     calls = sum(r["calls"] for r in results)
     return {
@@ -195,36 +215,37 @@ def load(targets: list[str], drivers: int, concurrency: int, seconds: float,
         "all_calls": sum(r["all_calls"] for r in results),
         "driver_cpu_s": sum(r["cpu_s"] for r in results),
         "cpu_s": sum(cpu_after) - sum(cpu_before),
+        "own_cpu_s": sum(own_after) - sum(own_before),  # the replicas alone, no hook
     }
 
 
-async def drive(url: str, seconds: float, concurrency: int) -> dict[str, Any]:
-    """One driver: ``concurrency`` calls in flight on one client for ``seconds``."""
+async def drive(url: str, seconds: float, concurrency: int,
+                door: argparse.Namespace) -> dict[str, Any]:
+    """One driver: ``concurrency`` calls in flight on one client for ``seconds``: the MCP
+    tool ``fire_hook_event``, or (``door.door == "forward"``) signed ``POST /hooks/fire``
+    requests as ``mcp-hooks fire --server`` sends them (a nonce each)."""
     import anyio
     import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
 
     limits = httpx2.Limits(max_connections=concurrency + 4,
                            max_keepalive_connections=concurrency + 4)
     counts = {"calls": 0, "errors": 0, "all": 0}
-    async with httpx2.AsyncClient(limits=limits, timeout=httpx2.Timeout(60.0)) as http, \
-            Client(streamable_http_client(url, http_client=http)) as client:
-        args = {**ARGS, "session_id": f"drive-{os.getpid()}"}
+    auth = {"Authorization": f"Bearer {door.token}"} if door.token else {}
+    async with contextlib.AsyncExitStack() as stack:
+        http = await stack.enter_async_context(httpx2.AsyncClient(
+            limits=limits, timeout=httpx2.Timeout(60.0), headers=auth))
+        call = (forward_call(http, url, door) if door.door == "forward"
+                else await tool_call(stack, http, url))
         for _ in range(20):  # warm up
-            await client.call_tool("fire_hook_event", args)
+            await call()
             counts["all"] += 1
         deadline = time.perf_counter() + seconds
 
         async def worker() -> None:
             while time.perf_counter() < deadline:
-                result = await client.call_tool("fire_hook_event", args)
+                allowed = await call()
                 counts["all"] += 1
-                if result.is_error or (result.structured_content or {}).get(
-                        "decision") != "allow":
-                    counts["errors"] += 1
-                else:
-                    counts["calls"] += 1
+                counts["calls" if allowed else "errors"] += 1
 
         t0, cpu0 = time.perf_counter(), time.process_time()
         async with anyio.create_task_group() as tg:
@@ -233,6 +254,43 @@ async def drive(url: str, seconds: float, concurrency: int) -> dict[str, Any]:
         wall = time.perf_counter() - t0
     return {"calls": counts["calls"], "errors": counts["errors"], "all_calls": counts["all"],
             "seconds": wall, "cpu_s": time.process_time() - cpu0}
+
+
+async def tool_call(stack: contextlib.AsyncExitStack, http: Any, url: str) -> Any:
+    """One ``fire_hook_event`` call on an MCP client of ``url``: True when it allowed."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    client = await stack.enter_async_context(Client(streamable_http_client(url,
+                                                                           http_client=http)))
+    args = {**ARGS, "session_id": f"drive-{os.getpid()}"}
+
+    async def call() -> bool:
+        result = await client.call_tool("fire_hook_event", args)
+        return not result.is_error and (result.structured_content or {}).get(
+            "decision") == "allow"
+    return call
+
+
+def forward_call(http: Any, url: str, door: argparse.Namespace) -> Any:
+    """One signed ``POST /hooks/fire`` (``fire_client.forward_fire``'s request, on a
+    keep-alive client): True when it allowed."""
+    from urllib.parse import quote
+
+    from mcp_hooks.hosts.forward_auth import sign_request
+
+    base = url.rsplit("/mcp", 1)[0]
+    target = "/hooks/fire?ask=now"
+    body = json.dumps({**ARGS, "work_dir": door.project,
+                       "session_id": f"drive-{os.getpid()}"}).encode()
+
+    async def call() -> bool:
+        signed = sign_request(door.token, target, body, user_dir=quote(door.user),
+                              project_dir=quote(door.project))
+        answer = await http.post(base + target, content=body, headers={
+            "Content-Type": "application/json", **signed.headers})
+        return bool(answer.status_code == 200 and answer.json().get("decision") == "allow")
+    return call
 
 
 def replicas_run(tmp: Path, redis_url: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -317,9 +375,9 @@ def report(args: argparse.Namespace, samples: dict[str, list[float]],
         f"cores of its own, a replica can answer at most {cores / per_event:.0f} events/s "
         f"({per_event * 1000:.2f} ms each); with the MCP SDK clients on the same cores "
         f"({per_call * 1000:.2f} ms a call), {cores / (per_event + per_call):.0f} events/s. "
-        "Both are under 1,000: what a replica spends is in the profile below (the Redis "
-        "client is synchronous, called on the event loop; concurrent events beyond the hook's "
-        "resident processes spawn one each). A second replica on "
+        "Both are under 1,000: what a replica spends is in the profile below (the store's "
+        "calls on redis.asyncio, issue 34; concurrent events beyond the hook's resident "
+        "processes spawn one each; by door: bench_doors.py). A second replica on "
         "the same cores cannot add CPU: its ratio in (c) is about 1 at best on a quiet "
         "machine, below 1 when the cores are already taken.",
     ]
@@ -346,11 +404,15 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=16, help="calls in flight each")
     parser.add_argument("--no-write", action="store_true", help="leave RESULTS.md alone")
     parser.add_argument("--drive", metavar="URL", help=argparse.SUPPRESS)
+    parser.add_argument("--door", default="tool", choices=DOORS, help=argparse.SUPPRESS)
+    parser.add_argument("--token", help=argparse.SUPPRESS)
+    parser.add_argument("--user", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--project", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     import anyio
 
     if args.drive:
-        found = anyio.run(drive, args.drive, args.seconds, args.concurrency)
+        found = anyio.run(drive, args.drive, args.seconds, args.concurrency, args)
         print(json.dumps(found), flush=True)
         return 0
     from tests.helpers import servers

@@ -46,6 +46,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from mcp_hooks.control.ladder import Ladder
+from mcp_hooks.engine import offloop
 from mcp_hooks.engine.asking import Asker
 from mcp_hooks.engine.callables import CallableHook, notify
 from mcp_hooks.engine.chain import Chain
@@ -213,6 +214,7 @@ class Engine:
         finally:
             if self._owns_pool and self._pool is not None:  # persistent hook processes
                 await self._pool.aclose()  # later runs are one-shot
+            await offloop.close_caller(self._store_call)  # a shared store's asyncio client
             if self._owns_store:
                 close_store(self.store)
 
@@ -293,7 +295,8 @@ class Engine:
         notes = self.registry.held_notes(name, event.tool_name, event.tool_input)  # trust's
         before = functools.partial(before_event, self.stop_guard, self.store, name, event,
                                    payload)
-        ticket, lost = before() if self._in_place else await self._store_call(before)
+        ticket, lost = (before() if self._in_place
+                        else await self._store_call(before, event.session_id))
         fault = self._fault(name, event, hooks, payload, work_dir, lost)
         mark = event_mark()  # a store call failing for this event from here fails it closed
         if fault is not None:
@@ -318,10 +321,11 @@ class Engine:
                       ) -> Outcome:
         """Steps 3 to 5: the session's aid, the chain's links in one loop, the guard, the log
         (``marks``: the stop's ticket and the event's count of failed store calls). A local
-        store's calls run in place (``_in_place``), a shared one's off the loop."""
+        store's calls run in place (``_in_place``), a shared one's on its asyncio client."""
         if not hold_aid and event.session_id:  # no session: no aid waits
             take = functools.partial(self._inbox.take, event.session_id)
-            chain.deliver(take() if self._in_place else await self._store_call(take))
+            chain.deliver(take() if self._in_place
+                          else await self._store_call(take, event.session_id))
         todo = sync_links(name, hooks) if hooks else []  # 3. the chain's links (links.py)
         if self.control is not None and (self.control.wakes(name) if woken is None else woken):
             todo.append(HooksYaml(self.control, self._blocking, self._launcher, self.log))
@@ -332,12 +336,11 @@ class Engine:
         outcome = after_event(self.store, marks[1], name, chain.outcome(name), self.on_fault)
         finish = functools.partial(self._finish, event, name, work_dir, outcome, marks[0],
                                    chain)  # 4. guard, 5. log
-        return finish() if self._in_place else await self._store_call(finish)
+        return finish() if self._in_place else await self._store_call(finish, event.session_id)
 
     def _finish(self, event: Event, name: str, work_dir: str, outcome: Outcome,
                 ticket: StopTicket | None, chain: Chain) -> Outcome:
-        """Steps 4 and 5 (store calls: run off the event loop): the loop guard counts the
-        stop, the event is logged with the links whose failure let it through."""
+        """Steps 4 and 5 (the store's calls): count the stop; log the event, naming who failed."""
         outcome = self.stop_guard.after(ticket, outcome)
         return self._logged(event, name, work_dir, outcome, chain.outputs, chain.delivered,
                             fail_open=[] if outcome.denied else chain.fail_open())

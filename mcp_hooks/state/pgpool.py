@@ -35,7 +35,7 @@ def _close_all(idle: list[Any]) -> None:
             idle.pop().close()
 
 
-def _stale(conn: Any) -> bool:
+def stale(conn: Any) -> bool:
     """An idle connection with something to read: the server closed it (a restart, an idle
     timeout) or it broke; a live idle connection has nothing to say."""
     try:
@@ -102,7 +102,7 @@ class Pool:
         while True:
             with self._lock:
                 conn = self._idle.pop() if self._idle else None
-            if conn is None or not (conn.closed or _stale(conn)):
+            if conn is None or not (conn.closed or stale(conn)):
                 return conn
             with contextlib.suppress(Exception):
                 conn.close()
@@ -117,4 +117,4 @@ class Pool:
         self._finalizer()
 
 
-__all__ = ["CONNECT_TIMEOUT", "DEADLINE", "Pool", "bounded"]
+__all__ = ["CONNECT_TIMEOUT", "DEADLINE", "Pool", "bounded", "stale"]

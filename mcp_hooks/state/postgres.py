@@ -17,7 +17,9 @@ lost (``spool.py``); the next call connects again. ``?timeout=`` in the URL sets
 most a connect or a call may take). A pooled connection the server closed while it was idle
 (a restarted server: "terminating connection due to administrator command") is noticed when
 it is taken from the pool (it has something to read) and replaced by a new one, so a restart
-between two events fails none of them.
+between two events fails none of them. A serving engine makes its calls around each event
+through psycopg's ``AsyncConnection`` on its loop (``pglane.py``, ``bridge.py``): the same
+code, the same rules.
 
 The schema is created on first use: the ``mcp_hooks_migrations`` table records each migration
 applied (one row per version); a process that finds it behind applies what is missing under
@@ -45,8 +47,9 @@ table                    what, and how long it lives
 
 Text columns hold ids as given when they are UTF-8; an id with a lone surrogate (a session id
 taken from JSON may carry one, and PostgreSQL text cannot) is stored as ``MARK`` and its
-%-quoted ``surrogatepass`` bytes (:func:`_t`): distinct ids stay distinct, read back whole,
-never a ``UnicodeEncodeError`` (an id that starts with ``MARK`` itself is quoted so too).
+%-quoted ``surrogatepass`` bytes (``pgschema.to_text``): distinct ids stay distinct, read
+back whole, never a ``UnicodeEncodeError``
+(an id that starts with ``MARK`` itself is quoted so too).
 
 Expired rows are purged by the store itself, at most once every ``PURGE_EVERY`` seconds per
 process, on a write.
@@ -59,12 +62,26 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import quote, unquote
 
 from mcp_hooks.state import pgasks
 from mcp_hooks.state.asks import ASK, AskBook
-from mcp_hooks.state.files import MAX_COUNT
+from mcp_hooks.state.lane import Lane, lane_of
 from mcp_hooks.state.pgpool import DEADLINE, Pool, bounded
+from mcp_hooks.state.pgschema import (
+    ANSWER,
+    APPEND,
+    APPEND_SIGNAL,
+    CLAIM,
+    INCREMENT,
+    MIGRATIONS,
+    PUT,
+    migrate,
+    versions,
+)
+from mcp_hooks.state.pgschema import from_text as _untext
+from mcp_hooks.state.pgschema import json_object as _record
+from mcp_hooks.state.pgschema import to_text as _t
+from mcp_hooks.state.pgschema import to_text_or_none as _t_or_none
 from mcp_hooks.state.remote import (
     SpoolingLog,
     Ttls,
@@ -90,138 +107,8 @@ DEFAULTS = {"connect_timeout": "2", "tcp_user_timeout": "2000", "keepalives_idle
 POOL_SIZE = 8  # connections per store object at most (one per thread using it at once)
 PURGE_EVERY = 300.0  # seconds between two purges of expired rows, per process
 
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE mcp_hooks_counters (
-        namespace text NOT NULL, session text NOT NULL, key text NOT NULL,
-        value bigint NOT NULL, expires_at timestamptz NOT NULL,
-        PRIMARY KEY (namespace, session, key));
-    CREATE TABLE mcp_hooks_log (
-        id bigserial PRIMARY KEY, log text NOT NULL, session_id text, replica text,
-        at timestamptz NOT NULL DEFAULT clock_timestamp(), record json NOT NULL);
-    CREATE INDEX mcp_hooks_log_session ON mcp_hooks_log (log, session_id, id);
-    CREATE INDEX mcp_hooks_log_at ON mcp_hooks_log (at);
-    CREATE TABLE mcp_hooks_signals (
-        signal_id text PRIMARY KEY, sent json NOT NULL, answer json,
-        answered_at timestamptz, expires_at timestamptz NOT NULL);
-    CREATE TABLE mcp_hooks_queue (
-        id bigserial PRIMARY KEY, session text NOT NULL, item json NOT NULL,
-        expires_at timestamptz NOT NULL);
-    CREATE INDEX mcp_hooks_queue_session ON mcp_hooks_queue (session, id);
-    """,
-    # 2: each log record's own id (spool.py), so a record sent twice is stored once
-    """
-    ALTER TABLE mcp_hooks_log ADD COLUMN record_id text;
-    CREATE UNIQUE INDEX mcp_hooks_log_record ON mcp_hooks_log (record_id);
-    """,
-    # 3: the trusted digests of project hooks (``trust --state``), one row per hook
-    """
-    CREATE TABLE mcp_hooks_trust (
-        project text NOT NULL, name text NOT NULL, entry json NOT NULL,
-        PRIMARY KEY (project, name));
-    """,
-    # 4: once-only names (``claim``: a forwarded request's nonce, across replicas)
-    """
-    CREATE TABLE mcp_hooks_once (
-        name text PRIMARY KEY, expires_at timestamptz NOT NULL);
-    """,
-)
-# numbered apart from the list: each applied when missing, whatever is missing below it
-NUMBERED: dict[int, str] = {5: pgasks.TABLE}  # 5: the asks
-MARK = "\ufffd%"  # starts a text column's value that is an id's quoted bytes (``_t``)
 FOLLOW_LOOKBACK = 1000  # ids below the newest seen that ``follow`` reads again: a row whose
 # transaction committed after a later id's did is still printed (once)
-
-# a value that is not a count from 1 to MAX_COUNT (negative, huge) starts over at 1 (the
-# caller reports it: the second column is the value it replaced, else NULL)
-_INCREMENT = f"""
-WITH old AS (SELECT value FROM mcp_hooks_counters
-             WHERE namespace = %(ns)s AND session = %(s)s AND key = %(k)s)
-INSERT INTO mcp_hooks_counters AS c (namespace, session, key, value, expires_at)
-VALUES (%(ns)s, %(s)s, %(k)s, 1, now() + make_interval(secs => %(ttl)s))
-ON CONFLICT (namespace, session, key) DO UPDATE SET
-    value = CASE WHEN c.expires_at <= now() OR c.value NOT BETWEEN 1 AND {MAX_COUNT} THEN 1
-                 ELSE least(c.value, {MAX_COUNT - 1}) + 1 END,
-    expires_at = EXCLUDED.expires_at
-RETURNING value, (SELECT value FROM old WHERE value NOT BETWEEN 1 AND {MAX_COUNT})
-"""
-
-_APPEND = ("INSERT INTO mcp_hooks_log (log, session_id, replica, record, record_id) "
-           "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (record_id) DO NOTHING")
-# a sent signal: its row (the first sent with an id is kept) and the log's, one statement
-_APPEND_SIGNAL = """
-WITH sig AS (
-    INSERT INTO mcp_hooks_signals (signal_id, sent, expires_at)
-    VALUES (%s, %s, now() + make_interval(secs => %s)) ON CONFLICT DO NOTHING)
-INSERT INTO mcp_hooks_log (log, session_id, replica, record, record_id)
-VALUES (%s, %s, %s, %s, %s) ON CONFLICT (record_id) DO NOTHING
-"""
-# the answer stored only where none is, and logged only then: one statement, one answer
-_ANSWER = """
-WITH won AS (
-    UPDATE mcp_hooks_signals SET answer = %s, answered_at = now()
-    WHERE signal_id = %s AND answer IS NULL RETURNING 1)
-INSERT INTO mcp_hooks_log (log, session_id, replica, record)
-SELECT 'signals', %s, %s, %s FROM won
-RETURNING 1
-"""
-# a row where none is, or where the one there expired: one statement, one claim
-_CLAIM = """
-INSERT INTO mcp_hooks_once AS o (name, expires_at)
-VALUES (%s, now() + make_interval(secs => %s))
-ON CONFLICT (name) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE o.expires_at <= now()
-RETURNING 1
-"""
-# items in their order (ids follow the ordinality)
-_PUT = """
-INSERT INTO mcp_hooks_queue (session, item, expires_at)
-SELECT %s, item::json, now() + make_interval(secs => %s)
-FROM unnest(%s::text[]) WITH ORDINALITY AS t(item, n) ORDER BY n
-"""
-
-
-def _t(text: str) -> str:
-    """``text`` as a text column keeps it: itself when it is UTF-8 and does not start with
-    ``MARK``; else ``MARK`` and its %-quoted ``surrogatepass`` bytes (lossless)."""
-    if not text.startswith(MARK):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            pass
-        else:
-            return text
-    return MARK + quote(text.encode("utf-8", "surrogatepass"), safe="")
-
-
-def _t_or_none(value: Any) -> str | None:
-    """A record's field as ``_t`` keeps it; None for anything but a string."""
-    return _t(value) if isinstance(value, str) else None
-
-
-def _untext(value: Any) -> str:
-    """What ``_t`` was given."""
-    text = str(value)
-    return unquote(text[len(MARK):], errors="surrogatepass") if text.startswith(MARK) else text
-
-
-def versions() -> dict[int, str]:
-    """Every migration by its version: the list's (1, 2, ...) and ``NUMBERED``."""
-    return {**dict(enumerate(MIGRATIONS, 1)), **NUMBERED}
-
-
-def migrate(conn: Any) -> None:
-    """Create or bring up to date the tables, once, however many processes race."""
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext(current_schema() || "
-                     "'.mcp_hooks_migrations'))")
-        conn.execute("CREATE TABLE IF NOT EXISTS mcp_hooks_migrations (version int PRIMARY "
-                     "KEY, applied_at timestamptz NOT NULL DEFAULT now())")
-        done = {int(row[0]) for row in conn.execute(
-            "SELECT version FROM mcp_hooks_migrations").fetchall()}
-        todo = versions()
-        for version in sorted(set(todo) - done):
-            conn.execute(todo[version])
-            conn.execute("INSERT INTO mcp_hooks_migrations (version) VALUES (%s)", (version,))
 
 
 class PostgresStore(AskBook, SpoolingLog):
@@ -252,10 +139,25 @@ class PostgresStore(AskBook, SpoolingLog):
         except Exception as exc:  # a URL libpq cannot parse (ProgrammingError is an Error)
             raise unreachable(url, exc, "Fix the URL: postgresql://user:password@host[:port]/db"
                               ) from None
-        self._pool = Pool(psycopg, self._conninfo, max(1, pool_size), timeout or DEADLINE)
+        self._size, self._deadline = max(1, pool_size), timeout or DEADLINE
+        self._sync_pool = Pool(psycopg, self._conninfo, self._size, self._deadline)
+
+    @property
+    def _pool(self) -> Any:
+        """The connections of this call: the asyncio ones in ``bridge.run`` (``pglane.py``),
+        else the sync pool's."""
+        lane = lane_of(self)
+        return self._sync_pool if lane is None else lane.pool
+
+    def lane(self) -> Lane:
+        """This store's asyncio side on the running loop (``engine/offloop.py``)."""
+        # lazy: 3 ms of cold start (greenlet; python -X importtime), which no one-shot CLI needs
+        from mcp_hooks.state.pglane import PgLane
+
+        return PgLane(self, self._conninfo, self._size, self._deadline)
 
     def close(self) -> None:
-        self._pool.close()
+        self._sync_pool.close()
 
     def about(self) -> dict[str, Any]:
         """The server and schema as ``doctor --state`` shows them; ``StateUnavailable`` when
@@ -302,8 +204,8 @@ class PostgresStore(AskBook, SpoolingLog):
         try:
             self._hold()
             with self._pool.connection() as conn:
-                row = conn.execute(_INCREMENT, {"ns": _t(namespace), "s": _t(session),
-                                                "k": _t(key), "ttl": ttl}).fetchone()
+                row = conn.execute(INCREMENT, {"ns": _t(namespace), "s": _t(session),
+                                             "k": _t(key), "ttl": ttl}).fetchone()
                 self._purge(conn)
         except self._errors as exc:
             self._report("a counter's increment", exc)
@@ -357,9 +259,9 @@ class PostgresStore(AskBook, SpoolingLog):
                text, _t(str(record[ID])))
         with self._pool.connection() as conn:
             if sent:  # the log's row and the signal's row in one statement: both or none
-                conn.execute(_APPEND_SIGNAL, (_t(str(signal_id)), text, self.ttls.signal, *row))
+                conn.execute(APPEND_SIGNAL, (_t(str(signal_id)), text, self.ttls.signal, *row))
             else:
-                conn.execute(_APPEND, row)
+                conn.execute(APPEND, row)
 
     def read(self, log: LogName, session: str | None = None) -> Iterator[dict[str, Any]]:
         after = 0
@@ -415,7 +317,7 @@ class PostgresStore(AskBook, SpoolingLog):
     def _store_answer(self, conn: Any, signal_id: str, answer: dict[str, Any]) -> str:
         """Store ``answer`` unless another is stored first; the stored one's JSON text."""
         text = dumps(answer)
-        won = conn.execute(_ANSWER, (text, _t(signal_id), _t_or_none(answer.get("session_id")),
+        won = conn.execute(ANSWER, (text, _t(signal_id), _t_or_none(answer.get("session_id")),
                                      _t_or_none(answer.get("replica")), text)).fetchone()
         if won:
             return text
@@ -430,7 +332,7 @@ class PostgresStore(AskBook, SpoolingLog):
             return
         try:  # never held (remote.HOLD): an async hook's aid, no event waits on it
             with self._pool.connection() as conn:
-                conn.execute(_PUT, (_t(session), self.ttls.queue,
+                conn.execute(PUT, (_t(session), self.ttls.queue,
                                     [dumps(item) for item in items]))
         except self._errors as exc:
             self._report("queueing aid", exc)
@@ -463,7 +365,7 @@ class PostgresStore(AskBook, SpoolingLog):
     def claim(self, name: str, *, ttl: float) -> bool:
         try:
             with self._pool.connection() as conn:
-                row = conn.execute(_CLAIM, (once_name(name), ttl)).fetchone()
+                row = conn.execute(CLAIM, (once_name(name), ttl)).fetchone()
                 self._purge(conn)
         except self._errors as exc:
             raise self._report.lost(exc, "Nothing was claimed: " + FIX) from None
@@ -568,13 +470,6 @@ class PostgresStore(AskBook, SpoolingLog):
         like = "".join("\\" + c if c in "\\%_" else c for c in _t(ASK)) + "%"
         return [_untext(row[0]) for row in self._rows(pgasks.KEYS, [like])]
 
-
-def _record(text: str) -> dict[str, Any] | None:
-    try:
-        record = json.loads(text)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
 
 
 __all__ = ["MIGRATIONS", "PostgresStore", "StateUnavailable", "migrate", "versions"]

@@ -9,7 +9,8 @@ bounds a connect and each read of a reply (``socket_timeout`` and ``socket_conne
 which the URL may also give): a server that stops answering costs a call at most that, and
 then the store counts as lost; never a hang. A call is never sent twice (a timeout is not
 retried); a pooled connection the server closed (a restart) is noticed by the client when
-it is taken, and replaced.
+it is taken, and replaced. A serving engine makes its calls around each event through a
+``redis.asyncio`` client of the same URL (``redislane.py``, ``bridge.py``): the same code.
 
 Keys (``<p>`` the prefix; namespaces, sessions and ids are %-quoted, so none holds a ``:``;
 a lone surrogate, which a session id taken from JSON may carry, is quoted as the bytes
@@ -55,6 +56,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsp
 
 from mcp_hooks.state.asks import ASK, AskBook
 from mcp_hooks.state.files import MAX_COUNT
+from mcp_hooks.state.lane import Lane, lane_of
+from mcp_hooks.state.redislua import ANSWER, APPEND, INCREMENT, SCRIPTS, SWAP
 from mcp_hooks.state.remote import (
     SESSION_STREAM_CAP,
     STREAM_CAP,
@@ -74,64 +77,6 @@ from mcp_hooks.state.store import AlreadyAnswered, LogName, StateUnavailable, Un
 DEFAULT_PREFIX = "mcp-hooks:"
 TIMEOUT = 2.0  # seconds a connect or a command may take before the store counts as lost
 FIX = ("Start it, or point --state (MCP_HOOKS_STATE) at a Redis that is running")
-
-# KEYS: the session's counter hash; ARGV: the key, ttl ms, MAX_COUNT. A value that is not a
-# count from 1 to MAX_COUNT starts over (reported by the caller: the second result is 1)
-_INCREMENT = """
-local v = redis.call('HGET', KEYS[1], ARGV[1])
-local bad = 0
-if v then
-  local n = string.match(v, '^%d+$') and #v < 16 and tonumber(v) or nil
-  if not n or n < 1 or n > tonumber(ARGV[3]) then
-    redis.call('HDEL', KEYS[1], ARGV[1])
-    bad = 1
-  elseif n >= tonumber(ARGV[3]) then
-    redis.call('HSET', KEYS[1], ARGV[1], n - 1)
-  end
-end
-local n = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
-local ms = tonumber(ARGV[2])
-if redis.call('PTTL', KEYS[1]) < ms then redis.call('PEXPIRE', KEYS[1], ms) end
-return {n, bad, v or ''}
-"""
-
-# KEYS: the record's seen-key, log stream, session stream (or ""), signal key (or "");
-# ARGV: record JSON, caps, session stream ttl ms, signal ttl ms, seen ttl ms. A record whose
-# id was seen is not added again (a replay, a retry after a lost reply): 0; else 1
-_APPEND = """
-if not redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[6]) then return 0 end
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'r', ARGV[1])
-if KEYS[3] ~= '' then
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'r', ARGV[1])
-  redis.call('PEXPIRE', KEYS[3], ARGV[4])
-end
-if KEYS[4] ~= '' then redis.call('SET', KEYS[4], ARGV[1], 'NX', 'PX', ARGV[5]) end
-return 1
-"""
-
-# KEYS: answer, log stream, session stream (or ""); ARGV: answer JSON, ttl ms, caps
-_ANSWER = """
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'r', ARGV[1])
-  if KEYS[3] ~= '' then
-    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'r', ARGV[1])
-    redis.call('PEXPIRE', KEYS[3], ARGV[5])
-  end
-  return {1, ARGV[1]}
-end
-return {0, redis.call('GET', KEYS[1])}
-"""
-
-# KEYS: the ask key; ARGV: 1 when it must hold ARGV[2] now (0: must hold nothing), the value
-# expected, the new value, ttl ms. 1 when swapped
-_SWAP = """
-local v = redis.call('GET', KEYS[1])
-if ARGV[1] == '0' then
-  if v then return 0 end
-elseif v ~= ARGV[2] then return 0 end
-redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4])
-return 1
-"""
 
 
 def _b(text: str) -> bytes:
@@ -165,20 +110,40 @@ class RedisStore(AskBook, SpoolingLog):
         query = parse_qsl(parts.query, keep_blank_values=True)
         self.prefix = next((v for k, v in query if k == "prefix"), DEFAULT_PREFIX)
         rest = urlencode([(k, v) for k, v in query if k != "prefix"])
+        # the URL's own options win; the asyncio client (``lane``) is made with the same
+        self._client = (urlunsplit(parts._replace(query=rest)), {
+            "health_check_interval": 30, "socket_timeout": timeout or TIMEOUT,
+            "socket_connect_timeout": timeout or TIMEOUT})
         try:
-            self._redis: Any = redis.Redis.from_url(  # the URL's own options win
-                urlunsplit(parts._replace(query=rest)), health_check_interval=30,
-                socket_timeout=timeout or TIMEOUT, socket_connect_timeout=timeout or TIMEOUT)
+            self._sync: Any = redis.Redis.from_url(self._client[0], **self._client[1])
         except ValueError as exc:  # a URL the client cannot take
             raise unreachable(url, exc, "Fix the URL: redis://[:password@]host[:port][/db]"
                               ) from None
         self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
-        self._increment = self._redis.register_script(_INCREMENT)
-        self._answer = self._redis.register_script(_ANSWER)
-        self._append = self._redis.register_script(_APPEND)
-        self._swap = self._redis.register_script(_SWAP)
+        self._scripts = {text: self._sync.register_script(text) for text in SCRIPTS}
         if check:
             self.check()
+
+    @property
+    def _redis(self) -> Any:
+        """The client of this call: the asyncio one's in ``bridge.run`` (``redislane.py``),
+        else the sync one."""
+        lane = lane_of(self)
+        return self._sync if lane is None else lane.redis
+
+    def _eval(self, script: str, keys: list[Any], args: list[Any]) -> Any:
+        """Run one of ``redislua.SCRIPTS`` on the client of this call."""
+        lane = lane_of(self)
+        if lane is None:
+            return self._scripts[script](keys=keys, args=args)
+        return lane.eval(script, keys, args)
+
+    def lane(self) -> Lane:
+        """This store's asyncio side on the running loop (``engine/offloop.py``)."""
+        # lazy: 3 ms of cold start (greenlet; python -X importtime), which no one-shot CLI needs
+        from mcp_hooks.state.redislane import RedisLane
+
+        return RedisLane(self, *self._client)
 
     _probe_name = "a PING"
 
@@ -194,7 +159,7 @@ class RedisStore(AskBook, SpoolingLog):
             raise self._report.lost(exc) from None
 
     def close(self) -> None:
-        self._redis.close()
+        self._sync.close()
 
     def about(self) -> dict[str, Any]:
         """The server and schema as ``doctor --state`` shows them; ``StateUnavailable`` when
@@ -217,8 +182,8 @@ class RedisStore(AskBook, SpoolingLog):
     def increment(self, namespace: str, session: str, key: str = "", *, ttl: float) -> int:
         try:
             self._hold()
-            value, bad, was = self._increment(keys=[self._counter(namespace, session)],
-                                              args=[_b(key), _ms(ttl), MAX_COUNT])
+            value, bad, was = self._eval(INCREMENT, [self._counter(namespace, session)],
+                                         [_b(key), _ms(ttl), MAX_COUNT])
         except self._errors as exc:
             self._report("a counter's increment", exc)
             return self.local().increment(namespace, session, key, ttl=ttl)
@@ -274,11 +239,11 @@ class RedisStore(AskBook, SpoolingLog):
         session = record.get("session_id")
         signal_id = record.get("signal_id")
         sent = log == "signals" and record.get("kind") == "signal" and isinstance(signal_id, str)
-        self._append(keys=[f"{self.prefix}seen:{_q(str(record[ID]))}", self._stream(log),
-                           self._stream(log, session) if isinstance(session, str) else "",
-                           f"{self.prefix}sig:{_q(str(signal_id))}" if sent else ""],
-                     args=[text, STREAM_CAP, SESSION_STREAM_CAP, _ms(self.ttls.event),
-                           _ms(self.ttls.signal), _ms(self.ttls.seen)])
+        self._eval(APPEND, [f"{self.prefix}seen:{_q(str(record[ID]))}", self._stream(log),
+                            self._stream(log, session) if isinstance(session, str) else "",
+                            f"{self.prefix}sig:{_q(str(signal_id))}" if sent else ""],
+                   [text, STREAM_CAP, SESSION_STREAM_CAP, _ms(self.ttls.event),
+                    _ms(self.ttls.signal), _ms(self.ttls.seen)])
 
     def read(self, log: LogName, session: str | None = None) -> Iterator[dict[str, Any]]:
         stream = self._stream(log, session)
@@ -314,11 +279,11 @@ class RedisStore(AskBook, SpoolingLog):
             answer = self._stamp(build(sent))
             session = answer.get("session_id")
             try:
-                first, stored_raw = self._answer(
-                    keys=[answer_key, self._stream("signals"),
-                          self._stream("signals", session) if isinstance(session, str) else ""],
-                    args=[dumps(answer), _ms(self.ttls.signal), STREAM_CAP, SESSION_STREAM_CAP,
-                          _ms(self.ttls.event)])
+                first, stored_raw = self._eval(
+                    ANSWER, [answer_key, self._stream("signals"),
+                             self._stream("signals", session) if isinstance(session, str) else ""],
+                    [dumps(answer), _ms(self.ttls.signal), STREAM_CAP, SESSION_STREAM_CAP,
+                     _ms(self.ttls.event)])
             except self._errors as exc:
                 raise self._report.lost(exc, "Nothing was stored: answer again once the "
                                         "store is back") from None
@@ -455,9 +420,9 @@ class RedisStore(AskBook, SpoolingLog):
 
     def ask_swap(self, key: str, expect: str | None, new: str, ttl: float) -> bool:
         try:
-            done = self._swap(keys=[f"{self.prefix}a:{_q(key)}"],
-                              args=["0" if expect is None else "1", _b(expect or ""), _b(new),
-                                    _ms(ttl)])
+            done = self._eval(SWAP, [f"{self.prefix}a:{_q(key)}"],
+                              ["0" if expect is None else "1", _b(expect or ""), _b(new),
+                               _ms(ttl)])
         except self._errors as exc:
             raise self._report.lost(exc, "Nothing was stored: answer again once the store "
                                     "is back") from None
