@@ -90,9 +90,10 @@ READING = (
     'three `anyio.to_thread` hops an event, `threading.py` the largest self-time module of '
     'the replica in py-spy); they run on `redis.asyncio` through `state/bridge.py` (a '
     "greenlet per call, about 10 % of the replica's samples). That is the part of the CPU per"
-    ' event this change could move, and it moves it by a few per cent to a tenth (three runs '
-    'of this bench on 2026-11-29, after / before: tool door 0.91, 0.89, 0.99; `/hooks/fire` '
-    "0.99, 0.92, 0.92; the runs' spread is about as large); the 0.6 ms is not met. The hook "
+    ' event this change could move (on a loaded machine, load 2-5, three runs on 2026-11-29 '
+    'gave after / before 0.89-0.99 for the tool door and 0.92-0.99 for `/hooks/fire`; at '
+    'load 1-3, the run above, the merged tree with issue 33 gave 0.80 and 0.83); the 0.6 ms '
+    'is not met. The hook '
     "is not what bounds it (the total minus the replica's own column, about 0.1 ms): the "
     "replica is. From its profiles: (1) on the tool door, the MCP SDK's streamable HTTP "
     'transport (the largest inclusive share: each message built and validated as pydantic '
@@ -100,12 +101,10 @@ READING = (
     'for the rest) would apply to here too; (2) on `/hooks/fire`, the MAC check and the nonce'
     ' claim, the latter still a worker-thread hop (`server/forward.py` `_claimed`: '
     '`anyio.to_thread`, about 10 % of samples), which the same lane would take (`store.claim`'
-    " run by `bridge.run`); (3) the hook pool's pipe I/O (`runner/resident.py`). Not "
-    "explained yet: the tool door's events/s came out lower after than before in all three "
-    'runs (147, 142, 155 against 206, 187, 211) at about the same CPU per event, while '
-    "`/hooks/fire`'s moved both ways; the machine was shared with other work (load average "
-    "2-5 on 2 cores), so events/s is this run's share of it, and the CPU per event is the "
-    'figure that carries over.')
+    " run by `bridge.run`); (3) the hook pool's pipe I/O (`runner/resident.py`). Events/s "
+    "is this run's share of a shared machine (the loaded runs gave the tool door fewer events/s"
+    " after than before, 142-155 against 187-211, the quieter one more, 420 against 325); the"
+    ' CPU per event is the figure that carries over.')
 DOORS_SECTION = "fast lane: policy server (issue 34 item 2)"
 DOOR_NAMES = {"tool": "`fire_hook_event` (MCP tool)", "forward": "`POST /hooks/fire`"}
 
