@@ -59,12 +59,8 @@ Contract (what a caller may rely on):
   (the loop is blocked while hooks run: in a coroutine prefer ``afire``). ``fire`` from a hook
   on the worker thread raises ``ReentryError`` (it would deadlock), as ``close``/``aclose`` do
   from inside one of this object's hooks.
-- **Callables** (``callables.py`` says what each gets and returns): ``hooks.on(event)`` or a
-  shortcut (``before_tool``, ``after_tool``, ``before_model``, ``after_model``,
-  ``before_stop``) registers one for this ``Hooks`` object (instance level); the class methods
-  ``class_hook``/``remove_class_hook`` register one for every instance of the class and its
-  subclasses (class level). At equal priority, instance callables run before class ones, each
-  in registration order, after the HOOK.md hooks; priority is the spec's (higher first).
+- **Callables** (``registrar.py``): ``hooks.on(event)`` or a shortcut registers one for this
+  object, ``class_hook`` for every instance of the class; they run after the HOOK.md hooks.
 """
 
 from __future__ import annotations
@@ -72,26 +68,22 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection
 from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from mcp_hooks.engine.asking import as_approver
-from mcp_hooks.engine.callables import (
-    CallableHook,
-    CallableView,
-    HookTable,
-    make_hook,
-    tables_generation,
-)
+from mcp_hooks.engine.callables import tables_generation
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
+from mcp_hooks.engine.wiring import wire
 from mcp_hooks.errors import ConfigError, InvalidEventError, UnknownEventError
 from mcp_hooks.guard import callers_own, named, passes_through
 from mcp_hooks.lanes import Lane, LoopLauncher, ReentryError, Worker, run_inline
+from mcp_hooks.registrar import CallableRegistrar
 from mcp_hooks.registry.discovery import Registry, find_project_dir
 from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.runner.persistent import PersistentPool
@@ -108,7 +100,6 @@ if TYPE_CHECKING:
     import asyncio
     from collections.abc import Coroutine
 
-F = TypeVar("F", bound=Callable[..., Any])
 _ALLOW: dict[str, Outcome] = {}  # the fast path's shared answers, by canonical event
 _TOLD_CAP = 4096  # (session, warning) pairs remembered; past it, the memory starts afresh
 # the Hooks objects whose chain runs in this context (a hook calling close() is refused)
@@ -172,7 +163,7 @@ def _allow(name: str) -> Outcome:
     return outcome
 
 
-class Hooks:
+class Hooks(CallableRegistrar):
     """HOOK.md hooks of a user folder and a project, plus Python callables, fired as one.
 
     Give either ``settings`` (a ``Settings``: ``Settings.from_env()`` reads the flags and
@@ -230,8 +221,7 @@ class Hooks:
         self._options = {"trust_project_hooks": settings.trust_project_hooks, "watch": watch,
                          "trust_store": trust}
         self._guard = StopGuard(settings.stop_block_cap, self._store)
-        self._table = HookTable()
-        self._view = CallableView(self._tables)
+        super().__init__()  # the callables (registrar.py)
         self._inlines: dict[tuple[str, bool], tuple[tuple[int, int], bool]] = {}  # _inline
         self._lock = threading.Lock()
         self._engine = self._make_engine()  # the fast path's and the inline chains' engine
@@ -243,19 +233,13 @@ class Hooks:
     def _make_engine(self, pool: PersistentPool | None = None) -> Engine:
         registry = Registry(self.user_dir, self.project_dir, **self._options)  # type: ignore[arg-type]
         registry.callables = self._view
-        return Engine(registry, self.settings, log=self.log, store=self._store, pool=pool,
-                      stop_guard=self._guard, launcher=LoopLauncher(self.log, self._store))
+        return Engine(registry, self.settings, wire(
+            registry, self.settings, log=self.log, store=self._store, pool=pool,
+            stop_guard=self._guard, launcher=LoopLauncher(self.log, self._store)))
 
     def _make_lane(self) -> Lane:
         pool = PersistentPool()
         return Lane(self._make_engine(pool), pool)
-
-    def _tables(self) -> Iterable[HookTable]:
-        yield self._table
-        for cls in type(self).__mro__:
-            table = cls.__dict__.get("_mcp_hooks_class_table")
-            if table is not None:
-                yield table
 
     # -- firing ----------------------------------------------------------------------------
 
@@ -418,72 +402,6 @@ class Hooks:
         awaits = getattr(self._approve, "awaits", False)  # an async approve needs a loop
         return not sync or not (awaits or any(h.awaits for h in self._view.for_event(name)))
 
-    # -- callables -------------------------------------------------------------------------
-
-    def add(self, fn: Callable[..., Any], event: str, *, tool: str | None = None,
-            pattern: str | None = None, priority: int = 100,
-            name: str | None = None) -> CallableHook:
-        """Register ``fn`` for ``event`` on this object; returns its handle (``remove``)."""
-        return self._table.add(make_hook(fn, event, tool=tool, pattern=pattern,
-                                         priority=priority, name=name))
-
-    def on(self, event: str, fn: F | None = None, *, tool: str | None = None,
-           pattern: str | None = None, priority: int = 100,
-           name: str | None = None) -> Any:
-        """``@hooks.on("before_tool", tool="Shell")`` (a decorator returning the function
-        unchanged) or ``hooks.on(event, fn)``."""
-        def register(fn: F) -> F:
-            self.add(fn, event, tool=tool, pattern=pattern, priority=priority, name=name)
-            return fn
-        return register if fn is None else register(fn)
-
-    def before_tool(self, fn: F | None = None, **options: Any) -> Any:
-        return self.on("before_tool", fn, **options)
-
-    def after_tool(self, fn: F | None = None, **options: Any) -> Any:
-        return self.on("after_tool", fn, **options)
-
-    def before_model(self, fn: F | None = None, **options: Any) -> Any:
-        return self.on("before_model", fn, **options)
-
-    def after_model(self, fn: F | None = None, **options: Any) -> Any:
-        return self.on("after_model", fn, **options)
-
-    def before_stop(self, fn: F | None = None, **options: Any) -> Any:
-        return self.on("before_stop", fn, **options)
-
-    def remove(self, hook: CallableHook | Callable[..., Any]) -> None:
-        """Unregister a handle, or every registration of a function, on this object.
-
-        Raises:
-            ValueError: it is not registered on this object.
-        """
-        _remove(self._table, hook)
-
-    def callables(self, event: str) -> list[CallableHook]:
-        """The callables ``event`` would run here (instance and class ones), in run order."""
-        return list(self._view.for_event(canonical_event(event)))
-
-    @classmethod
-    def class_hook(cls, event: str, fn: F | None = None, *, tool: str | None = None,
-                   pattern: str | None = None, priority: int = 100,
-                   name: str | None = None) -> Any:
-        """``on`` for every instance of this class and its subclasses (class level)."""
-        def register(fn: F) -> F:
-            _class_table(cls).add(make_hook(fn, event, level="class", tool=tool,
-                                            pattern=pattern, priority=priority, name=name))
-            return fn
-        return register if fn is None else register(fn)
-
-    @classmethod
-    def remove_class_hook(cls, hook: CallableHook | Callable[..., Any]) -> None:
-        """Unregister a class-level handle or function of this very class."""
-        _remove(_class_table(cls), hook)
-
-    @classmethod
-    def clear_class_hooks(cls) -> None:
-        _class_table(cls).clear()
-
     # -- closing ---------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -541,25 +459,6 @@ class Hooks:
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.aclose()
-
-
-def _class_table(cls: type) -> HookTable:
-    table = cls.__dict__.get("_mcp_hooks_class_table")
-    if table is None:
-        table = HookTable()
-        setattr(cls, "_mcp_hooks_class_table", table)  # noqa: B010 - per class, not inherited
-    return table
-
-
-def _remove(table: HookTable, hook: CallableHook | Callable[..., Any]) -> None:
-    if isinstance(hook, CallableHook):
-        table.remove(hook)
-        return
-    found = [h for h in table.hooks() if h.fn is hook]
-    if not found:
-        raise ValueError(f"{hook!r} is not registered here")
-    for h in found:
-        table.remove(h)
 
 
 _MISTAKES = (UnknownEventError, InvalidEventError, ReentryError)  # raised, not answered

@@ -37,6 +37,7 @@ from anyio.abc import TaskGroup
 
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.engine.observe import EventObserver
+from mcp_hooks.engine.wiring import wire
 from mcp_hooks.errors import ConfigError, HookFileError, RunError
 from mcp_hooks.options import trust_store_of
 from mcp_hooks.registry.discovery import (
@@ -184,8 +185,9 @@ class HookService:
                             managed_dir=self.settings.managed_dir)
         for bad in registry.invalid:
             logger.warning("invalid hook not loaded: %s", bad)
-        return Engine(registry, self.settings, log=self.log, pool=self._pools.get(project),
-                      store=self.store, observer=self.observer)
+        return Engine(registry, self.settings, wire(
+            registry, self.settings, log=self.log, pool=self._pools.get(project),
+            store=self.store, observer=self.observer))
 
     # -- projects ----------------------------------------------------------------------------
 

@@ -65,7 +65,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from mcp_hooks import __version__, options
-from mcp_hooks.cli import fire, hooks, logs
+from mcp_hooks.cli import fire, hooks, listing, logs
 from mcp_hooks.errors import (
     EXIT_OK,
     EXIT_USAGE,
@@ -348,9 +348,9 @@ def _lazy(module: str, func: str) -> Command:
 
 COMMANDS: dict[str, Command] = {
     "fire": fire.cmd_fire,
-    "list": hooks.cmd_list,
-    "show": hooks.cmd_show,
-    "events": hooks.cmd_events,
+    "list": listing.cmd_list,
+    "show": listing.cmd_show,
+    "events": listing.cmd_events,
     "validate": hooks.cmd_validate,
     "new": hooks.cmd_new,
     "log": logs.cmd_log,

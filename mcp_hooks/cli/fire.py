@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_hooks import options
 from mcp_hooks.cli.asks import tty_approver
 from mcp_hooks.engine.engine import Engine, HookDone
+from mcp_hooks.engine.wiring import wire
 from mcp_hooks.errors import EXIT_DENIED, EXIT_OK, UsageError
 from mcp_hooks.ownstdout import owned_stdout
 from mcp_hooks.registry.discovery import Registry, project_hooks_dir
@@ -181,7 +182,8 @@ def _fire(args: argparse.Namespace) -> int:
                                      options.user_hooks_of(settings), settings.on_fault)
         if served is None:
             registry = load()
-            outcome = Engine(registry, settings, one_shot=True).fire_blocking(
+            engine = Engine(registry, settings, wire(registry, settings, one_shot=True))
+            outcome = engine.fire_blocking(
                 asked.event, on_hook_done=_progress(asked.event_type),
                 approve=tty_approver(settings.ask_timeout))
         else:

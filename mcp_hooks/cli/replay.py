@@ -38,6 +38,7 @@ from mcp_hooks.cli.logs import add_since_option, when
 from mcp_hooks.control.ladder import Ladder
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.engine.entries import ControlLayer
+from mcp_hooks.engine.wiring import wire
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, ConfigError, MCPHooksError
 from mcp_hooks.registry.discovery import Registry
 from mcp_hooks.settings import Settings
@@ -185,7 +186,8 @@ async def replay(records: Iterable[dict[str, Any]], hooks_dir: Path,
     control: ControlLayer | Literal[False] = ControlLayer(
         None, user_file=yaml, ladder=Ladder(store=store), watch=False, managed_dir=no_managed,
         mode="audit") if yaml.is_file() else False
-    async with Engine(registry, settings, store=store, control=control) as engine:
+    parts = wire(registry, settings, store=store, control=control)
+    async with Engine(registry, settings, parts) as engine:
         for record in records:
             if record.get("kind", "event") != "event":
                 continue

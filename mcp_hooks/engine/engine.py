@@ -41,58 +41,42 @@ import contextlib
 import functools
 import os
 import time
-from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from mcp_hooks.control.ladder import Ladder
 from mcp_hooks.engine import offloop
-from mcp_hooks.engine.asking import Asker
 from mcp_hooks.engine.callables import CallableHook, notify
 from mcp_hooks.engine.chain import Chain
 from mcp_hooks.engine.entries import ControlLayer
-from mcp_hooks.engine.launch import AsyncJob, Launcher, make_launcher
+from mcp_hooks.engine.launch import AsyncJob, Launcher
 from mcp_hooks.engine.links import ChainRun, HooksYaml, sync_links
 from mcp_hooks.engine.links import HookDone as HookDone  # the doors' name for it
-from mcp_hooks.engine.observe import EventObserver, reporting
-from mcp_hooks.engine.offloop import call_here, call_off_loop, run_unsuspended, store_caller
+from mcp_hooks.engine.observe import reporting
+from mcp_hooks.engine.offloop import call_here, run_unsuspended
 from mcp_hooks.engine.payload import event_payload, stdin_for
 from mcp_hooks.engine.record import event_record
 from mcp_hooks.engine.sessionlog import session_log
-from mcp_hooks.engine.stopguard import StopGuard, StopTicket, before_event
-from mcp_hooks.engine.webhook import ask_notifier
+from mcp_hooks.engine.stopguard import StopTicket, before_event
+from mcp_hooks.engine.wiring import Choices, EngineParts, Runner, wire
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.registry.discovery import Registry
-from mcp_hooks.runner import RunResult, adopt, run_hook, run_hook_blocking
-from mcp_hooks.runner.hookenv import HookEnvs, hook_environment
-from mcp_hooks.runner.persistent import PersistentPool, default_processes
+from mcp_hooks.runner import RunResult
+from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.settings import Settings
 from mcp_hooks.spec import matching
 from mcp_hooks.spec.asking import Approver
 from mcp_hooks.spec.events import can_block, canonical_event, is_notification
 from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.outcome import FAULT_SOURCE, Event, HookRun, OnFault, Outcome, fault_outcome
-from mcp_hooks.state.eventlog import EventLog
-from mcp_hooks.state.inbox import AidInbox
-from mcp_hooks.state.signallog import SignalLog, signal_record
+from mcp_hooks.state.signallog import signal_record
 from mcp_hooks.state.spool import Mark, after_event, event_mark
 from mcp_hooks.state.store import StateStore
-from mcp_hooks.state.url import close_store, scheme, store_for
+from mcp_hooks.state.url import close_store
 
 _THREAD_MATCH = 1 << 16  # characters of tool input past which matching leaves the event loop
-Runner = Callable[..., Awaitable[RunResult]]
 
-async def _run_blocking(argv: tuple[str, ...], stdin: bytes, **options: Any) -> RunResult:
-    """The blocking runner behind the async interface: it never suspends, so a one-shot
-    engine's ``fire`` runs to the end in one step (``fire_blocking``)."""
-    return run_hook_blocking(argv, stdin, **options)
-
-
-def _event_log(settings: Settings, log: EventLog | None) -> EventLog | None:
-    """The event log as given, else one at ``settings.log`` (None: none)."""
-    if log is None and settings.log is not None:
-        return EventLog(settings.log)
-    return log
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from Python 3.11
 
 
 class Engine:
@@ -107,96 +91,55 @@ class Engine:
         registry: where the hooks come from.
         settings: the settings that reach the engine (``Settings``): ``stop_block_cap``
             (consecutive ``before_stop`` blocks per session before the loop guard lets the
-            agent stop; 0 turns it off; ignored with ``stop_guard``), ``on_fault`` (``block``,
-            the default: a fault of ours on an event that can block is a deny saying what
-            broke; ``warn``: an allow with the warning, ``fault_outcome``), ``secrets``
-            (values no hook may see in its environment; ``MCP_HOOKS_TOKEN`` is always left
-            out, ``hook_environment``) and ``log``; default ``Settings()``.
-        log: where to append event records; None: one at ``settings.log``, if any.
-        detach_async: run async hooks in a detached process instead of the engine's task
-            group, so a short-lived caller (``mcp-hooks fire``, a host bridge) can exit at
-            once; their results still reach the log.
-        one_shot: for a process that fires one event and exits: ``detach_async``, and
-            ``fire_blocking`` runs the hooks without an event loop (no asyncio to import).
-        stop_guard: the loop guard (default: counting in ``store``, namespace ``engine``, with
-            ``settings.stop_block_cap``); the host bridges pass one counting under the host's
-            name.
-        runner: runs one hook (``run_hook``'s signature); default chosen by ``one_shot``.
-        launcher: starts async hooks and hooks.yaml's ``async: true`` entries (``launch.py``);
-            default chosen once by ``detach_async``/``one_shot`` (``launch.make_launcher``).
-        pool: the processes of persistent hooks (``runner.persistent``); default: made on
-            the first one, closed with the engine (a one-shot engine runs them one-shot).
-        signal_log: where each outcome's signals go instead of ``store``'s signal log.
-        control: the hooks.yaml control layer (``control.layer.ControlLayer``); default one
-            for the registry's project (watching for changes unless ``one_shot``); False for
-            none.
-        inbox: where aid waits for a session's next event; default the queue of ``store``.
-        store: the per-session state (``state.store.StateStore``): stop counts, the
-            escalation ladder, waiting aid, the event and signal logs and the answers to
-            signals. Default the one ``settings.state`` names (``state.url.store_for``): the
-            file store (``state.files.FileStore``) with ``log`` as its event log (none
-            without), or a shared one; with a store given, its logs are the engine's.
-        observer: told of each event, its sync hooks and its outcome (``observe.py``;
-            ``tracing.py`` sends them as OpenTelemetry spans); default none.
+            agent stop; 0 turns it off), ``on_fault`` (``block``, the default: a fault of ours
+            on an event that can block is a deny saying what broke; ``warn``: an allow with
+            the warning, ``fault_outcome``), ``secrets`` (values no hook may see in its
+            environment; ``MCP_HOOKS_TOKEN`` is always left out, ``hook_environment``),
+            ``state`` and ``log``; default ``Settings()``.
+        parts: what the engine works with (``wiring.EngineParts``: store, logs, runner,
+            launcher, pool, stop guard, control layer, inbox, observer ...), made by
+            ``wiring.wire`` from the same settings; None: wired here from ``choices``.
+        choices: the door's choices of parts when ``parts`` is None (``wiring.Choices``:
+            ``one_shot``, ``log``, ``store``, ``observer`` ...); ``Engine(registry,
+            settings, one_shot=True)`` is ``Engine(registry, settings, wire(registry,
+            settings, one_shot=True))``.
+
+    Raises:
+        TypeError: both ``parts`` and ``choices`` given.
     """
 
-    def __init__(
-        self,
-        registry: Registry,
-        settings: Settings | None = None,
-        *,
-        log: EventLog | None = None,
-        detach_async: bool = False,
-        one_shot: bool = False,
-        stop_guard: StopGuard | None = None,
-        runner: Runner | None = None,
-        pool: PersistentPool | None = None,
-        launcher: Launcher | None = None,
-        signal_log: SignalLog | None = None,
-        control: ControlLayer | Literal[False] | None = None,
-        inbox: AidInbox | None = None,
-        store: StateStore | None = None,
-        observer: EventObserver | None = None,
-    ) -> None:
+    def __init__(self, registry: Registry, settings: Settings | None = None,
+                 parts: EngineParts | None = None, **choices: Unpack[Choices]) -> None:
         settings = settings if settings is not None else Settings()
+        if parts is None:
+            parts = wire(registry, settings, **choices)
+        elif choices:
+            raise TypeError(f"Engine: give parts or {', '.join(sorted(choices))}, not both "
+                            "(pass them to wiring.wire, which makes the parts)")
         self.settings = settings
         self.registry = registry
-        self.log = log = _event_log(settings, log)
-        self._logs = log is not None or store is not None
-        self.store: StateStore = store if store is not None else store_for(
-            settings.state, log, settings.replica_id)
-        self._owns_store = store is None  # closed with the engine (a shared store's pool)
-        self.signal_log = signal_log
-        self.one_shot = one_shot
+        self.log = parts.log
+        self._logs = parts.logs
+        self.store: StateStore = parts.store
+        self._owns_store = parts.owns_store  # closed with the engine (a shared store's pool)
+        self.signal_log = parts.signal_log
+        self.one_shot = parts.one_shot
         self.on_fault: OnFault = settings.on_fault
-        self.stop_guard = stop_guard if stop_guard is not None else StopGuard(
-            settings.stop_block_cap, self.store)
-        self._runner: Runner = runner or (_run_blocking if one_shot else run_hook)
-        adopt(settings.runner)  # the process's spawn strategy (MCP_HOOKS_RUNNER)
-        self._pool, self._owns_pool = pool, False
-        # metadata.processes when a hook does not say: more for a replica on a shared store
-        self._processes = default_processes(scheme(settings.state) != "file")
-        self._launcher: Launcher = launcher or make_launcher(
-            log, detached=detach_async or one_shot, store=self.store, state=settings.state,
-            replica=settings.replica_id)
+        self.stop_guard = parts.stop_guard
+        self._runner: Runner = parts.runner
+        self._pool, self._owns_pool = parts.pool, False
+        self._processes = parts.processes  # metadata.processes when a hook does not say
+        self._launcher: Launcher = parts.launcher
         # a one-shot engine never suspends: big inputs are matched in place, not in a thread
-        self._select = self._select_here if one_shot else self._select_on_loop
-        self._blocking = call_here if one_shot else call_off_loop  # oracles, asks
-        self._store_call = store_caller(self.store, one_shot)  # store calls around each event
+        self._select = self._select_here if parts.one_shot else self._select_on_loop
+        self._blocking = parts.blocking  # oracles, asks
+        self._store_call = parts.store_call  # store calls around each event
         self._in_place = self._store_call is call_here  # those calls made without awaiting
-        self._envs = HookEnvs(hook_environment(os.environ, settings.secrets))
-        if control is None:
-            control = ControlLayer(registry.project_dir, watch=not one_shot and registry.watching,
-                                   secrets=settings.secrets, environment=settings.environment,
-                                   trust_project=registry.trust_project_hooks,
-                                   trust_store=registry.shared_trust,
-                                   ladder=Ladder(store=self.store),
-                                   managed_dir=registry.managed_dir, mode=settings.mode)
-        self.control: ControlLayer | None = control or None
-        self._inbox = inbox if inbox is not None else AidInbox(store=self.store)
-        self._observer = observer
-        self._asker = Asker(self.store, settings, self._blocking, one_shot=one_shot,
-                            notify=ask_notifier(settings.ask_webhook))
+        self._envs = parts.envs
+        self.control: ControlLayer | None = parts.control
+        self._inbox = parts.inbox
+        self._observer = parts.observer
+        self._asker = parts.asker
 
     async def __aenter__(self) -> Engine:
         await self._launcher.open()

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from mcp_hooks.engine.asking import call_host_asks
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.engine.stopguard import StopGuard
+from mcp_hooks.engine.wiring import wire
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.hosts import UnknownHostError, get_host
 from mcp_hooks.hosts.answering import answer_outcome, load_payload, shows_aid, unreadable
@@ -213,8 +214,9 @@ def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False,
     except BaseException:
         registry.close()
         raise
-    engine = Engine(registry, settings, log=log, one_shot=True,
-                    stop_guard=stop_guard(call, settings.stop_block_cap, store), store=store)
+    engine = Engine(registry, settings, wire(
+        registry, settings, log=log, one_shot=True, store=store,
+        stop_guard=stop_guard(call, settings.stop_block_cap, store)))
     try:
         outcome = engine.fire_blocking(event, hold_aid=hold_aid, approve=approve)
         if then is not None:  # more work on the same store, after the event (never raises)

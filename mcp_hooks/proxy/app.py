@@ -50,6 +50,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp_hooks import __version__
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.engine.observe import EventObserver
+from mcp_hooks.engine.wiring import wire
 from mcp_hooks.proxy.catalog import Catalog, NameMemory
 from mcp_hooks.proxy.config import UpstreamSpec, upstream_secrets
 from mcp_hooks.proxy.fast import FastPath
@@ -479,7 +480,7 @@ def serve_proxy(
     sock = transport.bind(serve_options)  # AddressInUseError now, before anything starts
 
     async def main() -> None:
-        async with Engine(registry, hooks, observer=observer) as engine:
+        async with Engine(registry, hooks, wire(registry, hooks, observer=observer)) as engine:
             await run_proxy(specs, engine, settings, serve_options, log=engine.log, sock=sock)
 
     try:
