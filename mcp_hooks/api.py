@@ -87,7 +87,7 @@ from mcp_hooks.registrar import CallableRegistrar
 from mcp_hooks.registry.discovery import Registry, find_project_dir
 from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.runner.persistent import PersistentPool
-from mcp_hooks.settings import Settings, mode_from_env, trust_all_from_env
+from mcp_hooks.settings import Settings, process_values, trust_all_from_env
 from mcp_hooks.spec.asking import AskRequest
 from mcp_hooks.spec.events import TOOL_EVENTS, canonical_event
 from mcp_hooks.spec.outcome import Event, OnFault, Outcome, fault_outcome
@@ -122,8 +122,8 @@ def _settings(project_dir: str | Path | None, user_dir: str | Path | None,
         trust_project_hooks=(trust_all_from_env() if trust_project_hooks is None
                              else trust_project_hooks),
         stop_block_cap=DEFAULT_STOP_BLOCK_CAP if stop_block_cap is None else stop_block_cap,
-        mode=mode_from_env(),  # everything a process runs (docs/policy.md)
-        secrets=tuple(secrets or ()))
+        secrets=tuple(secrets or ()),
+        **process_values())  # mode, runner, environment: everything a process runs
 
 
 class Told:

@@ -375,3 +375,32 @@ def test_the_deployment_environment_reaches_hooks_yaml_through_settings(
         text=True, timeout=120)
     assert done.returncode == code, done.stdout + done.stderr
     assert ("not in production" in done.stdout) is (code == 2)
+
+
+LIBRARY_FIRE = """
+import sys
+from mcp_hooks import Hooks
+hooks = Hooks(sys.argv[1], user_dir=sys.argv[2], trust_project_hooks=True)
+outcome = hooks.fire("before_tool", tool_name="Shell", tool_input={"command": "ls"})
+print("denied" if outcome.denied else "allowed", outcome.reason)
+"""
+
+
+@pytest.mark.parametrize(("environment", "said"), [("production", "denied"), ("", "allowed")])
+def test_a_library_caller_s_keywords_honour_the_deployment_environment(
+        environment: str, said: str, tmp_path: Path) -> None:
+    """``MCP_HOOKS_ENVIRONMENT`` holds for the whole process: ``Hooks(...)`` built with
+    keywords (no ``Settings.from_env()``) still runs a ``when.environment: production``
+    guard in production (``settings.process_values``)."""
+    project = tmp_path / "project"
+    (project / ".ahp").mkdir(parents=True)
+    (project / ".ahp" / "oracles.py").write_text(NO_PRODUCTION)
+    (project / ".ahp" / "hooks.yaml").write_text(
+        "hooks:\n  pre-tool-use:\n    - oracle: 'oracles.py:NoProduction'\n"
+        "      when: {environment: production}\n")
+    done = subprocess.run(
+        [sys.executable, "-c", LIBRARY_FIRE, str(project), str(tmp_path / "user")],
+        env={**os.environ, "MCP_HOOKS_ENVIRONMENT": environment}, capture_output=True,
+        text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[0] == said, done.stdout + done.stderr

@@ -41,7 +41,7 @@ from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.engine.wiring import wire
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, ConfigError, MCPHooksError
 from mcp_hooks.registry.discovery import Registry
-from mcp_hooks.settings import Settings
+from mcp_hooks.settings import Settings, process_values
 from mcp_hooks.spec.outcome import FAULT_SOURCE, Event, HookRun
 from mcp_hooks.state.files import FileStore
 
@@ -180,7 +180,7 @@ async def replay(records: Iterable[dict[str, Any]], hooks_dir: Path,
     scratch = _Scratch(scratch_root)
     no_managed = scratch_root / "no-managed"
     registry = Registry(hooks_dir, None, watch=False, managed_dir=no_managed)
-    settings = Settings(mode="audit")
+    settings = Settings(**(process_values() | {"mode": "audit"}))  # the environment's kept
     store = FileStore(scratch_root / "state", log=None)
     yaml = hooks_dir / "hooks.yaml"
     control: ControlLayer | Literal[False] = ControlLayer(

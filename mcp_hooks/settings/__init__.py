@@ -277,6 +277,21 @@ class Settings:
         return cls(**values)
 
 
+# what a process honours whatever its door, even a library caller's keywords (``Hooks(...)``)
+PROCESS_WIDE = ("mode", "runner", "environment")
+
+
+def process_values(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The fields every ``Settings`` of this process takes from the environment whatever
+    door made it (``PROCESS_WIDE``): ``mode`` (``MCP_HOOKS_MODE``: an audit roll-out covers
+    everything a process runs), ``runner`` (``MCP_HOOKS_RUNNER``) and ``environment``
+    (``MCP_HOOKS_ENVIRONMENT``: a hooks.yaml ``when.environment`` guard holds in every
+    door). A bad value is a ConfigError naming its variable."""
+    env = os.environ if environ is None else environ
+    return {variable.field: _read(variable, None, env) for variable in VARIABLES.values()
+            if variable.field in PROCESS_WIDE}
+
+
 def _read(variable: Variable, flag: object, env: Mapping[str, str]) -> Any:
     """One field: the flag given (not None, not empty), else the variable, else the default;
     a bad value names its flag (or keyword) or its variable."""
@@ -313,5 +328,5 @@ __all__ = [
     "MAX_REPLICA_ID", "MIN_TRUST_KEY", "STATE_BACKENDS", "VARIABLES", "Mode",
     "OnAskUnavailable", "OnFault", "Settings", "Variable", "_ask_seconds",
     "_on_ask_unavailable", "default_trust_store", "forward_seconds", "managed_dir_from_env",
-    "mode_from_env", "parse_mode", "trust_all_from_env", "trust_store_path",
+    "mode_from_env", "parse_mode", "process_values", "trust_all_from_env", "trust_store_path",
 ]
