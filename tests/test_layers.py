@@ -9,8 +9,8 @@ a lower one, at module level or inside a function (``TYPE_CHECKING`` imports cou
     runner    one hook as a process
     control   hooks.yaml config, context, oracles
     engine    one event -> one Outcome (the chain, judge, launch, stop guard, entries)
-    api       service, api, lanes, hookkit, options, tracing, metrics: projects -> engines,
-              the Python API, the options every command shares
+    api       service, api, registrar, lanes, hookkit, options, tracing, metrics: projects ->
+              engines, the Python API, the options every command shares
     doors     hosts/, adapters/ and dashboard/, then server/ (it mounts the bridges' forward
               endpoint), then proxy/ (a server in front of servers), then cli/
 """
