@@ -25,7 +25,7 @@ import pytest
 from tests.helpers.rooms import ROOMS
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mcp_hooks"
-MAX_LINES = 600
+MAX_LINES = 500  # issue 33: no module over 500 lines (the bundled hooks too: test_shape)
 SIBLINGS = {("registry", "state"), ("state", "registry")}  # same floor, never each other
 
 
