@@ -335,6 +335,15 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "closing idle connections on the way out: a close that fails leaves nothing to undo",
     ("mcp_hooks.state.pgpool", "Pool._take_idle", "suppress Exception"):
         "an idle connection found dead is closed and replaced: its close failing changes nothing",
+    ("mcp_hooks.state.pglane", "PgLane.aclose", "suppress Exception"):
+        "the asyncio pool's idle connections closed with the engine: nothing to undo",
+    ("mcp_hooks.state.pglane", "PgLane._take_idle", "suppress Exception"):
+        "as pgpool's: an idle connection found dead is closed and replaced",
+    ("mcp_hooks.state.pglane", "PgLane.drop_idle", "suppress Exception"):
+        "the store was lost: its dead idle connections closed, a failing close changes nothing",
+    ("mcp_hooks.state.bridge", "run", "BaseException"):
+        "not swallowed: the awaitable's error (or the task's cancellation) is thrown into the "
+        "store's sync code at the wait it came from (greenlet.throw), which raises it on",
     ("mcp_hooks.metrics", "Metrics.read_from.safe", "Exception"):
         "a gauge read when /metrics is scraped: a reading that fails is -1, the scrape answers",
     ("mcp_hooks.state.url", "close_store", "Exception"):
