@@ -18,12 +18,14 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from importlib.util import find_spec
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from mcp_hooks.state.files import FileStore
-from mcp_hooks.state.lane import Lane
 from mcp_hooks.state.memory import MemoryStore
 from mcp_hooks.state.store import StateStore
+
+if TYPE_CHECKING:
+    from mcp_hooks.state.lane import Lane
 
 _T = TypeVar("_T")
 
