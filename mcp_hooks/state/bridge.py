@@ -1,9 +1,10 @@
 """A shared store's asyncio path: its own sync code, its I/O through asyncio clients.
 
 A serving engine (``serve``, the proxy, ``Hooks``' loop) makes a shared store's calls around
-each event on its event loop, through the store's asyncio client (``redis.asyncio``,
-``psycopg_pool.AsyncConnectionPool``): no worker thread per call, and a call waiting on the
-store (a row lock, a slow reply) only suspends its own event.
+each event on its event loop, through the store's asyncio client (``redis.asyncio``;
+psycopg's ``AsyncConnection`` in ``pglane.py``'s pool, which says why not ``psycopg_pool``'s):
+no worker thread per call, and a call waiting on the store (a row lock, a slow reply) only
+suspends its own event.
 
 The store's operations stay written once, in sync code (``redis.py``, ``postgres.py``):
 :func:`run` runs such code (the engine's store calls around an event: ``Engine._fire``) in a
