@@ -16,7 +16,9 @@ children, children that left the hook's session (``setsid``) and double forks in
   engine's children (``/proc/<pid>/task/<pid>/children``: orphans are re-parented to the main
   thread), SIGKILLs each one whose ``/proc/<pid>/environ`` carries an id of this process for a
   run no longer active, and reaps exactly those pids (``waitpid(pid)``, never ``waitpid(-1)``:
-  asyncio and the proxy own other children). Their children are re-parented in turn, so it
+  asyncio and the proxy own other children). A living child whose environ reads empty may be
+  inside ``execve`` (a ``setsid`` daemon exec-ing its program): it is read again on the next
+  passes, ``EMPTY_LOOKS`` at most. Their children are re-parented in turn, so it
   repeats until a pass finds nothing (bounded: what is still dying then is reaped by a later
   sweep). Orphans marked with a run still going are left to that run.
 - Zombies re-parented to the engine are reaped when their session is neither the engine's nor
@@ -64,6 +66,7 @@ import time
 from collections.abc import Mapping
 
 RUN_ID_VAR = "AGENT_HOOKS_RUN_ID"  # marks every process of a run: see the module docstring
+EMPTY_LOOKS = 3  # passes a living child whose environ reads empty is looked at again
 SWEEP_LIMIT = 5.0  # seconds a run's end waits for the processes it killed to be reaped
 PF_EXITING = 0x4  # /proc/<pid>/stat flags: the process is exiting (linux/sched.h)
 CHUNK = 1 << 16
@@ -125,8 +128,8 @@ class Reaper:
     runs left behind.
     """
 
-    __slots__ = ("active", "children_file", "doomed", "leaders", "lock", "me", "pid",
-                 "runs", "sid", "subreaper")
+    __slots__ = ("active", "children_file", "doomed", "leaders", "lock", "looked", "me",
+                 "pid", "runs", "sid", "subreaper")
 
     def __init__(self) -> None:
         self.pid = os.getpid()
@@ -136,6 +139,7 @@ class Reaper:
         self.active: set[int] = set()  # numbers of the runs not yet ended
         self.leaders: set[int] = set()  # pids of the runs' own children, not yet reaped
         self.doomed: set[int] = set()  # pids killed or found dead, not yet reaped
+        self.looked: dict[int, int] = {}  # living children whose environ read empty: looks
         self.sid = os.getsid(0)
         self.subreaper = _set_subreaper()
         # orphans are re-parented to the first living thread: the main one
@@ -203,10 +207,13 @@ class Reaper:
         """Kill and doom our children of ended runs, doom the orphaned zombies; True when one
         was killed or is still exiting."""
         acted = False
-        for pid in self._children():
+        children = self._children()
+        for pid in children:
             if pid in self.leaders or pid in self.doomed:
                 continue
             acted = self._mark_one(pid, killed) or acted
+        if self.looked:  # forget the pids that are no longer our children
+            self.looked = {pid: n for pid, n in self.looked.items() if pid in children}
         return acted
 
     def _mark_one(self, pid: int, killed: set[int]) -> bool:
@@ -219,15 +226,27 @@ class Reaper:
             self.doomed.add(pid)
             killed.add(pid)
             return True
-        fields = _stat_fields(pid)  # no environ: dying, a zombie, or not ours to read
-        if (fields is None or len(fields) <= 6
-                or int(fields[3]) in (self.sid, pid)):
-            return False  # someone's direct child, or the embedding program's own
+        fields = _stat_fields(pid)  # no environ: dying, a zombie, inside execve, or not ours
+        if fields is None or len(fields) <= 6:
+            return False
+        if int(fields[3]) in (self.sid, pid):  # someone's direct child, or the program's own
+            return fields[0] != b"Z" and self._look_again(pid)
         if fields[0] == b"Z":
             self.doomed.add(pid)  # nobody's direct child: nobody else waits for it
             return False
         # killed, its environ already gone: look again once it is Z
         return bool(int(fields[6]) & PF_EXITING)
+
+    def _look_again(self, pid: int) -> bool:
+        """Whether to read a living child's empty environ again on the next pass: inside
+        ``execve`` (a hook's ``setsid`` daemon exec-ing its program) it reads empty for a
+        moment, and its mark is back after it; ``EMPTY_LOOKS`` passes per child at most (one
+        whose environ we may not read, a setuid program, costs that once)."""
+        looks = self.looked.get(pid, 0)
+        if looks >= EMPTY_LOOKS:
+            return False
+        self.looked[pid] = looks + 1
+        return True
 
     def _reap(self, killed: set[int]) -> bool:
         """Wait for the doomed that are dead; True when one was reaped."""

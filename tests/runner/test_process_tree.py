@@ -11,6 +11,7 @@ hook up to its timeout to hit its limit.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -358,3 +359,34 @@ async def test_a_lowered_limit_that_popen_cannot_spawn_under_still_limits_the_ho
             os.close(fd)
     assert result.spawn_error is None, result.spawn_error
     assert result.exit_code == 1 and b"Too many open files" in result.stderr, result
+
+
+EMPTY_ENVIRON = """
+import json, subprocess, sys
+from mcp_hooks.runner.tree import EMPTY_LOOKS, reaper
+r = reaper()
+child = subprocess.Popen(["sleep", "60"], env={}, start_new_session=True)
+try:
+    while open(f"/proc/{child.pid}/cmdline", "rb").read().split(b"\\0")[0] != b"sleep":
+        pass  # until its exec is done: its environ is then empty for good
+    passes = [r.sweep_pass(set()) for _ in range(EMPTY_LOOKS + 2)]
+    print(json.dumps({"passes": passes, "alive": child.poll() is None, "looks": EMPTY_LOOKS}))
+finally:
+    child.kill()
+    child.wait()
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sweep reads /proc")
+def test_a_living_child_whose_environ_reads_empty_is_looked_at_again_a_few_times() -> None:
+    """A child in its own session whose environ reads empty may be inside ``execve`` (a
+    hook's ``setsid`` daemon exec-ing its program: the mark is back a moment later), so the
+    sweep looks again on the next passes, ``EMPTY_LOOKS`` times at most, then lets it be:
+    a process it cannot tell is a hook's (here one started with an empty environment by
+    the program itself) costs a few passes once and is never touched."""
+    done = subprocess.run([sys.executable, "-c", EMPTY_ENVIRON], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["passes"] == [True] * seen["looks"] + [False, False]
+    assert seen["alive"]
