@@ -78,7 +78,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_hooks.engine.asking import as_approver
 from mcp_hooks.engine.callables import tables_generation
 from mcp_hooks.engine.engine import Engine
-from mcp_hooks.engine.stopguard import DEFAULT_STOP_BLOCK_CAP, StopGuard
+from mcp_hooks.engine.stopguard import StopGuard
 from mcp_hooks.engine.wiring import wire
 from mcp_hooks.errors import ConfigError, InvalidEventError, UnknownEventError
 from mcp_hooks.guard import callers_own, named, passes_through
@@ -87,7 +87,7 @@ from mcp_hooks.registrar import CallableRegistrar
 from mcp_hooks.registry.discovery import Registry, find_project_dir
 from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.runner.persistent import PersistentPool
-from mcp_hooks.settings import Settings, process_values, trust_all_from_env
+from mcp_hooks.settings import Settings, for_library
 from mcp_hooks.spec.asking import AskRequest
 from mcp_hooks.spec.events import TOOL_EVENTS, canonical_event
 from mcp_hooks.spec.outcome import Event, OnFault, Outcome, fault_outcome
@@ -110,20 +110,16 @@ def _settings(project_dir: str | Path | None, user_dir: str | Path | None,
               log: str | Path | EventLog | bool | None, on_fault: OnFault | None,
               trust_project_hooks: bool | None, stop_block_cap: int | None,
               secrets: Collection[str] | None) -> Settings:
-    """The ``Settings`` the convenience keywords of ``Hooks`` give (None: the default;
-    ``trust_project_hooks`` None reads ``MCP_HOOKS_TRUST_PROJECT_HOOKS``)."""
+    """The ``Settings`` the convenience keywords of ``Hooks`` give (None: the default; what
+    they leave unsaid of trust and the managed layer: ``settings.for_library``)."""
     if log is True:
         log = default_log_path()
     path = log.path if isinstance(log, EventLog) else Path(log) if log else None
-    return Settings(
+    return for_library(
         project_dir=Path(project_dir) if project_dir is not None else None,
         user_dir=Path(user_dir) if user_dir is not None else None, log=path,
-        on_fault=on_fault or "block",
-        trust_project_hooks=(trust_all_from_env() if trust_project_hooks is None
-                             else trust_project_hooks),
-        stop_block_cap=DEFAULT_STOP_BLOCK_CAP if stop_block_cap is None else stop_block_cap,
-        secrets=tuple(secrets or ()),
-        **process_values())  # mode, runner, environment: everything a process runs
+        on_fault=on_fault, trust_project_hooks=trust_project_hooks,
+        stop_block_cap=stop_block_cap, secrets=tuple(secrets or ()))
 
 
 class Told:
@@ -219,7 +215,8 @@ class Hooks(CallableRegistrar):
         self._store = None if url == "file:" else store_for(url, None, settings.replica_id)
         trust = TrustStore.over(self._store, redact(url), settings.trust_key)  # its key signs
         self._options = {"trust_project_hooks": settings.trust_project_hooks, "watch": watch,
-                         "trust_store": trust}
+                         "trust_store": trust or TrustStore(settings.trust_store),
+                         "managed_dir": settings.managed_dir}
         self._guard = StopGuard(settings.stop_block_cap, self._store)
         super().__init__()  # the callables (registrar.py)
         self._inlines: dict[tuple[str, bool], tuple[tuple[int, int], bool]] = {}  # _inline

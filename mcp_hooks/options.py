@@ -282,19 +282,19 @@ def trust_project_hooks(args: Given = None) -> bool:
 def registry_of(given: Settings, *, strict: bool = False, watch: bool = True) -> Registry:
     """The Registry the settings describe (user folder plus the project's); with a shared
     ``--state``, project hooks are trusted by the digests kept there (``trust_store_of``)."""
-    shared = None if given.trust_project_hooks else trust_store_of(given)
+    trust = TrustStore(given.trust_store) if given.trust_project_hooks else trust_store_of(given)
     return Registry(given.user_dir, project_of(given), strict=strict, watch=watch,
-                    trust_project_hooks=given.trust_project_hooks, trust_store=shared,
+                    trust_project_hooks=given.trust_project_hooks, trust_store=trust,
                     managed_dir=given.managed_dir)
 
 
-def trust_store_of(given: Settings, store: object = None) -> TrustStore | None:
-    """The trust store in the shared state store ``--state`` names (``store``: that store,
-    already open; else it is opened now, ``StateUnavailable`` when it cannot be), so trusting
-    once serves every replica, its records signed with ``trust_key`` (``MCP_HOOKS_TRUST_KEY``);
-    None for ``file:`` (the trust file, as before ``--state``)."""
+def trust_store_of(given: Settings, store: object = None) -> TrustStore:
+    """The trust store the settings name: the trust file (``trust_store``) for ``file:``;
+    else the one in the shared state store ``--state`` names (``store``: that store, already
+    open; else it is opened now, ``StateUnavailable`` when it cannot be), so trusting once
+    serves every replica, its records signed with ``trust_key`` (``MCP_HOOKS_TRUST_KEY``)."""
     if given.state.strip().lower().startswith("file:"):
-        return None
+        return TrustStore(given.trust_store)
     # lazy: 8 ms of cold fire (python -X importtime), only with a shared --state
     from mcp_hooks.state.remote import redact
 
@@ -302,7 +302,8 @@ def trust_store_of(given: Settings, store: object = None) -> TrustStore | None:
     from mcp_hooks.state.url import open_store, replica_name
 
     shared = store if store is not None else open_store(given.state, replica=replica_name())
-    return TrustStore.over(shared, redact(given.state), given.trust_key)
+    return TrustStore.over(shared, redact(given.state), given.trust_key) or TrustStore(
+        given.trust_store)
 
 
 def registry(args: Given, *, strict: bool = False, watch: bool = True) -> Registry:

@@ -45,17 +45,16 @@ EXCEPTIONS = {
 # call of one outside settings is a read of our variables through a helper.
 READING_HELPERS = frozenset({"trust_store_path", "trust_all_from_env", "mode_from_env",
                              "managed_dir_from_env"})
-# Reads through a helper not yet replaced by the door's Settings (issue 33, "wire once": the
-# engine factory and Hooks pass the record to these rooms). Each is (file, function): the
-# list may only shrink; a new read anywhere fails.
-NOT_YET = {
-    ("api.py", "_settings"): "Hooks' keywords: mode and trust from the environment",
-    ("control/config.py", "load_config"): "hooks.yaml's project trust",
-    ("engine/entries.py", "_signature"): "the trust store file's change stamp",
-    ("engine/entries.py", "_trust_stat"): "the trust store file's change stamp",
-    ("registry/discovery.py", "__init__"): "a Registry built without the door's Settings",
-    ("registry/trust.py", "trust_all_from_env"): "the registry's re-export",
-    ("registry/trust.py", "__init__"): "a TrustStore built without a path",
+# The library's doors: a public constructor a library caller may use without any door's
+# Settings reads "not said" (None) as this process's environment, through settings' helpers.
+# Nothing else may, and every call inside the package passes its door's value instead
+# (test_the_package_passes_its_doors_values).
+LIBRARY_DOORS = {
+    ("control/config.py", "load_config"): "hooks.yaml's project trust and its trust store",
+    ("control/evaluation.py", "evaluate"): "config=None: load_config as a library caller",
+    ("registry/discovery.py", "__init__"): "Registry: trust and the managed folder",
+    ("registry/discovery.py", "trust_store"): "Registry: the trust store, made when asked",
+    ("registry/trust.py", "__init__"): "TrustStore(): the trust store file",
 }
 # Reads of the environment under a computed name that is never one of ours.
 COMPUTED = {
@@ -137,7 +136,7 @@ def reads(source: str, rel: str, ours: set[str]) -> list[str]:
     visitor.visit(ast.parse(source))
     return [f"mcp_hooks/{rel}:{line} {what}" for line, function, what in visitor.found
             if not (what.startswith("computed") and (rel, function) in COMPUTED)
-            and not (what.endswith("(a helper)") and (rel, function) in NOT_YET)]
+            and not (what.endswith("(a helper)") and (rel, function) in LIBRARY_DOORS)]
 
 
 def test_no_module_but_settings_reads_our_variables() -> None:
@@ -155,15 +154,94 @@ def test_no_module_but_settings_reads_our_variables() -> None:
         "down:\n" + "\n".join(found))
 
 
-def test_the_reads_not_yet_replaced_are_still_there() -> None:
-    """``NOT_YET`` only shrinks: an entry whose read is gone is taken off the list."""
-    ours = _our_constants()
-    left = set()
-    for rel, _ in NOT_YET:
+def test_each_library_door_still_reads_the_environment() -> None:
+    """A library door whose read is gone is taken off ``LIBRARY_DOORS``."""
+    ours, left = _our_constants(), set()
+    for rel, _ in LIBRARY_DOORS:
         visitor = _Reads(ours)
         visitor.visit(ast.parse((PACKAGE / rel).read_text(encoding="utf-8")))
         left |= {(rel, f) for _, f, what in visitor.found if what.endswith("(a helper)")}
-    assert set(NOT_YET) <= left, f"no longer read there, take off NOT_YET: {set(NOT_YET) - left}"
+        left |= {(rel, f) for f, _ in _defaulted_calls(PACKAGE / rel)}
+    assert set(LIBRARY_DOORS) <= left, f"no longer read there: {set(LIBRARY_DOORS) - left}"
+
+
+# What each public constructor reads from the environment when its caller leaves it out.
+DEFAULTED = {
+    "Registry": ("trust_project_hooks", "trust_store", "managed_dir"),
+    "TrustStore": ("path",),
+    "load_config": ("trust_project", "trust_store"),
+    "ControlLayer": ("trust_project", "trust_store"),
+}
+
+
+def _defaulted_calls(path: Path) -> list[tuple[str, str]]:
+    """(function, what) for each call in ``path`` of a ``DEFAULTED`` constructor that leaves
+    a value it would take from the environment unsaid (a ``shared=`` store needs no path;
+    ``trust_project=True`` needs no store; a module's own function of the same name is
+    not one of them)."""
+    found: list[tuple[str, str]] = []
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    own = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+
+    class Calls(ast.NodeVisitor):
+        function = ""
+
+        def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+            outer, Calls.function = Calls.function, node.name
+            self.generic_visit(node)
+            Calls.function = outer
+
+        visit_AsyncFunctionDef = visit_FunctionDef
+
+        def visit_Call(self, node: ast.Call) -> None:
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            said = {k.arg for k in node.keywords}
+            if name == "TrustStore" and (node.args or said & {"path", "shared"}):
+                said.add("path")
+            if name == "load_config" and any(
+                    k.arg == "trust_project" and isinstance(k.value, ast.Constant)
+                    and k.value.value is True for k in node.keywords):
+                said.add("trust_store")
+            if None in said:  # **options: what it holds is checked where it is made
+                said |= set(DEFAULTED.get(name, ()))
+            missing = [k for k in DEFAULTED.get(name, ()) if k not in said and name not in own]
+            if missing:
+                found.append((Calls.function, f"{name}(...) without {', '.join(missing)}"))
+            self.generic_visit(node)
+
+    Calls().visit(tree)
+    return found
+
+
+def test_the_package_passes_its_doors_values() -> None:
+    """Inside the package, a ``Registry``, ``TrustStore``, hooks.yaml load or control layer
+    is given the trust and managed folder of its door's ``Settings``: only a library door
+    leaves them to the environment."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        found += [f"mcp_hooks/{rel} {function}: {what}"
+                  for function, what in _defaulted_calls(path)
+                  if (rel, function) not in LIBRARY_DOORS]
+    assert not found, ("pass the door's value (Settings.trust_project_hooks, "
+                       "TrustStore(settings.trust_store) or options.trust_store_of, "
+                       "Settings.managed_dir):\n" + "\n".join(found))
+
+
+def test_the_call_check_finds_an_unsaid_value(tmp_path: Path) -> None:
+    source = tmp_path / "x.py"
+    source.write_text(
+        "def a(s): return Registry(u, p, trust_project_hooks=s.t, managed_dir=s.m)\n"
+        "def b(s): return TrustStore(), TrustStore(s.path), TrustStore.over(x), "
+        "TrustStore(shared=x)\n"
+        "def c(s): return load_config(p, trust_project=True), load_config(p)\n"
+        "def d(s, o): return Registry(u, p, **o), ControlLayer(p, trust_store=s)\n",
+        encoding="utf-8")
+    assert _defaulted_calls(source) == [
+        ("a", "Registry(...) without trust_store"), ("b", "TrustStore(...) without path"),
+        ("c", "load_config(...) without trust_project, trust_store"),
+        ("d", "ControlLayer(...) without trust_project")]
 
 
 def test_the_check_finds_each_kind_of_read() -> None:

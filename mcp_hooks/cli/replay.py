@@ -41,6 +41,7 @@ from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.engine.wiring import wire
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, ConfigError, MCPHooksError
 from mcp_hooks.registry.discovery import Registry
+from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.settings import Settings, process_values
 from mcp_hooks.spec.outcome import FAULT_SOURCE, Event, HookRun
 from mcp_hooks.state.files import FileStore
@@ -178,14 +179,15 @@ async def replay(records: Iterable[dict[str, Any]], hooks_dir: Path,
     """Fire each record's event against ``hooks_dir`` (see the module docstring)."""
     report = Report()
     scratch = _Scratch(scratch_root)
-    no_managed = scratch_root / "no-managed"
-    registry = Registry(hooks_dir, None, watch=False, managed_dir=no_managed)
+    # the candidate hooks alone: no project (so no trust asked), no managed layer
+    registry = Registry(hooks_dir, None, watch=False, trust_project_hooks=False,
+                        trust_store=TrustStore(scratch_root / "trust.json"), managed_dir=False)
     settings = Settings(**(process_values() | {"mode": "audit"}))  # the environment's kept
     store = FileStore(scratch_root / "state", log=None)
     yaml = hooks_dir / "hooks.yaml"
     control: ControlLayer | Literal[False] = ControlLayer(
-        None, user_file=yaml, ladder=Ladder(store=store), watch=False, managed_dir=no_managed,
-        mode="audit") if yaml.is_file() else False
+        None, user_file=yaml, ladder=Ladder(store=store), watch=False, trust_project=False,
+        trust_store=registry.trust_store, mode="audit") if yaml.is_file() else False
     parts = wire(registry, settings, store=store, control=control)
     async with Engine(registry, settings, parts) as engine:
         for record in records:

@@ -306,7 +306,9 @@ def extra_routes(opts: ServerOptions, service: Any, metrics: Any) -> list[Any]:
         config = DashboardConfig(source, token=opts.serve.token,
                                  roots=tuple(opts.roots) or (opts.project_dir,),
                                  user_dir=settings.user_dir, metrics=metrics,
-                                 trust_project_hooks=settings.trust_project_hooks)
+                                 trust_project_hooks=settings.trust_project_hooks,
+                                 trust_store=settings.trust_store,
+                                 managed_dir=settings.managed_dir)
         routes.append(Mount(DASHBOARD_PATH, app=dashboard_app(config)))
         if metrics is not None:
             metrics.read_from("mcp_hooks_asks_pending", lambda: pending_count(source))

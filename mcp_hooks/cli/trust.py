@@ -148,14 +148,14 @@ def command(args: argparse.Namespace) -> int:
     written there unsigned, without ``MCP_HOOKS_TRUST_KEY``, are said on stderr)."""
     given = options.settings(args)
     store = options.trust_store_of(given)
-    if store is not None and store.signatures is None and not args.list:
+    if store.shared is not None and store.signatures is None and not args.list:
         print(f"mcp-hooks trust: warning: {unsigned_warning(store.where)}", file=sys.stderr,
               flush=True)
     return run(options_from_args(args), store)
 
 
-def run(opts: TrustOptions, store: TrustStore | None = None) -> int:
-    """Carry out ``opts`` against ``store`` (default: the user's trust store).
+def run(opts: TrustOptions, store: TrustStore) -> int:
+    """Carry out ``opts`` against ``store`` (the one the door's settings name).
 
     Returns:
         0 ok, 1 a problem reported on stderr (declined, nothing to trust, a hook that is
@@ -165,7 +165,6 @@ def run(opts: TrustOptions, store: TrustStore | None = None) -> int:
         UsageError: ``opts.hooks`` names a hook the project does not have.
         TrustError: the trust could not be recorded (the store cannot be written).
     """
-    store = store if store is not None else TrustStore()
     record: dict[str, Any] = {"action": opts.action, "trust_store": str(store.where)}
     if not opts.json:
         return _act(opts, store, record)

@@ -23,6 +23,8 @@ from mcp_hooks import options
 from mcp_hooks.cli.report import emit_json
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, HookFileError
 from mcp_hooks.registry.discovery import project_hooks_dir
+from mcp_hooks.registry.trust import TrustStore
+from mcp_hooks.settings import Settings
 from mcp_hooks.spec.hookfields import problems_of, warnings_of
 from mcp_hooks.spec.hookfile import find_hook_file, load_hook
 
@@ -115,12 +117,14 @@ def _check_hook(found: Validation, hook_dir: Path, scope: str, args: argparse.Na
 def validate(args: argparse.Namespace) -> Validation:
     """Everything ``validate`` finds for its parsed arguments."""
     found = Validation()
+    given = options.settings(args)  # once: the folders, and what trust is asked of
+    project = options.project_of(given)
     targets: list[tuple[str, Path]]
     if args.dirs:
         targets = [("user", d) for d in args.dirs]
     else:
-        user = options.user_hooks_dir(args)
-        targets = [("user", user), ("project", project_hooks_dir(options.project_dir(args)))]
+        targets = [("user", options.user_hooks_of(given)),
+                   ("project", project_hooks_dir(project))]
     for scope, target in targets:
         if not target.is_dir():
             if args.dirs:
@@ -130,12 +134,13 @@ def validate(args: argparse.Namespace) -> Validation:
         for hook_dir in _hook_dirs(target):
             _check_hook(found, hook_dir, scope, args)
     if not args.dirs:
-        _check_hooks_yaml(found, options.project_dir(args))
+        _check_hooks_yaml(found, project, given)
     return found
 
 
-def _check_hooks_yaml(found: Validation, project: Path) -> None:
-    """The hooks.yaml layers (``~/.ahp``, the project's, the local one).
+def _check_hooks_yaml(found: Validation, project: Path, given: Settings) -> None:
+    """The hooks.yaml layers (``~/.ahp``, the project's, the local one), the project's
+    trusted as ``given`` says (``--trust-project-hooks``, the trust store it names).
 
     Reads and never imports: a custom oracle is checked by the allow-list and, for a file,
     parsed with ``ast``, never run; one of an untrusted layer is not checked until trusted.
@@ -146,7 +151,8 @@ def _check_hooks_yaml(found: Validation, project: Path) -> None:
     # lazy: 29 ms of cold fire (python -X importtime)
     from mcp_hooks.control.oracles import HeldBack, UnknownOracleError, inspect_reference
 
-    config = load_config(project, resolve=False)
+    config = load_config(project, trust_project=given.trust_project_hooks,
+                         trust_store=TrustStore(given.trust_store), resolve=False)
     for problem in config.problems:
         found.problem("hooks.yaml", str(problem), file=problem.file, entry=problem.entry,
                       field_=problem.key, reason=problem.reason)

@@ -89,7 +89,7 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mcp_hooks.control.files import LayerFileError, ahp_snapshot, git_ignores, read_bounded
 from mcp_hooks.control.oracles import (
@@ -122,12 +122,17 @@ from mcp_hooks.control.schema import (
     read_yaml,
     user_config_path,
 )
+from mcp_hooks.control.trust import (
+    TrustCheck,
+    TrustedDigest,
+    config_digest,
+    trust_config,
+    trust_status,
+)
 from mcp_hooks.errors import ConfigError
 from mcp_hooks.registry.managed import location_problem
-from mcp_hooks.registry.trust import TrustStore, trust_all_from_env
-
-if TYPE_CHECKING:
-    from mcp_hooks.registry.trust import TrustStore
+from mcp_hooks.registry.trust import TrustStore
+from mcp_hooks.settings import trust_all_from_env
 
 
 class _Unbuilt(ConfigError):
@@ -136,25 +141,6 @@ class _Unbuilt(ConfigError):
     def __init__(self, problems: list[HooksYamlError]) -> None:
         super().__init__(problems[0] if problems else "")
         self.problems = problems
-
-
-# -- trust ---------------------------------------------------------------------------------
-
-def config_digest(project_dir: Path) -> str:
-    """SHA-256 over the project's ``.ahp/hooks*.yaml`` and ``.ahp/**/*.py`` (names and bytes;
-    ``files.ahp_snapshot``: bounded, never blocking, links not followed out of ``.ahp``)."""
-    return ahp_snapshot(project_dir).digest
-
-
-def trust_status(project_dir: Path, store: TrustStore | None = None) -> str:
-    return (store or TrustStore()).status(project_dir, TRUST_NAME, config_digest(project_dir))
-
-
-def trust_config(project_dir: Path, store: TrustStore | None = None) -> str:
-    """Trust the project's hooks.yaml as it is now (after reading it); returns the digest."""
-    digest = config_digest(project_dir)
-    (store or TrustStore()).trust(project_dir, {TRUST_NAME: digest})
-    return digest
 
 
 # -- merging the layers (the rules: the module doc) ----------------------------------------
@@ -228,7 +214,7 @@ def _candidate(old: _Merged | None, merged: dict[str, Any], file: Path, layer: L
 
 class _Merger:
     def __init__(self, project_dir: Path | None, *, trust_project: bool,
-                 trust_store: TrustStore | None, resolve: bool) -> None:
+                 trust_store: TrustCheck, resolve: bool) -> None:
         self.config = ControlConfig()
         self.project_dir = project_dir
         self.trust_project = trust_project
@@ -251,7 +237,7 @@ class _Merger:
         assert self.project_dir is not None
         if config.snapshot is None:
             config.snapshot = ahp_snapshot(self.project_dir)
-            config.trust = (self.store or TrustStore()).status(
+            config.trust = self.store.status(
                 self.project_dir, TRUST_NAME, config.snapshot.digest)
         if config.trust != "trusted":
             return False
@@ -446,7 +432,7 @@ class _Merger:
 
 
 def load_config(project_dir: Path | None, *, user_file: Path | None = None,
-                trust_project: bool | None = None, trust_store: TrustStore | None = None,
+                trust_project: bool | None = None, trust_store: TrustCheck | None = None,
                 resolve: bool = True, managed_file: Path | None = None,
                 managed_only: bool = False) -> ControlConfig:
     """Read and merge the hooks.yaml layers of a project (see the module docstring).
@@ -454,16 +440,20 @@ def load_config(project_dir: Path | None, *, user_file: Path | None = None,
     Args:
         project_dir: the project, or None for the user layer alone.
         user_file: the user layer; None for ``~/.ahp/hooks.yaml``.
-        trust_project: trust the project layers without the store; None reads
-            ``MCP_HOOKS_TRUST_PROJECT_HOOKS``.
-        trust_store: the store to check; None for the default one.
+        trust_project: trust the project layers without the store.
+        trust_store: the store to check (a door's: ``options.trust_store_of``).
         resolve: import and build the custom oracles of trusted layers; False reads only
             (``validate``, the trust review): every custom oracle is a ``HeldBack``.
         managed_file: the managed folder's hooks.yaml (read first, never overridden).
         managed_only: read the managed layer alone (its ``settings.json``).
+
+    ``trust_project`` or ``trust_store`` left None is "not said" by a library caller: the
+    environment's (``MCP_HOOKS_TRUST_PROJECT_HOOKS``, ``MCP_HOOKS_TRUST_STORE``).
     """
-    if trust_project is None:
+    if trust_project is None:  # a library caller's door
         trust_project = trust_all_from_env()
+    if trust_store is None:
+        trust_store = TrustStore()
     merger = _Merger(project_dir, trust_project=trust_project, trust_store=trust_store,
                      resolve=resolve)
     layers: list[tuple[Layer, Path]] = [("user", user_file or user_config_path())]
@@ -480,7 +470,7 @@ def load_config(project_dir: Path | None, *, user_file: Path | None = None,
 __all__ = [
     "ENTRY_KEYS", "INTENSITY_STEPS", "LOCAL_FILE", "MAX_HOOKS_YAML", "PROJECT_FILE",
     "TRIGGERS", "TRUST_NAME", "WHEN_ROOTS", "ControlConfig", "Entry", "HooksYamlError",
-    "Layer", "LayerNote", "canonical_trigger", "condition_holds", "config_digest",
-    "load_config", "lookup", "needs_trust", "parse_yaml", "read_yaml", "trust_config",
-    "trust_status", "user_config_path",
+    "Layer", "LayerNote", "TrustCheck", "TrustedDigest", "canonical_trigger",
+    "condition_holds", "config_digest", "load_config", "lookup", "needs_trust", "parse_yaml",
+    "read_yaml", "trust_config", "trust_status", "user_config_path",
 ]

@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Literal
 from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
@@ -51,6 +52,7 @@ from mcp_hooks.dashboard.params import ParamError, event_filters, hooks_window, 
 from mcp_hooks.dashboard.source import Filters, Source, SourceError
 from mcp_hooks.metrics import CONTENT_TYPE, Metrics
 from mcp_hooks.registry.discovery import Registry
+from mcp_hooks.registry.trust import TrustStore
 
 PAGES = {"activity": "Activity", "hooks": "Hooks", "sessions": "Sessions",
          "pending": "Pending", "fleet": "Fleet"}
@@ -69,6 +71,9 @@ class DashboardConfig:
         user_dir: the user hooks folder (None: the default).
         metrics: serve ``/metrics`` from these (None: no ``/metrics``).
         trust_project_hooks: list every project hook as trusted (``Registry``'s flag).
+        trust_store: the trust file project hooks are listed against (``Settings``'); None:
+            not said, the environment's.
+        managed_dir: the managed hooks folder (``Settings``'; False: none; None: not said).
         allowed_hosts: the ``Host`` names answered (DNS rebinding; empty: any).
     """
 
@@ -77,6 +82,8 @@ class DashboardConfig:
     roots: tuple[Path, ...] = ()
     user_dir: Path | None = None
     trust_project_hooks: bool = False
+    trust_store: Path | None = None
+    managed_dir: Path | Literal[False] | None = None
     metrics: Metrics | None = None
     allowed_hosts: tuple[str, ...] = ()  # answer only these Host names (empty: any)
 
@@ -248,7 +255,9 @@ class Dashboard:
             config = self.config
             self._registries = [
                 (root, Registry(config.user_dir, root, watch=False,
-                                trust_project_hooks=config.trust_project_hooks))
+                                trust_project_hooks=config.trust_project_hooks,
+                                trust_store=TrustStore(config.trust_store),
+                                managed_dir=config.managed_dir))
                 for root in config.roots]
         for _, registry in self._registries:
             registry.refresh()

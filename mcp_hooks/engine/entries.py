@@ -43,7 +43,6 @@ updates lock its file.
 from __future__ import annotations
 
 import functools
-import os
 import shlex
 import threading
 from collections.abc import Collection, Mapping
@@ -56,7 +55,7 @@ from mcp_hooks.engine.launch import Launcher, run_background
 from mcp_hooks.paths import ahp_user_file
 from mcp_hooks.registry.digest import set_digest
 from mcp_hooks.registry.managed import managed_layer
-from mcp_hooks.settings import DEFAULT_ENVIRONMENT, trust_store_path
+from mcp_hooks.settings import DEFAULT_ENVIRONMENT
 from mcp_hooks.spec.signals import Signal
 
 if TYPE_CHECKING:
@@ -124,7 +123,7 @@ class ControlLayer:
         self._secrets = tuple(secrets)
         self._load_timeout = load_timeout
         self._trust_project = trust_project
-        self._trust_store = trust_store  # a shared store's digests (--state); None: the file
+        self._trust_store = trust_store  # the registry's: the trust file or a shared store
         self._lock = threading.RLock()
         self._digested: tuple[str, ControlConfig | None, str] = ("", None, "")
 
@@ -177,7 +176,7 @@ class ControlLayer:
     def _signature(self) -> tuple[tuple[str, int, int, int], ...]:
         """What the configuration and its trust rest on, by ``stat``: the layers, the trust
         store, and every file and folder under the project's ``.ahp``."""
-        names = [*self._files(), trust_store_path()]
+        names = self._files()
         if self.project_dir is not None and (self.project_dir / ".ahp").is_dir():
             names += sorted((self.project_dir / ".ahp").rglob("*"))[:1000]
         out = []
@@ -187,8 +186,8 @@ class ControlLayer:
             except (OSError, ValueError):
                 continue
             out.append((str(name), st.st_mtime_ns, st.st_ctime_ns, st.st_size))
-        if self._trust_store is not None:  # a shared store's digests move without a file
-            out.append(("<shared trust>", hash(str(self._trust_store.signature())), 0, 0))
+        if self._trust_store is not None:  # the trust file's stat, or a shared store's state
+            out.append(("<trust>", hash(str(self._trust_store.signature())), 0, 0))
         return tuple(out)
 
     def config(self) -> ControlConfig | None:
@@ -264,13 +263,9 @@ class ControlLayer:
         """The trust store's (mtime, size) while a project layer is read, else None."""
         if self._config is None or self._config.trust is None:
             return None
-        if self._trust_store is not None:
-            return (hash(str(self._trust_store.signature())), 0)
-        try:
-            st = os.stat(trust_store_path())
-        except OSError:
+        if self._trust_store is None:  # load_config's own (a library caller's): not watched
             return (0, 0)
-        return (st.st_mtime_ns, st.st_size)
+        return (hash(str(self._trust_store.signature())), 0)
 
     def _trust_moved(self) -> bool:
         return self._trust_seen is not None and self._trust_stat() != self._trust_seen
@@ -347,12 +342,14 @@ class ControlLayer:
         config = self.config()
         if config is None or not any(e.async_ for e in config.for_trigger(trigger)):
             return
+        from mcp_hooks.control.trust import trust_found  # lazy: 0 ms, config() imported it
         job = {"trigger": trigger, "payload": dict(payload), "session_id": session_id,
                "project_dir": str(self.project_dir) if self.project_dir else None,
                "user_file": str(self.user_file), "correlation_id": correlation_id,
                "managed_dir": str(self.managed_dir) if self.managed_dir else None,
                "log": str(log_path) if log_path is not None else None,
-               "environment": self.environment}
+               "environment": self.environment,
+               "trust": trust_found(config)}  # the process trusts what this one found
         launcher.launch_entries(job, functools.partial(run_background, job, config, self.ladder,
                                                        self._secrets))
 

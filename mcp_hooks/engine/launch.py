@@ -335,12 +335,17 @@ def run_background(job: dict[str, Any], config: ControlConfig | None = None,
     # lazy: the control layer, 42 ms of cold fire (python -X importtime)
     from mcp_hooks.control.config import load_config
     from mcp_hooks.control.evaluation import evaluate  # lazy: 44 ms of cold fire, as above
+    from mcp_hooks.control.trust import TRUSTED_ALL, TrustedDigest  # lazy: as above
 
     project = Path(job["project_dir"]) if job.get("project_dir") else None
     try:
         if config is None:
             managed = job.get("managed_dir")  # its managed layer, as the engine read it
+            found = job.get("trust")  # and its project's trust, as the engine found it
             config = load_config(project, user_file=Path(job["user_file"]),
+                                 trust_project=found == TRUSTED_ALL,
+                                 trust_store=TrustedDigest(None if found == TRUSTED_ALL
+                                                           else found),
                                  **managed_layer(Path(managed) if managed else None))
         signals = evaluate(job["trigger"], job["payload"], config=config, ladder=ladder,
                            project_dir=project, background=True,

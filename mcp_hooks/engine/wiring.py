@@ -135,7 +135,7 @@ def control_layer(registry: Registry, settings: Settings, store: StateStore, *,
     return ControlLayer(registry.project_dir, watch=not one_shot and registry.watching,
                         secrets=settings.secrets, environment=settings.environment,
                         trust_project=registry.trust_project_hooks,
-                        trust_store=registry.shared_trust, ladder=Ladder(store=store),
+                        trust_store=registry.trust_store, ladder=Ladder(store=store),
                         managed_dir=registry.managed_dir, mode=settings.mode)
 
 

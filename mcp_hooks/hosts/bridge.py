@@ -57,7 +57,7 @@ from mcp_hooks.hosts.base import (
     Reply,
 )
 from mcp_hooks.hosts.prompts import answer_prompt, close_answered, prompt_of, unanswered
-from mcp_hooks.options import CommonOptions, log_of
+from mcp_hooks.options import CommonOptions, log_of, trust_store_of
 from mcp_hooks.options import on_fault as configured_fault
 from mcp_hooks.options import settings as read_settings
 from mcp_hooks.ownstdout import owned_stdout
@@ -203,16 +203,17 @@ def fire_call(call: Call, args: CommonOptions, *, hold_aid: bool = False,
     project = settings.project_dir
     if project is None:  # none given: the project of the folder the agent works in
         project = find_project_dir(Path(call.fields.get("work_dir") or os.getcwd()))
-    registry = Registry(settings.user_dir, project, watch=False,
-                        trust_project_hooks=settings.trust_project_hooks,
-                        managed_dir=settings.managed_dir)
     event = Event.create(event_type=call.event, **call.fields)
-
     log = log_of(settings)
-    try:  # StateUnavailable (a store that cannot be reached): a fault, a deny naming it
-        store = store_for(settings.state, log, settings.replica_id)
+    # StateUnavailable (a store that cannot be reached): a fault, a deny naming it
+    store = store_for(settings.state, log, settings.replica_id)
+    try:  # project hooks trusted as the door says: the trust file, or the shared store's
+        registry = Registry(settings.user_dir, project, watch=False,
+                            trust_project_hooks=settings.trust_project_hooks,
+                            trust_store=trust_store_of(settings, store),
+                            managed_dir=settings.managed_dir)
     except BaseException:
-        registry.close()
+        close_store(store)
         raise
     engine = Engine(registry, settings, wire(
         registry, settings, log=log, one_shot=True, store=store,

@@ -279,7 +279,8 @@ def _backup_path(name: str) -> Path:
 
 
 def add_hooks(hooks: Sequence[BundledHook], hooks_dir: Path, *, force: bool = False,
-              dry_run: bool = False, trust_project: Path | None = None) -> list[Added]:
+              dry_run: bool = False, trust_project: Path | None = None,
+              trust_store: TrustStore | None = None) -> list[Added]:
     """Copy bundled hooks into ``hooks_dir`` (see the module docstring for the rules).
 
     Args:
@@ -288,12 +289,17 @@ def add_hooks(hooks: Sequence[BundledHook], hooks_dir: Path, *, force: bool = Fa
         force: replace a different hook of the same name (kept in the backups).
         dry_run: write nothing; say what would happen.
         trust_project: the project whose ``.agents/hooks`` this is: the copies (and hooks
-            found already there, unchanged) are recorded as trusted for it.
+            found already there, unchanged) are recorded as trusted for it, in
+            ``trust_store`` (the door's: ``TrustStore(settings.trust_store)``; required then).
 
     Raises:
         OSError: a folder could not be written (what was copied before stays).
         TrustStoreError: the trust store cannot be written.
+        TypeError: ``trust_project`` without ``trust_store``.
     """
+    if trust_project is not None and trust_store is None:
+        raise TypeError("add_hooks: trust_project needs trust_store (the door's "
+                        "TrustStore(settings.trust_store))")
     results: list[Added] = []
     for hook in hooks:
         dest = hooks_dir / hook.name
@@ -310,8 +316,8 @@ def add_hooks(hooks: Sequence[BundledHook], hooks_dir: Path, *, force: bool = Fa
         if status in ("added", "replaced") and not dry_run:
             backup = _copy_into_place(hook.path, dest)
         results.append(Added(hook.name, hook.path, dest, status, backup))
-    if trust_project is not None and not dry_run:
-        results = _trust(results, trust_project)
+    if trust_project is not None and trust_store is not None and not dry_run:
+        results = _trust(results, trust_project, trust_store)
     elif trust_project is not None:
         results = [_with_trust(r, r.status != "conflict") for r in results]
     return results
@@ -321,12 +327,12 @@ def _with_trust(result: Added, trusted: bool) -> Added:
     return dataclasses.replace(result, trusted=trusted)
 
 
-def _trust(results: list[Added], project: Path) -> list[Added]:
+def _trust(results: list[Added], project: Path, store: TrustStore) -> list[Added]:
     """Trust the project copies that hold our code (not a conflicting one left alone)."""
     ours = [r for r in results if r.status != "conflict"]
     digests = {r.name: hook_digest(r.dest) for r in ours}
     if digests:
-        TrustStore().trust(project, digests)
+        store.trust(project, digests)
     return [_with_trust(r, r.name in digests) for r in results]
 
 

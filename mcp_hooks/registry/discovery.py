@@ -34,7 +34,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from mcp_hooks import paths
 from mcp_hooks.registry.digest import hook_digest, set_digest
@@ -51,9 +51,8 @@ from mcp_hooks.registry.gate import UntrustedHook as UntrustedHook  # its old ho
 from mcp_hooks.registry.index import EventIndex, build_index
 from mcp_hooks.registry.index import run_order as run_order  # its old home, still public
 from mcp_hooks.registry.managed import location_problem, read_settings
-from mcp_hooks.registry.trust import TrustStore, trust_all_from_env
-from mcp_hooks.settings import managed_dir_from_env
-from mcp_hooks.settings import trust_store_path as store_path
+from mcp_hooks.registry.trust import TrustStore
+from mcp_hooks.settings import managed_dir_from_env, trust_all_from_env
 from mcp_hooks.spec.hookfile import HookSpec, Scope
 
 if TYPE_CHECKING:
@@ -117,16 +116,20 @@ class Registry:
         watch: follow changes on disk (``refresh``); False for one-shot callers such as
             ``mcp-hooks fire`` and the host bridges, which read the folders once.
         trust_project_hooks: run every project hook without checking the trust store (CI,
-            containers); None reads ``MCP_HOOKS_TRUST_PROJECT_HOOKS``.
-        trust_store: where trusted digests are kept; None for ``settings.trust_store_path()``.
-        managed_dir: the managed folder; None reads ``MCP_HOOKS_MANAGED_DIR`` (default
-            ``/etc/agents/hooks`` where it exists).
+            containers).
+        trust_store: where trusted digests are kept (a door passes the one its ``Settings``
+            names: ``options.trust_store_of``).
+        managed_dir: the managed folder; False for none.
+
+    A value left None is "not said" by a library caller: this process's environment's
+    (``MCP_HOOKS_TRUST_PROJECT_HOOKS``, ``MCP_HOOKS_TRUST_STORE``, ``MCP_HOOKS_MANAGED_DIR``,
+    else ``/etc/agents/hooks`` where it exists). Every door passes its ``Settings``' values.
     """
 
     def __init__(
         self, user_dir: Path | None = None, project_dir: Path | None = None, *,
         strict: bool = False, watch: bool = True, trust_project_hooks: bool | None = None,
-        trust_store: TrustStore | None = None, managed_dir: Path | None = None,
+        trust_store: TrustStore | None = None, managed_dir: Path | Literal[False] | None = None,
     ) -> None:
         self.user_dir = Path(os.path.abspath(user_dir if user_dir is not None
                                              else paths.user_hooks_dir()))
@@ -136,6 +139,8 @@ class Registry:
             trust_project_hooks = trust_all_from_env()
         self.trust_project_hooks = trust_project_hooks
         self._trust_store = trust_store
+        # a file store is looked at from when a project hook first asks it (no stat before)
+        self._trust_live = trust_store is not None and trust_store.shared is not None
         self._trust_seen: object = None  # the trust store's signature when last read
         self._deep: dict[Path, Known] = {}  # project hook folder -> its digest (gate.py)
         self._listed: list[tuple[Scope, Path, str | None]] = []  # the folders last listed
@@ -144,8 +149,9 @@ class Registry:
         self.generation = 0
         self._scans = 0  # scans published; hooks_digest is computed once per scan
         self._digest: tuple[int, dict[str, str]] | None = None
-        managed = managed_dir if managed_dir is not None else managed_dir_from_env()
-        self.managed_dir = Path(os.path.abspath(managed)) if managed is not None else None
+        if managed_dir is None:  # not said: the environment's (a library caller's door)
+            managed_dir = managed_dir_from_env() or False
+        self.managed_dir = Path(os.path.abspath(managed_dir)) if managed_dir else None
         self.managed_only = False  # the managed folder's settings.json, read at each scan
         self.shadowed: list[HookSpec] = []  # hooks named like a managed one: never run
         self._roots: list[tuple[Scope, Path]] = [("user", self.user_dir)]
@@ -323,8 +329,8 @@ class Registry:
     def _scan(self, listed: list[tuple[Scope, Path, str | None]] | None = None) -> bool:
         """Read the hook folders (``listed``: these, as listed before; else listed now)."""
         found = _Scan()
-        if self._trust_store is not None:  # before any digest is read: a change during the
-            self._trust_seen = self._trust_store.signature()  # scan is seen by the next one
+        if self._trust_live and self._trust_store is not None:  # before any digest is read:
+            self._trust_seen = self._trust_store.signature()  # a change is seen next scan
         self._listed = list(self._hook_dirs()) if listed is None else listed
         for scope, hook_dir, problem in self._listed:
             self._take(found, scope, hook_dir, problem)
@@ -407,16 +413,18 @@ class Registry:
     # -- trust ----------------------------------------------------------------------------
 
     @property
-    def shared_trust(self) -> TrustStore | None:
-        """The trust store kept in a shared state store (``--state``), else None (the file)."""
-        store = self._trust_store
-        return store if store is not None and store.shared is not None else None
+    def trust_store(self) -> TrustStore:
+        """The store project hooks are checked against (the hooks.yaml layer checks the
+        same one: ``engine/wiring.py``)."""
+        if self._trust_store is None:  # not said: the environment's file (a library door)
+            self._trust_store = TrustStore()
+        return self._trust_store
 
     def _store(self) -> TrustStore:
-        if self._trust_store is None:
-            self._trust_store = TrustStore(store_path())
-            self._trust_seen = self._trust_store.signature()
-        return self._trust_store
+        store = self.trust_store
+        if not self._trust_live:
+            self._trust_live, self._trust_seen = True, store.signature()
+        return store
 
     def _trust_of(self, store: TrustStore, hook_dir: Path, deep: dict[Path, Known],
                   watched: list[str]) -> tuple[TrustStatus, str]:
@@ -431,7 +439,8 @@ class Registry:
         """Whether the trust store changed since the scan (shared: read at most every
         ``trust.SHARED_REFRESH`` seconds; the file: one stat), or, without a live watcher,
         any project hook file did (or changed too recently to be sure: ``gate.py``)."""
-        if self._trust_store is not None and self._trust_store.signature() != self._trust_seen:
+        if (self._trust_live and self._trust_store is not None
+                and self._trust_store.signature() != self._trust_seen):
             return True
         if self._watcher is not None and self._watcher.live:
             return False

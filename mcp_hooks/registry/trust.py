@@ -6,8 +6,9 @@ resolved path) and hook name as the SHA-256 of the whole hook folder (``digest.p
 ``hook_digest``): any change to HOOK.md, a script, a mode bit or the set of files makes the
 hook "changed" until trusted again.
 
-The store is one JSON file, ``settings.trust_store_path()`` (``$MCP_HOOKS_TRUST_STORE`` or
-``$XDG_STATE_HOME/mcp-hooks/trust.json``)::
+The store is one JSON file, ``Settings.trust_store`` (``$MCP_HOOKS_TRUST_STORE`` or
+``$XDG_STATE_HOME/mcp-hooks/trust.json``; a door passes it, a library caller's ``TrustStore()``
+takes the environment's)::
 
     {"version": 1,
      "projects": {"/abs/project": {"hook-name": {"sha256": "<hex>", "trusted_at": "<ISO 8601>"}}}}
@@ -42,7 +43,6 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from mcp_hooks import settings
 from mcp_hooks.errors import RunError
 from mcp_hooks.registry.digest import UNVERIFIABLE_DIGEST, TrustError, is_digest
 from mcp_hooks.registry.signing import Signatures
@@ -88,12 +88,6 @@ class SharedDigests(Protocol):
         ...
 
 
-def trust_all_from_env() -> bool:
-    """Whether ``$MCP_HOOKS_TRUST_PROJECT_HOOKS`` says to trust every project hook
-    (``1``, ``true``, ``yes`` or ``on``, any case), as ``settings`` reads it."""
-    return settings.trust_all_from_env()
-
-
 # -- the store --------------------------------------------------------------------------
 
 _Data = dict[str, Any]
@@ -134,7 +128,8 @@ class TrustStore:
     """The trusted digests of project hooks, in one JSON file.
 
     Args:
-        path: the store file; None means ``settings.trust_store_path()``.
+        path: the store file (a door's ``Settings.trust_store``); None, for a library
+            caller who says nothing: ``$MCP_HOOKS_TRUST_STORE``, else the default file.
 
     Attributes:
         path: the store file.
@@ -151,7 +146,9 @@ class TrustStore:
 
     def __init__(self, path: Path | None = None, *, shared: SharedDigests | None = None,
                  where: str | None = None, key: str | None = None) -> None:
-        self.path = Path(path) if path is not None else trust_store_path()
+        if path is None and shared is None:  # a library caller's TrustStore(): its door
+            path = trust_store_path()
+        self.path = Path(path) if path is not None else Path(os.devnull)  # shared: no file
         self.shared = shared
         self.where = where or str(self.path)  # how messages name the store
         # a shared store's records count only when signed with the key (signing.py)

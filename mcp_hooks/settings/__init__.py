@@ -14,9 +14,18 @@ is a ``ConfigError`` naming the flag or variable and the fix. ``Engine``, ``Hook
 (docs/settings.md is the same table); ``settings/values.py`` checks each value. Each door (a
 command, ``Hooks``, the server) builds the record once and passes it down: no other module reads
 an ``MCP_HOOKS_*`` variable, directly or through a helper of this one, and ``_env_value`` is
-this module's own. The helpers ``trust_store_path``, ``trust_all_from_env``,
-``mode_from_env`` and ``managed_dir_from_env`` still serve the few places the record does not
-reach yet (``NOT_YET`` in the test, which only shrinks). Exceptions, by design: ``hookkit``
+this module's own. Two kinds of value say where they come from:
+
+- A record from ``from_env`` is whole: ``trust_store`` is a path and ``managed_dir`` a folder
+  or ``False`` (no managed layer), so nothing below a door looks at the environment again.
+- A public constructor a library caller may use without a door (``Registry``, ``TrustStore``,
+  ``load_config``) reads "not said" (None) as what this process's environment says, through
+  ``trust_store_path``, ``trust_all_from_env`` and ``managed_dir_from_env``: those are the
+  library's doors (``LIBRARY_DOORS`` in the test), and every call inside the package passes
+  its door's value instead (checked there too). ``Hooks``' keywords become a whole record
+  here (``for_library``).
+
+Exceptions, by design: ``hookkit``
 runs inside a hook's own process and imports nothing of the package, the generated
 ``forward.py`` script stands alone, and ``runner.hookenv`` *removes* our variables from a
 hook's environment (it names them, it reads no setting from them). ``tests/test_settings.py``
@@ -169,8 +178,11 @@ class Settings:
             (``MCP_HOOKS_ON_ASK_UNAVAILABLE``).
         ask_webhook: where each new ask is posted (``MCP_HOOKS_ASK_WEBHOOK``); None:
             nowhere.
-        managed_dir: the managed hooks folder (``--managed-dir``, ``MCP_HOOKS_MANAGED_DIR``);
-            None: ``/etc/agents/hooks`` where it exists (``managed_dir_from_env``).
+        trust_store: the trust store file (``MCP_HOOKS_TRUST_STORE``, else
+            ``$XDG_STATE_HOME/mcp-hooks/trust.json``); None: not said, the environment's.
+        managed_dir: the managed hooks folder (``--managed-dir``, ``MCP_HOOKS_MANAGED_DIR``,
+            else ``/etc/agents/hooks`` where it exists); False: none; None: not said, the
+            environment's (``from_env`` always says).
         mode: ``enforce`` or ``audit`` (``--mode``, ``MCP_HOOKS_MODE``): in audit every
             hook but the managed ones only records what it would have done.
         door: what fires this process's events, stamped as ``door`` on each event record
@@ -207,7 +219,7 @@ class Settings:
     ask_timeout: float = DEFAULT_ASK_TIMEOUT_S
     on_ask_unavailable: OnAskUnavailable = "deny"
     ask_webhook: str | None = field(default=None, repr=False)  # a URL may carry a token
-    managed_dir: Path | None = None
+    managed_dir: Path | Literal[False] | None = None
     mode: Mode = "enforce"
     door: str = ""  # who fires: serve, proxy, fire, bridge/<host>, api (on each event record)
 
@@ -270,11 +282,24 @@ class Settings:
         if values["otel"] == "off" and not flags.get("otel") and not _env_value(
                 "MCP_HOOKS_OTEL", env) and any(env.get(n, "").strip() for n in _OTLP_ENDPOINTS):
             values["otel"] = "auto"  # the standard OpenTelemetry variable asks for traces
-        if values["managed_dir"] is None:
-            values["managed_dir"] = managed_dir_from_env(env)
-        store = flags.get("trust_store")
-        values["trust_store"] = Path(store) if store else trust_store_path(env)
-        return cls(**values)
+        return cls(**(values | _places(values["managed_dir"], flags.get("trust_store"), env)))
+
+
+def _places(managed: Path | None, store: object, env: Mapping[str, str]) -> dict[str, Any]:
+    """The managed folder (False: none) and the trust store file, whole: a record that says
+    them leaves nothing for a constructor below its door to read from the environment."""
+    return {"managed_dir": managed if managed is not None else managed_dir_from_env(env) or False,
+            "trust_store": Path(str(store)) if store else trust_store_path(env)}
+
+
+def for_library(**keywords: Any) -> Settings:
+    """The ``Settings`` a library caller's keywords give (``Hooks(...)``; None: not given,
+    the field's default): what no keyword says of trust, the trust store and the managed
+    folder is this process's environment's, and the ``PROCESS_WIDE`` values are the
+    environment's whatever the keywords."""
+    given = {key: value for key, value in keywords.items() if value is not None}
+    said = {"trust_project_hooks": trust_all_from_env(), **_places(None, None, os.environ)}
+    return Settings(**(said | given | process_values()))
 
 
 # what a process honours whatever its door, even a library caller's keywords (``Hooks(...)``)
@@ -327,6 +352,7 @@ __all__ = [
     "DEFAULT_FORWARD_TIMEOUT_S", "DEFAULT_MANAGED_DIR", "DEFAULT_STOP_BLOCK_CAP",
     "MAX_REPLICA_ID", "MIN_TRUST_KEY", "STATE_BACKENDS", "VARIABLES", "Mode",
     "OnAskUnavailable", "OnFault", "Settings", "Variable", "_ask_seconds",
-    "_on_ask_unavailable", "default_trust_store", "forward_seconds", "managed_dir_from_env",
+    "_on_ask_unavailable", "default_trust_store", "for_library", "forward_seconds",
+    "managed_dir_from_env",
     "mode_from_env", "parse_mode", "process_values", "trust_all_from_env", "trust_store_path",
 ]

@@ -35,6 +35,7 @@ import pytest
 from mcp import Client
 
 from mcp_hooks.control import trust_config
+from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.server import build_server
 from mcp_hooks.service import HookService
 from mcp_hooks.settings import Settings
@@ -64,7 +65,7 @@ def repo(tmp_path: Path, untrusted: None) -> Path:
     """The scene's repository, its .ahp trusted for real (TestGate and ReviewTrigger run
     commands: untrusted, they would not run)."""
     project = scene.build_project(tmp_path / "feat-0123")
-    trust_config(project)
+    trust_config(project, TrustStore())
     return project
 
 
@@ -189,7 +190,7 @@ async def test_the_warning_repeated_climbs_the_ladder_across_restarts(
     # the local layer (git-ignored) overrides the project's entry key by key: same id,
     # max_files 20 kept, action control, and a ladder
     (repo / ".ahp" / "hooks.local.yaml").write_text(LADDER)
-    trust_config(repo)
+    trust_config(repo, TrustStore())
     args = common(user_dir, repo, log)
     fixed = {"issue": scene.issue(done=True)}
 
@@ -236,7 +237,7 @@ async def test_hook_md_chain_runs_first_and_its_deny_stops_the_entries(
     (repo / ".ahp" / "hooks.local.yaml").write_text(
         "hooks:\n  pre-issue-submit:\n    - oracle: TestGate\n      config:\n"
         "        command: \"echo tests >> order.log\"\n")
-    trust_config(repo)
+    trust_config(repo, TrustStore())
     (repo / ".gitignore").write_text((repo / ".gitignore").read_text() + "order.log\nfreeze\n")
     args = common(user_dir, repo, log)
     fixed = {"issue": scene.issue(done=True)}

@@ -15,6 +15,7 @@ from mcp_hooks.control.config import trust_config
 from mcp_hooks.engine.engine import Engine
 from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.registry.discovery import Registry
+from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.settings import Settings
 from mcp_hooks.spec.outcome import Event, Outcome
 from tests.conftest import MCP_HOOKS
@@ -105,7 +106,7 @@ def test_a_broken_entry_of_an_untrusted_layer_leaves_its_valid_entries_applying(
 def test_a_trusted_layer_broken_since_still_fails_closed(
         repo: Path, tmp_path: Path, untrusted: None) -> None:
     write(repo, ".ahp/hooks.yaml", "hooks:\n  pre-tool-use:\n    - oracle: PermissionChecker\n")
-    trust_config(repo)
+    trust_config(repo, TrustStore())
     write(repo, ".ahp/hooks.yaml", BROKEN)
     outcome = fire(engine_for(repo, tmp_path), shell(repo))
     assert outcome.denied and "NoSuchOracle" in (outcome.reason or "")

@@ -127,7 +127,8 @@ def test_project_copies_are_trusted_as_they_are(tmp_path: Path) -> None:
     project = tmp_path / "project"
     hooks_dir = project / ".agents" / "hooks"
     chosen = bundle.select(["block-dangerous-commands"])
-    results = bundle.add_hooks(chosen, hooks_dir, trust_project=project)
+    results = bundle.add_hooks(chosen, hooks_dir, trust_project=project,
+                               trust_store=TrustStore())
     assert [(r.status, r.trusted) for r in results] == [("added", True)]
     dest = hooks_dir / "block-dangerous-commands"
     assert TrustStore().status(project, dest.name, hook_digest(dest)) == "trusted"

@@ -213,3 +213,27 @@ def test_a_managed_folder_linked_to_a_writable_one_is_refused(tmp_path: Path,
     registry = Registry(user_dir, managed_dir=link)
     assert registry.get("guard") is None
     assert "writable by every user" in registry.invalid[0].reason
+
+
+@pytest.mark.anyio
+async def test_the_environments_managed_folder_holds_through_every_library_door(
+        managed: Path, user_dir: Path, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An administrator's ``MCP_HOOKS_MANAGED_DIR`` holds for a program that builds its own
+    ``Registry()`` or ``Hooks(...)`` (its doors), and for ``Settings.from_env``, which says
+    it whole; only an explicit ``False`` (a door's "none") leaves the layer out."""
+    from mcp_hooks import Hooks
+
+    write_hook(managed, "org", script=DENY)
+    write_hook(user_dir, "mine", script=ALLOW)
+    monkeypatch.setenv("MCP_HOOKS_MANAGED_DIR", str(managed))
+    assert (await fire(Registry(user_dir, project), **shell())).blocked_by == "org"
+    with Hooks(project, user_dir=user_dir) as hooks:
+        assert hooks.settings.managed_dir == managed
+        assert hooks.fire("before_tool", tool_name="Shell",
+                          tool_input={"command": "ls"}).blocked_by == "org"
+    assert Settings.from_env().managed_dir == managed
+    outcome = await fire(Registry(user_dir, project, managed_dir=False), **shell())
+    assert outcome.decision == "allow" and [h.name for h in outcome.hooks] == ["mine"]
+    monkeypatch.delenv("MCP_HOOKS_MANAGED_DIR")
+    said = Settings.from_env().managed_dir
+    assert said is False or said == Path("/etc/agents/hooks")  # whole: never None

@@ -25,8 +25,8 @@ from mcp_hooks.registry.digest import (
     digest_report,
     hook_digest,
 )
-from mcp_hooks.registry.trust import TRUST_ALL_ENV, TrustStore, TrustStoreError, trust_all_from_env
-from mcp_hooks.settings import trust_store_path
+from mcp_hooks.registry.trust import TRUST_ALL_ENV, TrustStore, TrustStoreError
+from mcp_hooks.settings import trust_all_from_env, trust_store_path
 from tests.conftest import MCP_HOOKS, write_hook
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,6 +7,7 @@ replica and a ``fire --state URL`` run with another (machine B), on the Redis or
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -18,6 +19,7 @@ from mcp import Client
 from mcp_hooks.registry.trust import SHARED_REFRESH
 from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.background import background
+from tests.helpers.forward_served import payload
 from tests.helpers.mcp_calls import fire
 from tests.helpers.restartable import restartable
 from tests.helpers.servers import (  # noqa: F401 - fixtures
@@ -169,3 +171,25 @@ def test_the_python_api_on_a_shared_store_trusts_by_its_digests(
                            work_dir=str(project))
     assert outcome.decision == "deny" and outcome.blocked_by == "gate", outcome
     assert any("stranger" in w and "not trusted" in w for w in outcome.warnings), outcome
+
+
+def test_a_bridge_on_a_shared_store_trusts_by_its_digests(
+        url: str, hooks: Path, project: Path, user_dir: Path, tmp_path: Path) -> None:
+    """A host's bridge run with ``MCP_HOOKS_STATE`` (its engine in its own process) checks
+    project hooks against the digests in the store, as ``fire`` and ``serve`` do: the gate
+    trusted there runs and denies. (It used to check the machine's trust file alone: the
+    trusted gate was skipped as untrusted and the call went through.)"""
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    done = trust(url, project, a, "--hook", "gate")
+    assert done.returncode == 0, done.stderr
+    bridged = subprocess.run(
+        [MCP_HOOKS, "bridge", "claude-code", "--user-dir", str(user_dir), "--project-dir",
+         str(project)], input=payload("claude-code", "PreToolUse.bash", project),
+        capture_output=True, text=True, timeout=120,
+        env={**b, "MCP_HOOKS_STATE": url, "MCP_HOOKS_SERVER": ""})
+    assert bridged.returncode == 0, bridged.stderr
+    answer = json.loads(bridged.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny", answer
+    assert "the gate says no" in answer["permissionDecisionReason"]
+    assert "stranger ran" not in bridged.stdout  # the hook nobody trusted stays out
+    assert "not run: stranger (untrusted)" in bridged.stdout
