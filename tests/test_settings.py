@@ -43,7 +43,7 @@ EXCEPTIONS = {
 }
 # settings' helpers that read a variable themselves when called without an ``environ``: a
 # call of one outside settings is a read of our variables through a helper.
-READING_HELPERS = frozenset({"trust_store_path", "trust_all_from_env", "mode_from_env",
+READING_HELPERS = frozenset({"trust_store_path", "trust_all_from_env",
                              "managed_dir_from_env"})
 # The library's doors: a public constructor a library caller may use without any door's
 # Settings reads "not said" (None) as this process's environment, through settings' helpers.
@@ -254,7 +254,7 @@ def test_the_check_finds_each_kind_of_read() -> None:
         "def d(name): return os.environ[name]\n"
         "def e(): return os.environ.get('HOME'), {**os.environ, 'MCP_HOOKS_LOG': 'off'}\n"
         "def f(): return env_value(TOKEN_ENV), settings.env_value('MCP_HOOKS_LOG')\n"
-        "def g(): return trust_store_path(), mode_from_env(), trust_store_path({})\n"
+        "def g(): return trust_store_path(), managed_dir_from_env(), trust_store_path({})\n"
     )
     found = reads(source, "x.py", {"TOKEN_ENV"})
     assert [f.split()[0] for f in found] == [

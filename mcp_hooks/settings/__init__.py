@@ -90,11 +90,6 @@ def trust_all_from_env(environ: Mapping[str, str] | None = None) -> bool:
     return _env_value("MCP_HOOKS_TRUST_PROJECT_HOOKS", environ).lower() in _TRUE
 
 
-def mode_from_env(environ: Mapping[str, str] | None = None) -> Mode:
-    """``$MCP_HOOKS_MODE`` (``enforce`` when unset); a bad value is a ConfigError naming it."""
-    return parse_mode(_env_value("MCP_HOOKS_MODE", environ) or "enforce", "MCP_HOOKS_MODE")
-
-
 def managed_dir_from_env(environ: Mapping[str, str] | None = None) -> Path | None:
     """``$MCP_HOOKS_MANAGED_DIR``, else ``/etc/agents/hooks`` when that folder exists, else
     None (no managed layer)."""
@@ -354,5 +349,5 @@ __all__ = [
     "OnAskUnavailable", "OnFault", "Settings", "Variable", "_ask_seconds",
     "_on_ask_unavailable", "default_trust_store", "for_library", "forward_seconds",
     "managed_dir_from_env",
-    "mode_from_env", "parse_mode", "process_values", "trust_all_from_env", "trust_store_path",
+    "parse_mode", "process_values", "trust_all_from_env", "trust_store_path",
 ]
