@@ -377,6 +377,13 @@ def _bridge(url: str, body: bytes) -> tuple[int, str]:
     return status, content.decode()
 
 
+def _pre_tool_use(project: Path) -> str:
+    """Claude Code's PreToolUse of ``ls`` in ``project``, as a bridge reads it."""
+    return json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                       "tool_input": {"command": "ls"}, "session_id": "s1",
+                       "cwd": str(project)})
+
+
 def _denied(status: int, text: str) -> bool:
     return status == 422 or '"deny"' in text
 
@@ -393,9 +400,7 @@ def test_serve_on_fault_flag_reaches_the_bridge_endpoint(flag: tuple[str, ...], 
     hook = write_hook(project_hooks, "cannot-start", entry="scripts/missing.sh",
                       extra=BROKEN_HOOK)
     (hook / "scripts" / "missing.sh").unlink()  # in scope, and it cannot start
-    payload = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
-                          "tool_input": {"command": "ls"}, "session_id": "s1",
-                          "cwd": str(project)}).encode()
+    payload = _pre_tool_use(project).encode()
     with served(project, user_dir, tmp_path / "events.jsonl", "--token", TOKEN, *flag) as url:
         hook_fault = _bridge(url, payload)
         unreadable = _bridge(url, b"{not json")
@@ -411,9 +416,7 @@ def test_a_bad_variable_under_a_host_bridge_is_a_deny_naming_it(project: Path,
                                                                  user_dir: Path) -> None:
     """The bridge answers a host: a typo in its settings must not crash it or let the call
     through; the deny names the variable and the fix."""
-    payload = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
-                          "tool_input": {"command": "ls"}, "session_id": "s1",
-                          "cwd": str(project)})
+    payload = _pre_tool_use(project)
     done = subprocess.run(
         [sys.executable, "-m", "mcp_hooks.cli", "bridge", "claude-code", "--event",
          "PreToolUse", "--user-dir", str(user_dir), "--no-log"],
