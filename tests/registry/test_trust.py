@@ -375,6 +375,37 @@ def test_a_corrupt_store_reads_empty_with_a_problem_and_is_never_overwritten(
     assert store.problem is None and store.status(project, "lint", "a" * 64) == "trusted"
 
 
+@pytest.mark.usefixtures("untrusted")
+def test_a_fifo_or_folder_where_the_store_belongs_never_hangs_an_event(
+        tmp_path: Path, project: Path, project_hooks: Path, user_dir: Path) -> None:
+    """A FIFO put at the trust store's path has no writer: opening it to read used to wait
+    forever, and every event with a project hook hung with it. It reads as an empty store
+    with its problem (the project hook is skipped as untrusted, named), and ``trust``
+    refuses to replace it. A folder there is refused the same way."""
+    write_hook(project_hooks, "gate", script="cat >/dev/null\necho no >&2\nexit 2\n")
+    for odd in ("fifo", "folder"):
+        path = tmp_path / odd / "trust.json"
+        path.parent.mkdir()
+        os.mkfifo(path) if odd == "fifo" else path.mkdir()
+        env = {**os.environ, "MCP_HOOKS_TRUST_STORE": str(path)}
+        fired = subprocess.run(
+            [MCP_HOOKS, "fire", "before_tool", "--tool", "Shell", "--input", '{"command": "ls"}',
+             "--project-dir", str(project), "--user-dir", str(user_dir), "--no-log",
+             "--no-server"], capture_output=True, text=True, timeout=120, env=env,
+            stdin=subprocess.DEVNULL)
+        assert fired.returncode == 0, fired.stderr
+        assert "not run: gate (untrusted)" in fired.stderr
+        store = TrustStore(path)
+        assert store.status(project, "gate", "a" * 64) == "untrusted"
+        assert store.problem is not None and "not a regular file" in store.problem
+        done = subprocess.run([MCP_HOOKS, "trust", str(project), "--yes"], env=env,
+                              capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == 1, done.stderr
+        assert f"{path}: not a regular file" in done.stderr and "move it away" in done.stderr
+        assert stat.S_ISFIFO(path.lstat().st_mode) if odd == "fifo" else path.is_dir()
+
+
 _WRITER = """
 import sys, time
 from pathlib import Path
