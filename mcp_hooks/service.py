@@ -50,7 +50,7 @@ from mcp_hooks.runner.persistent import PersistentPool
 from mcp_hooks.settings import Settings
 from mcp_hooks.spec.asking import Approver
 from mcp_hooks.spec.events import canonical_event
-from mcp_hooks.spec.hookfile import MAX_HOOK_FILE, NAME_RE, HookSpec, parse_frontmatter
+from mcp_hooks.spec.hookfile import NAME_RE, HookSpec, parse_frontmatter, read_hook_file
 from mcp_hooks.spec.outcome import Event, HookRun, OnFault, Outcome, fault_outcome
 from mcp_hooks.state.eventlog import EventLog
 from mcp_hooks.state.store import StateStore
@@ -379,11 +379,7 @@ def read_hook(hook: HookSpec) -> HookText:
     import frontmatter  # lazy: PyYAML, 7 ms of the server's cold start (python -X importtime)
 
     try:
-        with open(hook.hook_file, "rb") as f:
-            raw = f.read(MAX_HOOK_FILE + 1)
-        if len(raw) > MAX_HOOK_FILE:
-            raise HookFileError(hook.hook_file, None, f"is over {MAX_HOOK_FILE >> 20} MiB")
-        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        text = read_hook_file(hook.hook_file).replace("\r\n", "\n").replace("\r", "\n")
         parse_frontmatter(hook.hook_file, text)  # the guards, before PyYAML
         post = frontmatter.loads(text)
     except (OSError, ValueError, HookFileError) as exc:

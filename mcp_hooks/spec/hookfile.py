@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,8 +139,36 @@ class HookSpec:
         }
 
     def read_text(self) -> str:
-        """The whole HOOK.md, read now (progressive disclosure: only when asked)."""
-        return self.hook_file.read_text(encoding="utf-8")
+        """The whole HOOK.md, read now (progressive disclosure: only when asked); raises
+        HookFileError when it cannot be (``read_hook_file``)."""
+        return read_hook_file(self.hook_file)
+
+
+def read_hook_file(hook_file: Path) -> str:
+    """A HOOK.md's text, read now and never waited on: opened without blocking (a FIFO
+    swapped in since the folder was listed has no writer), a regular file of at most
+    ``MAX_HOOK_FILE``, UTF-8. Raises HookFileError naming the file and the fix."""
+    try:
+        fd = os.open(hook_file, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise HookFileError(hook_file, None, "is not a regular file (a FIFO, a device "
+                                    "or a folder); make HOOK.md a plain file")
+            chunks, total = [], 0
+            while total <= MAX_HOOK_FILE and (chunk := os.read(fd, MAX_HOOK_FILE + 1 - total)):
+                chunks.append(chunk)
+                total += len(chunk)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise HookFileError(hook_file, None, f"cannot be read: {exc.strerror}") from None
+    if total > MAX_HOOK_FILE:
+        raise HookFileError(hook_file, None, f"is over {MAX_HOOK_FILE >> 20} MiB; a HOOK.md "
+                            "is frontmatter and a page of prose: shorten it")
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError:
+        raise HookFileError(hook_file, None, "not UTF-8 text; save it as UTF-8") from None
 
 
 def find_hook_file(hook_dir: Path) -> Path | None:
@@ -232,18 +261,7 @@ def load_hook(
         hook_file = find_hook_file(hook_dir)
     if hook_file is None:
         raise HookFileError(hook_dir, None, "no HOOK.md in this hook folder; add one")
-    try:
-        with open(hook_file, "rb") as f:
-            raw = f.read(MAX_HOOK_FILE + 1)
-    except OSError as exc:
-        raise HookFileError(hook_file, None, f"cannot be read: {exc.strerror}") from None
-    if len(raw) > MAX_HOOK_FILE:
-        raise HookFileError(hook_file, None, f"is over {MAX_HOOK_FILE >> 20} MiB; a HOOK.md "
-                            "is frontmatter and a page of prose: shorten it")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise HookFileError(hook_file, None, "not UTF-8 text; save it as UTF-8") from None
+    text = read_hook_file(hook_file)
     try:
         return _load_text(hook_dir, scope, hook_file, text, strict, run_is_file)
     except HookFileError as exc:

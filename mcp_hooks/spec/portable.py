@@ -38,7 +38,12 @@ import yaml
 
 from mcp_hooks.errors import HookFileError
 from mcp_hooks.spec.events import SPEC_NAMES, is_known_event, spec_name
-from mcp_hooks.spec.hookfile import LITERAL_TOOLS, find_hook_file, parse_frontmatter
+from mcp_hooks.spec.hookfile import (
+    LITERAL_TOOLS,
+    find_hook_file,
+    parse_frontmatter,
+    read_hook_file,
+)
 from mcp_hooks.spec.vocabulary import matcher_problem
 
 # The frontmatter fields of the spec's appendix; anything else belongs under metadata.
@@ -70,9 +75,9 @@ def check_hook(hook_dir: Path) -> list[PortableProblem]:
     if hook_file is None:
         return [PortableProblem(hook_dir, None, "no HOOK.md in this hook folder; add one")]
     try:
-        text = hook_file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return [PortableProblem(hook_file, None, f"cannot be read as UTF-8 text: {exc}")]
+        text = read_hook_file(hook_file)
+    except HookFileError as exc:
+        return [PortableProblem(hook_file, None, exc.reason)]
     problems: list[PortableProblem] = []
 
     def problem(field: str | None, message: str) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -352,3 +355,40 @@ def test_what_a_carriage_return_cannot_break_still_loads(user_dir: Path) -> None
     assert load_hook(binary, "user")[0].name == "binary"
     later = write_hook(user_dir, "later-cr", script="exit 0\r\n")  # only the #! line counts
     assert load_hook(later, "user")[0].name == "later-cr"
+
+
+def _within(seconds: float, work: Callable[[], object]) -> object:
+    """``work()``'s result or exception, from a thread: a hang fails the test, not the run."""
+    box: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # handed back to the test below
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), "hung: the read waited on the file"
+    return box.get("error", box.get("value"))
+
+
+@pytest.mark.parametrize("odd", ["fifo", "folder"])
+def test_a_hook_md_swapped_for_a_fifo_is_refused_not_waited_on(tmp_path: Path, odd: str) -> None:
+    """A prompt-injected agent may swap a loaded hook's HOOK.md for a FIFO, then ask the
+    server's ``get_hook`` (or a person ``mcp-hooks show``) to read it: opening a FIFO to
+    read waits for a writer that never comes, one server thread at a time. It is refused
+    at once, naming the file and the fix."""
+    from mcp_hooks.service import BadRequest, read_hook
+
+    hook = write_hook(tmp_path / "hooks", "fmt")
+    spec, _ = load_hook(hook, "user")
+    (hook / "HOOK.md").unlink()
+    os.mkfifo(hook / "HOOK.md") if odd == "fifo" else (hook / "HOOK.md").mkdir()
+    for read in (spec.read_text, lambda: read_hook(spec)):
+        error = _within(60, read)
+        assert isinstance(error, (HookFileError, BadRequest)), error
+        assert "not a regular file" in str(error) and str(hook / "HOOK.md") in str(error)
+    again = _within(60, lambda: load_hook(hook, "user"))  # listed afresh: no HOOK.md file
+    assert isinstance(again, HookFileError) and "no HOOK.md" in str(again)
