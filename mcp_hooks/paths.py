@@ -25,6 +25,7 @@ An empty ``XDG_*`` value counts as unset.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 
@@ -100,3 +101,25 @@ def backups_dir() -> Path:
 def ladder_path() -> Path:
     """The escalation ladder's counts: ``$XDG_STATE_HOME/mcp-hooks/ladder.json``."""
     return state_dir() / "ladder.json"
+
+
+def read_plain(path: Path, cap: int) -> bytes:
+    """A file's bytes, never waited on: opened without blocking (a FIFO put where a file
+    belongs has no writer), refused unless a regular file, and not read past ``cap`` bytes.
+    Raises OSError as the open or read raised it, or ValueError saying what is wrong (the
+    caller names the file and the fix)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file (a FIFO, a device or a folder)")
+        chunks, total = [], 0
+        while total <= cap and (chunk := os.read(fd, min(1 << 20, cap + 1 - total))):
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > cap:
+            raise ValueError(f"larger than {cap >> 20} MiB" if cap >= 1 << 20
+                             else f"larger than {cap} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+

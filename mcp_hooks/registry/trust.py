@@ -38,13 +38,13 @@ import contextlib
 import fcntl
 import json
 import os
-import stat
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from mcp_hooks.errors import RunError
+from mcp_hooks.paths import read_plain
 from mcp_hooks.registry.digest import UNVERIFIABLE_DIGEST, TrustError, is_digest
 from mcp_hooks.registry.signing import Signatures
 from mcp_hooks.settings import trust_store_path
@@ -92,25 +92,6 @@ class SharedDigests(Protocol):
 # -- the store --------------------------------------------------------------------------
 
 MAX_STORE_BYTES = 64 << 20  # a project's entry is a few hundred bytes: past this, not a store
-
-
-def _read_bounded(path: Path) -> bytes:
-    """The store file's bytes, never waiting: opened without blocking (a FIFO put where the
-    file belongs has no writer), a regular file of at most ``MAX_STORE_BYTES`` or a
-    ValueError saying what it is instead; OSError as the open or read raised it."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a regular file (a FIFO, a device or a folder)")
-        chunks, total = [], 0
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > MAX_STORE_BYTES:
-                raise ValueError(f"larger than {MAX_STORE_BYTES >> 20} MiB, not read")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 _Data = dict[str, Any]
@@ -190,14 +171,14 @@ class TrustStore:
 
     def _read(self) -> tuple[_Data, str | None]:
         try:
-            raw = _read_bounded(self.path)
+            raw = read_plain(self.path, MAX_STORE_BYTES)
         except FileNotFoundError:
             return _empty(), None
         except OSError as exc:
             return _empty(), (f"{self.path}: cannot be read ({exc.strerror}); fix its "
                               "permissions or move it away")
         except ValueError as exc:  # a FIFO, a device, a folder, a huge file: never waited on
-            return _empty(), f"{self.path}: {exc}; {_HOW_TO_FIX}"
+            return _empty(), f"{self.path}: {exc}, not read; {_HOW_TO_FIX}"
         if not raw.strip():
             return _empty(), None
         try:

@@ -19,13 +19,13 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from mcp_hooks.errors import HookFileError, UnknownEventError
+from mcp_hooks.paths import read_plain
 from mcp_hooks.spec import matching
 from mcp_hooks.spec.events import TOOL_EVENTS, canonical_event
 from mcp_hooks.spec.frontmatter import FRONTMATTER as _FRONTMATTER  # noqa: F401 (tests read it)
@@ -145,28 +145,19 @@ class HookSpec:
 
 
 def read_hook_file(hook_file: Path) -> str:
-    """A HOOK.md's text, read now and never waited on: opened without blocking (a FIFO
-    swapped in since the folder was listed has no writer), a regular file of at most
-    ``MAX_HOOK_FILE``, UTF-8. Raises HookFileError naming the file and the fix."""
+    """A HOOK.md's text, read now and never waited on (``paths.read_plain``: a FIFO swapped
+    in since the folder was listed is refused, not opened for a writer that never comes), of
+    at most ``MAX_HOOK_FILE``, UTF-8. Raises HookFileError naming the file and the fix."""
     try:
-        fd = os.open(hook_file, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise HookFileError(hook_file, None, "is not a regular file (a FIFO, a device "
-                                    "or a folder); make HOOK.md a plain file")
-            chunks, total = [], 0
-            while total <= MAX_HOOK_FILE and (chunk := os.read(fd, MAX_HOOK_FILE + 1 - total)):
-                chunks.append(chunk)
-                total += len(chunk)
-        finally:
-            os.close(fd)
+        raw = read_plain(hook_file, MAX_HOOK_FILE)
     except OSError as exc:
         raise HookFileError(hook_file, None, f"cannot be read: {exc.strerror}") from None
-    if total > MAX_HOOK_FILE:
-        raise HookFileError(hook_file, None, f"is over {MAX_HOOK_FILE >> 20} MiB; a HOOK.md "
-                            "is frontmatter and a page of prose: shorten it")
+    except ValueError as exc:
+        why = (f"is over {MAX_HOOK_FILE >> 20} MiB; a HOOK.md is frontmatter and a page of "
+               "prose: shorten it") if "larger" in str(exc) else f"is {exc}; make it a plain file"
+        raise HookFileError(hook_file, None, why) from None
     try:
-        return b"".join(chunks).decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise HookFileError(hook_file, None, "not UTF-8 text; save it as UTF-8") from None
 
