@@ -29,6 +29,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from mcp_hooks.dashboard.body import read_capped
 from mcp_hooks.dashboard.guard import HEADERS, same_origin
 from mcp_hooks.dashboard.source import Source
 from mcp_hooks.spec.asking import answer_of
@@ -60,19 +61,6 @@ def _forged(request: Request) -> str | None:
     return None
 
 
-async def _bounded_body(request: Request) -> bytes | None:
-    """The body, or None once it is over ``MAX_BODY`` (never read further)."""
-    length = request.headers.get("content-length", "0")
-    if not length.isdigit() or int(length) > MAX_BODY:
-        return None
-    raw = bytearray()
-    async for chunk in request.stream():
-        raw += chunk
-        if len(raw) > MAX_BODY:
-            return None
-    return bytes(raw)
-
-
 async def answer_from_page(request: Request, source: Source, token: str | None) -> Response:
     """Answer the ask the path names with the body's answer (see the module docstring);
     ``token``: the dashboard's (None: it answers no ask)."""
@@ -84,7 +72,7 @@ async def answer_from_page(request: Request, source: Source, token: str | None) 
     forged = _forged(request)
     if forged is not None:
         return _error(forged, 403)
-    raw = await _bounded_body(request)
+    raw = await read_capped(request, MAX_BODY)  # never read past the cap
     if raw is None:
         return _error(f"the body is over {MAX_BODY} bytes", 413)
     try:

@@ -129,10 +129,6 @@ def fault_outcome(event: str, what: str, *, on_fault: str = "block") -> Outcome:
     return outcome.fault_outcome(event, what, on_fault=on_fault)
 
 
-def text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
 class Host:
     """One agent host: its events, payload fields and answer forms.
 

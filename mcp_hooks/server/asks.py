@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
+from mcp_hooks.dashboard.body import read_capped
 from mcp_hooks.errors import RunError
-from mcp_hooks.server.forward import read_capped
 from mcp_hooks.spec.asking import AskAnswer, answer_of
 from mcp_hooks.state.asks import answer
 from mcp_hooks.state.store import AskAnswered, AskExpired, StateStore, UnknownAsk

@@ -50,6 +50,7 @@ import os
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
+from mcp_hooks.dashboard.body import read_capped
 from mcp_hooks.errors import ConfigError, InvalidEventError
 from mcp_hooks.guard import named, passes_through
 from mcp_hooks.hosts import UnknownHostError, get_host
@@ -136,20 +137,6 @@ TOO_LARGE = (f"the request body is over the cap of {MAX_REQUEST_BYTES} bytes "
              f"({MAX_REQUEST_BYTES >> 20} MiB) this server reads")
 
 
-async def read_capped(request: Request, limit: int = MAX_REQUEST_BYTES) -> bytes | None:
-    """The request's body, or None when it is over ``limit`` bytes: refused on its
-    ``Content-Length`` before any of it is read, or as soon as more has come (chunked)."""
-    said = request.headers.get("content-length")
-    if said is not None and (not said.isdigit() or len(said) > 18 or int(said) > limit):
-        return None
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            return None
-    return bytes(body)
-
-
 async def _claimed(claim: Claim, nonce: str) -> bool:
     """Whether the shared store gives this nonce to this request first (off the loop: a
     store call blocks, at most its client's timeout)."""
@@ -175,11 +162,11 @@ async def _door(request: Request, token: str, verifier: RequestVerifier, *, bear
         if not hmac.compare_digest(given, f"Bearer {token}".encode()):
             return _refused("missing or wrong bearer token (or sign the request: "
                             f"{AUTH_HEADER}, forward protocol v2)")
-        return _Door(token, None, ""), await read_capped(request)
+        return _Door(token, None, ""), await read_capped(request, MAX_REQUEST_BYTES)
     why = verifier.early(request.headers)
     if why is not None:
         return _refused(why)
-    body = await read_capped(request)
+    body = await read_capped(request, MAX_REQUEST_BYTES)
     if body is None:
         return _refused(TOO_LARGE, 413)
     checked = verifier.check(request.method, request_target(request), request.headers, body)
@@ -366,5 +353,5 @@ def register_bridge_tool(server: Any, engine_for: EngineFor,
                     structured_output=False)
 
 
-__all__ = ["Claim", "bridge_routes", "fire_route", "read_capped", "read_fire_body",
+__all__ = ["Claim", "bridge_routes", "fire_route", "read_fire_body",
            "register_bridge_tool", "request_target"]

@@ -16,10 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .fake_model import FakeModelServer, Script
-from .hosts import RUN_TIMEOUT, Host, Sandbox, run_process
-from .terminal import Terminal
-from .test_real_hosts import (
+from tests.helpers.host_harness import (
     context,
     install,
     model_requests,
@@ -27,6 +24,10 @@ from .test_real_hosts import (
     tool_results,
     write_hook,
 )
+
+from .fake_model import FakeModelServer, Script
+from .hosts import RUN_TIMEOUT, Host, Sandbox, run_process
+from .terminal import Terminal
 
 pytestmark = pytest.mark.e2e
 

@@ -1,8 +1,8 @@
 """End to end: hosts 7, 8 and 9 (Qwen Code, Cline CLI, OpenCode) as the real programs run.
 
-The same two layers as ``test_real_hosts.py``, whose helpers these tests use: a hand-written
-native hook proves the harness drives each program (layer 1); then ``mcp-hooks install
-<host>`` wires it and HOOK.md hooks gate it through ``mcp-hooks bridge <host>`` (layer 2):
+The same two layers as ``test_real_hosts.py``, on its harness (tests/helpers/host_harness.py):
+a hand-written native hook proves the harness drives each program (layer 1); then ``mcp-hooks
+install <host>`` wires it and HOOK.md hooks gate it through ``mcp-hooks bridge <host>`` (layer 2):
 
 * a ``before_tool`` deny holds: the model asked for the command, the command never ran, and
   the reason reaches the model where the host can show it (Qwen Code and OpenCode: as the
@@ -29,18 +29,17 @@ from typing import Any
 
 import pytest
 
-from .fake_model import FakeModelServer, Script
-from .hosts import Host, Sandbox, run_process
-from .test_real_hosts import (
+from tests.helpers.host_harness import (
     DENY_REASON,
+    NATIVE_COMMAND,
     NATIVE_REASON,
     STOP_REASON,
-    _write_exec,
     context,
     hook_parents,
     hooks_folder,
     install,
     model_requests,
+    native_hook_run,
     needs_bridges,
     payloads,
     run_host,
@@ -50,6 +49,9 @@ from .test_real_hosts import (
     write_stop_gate,
     write_tool_policy,
 )
+
+from .fake_model import FakeModelServer, Script
+from .hosts import Host, Sandbox, run_process
 
 pytestmark = pytest.mark.e2e
 
@@ -101,28 +103,12 @@ def test_harness_native_hook(
 ) -> None:
     """A hand-written native pre-tool hook gates the host's shell tool (no mcp-hooks)."""
     host = host_factory(host_name)
-    seen = box.root / "native-payloads"
-    code = 2 if mode == "block" else 0
-    pre = _write_exec(
-        box.root / "native" / "pre.sh",
-        f'#!/bin/sh\nmkdir -p "{seen}"\ncat > "{seen}/pre-$(date +%s%N).json"\n'
-        f"echo '{NATIVE_REASON}' >&2\nexit {code}\n",
-    )
-    stop = _write_exec(
-        box.root / "native" / "stop.sh",
-        f'#!/bin/sh\nmkdir -p "{seen}"\ncat > "{seen}/stop-$(date +%s%N).json"\nexit 0\n',
-    )
-    fake_model.script = Script(commands=["echo hello > marker.txt"])
-    host.configure(box, fake_model.url)
-    host.write_native_hooks(box, pre, stop)
+    run = native_hook_run(host, box, fake_model, request, block=mode == "block")
+    why = run.why
 
-    result = run_host(host, box, fake_model, request)
-    why = context(host, box, fake_model, result)
-
-    pre_seen = [json.loads(p.read_text()) for p in sorted(seen.glob("pre-*.json"))]
-    assert pre_seen, f"the native pre-tool hook never ran\n{why}"
-    assert "echo hello > marker.txt" in json.dumps(pre_seen[0]), why
-    assert wait_for(lambda: list(seen.glob("stop-*.json"))), f"no native stop hook ran\n{why}"
+    assert run.pre_payloads, f"the native pre-tool hook never ran\n{why}"
+    assert NATIVE_COMMAND in json.dumps(run.pre_payloads[0]), why
+    assert wait_for(lambda: list(run.seen.glob("stop-*.json"))), f"no native stop hook ran\n{why}"
     after = [r for r in model_requests(fake_model) if tool_results(r)]
     assert after, f"no request carried a tool result\n{why}"
     marker = box.project / "marker.txt"

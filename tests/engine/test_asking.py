@@ -14,12 +14,12 @@ import pytest
 
 from mcp_hooks import Ask, AskAnswer, AskRequest, Engine, Event, Registry
 from mcp_hooks.engine.callables import CallableView, HookTable, make_hook
-from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.settings import Settings
 from mcp_hooks.spec.outcome import Outcome
 from mcp_hooks.state.asks import answer
 from mcp_hooks.state.files import FileStore
 from tests.conftest import write_hook
+from tests.helpers.issue_asks import issue_that_asks
 
 ASKS = """cat >/dev/null
 echo '{"decision": "ask", "reason": "deletes need a person"}'
@@ -204,34 +204,15 @@ def test_a_one_shot_engine_waits_without_an_event_loop(user_dir: Path, store: Fi
     assert Outcome.from_dict(json.loads(outcome.to_json())).ask == outcome.ask
 
 
-ASK_YAML = """
-hooks:
-  pre-issue-submit:
-    - oracle: FileChangeLimiter
-      config: {max_files: 20, action: prompt}
-      ask: true
-      priority: 1
-"""
-
-
 @pytest.mark.anyio
 async def test_a_hooks_yaml_entry_with_ask_true_asks_on_its_prompt(
         tmp_path: Path, store: FileStore) -> None:
-    from tests.helpers.control_helpers import make_repo, write
-
-    repo = make_repo(tmp_path / "repo")
-    write(repo, ".ahp/hooks.yaml", ASK_YAML)
-    registry = Registry(tmp_path / "user-hooks", repo)
-    control = ControlLayer(repo, user_file=tmp_path / "home" / ".ahp" / "hooks.yaml")
-    issue = {"id": "FEAT-7", "checklist": [{"text": "code", "done": True}],
-             "files_changed": [f"src/m{i}.py" for i in range(25)]}
-    event = Event("pre-issue-submit", session_id="s1", work_dir=str(repo),
-                  payload={"issue": issue})
+    made = issue_that_asks(tmp_path)
     seen: list[AskRequest] = []
-    async with Engine(registry, Settings(), store=store, control=control) as engine:
-        refused = await engine.fire(event, approve=_answering(AskAnswer(False, reason="split"),
-                                                              seen))
-        approved = await engine.fire(event, approve=_answering(AskAnswer(True), seen))
+    async with Engine(made.registry, Settings(), store=store, control=made.control) as engine:
+        refused = await engine.fire(made.event, approve=_answering(
+            AskAnswer(False, reason="split"), seen))
+        approved = await engine.fire(made.event, approve=_answering(AskAnswer(True), seen))
     assert refused.denied and "split" in (refused.reason or "")
     assert "25" in seen[0].reason and seen[0].hook == "file-change-limiter"
     assert approved.decision == "allow"

@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from mcp_hooks import AskAnswer, AskRequest, Engine, Hooks, Registry
+from mcp_hooks import AskAnswer, AskRequest, Engine, Hooks
 from mcp_hooks.engine.chain import Chain
-from mcp_hooks.engine.entries import ControlLayer
 from mcp_hooks.engine.judge import Verdict
 from mcp_hooks.engine.payload import event_payload
 from mcp_hooks.settings import Settings
@@ -22,7 +21,8 @@ from mcp_hooks.spec.hookfile import HookSpec
 from mcp_hooks.spec.outcome import Event
 from mcp_hooks.state.files import FileStore
 from tests.conftest import write_hook
-from tests.helpers.control_helpers import make_repo, write
+from tests.helpers.control_helpers import write
+from tests.helpers.issue_asks import issue_that_asks
 
 # the chain, in run order: HOOK.md scripts and callables by priority, then the entries
 CHAIN = ["s1", "c1", "s2", "c2", "e1", "e2"]
@@ -175,15 +175,7 @@ def test_the_chain_owns_the_payload_and_carries_each_rewrite(tmp_path: Path) -> 
     assert payload["event_type"] == "before_tool"  # a script's spelling stays on its stdin
 
 
-ASK_THEN_ADVICE = """
-hooks:
-  pre-issue-submit:
-    - oracle: FileChangeLimiter
-      config: {max_files: 20, action: prompt}
-      ask: true
-      priority: 1
-    - {oracle: 'oracles.py:Advice', priority: 2}
-"""
+THEN_ADVICE = "    - {oracle: 'oracles.py:Advice', priority: 2}\n"
 
 ADVICE = """
 from mcp_hooks.spec.signals import Signal
@@ -202,23 +194,18 @@ async def test_an_entry_after_an_ask_is_heard_and_applied_only_if_approved(
     """The entries are decided as a group: one after an entry that asks ran, so its signal is
     recorded however the person answers; its effect (here, context) waits for its turn in
     the loop, which a refusal never gives it (before, a refusal dropped its signal too)."""
-    repo = make_repo(tmp_path / "repo")
-    write(repo, ".ahp/oracles.py", ADVICE)
-    write(repo, ".ahp/hooks.yaml", ASK_THEN_ADVICE)
-    control = ControlLayer(repo, user_file=tmp_path / "home" / ".ahp" / "hooks.yaml")
-    issue = {"id": "FEAT-7", "files_changed": [f"src/m{i}.py" for i in range(25)]}
-    event = Event("pre-issue-submit", session_id="s1", work_dir=str(repo),
-                  payload={"issue": issue})
+    made = issue_that_asks(tmp_path, then=THEN_ADVICE, files={".ahp/oracles.py": ADVICE})
 
     def answering(given: AskAnswer) -> Any:
         async def approve(request: AskRequest) -> AskAnswer:
             return given
         return approve
 
-    async with Engine(Registry(tmp_path / "user-hooks", repo), Settings(),
-                      store=FileStore(tmp_path / "state"), control=control) as engine:
-        refused = await engine.fire(event, approve=answering(AskAnswer(False, reason="split")))
-        approved = await engine.fire(event, approve=answering(AskAnswer(True)))
+    async with Engine(made.registry, Settings(), store=FileStore(tmp_path / "state"),
+                      control=made.control) as engine:
+        refused = await engine.fire(made.event,
+                                    approve=answering(AskAnswer(False, reason="split")))
+        approved = await engine.fire(made.event, approve=answering(AskAnswer(True)))
     assert refused.denied and refused.blocked_by == "file-change-limiter"
     assert [s.source for s in refused.signals] == ["file-change-limiter", "advice"]
     assert not any("changelog" in c for c in refused.additional_context)
