@@ -150,11 +150,23 @@ def _test_module_imports(path: Path) -> list[str]:
     """The test modules (``tests...test_*``) that ``path`` imports, anywhere in it."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level:  # from .test_x / from . import
+            names = [("." * node.level) + (node.module or a.name) for a in node.names]
+            found += [n for n in names if n.lstrip(".").rsplit(".", 1)[-1].startswith("test_")]
+            continue
         names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
                  else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
         found += [n for n in names
                   if n.startswith("tests.") and n.rsplit(".", 1)[-1].startswith("test_")]
     return found
+
+
+def test_the_sharing_check_sees_relative_imports(tmp_path: Path) -> None:
+    path = tmp_path / "test_x.py"
+    path.write_text("from .test_real_hosts import run\nfrom . import test_more\n"
+                    "from ..helpers import bridges\nfrom tests.e2e.test_a import b\n",
+                    encoding="utf-8")
+    assert _test_module_imports(path) == [".test_real_hosts", ".test_more", "tests.e2e.test_a"]
 
 
 def test_tests_share_only_through_helpers() -> None:

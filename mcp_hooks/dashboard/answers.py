@@ -29,7 +29,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from mcp_hooks.dashboard.body import read_capped
+from mcp_hooks.dashboard.body import MAX_ANSWER_BODY, read_capped
 from mcp_hooks.dashboard.guard import HEADERS, same_origin
 from mcp_hooks.dashboard.source import Source
 from mcp_hooks.spec.asking import answer_of
@@ -37,7 +37,7 @@ from mcp_hooks.state.store import AskAnswered, AskExpired, UnknownAsk
 
 CHANNEL = "dashboard"
 CSRF_HEADER = "x-mcp-hooks-answer"
-MAX_BODY = 1 << 16  # bytes of an answer's body
+MAX_BODY = MAX_ANSWER_BODY  # bytes of an answer's body
 VERBS = ("approve", "refuse")
 NO_TOKEN = ("this dashboard answers no ask: it has no token, so the agent on this machine "
             "could approve its own; start it with --token (or MCP_HOOKS_TOKEN) to answer "

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from starlette.requests import Request
 
+MAX_ANSWER_BODY = 1 << 16  # bytes of a person's answer to an ask (the dashboard, ``/asks``)
+
 
 async def read_capped(request: Request, limit: int) -> bytes | None:
     """The request's body, or None when it is over ``limit`` bytes: refused on its
@@ -29,4 +31,4 @@ async def read_capped(request: Request, limit: int) -> bytes | None:
     return bytes(body)
 
 
-__all__ = ["read_capped"]
+__all__ = ["MAX_ANSWER_BODY", "read_capped"]

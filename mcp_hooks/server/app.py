@@ -34,13 +34,14 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChang
 from mcp_types import Resource as MCPResource
 
 from mcp_hooks import __version__
+from mcp_hooks.engine.offloop import Caller, close_caller, store_caller
 from mcp_hooks.server import prompts
 from mcp_hooks.server.approval import (
     RoundGuard,
     state_security,
 )
 from mcp_hooks.server.asks import ask_routes, register_ask_tools
-from mcp_hooks.server.forward import bridge_routes, register_bridge_tool
+from mcp_hooks.server.forward import Claim, bridge_routes, register_bridge_tool
 from mcp_hooks.server.health import health_routes, store_ready
 from mcp_hooks.server.results import (
     listing,
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
     from mcp_hooks.server.transport import ServeOptions
+    from mcp_hooks.state.store import StateStore
 
 logger = logging.getLogger("mcp_hooks.server")
 
@@ -193,6 +195,16 @@ def build_server(service: HookService, *, name: str = SERVER_NAME) -> MCPServer[
 # -- serving ---------------------------------------------------------------------------------
 
 
+def claim_on(store: StateStore, call: Caller) -> Claim:
+    """The shared ``store``'s nonce claim, awaited through ``call`` (the store's asyncio
+    lane, as an engine's store calls: no worker thread per request)."""
+
+    async def claim(name: str, *, ttl: float) -> bool:
+        return await call(lambda: store.claim(name, ttl=ttl))
+
+    return claim
+
+
 async def _ready(service: HookService) -> bool:
     """Whether ``service`` can decide now (``GET /readyz``): its default project's hooks are
     loaded (loaded now if not yet) and its store answers; why not goes to the log."""
@@ -239,11 +251,15 @@ async def serve_hooks(
             # mounted only when a token is set (bridge_routes returns [] otherwise). With a
             # shared --state, a nonce one replica accepted is refused by every other.
             shared = scheme(service.settings.state) != "file"
+            claims = store_caller(service.store, one_shot=False)  # its asyncio lane
             mounted = bridge_routes(service.engine_for, options.token, service.on_fault,
-                                    claim=service.store.claim if shared else None)
+                                    claim=claim_on(service.store, claims) if shared else None)
             mounted += health_routes(partial(_ready, service))  # GET /healthz, /readyz
             mounted += ask_routes(service.store, options.token)  # /asks (with a token only)
-            await serve(server, options, routes=[*mounted, *routes], sock=sock)
+            try:
+                await serve(server, options, routes=[*mounted, *routes], sock=sock)
+            finally:
+                await close_caller(claims)
     finally:
         if sock is not None:
             sock.close()

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
-from mcp_hooks.dashboard.body import read_capped
+from mcp_hooks.dashboard.body import MAX_ANSWER_BODY, read_capped
 from mcp_hooks.errors import RunError
 from mcp_hooks.spec.asking import AskAnswer, answer_of
 from mcp_hooks.state.asks import answer
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from starlette.routing import Route
 
 ASKS_PATH = "/asks"
-MAX_BODY = 1 << 16  # bytes of an answer's body
+MAX_BODY = MAX_ANSWER_BODY  # bytes of an answer's body
 
 
 def ask_routes(store: StateStore, token: str | None) -> list[Route]:

@@ -5,17 +5,17 @@ server's warm engine) or fires an event at that engine:
 
 - ``bridge_routes(engine_for, token)``: ``POST /hooks/bridge/{host}?event=<HostEvent>``
   takes the host's payload as the body and returns the host's stdout JSON (empty body for a
-  plain allow). It exists only when the server has a token. A request signed as forward
-  protocol v2 (``forward_auth``: the client proves it holds the token without sending it) is
-  checked against the time and the nonces already seen before its body is read, then its
-  body (at most ``forward_http.MAX_REQUEST_BYTES``, else ``413``) against that MAC, and its
-  nonce claimed (in the shared state store too, with ``--state`` on Redis or PostgreSQL, so
-  no replica answers it twice); its answer is signed over the request
-  (``X-MCP-Hooks-Signature``), so the forward script and ``fire --server`` believe nothing
-  but the real server's answer to what they asked. A request without ``X-MCP-Hooks-Auth``
-  must carry ``Authorization: Bearer <token>`` (Claude Code's own ``http`` hooks, which
-  cannot sign; checked before the body is read, a body over the cap answered with the
-  host's deny) and gets an unsigned answer.
+  plain allow). It exists only when the server has a token. A request signed as forward protocol
+  v2 (``forward_auth``: the client proves it holds the token without sending it) is checked
+  against the time and the nonces already seen before its body is read, then its body (at most
+  ``forward_http.MAX_REQUEST_BYTES``, else ``413``) against that MAC, and its nonce claimed (in
+  the shared state store too, with ``--state`` on Redis or PostgreSQL, so no replica answers it
+  twice: on the store's asyncio lane, ``app.claim_on``); its answer is signed over the request
+  (``X-MCP-Hooks-Signature``), so the forward script and ``fire --server`` believe nothing but
+  the real server's answer to what they asked. A request without ``X-MCP-Hooks-Auth`` must carry
+  ``Authorization: Bearer <token>`` (Claude Code's own ``http`` hooks, which cannot sign;
+  checked before the body is read, a body over the cap answered with the host's deny) and gets
+  an unsigned answer.
   A call mcp-hooks cannot decide (an unreadable payload, anything the engine raises: each
   endpoint is its door's one guard, ``guard.py``)
   gets the same fault answer as the bridge (``Host.fault_reply``): a deny in the host's JSON
@@ -82,6 +82,8 @@ from mcp_hooks.spec.events import canonical_event
 from mcp_hooks.spec.outcome import Event, fault_outcome
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.routing import Route
@@ -91,9 +93,10 @@ if TYPE_CHECKING:
 
 
 class Claim(Protocol):
-    """A shared state store's ``claim``: True for the first claim of a name within ``ttl``."""
+    """A shared state store's ``claim``, awaited (``app.py``: on the store's asyncio lane,
+    as an engine's calls are): True for the first claim of a name within ``ttl``."""
 
-    def __call__(self, name: str, *, ttl: float) -> bool: ...
+    def __call__(self, name: str, *, ttl: float) -> Awaitable[bool]: ...
 
 
 def request_target(request: Request) -> str:
@@ -137,15 +140,6 @@ TOO_LARGE = (f"the request body is over the cap of {MAX_REQUEST_BYTES} bytes "
              f"({MAX_REQUEST_BYTES >> 20} MiB) this server reads")
 
 
-async def _claimed(claim: Claim, nonce: str) -> bool:
-    """Whether the shared store gives this nonce to this request first (off the loop: a
-    store call blocks, at most its client's timeout)."""
-    # lazy: 15 ms of cold `fire` and `bridge` (anyio.to_thread); only the server claims
-    from anyio import to_thread
-
-    return await to_thread.run_sync(lambda: claim(SHARED_NONCE + nonce, ttl=NONCE_TTL_S))
-
-
 async def _door(request: Request, token: str, verifier: RequestVerifier, *, bearer: bool,
                 claim: Claim | None) -> tuple[_Door, bytes | None] | Response:
     """``(door, body)`` of an authenticated request, or the refusal to answer.
@@ -176,7 +170,7 @@ async def _door(request: Request, token: str, verifier: RequestVerifier, *, bear
     door = _Door(token, checked.mac, nonce)
     if claim is not None:
         try:
-            first = await _claimed(claim, nonce)
+            first = await claim(SHARED_NONCE + nonce, ttl=NONCE_TTL_S)
         except Exception as exc:  # StateUnavailable: never guess that a nonce is fresh
             return door.answer(503, f"the replay guard cannot reach the state store ({exc}); "
                                "nothing was fired\n")
