@@ -282,10 +282,16 @@ def trust_project_hooks(args: Given = None) -> bool:
 def registry_of(given: Settings, *, strict: bool = False, watch: bool = True) -> Registry:
     """The Registry the settings describe (user folder plus the project's); with a shared
     ``--state``, project hooks are trusted by the digests kept there (``trust_store_of``)."""
-    trust = TrustStore(given.trust_store) if given.trust_project_hooks else trust_store_of(given)
     return Registry(given.user_dir, project_of(given), strict=strict, watch=watch,
-                    trust_project_hooks=given.trust_project_hooks, trust_store=trust,
-                    managed_dir=given.managed_dir)
+                    trust_project_hooks=given.trust_project_hooks,
+                    trust_store=registry_trust(given), managed_dir=given.managed_dir)
+
+
+def registry_trust(given: Settings) -> TrustStore:
+    """The trust store a door's registry checks project hooks against: ``trust_store_of``
+    (a shared ``--state``'s digests, else the trust file); with ``trust_project_hooks`` the
+    file, never asked, and no shared store opened for it."""
+    return TrustStore(given.trust_store) if given.trust_project_hooks else trust_store_of(given)
 
 
 def trust_store_of(given: Settings, store: object = None) -> TrustStore:

@@ -69,7 +69,8 @@ def command(args: argparse.Namespace) -> int:
     config = DashboardConfig(source, token=settings.token, roots=roots,
                              user_dir=settings.user_dir, metrics=metrics,
                              trust_project_hooks=settings.trust_project_hooks,
-                             trust_store=settings.trust_store, managed_dir=settings.managed_dir,
+                             trust_store=options.registry_trust(settings),
+                             managed_dir=settings.managed_dir,
                              allowed_hosts=hosts if is_loopback(args.host) else ())
     sock = bind(serve)
     assert sock is not None

@@ -42,7 +42,6 @@ from mcp_hooks.cli.serve import (
     transport_options,
 )
 from mcp_hooks.registry.discovery import Registry
-from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.server.transport import ServeOptions
 from mcp_hooks.settings import Settings
 
@@ -179,7 +178,7 @@ def run(opts: ProxyOptions) -> int:
     settings = dataclasses.replace(opts.settings, routes=tuple(metrics_routes(metrics)))
     registry = Registry(opts.hooks.user_dir, opts.project_dir,
                         trust_project_hooks=opts.hooks.trust_project_hooks,
-                        trust_store=TrustStore(opts.hooks.trust_store),
+                        trust_store=options.registry_trust(opts.hooks),  # --state's too
                         managed_dir=opts.hooks.managed_dir)
     # lazy: 1 ms; OpenTelemetry itself only with --otel (exit 64 without the extra)
     from mcp_hooks.tracing import close_observer, observer_for

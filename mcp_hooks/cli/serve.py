@@ -307,7 +307,7 @@ def extra_routes(opts: ServerOptions, service: Any, metrics: Any) -> list[Any]:
                                  roots=tuple(opts.roots) or (opts.project_dir,),
                                  user_dir=settings.user_dir, metrics=metrics,
                                  trust_project_hooks=settings.trust_project_hooks,
-                                 trust_store=settings.trust_store,
+                                 trust_store=options.trust_store_of(settings, service.store),
                                  managed_dir=settings.managed_dir)
         routes.append(Mount(DASHBOARD_PATH, app=dashboard_app(config)))
         if metrics is not None:

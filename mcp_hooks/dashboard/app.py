@@ -71,8 +71,9 @@ class DashboardConfig:
         user_dir: the user hooks folder (None: the default).
         metrics: serve ``/metrics`` from these (None: no ``/metrics``).
         trust_project_hooks: list every project hook as trusted (``Registry``'s flag).
-        trust_store: the trust file project hooks are listed against (``Settings``'); None:
-            not said, the environment's.
+        trust_store: the trust store project hooks are listed against (the door's:
+            ``options.trust_store_of``, a shared ``--state``'s digests too); None: not said,
+            the environment's file.
         managed_dir: the managed hooks folder (``Settings``'; False: none; None: not said).
         allowed_hosts: the ``Host`` names answered (DNS rebinding; empty: any).
     """
@@ -82,7 +83,7 @@ class DashboardConfig:
     roots: tuple[Path, ...] = ()
     user_dir: Path | None = None
     trust_project_hooks: bool = False
-    trust_store: Path | None = None
+    trust_store: TrustStore | None = None
     managed_dir: Path | Literal[False] | None = None
     metrics: Metrics | None = None
     allowed_hosts: tuple[str, ...] = ()  # answer only these Host names (empty: any)
@@ -256,7 +257,7 @@ class Dashboard:
             self._registries = [
                 (root, Registry(config.user_dir, root, watch=False,
                                 trust_project_hooks=config.trust_project_hooks,
-                                trust_store=TrustStore(config.trust_store),
+                                trust_store=config.trust_store,
                                 managed_dir=config.managed_dir))
                 for root in config.roots]
         for _, registry in self._registries:

@@ -13,6 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import httpx2
 import pytest
 from mcp import Client
 
@@ -21,6 +22,7 @@ from tests.conftest import MCP_HOOKS, write_hook
 from tests.helpers.background import background
 from tests.helpers.forward_served import payload
 from tests.helpers.mcp_calls import fire
+from tests.helpers.proxied import proxied, text_of, upstream
 from tests.helpers.restartable import restartable
 from tests.helpers.servers import (  # noqa: F401 - fixtures
     postgres_service,
@@ -193,3 +195,33 @@ def test_a_bridge_on_a_shared_store_trusts_by_its_digests(
     assert "the gate says no" in answer["permissionDecisionReason"]
     assert "stranger ran" not in bridged.stdout  # the hook nobody trusted stays out
     assert "not run: stranger (untrusted)" in bridged.stdout
+
+
+async def test_the_proxy_on_a_shared_store_trusts_by_its_digests(
+        url: str, hooks: Path, project: Path, user_dir: Path, tmp_path: Path) -> None:
+    """``mcp-hooks proxy --state URL``: the gate trusted in the store gates the upstream's
+    tools (the proxy used to check the machine's trust file alone: the trusted gate was
+    skipped as untrusted and the upstream was called)."""
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    done = trust(url, project, a, "--hook", "gate")
+    assert done.returncode == 0, done.stderr
+    async with proxied(tmp_path, project, user_dir, "--upstream", upstream("tools"),
+                       "--state", url, env=b) as client:
+        result = await client.call_tool("echo", {"text": "through?"})
+    assert result.is_error and "the gate says no" in text_of(result), text_of(result)
+
+
+def test_the_dashboard_on_a_shared_store_lists_by_its_digests(
+        url: str, hooks: Path, project: Path, user_dir: Path, tmp_path: Path) -> None:
+    """``mcp-hooks dashboard --state URL``'s Hooks page says what the replicas run: the gate
+    trusted in the store as trusted, the stranger not (it used to list both untrusted)."""
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    done = trust(url, project, a, "--hook", "gate")
+    assert done.returncode == 0, done.stderr
+    argv = [MCP_HOOKS, "dashboard", "--port", "0", "--state", url, "--project-dir",
+            str(project), "--user-dir", str(user_dir)]
+    with background(argv, env=b, announce=r"serving at (\S+)", timeout=120) as board:
+        root = board.url.rsplit("/", 1)[0]  # it announces its Activity page
+        listed = httpx2.get(f"{root}/api/hooks?window=all", timeout=60)
+    trusted = {h["name"]: h["trusted"] for h in listed.json()["hooks"]}
+    assert trusted == {"gate": True, "stranger": False}, listed.text
