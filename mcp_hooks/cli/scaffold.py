@@ -239,7 +239,7 @@ def _print_try_it(args: argparse.Namespace, hook_dir: Path, project: Path | None
     if options.user_dir(args) is not None:
         folders += ["--user-dir", str(options.user_hooks_dir(args))]
     if project is not None:
-        _trust_scaffold(project, hook_dir, options.settings(args).trust_store)
+        _trust_scaffold(project, hook_dir, options.trust_store_of(options.settings(args)))
         folders += ["--project-dir", str(project)]
     line, admitted = fire_line(spec, folders)
     print(f"try it: {line}")
@@ -263,7 +263,7 @@ def _scope(args: argparse.Namespace) -> str:
     return scope or "user"
 
 
-def _trust_scaffold(project: Path, hook_dir: Path, store: Path | None) -> None:
+def _trust_scaffold(project: Path, hook_dir: Path, store: TrustStore) -> None:
     """Trust the project hook just written (our own scaffold), so the ``try it`` line runs
-    (``store``: the trust file the settings name)."""
-    TrustStore(store).trust(project, {hook_dir.name: hook_digest(hook_dir)})
+    (``store``: the one the settings name, a shared ``--state``'s too)."""
+    store.trust(project, {hook_dir.name: hook_digest(hook_dir)})

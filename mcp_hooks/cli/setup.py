@@ -37,7 +37,6 @@ from mcp_hooks.hosts import HOSTS, get_host, host_name
 from mcp_hooks.options import CommonOptions
 from mcp_hooks.registry import bundle
 from mcp_hooks.registry.discovery import project_hooks_dir
-from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.settings import Settings
 
 PROOF_INPUT = '{"command": "rm -rf /"}'
@@ -133,8 +132,8 @@ def add(opts: AddOptions) -> int:
     chosen = bundle.select(opts.names)
     target, project = hooks_dir(opts.scope, opts.common)
     results = bundle.add_hooks(chosen, target, force=opts.force, dry_run=opts.dry_run,
-                               trust_project=project, trust_store=TrustStore(
-                                   options.settings(opts.common).trust_store))
+                               trust_project=project,
+                               trust_store=options.trust_store_of(options.settings(opts.common)))
     _print_results(results, opts.dry_run)
     return EXIT_FAILURE if any(r.status == "conflict" for r in results) else EXIT_OK
 
@@ -326,7 +325,7 @@ def _add_guards(opts: InitOptions, project: Path | None,
         print(f"   {name}: {why}")
     results = bundle.add_hooks(bundle.select(bundle.RECOMMENDED), target,
                                dry_run=opts.dry_run, trust_project=project,
-                               trust_store=TrustStore(opts.record.trust_store))
+                               trust_store=options.trust_store_of(opts.record))
     _print_results(results, opts.dry_run)
     record.update(hooks_dir=str(target), hooks=[
         {"name": r.name, "status": r.status, "dest": str(r.dest),

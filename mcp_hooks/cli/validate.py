@@ -23,7 +23,6 @@ from mcp_hooks import options
 from mcp_hooks.cli.report import emit_json
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, HookFileError
 from mcp_hooks.registry.discovery import project_hooks_dir
-from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.settings import Settings
 from mcp_hooks.spec.hookfields import problems_of, warnings_of
 from mcp_hooks.spec.hookfile import find_hook_file, load_hook
@@ -152,7 +151,7 @@ def _check_hooks_yaml(found: Validation, project: Path, given: Settings) -> None
     from mcp_hooks.control.oracles import HeldBack, UnknownOracleError, inspect_reference
 
     config = load_config(project, trust_project=given.trust_project_hooks,
-                         trust_store=TrustStore(given.trust_store), resolve=False)
+                         trust_store=options.registry_trust(given), resolve=False)
     for problem in config.problems:
         found.problem("hooks.yaml", str(problem), file=problem.file, entry=problem.entry,
                       field_=problem.key, reason=problem.reason)
