@@ -132,8 +132,8 @@ def add(opts: AddOptions) -> int:
     chosen = bundle.select(opts.names)
     target, project = hooks_dir(opts.scope, opts.common)
     results = bundle.add_hooks(chosen, target, force=opts.force, dry_run=opts.dry_run,
-                               trust_project=project,
-                               trust_store=options.trust_store_of(options.settings(opts.common)))
+                               trust_project=project, trust_store=None if opts.dry_run else
+                               options.trust_store_of(options.settings(opts.common)))
     _print_results(results, opts.dry_run)
     return EXIT_FAILURE if any(r.status == "conflict" for r in results) else EXIT_OK
 
@@ -325,7 +325,8 @@ def _add_guards(opts: InitOptions, project: Path | None,
         print(f"   {name}: {why}")
     results = bundle.add_hooks(bundle.select(bundle.RECOMMENDED), target,
                                dry_run=opts.dry_run, trust_project=project,
-                               trust_store=options.trust_store_of(opts.record))
+                               trust_store=None if opts.dry_run else
+                               options.trust_store_of(opts.record))
     _print_results(results, opts.dry_run)
     record.update(hooks_dir=str(target), hooks=[
         {"name": r.name, "status": r.status, "dest": str(r.dest),

@@ -290,16 +290,17 @@ def add_hooks(hooks: Sequence[BundledHook], hooks_dir: Path, *, force: bool = Fa
         dry_run: write nothing; say what would happen.
         trust_project: the project whose ``.agents/hooks`` this is: the copies (and hooks
             found already there, unchanged) are recorded as trusted for it, in
-            ``trust_store`` (the door's: ``TrustStore(settings.trust_store)``; required then).
+            ``trust_store`` (the door's: ``options.trust_store_of``; required then, but for
+            a dry run, which writes nothing).
 
     Raises:
         OSError: a folder could not be written (what was copied before stays).
         TrustStoreError: the trust store cannot be written.
         TypeError: ``trust_project`` without ``trust_store``.
     """
-    if trust_project is not None and trust_store is None:
-        raise TypeError("add_hooks: trust_project needs trust_store (the door's "
-                        "TrustStore(settings.trust_store))")
+    if trust_project is not None and trust_store is None and not dry_run:
+        raise TypeError("add_hooks: trust_project needs trust_store (the door's: "
+                        "options.trust_store_of)")
     results: list[Added] = []
     for hook in hooks:
         dest = hooks_dir / hook.name

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcp_hooks.paths import read_plain
+
 SETTINGS_FILE = "settings.json"
 HOOKS_YAML = "hooks.yaml"
 MAX_SETTINGS = 64 * 1024  # bytes of settings.json
@@ -100,10 +102,8 @@ def read_settings(root: Path) -> ManagedSettings:
     problem = location_problem(path)
     if problem is not None:
         return ManagedSettings(problem=problem)
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_SETTINGS:
-            raise ValueError(f"not a regular file of at most {MAX_SETTINGS} bytes")
-        data = json.loads(path.read_text(encoding="utf-8"))
+    try:  # never waited on: a FIFO swapped in after the location check is refused
+        data = json.loads(read_plain(path, MAX_SETTINGS).decode("utf-8"))
     except (OSError, ValueError) as exc:
         return ManagedSettings(problem=f"{path}: cannot be read: {exc}; write a JSON object "
                                'such as {"managed_only": true}')

@@ -111,6 +111,21 @@ def test_managed_only_runs_only_managed_hooks(managed: Path, user_dir: Path, pro
     assert refused.event is None and "managed_only: 'yes'" in refused.reason
 
 
+
+@pytest.mark.parametrize("odd", ["fifo", "folder"])
+def test_a_managed_settings_json_that_is_no_file_refuses_the_folder_at_once(
+        managed: Path, user_dir: Path, odd: str) -> None:
+    """A FIFO (no writer: a blocking read waits forever) or a folder at ``settings.json``
+    refuses the managed folder whole, naming it: every event fails closed, none hangs."""
+    write_hook(managed, "org")
+    path = managed / "settings.json"
+    os.mkfifo(path, 0o644) if odd == "fifo" else path.mkdir(mode=0o755)
+    registry = Registry(user_dir, None, managed_dir=managed)
+    assert registry.get("org") is None
+    [refused] = registry.invalid
+    assert refused.event is None and "not a regular file" in refused.reason, refused.reason
+
+
 MANAGED_YAML = """\
 hooks:
   pre-tool-use:

@@ -225,3 +225,27 @@ def test_the_dashboard_on_a_shared_store_lists_by_its_digests(
         listed = httpx2.get(f"{root}/api/hooks?window=all", timeout=60)
     trusted = {h["name"]: h["trusted"] for h in listed.json()["hooks"]}
     assert trusted == {"gate": True, "stranger": False}, listed.text
+
+
+def test_a_hook_added_on_one_machine_runs_on_another(url: str, project: Path,
+                                                      tmp_path: Path) -> None:
+    """``add --scope project`` trusts the copy it made where the settings say: with
+    ``MCP_HOOKS_STATE`` the store, which every replica reads (it used to write the machine's
+    trust file, so the guard it added did not run anywhere else). A dry run writes nothing
+    and needs no store."""
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    dry = subprocess.run([MCP_HOOKS, "add", "block-dangerous-commands", "--scope", "project",
+                          "--dry-run"], capture_output=True, text=True, timeout=120, cwd=project,
+                         env={**a, "MCP_HOOKS_STATE": "redis://127.0.0.1:1/0"})
+    assert dry.returncode == 0 and "would add block-dangerous-commands" in dry.stdout, dry.stderr
+    added = subprocess.run([MCP_HOOKS, "add", "block-dangerous-commands", "--scope", "project"],
+                           capture_output=True, text=True, timeout=120, cwd=project,
+                           env={**a, "MCP_HOOKS_STATE": url})
+    assert added.returncode == 0 and "trusted for this project" in added.stdout, added.stderr
+    assert not (tmp_path / "state-a" / "mcp-hooks" / "trust.json").exists()  # in the store
+    fired = subprocess.run(
+        [MCP_HOOKS, "fire", "before_tool", "--tool", "Shell", "--input",
+         '{"command": "rm -rf /"}', "--project-dir", str(project), "--state", url,
+         "--no-server"], capture_output=True, text=True, timeout=120, env=b,
+        stdin=subprocess.DEVNULL)
+    assert fired.returncode == 2, fired.stdout + fired.stderr
