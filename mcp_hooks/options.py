@@ -18,6 +18,7 @@ environment and the defaults when called (through ``settings()``).
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any, TypeAlias
 
 from mcp_hooks import paths
 from mcp_hooks.registry.discovery import Registry, find_project_dir
+from mcp_hooks.registry.signing import unsigned_warning
 from mcp_hooks.registry.trust import TrustStore
 from mcp_hooks.settings import DEFAULT_STOP_BLOCK_CAP, OnFault, Settings
 from mcp_hooks.state.eventlog import EventLog
@@ -310,6 +312,17 @@ def trust_store_of(given: Settings, store: object = None) -> TrustStore:
     shared = store if store is not None else open_store(given.state, replica=replica_name())
     return TrustStore.over(shared, redact(given.state), given.trust_key) or TrustStore(
         given.trust_store)
+
+
+def trust_writer(given: Settings, command: str) -> TrustStore:
+    """The trust store ``mcp-hooks COMMAND`` records trust in (``trust_store_of``); a shared
+    one written without ``MCP_HOOKS_TRUST_KEY`` is said on stderr: its records are unsigned,
+    and a replica that has a key counts them as none."""
+    store = trust_store_of(given)
+    if store.shared is not None and store.signatures is None:
+        print(f"mcp-hooks {command}: warning: {unsigned_warning(store.where)}",
+              file=sys.stderr, flush=True)
+    return store
 
 
 def registry(args: Given, *, strict: bool = False, watch: bool = True) -> Registry:

@@ -239,7 +239,7 @@ def _print_try_it(args: argparse.Namespace, hook_dir: Path, project: Path | None
     if options.user_dir(args) is not None:
         folders += ["--user-dir", str(options.user_hooks_dir(args))]
     if project is not None:
-        _trust_scaffold(project, hook_dir, options.trust_store_of(options.settings(args)))
+        _trust_scaffold(project, hook_dir, options.trust_writer(options.settings(args), "new"))
         folders += ["--project-dir", str(project)]
     line, admitted = fire_line(spec, folders)
     print(f"try it: {line}")

@@ -133,7 +133,7 @@ def add(opts: AddOptions) -> int:
     target, project = hooks_dir(opts.scope, opts.common)
     results = bundle.add_hooks(chosen, target, force=opts.force, dry_run=opts.dry_run,
                                trust_project=project, trust_store=None if opts.dry_run else
-                               options.trust_store_of(options.settings(opts.common)))
+                               options.trust_writer(options.settings(opts.common), "add"))
     _print_results(results, opts.dry_run)
     return EXIT_FAILURE if any(r.status == "conflict" for r in results) else EXIT_OK
 
@@ -326,7 +326,7 @@ def _add_guards(opts: InitOptions, project: Path | None,
     results = bundle.add_hooks(bundle.select(bundle.RECOMMENDED), target,
                                dry_run=opts.dry_run, trust_project=project,
                                trust_store=None if opts.dry_run else
-                               options.trust_store_of(opts.record))
+                               options.trust_writer(opts.record, "init"))
     _print_results(results, opts.dry_run)
     record.update(hooks_dir=str(target), hooks=[
         {"name": r.name, "status": r.status, "dest": str(r.dest),

@@ -56,7 +56,6 @@ from mcp_hooks.control.config import TRUST_NAME
 from mcp_hooks.errors import EXIT_FAILURE, EXIT_OK, UsageError
 from mcp_hooks.registry.digest import UNVERIFIABLE_DIGEST
 from mcp_hooks.registry.discovery import project_hooks_dir
-from mcp_hooks.registry.signing import unsigned_warning
 from mcp_hooks.registry.trust import TrustStore
 
 # The keys of ``trust --json`` per action, in order (docs/cli.md); absent ones are null.
@@ -147,10 +146,7 @@ def command(args: argparse.Namespace) -> int:
     """``mcp-hooks trust`` (``--state URL``: the digests kept in that shared store; records
     written there unsigned, without ``MCP_HOOKS_TRUST_KEY``, are said on stderr)."""
     given = options.settings(args)
-    store = options.trust_store_of(given)
-    if store.shared is not None and store.signatures is None and not args.list:
-        print(f"mcp-hooks trust: warning: {unsigned_warning(store.where)}", file=sys.stderr,
-              flush=True)
+    store = options.trust_store_of(given) if args.list else options.trust_writer(given, "trust")
     return run(options_from_args(args), store)
 
 

@@ -243,6 +243,8 @@ def test_a_hook_added_on_one_machine_runs_on_another(url: str, project: Path,
                            env={**a, "MCP_HOOKS_STATE": url})
     assert added.returncode == 0 and "trusted for this project" in added.stdout, added.stderr
     assert not (tmp_path / "state-a" / "mcp-hooks" / "trust.json").exists()  # in the store
+    # written without MCP_HOOKS_TRUST_KEY, as `trust --state` says: unsigned, said on stderr
+    assert "mcp-hooks add: warning: MCP_HOOKS_TRUST_KEY is not set" in added.stderr
     fired = subprocess.run(
         [MCP_HOOKS, "fire", "before_tool", "--tool", "Shell", "--input",
          '{"command": "rm -rf /"}', "--project-dir", str(project), "--state", url,
