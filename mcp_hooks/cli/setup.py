@@ -132,7 +132,8 @@ def add(opts: AddOptions) -> int:
     chosen = bundle.select(opts.names)
     target, project = hooks_dir(opts.scope, opts.common)
     results = bundle.add_hooks(chosen, target, force=opts.force, dry_run=opts.dry_run,
-                               trust_project=project, trust_store=None if opts.dry_run else
+                               trust_project=project, trust_store=None if (
+                                   opts.dry_run or project is None) else
                                options.trust_writer(options.settings(opts.common), "add"))
     _print_results(results, opts.dry_run)
     return EXIT_FAILURE if any(r.status == "conflict" for r in results) else EXIT_OK
@@ -325,7 +326,7 @@ def _add_guards(opts: InitOptions, project: Path | None,
         print(f"   {name}: {why}")
     results = bundle.add_hooks(bundle.select(bundle.RECOMMENDED), target,
                                dry_run=opts.dry_run, trust_project=project,
-                               trust_store=None if opts.dry_run else
+                               trust_store=None if opts.dry_run or project is None else
                                options.trust_writer(opts.record, "init"))
     _print_results(results, opts.dry_run)
     record.update(hooks_dir=str(target), hooks=[

@@ -231,13 +231,17 @@ def test_a_hook_added_on_one_machine_runs_on_another(url: str, project: Path,
                                                       tmp_path: Path) -> None:
     """``add --scope project`` trusts the copy it made where the settings say: with
     ``MCP_HOOKS_STATE`` the store, which every replica reads (it used to write the machine's
-    trust file, so the guard it added did not run anywhere else). A dry run writes nothing
-    and needs no store."""
+    trust file, so the guard it added did not run anywhere else). A dry run, or a user
+    hook, records no trust and needs no store."""
     a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
     dry = subprocess.run([MCP_HOOKS, "add", "block-dangerous-commands", "--scope", "project",
                           "--dry-run"], capture_output=True, text=True, timeout=120, cwd=project,
                          env={**a, "MCP_HOOKS_STATE": "redis://127.0.0.1:1/0"})
     assert dry.returncode == 0 and "would add block-dangerous-commands" in dry.stdout, dry.stderr
+    mine = subprocess.run([MCP_HOOKS, "add", "block-dangerous-commands", "--user-dir",
+                           str(tmp_path / "mine")], capture_output=True, text=True, timeout=120,
+                          cwd=project, env={**a, "MCP_HOOKS_STATE": "redis://127.0.0.1:1/0"})
+    assert mine.returncode == 0 and not mine.stderr, mine.stderr  # a user hook: no trust
     added = subprocess.run([MCP_HOOKS, "add", "block-dangerous-commands", "--scope", "project"],
                            capture_output=True, text=True, timeout=120, cwd=project,
                            env={**a, "MCP_HOOKS_STATE": url})
