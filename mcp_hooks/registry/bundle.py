@@ -301,27 +301,30 @@ def add_hooks(hooks: Sequence[BundledHook], hooks_dir: Path, *, force: bool = Fa
     if trust_project is not None and trust_store is None and not dry_run:
         raise TypeError("add_hooks: trust_project needs trust_store (the door's: "
                         "options.trust_store_of)")
-    results: list[Added] = []
-    for hook in hooks:
-        dest = hooks_dir / hook.name
-        status: Status
-        backup = None
-        if not (dest.exists() or dest.is_symlink()):
-            status = "added"
-        elif same_content(hook.path, dest):
-            status = "same"
-        elif not force:
-            status = "conflict"
-        else:
-            status = "replaced"
-        if status in ("added", "replaced") and not dry_run:
-            backup = _copy_into_place(hook.path, dest)
-        results.append(Added(hook.name, hook.path, dest, status, backup))
+    results = [_add(hook, hooks_dir, force, dry_run) for hook in hooks]
     if trust_project is not None and trust_store is not None and not dry_run:
-        results = _trust(results, trust_project, trust_store)
-    elif trust_project is not None:
-        results = [_with_trust(r, r.status != "conflict") for r in results]
+        return _trust(results, trust_project, trust_store)
+    if trust_project is not None:
+        return [_with_trust(r, r.status != "conflict") for r in results]
     return results
+
+
+def _add(hook: BundledHook, hooks_dir: Path, force: bool, dry_run: bool) -> Added:
+    """One bundled hook copied into ``hooks_dir`` (or, for a dry run, what would be)."""
+    dest = hooks_dir / hook.name
+    status: Status
+    backup = None
+    if not (dest.exists() or dest.is_symlink()):
+        status = "added"
+    elif same_content(hook.path, dest):
+        status = "same"
+    elif not force:
+        status = "conflict"
+    else:
+        status = "replaced"
+    if status in ("added", "replaced") and not dry_run:
+        backup = _copy_into_place(hook.path, dest)
+    return Added(hook.name, hook.path, dest, status, backup)
 
 
 def _with_trust(result: Added, trusted: bool) -> Added:
