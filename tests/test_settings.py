@@ -187,9 +187,9 @@ def _defaulted_calls(path: Path) -> list[tuple[str, str]]:
         function = ""
 
         def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-            outer, Calls.function = Calls.function, node.name
+            outer, self.function = self.function, node.name
             self.generic_visit(node)
-            Calls.function = outer
+            self.function = outer
 
         visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -207,7 +207,7 @@ def _defaulted_calls(path: Path) -> list[tuple[str, str]]:
                 said |= set(DEFAULTED.get(name, ()))
             missing = [k for k in DEFAULTED.get(name, ()) if k not in said and name not in own]
             if missing:
-                found.append((Calls.function, f"{name}(...) without {', '.join(missing)}"))
+                found.append((self.function, f"{name}(...) without {', '.join(missing)}"))
             self.generic_visit(node)
 
     Calls().visit(tree)
@@ -438,17 +438,23 @@ class NoProduction:
 """
 
 
-@pytest.mark.parametrize(("environment", "code"), [("production", 2), ("", 0)])
-def test_the_deployment_environment_reaches_hooks_yaml_through_settings(
-        environment: str, code: int, tmp_path: Path) -> None:
-    """``MCP_HOOKS_ENVIRONMENT``, read once into the door's Settings, is what a hooks.yaml
-    ``when.environment`` tests (the engine passes it down; the context reads no variable)."""
+def _no_production_project(tmp_path: Path) -> Path:
+    """A project whose hooks.yaml blocks every tool call where the environment is production."""
     project = tmp_path / "project"
     (project / ".ahp").mkdir(parents=True)
     (project / ".ahp" / "oracles.py").write_text(NO_PRODUCTION)
     (project / ".ahp" / "hooks.yaml").write_text(
         "hooks:\n  pre-tool-use:\n    - oracle: 'oracles.py:NoProduction'\n"
         "      when: {environment: production}\n")
+    return project
+
+
+@pytest.mark.parametrize(("environment", "code"), [("production", 2), ("", 0)])
+def test_the_deployment_environment_reaches_hooks_yaml_through_settings(
+        environment: str, code: int, tmp_path: Path) -> None:
+    """``MCP_HOOKS_ENVIRONMENT``, read once into the door's Settings, is what a hooks.yaml
+    ``when.environment`` tests (the engine passes it down; the context reads no variable)."""
+    project = _no_production_project(tmp_path)
     done = subprocess.run(
         ["mcp-hooks", "fire", "pre-tool-use", "--tool", "Shell", "--input", '{"command": "ls"}',
          "--project-dir", str(project), "--user-dir", str(tmp_path / "user"), "--no-log"],
@@ -473,12 +479,7 @@ def test_a_library_caller_s_keywords_honour_the_deployment_environment(
     """``MCP_HOOKS_ENVIRONMENT`` holds for the whole process: ``Hooks(...)`` built with
     keywords (no ``Settings.from_env()``) still runs a ``when.environment: production``
     guard in production (``settings.process_values``)."""
-    project = tmp_path / "project"
-    (project / ".ahp").mkdir(parents=True)
-    (project / ".ahp" / "oracles.py").write_text(NO_PRODUCTION)
-    (project / ".ahp" / "hooks.yaml").write_text(
-        "hooks:\n  pre-tool-use:\n    - oracle: 'oracles.py:NoProduction'\n"
-        "      when: {environment: production}\n")
+    project = _no_production_project(tmp_path)
     done = subprocess.run(
         [sys.executable, "-c", LIBRARY_FIRE, str(project), str(tmp_path / "user")],
         env={**os.environ, "MCP_HOOKS_ENVIRONMENT": environment}, capture_output=True,

@@ -113,12 +113,12 @@ class AddOptions:
     common: CommonOptions = field(default_factory=CommonOptions)
 
 
-def hooks_dir(scope: str, common: CommonOptions) -> tuple[Path, Path | None]:
+def hooks_dir(scope: str, given: Settings) -> tuple[Path, Path | None]:
     """The hooks folder of ``scope`` and, for a project, the project (to trust copies in)."""
     if scope == "project":
-        project = options.project_dir(common)
+        project = options.project_of(given)
         return project_hooks_dir(project), project
-    return options.user_hooks_dir(common), None
+    return options.user_hooks_of(given), None
 
 
 def add(opts: AddOptions) -> int:
@@ -130,11 +130,12 @@ def add(opts: AddOptions) -> int:
     if not opts.names:
         raise UsageError("name the hooks to add (see `mcp-hooks add --list`)")
     chosen = bundle.select(opts.names)
-    target, project = hooks_dir(opts.scope, opts.common)
+    given = options.settings(opts.common)  # once: the folders and the trust store
+    target, project = hooks_dir(opts.scope, given)
     results = bundle.add_hooks(chosen, target, force=opts.force, dry_run=opts.dry_run,
                                trust_project=project, trust_store=None if (
                                    opts.dry_run or project is None) else
-                               options.trust_writer(options.settings(opts.common), "add"))
+                               options.trust_writer(given, "add"))
     _print_results(results, opts.dry_run)
     return EXIT_FAILURE if any(r.status == "conflict" for r in results) else EXIT_OK
 
